@@ -1,0 +1,3 @@
+"""Views folded from the event log: entities, relations, context, history, search."""
+
+__all__: list[str] = []

@@ -1,0 +1,1 @@
+"""Operator command-line tools: replay, audit, import, export and benchmarks."""
