@@ -1,0 +1,208 @@
+"""The envelope the log stores for each event, and the codec that reads old shapes as new.
+
+An envelope is a msgpack array (position, stream, version, recorded_at, schema_version,
+actor, correlation_id, idempotency_key, event); the event is a msgpack map whose
+``type`` key is its stable tag. Decoding takes one pass with one reused decoder; only an
+event written at an older schema version takes the slow path through the upcasters.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Union
+
+import msgspec
+
+from eventstore.errors import UnknownEventError
+from eventstore.events import CATALOGUE, Event, event_type
+
+__all__ = ["Codec", "Envelope", "Upcasters", "UPCASTERS"]
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """One event as the log stores it, with everything needed to audit it."""
+
+    position: int
+    """Global, gap-free, 1-based position in commit order."""
+    stream: str
+    version: int
+    """1-based version of the event within its stream."""
+    recorded_at: int
+    """Microseconds since the epoch (UTC); never decreases along the log."""
+    schema_version: int
+    actor: str
+    correlation_id: str
+    """Shared by every event written by one command (one tool call)."""
+    idempotency_key: str | None
+    event: Event
+
+    @property
+    def type(self) -> str:
+        """The event's stable tag, e.g. ``"entity_created"``."""
+        return event_type(self.event)
+
+
+class _Header(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    position: int
+    stream: str
+    version: int
+    recorded_at: int
+    schema_version: int
+
+
+class _RawEnvelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    position: int
+    stream: str
+    version: int
+    recorded_at: int
+    schema_version: int
+    actor: str
+    correlation_id: str
+    idempotency_key: str | None
+    event: msgspec.Raw
+
+
+class Upcasters:
+    """A registry of functions that lift an event's stored shape one schema version up."""
+
+    def __init__(self) -> None:
+        self._steps: dict[tuple[str, int], Upcaster] = {}
+
+    def register(self, tag: str, from_schema: int) -> Callable[[Upcaster], Upcaster]:
+        """Decorate a function turning a `tag` event's map at `from_schema` into the next one."""
+
+        def decorator(step: Upcaster) -> Upcaster:
+            key = (tag, from_schema)
+            if key in self._steps:
+                raise ValueError(f"an upcaster for {tag!r} from schema {from_schema} exists")
+            self._steps[key] = step
+            return step
+
+        return decorator
+
+    def upcast(self, tag: str, schema: int, target: int, data: dict[str, Any]) -> dict[str, Any]:
+        """Lift `data` from `schema` to `target`, one registered step at a time.
+
+        Raises:
+            UnknownEventError: If a step along the way is missing.
+        """
+        while schema < target:
+            step = self._steps.get((tag, schema))
+            if step is None:
+                raise UnknownEventError(
+                    f"no upcaster lifts {tag!r} events from schema {schema} to {schema + 1}"
+                )
+            data = step(dict(data))
+            schema += 1
+        return data
+
+
+UPCASTERS = Upcasters()
+"""The upcasters of the built-in catalogue (none yet: every event is at schema 1)."""
+
+
+class Codec:
+    """Encodes envelopes and decodes them, through upcasters where the shape is old."""
+
+    def __init__(
+        self, events: Iterable[type[Event]] = CATALOGUE, upcasters: Upcasters = UPCASTERS
+    ) -> None:
+        self.events: dict[str, type[Event]] = {event_type(cls): cls for cls in events}
+        self._schemas: dict[type[Event], int] = {cls: cls.schema for cls in self.events.values()}
+        self._upcasters = upcasters
+        union = Union[tuple(self.events.values())]  # noqa: UP007 (a runtime tuple)
+        typed = msgspec.defstruct(
+            "Envelope", [("event", union)], bases=(Envelope,),
+            frozen=True, array_like=True, gc=False,
+        )
+        self._encoder = msgspec.msgpack.Encoder()
+        self._decoder = msgspec.msgpack.Decoder(typed)
+        self._many = msgspec.msgpack.Decoder(list[typed])  # type: ignore[valid-type]
+        self._header = msgspec.msgpack.Decoder(_Header)
+        self._raw = msgspec.msgpack.Decoder(_RawEnvelope)
+        self._map = msgspec.msgpack.Decoder(dict[str, Any])
+
+    def schema_of(self, event: Event) -> int:
+        """The current schema version of `event`'s class."""
+        return self._schemas[type(event)]
+
+    def encode(self, envelope: Envelope) -> bytes:
+        """The stored bytes of `envelope`."""
+        return self._encoder.encode(envelope)
+
+    def encode_event(self, event: Event) -> bytes:
+        """The stored bytes of an event alone (used to fingerprint writes)."""
+        return self._encoder.encode(event)
+
+    def decode(self, data: bytes) -> Envelope:
+        """Decode one stored envelope, upcasting an old event shape.
+
+        Raises:
+            UnknownEventError: If the event type or its schema version cannot be read.
+        """
+        try:
+            envelope: Envelope = self._decoder.decode(data)
+        except msgspec.ValidationError:
+            return self._decode_slowly(data)
+        if envelope.schema_version != self._schemas[type(envelope.event)]:
+            return self._decode_slowly(data)
+        return envelope
+
+    def decode_many(self, values: Sequence[bytes]) -> list[Envelope]:
+        """Decode a batch of stored envelopes in one call (the fast path of log scans)."""
+        buffer = b"\xdd" + struct.pack(">I", len(values)) + b"".join(values)
+        try:
+            envelopes: list[Envelope] = self._many.decode(buffer)
+        except msgspec.ValidationError:
+            return [self.decode(value) for value in values]
+        schemas = self._schemas
+        for index, envelope in enumerate(envelopes):
+            if envelope.schema_version != schemas[type(envelope.event)]:
+                envelopes[index] = self._decode_slowly(values[index])
+        return envelopes
+
+    def recorded_at(self, data: bytes) -> int:
+        """Only the timestamp of a stored envelope (cheap: the event is not decoded)."""
+        return self._header.decode(data).recorded_at
+
+    def position(self, data: bytes) -> int:
+        """Only the position a stored envelope claims."""
+        return self._header.decode(data).position
+
+    def _decode_slowly(self, data: bytes) -> Envelope:
+        raw = self._raw.decode(data)
+        fields = self._map.decode(raw.event)
+        tag = fields.get("type")
+        cls = self.events.get(tag) if isinstance(tag, str) else None
+        if cls is None:
+            raise UnknownEventError(
+                f"event at position {raw.position} has type {tag!r}, which this version of "
+                "Chronograph does not know; upgrade Chronograph to read this store"
+            )
+        if raw.schema_version > cls.schema:
+            raise UnknownEventError(
+                f"event at position {raw.position} ({tag}) is at schema {raw.schema_version}, "
+                f"newer than this version of Chronograph reads ({cls.schema}); upgrade it"
+            )
+        lifted = self._upcasters.upcast(tag, raw.schema_version, cls.schema, fields)
+        try:
+            event = msgspec.convert(lifted, cls)
+        except msgspec.ValidationError as error:
+            raise UnknownEventError(
+                f"event at position {raw.position} ({tag}, schema {raw.schema_version}) "
+                f"cannot be read: {error}"
+            ) from None
+        return Envelope(
+            position=raw.position,
+            stream=raw.stream,
+            version=raw.version,
+            recorded_at=raw.recorded_at,
+            schema_version=cls.schema,
+            actor=raw.actor,
+            correlation_id=raw.correlation_id,
+            idempotency_key=raw.idempotency_key,
+            event=event,
+        )

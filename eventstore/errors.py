@@ -1,0 +1,58 @@
+"""Errors raised by the event store: one base class, one line of meaning each."""
+
+from __future__ import annotations
+
+
+class EventStoreError(Exception):
+    """Base class of every error the event store raises."""
+
+
+class ConcurrencyError(EventStoreError):
+    """A stream was not at the version the writer expected; nothing was written."""
+
+    def __init__(self, stream: str, expected: int | str, actual: int) -> None:
+        self.stream = stream
+        self.expected = expected
+        self.actual = actual
+        shown = "no stream" if actual == 0 else f"version {actual}"
+        super().__init__(
+            f"stream {stream!r} was expected at {_describe(expected)} but is at {shown}; "
+            "re-read it and retry"
+        )
+
+
+class IdempotencyConflictError(EventStoreError):
+    """An idempotency key was reused for a different write; nothing was written."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(
+            f"idempotency key {key!r} was already used for a different write; "
+            "use a new key for a new write"
+        )
+
+
+class StoreOpenError(EventStoreError):
+    """The store could not be opened (missing, locked, unreadable or not a store)."""
+
+
+class StoreCorruptError(StoreOpenError):
+    """The store's files are damaged or are not a Chronograph store."""
+
+
+class StoreFormatError(StoreOpenError):
+    """The store was written by a newer, incompatible format version."""
+
+
+class StorageFullError(EventStoreError):
+    """The disk or the configured map ceiling is full; the write was rolled back."""
+
+
+class UnknownEventError(EventStoreError):
+    """An event type or schema version in the log has no decoder or upcaster."""
+
+
+def _describe(expected: int | str) -> str:
+    if isinstance(expected, int):
+        return "no stream" if expected == 0 else f"version {expected}"
+    return {"no_stream": "no stream", "exists": "an existing stream"}.get(expected, expected)

@@ -1,0 +1,155 @@
+"""The event catalogue: every fact Chronograph can record, as a frozen msgspec Struct.
+
+Rules that keep old logs readable forever:
+
+* a tag is never reused or renamed; a field is never retyped or removed;
+* a new field gets a default, so events written before it still decode;
+* any other change of shape bumps the class's `schema` and registers an upcaster
+  (see `eventstore.codec`) that turns the old shape into the new one.
+
+Field names are snake_case in Python and camelCase on disk and on the wire, the
+same spelling the MCP tools use (`entityType`, `relationType`, `from`).
+
+An entity's stream is its stable id; the events after `EntityCreated` carry only
+what changed. A relation's stream is derived from (workspace, from, relationType,
+to); a workspace's context has one stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+__all__ = [
+    "CATALOGUE",
+    "ContextStatus",
+    "ContextUpdated",
+    "EntityCreated",
+    "EntityDeleted",
+    "EntityUpdated",
+    "Event",
+    "ObservationsAdded",
+    "ObservationsDeleted",
+    "RelationCreated",
+    "RelationDeleted",
+    "RelationUpdated",
+    "event_type",
+]
+
+ContextStatus = Literal["IN_PROGRESS", "COMPLETED", "BLOCKED", "PLANNING"]
+
+
+class Event(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    omit_defaults=True,
+    rename="camel",
+    tag_field="type",
+    gc=False,
+):
+    """Base of every event. Subclasses set a stable `tag` and, when reshaped, `schema`."""
+
+    schema: ClassVar[int] = 1
+
+
+def event_type(event: Event | type[Event]) -> str:
+    """The stable tag of an event or event class, e.g. ``"entity_created"``."""
+    return event.__struct_config__.tag  # type: ignore[return-value]
+
+
+# --- entities ---------------------------------------------------------------------------
+
+
+class EntityCreated(Event, tag="entity_created"):
+    """An entity came into being under a name that was free in its workspace."""
+
+    workspace: str
+    name: str
+    entity_type: str
+    observations: tuple[str, ...] = ()
+    metadata: dict[str, Any] = {}
+
+
+class ObservationsAdded(Event, tag="observations_added"):
+    """Observations were appended to an entity (only the ones it did not have yet)."""
+
+    observations: tuple[str, ...]
+
+
+class ObservationsDeleted(Event, tag="observations_deleted"):
+    """Observations were removed from an entity (only the ones it had)."""
+
+    observations: tuple[str, ...]
+
+
+class EntityUpdated(Event, tag="entity_updated"):
+    """An entity's type, whole observation list and/or metadata were replaced.
+
+    A field left UNSET was not changed. `reverted_to` names the version whose state
+    this update restored, when it was written by a revert.
+    """
+
+    entity_type: str | UnsetType = UNSET
+    observations: tuple[str, ...] | UnsetType = UNSET
+    metadata: dict[str, Any] | UnsetType = UNSET
+    reverted_to: int | UnsetType = UNSET
+
+
+class EntityDeleted(Event, tag="entity_deleted"):
+    """An entity was deleted; its stream and history remain."""
+
+
+# --- relations --------------------------------------------------------------------------
+
+
+class RelationCreated(Event, tag="relation_created"):
+    """A directed, typed relation was created between two entity names."""
+
+    workspace: str
+    source: str = msgspec.field(name="from")
+    target: str = msgspec.field(name="to")
+    relation_type: str
+    confidence: float | None = None
+    metadata: dict[str, Any] = {}
+
+
+class RelationUpdated(Event, tag="relation_updated"):
+    """A relation's confidence and/or metadata were replaced (UNSET: unchanged)."""
+
+    confidence: float | None | UnsetType = UNSET
+    metadata: dict[str, Any] | UnsetType = UNSET
+
+
+class RelationDeleted(Event, tag="relation_deleted"):
+    """A relation was deleted; re-creating it continues the same stream."""
+
+
+# --- context ----------------------------------------------------------------------------
+
+
+class ContextUpdated(Event, tag="context_updated"):
+    """Fields of a workspace's working context were set (UNSET: left as they were)."""
+
+    workspace: str
+    active_task: str | None | UnsetType = UNSET
+    status: ContextStatus | None | UnsetType = UNSET
+    reason: str | None | UnsetType = UNSET
+    next_steps: tuple[str, ...] | None | UnsetType = UNSET
+    last_commit: str | None | UnsetType = UNSET
+
+
+CATALOGUE: tuple[type[Event], ...] = (
+    EntityCreated,
+    ObservationsAdded,
+    ObservationsDeleted,
+    EntityUpdated,
+    EntityDeleted,
+    RelationCreated,
+    RelationUpdated,
+    RelationDeleted,
+    ContextUpdated,
+)
+"""Every event class the store decodes by default, in the order they were introduced."""

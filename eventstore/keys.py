@@ -1,0 +1,47 @@
+"""Byte encodings of LMDB keys: big-endian integers and length-safe text keys.
+
+LMDB rejects keys over 511 bytes. Text that may be long (stream ids, names, idempotency
+keys) goes through `text_key`, which keeps short text as it is and replaces long text by
+its BLAKE2b digest behind a different marker byte, so the two can never collide and no
+key is ever rejected or truncated.
+"""
+
+from __future__ import annotations
+
+import struct
+from hashlib import blake2b
+
+MAX_KEY_BYTES = 511
+"""LMDB's compiled-in key size limit."""
+
+RAW_TEXT_LIMIT = 400
+"""Longest text kept verbatim in a key; leaves room for suffixes such as a u64 version."""
+
+_U64 = struct.Struct(">Q")
+_U32 = struct.Struct(">I")
+
+pack_u64 = _U64.pack
+pack_u32 = _U32.pack
+
+
+def unpack_u64(data: bytes) -> int:
+    """The integer of an 8-byte big-endian key."""
+    return _U64.unpack(data)[0]
+
+
+def unpack_u32(data: bytes) -> int:
+    """The integer of a 4-byte big-endian key."""
+    return _U32.unpack(data)[0]
+
+
+def digest(data: bytes, size: int = 16) -> bytes:
+    """A BLAKE2b digest of `size` bytes (16 by default: collisions are not a concern)."""
+    return blake2b(data, digest_size=size).digest()
+
+
+def text_key(text: str) -> bytes:
+    """A key for `text`: b"=" + UTF-8 when short enough, else b"#" + a 32-byte digest."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= RAW_TEXT_LIMIT:
+        return b"=" + raw
+    return b"#" + digest(raw, 32)

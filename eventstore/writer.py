@@ -1,0 +1,172 @@
+"""Appends inside one LMDB write transaction: versions checked, positions assigned, hooks run."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from eventstore import clock
+from eventstore.codec import Codec, Envelope
+from eventstore.errors import ConcurrencyError, IdempotencyConflictError
+from eventstore.keys import digest, pack_u64, text_key, unpack_u64
+from eventstore.reader import Databases, Reader
+from eventstore.writes import ANY, EXISTS, NO_STREAM, AppendResult, ExpectedVersion, StreamWrite
+
+if TYPE_CHECKING:
+    import lmdb
+
+__all__ = ["InlineHook", "Transaction"]
+
+InlineHook = Callable[["Transaction", Sequence[Envelope]], None]
+"""Called inside the write transaction with the envelopes an append just wrote."""
+
+
+class _Recorded(msgspec.Struct, frozen=True, array_like=True):
+    fingerprint: bytes
+    first_position: int
+    last_position: int
+    versions: dict[str, int]
+    result: bytes | None
+
+
+_recorded_decoder = msgspec.msgpack.Decoder(_Recorded)
+_encoder = msgspec.msgpack.Encoder()
+
+
+class Transaction(Reader):
+    """A write transaction: everything appended in it commits together or not at all."""
+
+    __slots__ = ("_hooks",)
+
+    def __init__(
+        self, txn: lmdb.Transaction, codec: Codec, dbs: Databases, hooks: Sequence[InlineHook]
+    ) -> None:
+        super().__init__(txn, codec, dbs)
+        self._hooks = hooks
+
+    def recall(self, idempotency_key: str) -> AppendResult | None:
+        """The append recorded under `idempotency_key`, replayed, or None if it is new."""
+        recorded = self._recorded(idempotency_key)
+        return None if recorded is None else _replay(recorded)
+
+    def append(
+        self,
+        writes: Sequence[StreamWrite],
+        *,
+        actor: str,
+        correlation_id: str | None = None,
+        idempotency_key: str | None = None,
+        result: bytes | None = None,
+    ) -> AppendResult:
+        """Append events to one or more streams, checking each stream's expected version.
+
+        With an `idempotency_key` seen before, nothing is written and the first append's
+        result is returned (`replayed=True`); `result` is opaque bytes kept with the key.
+
+        Raises:
+            ConcurrencyError: If a stream is not at the version its write expects.
+            IdempotencyConflictError: If the key was used for different writes.
+        """
+        fingerprint = b""
+        if idempotency_key is not None:
+            fingerprint = self._fingerprint(writes)
+            recorded = self._recorded(idempotency_key)
+            if recorded is not None:
+                if recorded.fingerprint != fingerprint:
+                    raise IdempotencyConflictError(idempotency_key)
+                return _replay(recorded)
+
+        txn, dbs, codec = self.txn, self.dbs, self.codec
+        head, last_recorded_at = self._tail()
+        recorded_at = max(clock.now_us(), last_recorded_at)
+        correlation = correlation_id or os.urandom(16).hex()
+        versions: dict[str, int] = {}
+        envelopes: list[Envelope] = []
+        position = head
+        for write in writes:
+            stream_key = text_key(write.stream)
+            current = versions.get(write.stream)
+            if current is None:
+                stored = txn.get(stream_key, db=dbs.heads)
+                current = 0 if stored is None else unpack_u64(stored)
+            _check(write.stream, write.expected, current)
+            for event in write.events:
+                position += 1
+                current += 1
+                envelope = Envelope(
+                    position=position,
+                    stream=write.stream,
+                    version=current,
+                    recorded_at=recorded_at,
+                    schema_version=codec.schema_of(event),
+                    actor=actor,
+                    correlation_id=correlation,
+                    idempotency_key=idempotency_key,
+                    event=event,
+                )
+                key = pack_u64(position)
+                if not txn.put(key, codec.encode(envelope), db=dbs.log, append=True):
+                    raise AssertionError(f"log position {position} was already taken")
+                txn.put(stream_key + pack_u64(current), key, db=dbs.streams)
+                envelopes.append(envelope)
+            txn.put(stream_key, pack_u64(current), db=dbs.heads)
+            versions[write.stream] = current
+
+        if idempotency_key is not None:
+            record = _Recorded(fingerprint, head + 1, position, versions, result)
+            txn.put(_idempotency_key(idempotency_key), _encoder.encode(record), db=dbs.idempotency)
+        if envelopes:
+            for hook in self._hooks:
+                hook(self, envelopes)
+        return AppendResult(head + 1, position, versions, result=result)
+
+    def _tail(self) -> tuple[int, int]:
+        with self.txn.cursor(self.dbs.log) as cursor:
+            if not cursor.last():
+                return 0, 0
+            return unpack_u64(cursor.key()), self.codec.recorded_at(cursor.value())
+
+    def _recorded(self, idempotency_key: str) -> _Recorded | None:
+        value = self.txn.get(_idempotency_key(idempotency_key), db=self.dbs.idempotency)
+        return None if value is None else _recorded_decoder.decode(value)
+
+    def _fingerprint(self, writes: Sequence[StreamWrite]) -> bytes:
+        parts = [
+            _encoder.encode([write.stream, write.expected])
+            + b"".join(self.codec.encode_event(event) for event in write.events)
+            for write in writes
+        ]
+        return digest(_encoder.encode(parts), 32)
+
+
+def _idempotency_key(key: str) -> bytes:
+    return text_key(key)
+
+
+def _replay(recorded: _Recorded) -> AppendResult:
+    return AppendResult(
+        recorded.first_position,
+        recorded.last_position,
+        recorded.versions,
+        replayed=True,
+        result=recorded.result,
+    )
+
+
+def _check(stream: str, expected: ExpectedVersion, current: int) -> None:
+    if expected == ANY:
+        return
+    if expected == NO_STREAM:
+        ok = current == 0
+    elif expected == EXISTS:
+        ok = current > 0
+    elif isinstance(expected, int) and not isinstance(expected, bool):
+        ok = current == expected
+    else:
+        raise ValueError(f"{expected!r} is not an expected version (any, no_stream, exists or an int)")
+    if not ok:
+        raise ConcurrencyError(stream, expected, current)
+

@@ -1,0 +1,31 @@
+"""The clock: microseconds, ISO-8601 both ways."""
+
+from __future__ import annotations
+
+import pytest
+from freezegun import freeze_time
+
+from eventstore import clock
+
+
+def test_now_us_reads_the_frozen_clock() -> None:
+    with freeze_time("2026-11-21T00:00:01Z"):
+        assert clock.now_us() == clock.parse_iso("2026-11-21T00:00:01Z")
+
+
+def test_isoformat_round_trips_through_parse_iso() -> None:
+    us = 1_795_000_000_123_456
+    assert clock.parse_iso(clock.isoformat(us)) == us
+
+
+def test_a_timestamp_without_a_zone_is_utc() -> None:
+    assert clock.parse_iso("2026-11-21T10:00:00") == clock.parse_iso("2026-11-21T10:00:00+00:00")
+
+
+def test_a_date_alone_is_midnight_utc() -> None:
+    assert clock.isoformat(clock.parse_iso("2026-11-21")) == "2026-11-21T00:00:00.000000Z"
+
+
+def test_a_bad_timestamp_says_what_was_expected() -> None:
+    with pytest.raises(ValueError, match="not an ISO-8601 timestamp"):
+        clock.parse_iso("yesterday")

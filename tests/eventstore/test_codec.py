@@ -1,0 +1,98 @@
+"""The codec: round trips, and old event shapes read as new ones through upcasters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from eventstore import (
+    CATALOGUE,
+    Codec,
+    EntityCreated,
+    Event,
+    EventStore,
+    StreamWrite,
+    UnknownEventError,
+    Upcasters,
+)
+
+
+class NoteTakenV1(Event, tag="test.note_taken"):
+    """The shape a note had when it was first written: one free-text field."""
+
+    text: str
+
+
+class NoteTaken(Event, tag="test.note_taken"):
+    """Today's shape: the text split into a title and a body."""
+
+    schema = 2
+    title: str
+    body: str = ""
+
+
+def upcasters() -> Upcasters:
+    registry = Upcasters()
+
+    @registry.register("test.note_taken", from_schema=1)
+    def split_text(data: dict) -> dict:  # type: ignore[type-arg]
+        title, _, body = data.pop("text").partition("\n")
+        return {**data, "title": title, "body": body}
+
+    return registry
+
+
+def test_an_event_written_in_an_older_shape_is_read_in_the_new_one(store_path: Path) -> None:
+    with EventStore(store_path, codec=Codec([*CATALOGUE, NoteTakenV1])) as old:
+        old.append([StreamWrite("notes", [NoteTakenV1(text="Shopping\neggs, milk")])], actor="t")
+
+    with EventStore(store_path, codec=Codec([*CATALOGUE, NoteTaken], upcasters())) as new:
+        [envelope] = new.read_stream("notes")
+        batch = list(new.read_all())
+
+    assert envelope.event == NoteTaken(title="Shopping", body="eggs, milk")
+    assert envelope.schema_version == 2
+    assert batch == [envelope]
+
+
+def test_an_old_shape_without_an_upcaster_is_a_clear_error(store_path: Path) -> None:
+    with EventStore(store_path, codec=Codec([*CATALOGUE, NoteTakenV1])) as old:
+        old.append([StreamWrite("notes", [NoteTakenV1(text="x")])], actor="t")
+    with pytest.raises(UnknownEventError, match="no upcaster lifts 'test.note_taken'"):
+        with EventStore(store_path, codec=Codec([*CATALOGUE, NoteTaken])) as new:
+            new.read_stream("notes")
+
+
+def test_an_event_type_this_version_does_not_know_is_a_clear_error(store_path: Path) -> None:
+    with EventStore(store_path, codec=Codec([*CATALOGUE, NoteTaken])) as newer:
+        newer.append([StreamWrite("notes", [NoteTaken(title="t")])], actor="t")
+    with pytest.raises(UnknownEventError, match="upgrade Chronograph"):
+        with EventStore(store_path) as older:
+            older.read_stream("notes")
+
+
+def test_envelopes_round_trip_through_the_codec(store: EventStore) -> None:
+    event = EntityCreated(
+        workspace="w", name="Ada", entity_type="person",
+        observations=("first programmer", "ünïcödé"), metadata={"born": 1815, "tags": ["math"]},
+    )
+    store.append([StreamWrite("a", [event])], actor="t")
+    [envelope] = store.read_all()
+    assert envelope.event == event
+    assert store.codec.decode(store.codec.encode(envelope)) == envelope
+
+
+def test_an_upcaster_cannot_be_registered_twice() -> None:
+    registry = upcasters()
+    with pytest.raises(ValueError):
+        registry.register("test.note_taken", from_schema=1)(lambda data: data)
+
+
+def test_the_payload_on_disk_is_a_map_keyed_by_field_name(store: EventStore) -> None:
+    store.append([StreamWrite("a", [EntityCreated(workspace="w", name="n", entity_type="t")])], actor="t")
+    with store.read() as reader:
+        raw = reader.txn.get((1).to_bytes(8, "big"), db=reader.dbs.log)
+    stored = msgspec.msgpack.decode(raw)
+    assert stored[-1] == {"type": "entity_created", "workspace": "w", "name": "n", "entityType": "t"}
