@@ -1,3 +1,72 @@
-"""Views folded from the event log: entities, relations, context, history, search."""
+"""Views folded from the event log: entities, relations, context, history, search.
 
-__all__: list[str] = []
+One fold (`projections.fold.apply`) serves three lifecycles: inline inside the append's
+write transaction (`Views`), rebuild into a fresh generation (`rebuild`), and time
+travel in memory (`graph_as_of`, `entity_as_of`).
+"""
+
+from projections.asof import entity_as_of, fold_streams, graph_as_of, position_of, relation_as_of
+from projections.catchup import Progress
+from projections.errors import ProjectionError, RebuildError, ViewsUnavailableError
+from projections.fold import State, apply, apply_all, unique
+from projections.graph import Direction, Graph, LmdbGraph, relations_touching
+from projections.history import Version, stream_history
+from projections.keys import ENTITY, RELATION
+from projections.lmdbstate import LmdbState
+from projections.memory import MemoryState, fold_log
+from projections.memorygraph import MemoryGraph
+from projections.rebuild import RebuildReport, rebuild
+from projections.records import (
+    ContextRecord,
+    EntityRecord,
+    NameRecord,
+    RelationRecord,
+    TypeCount,
+    WorkspaceRecord,
+)
+from projections.search import SearchIndex, WorkspaceIndex, matches
+from projections.streams import context_stream, new_entity_stream, relation_stream
+from projections.views import Views
+
+__all__ = [
+    "ENTITY",
+    "RELATION",
+    "ContextRecord",
+    "Direction",
+    "EntityRecord",
+    "Graph",
+    "LmdbGraph",
+    "LmdbState",
+    "MemoryGraph",
+    "MemoryState",
+    "NameRecord",
+    "Progress",
+    "ProjectionError",
+    "RebuildError",
+    "RebuildReport",
+    "RelationRecord",
+    "SearchIndex",
+    "State",
+    "TypeCount",
+    "Version",
+    "Views",
+    "ViewsUnavailableError",
+    "WorkspaceIndex",
+    "WorkspaceRecord",
+    "apply",
+    "apply_all",
+    "context_stream",
+    "entity_as_of",
+    "fold_log",
+    "fold_streams",
+    "graph_as_of",
+    "matches",
+    "new_entity_stream",
+    "position_of",
+    "rebuild",
+    "relation_as_of",
+    "relation_stream",
+    "relations_touching",
+    "stream_history",
+    "unique",
+]

@@ -1,0 +1,15 @@
+"""Errors raised by the projections: one base class, one line of meaning each."""
+
+from __future__ import annotations
+
+
+class ProjectionError(Exception):
+    """Base class of every error the projections raise."""
+
+
+class ViewsUnavailableError(ProjectionError):
+    """The views cannot serve reads (missing in a read-only store, or behind the log)."""
+
+
+class RebuildError(ProjectionError):
+    """A rebuild could not complete; the views in use were left as they were."""

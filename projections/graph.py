@@ -1,0 +1,211 @@
+"""Reading the graph from the LMDB views within one transaction: a consistent snapshot.
+
+`LmdbGraph` and `MemoryGraph` (time travel) answer the same questions, so the server
+answers "now" and "as of then" with the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from typing import Literal, Protocol
+
+import lmdb
+
+from projections.keys import (
+    ENTITY,
+    INCOMING,
+    OUTGOING,
+    RELATION,
+    adjacency_prefix,
+    context_key,
+    name_key,
+    order_prefix,
+    is_totals_key,
+    record_key,
+    totals_key,
+    workspace_key,
+)
+from projections.records import (
+    ContextRecord,
+    EntityRecord,
+    RelationRecord,
+    WorkspaceRecord,
+    decode_context,
+    decode_entity,
+    decode_name,
+    decode_relation,
+    decode_type_count,
+    decode_workspace,
+)
+from projections.streams import relation_stream
+from projections.tables import Tables
+
+__all__ = ["Direction", "Graph", "LmdbGraph"]
+
+Direction = Literal["out", "in", "both"]
+
+
+class Graph(Protocol):
+    """The questions every view of the graph (current or past) can answer."""
+
+    position: int
+    """The log position this view reflects."""
+
+    def entity(self, workspace: str, name: str) -> EntityRecord | None: ...
+    def entity_by_stream(self, stream: str) -> EntityRecord | None: ...
+    def entities(
+        self, workspace: str, offset: int = 0, limit: int | None = None
+    ) -> Iterator[EntityRecord]: ...
+    def relations(
+        self, workspace: str, offset: int = 0, limit: int | None = None
+    ) -> Iterator[RelationRecord]: ...
+    def relation(
+        self, workspace: str, source: str, relation_type: str, target: str
+    ) -> RelationRecord | None: ...
+    def relations_of(
+        self, workspace: str, name: str, direction: Direction = "both"
+    ) -> list[RelationRecord]: ...
+    def context(self, workspace: str) -> ContextRecord | None: ...
+    def workspace(self, workspace: str) -> WorkspaceRecord | None: ...
+    def workspaces(self) -> list[WorkspaceRecord]: ...
+    def type_counts(self, workspace: str, kind: bytes) -> dict[str, int]: ...
+    def name_streams(self, workspace: str, name: str) -> tuple[str, ...]: ...
+
+
+def relations_touching(graph: Graph, workspace: str, names: Iterable[str]) -> list[RelationRecord]:
+    """Relations with at least one end among `names`, each once, oldest first."""
+    found: dict[str, RelationRecord] = {}
+    for name in dict.fromkeys(names):
+        for record in graph.relations_of(workspace, name):
+            found[record.stream] = record
+    return sorted(found.values(), key=lambda record: record.seq)
+
+
+class LmdbGraph:
+    """The live views of one generation, read inside `txn`."""
+
+    __slots__ = ("txn", "tables", "position", "_workspace_keys")
+
+    def __init__(self, txn: lmdb.Transaction, tables: Tables) -> None:
+        self.txn = txn
+        self.tables = tables
+        self.position = tables.checkpoint(txn)
+        self._workspace_keys: dict[str, bytes] = {}
+
+    def _ws(self, workspace: str) -> bytes:
+        key = self._workspace_keys.get(workspace)
+        if key is None:
+            key = self._workspace_keys[workspace] = workspace_key(workspace)
+        return key
+
+    def entity(self, workspace: str, name: str) -> EntityRecord | None:
+        """The live entity called `name`, or None."""
+        value = self.txn.get(name_key(self._ws(workspace), name), db=self.tables.names)
+        if value is None:
+            return None
+        live = decode_name(value).live
+        return None if live is None else self.entity_by_stream(live)
+
+    def entity_by_stream(self, stream: str) -> EntityRecord | None:
+        """The live entity whose stream is `stream`, or None."""
+        value = self.txn.get(record_key(stream), db=self.tables.entities)
+        return None if value is None else decode_entity(value)
+
+    def relation_by_stream(self, stream: str) -> RelationRecord | None:
+        """The live relation whose stream is `stream`, or None."""
+        value = self.txn.get(record_key(stream), db=self.tables.relations)
+        return None if value is None else decode_relation(value)
+
+    def entities(
+        self, workspace: str, offset: int = 0, limit: int | None = None
+    ) -> Iterator[EntityRecord]:
+        """The workspace's live entities, oldest first."""
+        streams = self._ordered(workspace, ENTITY, offset, limit)
+        get, db = self.txn.get, self.tables.entities
+        for stream_key in streams:
+            yield decode_entity(get(stream_key, db=db))
+
+    def relations(
+        self, workspace: str, offset: int = 0, limit: int | None = None
+    ) -> Iterator[RelationRecord]:
+        """The workspace's live relations, oldest first."""
+        streams = self._ordered(workspace, RELATION, offset, limit)
+        get, db = self.txn.get, self.tables.relations
+        for stream_key in streams:
+            yield decode_relation(get(stream_key, db=db))
+
+    def relation(
+        self, workspace: str, source: str, relation_type: str, target: str
+    ) -> RelationRecord | None:
+        """The live relation with this identity, or None."""
+        return self.relation_by_stream(relation_stream(workspace, source, relation_type, target))
+
+    def relations_of(
+        self, workspace: str, name: str, direction: Direction = "both"
+    ) -> list[RelationRecord]:
+        """The live relations leaving (out), reaching (in) or touching (both) `name`."""
+        directions = {"out": (OUTGOING,), "in": (INCOMING,), "both": (OUTGOING, INCOMING)}
+        get, db = self.txn.get, self.tables.relations
+        found: list[RelationRecord] = []
+        for way in directions[direction]:
+            prefix = adjacency_prefix(self._ws(workspace), name, way)
+            for stream_key in self._scan_values(prefix, self.tables.adjacency):
+                record = decode_relation(get(stream_key, db=db))
+                if record.workspace == workspace and (
+                    record.source == name if way == OUTGOING else record.target == name
+                ):
+                    found.append(record)
+        if direction == "both":  # a self-relation is both outgoing and incoming
+            found = list({record.stream: record for record in found}.values())
+            found.sort(key=lambda record: record.seq)
+        return found
+
+    def context(self, workspace: str) -> ContextRecord | None:
+        """The workspace's context, or None if it was never set."""
+        value = self.txn.get(context_key(self._ws(workspace)), db=self.tables.workspaces)
+        return None if value is None else decode_context(value)
+
+    def workspace(self, workspace: str) -> WorkspaceRecord | None:
+        """The workspace's totals, or None if nothing was ever written to it."""
+        value = self.txn.get(totals_key(self._ws(workspace)), db=self.tables.workspaces)
+        return None if value is None else decode_workspace(value)
+
+    def workspaces(self) -> list[WorkspaceRecord]:
+        """Every workspace ever written to, by name."""
+        found = []
+        with self.txn.cursor(self.tables.workspaces) as cursor:
+            for key, value in cursor:
+                if is_totals_key(key):
+                    found.append(decode_workspace(value))
+        return sorted(found, key=lambda record: record.name)
+
+    def type_counts(self, workspace: str, kind: bytes) -> dict[str, int]:
+        """Live entities (kind ENTITY) or relations (RELATION) per type, by type name."""
+        counts = {}
+        for value in self._scan_values(self._ws(workspace) + kind, self.tables.workspaces):
+            record = decode_type_count(value)
+            counts[record.type_name] = record.count
+        return dict(sorted(counts.items()))
+
+    def name_streams(self, workspace: str, name: str) -> tuple[str, ...]:
+        """Every entity stream ever created under `name`, oldest first (deleted ones too)."""
+        value = self.txn.get(name_key(self._ws(workspace), name), db=self.tables.names)
+        return () if value is None else decode_name(value).streams
+
+    # --- scanning ---------------------------------------------------------------------------
+
+    def _ordered(self, workspace: str, kind: bytes, offset: int, limit: int | None) -> Iterator[bytes]:
+        streams = self._scan_values(order_prefix(self._ws(workspace), kind), self.tables.order)
+        stop = None if limit is None else offset + limit
+        return islice(streams, offset, stop)
+
+    def _scan_values(self, prefix: bytes, db: lmdb._Database) -> Iterator[bytes]:
+        with self.txn.cursor(db) as cursor:
+            if not cursor.set_range(prefix):
+                return
+            width = len(prefix)
+            for key, value in cursor:
+                if key[:width] != prefix:
+                    return
+                yield value

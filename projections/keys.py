@@ -1,0 +1,89 @@
+"""Key layouts of the view databases.
+
+Every key of a workspace starts with its 16-byte `workspace_key`, so one workspace's
+keys are contiguous and another's can never be reached by a prefix scan.
+"""
+
+from __future__ import annotations
+
+from eventstore.keys import digest, pack_u64, text_key
+
+__all__ = [
+    "ENTITY",
+    "INCOMING",
+    "OUTGOING",
+    "RELATION",
+    "adjacency_key",
+    "adjacency_prefix",
+    "context_key",
+    "is_totals_key",
+    "name_key",
+    "order_key",
+    "order_prefix",
+    "record_key",
+    "totals_key",
+    "type_count_key",
+    "workspace_key",
+]
+
+ENTITY = b"e"
+RELATION = b"r"
+OUTGOING = b"o"
+INCOMING = b"i"
+_TOTALS = b"\x00"
+_CONTEXT = b"c"
+
+
+def workspace_key(workspace: str) -> bytes:
+    """The 16-byte prefix of every key of `workspace`."""
+    return digest(workspace.encode("utf-8", "surrogatepass"), 16)
+
+
+def record_key(stream: str) -> bytes:
+    """entities / relations: stream -> record."""
+    return text_key(stream)
+
+
+def name_key(workspace: bytes, name: str) -> bytes:
+    """names: (workspace, name) -> NameRecord."""
+    return workspace + text_key(name)
+
+
+def order_prefix(workspace: bytes, kind: bytes) -> bytes:
+    """order: the prefix of a workspace's entities (ENTITY) or relations (RELATION)."""
+    return workspace + kind
+
+
+def order_key(workspace: bytes, kind: bytes, seq: int) -> bytes:
+    """order: (workspace, kind, creation position) -> stream key."""
+    return workspace + kind + pack_u64(seq)
+
+
+def adjacency_prefix(workspace: bytes, name: str, direction: bytes) -> bytes:
+    """adjacency: the prefix of the relations leaving (OUTGOING) or reaching (INCOMING) `name`."""
+    return workspace + digest(name.encode("utf-8", "surrogatepass"), 16) + direction
+
+
+def adjacency_key(workspace: bytes, name: str, direction: bytes, seq: int) -> bytes:
+    """adjacency: (workspace, name, direction, relation creation position) -> stream key."""
+    return adjacency_prefix(workspace, name, direction) + pack_u64(seq)
+
+
+def totals_key(workspace: bytes) -> bytes:
+    """workspaces: a workspace's WorkspaceRecord."""
+    return workspace + _TOTALS
+
+
+def is_totals_key(key: bytes) -> bool:
+    """Whether a workspaces key is some workspace's `totals_key`."""
+    return len(key) == 17 and key[16:] == _TOTALS
+
+
+def context_key(workspace: bytes) -> bytes:
+    """workspaces: a workspace's ContextRecord."""
+    return workspace + _CONTEXT
+
+
+def type_count_key(workspace: bytes, kind: bytes, type_name: str) -> bytes:
+    """workspaces: how many live entities (ENTITY) or relations (RELATION) have a type."""
+    return workspace + kind + text_key(type_name)

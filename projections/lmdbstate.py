@@ -1,0 +1,202 @@
+"""The fold's `State` on LMDB: record writes with their indexes, inside one write transaction.
+
+`write_state` lays a whole `MemoryState` into empty tables in key order (a rebuild);
+`LmdbState` updates the same tables one event at a time (inline). Both produce
+byte-identical databases, which the tests check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import lmdb
+
+from projections.graph import LmdbGraph
+from projections.keys import (
+    ENTITY,
+    INCOMING,
+    OUTGOING,
+    RELATION,
+    adjacency_key,
+    context_key,
+    name_key,
+    order_key,
+    record_key,
+    totals_key,
+    type_count_key,
+    workspace_key,
+)
+from projections.memory import MemoryState
+from projections.records import (
+    ContextRecord,
+    EntityRecord,
+    NameRecord,
+    RelationRecord,
+    TypeCount,
+    WorkspaceRecord,
+    decode_name,
+    decode_type_count,
+    decode_workspace,
+    encode,
+)
+from projections.tables import Tables
+
+__all__ = ["LmdbState", "write_state"]
+
+
+class LmdbState(LmdbGraph):
+    """Reads and writes the live views inside a write transaction."""
+
+    __slots__ = ()
+
+    def get_entity(self, stream: str) -> EntityRecord | None:
+        return self.entity_by_stream(stream)
+
+    def live_entity(self, workspace: str, name: str) -> EntityRecord | None:
+        return self.entity(workspace, name)
+
+    def get_relation(self, stream: str) -> RelationRecord | None:
+        return self.relation_by_stream(stream)
+
+    def save_entity(self, record: EntityRecord, previous: EntityRecord | None) -> None:
+        txn, tables = self.txn, self.tables
+        stream_key = record_key(record.stream)
+        txn.put(stream_key, encode(record), db=tables.entities)
+        ws = self._ws(record.workspace)
+        if previous is None:
+            key = name_key(ws, record.name)
+            known = txn.get(key, db=tables.names)
+            streams = (*decode_name(known).streams, record.stream) if known else (record.stream,)
+            txn.put(key, encode(NameRecord(record.stream, streams)), db=tables.names)
+            txn.put(order_key(ws, ENTITY, record.seq), stream_key, db=tables.order)
+            self._count(record.workspace, ws, ENTITY, record.entity_type, +1)
+        elif previous.entity_type != record.entity_type:
+            self._count(record.workspace, ws, ENTITY, previous.entity_type, -1, total=False)
+            self._count(record.workspace, ws, ENTITY, record.entity_type, +1, total=False)
+
+    def remove_entity(self, record: EntityRecord) -> None:
+        txn, tables = self.txn, self.tables
+        txn.delete(record_key(record.stream), db=tables.entities)
+        ws = self._ws(record.workspace)
+        key = name_key(ws, record.name)
+        known = decode_name(txn.get(key, db=tables.names))
+        if known.live == record.stream:
+            txn.put(key, encode(NameRecord(None, known.streams)), db=tables.names)
+        txn.delete(order_key(ws, ENTITY, record.seq), db=tables.order)
+        self._count(record.workspace, ws, ENTITY, record.entity_type, -1)
+
+    def save_relation(self, record: RelationRecord, previous: RelationRecord | None) -> None:
+        txn, tables = self.txn, self.tables
+        stream_key = record_key(record.stream)
+        txn.put(stream_key, encode(record), db=tables.relations)
+        if previous is None:
+            ws = self._ws(record.workspace)
+            txn.put(order_key(ws, RELATION, record.seq), stream_key, db=tables.order)
+            for name, way in ((record.source, OUTGOING), (record.target, INCOMING)):
+                txn.put(adjacency_key(ws, name, way, record.seq), stream_key, db=tables.adjacency)
+            self._count(record.workspace, ws, RELATION, record.relation_type, +1)
+
+    def remove_relation(self, record: RelationRecord) -> None:
+        txn, tables = self.txn, self.tables
+        txn.delete(record_key(record.stream), db=tables.relations)
+        ws = self._ws(record.workspace)
+        txn.delete(order_key(ws, RELATION, record.seq), db=tables.order)
+        for name, way in ((record.source, OUTGOING), (record.target, INCOMING)):
+            txn.delete(adjacency_key(ws, name, way, record.seq), db=tables.adjacency)
+        self._count(record.workspace, ws, RELATION, record.relation_type, -1)
+
+    def save_context(self, record: ContextRecord) -> None:
+        ws = self._ws(record.workspace)
+        self.txn.put(context_key(ws), encode(record), db=self.tables.workspaces)
+        self._totals(record.workspace, ws)
+
+    def _totals(self, workspace: str, ws: bytes) -> WorkspaceRecord:
+        key = totals_key(ws)
+        value = self.txn.get(key, db=self.tables.workspaces)
+        if value is not None:
+            return decode_workspace(value)
+        record = WorkspaceRecord(workspace)
+        self.txn.put(key, encode(record), db=self.tables.workspaces)
+        return record
+
+    def _count(
+        self, workspace: str, ws: bytes, kind: bytes, type_name: str, delta: int, total: bool = True
+    ) -> None:
+        txn, db = self.txn, self.tables.workspaces
+        key = type_count_key(ws, kind, type_name)
+        value = txn.get(key, db=db)
+        count = (0 if value is None else decode_type_count(value).count) + delta
+        if count:
+            txn.put(key, encode(TypeCount(type_name, count)), db=db)
+        else:
+            txn.delete(key, db=db)
+        if total:
+            record = self._totals(workspace, ws)
+            if kind == ENTITY:
+                record = WorkspaceRecord(record.name, record.entities + delta, record.relations)
+            else:
+                record = WorkspaceRecord(record.name, record.entities, record.relations + delta)
+            txn.put(totals_key(ws), encode(record), db=db)
+
+
+def write_state(txn: lmdb.Transaction, tables: Tables, state: MemoryState) -> int:
+    """Write every record and index of `state` into empty `tables`; return the keys written."""
+    written = 0
+    for db, items in (
+        (tables.entities, _entities(state)),
+        (tables.relations, _relations(state)),
+        (tables.names, _names(state)),
+        (tables.order, _order(state)),
+        (tables.adjacency, _adjacency(state)),
+        (tables.workspaces, _workspaces(state)),
+    ):
+        rows = sorted(items)
+        with txn.cursor(db) as cursor:
+            consumed, added = cursor.putmulti(rows, append=True)
+        if added != len(rows):
+            raise AssertionError(f"rebuild wrote {added} of {len(rows)} keys: duplicate keys")
+        written += added
+    tables.set_checkpoint(txn, state.position)
+    return written
+
+
+def _entities(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
+    for stream, record in state.entities.items():
+        yield record_key(stream), encode(record)
+
+
+def _relations(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
+    for stream, record in state.relations.items():
+        yield record_key(stream), encode(record)
+
+
+def _names(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
+    for (workspace, name), record in state.names.items():
+        yield name_key(workspace_key(workspace), name), encode(record)
+
+
+def _order(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
+    keys: dict[str, bytes] = {}
+    for record in state.entities.values():
+        ws = keys.get(record.workspace) or keys.setdefault(record.workspace, workspace_key(record.workspace))
+        yield order_key(ws, ENTITY, record.seq), record_key(record.stream)
+    for record in state.relations.values():
+        ws = keys.get(record.workspace) or keys.setdefault(record.workspace, workspace_key(record.workspace))
+        yield order_key(ws, RELATION, record.seq), record_key(record.stream)
+
+
+def _adjacency(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
+    for record in state.relations.values():
+        ws = workspace_key(record.workspace)
+        stream_key = record_key(record.stream)
+        yield adjacency_key(ws, record.source, OUTGOING, record.seq), stream_key
+        yield adjacency_key(ws, record.target, INCOMING, record.seq), stream_key
+
+
+def _workspaces(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
+    for workspace, record in state.workspaces.items():
+        yield totals_key(workspace_key(workspace)), encode(record)
+    for workspace, record in state.contexts.items():
+        yield context_key(workspace_key(workspace)), encode(record)
+    for (workspace, kind, type_name), count in state.type_counts.items():
+        yield type_count_key(workspace_key(workspace), kind, type_name), encode(TypeCount(type_name, count))
