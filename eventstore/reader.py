@@ -75,9 +75,18 @@ class Reader:
                 yield self._decode(get(value, db=log), position)
 
     def batches(
-        self, from_position: int = 1, to_position: int | None = None, batch_size: int = 1024
+        self,
+        from_position: int = 1,
+        to_position: int | None = None,
+        batch_size: int = 1024,
+        *,
+        slim: bool = False,
     ) -> Iterator[list[Envelope]]:
-        """The log from `from_position` to `to_position` (inclusive), decoded in batches."""
+        """The log from `from_position` to `to_position` (inclusive), decoded in batches.
+
+        With `slim`, envelopes come without actor, correlation id and idempotency key
+        (`SlimEnvelope`): enough to fold, and faster.
+        """
         last = to_position if to_position is not None else 2**64 - 1
         if from_position > last:
             return
@@ -91,10 +100,10 @@ class Reader:
                     break
                 values.append(value)
                 if len(values) == batch_size:
-                    yield self._decode_many(values)
+                    yield self._decode_many(values, slim)
                     values = []
         if values:
-            yield self._decode_many(values)
+            yield self._decode_many(values, slim)
 
     def all(
         self, from_position: int = 1, to_position: int | None = None, batch_size: int = 1024
@@ -130,8 +139,8 @@ class Reader:
         except msgspec.DecodeError as error:
             raise StoreCorruptError(f"the event at position {position} is unreadable: {error}") from None
 
-    def _decode_many(self, values: list[bytes]) -> list[Envelope]:
+    def _decode_many(self, values: list[bytes], slim: bool) -> list[Envelope]:
         try:
-            return self.codec.decode_many(values)
+            return self.codec.decode_many(values, slim=slim)
         except msgspec.DecodeError as error:
             raise StoreCorruptError(f"an event in the log is unreadable: {error}") from None

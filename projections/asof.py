@@ -12,7 +12,7 @@ from datetime import datetime
 from eventstore import EventStore, Reader, clock
 from projections.fold import apply_all
 from projections.graph import Graph
-from projections.memory import MemoryState
+from projections.memory import MemoryState, fold_log
 from projections.memorygraph import MemoryGraph
 from projections.records import EntityRecord, RelationRecord
 
@@ -41,11 +41,7 @@ def position_of(reader: Reader, moment: int | str | datetime) -> int:
 
 def graph_as_of(store: EventStore, position: int) -> MemoryGraph:
     """The whole graph as it stood after the event at `position`."""
-    state = MemoryState()
-    with store.read() as reader:
-        for batch in reader.batches(1, min(position, reader.head()), batch_size=4096):
-            state.fold(batch)
-    return MemoryGraph(state)
+    return MemoryGraph(fold_log(store, position))
 
 
 def fold_streams(reader: Reader, streams: Iterable[str], position: int) -> MemoryState:
@@ -66,9 +62,11 @@ def entity_as_of(
     `current` (the live views) knows every stream ever created under the name.
     """
     state = fold_streams(reader, current.name_streams(workspace, name), position)
-    return state.live_entity(workspace, name)
+    entity = state.live_entity(workspace, name)
+    return None if entity is None else entity.record()
 
 
 def relation_as_of(reader: Reader, stream: str, position: int) -> RelationRecord | None:
     """The relation of `stream` as it stood at `position`, or None if it was not live."""
-    return fold_streams(reader, [stream], position).relations.get(stream)
+    relation = fold_streams(reader, [stream], position).relations.get(stream)
+    return None if relation is None else relation.record()

@@ -2,8 +2,9 @@
 
 `apply(state, envelope)` reads and writes through the `State` protocol, which is backed
 by LMDB inside the append's transaction (inline), or by dictionaries (rebuild and
-time travel). The fold is total: an event on a stream it does not know is ignored, so a
-log is always replayable, even one written by a buggy or foreign writer.
+time travel). Handlers change working copies in place and then tell the state what
+kind of change it was. The fold is total: an event on a stream it does not know is
+ignored, so any log can be replayed, even one written by a buggy or foreign writer.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from msgspec import UNSET
-from msgspec.structs import replace
 
 from eventstore import (
     ContextUpdated,
@@ -27,23 +27,25 @@ from eventstore import (
     RelationDeleted,
     RelationUpdated,
 )
-from projections.records import ContextRecord, EntityRecord, RelationRecord
+from projections.working import Context, Entity, Relation
 
 __all__ = ["State", "apply", "apply_all", "unique"]
 
 
 class State(Protocol):
-    """What the fold needs from a view: look things up by stream, save, remove."""
+    """What the fold needs from a view of the graph."""
 
-    def get_entity(self, stream: str) -> EntityRecord | None: ...
-    def live_entity(self, workspace: str, name: str) -> EntityRecord | None: ...
-    def save_entity(self, record: EntityRecord, previous: EntityRecord | None) -> None: ...
-    def remove_entity(self, record: EntityRecord) -> None: ...
-    def get_relation(self, stream: str) -> RelationRecord | None: ...
-    def save_relation(self, record: RelationRecord, previous: RelationRecord | None) -> None: ...
-    def remove_relation(self, record: RelationRecord) -> None: ...
-    def context(self, workspace: str) -> ContextRecord | None: ...
-    def save_context(self, record: ContextRecord) -> None: ...
+    def get_entity(self, stream: str) -> Entity | None: ...
+    def live_entity(self, workspace: str, name: str) -> Entity | None: ...
+    def add_entity(self, entity: Entity) -> None: ...
+    def changed_entity(self, entity: Entity, old_type: str) -> None: ...
+    def remove_entity(self, entity: Entity) -> None: ...
+    def get_relation(self, stream: str) -> Relation | None: ...
+    def add_relation(self, relation: Relation) -> None: ...
+    def changed_relation(self, relation: Relation) -> None: ...
+    def remove_relation(self, relation: Relation) -> None: ...
+    def get_context(self, workspace: str) -> Context | None: ...
+    def save_context(self, context: Context) -> None: ...
 
 
 def unique(items: Iterable[str]) -> tuple[str, ...]:
@@ -59,61 +61,55 @@ def _entity_created(state: State, envelope: Envelope, event: EntityCreated) -> N
     if holder is not None:  # a name is unique among live entities: the newest wins
         state.remove_entity(holder)
     at = envelope.recorded_at
-    state.save_entity(
-        EntityRecord(
-            stream=envelope.stream,
-            workspace=event.workspace,
-            name=event.name,
-            entity_type=event.entity_type,
-            observations=unique(event.observations),
-            metadata=event.metadata,
-            version=envelope.version,
-            created_at=at,
-            updated_at=at,
-            seq=envelope.position,
-        ),
-        None,
-    )
+    state.add_entity(Entity(
+        envelope.stream, event.workspace, event.name, event.entity_type,
+        dict.fromkeys(event.observations), event.metadata,
+        envelope.version, at, at, envelope.position,
+    ))
 
 
 def _observations_added(state: State, envelope: Envelope, event: ObservationsAdded) -> None:
-    record = state.get_entity(envelope.stream)
-    if record is not None:
-        observations = unique((*record.observations, *event.observations))
-        _touch_entity(state, envelope, record, observations=observations)
+    entity = state.get_entity(envelope.stream)
+    if entity is not None:
+        observations = entity.observations
+        for observation in event.observations:
+            observations[observation] = None
+        entity.version = envelope.version
+        entity.updated_at = envelope.recorded_at
+        state.changed_entity(entity, entity.entity_type)
 
 
 def _observations_deleted(state: State, envelope: Envelope, event: ObservationsDeleted) -> None:
-    record = state.get_entity(envelope.stream)
-    if record is not None:
-        gone = set(event.observations)
-        observations = tuple(o for o in record.observations if o not in gone)
-        _touch_entity(state, envelope, record, observations=observations)
+    entity = state.get_entity(envelope.stream)
+    if entity is not None:
+        observations = entity.observations
+        for observation in event.observations:
+            observations.pop(observation, None)
+        entity.version = envelope.version
+        entity.updated_at = envelope.recorded_at
+        state.changed_entity(entity, entity.entity_type)
 
 
 def _entity_updated(state: State, envelope: Envelope, event: EntityUpdated) -> None:
-    record = state.get_entity(envelope.stream)
-    if record is None:
+    entity = state.get_entity(envelope.stream)
+    if entity is None:
         return
-    changes = {}
+    old_type = entity.entity_type
     if event.entity_type is not UNSET:
-        changes["entity_type"] = event.entity_type
+        entity.entity_type = event.entity_type
     if event.observations is not UNSET:
-        changes["observations"] = unique(event.observations)
+        entity.observations = dict.fromkeys(event.observations)
     if event.metadata is not UNSET:
-        changes["metadata"] = event.metadata
-    _touch_entity(state, envelope, record, **changes)
-
-
-def _touch_entity(state: State, envelope: Envelope, record: EntityRecord, **changes: object) -> None:
-    updated = replace(record, version=envelope.version, updated_at=envelope.recorded_at, **changes)
-    state.save_entity(updated, record)
+        entity.metadata = event.metadata
+    entity.version = envelope.version
+    entity.updated_at = envelope.recorded_at
+    state.changed_entity(entity, old_type)
 
 
 def _entity_deleted(state: State, envelope: Envelope, event: EntityDeleted) -> None:
-    record = state.get_entity(envelope.stream)
-    if record is not None:
-        state.remove_entity(record)
+    entity = state.get_entity(envelope.stream)
+    if entity is not None:
+        state.remove_entity(entity)
 
 
 def _relation_created(state: State, envelope: Envelope, event: RelationCreated) -> None:
@@ -121,53 +117,40 @@ def _relation_created(state: State, envelope: Envelope, event: RelationCreated) 
     if stale is not None:
         state.remove_relation(stale)
     at = envelope.recorded_at
-    state.save_relation(
-        RelationRecord(
-            stream=envelope.stream,
-            workspace=event.workspace,
-            source=event.source,
-            target=event.target,
-            relation_type=event.relation_type,
-            confidence=event.confidence,
-            metadata=event.metadata,
-            version=envelope.version,
-            created_at=at,
-            updated_at=at,
-            seq=envelope.position,
-        ),
-        None,
-    )
+    state.add_relation(Relation(
+        envelope.stream, event.workspace, event.source, event.target, event.relation_type,
+        event.confidence, event.metadata, envelope.version, at, at, envelope.position,
+    ))
 
 
 def _relation_updated(state: State, envelope: Envelope, event: RelationUpdated) -> None:
-    record = state.get_relation(envelope.stream)
-    if record is None:
+    relation = state.get_relation(envelope.stream)
+    if relation is None:
         return
-    changes = {}
     if event.confidence is not UNSET:
-        changes["confidence"] = event.confidence
+        relation.confidence = event.confidence
     if event.metadata is not UNSET:
-        changes["metadata"] = event.metadata
-    updated = replace(record, version=envelope.version, updated_at=envelope.recorded_at, **changes)
-    state.save_relation(updated, record)
+        relation.metadata = event.metadata
+    relation.version = envelope.version
+    relation.updated_at = envelope.recorded_at
+    state.changed_relation(relation)
 
 
 def _relation_deleted(state: State, envelope: Envelope, event: RelationDeleted) -> None:
-    record = state.get_relation(envelope.stream)
-    if record is not None:
-        state.remove_relation(record)
+    relation = state.get_relation(envelope.stream)
+    if relation is not None:
+        state.remove_relation(relation)
 
 
 def _context_updated(state: State, envelope: Envelope, event: ContextUpdated) -> None:
-    current = state.context(event.workspace) or ContextRecord(workspace=event.workspace)
-    changes = {
-        field: value
-        for field in ("active_task", "status", "reason", "next_steps", "last_commit")
-        if (value := getattr(event, field)) is not UNSET
-    }
-    state.save_context(
-        replace(current, version=envelope.version, updated_at=envelope.recorded_at, **changes)
-    )
+    context = state.get_context(event.workspace) or Context(event.workspace)
+    for field in Context.FIELDS:
+        value = getattr(event, field)
+        if value is not UNSET:
+            setattr(context, field, value)
+    context.version = envelope.version
+    context.updated_at = envelope.recorded_at
+    state.save_context(context)
 
 
 _HANDLERS: dict[type[Event], Callable[[State, Envelope, Event], None]] = {
@@ -194,6 +177,7 @@ def apply_all(state: State, envelopes: Iterable[Envelope]) -> None:
     """Fold events into `state` in order."""
     handlers = _HANDLERS
     for envelope in envelopes:
-        handler = handlers.get(type(envelope.event))
+        event = envelope.event
+        handler = handlers.get(type(event))
         if handler is not None:
-            handler(state, envelope, envelope.event)
+            handler(state, envelope, event)

@@ -58,7 +58,8 @@ def stream_history(
 def _version(envelope: Envelope, state: MemoryState) -> Version:
     changes = _to_builtins(envelope.event)
     changes.pop("type", None)
-    after = state.entities.get(envelope.stream) or state.relations.get(envelope.stream)
+    working = state.entities.get(envelope.stream) or state.relations.get(envelope.stream)
+    after = None if working is None else working.record()
     return Version(
         stream=envelope.stream,
         version=envelope.version,

@@ -28,10 +28,7 @@ from projections.keys import (
 )
 from projections.memory import MemoryState
 from projections.records import (
-    ContextRecord,
-    EntityRecord,
     NameRecord,
-    RelationRecord,
     TypeCount,
     WorkspaceRecord,
     decode_name,
@@ -40,6 +37,7 @@ from projections.records import (
     encode,
 )
 from projections.tables import Tables
+from projections.working import Context, Entity, Relation
 
 __all__ = ["LmdbState", "write_state"]
 
@@ -49,66 +47,78 @@ class LmdbState(LmdbGraph):
 
     __slots__ = ()
 
-    def get_entity(self, stream: str) -> EntityRecord | None:
-        return self.entity_by_stream(stream)
+    def get_entity(self, stream: str) -> Entity | None:
+        record = self.entity_by_stream(stream)
+        return None if record is None else Entity.of(record)
 
-    def live_entity(self, workspace: str, name: str) -> EntityRecord | None:
-        return self.entity(workspace, name)
+    def live_entity(self, workspace: str, name: str) -> Entity | None:
+        record = self.entity(workspace, name)
+        return None if record is None else Entity.of(record)
 
-    def get_relation(self, stream: str) -> RelationRecord | None:
-        return self.relation_by_stream(stream)
-
-    def save_entity(self, record: EntityRecord, previous: EntityRecord | None) -> None:
+    def add_entity(self, entity: Entity) -> None:
         txn, tables = self.txn, self.tables
-        stream_key = record_key(record.stream)
-        txn.put(stream_key, encode(record), db=tables.entities)
-        ws = self._ws(record.workspace)
-        if previous is None:
-            key = name_key(ws, record.name)
-            known = txn.get(key, db=tables.names)
-            streams = (*decode_name(known).streams, record.stream) if known else (record.stream,)
-            txn.put(key, encode(NameRecord(record.stream, streams)), db=tables.names)
-            txn.put(order_key(ws, ENTITY, record.seq), stream_key, db=tables.order)
-            self._count(record.workspace, ws, ENTITY, record.entity_type, +1)
-        elif previous.entity_type != record.entity_type:
-            self._count(record.workspace, ws, ENTITY, previous.entity_type, -1, total=False)
-            self._count(record.workspace, ws, ENTITY, record.entity_type, +1, total=False)
+        stream_key = record_key(entity.stream)
+        txn.put(stream_key, encode(entity.record()), db=tables.entities)
+        ws = self._ws(entity.workspace)
+        key = name_key(ws, entity.name)
+        known = txn.get(key, db=tables.names)
+        streams = (*decode_name(known).streams, entity.stream) if known else (entity.stream,)
+        txn.put(key, encode(NameRecord(entity.stream, streams)), db=tables.names)
+        txn.put(order_key(ws, ENTITY, entity.seq), stream_key, db=tables.order)
+        self._count(entity.workspace, ws, ENTITY, entity.entity_type, +1)
 
-    def remove_entity(self, record: EntityRecord) -> None:
+    def changed_entity(self, entity: Entity, old_type: str) -> None:
+        self.txn.put(record_key(entity.stream), encode(entity.record()), db=self.tables.entities)
+        if old_type != entity.entity_type:
+            ws = self._ws(entity.workspace)
+            self._count(entity.workspace, ws, ENTITY, old_type, -1, total=False)
+            self._count(entity.workspace, ws, ENTITY, entity.entity_type, +1, total=False)
+
+    def remove_entity(self, entity: Entity) -> None:
         txn, tables = self.txn, self.tables
-        txn.delete(record_key(record.stream), db=tables.entities)
-        ws = self._ws(record.workspace)
-        key = name_key(ws, record.name)
+        txn.delete(record_key(entity.stream), db=tables.entities)
+        ws = self._ws(entity.workspace)
+        key = name_key(ws, entity.name)
         known = decode_name(txn.get(key, db=tables.names))
-        if known.live == record.stream:
+        if known.live == entity.stream:
             txn.put(key, encode(NameRecord(None, known.streams)), db=tables.names)
-        txn.delete(order_key(ws, ENTITY, record.seq), db=tables.order)
-        self._count(record.workspace, ws, ENTITY, record.entity_type, -1)
+        txn.delete(order_key(ws, ENTITY, entity.seq), db=tables.order)
+        self._count(entity.workspace, ws, ENTITY, entity.entity_type, -1)
 
-    def save_relation(self, record: RelationRecord, previous: RelationRecord | None) -> None:
+    def get_relation(self, stream: str) -> Relation | None:
+        record = self.relation_by_stream(stream)
+        return None if record is None else Relation.of(record)
+
+    def add_relation(self, relation: Relation) -> None:
         txn, tables = self.txn, self.tables
-        stream_key = record_key(record.stream)
-        txn.put(stream_key, encode(record), db=tables.relations)
-        if previous is None:
-            ws = self._ws(record.workspace)
-            txn.put(order_key(ws, RELATION, record.seq), stream_key, db=tables.order)
-            for name, way in ((record.source, OUTGOING), (record.target, INCOMING)):
-                txn.put(adjacency_key(ws, name, way, record.seq), stream_key, db=tables.adjacency)
-            self._count(record.workspace, ws, RELATION, record.relation_type, +1)
+        stream_key = record_key(relation.stream)
+        txn.put(stream_key, encode(relation.record()), db=tables.relations)
+        ws = self._ws(relation.workspace)
+        txn.put(order_key(ws, RELATION, relation.seq), stream_key, db=tables.order)
+        for name, way in ((relation.source, OUTGOING), (relation.target, INCOMING)):
+            txn.put(adjacency_key(ws, name, way, relation.seq), stream_key, db=tables.adjacency)
+        self._count(relation.workspace, ws, RELATION, relation.relation_type, +1)
 
-    def remove_relation(self, record: RelationRecord) -> None:
+    def changed_relation(self, relation: Relation) -> None:
+        self.txn.put(record_key(relation.stream), encode(relation.record()), db=self.tables.relations)
+
+    def remove_relation(self, relation: Relation) -> None:
         txn, tables = self.txn, self.tables
-        txn.delete(record_key(record.stream), db=tables.relations)
-        ws = self._ws(record.workspace)
-        txn.delete(order_key(ws, RELATION, record.seq), db=tables.order)
-        for name, way in ((record.source, OUTGOING), (record.target, INCOMING)):
-            txn.delete(adjacency_key(ws, name, way, record.seq), db=tables.adjacency)
-        self._count(record.workspace, ws, RELATION, record.relation_type, -1)
+        txn.delete(record_key(relation.stream), db=tables.relations)
+        ws = self._ws(relation.workspace)
+        txn.delete(order_key(ws, RELATION, relation.seq), db=tables.order)
+        for name, way in ((relation.source, OUTGOING), (relation.target, INCOMING)):
+            txn.delete(adjacency_key(ws, name, way, relation.seq), db=tables.adjacency)
+        self._count(relation.workspace, ws, RELATION, relation.relation_type, -1)
 
-    def save_context(self, record: ContextRecord) -> None:
-        ws = self._ws(record.workspace)
-        self.txn.put(context_key(ws), encode(record), db=self.tables.workspaces)
-        self._totals(record.workspace, ws)
+    def get_context(self, workspace: str) -> Context | None:
+        record = self.context(workspace)
+        return None if record is None else Context.of(record)
+
+    def save_context(self, context: Context) -> None:
+        ws = self._ws(context.workspace)
+        self.txn.put(context_key(ws), encode(context.record()), db=self.tables.workspaces)
+        self._totals(context.workspace, ws)
 
     def _totals(self, workspace: str, ws: bytes) -> WorkspaceRecord:
         key = totals_key(ws)
@@ -161,17 +171,17 @@ def write_state(txn: lmdb.Transaction, tables: Tables, state: MemoryState) -> in
 
 
 def _entities(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
-    for stream, record in state.entities.items():
-        yield record_key(stream), encode(record)
+    for stream, entity in state.entities.items():
+        yield record_key(stream), encode(entity.record())
 
 
 def _relations(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
-    for stream, record in state.relations.items():
-        yield record_key(stream), encode(record)
+    for stream, relation in state.relations.items():
+        yield record_key(stream), encode(relation.record())
 
 
 def _names(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
-    for (workspace, name), record in state.names.items():
+    for (workspace, name), record in state.names().items():
         yield name_key(workspace_key(workspace), name), encode(record)
 
 
@@ -196,7 +206,7 @@ def _adjacency(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
 def _workspaces(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
     for workspace, record in state.workspaces.items():
         yield totals_key(workspace_key(workspace)), encode(record)
-    for workspace, record in state.contexts.items():
-        yield context_key(workspace_key(workspace)), encode(record)
+    for workspace, context in state.contexts.items():
+        yield context_key(workspace_key(workspace)), encode(context.record())
     for (workspace, kind, type_name), count in state.type_counts.items():
         yield type_count_key(workspace_key(workspace), kind, type_name), encode(TypeCount(type_name, count))

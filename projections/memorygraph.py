@@ -25,15 +25,15 @@ class MemoryGraph:
     @cached_property
     def _entities_by_workspace(self) -> dict[str, list[EntityRecord]]:
         grouped: dict[str, list[EntityRecord]] = defaultdict(list)
-        for record in sorted(self.state.entities.values(), key=lambda r: r.seq):
-            grouped[record.workspace].append(record)
+        for entity in sorted(self.state.entities.values(), key=lambda e: e.seq):
+            grouped[entity.workspace].append(entity.record())
         return grouped
 
     @cached_property
     def _relations_by_workspace(self) -> dict[str, list[RelationRecord]]:
         grouped: dict[str, list[RelationRecord]] = defaultdict(list)
-        for record in sorted(self.state.relations.values(), key=lambda r: r.seq):
-            grouped[record.workspace].append(record)
+        for relation in sorted(self.state.relations.values(), key=lambda r: r.seq):
+            grouped[relation.workspace].append(relation.record())
         return grouped
 
     @cached_property
@@ -47,15 +47,18 @@ class MemoryGraph:
 
     def entity(self, workspace: str, name: str) -> EntityRecord | None:
         """The entity called `name` that was live then, or None."""
-        return self.state.live_entity(workspace, name)
+        entity = self.state.live_entity(workspace, name)
+        return None if entity is None else entity.record()
 
     def entity_by_stream(self, stream: str) -> EntityRecord | None:
         """The entity of `stream` if it was live then, or None."""
-        return self.state.entities.get(stream)
+        entity = self.state.entities.get(stream)
+        return None if entity is None else entity.record()
 
     def relation_by_stream(self, stream: str) -> RelationRecord | None:
         """The relation of `stream` if it was live then, or None."""
-        return self.state.relations.get(stream)
+        relation = self.state.relations.get(stream)
+        return None if relation is None else relation.record()
 
     def entities(
         self, workspace: str, offset: int = 0, limit: int | None = None
@@ -75,7 +78,7 @@ class MemoryGraph:
         self, workspace: str, source: str, relation_type: str, target: str
     ) -> RelationRecord | None:
         """The relation with this identity if it was live then, or None."""
-        return self.state.relations.get(relation_stream(workspace, source, relation_type, target))
+        return self.relation_by_stream(relation_stream(workspace, source, relation_type, target))
 
     def relations_of(
         self, workspace: str, name: str, direction: Direction = "both"
@@ -87,7 +90,8 @@ class MemoryGraph:
 
     def context(self, workspace: str) -> ContextRecord | None:
         """The workspace's context then, or None."""
-        return self.state.contexts.get(workspace)
+        context = self.state.contexts.get(workspace)
+        return None if context is None else context.record()
 
     def workspace(self, workspace: str) -> WorkspaceRecord | None:
         """The workspace's totals then, or None."""
@@ -107,6 +111,6 @@ class MemoryGraph:
 
     def name_streams(self, workspace: str, name: str) -> tuple[str, ...]:
         """Every entity stream created under `name` by then, oldest first."""
-        record = self.state.names.get((workspace, name))
+        record = self.state.name_record(workspace, name)
         return () if record is None else record.streams
 

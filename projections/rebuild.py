@@ -16,7 +16,7 @@ from eventstore import Transaction
 from projections.catchup import Progress, catch_up
 from projections.errors import RebuildError
 from projections.lmdbstate import write_state
-from projections.memory import MemoryState
+from projections.memory import MemoryState, paused_gc
 from projections.tables import Tables, generations_on_disk, open_tables
 
 if TYPE_CHECKING:
@@ -44,12 +44,12 @@ def rebuild(views: Views, progress: Progress | None = None) -> RebuildReport:
     """
     store = views.store
     started = time.perf_counter()
-    with store.read() as reader:
+    with store.read() as reader, paused_gc():
         head = reader.head()
         old = views.pointer.generation(reader.txn)
         state = MemoryState()
         done = 0
-        for batch in reader.batches(1, head, batch_size=FOLD_BATCH):
+        for batch in reader.batches(1, head, batch_size=FOLD_BATCH, slim=True):
             state.fold(batch)
             done += len(batch)
             if progress is not None:

@@ -1,12 +1,19 @@
 """Search: exact case-insensitive substring matching and BM25 word ranking, without scans.
 
+Each workspace's entities are split (lowercased) into whitespace tokens. Postings map
+a token to the entities holding it, and a trigram index over the *vocabulary* of
+distinct tokens finds the tokens containing a query fragment. Any substring of a text
+is made of fragments that each lie inside one token, so the entities whose tokens
+contain every fragment of the query are a superset of the answer, and checking each
+against its text makes the answer exact. The vocabulary grows far slower than the
+text, so indexing an entity costs one posting per distinct token, not per trigram.
+
 The index is kept in memory, one per workspace and process, built from the entity view
 on first use and brought up to date from the log before every query. It is not written
-inline to LMDB on purpose: a trigram posting per distinct trigram of every entity dirties
-a hundred B-tree pages per durable write (measured: 2-5 ms per commit at 50k entities,
-against 0.3 ms without), and makes rebuilds ten times slower. See docs/decisions.md.
+inline to LMDB on purpose; see docs/decisions.md (a posting per token or trigram dirties
+dozens of B-tree pages per durable write).
 
-Posting lists only grow: an entity's old postings stay until the list is compacted, and
+Postings only grow: an entity's old postings stay until the index is compacted, and
 every candidate is verified against the entity's current text, so a stale posting can
 cost a little time but never a wrong answer.
 """
@@ -15,30 +22,18 @@ from __future__ import annotations
 
 import math
 import re
-from array import array
 from collections.abc import Iterable
 
 from eventstore import EntityCreated, Reader
 from projections.graph import LmdbGraph
 from projections.records import EntityRecord
 
-__all__ = ["SearchIndex", "WorkspaceIndex", "matches", "trigrams", "words"]
+__all__ = ["SearchIndex", "WorkspaceIndex", "folded", "matches"]
 
-_WORD = re.compile(r"\w+")
+_TERM = re.compile(r"\w+")
 K1, B = 1.2, 0.75
-
-
-def trigrams(texts: Iterable[str]) -> set[str]:
-    """The distinct three-character substrings of each text (never across texts)."""
-    found: set[str] = set()
-    for text in texts:
-        found.update(text[i : i + 3] for i in range(len(text) - 2))
-    return found
-
-
-def words(texts: Iterable[str]) -> list[str]:
-    """The word tokens of `texts`, lowercased already, in order."""
-    return [word for text in texts for word in _WORD.findall(text)]
+SHORT = 3
+"""Fragments shorter than this are looked up by scanning the vocabulary (not the entities)."""
 
 
 def folded(record: EntityRecord) -> tuple[str, ...]:
@@ -52,8 +47,16 @@ def matches(record: EntityRecord, query: str) -> bool:
     return any(needle in text for text in folded(record))
 
 
+def _tokens(texts: Iterable[str]) -> set[str]:
+    return {token for text in texts for token in text.split()}
+
+
+def _terms(texts: Iterable[str]) -> list[str]:
+    return [term for text in texts for term in _TERM.findall(text)]
+
+
 class WorkspaceIndex:
-    """Trigram and word postings of one workspace's entities, current at `position`."""
+    """Postings of one workspace's entities, current at `position`."""
 
     def __init__(self, workspace: str) -> None:
         self.workspace = workspace
@@ -66,11 +69,15 @@ class WorkspaceIndex:
         self._streams: list[str] = []
         self._seqs: list[int] = []
         self._lengths: list[int] = []
-        self._trigrams: dict[str, array[int]] = {}
-        self._words: dict[str, array[int]] = {}
+        self._postings: dict[str, list[int]] = {}
+        """token -> documents that held it (possibly stale, possibly repeated)"""
+        self._grams: dict[str, list[str]] = {}
+        """trigram -> tokens of the vocabulary containing it"""
+        self._term_tokens: dict[str, list[str]] = {}
+        """BM25 term (a \\w+ run) -> tokens of the vocabulary containing it"""
         self._live = 0
         self._total_length = 0
-        self._postings = 0
+        self._size = 0
         self._stale = 0
 
     def __len__(self) -> int:
@@ -86,20 +93,19 @@ class WorkspaceIndex:
             self._streams.append(record.stream)
             self._seqs.append(record.seq)
             self._lengths.append(0)
-        old = self._texts[doc]
-        if old == texts:
-            return
-        old_trigrams = trigrams(old) if old is not None else set()
-        old_words = set(words(old)) if old is not None else set()
-        new_trigrams, tokens = trigrams(texts), words(texts)
-        new_words = set(tokens)
-        self._post(self._trigrams, new_trigrams - old_trigrams, doc)
-        self._post(self._words, new_words - old_words, doc)
-        self._stale += len(old_trigrams - new_trigrams) + len(old_words - new_words)
-        if old is None:
+            old: set[str] = set()
             self._live += 1
-        self._total_length += len(tokens) - self._lengths[doc]
-        self._lengths[doc] = len(tokens)
+        else:
+            previous = self._texts[doc]
+            if previous == texts:
+                return
+            old = _tokens(previous) if previous is not None else set()
+        new = _tokens(texts)
+        self._post(new - old, doc)
+        self._stale += len(old - new)
+        length = len(_terms(texts))
+        self._total_length += length - self._lengths[doc]
+        self._lengths[doc] = length
         self._texts[doc] = texts
         self._seqs[doc] = record.seq
         self._compact_if_stale()
@@ -107,11 +113,11 @@ class WorkspaceIndex:
     def remove(self, stream: str) -> None:
         """Forget the entity of `stream` (its postings turn stale)."""
         doc = self._ids.pop(stream, None)
-        if doc is None or self._texts[doc] is None:
+        if doc is None:
             return
         old = self._texts[doc]
         assert old is not None
-        self._stale += len(trigrams(old)) + len(set(words(old)))
+        self._stale += len(_tokens(old))
         self._texts[doc] = None
         self._live -= 1
         self._total_length -= self._lengths[doc]
@@ -122,44 +128,48 @@ class WorkspaceIndex:
         """Whether `stream` is an entity of this index."""
         return stream in self._ids
 
+    # --- queries --------------------------------------------------------------------------
+
     def substring(self, query: str) -> list[str]:
         """Streams of the entities containing `query` case-insensitively, oldest first."""
         needle = query.lower()
+        fragments = needle.split()
         texts = self._texts
-        if len(needle) < 3:
-            candidates: Iterable[int] = range(len(texts))
+        candidates: Iterable[int]
+        if not fragments:  # empty or only whitespace: every entity is a candidate
+            candidates = range(len(texts))
         else:
-            lists = []
-            for gram in trigrams([needle]):
-                posting = self._trigrams.get(gram)
-                if posting is None:
+            found: set[int] | None = None
+            for fragment in sorted(set(fragments), key=len, reverse=True):
+                docs = self._documents_with(fragment)
+                found = docs if found is None else found & docs
+                if not found:
                     return []
-                lists.append(posting)
-            candidates = set(min(lists, key=len))
-        found = [
-            doc
-            for doc in candidates
+            candidates = found or ()
+        hits = [
+            doc for doc in candidates
             if (doc_texts := texts[doc]) is not None and any(needle in t for t in doc_texts)
         ]
-        found.sort(key=self._seqs.__getitem__)
-        return [self._streams[doc] for doc in found]
+        hits.sort(key=self._seqs.__getitem__)
+        return [self._streams[doc] for doc in hits]
 
     def ranked(self, query: str, limit: int) -> list[tuple[str, float]]:
         """(stream, BM25 score) of the best `limit` entities for the words of `query`."""
-        terms = list(dict.fromkeys(words([query.lower()])))
+        terms = list(dict.fromkeys(_TERM.findall(query.lower())))
         if not terms or not self._live:
             return []
         candidates: set[int] = set()
         for term in terms:
-            candidates.update(self._words.get(term, ()))
+            for token in self._term_tokens.get(term, ()):
+                candidates.update(self._postings[token])
         frequencies: dict[int, dict[str, int]] = {}
         document_frequency = dict.fromkeys(terms, 0)
         for doc in candidates:
             doc_texts = self._texts[doc]
             if doc_texts is None:
                 continue
-            tokens = words(doc_texts)
-            counts = {term: tokens.count(term) for term in terms}
+            found = _terms(doc_texts)
+            counts = {term: found.count(term) for term in terms}
             if any(counts.values()):
                 frequencies[doc] = counts
                 for term, count in counts.items():
@@ -178,33 +188,66 @@ class WorkspaceIndex:
         scored.sort()
         return [(self._streams[doc], -negative) for negative, _, doc in scored[:limit]]
 
-    def _post(self, postings: dict[str, array[int]], keys: Iterable[str], doc: int) -> None:
-        for key in keys:
-            posting = postings.get(key)
+    def _documents_with(self, fragment: str) -> set[int]:
+        """Documents holding a token that contains `fragment`."""
+        if len(fragment) < SHORT:
+            tokens: Iterable[str] = [t for t in self._postings if fragment in t]
+        else:
+            lists = []
+            for i in range(len(fragment) - 2):
+                holders = self._grams.get(fragment[i : i + 3])
+                if holders is None:
+                    return set()
+                lists.append(holders)
+            tokens = [t for t in min(lists, key=len) if fragment in t]
+        docs: set[int] = set()
+        postings = self._postings
+        for token in tokens:
+            docs.update(postings[token])
+        return docs
+
+    # --- maintenance ----------------------------------------------------------------------
+
+    def _post(self, tokens: Iterable[str], doc: int) -> None:
+        postings = self._postings
+        for token in tokens:
+            posting = postings.get(token)
             if posting is None:
-                posting = postings[key] = array("Q")
-            posting.append(doc)
-            self._postings += 1
+                postings[token] = [doc]
+                self._learn(token)
+            else:
+                posting.append(doc)
+            self._size += 1
+
+    def _learn(self, token: str) -> None:
+        grams = self._grams
+        for gram in {token[i : i + 3] for i in range(len(token) - 2)}:
+            holders = grams.get(gram)
+            if holders is None:
+                grams[gram] = [token]
+            else:
+                holders.append(token)
+        for term in set(_TERM.findall(token)):
+            holders = self._term_tokens.get(term)
+            if holders is None:
+                self._term_tokens[term] = [token]
+            else:
+                holders.append(token)
 
     def _compact_if_stale(self) -> None:
-        if self._stale > 1024 and self._stale * 2 > self._postings:
+        if self._stale > 1024 and self._stale * 2 > self._size:
             live = [(s, self._texts[doc], self._seqs[doc]) for s, doc in self._ids.items()]
             self._reset()
             for stream, texts, seq in live:
-                if texts is not None:
-                    self._reindex(stream, texts, seq)
-
-    def _reindex(self, stream: str, texts: tuple[str, ...], seq: int) -> None:
-        doc = self._ids[stream] = len(self._texts)
-        tokens = words(texts)
-        self._texts.append(texts)
-        self._streams.append(stream)
-        self._seqs.append(seq)
-        self._lengths.append(len(tokens))
-        self._post(self._trigrams, trigrams(texts), doc)
-        self._post(self._words, set(tokens), doc)
-        self._live += 1
-        self._total_length += len(tokens)
+                assert texts is not None
+                doc = self._ids[stream] = len(self._texts)
+                self._texts.append(texts)
+                self._streams.append(stream)
+                self._seqs.append(seq)
+                self._lengths.append(len(_terms(texts)))
+                self._post(_tokens(texts), doc)
+                self._live += 1
+                self._total_length += self._lengths[doc]
 
 
 class SearchIndex:
