@@ -123,6 +123,23 @@ class Transaction(Reader):
                 hook(self, envelopes)
         return AppendResult(head + 1, position, versions, result=result)
 
+    def attach_result(self, idempotency_key: str, result: bytes) -> None:
+        """Keep `result` with the append recorded under `idempotency_key` in this transaction.
+
+        For callers whose result depends on what the append stored (versions, times).
+
+        Raises:
+            KeyError: If no append was recorded under the key.
+        """
+        recorded = self._recorded(idempotency_key)
+        if recorded is None:
+            raise KeyError(idempotency_key)
+        updated = _Recorded(
+            recorded.fingerprint, recorded.first_position, recorded.last_position,
+            recorded.versions, result,
+        )
+        self.txn.put(_idempotency_key(idempotency_key), _encoder.encode(updated), db=self.dbs.idempotency)
+
     def _tail(self) -> tuple[int, int]:
         with self.txn.cursor(self.dbs.log) as cursor:
             if not cursor.last():

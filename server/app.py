@@ -1,0 +1,158 @@
+"""The MCP server: tools, the knowledge-graph resource and its update notifications.
+
+Nothing happens at import time: `create_server` builds a server whose store opens in
+its lifespan (or earlier, through `Runtime.open`, so that a CLI can report a locked or
+damaged store in one line before any transport starts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import mcp_types as types
+from mcp.server.mcpserver import Context, MCPServer
+
+from server.commands import COMMANDS
+from server.config import Settings
+from server.memory import Memory
+from server.outputs import pretty, result
+from server.tools import EXTENDED, OFFICIAL, build_tools
+
+__all__ = ["GRAPH_URI", "Runtime", "create_server"]
+
+GRAPH_URI = "memory://knowledge-graph"
+
+INSTRUCTIONS = (
+    "Chronograph is a knowledge-graph memory that never overwrites: every change is kept, "
+    "so past states can be read back and every change audited. Use it like the official "
+    "memory server (entities, relations, observations). Pass expectedVersion to make a write "
+    "fail instead of silently overwriting a concurrent change, and requestId to make a "
+    "retried call safe."
+)
+
+
+def _version() -> str:
+    try:
+        return version("chronograph")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+class Runtime:
+    """What a running server holds: its settings, the open memory, the subscribers."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._memory: Memory | None = None
+        self._users = 0
+        self._subscribers: dict[int, Any] = {}
+
+    @property
+    def memory(self) -> Memory:
+        """The open memory (between `open` and the matching `close`)."""
+        if self._memory is None:
+            raise RuntimeError("the store is not open")
+        return self._memory
+
+    def open(self) -> Memory:
+        """Open the store, or count one more user of the open one."""
+        if self._memory is None:
+            self._memory = Memory(self.settings.store, sync=self.settings.sync)
+        self._users += 1
+        return self._memory
+
+    def close(self) -> None:
+        """One user fewer; the last one closes the store."""
+        self._users -= 1
+        if self._users == 0 and self._memory is not None:
+            self._memory.close()
+            self._memory = None
+
+    def actor(self, ctx: Context) -> str:
+        """Who a call's events are recorded as: --actor, else the client's own name."""
+        if self.settings.actor:
+            return self.settings.actor
+        params = ctx.session.client_params
+        if params is not None and params.client_info.name:
+            return params.client_info.name
+        return "unknown-client"
+
+    async def call(self, name: str, arguments: dict[str, Any], ctx: Context) -> types.CallToolResult:
+        """Run tool `name` and turn its output into a tool result."""
+        if name in COMMANDS:
+            written = self.memory.write(name, arguments, actor=self.actor(ctx))
+            if written.changed:
+                await self.notify(ctx)
+            return result(written.output)
+        return result(self.memory.read(name, arguments))
+
+    async def notify(self, ctx: Context) -> None:
+        """Tell subscribers the knowledge graph changed (both protocol generations)."""
+        await ctx.notify_resource_updated(GRAPH_URI)
+        for key, session in list(self._subscribers.items()):
+            try:
+                await session.send_resource_updated(GRAPH_URI)
+            except Exception:  # a client that went away stops being a subscriber
+                self._subscribers.pop(key, None)
+
+    def subscribe(self, session: Any, uri: str) -> None:
+        """Remember a handshake-era `resources/subscribe` to the graph."""
+        if uri == GRAPH_URI:
+            self._subscribers[id(session._connection)] = session  # noqa: SLF001 (the connection is the identity)
+
+    def unsubscribe(self, session: Any, uri: str) -> None:
+        """Forget a subscription."""
+        if uri == GRAPH_URI:
+            self._subscribers.pop(id(session._connection), None)  # noqa: SLF001
+
+
+def create_server(
+    settings: Settings, runtime: Runtime | None = None, *, log_level: str = "WARNING"
+) -> MCPServer:
+    """An MCP server over the store of `settings` (not opened until the server runs)."""
+    runtime = runtime or Runtime(settings)
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[Runtime]:
+        runtime.open()
+        try:
+            yield runtime
+        finally:
+            runtime.close()
+
+    specs = OFFICIAL if settings.tools == "official" else OFFICIAL + EXTENDED
+    server = MCPServer(
+        "chronograph",
+        version=_version(),
+        instructions=INSTRUCTIONS,
+        tools=build_tools(specs, runtime.call),
+        lifespan=lifespan,
+        log_level=log_level,  # type: ignore[arg-type]
+    )
+
+    @server.resource(
+        GRAPH_URI,
+        name="knowledge-graph",
+        title="Knowledge Graph",
+        description="The full knowledge graph with all entities and relations",
+        mime_type="application/json",
+    )
+    def knowledge_graph() -> str:
+        return pretty(runtime.memory.read("read_graph", {}))
+
+    async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        runtime.subscribe(ctx.session, str(params.uri))
+        return types.EmptyResult()
+
+    async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        runtime.unsubscribe(ctx.session, str(params.uri))
+        return types.EmptyResult()
+
+    # MCPServer has no public hook for the handshake-era subscribe methods yet.
+    lowlevel = server._lowlevel_server  # noqa: SLF001
+    lowlevel.add_request_handler("resources/subscribe", types.SubscribeRequestParams, subscribe)
+    lowlevel.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, unsubscribe)
+    return server

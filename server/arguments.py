@@ -1,0 +1,188 @@
+"""Tool arguments: parsed strictly into msgspec Structs, checked against limits, before any write.
+
+Every problem becomes one `InvalidArgumentsError` naming the field, e.g.
+``Invalid arguments: entities[0].name: expected `str` of length >= 1`` (the SDK adds
+"Error executing tool create_entities: " in front).
+Unknown fields are refused rather than ignored: a misspelt `expectedVersion` must not
+silently turn a guarded write into an unguarded one.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterator
+from typing import Annotated, Any, TypeVar, get_args, get_origin, get_type_hints
+
+import msgspec
+from msgspec import Meta
+
+from server.errors import InvalidArgumentsError
+
+__all__ = [
+    "Limits",
+    "Name",
+    "Observation",
+    "Query",
+    "RequestId",
+    "TypeName",
+    "Version",
+    "Workspace",
+    "parse",
+]
+
+T = TypeVar("T", bound=msgspec.Struct)
+
+
+class Limits:
+    """The input limits, in characters unless said otherwise."""
+
+    NAME = 512
+    TYPE = 256
+    OBSERVATION = 16_384
+    ITEMS = 1_000
+    """items (entities, relations, names...) per call"""
+    OBSERVATIONS = 1_000
+    """observations per item"""
+    QUERY = 2_048
+    WORKSPACE = 128
+    REQUEST_ID = 256
+    METADATA_BYTES = 16_384
+    METADATA_DEPTH = 16
+
+
+Name = Annotated[str, Meta(min_length=1, max_length=Limits.NAME)]
+TypeName = Annotated[str, Meta(min_length=1, max_length=Limits.TYPE)]
+Observation = Annotated[str, Meta(max_length=Limits.OBSERVATION)]
+Observations = Annotated[list[Observation], Meta(max_length=Limits.OBSERVATIONS)]
+Query = Annotated[str, Meta(max_length=Limits.QUERY)]
+Workspace = Annotated[str, Meta(min_length=1, max_length=Limits.WORKSPACE)]
+RequestId = Annotated[str, Meta(min_length=1, max_length=Limits.REQUEST_ID)]
+Version = Annotated[int, Meta(ge=0)]
+Metadata = dict[str, Any]
+
+_PATH = re.compile(r" - at `\$(.*)`$")
+_IDENTIFIERS = ("name", "entity_type", "source", "target", "relation_type", "workspace", "entity_name")
+
+
+def parse(tool: str, arguments: dict[str, Any], into: type[T]) -> T:
+    """Parse a tool call's `arguments` into `into`, or raise one clear error.
+
+    Raises:
+        InvalidArgumentsError: Naming the first bad field and what was expected.
+    """
+    arguments = _unquote_json_arguments(arguments, into)
+    try:
+        parsed = msgspec.convert(arguments, into, strict=True)
+    except msgspec.ValidationError as error:
+        raise InvalidArgumentsError(tool, _describe(str(error))) from None
+    problem = _check(parsed, "")
+    if problem:
+        raise InvalidArgumentsError(tool, problem)
+    return parsed
+
+
+def _unquote_json_arguments(arguments: dict[str, Any], into: type[msgspec.Struct]) -> dict[str, Any]:
+    """Some clients (Claude Desktop among them) send arrays and objects as JSON text."""
+    hints = _container_fields(into)
+    fixed = dict(arguments)
+    for key, value in arguments.items():
+        if key in hints and isinstance(value, str):
+            try:
+                decoded = json.loads(value)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(decoded, list | dict):
+                fixed[key] = decoded
+    return fixed
+
+
+@functools.cache
+def _container_fields(into: type[msgspec.Struct]) -> frozenset[str]:
+    names = set()
+    hints = get_type_hints(into, include_extras=True)
+    for field, encoded in zip(into.__struct_fields__, into.__struct_encode_fields__, strict=True):
+        hint = hints[field]
+        while get_origin(hint) is Annotated:
+            hint = get_args(hint)[0]
+        options = get_args(hint) if get_origin(hint) is not None and get_origin(hint) not in (list, dict) else (hint,)
+        if any(get_origin(option) in (list, dict) or option in (list, dict) for option in options):
+            names.add(encoded)
+    return frozenset(names)
+
+
+def _describe(message: str) -> str:
+    match = _PATH.search(message)
+    text = message[: match.start()] if match else message
+    text = text[:1].lower() + text[1:]
+    path = match.group(1).lstrip(".") if match else ""
+    return f"{path}: {text}" if path else text
+
+
+def _check(value: Any, path: str) -> str | None:
+    """Limits msgspec cannot express: valid Unicode, no blank identifiers, bounded metadata."""
+    return next(_problems(value, path), None)
+
+
+def _problems(value: Any, path: str) -> Iterator[str]:
+    if isinstance(value, str):
+        problem = _text(value)
+        if problem:
+            yield f"{path}: {problem}"
+    elif isinstance(value, msgspec.Struct):
+        for field, encoded in zip(value.__struct_fields__, value.__struct_encode_fields__, strict=True):
+            item = getattr(value, field)
+            where = f"{path}.{encoded}" if path else encoded
+            if field in _IDENTIFIERS and isinstance(item, str):
+                problem = _identifier(item)
+            elif field == "metadata" and item is not None and item is not msgspec.UNSET:
+                problem = _metadata(item)
+            else:
+                yield from _problems(item, where)
+                continue
+            if problem:
+                yield f"{where}: {problem}"
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _problems(item, f"{path}[{index}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _problems(key, path)
+            yield from _problems(item, f"{path}.{key}")
+
+
+def _text(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains an unpaired surrogate, which is not valid Unicode text"
+    return None
+
+
+def _identifier(text: str) -> str | None:
+    if not text.strip():
+        return "must not be blank"
+    if "\x00" in text:
+        return "must not contain NUL characters"
+    return _text(text)
+
+
+def _metadata(metadata: dict[str, Any]) -> str | None:
+    try:
+        encoded = msgspec.json.encode(metadata)
+    except (TypeError, ValueError, OverflowError, UnicodeEncodeError) as error:
+        return f"is not JSON-encodable: {error}"
+    if len(encoded) > Limits.METADATA_BYTES:
+        return f"is {len(encoded)} bytes as JSON; the limit is {Limits.METADATA_BYTES}"
+    if _depth(metadata) > Limits.METADATA_DEPTH:
+        return f"nests deeper than {Limits.METADATA_DEPTH} levels"
+    return None
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0

@@ -1,0 +1,97 @@
+"""`chronograph serve`: the MCP server over stdio (default) or streamable HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+from eventstore import EventStoreError
+from projections import ProjectionError
+from server.app import Runtime, create_server
+from server.config import ACTOR_ENV, STORE_ENV, TOKEN_ENV, Settings, default_store, resolve_store
+from server.http import DEFAULT_MAX_BODY
+from server.stdio import fast_stdio
+
+__all__ = ["add_arguments", "main", "serve"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `serve`."""
+    parser.add_argument(
+        "--store", metavar="PATH",
+        help=f"store directory (default: ${STORE_ENV}, else {default_store()})",
+    )
+    parser.add_argument(
+        "--actor", metavar="NAME",
+        help=f"record events as NAME (default: ${ACTOR_ENV}, else the MCP client's name)",
+    )
+    parser.add_argument(
+        "--tools", choices=["all", "official"], default="all",
+        help="expose every tool (default) or only the nine of the official memory server",
+    )
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8765, help="HTTP port (default: 8765)")
+    parser.add_argument(
+        "--allow-host", action="append", default=[], metavar="HOST",
+        help="an extra Host/Origin name HTTP clients may use (repeatable)",
+    )
+    parser.add_argument(
+        "--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
+        help=f"largest HTTP request body accepted (default: {DEFAULT_MAX_BODY})",
+    )
+    parser.add_argument(
+        "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="log level on stderr (default: WARNING)",
+    )
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Open the store, then serve until the client (stdio) or a signal (HTTP) stops us."""
+    settings = Settings(
+        store=resolve_store(args.store),
+        actor=args.actor or os.environ.get(ACTOR_ENV) or None,
+        tools=args.tools,
+    )
+    runtime = Runtime(settings)
+    try:
+        runtime.open()
+    except (EventStoreError, ProjectionError) as error:
+        print(f"chronograph: {error}", file=sys.stderr)
+        return 2
+    try:
+        server = create_server(settings, runtime, log_level=args.log_level)
+        if not args.http:
+            anyio.run(run_stdio, server)
+            return 0
+        import uvicorn
+
+        from server.http import http_app
+
+        token = os.environ.get(TOKEN_ENV) or None
+        app = http_app(server, runtime, host=args.host, token=token,
+                       allowed_hosts=args.allow_host, max_body=args.max_body)
+        print(f"chronograph: serving {settings.store} at http://{args.host}:{args.port}/mcp"
+              f"{' (bearer token required)' if token else ''}", file=sys.stderr)
+        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+        return 0
+    finally:
+        runtime.close()
+
+
+async def run_stdio(server: MCPServer) -> None:
+    """Serve `server` over stdin/stdout until the client closes them."""
+    lowlevel = server._lowlevel_server  # noqa: SLF001 (MCPServer.run_stdio_async with our transport)
+    async with fast_stdio() as (read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m server [options]`: serve the memory."""
+    parser = argparse.ArgumentParser(prog="python -m server", description=__doc__)
+    add_arguments(parser)
+    return serve(parser.parse_args(argv))

@@ -1,0 +1,42 @@
+"""Where the store lives and how the server runs: flags, then environment, then defaults."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+import platformdirs
+
+__all__ = ["STORE_ENV", "TOKEN_ENV", "Settings", "default_store", "resolve_store"]
+
+STORE_ENV = "CHRONOGRAPH_STORE"
+TOKEN_ENV = "CHRONOGRAPH_TOKEN"
+ACTOR_ENV = "CHRONOGRAPH_ACTOR"
+
+
+def default_store() -> Path:
+    """The per-user default: e.g. ~/.local/share/chronograph/store on Linux."""
+    return Path(platformdirs.user_data_dir("chronograph", appauthor=False)) / "store"
+
+
+def resolve_store(flag: str | os.PathLike[str] | None) -> Path:
+    """The store path: the flag if given, else $CHRONOGRAPH_STORE, else the per-user default."""
+    if flag:
+        return Path(flag).expanduser()
+    if os.environ.get(STORE_ENV):
+        return Path(os.environ[STORE_ENV]).expanduser()
+    return default_store()
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    """How one server runs."""
+
+    store: Path
+    actor: str | None = None
+    """Who the events are recorded as; None: the MCP client's name from its handshake."""
+    tools: Literal["all", "official"] = "all"
+    """Which tools to expose: every one, or only the nine of the official memory server."""
+    sync: bool = True
+    """Synchronous commits (an acknowledged write survives power loss)."""

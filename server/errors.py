@@ -1,0 +1,69 @@
+"""Errors the tools raise. Each says what was wrong, with which item, and what to do next.
+
+They derive from the SDK's `ToolError`, so an MCP client receives them as a tool result
+with `isError: true` and this text, which a model can act on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from mcp.server.mcpserver.exceptions import ToolError
+
+__all__ = [
+    "ChronographError",
+    "ConflictError",
+    "InvalidArgumentsError",
+    "NotFoundError",
+    "RequestReplayError",
+    "StorageError",
+]
+
+
+class ChronographError(ToolError):
+    """Base class of every error a Chronograph tool raises on purpose."""
+
+
+class InvalidArgumentsError(ChronographError):
+    """The arguments do not fit the tool's schema or limits; nothing was written."""
+
+    def __init__(self, tool: str, problem: str) -> None:
+        self.tool = tool
+        self.problem = problem
+        # The SDK prefixes "Error executing tool <name>: ", so the tool is named once.
+        super().__init__(f"Invalid arguments: {problem}")
+
+
+class NotFoundError(ChronographError):
+    """An item the call needs does not exist; nothing was written."""
+
+
+class ConflictError(ChronographError):
+    """An expectedVersion was stale: someone changed the item first; nothing was written."""
+
+    def __init__(self, what: str, expected: int, current: int, state: Any) -> None:
+        self.what = what
+        self.expected = expected
+        self.current = current
+        self.state = state
+        shown = msgspec.json.encode(state).decode() if state is not None else "none (it does not exist)"
+        at = f"version {current}" if current else "no version (it does not exist)"
+        super().__init__(
+            f"Conflict: {what} is at {at}, not the expectedVersion {expected}; nothing was "
+            f"written. Re-read it and retry with expectedVersion {current}. Current state: {shown}"
+        )
+
+
+class RequestReplayError(ChronographError):
+    """A requestId was reused for a call with different arguments; nothing was written."""
+
+    def __init__(self, tool: str, request_id: str) -> None:
+        super().__init__(
+            f"requestId {request_id!r} was already used for a different {tool} call; "
+            "use a new requestId for a new call"
+        )
+
+
+class StorageError(ChronographError):
+    """The store could not take the write (disk or size ceiling full); nothing was written."""

@@ -1,0 +1,76 @@
+"""Tool outputs: records in the official shapes, as structured content and as text.
+
+The text is the JSON pretty-printed with two-space indent, byte for byte what the
+official server's `JSON.stringify(x, null, 2)` prints; msgspec formats it in C, which
+matters for a read_graph of fifty thousand entities.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from mcp_types import CallToolResult, TextContent
+from msgspec import UNSET
+
+from eventstore.clock import isoformat
+from projections import EntityRecord, RelationRecord
+from server import schemas
+from server.schemas import EntityOut, RelationOut
+
+__all__ = ["entity_out", "pretty", "relation_out", "result", "text_of"]
+
+_encoder = msgspec.json.Encoder()
+
+
+def entity_out(record: EntityRecord) -> EntityOut:
+    """The official entity shape, plus metadata (when set), version and timestamps."""
+    return EntityOut(
+        name=record.name,
+        entity_type=record.entity_type,
+        observations=list(record.observations),
+        metadata=record.metadata or UNSET,
+        version=record.version,
+        created_at=isoformat(record.created_at),
+        updated_at=isoformat(record.updated_at),
+    )
+
+
+def relation_out(record: RelationRecord) -> RelationOut:
+    """The official relation shape, plus confidence and metadata (when set), version, timestamps."""
+    return RelationOut(
+        source=record.source,
+        target=record.target,
+        relation_type=record.relation_type,
+        confidence=UNSET if record.confidence is None else record.confidence,
+        metadata=record.metadata or UNSET,
+        version=record.version,
+        created_at=isoformat(record.created_at),
+        updated_at=isoformat(record.updated_at),
+    )
+
+
+def pretty(value: Any) -> str:
+    """JSON with two-space indent, non-ASCII kept: what JSON.stringify(value, null, 2) prints."""
+    return msgspec.json.format(_encoder.encode(value), indent=2).decode()
+
+
+def text_of(output: msgspec.Struct) -> str:
+    """The text block the official server prints for an output of this shape."""
+    if isinstance(output, schemas.EntitiesOut):
+        return pretty(output.entities)
+    if isinstance(output, schemas.RelationsOut):
+        return pretty(output.relations)
+    if isinstance(output, schemas.AddObservationsOut):
+        return pretty(output.results)
+    if isinstance(output, schemas.DeletedOut):
+        return output.message
+    return pretty(output)
+
+
+def result(output: msgspec.Struct) -> CallToolResult:
+    """A tool result: `output` as structuredContent, and as the official text block."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=text_of(output))],
+        structured_content=msgspec.to_builtins(output),
+    )

@@ -1,0 +1,69 @@
+"""Bad input gets one clear error naming the field, before anything is written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp import Client
+from support.mcp import ToolFailed, call, entity
+
+from server.app import Runtime
+from server.arguments import Limits
+
+pytestmark = pytest.mark.anyio
+
+CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("create_entities", {"entities": [entity("")]}, "entities[0].name: expected `str` of length >= 1"),
+    ("create_entities", {"entities": [entity("   ")]}, "entities[0].name: must not be blank"),
+    ("create_entities", {"entities": [entity("x" * (Limits.NAME + 1))]}, f"length <= {Limits.NAME}"),
+    ("create_entities", {"entities": [entity("a", "")]}, "entities[0].entityType"),
+    ("create_entities", {"entities": [entity("a", "t", "o" * (Limits.OBSERVATION + 1))]},
+     "entities[0].observations[0]"),
+    ("create_entities", {"entities": [entity(f"n{i}") for i in range(Limits.ITEMS + 1)]},
+     f"entities: expected `array` of length <= {Limits.ITEMS}"),
+    ("create_entities", {"entities": [{"name": "a", "entityType": "t"}]},
+     "missing required field `observations`"),
+    ("create_entities", {"entities": [entity("a", entitytype="typo")]}, "unknown field `entitytype`"),
+    ("create_entities", {"entities": [entity("a")], "workspace": ""}, "workspace"),
+    ("create_entities", {"entities": [entity("a\x00b")]}, "entities[0].name: must not contain NUL"),
+    ("create_entities", {"entities": [entity("bad\ud800")]}, "entities[0].name: contains an unpaired surrogate"),
+    ("create_entities", {"entities": [entity("a", "t", "ok\udfff")]}, "entities[0].observations[0]: contains an unpaired"),
+    ("create_entities", {"entities": [entity("a", metadata={"k": "v" * Limits.METADATA_BYTES})]},
+     "entities[0].metadata: is"),
+    ("create_entities", {"entities": "not json"}, "entities: expected `array`, got `str`"),
+    ("create_entities", {}, "missing required field `entities`"),
+    ("add_observations", {"observations": [{"entityName": "a", "contents": [1]}]}, "contents[0]: expected `str`, got `int`"),
+    ("add_observations", {"observations": [{"entityName": "a", "contents": [], "expectedVersion": -1}]},
+     "expectedVersion: expected `int` >= 0"),
+    ("create_relations", {"relations": [{"from": "a", "to": "b", "relationType": "r", "confidence": 2}]},
+     "confidence: expected `float` <= 1.0"),
+    ("search_nodes", {"query": "q" * (Limits.QUERY + 1)}, f"query: expected `str` of length <= {Limits.QUERY}"),
+    ("open_nodes", {"names": [None]}, "names[0]: expected `str`, got `null`"),
+    ("read_graph", {"verbose": True}, "unknown field `verbose`"),
+    ("delete_entities", {"entityNames": ["a"], "expectedVersions": {"b": 1}}, "not in entityNames"),
+    ("update_entities", {"entities": [{"name": "a"}]}, "nothing to update"),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "expected"), CASES, ids=[c[2][:40] for c in CASES])
+async def test_bad_arguments_get_a_clear_error_and_write_nothing(
+    client: Client, runtime: Runtime, tool: str, arguments: dict[str, Any], expected: str
+) -> None:
+    with pytest.raises(ToolFailed) as failed:
+        await call(client, tool, arguments)
+    assert str(failed.value).startswith(f"Error executing tool {tool}: Invalid arguments: ")
+    assert expected in str(failed.value)
+    assert runtime.memory.store.head() == 0
+
+
+async def test_unicode_names_in_other_normal_forms_are_different_names(client: Client) -> None:
+    composed, decomposed = "Caf\u00e9", "Cafe\u0301"
+    created = await call(client, "create_entities", {"entities": [entity(composed), entity(decomposed)]})
+    assert [e["name"] for e in created["entities"]] == [composed, decomposed]
+
+
+async def test_names_longer_than_an_lmdb_key_are_stored_and_found(client: Client) -> None:
+    name = "é" * Limits.NAME  # 1024 bytes of UTF-8, twice LMDB's key limit
+    await call(client, "create_entities", {"entities": [entity(name, "t", "long")]})
+    assert [e["name"] for e in (await call(client, "open_nodes", {"names": [name]}))["entities"]] == [name]
