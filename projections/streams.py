@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import msgspec
 
@@ -12,8 +13,13 @@ _json = msgspec.json.Encoder()
 
 
 def new_entity_stream() -> str:
-    """A fresh, stable id for a new entity: its name can change, its stream never does."""
-    return "entity-" + os.urandom(16).hex()
+    """A fresh, stable id for a new entity: its name can change, its stream never does.
+
+    Time first, then 64 random bits: new ids sort after old ones, so creating an
+    entity appends to the ends of the B-trees keyed by stream instead of dirtying a
+    random leaf of each (a durable create then costs the same at 1k and 1M entities).
+    """
+    return f"entity-{time.time_ns() // 1000:014x}{os.urandom(8).hex()}"
 
 
 def relation_stream(workspace: str, source: str, relation_type: str, target: str) -> str:

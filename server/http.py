@@ -56,19 +56,29 @@ class Guard:
         if refusal is not None:
             await refusal(scope, receive, send)
             return
-        started = False
+        if "content-length" not in headers and scope.get("method") in ("POST", "PUT", "PATCH"):
+            # A chunked body has announced no size: read it (up to the limit) before the app does.
+            body, whole = await self._read_at_most(receive)
+            if not whole:
+                await _error(413, f"request bodies are limited to {self.max_body} bytes")(scope, receive, send)
+                return
+            receive = _replay(body, receive)
+        await self.app(scope, receive, send)
 
-        async def tracking(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, self._limited(receive), tracking)
-        except _BodyTooLarge:
-            if started:
-                raise
-            await _error(413, f"request bodies are limited to {self.max_body} bytes")(scope, receive, send)
+    async def _read_at_most(self, receive: Receive) -> tuple[bytes, bool]:
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return b"".join(parts), True
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                return b"", False
+            parts.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(parts), True
 
     def _refusal(self, headers: dict[str, str]) -> Response | None:
         host = headers.get("host", "").lower()
@@ -89,24 +99,18 @@ class Guard:
             return _error(413, f"request bodies are limited to {self.max_body} bytes")
         return None
 
-    def _limited(self, receive: Receive) -> Receive:
-        seen = 0
 
-        async def limited() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_body:
-                    raise _BodyTooLarge(self.max_body)
-            return message
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
 
-        return limited
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
 
-
-class _BodyTooLarge(Exception):
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"request body over {limit} bytes")
+    return replay
 
 
 def _hostname(host: str) -> str:

@@ -1,0 +1,154 @@
+"""Streamable HTTP: loopback by default, bearer token, Host/Origin checks, size limit, probes."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from support.mcp import call, entity, names
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "s3cret-token"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def request(url: str, *, method: str = "GET", headers: dict[str, str] | None = None,
+            body: bytes | None = None) -> tuple[int, dict]:  # type: ignore[type-arg]
+    req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def start(tmp_path: Path, token: str | None) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("CHRONOGRAPH_TOKEN", None)
+    if token:
+        env["CHRONOGRAPH_TOKEN"] = token
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server", "--http", "--port", str(port), "--store", str(tmp_path / "store")],
+        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if request(base + "/health", headers=headers)[0] == 200:
+                break
+        except OSError:
+            pass
+        assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, "the HTTP server did not come up"
+        time.sleep(0.1)
+    try:
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        assert process.stderr is not None
+        process.stderr.close()
+
+
+@pytest.fixture
+def open_server(tmp_path: Path) -> Iterator[str]:
+    yield from start(tmp_path, None)
+
+
+@pytest.fixture
+def guarded_server(tmp_path: Path) -> Iterator[str]:
+    yield from start(tmp_path, TOKEN)
+
+
+def test_health_and_readiness_answer(open_server: str) -> None:
+    assert request(open_server + "/health") == (200, {"status": "ok"})
+    status, body = request(open_server + "/ready")
+    assert status == 200 and body["status"] == "ready"
+
+
+def test_the_server_binds_to_loopback_by_default(open_server: str) -> None:
+    port = int(open_server.rsplit(":", 1)[1])
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))
+            address = probe.getsockname()[0]
+        except OSError:
+            address = "127.0.0.1"
+    if address.startswith("127."):
+        pytest.skip("this machine has no non-loopback address to try")
+    with pytest.raises(OSError), socket.create_connection((address, port), timeout=2):
+        pass
+
+
+@pytest.mark.parametrize("path", ["/health", "/ready", "/mcp"])
+def test_without_the_token_every_request_is_refused(guarded_server: str, path: str) -> None:
+    assert request(guarded_server + path)[0] == 401
+    assert request(guarded_server + path, headers={"Authorization": "Bearer wrong"})[0] == 401
+
+
+def test_with_the_token_the_probes_answer(guarded_server: str) -> None:
+    assert request(guarded_server + "/ready", headers={"Authorization": f"Bearer {TOKEN}"})[0] == 200
+
+
+def test_a_foreign_host_or_origin_is_refused(open_server: str) -> None:
+    assert request(open_server + "/health", headers={"Host": "evil.example:80"})[0] == 421
+    assert request(open_server + "/health", headers={"Origin": "http://evil.example"})[0] == 403
+    assert request(open_server + "/health", headers={"Origin": "http://localhost:3000"})[0] == 200
+
+
+def test_an_oversized_body_is_refused_before_it_is_read(open_server: str) -> None:
+    host, port = open_server.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        connection.putrequest("POST", "/mcp")
+        connection.putheader("Content-Type", "application/json")
+        connection.putheader("Content-Length", str(64 * 1024 * 1024))
+        connection.endheaders()  # announce 64 MiB, send none of it
+        response = connection.getresponse()
+        assert response.status == 413 and b"limited" in response.read()
+    finally:
+        connection.close()
+
+
+def test_a_streamed_body_over_the_limit_is_refused(open_server: str) -> None:
+    host, port = open_server.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        chunks = (b"x" * 65536 for _ in range(80))  # 5 MiB, chunked: no Content-Length
+        connection.request("POST", "/mcp", body=chunks, encode_chunked=True,
+                           headers={"Content-Type": "application/json", "Accept": "application/json"})
+        assert connection.getresponse().status == 413
+    except ConnectionResetError:
+        pass  # the server may also cut the upload short once it has answered
+    finally:
+        connection.close()
+
+
+@pytest.mark.anyio
+async def test_mcp_over_http_with_the_token_keeps_workspaces_apart(guarded_server: str) -> None:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+    async with http, Client(streamable_http_client(guarded_server + "/mcp", http_client=http)) as c:
+        await call(c, "create_entities", {"entities": [entity("Secret")], "workspace": "team-a"})
+        assert names(await call(c, "read_graph", {"workspace": "team-a"})) == ["Secret"]
+        assert (await call(c, "search_nodes", {"query": "secret", "workspace": "team-b"}))["entities"] == []

@@ -1,0 +1,52 @@
+"""The knowledge-graph resource notifies subscribers after writes, in both protocol eras."""
+
+from __future__ import annotations
+
+import warnings
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types import ResourceUpdatedNotification
+from support.mcp import call, entity
+
+from server.app import create_server
+from server.config import Settings
+
+pytestmark = pytest.mark.anyio
+GRAPH = "memory://knowledge-graph"
+
+
+async def test_a_listening_client_hears_about_every_write(client: Client) -> None:
+    async with client.listen(resource_subscriptions=[GRAPH]) as subscription:
+        await call(client, "create_entities", {"entities": [entity("Ada")]})
+        with anyio.fail_after(5):
+            event = await subscription.__anext__()
+    assert event.uri == GRAPH  # type: ignore[attr-defined]
+
+
+async def test_a_handshake_era_subscriber_is_notified_after_a_write_that_changed_something(
+    settings: Settings,
+) -> None:
+    received: list[object] = []
+
+    async def collect(message: object) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            received.append(message)
+
+    async with Client(create_server(settings), mode="legacy", message_handler=collect) as c:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)  # resources/subscribe is the 2025 way
+            await c.session.subscribe_resource(GRAPH)
+        await call(c, "create_entities", {"entities": [entity("Ada")]})
+        await call(c, "create_entities", {"entities": [entity("Ada")]})  # skipped: nothing changed
+        await call(c, "read_graph")
+        await anyio.sleep(0.05)
+        assert len(received) == 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await c.session.unsubscribe_resource(GRAPH)
+        await call(c, "create_entities", {"entities": [entity("Bob")]})
+        await anyio.sleep(0.05)
+        assert len(received) == 1
