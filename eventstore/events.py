@@ -64,13 +64,18 @@ def event_type(event: Event | type[Event]) -> str:
 
 
 class EntityCreated(Event, tag="entity_created"):
-    """An entity came into being under a name that was free in its workspace."""
+    """An entity came into being under a name that was free in its workspace.
+
+    On a stream that already has events (a deleted entity), it restores the entity;
+    `reverted_to` then names the version whose state it restored.
+    """
 
     workspace: str
     name: str
     entity_type: str
     observations: tuple[str, ...] = ()
     metadata: dict[str, Any] = {}
+    reverted_to: int | UnsetType = UNSET
 
 
 class ObservationsAdded(Event, tag="observations_added"):

@@ -105,6 +105,33 @@ class Reader:
         if values:
             yield self._decode_many(values, slim)
 
+    def batches_backward(
+        self, from_position: int | None = None, to_position: int = 1, batch_size: int = 256
+    ) -> Iterator[list[Envelope]]:
+        """The log from `from_position` (default: the head) down to `to_position`, newest first."""
+        if from_position is not None and from_position < to_position:
+            return
+        values: list[bytes] = []
+        with self.txn.cursor(self.dbs.log) as cursor:
+            found = cursor.last() if from_position is None else cursor.set_range(pack_u64(from_position))
+            if from_position is not None:
+                if not found:
+                    found = cursor.last()
+                elif unpack_u64(cursor.key()) > from_position:
+                    found = cursor.prev()
+            if not found:
+                return
+            low = pack_u64(max(to_position, 1))
+            for key, value in cursor.iterprev():
+                if key < low:
+                    break
+                values.append(value)
+                if len(values) == batch_size:
+                    yield self._decode_many(values, False)
+                    values = []
+        if values:
+            yield self._decode_many(values, False)
+
     def all(
         self, from_position: int = 1, to_position: int | None = None, batch_size: int = 1024
     ) -> Iterator[Envelope]:

@@ -26,6 +26,7 @@ from projections.records import (
 )
 from projections.search import SearchIndex, WorkspaceIndex, matches
 from projections.streams import context_stream, new_entity_stream, relation_stream
+from projections.verify import verify
 from projections.views import Views
 
 __all__ = [
@@ -69,4 +70,5 @@ __all__ = [
     "relations_touching",
     "stream_history",
     "unique",
+    "verify",
 ]

@@ -39,7 +39,9 @@ from projections.records import (
 from projections.tables import Tables
 from projections.working import Context, Entity, Relation
 
-__all__ = ["LmdbState", "write_state"]
+__all__ = ["LmdbState", "rows", "write_state"]
+
+_NO_NAME = encode(NameRecord(None, ()))
 
 
 class LmdbState(LmdbGraph):
@@ -61,8 +63,8 @@ class LmdbState(LmdbGraph):
         txn.put(stream_key, encode(entity.record()), db=tables.entities)
         ws = self._ws(entity.workspace)
         key = name_key(ws, entity.name)
-        known = txn.get(key, db=tables.names)
-        streams = (*decode_name(known).streams, entity.stream) if known else (entity.stream,)
+        known = decode_name(txn.get(key, db=tables.names) or _NO_NAME).streams
+        streams = known if entity.stream in known else (*known, entity.stream)
         txn.put(key, encode(NameRecord(entity.stream, streams)), db=tables.names)
         txn.put(order_key(ws, ENTITY, entity.seq), stream_key, db=tables.order)
         self._count(entity.workspace, ws, ENTITY, entity.entity_type, +1)
@@ -149,22 +151,29 @@ class LmdbState(LmdbGraph):
             txn.put(totals_key(ws), encode(record), db=db)
 
 
+def rows(state: MemoryState) -> dict[str, list[tuple[bytes, bytes]]]:
+    """Every key and value the view tables should hold for `state`, per table, in key order.
+
+    (Not the `meta` table: its checkpoint is the position folded.)
+    """
+    return {
+        "entities": sorted(_entities(state)),
+        "relations": sorted(_relations(state)),
+        "names": sorted(_names(state)),
+        "order": sorted(_order(state)),
+        "adjacency": sorted(_adjacency(state)),
+        "workspaces": sorted(_workspaces(state)),
+    }
+
+
 def write_state(txn: lmdb.Transaction, tables: Tables, state: MemoryState) -> int:
     """Write every record and index of `state` into empty `tables`; return the keys written."""
     written = 0
-    for db, items in (
-        (tables.entities, _entities(state)),
-        (tables.relations, _relations(state)),
-        (tables.names, _names(state)),
-        (tables.order, _order(state)),
-        (tables.adjacency, _adjacency(state)),
-        (tables.workspaces, _workspaces(state)),
-    ):
-        rows = sorted(items)
-        with txn.cursor(db) as cursor:
-            consumed, added = cursor.putmulti(rows, append=True)
-        if added != len(rows):
-            raise AssertionError(f"rebuild wrote {added} of {len(rows)} keys: duplicate keys")
+    for table, items in rows(state).items():
+        with txn.cursor(getattr(tables, table)) as cursor:
+            consumed, added = cursor.putmulti(items, append=True)
+        if added != len(items):
+            raise AssertionError(f"rebuild wrote {added} of {len(items)} {table} keys: duplicate keys")
         written += added
     tables.set_checkpoint(txn, state.position)
     return written

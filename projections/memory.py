@@ -77,7 +77,8 @@ class MemoryState:
             self._names[key] = [entity.stream, entity.stream]
         else:
             known[0] = entity.stream
-            known.append(entity.stream)
+            if entity.stream not in known[1:]:  # a restored entity keeps its stream
+                known.append(entity.stream)
         self._seen[entity.workspace] = None
 
     def changed_entity(self, entity: Entity, old_type: str) -> None:

@@ -24,6 +24,7 @@ from server.tools import EXTENDED, OFFICIAL, build_tools
 __all__ = ["GRAPH_URI", "Runtime", "create_server"]
 
 GRAPH_URI = "memory://knowledge-graph"
+WORKSPACES_URI = "memory://workspaces"
 
 INSTRUCTIONS = (
     "Chronograph is a knowledge-graph memory that never overwrites: every change is kept, "
@@ -60,7 +61,9 @@ class Runtime:
     def open(self) -> Memory:
         """Open the store, or count one more user of the open one."""
         if self._memory is None:
-            self._memory = Memory(self.settings.store, sync=self.settings.sync)
+            self._memory = Memory(
+                self.settings.store, sync=self.settings.sync, export_dir=self.settings.export_dir
+            )
         self._users += 1
         return self._memory
 
@@ -128,7 +131,7 @@ def create_server(
         "chronograph",
         version=_version(),
         instructions=INSTRUCTIONS,
-        tools=build_tools(specs, runtime.call),
+        tools=build_tools(specs, runtime.call, writes_files=settings.export_dir is not None),
         lifespan=lifespan,
         log_level=log_level,  # type: ignore[arg-type]
     )
@@ -142,6 +145,16 @@ def create_server(
     )
     def knowledge_graph() -> str:
         return pretty(runtime.memory.read("read_graph", {}))
+
+    @server.resource(
+        WORKSPACES_URI,
+        name="workspaces",
+        title="Workspaces",
+        description="The workspaces of this memory, with their counts",
+        mime_type="application/json",
+    )
+    def workspace_list() -> str:
+        return pretty(runtime.memory.read("list_workspaces", {}))
 
     async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         runtime.subscribe(ctx.session, str(params.uri))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -33,6 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--tools", choices=["all", "official"], default="all",
         help="expose every tool (default) or only the nine of the official memory server",
     )
+    parser.add_argument(
+        "--export-dir", metavar="DIR",
+        help="let export_graph write files, only inside DIR (default: it only returns content)",
+    )
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default: 8765)")
@@ -56,6 +61,7 @@ def serve(args: argparse.Namespace) -> int:
         store=resolve_store(args.store),
         actor=args.actor or os.environ.get(ACTOR_ENV) or None,
         tools=args.tools,
+        export_dir=Path(args.export_dir).expanduser() if args.export_dir else None,
     )
     runtime = Runtime(settings)
     try:

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from msgspec import UNSET
 
 from eventstore import (
+    ContextUpdated,
     EntityCreated,
     EntityDeleted,
     EntityUpdated,
@@ -24,11 +25,13 @@ from eventstore import (
     RelationDeleted,
     RelationUpdated,
 )
-from projections import new_entity_stream, relation_stream, unique
+from projections import EntityRecord, context_stream, new_entity_stream, relation_stream, stream_history, unique
 from projections.working import Entity, Relation
+from server import more_schemas as m
 from server import schemas as s
 from server.batch import Batch
-from server.errors import InvalidArgumentsError, NotFoundError
+from server.errors import ConflictError, InvalidArgumentsError, NotFoundError
+from server.insights import context_out
 from server.outputs import entity_out, relation_out
 
 __all__ = ["COMMANDS", "Command", "Finish"]
@@ -272,6 +275,69 @@ def update_relations(batch: Batch, args: s.UpdateRelations) -> Finish:
     return finish
 
 
+def revert_entity(batch: Batch, args: m.RevertEntity) -> Finish:
+    """Restore the state an entity had at `toVersion` by appending events (deleted ones too)."""
+    streams = batch.state.name_streams(batch.workspace, args.name)
+    if not streams:
+        raise NotFoundError(f"Entity with name {args.name} not found")
+    stream = streams[-1]  # the newest incarnation: the live one, if any is
+    versions = {v.version: v for v in stream_history(batch.tx, stream)}
+    target = versions.get(args.to_version)
+    if target is None:
+        raise InvalidArgumentsError(
+            "revert_entity", f"toVersion: {args.name!r} has versions 1 to {max(versions)}"
+        )
+    if not isinstance(target.state, EntityRecord):
+        raise InvalidArgumentsError(
+            "revert_entity", f"toVersion: version {args.to_version} of {args.name!r} is its deletion; "
+            "choose a version at which it existed"
+        )
+    live = batch.entity(args.name)
+    batch.check(_entity_label(args.name), args.expected_version, live)
+    state = target.state
+    if live is not None:
+        batch.emit(stream, EntityUpdated(
+            entity_type=state.entity_type, observations=state.observations, metadata=state.metadata,
+            reverted_to=args.to_version,
+        ))
+    else:
+        batch.emit(stream, EntityCreated(
+            workspace=batch.workspace, name=args.name, entity_type=state.entity_type,
+            observations=state.observations, metadata=state.metadata, reverted_to=args.to_version,
+        ))
+
+    def finish() -> s.Out:
+        return s.EntitiesOut(entities=[_stored_entity(batch, args.name)])
+
+    return finish
+
+
+def update_context(batch: Batch, args: m.UpdateContext) -> Finish:
+    """Merge the given fields into the workspace's context (updatedAt set by the server)."""
+    changes = {
+        field: getattr(args, field)
+        for field in ("active_task", "status", "reason", "next_steps", "last_commit")
+        if getattr(args, field) is not UNSET
+    }
+    if not changes:
+        raise InvalidArgumentsError(
+            "update_context", "nothing to update: give activeTask, status, reason, nextSteps or lastCommit"
+        )
+    if isinstance(changes.get("next_steps"), list):
+        changes["next_steps"] = tuple(changes["next_steps"])
+    current = batch.state.context(batch.workspace)
+    version = 0 if current is None else current.version
+    if args.expected_version is not UNSET and args.expected_version != version:
+        raise ConflictError(f"the context of workspace {batch.workspace!r}", args.expected_version, version,
+                            context_out(batch.workspace, current))
+    batch.emit(context_stream(batch.workspace), ContextUpdated(workspace=batch.workspace, **changes))
+
+    def finish() -> s.Out:
+        return context_out(batch.workspace, batch.state.context(batch.workspace))
+
+    return finish
+
+
 def _stored_entity(batch: Batch, name: str) -> s.EntityOut:
     record = batch.state.entity(batch.workspace, name)
     assert record is not None, f"entity {name!r} was written but is not in the views"
@@ -313,5 +379,7 @@ COMMANDS: dict[str, Command] = {
     "delete_relations": Command(s.DeleteRelations, delete_relations, s.DeletedOut),
     "update_entities": Command(s.UpdateEntities, update_entities, s.EntitiesOut),
     "update_relations": Command(s.UpdateRelations, update_relations, s.RelationsOut),
+    "revert_entity": Command(m.RevertEntity, revert_entity, s.EntitiesOut),
+    "update_context": Command(m.UpdateContext, update_context, m.ContextOut),
 }
 """Every write tool, by name."""

@@ -40,3 +40,5 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Which tools to expose: every one, or only the nine of the official memory server."""
     sync: bool = True
     """Synchronous commits (an acknowledged write survives power loss)."""
+    export_dir: Path | None = None
+    """Where export_graph may write files; None: it only returns the content."""

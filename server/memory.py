@@ -24,16 +24,16 @@ from eventstore import (
 )
 from eventstore.keys import digest
 from projections import LmdbState, Progress, Views
-from server import queries
 from server import schemas as s
 from server.arguments import parse
 from server.batch import Batch
 from server.commands import COMMANDS
 from server.errors import ChronographError, RequestReplayError, StorageError
+from server.reads import READS
+from server.timeline import Timeline
 
 __all__ = ["Memory", "Written"]
 
-READS = {"read_graph": s.ReadGraph, "search_nodes": s.SearchNodes, "open_nodes": s.OpenNodes}
 
 
 class Written(msgspec.Struct, frozen=True):
@@ -60,10 +60,14 @@ class Memory:
         sync: bool = True,
         readonly: bool = False,
         progress: Progress | None = None,
+        export_dir: Path | None = None,
     ) -> None:
+        self.export_dir = export_dir
+        """Where export_graph may write files (None: nowhere)."""
         self.store = EventStore(Path(path), sync=sync, readonly=readonly)
         try:
             self.views = Views(self.store, progress=progress)
+            self.timeline = Timeline(self.store, self.views)
         except BaseException:
             self.store.close()
             raise
@@ -80,8 +84,12 @@ class Memory:
 
     # --- writes ---------------------------------------------------------------------------
 
-    def write(self, tool: str, arguments: dict[str, Any], *, actor: str) -> Written:
+    def write(
+        self, tool: str, arguments: dict[str, Any], *, actor: str, correlation_id: str | None = None
+    ) -> Written:
         """Run the write tool `tool` with raw `arguments`, recording `actor` on its events.
+
+        `correlation_id` (default: a new one) lets several calls share one, as an import does.
 
         Raises:
             ChronographError: Invalid arguments, a missing item, a stale expectedVersion,
@@ -91,7 +99,7 @@ class Memory:
         args = parse(tool, arguments, command.arguments)
         key = None if args.request_id is UNSET else f"{tool}\x00{args.workspace}\x00{args.request_id}"
         fingerprint = digest(msgspec.msgpack.encode(msgspec.structs.replace(args, request_id=UNSET)), 32)
-        correlation = os.urandom(16).hex()
+        correlation = correlation_id or os.urandom(16).hex()
 
         def work(tx: Transaction, state: LmdbState) -> Written:
             if key is not None:
@@ -124,20 +132,10 @@ class Memory:
     # --- reads ----------------------------------------------------------------------------
 
     def read(self, tool: str, arguments: dict[str, Any]) -> s.Out:
-        """Run the read tool `tool` with raw `arguments` on the live views.
+        """Run the read tool `tool` with raw `arguments` (on the live views, or as of then).
 
         Raises:
-            ChronographError: If the arguments are invalid.
+            ChronographError: If the arguments are invalid or name something unknown.
         """
-        args = parse(tool, arguments, READS[tool])
-        with self.views.read() as graph:
-            if isinstance(args, s.SearchNodes):
-
-                def search(workspace: str, query: str) -> list[Any]:
-                    index = self.views.search_index(graph, workspace)
-                    return [graph.entity_by_stream(stream) for stream in index.substring(query)]
-
-                return queries.search_nodes(graph, args.workspace, args.query, search)
-            if isinstance(args, s.OpenNodes):
-                return queries.open_nodes(graph, args.workspace, args.names)
-            return queries.read_graph(graph, args.workspace)
+        spec = READS[tool]
+        return spec.run(self, parse(tool, arguments, spec.arguments))

@@ -172,18 +172,33 @@ class UpdateRelations(WriteArgs, kw_only=True):
 # --- read ---------------------------------------------------------------------------------
 
 
+AS_OF = D(
+    description="Answer from the state in force then: an ISO-8601 timestamp "
+    '(e.g. "2026-11-21T14:00:00Z") or a log position'
+)
+AsOf = Annotated[str | Annotated[int, Meta(ge=0)], AS_OF]
+
+
 class ReadGraph(ReadArgs, kw_only=True):
-    pass
+    limit: Annotated[int, Meta(ge=1, le=100_000), D(
+        description="At most this many entities (oldest first); relations come with the page "
+        "holding their `from` entity")] | UnsetType = UNSET
+    offset: Annotated[int, Meta(ge=0), D(description="Skip this many entities first")] = 0
+    summary_mode: Annotated[bool, D(
+        description="Names and types only: entities without observations, for a quick index")] = False
+    as_of: AsOf | UnsetType = UNSET
 
 
 class SearchNodes(ReadArgs, kw_only=True):
     query: Annotated[
         Query, D(description="The search query to match against entity names, types, and observation content")
     ]
+    as_of: AsOf | UnsetType = UNSET
 
 
 class OpenNodes(ReadArgs, kw_only=True):
     names: Annotated[items(Name), D(description="An array of entity names to retrieve")]
+    as_of: AsOf | UnsetType = UNSET
 
 
 # --- outputs ------------------------------------------------------------------------------
@@ -217,6 +232,30 @@ class RelationOut(Out, kw_only=True):
 class GraphOut(Out, kw_only=True):
     entities: list[EntityOut]
     relations: list[RelationOut]
+    as_of: Annotated[int, D(description="The log position answered from (with asOf)")] | UnsetType = UNSET
+
+
+SUMMARY_ONLY = " (left out in summaryMode)"
+
+
+class PageEntityOut(Out, kw_only=True):
+    """An entity of read_graph: in summaryMode, its name and type only."""
+
+    name: Annotated[str, ENTITY_NAME]
+    entity_type: Annotated[str, ENTITY_TYPE]
+    observations: Annotated[list[str], OBSERVATIONS] | UnsetType = UNSET  # (none in summaryMode)
+    metadata: Annotated[dict[str, Any], METADATA] | UnsetType = UNSET
+    version: Annotated[int, D(description="Version of the entity" + SUMMARY_ONLY)] | UnsetType = UNSET
+    created_at: Annotated[str, D(description="When the entity was created" + SUMMARY_ONLY)] | UnsetType = UNSET
+    updated_at: Annotated[str, D(description="When the entity last changed" + SUMMARY_ONLY)] | UnsetType = UNSET
+
+
+class GraphPageOut(Out, kw_only=True):
+    entities: list[PageEntityOut]
+    relations: list[RelationOut]
+    total_entities: Annotated[int, D(description="Entities in the workspace (when paginated)")] | UnsetType = UNSET
+    next_offset: Annotated[int, D(description="The offset of the next page, if any")] | UnsetType = UNSET
+    as_of: Annotated[int, D(description="The log position answered from (with asOf)")] | UnsetType = UNSET
 
 
 class EntitiesOut(Out, kw_only=True):

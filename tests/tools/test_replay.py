@@ -1,0 +1,79 @@
+"""tools/replay.py: the graph at a moment, diffs, rebuild and verify, through main([...])."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eventstore import EventStore
+from projections import Views
+from projections.tables import table_names
+from tools.replay import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_at_a_time_prints_the_graph_then_as_read_graph_json(history_store: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    code, out = run(capsys, "--store", str(history_store), "--at", "2026-03-01T10:30:00Z", "--json")
+    graph = json.loads(out)
+    assert code == 0 and set(graph) == {"entities", "relations"}
+    assert [(e["name"], e["entityType"]) for e in graph["entities"]] == [("Ada", "person"), ("Bob", "person")]
+    assert [(r["from"], r["to"]) for r in graph["relations"]] == [("Bob", "Ada")]
+
+
+def test_at_a_position_prints_a_table(history_store: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    code, out = run(capsys, "--store", str(history_store), "--position", "1")
+    assert code == 0
+    assert "entities as of 1 (1)" in out and "Ada" in out and "Bob" not in out
+
+
+def test_one_entity_as_of_a_moment(history_store: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    code, out = run(capsys, "--store", str(history_store), "--at", "2026-03-01T11:30:00Z", "--entity", "Ada", "--json")
+    assert [e["entityType"] for e in json.loads(out)["entities"]] == ["countess"]
+    code, out = run(capsys, "--store", str(history_store), "--at", "2026-03-01T12:30:00Z", "--entity", "Ada")
+    assert "no entity 'Ada'" in out
+
+
+def test_a_diff_lists_what_was_created_changed_and_deleted(history_store: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    code, out = run(capsys, "--store", str(history_store), "--diff", "2026-03-01T09:00:00Z",
+                    "2026-03-01T11:30:00Z", "--json")
+    changes = {(c["change"], c["kind"], c["what"]) for c in json.loads(out)}
+    assert changes == {("created", "entity", "Ada"), ("created", "entity", "Bob"),
+                       ("created", "relation", "Bob -[knows]-> Ada")}
+    code, out = run(capsys, "--store", str(history_store), "--diff", "2026-03-01T10:00:00Z",
+                    "2026-03-01T12:00:00Z", "--json")
+    assert [(c["change"], c["what"]) for c in json.loads(out)] == [
+        ("deleted", "Ada"), ("deleted", "Bob -[knows]-> Ada")
+    ]
+    code, out = run(capsys, "--store", str(history_store), "--diff", "3", "4")
+    assert "changed" in out and "type person -> countess" in out
+
+
+def test_verify_agrees_with_healthy_views_and_fails_on_damaged_ones(history_store: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    code, out = run(capsys, "--store", str(history_store), "--verify")
+    assert code == 0 and "agree" in out
+    with EventStore(history_store) as store:
+        generation = Views(store).tables.generation
+        entities = store.open_db(table_names(generation)[0], create=False)
+        with store.env.begin(write=True) as txn:
+            key, _ = next(iter(txn.cursor(entities)))
+            txn.delete(key, db=entities)
+    code, out = run(capsys, "--store", str(history_store), "--verify")
+    assert code == 1 and "entities:" in out and "is missing" in out
+
+
+def test_rebuild_repairs_the_views(history_store: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    code, out = run(capsys, "--store", str(history_store), "--rebuild")
+    assert code == 0 and "rebuilt generation 2" in out
+    assert run(capsys, "--store", str(history_store), "--verify")[0] == 0
+
+
+def test_a_missing_store_is_one_clear_line(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    code = main(["--store", str(tmp_path / "nothing"), "--position", "1"])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == f"chronograph replay: there is no store at {tmp_path / 'nothing'}"

@@ -1,0 +1,187 @@
+"""Inspect the audit log: who changed what, when, and in which tool call.
+
+    chronograph audit                                     the newest 50 events, as a table
+    chronograph audit --actor claude-ai --since 2026-11-20 --type entity_deleted
+    chronograph audit --entity Ada --workspace default    every change to Ada (deleted or not)
+    chronograph audit --correlation 3f2a... --json        one tool call, as JSON lines
+    chronograph audit --follow                            print new events as other processes write them
+    chronograph audit --stats                             counts per actor, type and day
+
+Read-only: safe beside a running server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script from a checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import msgspec
+
+from eventstore import Envelope, EventStore, EventStoreError, Reader, clock
+from projections import ProjectionError, Views
+from server.config import resolve_store
+from server.history import Subjects, event_out
+from tools.tables import print_rows
+
+__all__ = ["add_arguments", "main", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `audit`."""
+    parser.add_argument("--store", metavar="PATH", help="store directory (default: $CHRONOGRAPH_STORE, "
+                        "else the per-user store)")
+    parser.add_argument("--workspace", help="only this workspace")
+    parser.add_argument("--entity", metavar="NAME", help="only changes to this entity (every incarnation)")
+    parser.add_argument("--stream", help="only this stream (an entity id, a relation, a context)")
+    parser.add_argument("--actor", help="only changes by this actor")
+    parser.add_argument("--type", action="append", dest="types", metavar="TYPE",
+                        help="only this event type (repeatable), e.g. entity_deleted")
+    parser.add_argument("--correlation", metavar="ID", help="only the changes of one tool call")
+    parser.add_argument("--since", metavar="TIME", help="only changes at or after this ISO-8601 time")
+    parser.add_argument("--until", metavar="TIME", help="only changes at or before this ISO-8601 time")
+    parser.add_argument("--from-position", type=int, default=1, metavar="N", help="only positions >= N")
+    parser.add_argument("--to-position", type=int, metavar="N", help="only positions <= N")
+    parser.add_argument("--limit", type=int, default=50, help="at most this many events (default 50; 0: all)")
+    parser.add_argument("--oldest-first", action="store_true", help="oldest first (default: newest first)")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="JSON lines, one event per line")
+    output.add_argument("--stats", action="store_true", help="counts per actor, event type and day")
+    parser.add_argument("--follow", action="store_true", help="then keep printing new events (Ctrl-C stops)")
+    parser.add_argument("--interval", type=float, default=0.5, help=argparse.SUPPRESS)
+
+
+class Filter:
+    """The event filters of one `audit` run."""
+
+    def __init__(self, args: argparse.Namespace, store: EventStore, subjects: Subjects) -> None:
+        self.args = args
+        self.subjects = subjects
+        self.types = set(args.types or ())
+        self.streams: set[str] | None = None
+        if args.stream:
+            self.streams = {args.stream}
+        if args.entity:
+            views = Views(store)
+            with views.read() as graph:
+                found = set(graph.name_streams(args.workspace or "default", args.entity))
+            self.streams = found if self.streams is None else self.streams & found
+
+    def __call__(self, envelope: Envelope) -> bool:
+        args = self.args
+        if self.streams is not None and envelope.stream not in self.streams:
+            return False
+        if self.types and envelope.type not in self.types:
+            return False
+        if args.actor and envelope.actor != args.actor:
+            return False
+        if args.correlation and envelope.correlation_id != args.correlation:
+            return False
+        return not args.workspace or self.subjects.of(envelope)[0] == args.workspace
+
+
+def _selected(reader: Reader, args: argparse.Namespace, keep: Filter) -> Iterator[Envelope]:
+    low, high = max(args.from_position, 1), reader.head()
+    if args.to_position is not None:
+        high = min(high, args.to_position)
+    if args.since:
+        low = max(low, reader.position_at(clock.parse_iso(args.since) - 1) + 1)
+    if args.until:
+        high = min(high, reader.position_at(clock.parse_iso(args.until)))
+    if low > high:
+        return
+    if keep.streams is not None:  # read only those streams
+        found = [e for s in keep.streams for e in reader.stream(s) if low <= e.position <= high]
+        ordered = sorted(found, key=lambda e: e.position, reverse=not args.oldest_first)
+        yield from (e for e in ordered if keep(e))
+        return
+    batches = reader.batches(low, high, 512) if args.oldest_first else reader.batches_backward(high, low)
+    for batch in batches:
+        yield from (e for e in batch if keep(e))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out `audit`; return the exit code."""
+    try:
+        with EventStore(resolve_store(args.store), readonly=True) as store:
+            return _run(store, args)
+    except (EventStoreError, ProjectionError, ValueError) as error:
+        print(f"chronograph audit: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+
+
+def _run(store: EventStore, args: argparse.Namespace) -> int:
+    with store.read() as reader:
+        subjects = Subjects(reader)
+        keep = Filter(args, store, subjects)
+        events: list[Envelope] = []
+        for envelope in _selected(reader, args, keep):
+            events.append(envelope)
+            if args.limit and len(events) == args.limit and not args.stats:
+                break
+        rows = [event_out(e, *subjects.of(e)) for e in events]
+        head = reader.head()
+    if args.stats:
+        _stats(rows)
+    elif args.json:
+        for row in rows:
+            _print_json(row)
+    else:
+        print_rows(["position", "recorded", "actor", "type", "workspace", "subject", "version", "call"],
+                   [[r.position, r.recorded_at, r.actor, r.type, r.workspace, r.subject, r.version,
+                     r.correlation_id[:12]] for r in rows], title="events")
+    if args.follow:
+        _follow(store, args, head)
+    return 0
+
+
+def _print_json(row: msgspec.Struct) -> None:
+    print(msgspec.json.encode(row).decode(), flush=True)
+
+
+def _follow(store: EventStore, args: argparse.Namespace, seen: int) -> None:
+    while True:
+        time.sleep(args.interval)
+        with store.read() as reader:
+            head = reader.head()
+            if head <= seen:
+                continue
+            subjects = Subjects(reader)
+            keep = Filter(args, store, subjects)  # anew: a name may have been re-created
+            for batch in reader.batches(seen + 1, head):
+                for envelope in batch:
+                    if keep(envelope):
+                        row = event_out(envelope, *subjects.of(envelope))
+                        if args.json:
+                            _print_json(row)
+                        else:
+                            print(f"{row.position}  {row.recorded_at}  {row.actor}  {row.type}  "
+                                  f"{row.workspace}  {row.subject}", flush=True)
+            seen = head
+
+
+def _stats(rows: list[msgspec.Struct]) -> None:
+    for title, key in (("per actor", "actor"), ("per event type", "type"), ("per day", "day")):
+        counts = Counter(r.recorded_at[:10] if key == "day" else getattr(r, key) for r in rows)  # type: ignore[attr-defined]
+        print_rows([key, "events"], sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])), title=title)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python tools/audit.py ...` (see the module docstring)."""
+    parser = argparse.ArgumentParser(prog="chronograph audit", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,195 @@
+"""Time travel over a Chronograph store: the graph as of any moment, what changed, rebuilds.
+
+    chronograph replay --at 2026-11-21T14:00:00Z          the graph then (a table)
+    chronograph replay --position 1200 --json             as read_graph JSON: {entities, relations}
+    chronograph replay --at ... --entity Ada              one entity then
+    chronograph replay --diff 2026-11-20 2026-11-21       created, changed and deleted between two moments
+    chronograph replay --rebuild                          rebuild every view from the log
+    chronograph replay --verify                           compare the views with a fresh fold; exit 1 on a difference
+
+Moments are ISO-8601 timestamps or log positions. Everything but --rebuild opens the
+store read-only, so it runs safely beside a server using the same store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+if __package__ in (None, ""):  # run as a script from a checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from eventstore import EventStoreError
+from projections import ProjectionError, rebuild, verify
+from server.config import resolve_store
+from server.errors import ChronographError
+from server.memory import Memory
+from tools.progress import Progress
+from tools.tables import print_rows
+
+__all__ = ["add_arguments", "main", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `replay`."""
+    parser.add_argument("--store", metavar="PATH", help="store directory (default: $CHRONOGRAPH_STORE, "
+                        "else the per-user store)")
+    parser.add_argument("--workspace", default="default", help='workspace (default: "default")')
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--at", metavar="TIME", help="the graph as of this ISO-8601 time")
+    what.add_argument("--position", metavar="N", type=int, help="the graph as of this log position")
+    what.add_argument("--diff", nargs=2, metavar=("A", "B"), help="what changed from moment A to moment B")
+    what.add_argument("--rebuild", action="store_true", help="rebuild every view from the log")
+    what.add_argument("--verify", action="store_true",
+                      help="fold the log afresh and compare with the views; exit 1 on any difference")
+    parser.add_argument("--entity", metavar="NAME", help="with --at/--position: only this entity")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out `replay`; return the exit code."""
+    store = resolve_store(args.store)
+    try:
+        if args.rebuild:
+            return _rebuild(store)
+        with Memory(store, readonly=True) as memory:
+            if args.verify:
+                return _verify(memory)
+            if args.diff:
+                return _diff(memory, args)
+            return _at(memory, args)
+    except (EventStoreError, ProjectionError, ChronographError) as error:
+        print(f"chronograph replay: {error}", file=sys.stderr)
+        return 2
+
+
+def _at(memory: Memory, args: argparse.Namespace) -> int:
+    moment: Any = args.position if args.position is not None else args.at
+    if args.entity is not None:
+        graph = memory.read("open_nodes", {"names": [args.entity], "asOf": moment, "workspace": args.workspace})
+    else:
+        graph = memory.read("read_graph", {"asOf": moment, "workspace": args.workspace})
+    shown = _plain(graph)
+    if args.json:
+        print(json.dumps(shown, indent=2, ensure_ascii=False))
+        return 0
+    if args.entity is not None and not shown["entities"]:
+        print(f"no entity {args.entity!r} in workspace {args.workspace!r} then")
+        return 0
+    print_rows(["name", "type", "observations", "version", "updated"], [
+        [e["name"], e["entityType"], "; ".join(e["observations"]), e["version"], e["updatedAt"]]
+        for e in shown["entities"]
+    ], title=f"entities as of {moment}")
+    print_rows(["from", "relation", "to", "version"], [
+        [r["from"], r["relationType"], r["to"], r["version"]] for r in shown["relations"]
+    ], title="relations")
+    return 0
+
+
+def _plain(output: Any) -> dict[str, Any]:
+    full = msgspec.to_builtins(output)
+    return {"entities": full["entities"], "relations": full["relations"]}
+
+
+def _diff(memory: Memory, args: argparse.Namespace) -> int:
+    before, after = (
+        _plain(memory.read("read_graph", {"asOf": _moment(m), "workspace": args.workspace})) for m in args.diff
+    )
+    changes = diff(before, after)
+    if args.json:
+        print(json.dumps(changes, indent=2, ensure_ascii=False))
+        return 0
+    rows = [[c["change"], c["kind"], c["what"], c.get("detail", "")] for c in changes]
+    print_rows(["change", "kind", "what", "detail"], rows, title=f"from {args.diff[0]} to {args.diff[1]}")
+    return 0
+
+
+def _moment(text: str) -> Any:
+    return int(text) if text.strip().isdigit() else text
+
+
+def diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    """What was created, changed and deleted between two read_graph answers."""
+    changes: list[dict[str, Any]] = []
+    old = {e["name"]: e for e in before["entities"]}
+    new = {e["name"]: e for e in after["entities"]}
+    for name in [*old, *(n for n in new if n not in old)]:
+        a, b = old.get(name), new.get(name)
+        if a is None:
+            changes.append({"change": "created", "kind": "entity", "what": name, "detail": b["entityType"]})  # type: ignore[index]
+        elif b is None:
+            changes.append({"change": "deleted", "kind": "entity", "what": name})
+        elif (a["version"], a["createdAt"]) != (b["version"], b["createdAt"]):
+            changes.append({"change": "changed", "kind": "entity", "what": name, "detail": _entity_change(a, b)})
+    key = lambda r: (r["from"], r["relationType"], r["to"])  # noqa: E731
+    old_r = {key(r): r for r in before["relations"]}
+    new_r = {key(r): r for r in after["relations"]}
+    for triple in [*old_r, *(t for t in new_r if t not in old_r)]:
+        a, b = old_r.get(triple), new_r.get(triple)
+        what = f"{triple[0]} -[{triple[1]}]-> {triple[2]}"
+        if a is None:
+            changes.append({"change": "created", "kind": "relation", "what": what})
+        elif b is None:
+            changes.append({"change": "deleted", "kind": "relation", "what": what})
+        elif a["version"] != b["version"]:
+            changes.append({"change": "changed", "kind": "relation", "what": what,
+                            "detail": f"version {a['version']} -> {b['version']}"})
+    return changes
+
+
+def _entity_change(a: dict[str, Any], b: dict[str, Any]) -> str:
+    parts = []
+    if a["entityType"] != b["entityType"]:
+        parts.append(f"type {a['entityType']} -> {b['entityType']}")
+    added = [o for o in b["observations"] if o not in a["observations"]]
+    removed = [o for o in a["observations"] if o not in b["observations"]]
+    if added:
+        parts.append(f"+{len(added)} observation{'s' * (len(added) != 1)}")
+    if removed:
+        parts.append(f"-{len(removed)} observation{'s' * (len(removed) != 1)}")
+    if a.get("metadata") != b.get("metadata"):
+        parts.append("metadata")
+    if a["createdAt"] != b["createdAt"]:
+        parts.append("re-created")
+    return ", ".join(parts) or f"version {a['version']} -> {b['version']}"
+
+
+def _rebuild(store: Path) -> int:
+    progress = Progress()
+    with Memory(store, progress=progress) as memory:
+        report = rebuild(memory.views, progress=progress)
+    progress.finish()
+    print(f"rebuilt generation {report.generation}: {report.events:,} events, {report.keys:,} keys "
+          f"in {report.seconds:.2f} s")
+    return 0
+
+
+def _verify(memory: Memory) -> int:
+    progress = Progress()
+    differences = verify(memory.views, progress=progress)
+    progress.finish()
+    if differences:
+        print(f"the views differ from the log in {len(differences)} place(s):")
+        for line in differences:
+            print(f"  {line}")
+        return 1
+    with memory.views.read() as graph:
+        print(f"the views agree with the log (position {graph.position:,})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python tools/replay.py ...` (see the module docstring)."""
+    parser = argparse.ArgumentParser(prog="chronograph replay", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
