@@ -29,6 +29,7 @@ from eventstore import Envelope, EventStore, EventStoreError, Reader, clock
 from projections import ProjectionError, Views
 from server.config import resolve_store
 from server.history import Subjects, event_out
+from tools.parsing import Parser
 from tools.tables import print_rows
 
 __all__ = ["add_arguments", "main", "run"]
@@ -177,7 +178,7 @@ def _stats(rows: list[msgspec.Struct]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """`python tools/audit.py ...` (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="chronograph audit", description=__doc__,
+    parser = Parser(prog="chronograph audit", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     return run(parser.parse_args(argv))

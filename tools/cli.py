@@ -16,6 +16,7 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 
 from server import cli as serve_cli
+from tools.parsing import Parser
 
 # name -> (module, one-line help); each module has add_arguments(parser) and run(args).
 SUBCOMMANDS = {
@@ -35,23 +36,18 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `chronograph` and its subcommands."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="chronograph",
         description="An event-sourced knowledge-graph memory for MCP agents. "
         "Without a subcommand, serves MCP over stdio.",
     )
     parser.add_argument("--version", action="version", version=f"chronograph {_version()}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     serve = commands.add_parser("serve", help="serve the memory over MCP (stdio, or --http)",
                                 description=serve_cli.__doc__)
     serve_cli.add_arguments(serve)
     for name, (module, summary) in SUBCOMMANDS.items():
-        try:
-            tool = importlib.import_module(module)
-        except ModuleNotFoundError as error:
-            if error.name != module:
-                raise
-            continue  # not built yet
+        tool = importlib.import_module(module)
         sub = commands.add_parser(name, help=summary, description=tool.__doc__,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
         tool.add_arguments(sub)

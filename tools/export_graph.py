@@ -22,6 +22,7 @@ from server.config import resolve_store
 from server.errors import ChronographError
 from server.export import FORMATS
 from server.memory import Memory
+from tools.parsing import Parser
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """`python tools/export_graph.py ...` (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="chronograph export", description=__doc__,
+    parser = Parser(prog="chronograph export", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     return run(parser.parse_args(argv))

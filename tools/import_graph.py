@@ -33,6 +33,7 @@ from server.arguments import Limits, parse
 from server.config import resolve_store
 from server.errors import ChronographError, InvalidArgumentsError
 from server.memory import Memory
+from tools.parsing import Parser
 from tools.progress import Progress
 
 __all__ = ["Plan", "add_arguments", "main", "read_file", "run"]
@@ -208,7 +209,7 @@ def _report_problems(plan: Plan) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """`python tools/import_graph.py FILE ...` (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="chronograph import", description=__doc__,
+    parser = Parser(prog="chronograph import", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     return run(parser.parse_args(argv))

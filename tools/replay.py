@@ -29,6 +29,7 @@ from projections import ProjectionError, rebuild, verify
 from server.config import resolve_store
 from server.errors import ChronographError
 from server.memory import Memory
+from tools.parsing import Parser
 from tools.progress import Progress
 from tools.tables import print_rows
 
@@ -185,7 +186,7 @@ def _verify(memory: Memory) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """`python tools/replay.py ...` (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="chronograph replay", description=__doc__,
+    parser = Parser(prog="chronograph replay", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     return run(parser.parse_args(argv))

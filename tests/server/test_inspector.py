@@ -1,0 +1,57 @@
+"""The official MCP Inspector CLI, a third-party client, lists and calls our tools.
+
+Runs when an inspector is installed (.ci/run puts one in .ci/node) or npx can fetch one;
+skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCAL = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"
+
+
+def inspector() -> list[str]:
+    if os.environ.get("CHRONOGRAPH_INSPECTOR"):
+        return [os.environ["CHRONOGRAPH_INSPECTOR"]]
+    if LOCAL.exists():
+        return [str(LOCAL)]
+    if shutil.which("npx") and shutil.which("node"):
+        return ["npx", "-y", "@modelcontextprotocol/inspector@0.15"]
+    pytest.skip("no MCP Inspector: install Node 20 (npx) or run .ci/run")
+
+
+def run_inspector(store: Path, *method: str) -> dict:  # type: ignore[type-arg]
+    command = [*inspector(), "--cli", sys.executable, "-m", "server", "--store", str(store), *method]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+def test_the_inspector_lists_our_tools_with_the_official_ones_first(tmp_path: Path) -> None:
+    tools = run_inspector(tmp_path / "store", "--method", "tools/list")["tools"]
+    names = [t["name"] for t in tools]
+    assert names[:9] == ["create_entities", "create_relations", "add_observations", "delete_entities",
+                         "delete_observations", "delete_relations", "read_graph", "search_nodes", "open_nodes"]
+    create = tools[0]
+    assert create["inputSchema"]["required"] == ["entities"]
+    assert create["annotations"]["readOnlyHint"] is False and "outputSchema" in create
+
+
+def test_the_inspector_calls_a_tool_and_reads_its_structured_answer(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    created = run_inspector(store, "--method", "tools/call", "--tool-name", "create_entities", "--tool-arg",
+                            'entities=[{"name": "Ada", "entityType": "person", "observations": ["math"]}]')
+    assert created["isError"] is False
+    assert created["structuredContent"]["entities"][0]["name"] == "Ada"
+    found = run_inspector(store, "--method", "tools/call", "--tool-name", "search_nodes", "--tool-arg", "query=MATH")
+    assert [e["name"] for e in found["structuredContent"]["entities"]] == ["Ada"]

@@ -1,0 +1,150 @@
+"""Moving in and out: importing official memory files, exporting every format, round trips."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.memory import Memory
+from tools.export_graph import main as export_main
+from tools.import_graph import main as import_main
+
+OFFICIAL = "\n".join(json.dumps(line, ensure_ascii=False, separators=(",", ":")) for line in [
+    {"type": "entity", "name": "Ada", "entityType": "person", "observations": ["math", "ünïcode ✓"]},
+    {"type": "entity", "name": "Bob \"the builder\"", "entityType": "person", "observations": []},
+    {"type": "entity", "name": "Engine [v1]", "entityType": "machine", "observations": ["a|b", "x\ny"]},
+    {"type": "relation", "from": "Ada", "to": "Bob \"the builder\"", "relationType": "knows"},
+    {"type": "relation", "from": "Bob \"the builder\"", "to": "Engine [v1]", "relationType": "builds"},
+])
+
+
+def graph_of(store: Path, workspace: str = "default") -> dict[str, Any]:
+    with Memory(store) as memory:
+        import msgspec
+
+        full = msgspec.to_builtins(memory.read("read_graph", {"workspace": workspace}))
+    return {
+        "entities": [(e["name"], e["entityType"], e["observations"]) for e in full["entities"]],
+        "relations": [(r["from"], r["relationType"], r["to"]) for r in full["relations"]],
+    }
+
+
+def head(store: Path) -> int:
+    with Memory(store) as memory:
+        return memory.store.head()
+
+
+@pytest.fixture
+def official_file(tmp_path: Path) -> Path:
+    path = tmp_path / "memory.jsonl"
+    path.write_text(OFFICIAL, encoding="utf-8")
+    return path
+
+
+def test_an_official_file_imports_as_events_by_the_import_actor(official_file: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "store"
+    assert import_main([str(official_file), "--store", str(store)]) == 0
+    assert "3 entities, 2 relations, 4 observations; 0 already present" in capsys.readouterr().out
+    graph = graph_of(store)
+    assert graph["entities"][0] == ("Ada", "person", ["math", "ünïcode ✓"])
+    assert graph["relations"] == [("Ada", "knows", 'Bob "the builder"'), ('Bob "the builder"', "builds", "Engine [v1]")]
+    with Memory(store) as memory:
+        events = list(memory.store.read_all())
+    assert {e.actor for e in events} == {"import"} and len({e.correlation_id for e in events}) == 1
+
+
+def test_importing_the_same_file_twice_changes_nothing(official_file: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "store"
+    import_main([str(official_file), "--store", str(store)])
+    before = head(store)
+    assert import_main([str(official_file), "--store", str(store)]) == 0
+    assert "0 entities, 0 relations, 0 observations; 5 already present" in capsys.readouterr().out
+    assert head(store) == before
+
+
+def test_bad_lines_are_reported_by_number_and_the_good_ones_imported(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "memory.jsonl"
+    path.write_text("\n".join([
+        '{"type":"entity","name":"Ada","entityType":"person","observations":[]}',
+        "{not json",
+        '{"type":"entity","name":"","entityType":"x","observations":[]}',
+        '{"type":"thing"}',
+        '{"type":"relation","from":"Ada","to":"Nobody","relationType":"knows"}',
+        "",
+        '{"type":"entity","name":"Bob","entityType":"person","observations":[]}',
+    ]))
+    store = tmp_path / "store"
+    assert import_main([str(path), "--store", str(store)]) == 1
+    captured = capsys.readouterr()
+    assert "2 entities, 0 relations" in captured.out
+    errors = [line for line in captured.err.splitlines() if line.startswith("  line")]
+    assert [line.split(":")[0].strip() for line in errors] == ["line 2", "line 3", "line 4", "line 5"]
+    assert "no entity 'Nobody'" in errors[3] and "name" in errors[1]
+
+
+def test_strict_aborts_with_nothing_written(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "memory.jsonl"
+    path.write_text('{"type":"entity","name":"Ada","entityType":"p","observations":[]}\n{broken')
+    store = tmp_path / "store"
+    assert import_main([str(path), "--store", str(store), "--strict"]) == 1
+    assert "nothing was imported" in capsys.readouterr().err
+    assert head(store) == 0
+
+
+def test_the_legacy_json_and_the_fork_files_import_too(tmp_path: Path) -> None:
+    legacy = tmp_path / "memory.json"
+    legacy.write_text(json.dumps({"entities": [{"name": "Ada", "entityType": "p", "observations": ["o"]}],
+                                  "relations": []}))
+    fork = tmp_path / "fork.jsonl"
+    fork.write_text(json.dumps({"type": "entity", "name": "Cy", "entityType": "p", "observations": [],
+                                "createdAt": "2025-01-02T03:04:05.000Z", "version": 3}) + "\n" +
+                    json.dumps({"type": "relation", "from": "Cy", "to": "Cy", "relationType": "is",
+                                "createdAt": "2025-01-02T03:04:05.000Z", "version": 1}))
+    store = tmp_path / "store"
+    assert import_main([str(legacy), "--store", str(store)]) == 0
+    assert import_main([str(fork), "--store", str(store), "--workspace", "w"]) == 0
+    assert graph_of(store)["entities"] == [("Ada", "p", ["o"])]
+    with Memory(store) as memory:
+        [cy] = memory.read("open_nodes", {"names": ["Cy"], "workspace": "w"}).entities  # type: ignore[attr-defined]
+    assert cy.metadata == {"importedCreatedAt": "2025-01-02T03:04:05.000Z", "importedVersion": 3}
+
+
+def test_official_round_trip_import_export_import_keeps_the_graph(official_file: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    first, second = tmp_path / "first", tmp_path / "second"
+    import_main([str(official_file), "--store", str(first)])
+    exported = tmp_path / "exported.jsonl"
+    assert export_main(["--store", str(first), "--format", "jsonl", "-o", str(exported)]) == 0
+    assert exported.read_text(encoding="utf-8") == OFFICIAL  # byte for byte the official layout
+    import_main([str(exported), "--store", str(second)])
+    assert graph_of(second) == graph_of(first)
+
+
+@pytest.mark.parametrize("fmt", ["json", "markdown", "mermaid", "dot"])
+def test_every_format_renders_every_name(official_file: Path, tmp_path: Path, capsys, fmt: str) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "store"
+    import_main([str(official_file), "--store", str(store)])
+    capsys.readouterr()
+    assert export_main(["--store", str(store), "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    if fmt == "json":
+        assert json.loads(out)["entities"][1]["name"] == 'Bob "the builder"'
+    elif fmt == "markdown":
+        assert out.startswith("# Knowledge graph: default") and "## machine" in out
+        assert "- x y" in out and '**Ada** knows **Bob "the builder"**' in out and "Engine \\[v1\\]" in out
+    elif fmt == "mermaid":
+        assert out.startswith("graph LR") and "Bob #quot;the builder#quot;" in out and "a|b" not in out
+        assert '-->|"knows"|' in out
+    else:
+        assert out.startswith('digraph "memory: default"') and '"Bob \\"the builder\\""' in out
+        assert '"Ada" -> "Bob \\"the builder\\"" [label="knows"];' in out
+
+
+def test_export_at_a_past_moment(official_file: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "store"
+    import_main([str(official_file), "--store", str(store)])
+    capsys.readouterr()
+    assert export_main(["--store", str(store), "--format", "jsonl", "--at", "1"]) == 0
+    assert [json.loads(line)["name"] for line in capsys.readouterr().out.splitlines()] == ["Ada"]
