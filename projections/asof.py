@@ -14,6 +14,7 @@ from projections.fold import apply_all
 from projections.graph import Graph
 from projections.memory import MemoryState, fold_log
 from projections.memorygraph import MemoryGraph
+from projections.snapshots import Snapshots, fold_to
 from projections.records import EntityRecord, RelationRecord
 
 __all__ = ["entity_as_of", "fold_streams", "graph_as_of", "position_of", "relation_as_of"]
@@ -39,9 +40,11 @@ def position_of(reader: Reader, moment: int | str | datetime) -> int:
     return reader.position_at(clock.parse_iso(text))
 
 
-def graph_as_of(store: EventStore, position: int) -> MemoryGraph:
-    """The whole graph as it stood after the event at `position`."""
-    return MemoryGraph(fold_log(store, position))
+def graph_as_of(store: EventStore, position: int, snapshots: Snapshots | None = None) -> MemoryGraph:
+    """The whole graph as it stood after the event at `position` (from the nearest snapshot)."""
+    if snapshots is None:
+        return MemoryGraph(fold_log(store, position))
+    return MemoryGraph(fold_to(store, snapshots, position))
 
 
 def fold_streams(reader: Reader, streams: Iterable[str], position: int) -> MemoryState:

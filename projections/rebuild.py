@@ -17,6 +17,7 @@ from projections.catchup import Progress, catch_up
 from projections.errors import RebuildError
 from projections.lmdbstate import write_state
 from projections.memory import MemoryState, paused_gc
+from projections.snapshots import encode as encode_snapshot
 from projections.tables import Tables, generations_on_disk, open_tables
 
 if TYPE_CHECKING:
@@ -44,17 +45,22 @@ def rebuild(views: Views, progress: Progress | None = None) -> RebuildReport:
     """
     store = views.store
     started = time.perf_counter()
+    pending: list[tuple[int, bytes]] = []
     with store.read() as reader, paused_gc():
         head = reader.head()
         old = views.pointer.generation(reader.txn)
         state = MemoryState()
-        done = 0
+        spacing = views.snapshots.spacing
         for batch in reader.batches(1, head, batch_size=FOLD_BATCH, slim=True):
+            before = state.position
             state.fold(batch)
-            done += len(batch)
+            if views.snapshots.writable and state.position // spacing > before // spacing:
+                pending.append((state.position, encode_snapshot(state)))
             if progress is not None:
-                progress("fold", done, head)
+                progress("fold", state.position, head)
     state.position = head
+    for position, data in pending:
+        views.snapshots.save_encoded(position, data)
 
     generation = max(generations_on_disk(store) | {old}) + 1
     tables = open_tables(store, generation, create=True)

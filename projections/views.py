@@ -19,6 +19,7 @@ from projections.fold import apply_all
 from projections.graph import LmdbGraph
 from projections.lmdbstate import LmdbState
 from projections.search import SearchIndex, WorkspaceIndex
+from projections.snapshots import Snapshots
 from projections.tables import Pointer, Tables, open_tables
 
 __all__ = ["Views"]
@@ -49,6 +50,8 @@ class Views:
         self.pointer = Pointer(store)
         self._tables: Tables | None = None
         self._search = SearchIndex()
+        self.snapshots = Snapshots(store)
+        """Saved folds of the log, for time travel."""
         with store.read() as reader:
             generation = self.pointer.generation(reader.txn)
         if store.readonly:

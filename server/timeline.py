@@ -77,7 +77,7 @@ class Timeline:
     def _graph_at(self, position: int) -> MemoryGraph:
         graph = self._past.get(position)
         if graph is None:
-            graph = self._past[position] = graph_as_of(self.store, position)
+            graph = self._past[position] = graph_as_of(self.store, position, self.views.snapshots)
             while len(self._past) > KEPT:
                 self._past.popitem(last=False)
         else:
