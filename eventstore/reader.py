@@ -87,22 +87,25 @@ class Reader:
         With `slim`, envelopes come without actor, correlation id and idempotency key
         (`SlimEnvelope`): enough to fold, and faster.
         """
-        last = to_position if to_position is not None else 2**64 - 1
-        if from_position > last:
+        head = self.head()
+        last = head if to_position is None else min(to_position, head)
+        first = max(from_position, 1)
+        if first > last:
             return
+        remaining = last - first + 1  # positions are gap-free: no key needs comparing
         values: list[bytes] = []
         with self.txn.cursor(self.dbs.log) as cursor:
-            if not cursor.set_range(pack_u64(max(from_position, 1))):
-                return
-            last_key = pack_u64(last)
-            for key, value in cursor:
-                if key > last_key:
-                    break
+            if not cursor.set_key(pack_u64(first)):
+                raise StoreCorruptError(f"the log has no event at position {first} (head {head})")
+            for value in cursor.iternext(keys=False, values=True):
                 values.append(value)
-                if len(values) == batch_size:
+                remaining -= 1
+                if len(values) == batch_size or not remaining:
                     yield self._decode_many(values, slim)
                     values = []
-        if values:
+                    if not remaining:
+                        return
+        if values:  # the log ended early: a damaged store; give what there is
             yield self._decode_many(values, slim)
 
     def batches_backward(

@@ -72,6 +72,8 @@ class EventStore:
         self.codec = codec or Codec()
         self.readonly = readonly
         self.max_map_size = max_map_size
+        if max_map_size is not None:
+            map_size = min(map_size, max_map_size)
         self._hooks: list[InlineHook] = []
         fresh = self._check_path(create=create and not readonly)
         try:

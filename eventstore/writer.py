@@ -85,6 +85,9 @@ class Transaction(Reader):
         correlation = correlation_id or os.urandom(16).hex()
         versions: dict[str, int] = {}
         envelopes: list[Envelope] = []
+        log_rows: list[tuple[bytes, bytes]] = []
+        index_rows: list[tuple[bytes, bytes]] = []
+        encode, schema_of = codec.encode, codec.schema_of
         position = head
         for write in writes:
             stream_key = text_key(write.stream)
@@ -97,23 +100,22 @@ class Transaction(Reader):
                 position += 1
                 current += 1
                 envelope = Envelope(
-                    position=position,
-                    stream=write.stream,
-                    version=current,
-                    recorded_at=recorded_at,
-                    schema_version=codec.schema_of(event),
-                    actor=actor,
-                    correlation_id=correlation,
-                    idempotency_key=idempotency_key,
-                    event=event,
+                    position, write.stream, current, recorded_at, schema_of(event),
+                    actor, correlation, idempotency_key, event,
                 )
                 key = pack_u64(position)
-                if not txn.put(key, codec.encode(envelope), db=dbs.log, append=True):
-                    raise AssertionError(f"log position {position} was already taken")
-                txn.put(stream_key + pack_u64(current), key, db=dbs.streams)
+                log_rows.append((key, encode(envelope)))
+                index_rows.append((stream_key + pack_u64(current), key))
                 envelopes.append(envelope)
-            txn.put(stream_key, pack_u64(current), db=dbs.heads)
             versions[write.stream] = current
+        if log_rows:
+            with txn.cursor(dbs.log) as cursor:
+                if cursor.putmulti(log_rows, append=True)[1] != len(log_rows):
+                    raise AssertionError(f"log positions after {head} were already taken")
+            with txn.cursor(dbs.streams) as cursor:
+                cursor.putmulti(index_rows)
+            with txn.cursor(dbs.heads) as cursor:
+                cursor.putmulti([(text_key(stream), pack_u64(v)) for stream, v in versions.items()])
 
         if idempotency_key is not None:
             record = _Recorded(fingerprint, head + 1, position, versions, result)

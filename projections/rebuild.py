@@ -50,7 +50,8 @@ def rebuild(views: Views, progress: Progress | None = None) -> RebuildReport:
         head = reader.head()
         old = views.pointer.generation(reader.txn)
         state = MemoryState()
-        spacing = views.snapshots.spacing
+        # Only as many snapshots as will be kept, spread evenly, at least `spacing` apart.
+        spacing = max(views.snapshots.spacing, head // views.snapshots.keep + 1)
         for batch in reader.batches(1, head, batch_size=FOLD_BATCH, slim=True):
             before = state.position
             state.fold(batch)

@@ -62,7 +62,8 @@ class Runtime:
         """Open the store, or count one more user of the open one."""
         if self._memory is None:
             self._memory = Memory(
-                self.settings.store, sync=self.settings.sync, export_dir=self.settings.export_dir
+                self.settings.store, sync=self.settings.sync, export_dir=self.settings.export_dir,
+                max_size=self.settings.max_size,
             )
         self._users += 1
         return self._memory

@@ -73,6 +73,9 @@ def parse(tool: str, arguments: dict[str, Any], into: type[T]) -> T:
         InvalidArgumentsError: Naming the first bad field and what was expected.
     """
     arguments = _unquote_json_arguments(arguments, into)
+    problem = next(_unencodable(arguments, ""), None)  # msgspec cannot even report these
+    if problem:
+        raise InvalidArgumentsError(tool, problem)
     try:
         parsed = msgspec.convert(arguments, into, strict=True)
     except msgspec.ValidationError as error:
@@ -125,6 +128,28 @@ def _check(value: Any, path: str) -> str | None:
     return next(_problems(value, path), None)
 
 
+def _unencodable(value: Any, path: str) -> Iterator[str]:
+    """Text that is not valid Unicode (unpaired surrogates), in keys or values, anywhere."""
+    if isinstance(value, str):
+        if _text(value):
+            yield f"{path or 'arguments'}: {_text(value)}"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and _text(key):
+                yield f"{path or 'arguments'}: a field name contains an unpaired surrogate, which is not valid Unicode"
+                return
+            yield from _unencodable(item, _child(path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _unencodable(item, f"{path}[{index}]")
+
+
+def _child(path: str, key: Any) -> str:
+    if isinstance(key, str) and key.isidentifier():
+        return f"{path}.{key}" if path else key
+    return f"{path or 'arguments'}[{json.dumps(key, ensure_ascii=False)}]"
+
+
 def _problems(value: Any, path: str) -> Iterator[str]:
     if isinstance(value, str):
         problem = _text(value)
@@ -149,7 +174,7 @@ def _problems(value: Any, path: str) -> Iterator[str]:
     elif isinstance(value, dict):
         for key, item in value.items():
             yield from _problems(key, path)
-            yield from _problems(item, f"{path}.{key}")
+            yield from _problems(item, _child(path, key))
 
 
 def _text(text: str) -> str | None:

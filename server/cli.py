@@ -38,6 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--export-dir", metavar="DIR",
         help="let export_graph write files, only inside DIR (default: it only returns content)",
     )
+    parser.add_argument(
+        "--max-size", type=_size, metavar="SIZE",
+        help="refuse writes (cleanly) once the store reaches SIZE, e.g. 500M or 20G (default: no ceiling)",
+    )
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default: 8765)")
@@ -55,6 +59,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _size(text: str) -> int:
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    number, unit = text.strip().upper().rstrip("B"), ""
+    if number and number[-1] in units:
+        number, unit = number[:-1], number[-1]
+    try:
+        value = int(float(number) * units[unit])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (like 500M or 20G)") from None
+    if value < 1 << 20:
+        raise argparse.ArgumentTypeError(f"{text!r} is below the smallest store (1M)")
+    return value
+
+
 def serve(args: argparse.Namespace) -> int:
     """Open the store, then serve until the client (stdio) or a signal (HTTP) stops us."""
     settings = Settings(
@@ -62,6 +80,7 @@ def serve(args: argparse.Namespace) -> int:
         actor=args.actor or os.environ.get(ACTOR_ENV) or None,
         tools=args.tools,
         export_dir=Path(args.export_dir).expanduser() if args.export_dir else None,
+        max_size=args.max_size,
     )
     runtime = Runtime(settings)
     try:

@@ -40,5 +40,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Which tools to expose: every one, or only the nine of the official memory server."""
     sync: bool = True
     """Synchronous commits (an acknowledged write survives power loss)."""
+    max_size: int | None = None
+    """Ceiling on the store's size in bytes; None: as large as the disk allows."""
     export_dir: Path | None = None
     """Where export_graph may write files; None: it only returns the content."""

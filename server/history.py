@@ -129,8 +129,7 @@ def audit_log(moment: Moment, args: m.GetAuditLog, since: int | None, until: int
     types = None if args.event_types is UNSET else set(args.event_types)
     candidates: Iterable[Envelope]
     if args.entity_name is not UNSET:
-        workspace = "default" if args.workspace is UNSET else args.workspace
-        streams = moment.live.name_streams(workspace, args.entity_name)
+        streams = moment.live.name_streams(args.workspace, args.entity_name)
         found = [e for s in streams for e in log.stream(s) if low <= e.position <= high]
         candidates = sorted(found, key=lambda e: e.position, reverse=newest)
     else:
@@ -144,7 +143,7 @@ def audit_log(moment: Moment, args: m.GetAuditLog, since: int | None, until: int
         if args.actor is not UNSET and envelope.actor != args.actor:
             continue
         workspace, subject = subjects.of(envelope)
-        if args.workspace is not UNSET and workspace != args.workspace:
+        if not args.all_workspaces and workspace != args.workspace:
             continue
         if len(events) == args.limit:
             more = True

@@ -61,10 +61,11 @@ class Memory:
         readonly: bool = False,
         progress: Progress | None = None,
         export_dir: Path | None = None,
+        max_size: int | None = None,
     ) -> None:
         self.export_dir = export_dir
         """Where export_graph may write files (None: nowhere)."""
-        self.store = EventStore(Path(path), sync=sync, readonly=readonly)
+        self.store = EventStore(Path(path), sync=sync, readonly=readonly, max_map_size=max_size)
         try:
             self.views = Views(self.store, progress=progress)
             self.timeline = Timeline(self.store, self.views)

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from server.arguments import Name, TypeName, Version, Workspace
+from server.arguments import Name, TypeName, Version
 from server.schemas import (
     D,
     EXPECTED,
@@ -65,8 +65,9 @@ class HistoryOut(Out, kw_only=True):
 # --- audit -------------------------------------------------------------------------------
 
 
-class GetAuditLog(Args, kw_only=True):
-    workspace: Annotated[Workspace, WORKSPACE] | UnsetType = UNSET
+class GetAuditLog(ReadArgs, kw_only=True):
+    all_workspaces: Annotated[bool, D(
+        description="Every workspace's changes, not only this workspace's")] = False
     entity_name: Annotated[Name, D(description="Only changes to this entity (any incarnation)")] | UnsetType = UNSET
     actor: Annotated[Text, D(description="Only changes made by this actor")] | UnsetType = UNSET
     event_types: Annotated[list[Annotated[str, Meta(max_length=64)]], Meta(max_length=32), D(

@@ -18,7 +18,7 @@ from projections import EntityRecord, RelationRecord
 from server import schemas
 from server.schemas import EntityOut, RelationOut
 
-__all__ = ["entity_out", "pretty", "relation_out", "result", "text_of"]
+__all__ = ["entity_out", "page_entity_out", "pretty", "relation_out", "result", "text_of"]
 
 _encoder = msgspec.json.Encoder()
 
@@ -26,6 +26,19 @@ _encoder = msgspec.json.Encoder()
 def entity_out(record: EntityRecord) -> EntityOut:
     """The official entity shape, plus metadata (when set), version and timestamps."""
     return EntityOut(
+        name=record.name,
+        entity_type=record.entity_type,
+        observations=list(record.observations),
+        metadata=record.metadata or UNSET,
+        version=record.version,
+        created_at=isoformat(record.created_at),
+        updated_at=isoformat(record.updated_at),
+    )
+
+
+def page_entity_out(record: EntityRecord) -> schemas.PageEntityOut:
+    """An entity of a read_graph page: the same fields as `entity_out`, in the page's shape."""
+    return schemas.PageEntityOut(
         name=record.name,
         entity_type=record.entity_type,
         observations=list(record.observations),

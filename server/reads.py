@@ -67,14 +67,18 @@ def _relation_history(memory: Memory, args: m.GetRelationHistory) -> m.HistoryOu
 def _audit_log(memory: Memory, args: m.GetAuditLog) -> m.AuditOut:
     since = until = None
     with memory.timeline.at("get_audit_log") as moment:
-        try:
-            if args.since is not UNSET:
-                since = moment.log.position_at(clock.parse_iso(args.since) - 1) + 1
-            if args.until is not UNSET:
-                until = moment.log.position_at(clock.parse_iso(args.until))
-        except ValueError as error:
-            raise InvalidArgumentsError("get_audit_log", f"since/until: {error}") from None
+        if args.since is not UNSET:
+            since = moment.log.position_at(_moment("since", args.since) - 1) + 1
+        if args.until is not UNSET:
+            until = moment.log.position_at(_moment("until", args.until))
         return history.audit_log(moment, args, since, until)
+
+
+def _moment(field: str, text: str) -> int:
+    try:
+        return clock.parse_iso(text)
+    except ValueError as error:
+        raise InvalidArgumentsError("get_audit_log", f"{field}: {error}") from None
 
 
 def _graph_summary(memory: Memory, args: m.GetGraphSummary) -> m.SummaryOut:

@@ -29,7 +29,7 @@ from eventstore import Envelope, EventStore, EventStoreError, Reader, clock
 from projections import ProjectionError, Views
 from server.config import resolve_store
 from server.history import Subjects, event_out
-from tools.parsing import Parser
+from tools.parsing import add_store_argument, script_main
 from tools.tables import print_rows
 
 __all__ = ["add_arguments", "main", "run"]
@@ -37,8 +37,7 @@ __all__ = ["add_arguments", "main", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `audit`."""
-    parser.add_argument("--store", metavar="PATH", help="store directory (default: $CHRONOGRAPH_STORE, "
-                        "else the per-user store)")
+    add_store_argument(parser)
     parser.add_argument("--workspace", help="only this workspace")
     parser.add_argument("--entity", metavar="NAME", help="only changes to this entity (every incarnation)")
     parser.add_argument("--stream", help="only this stream (an entity id, a relation, a context)")
@@ -178,11 +177,7 @@ def _stats(rows: list[msgspec.Struct]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """`python tools/audit.py ...` (see the module docstring)."""
-    parser = Parser(prog="chronograph audit", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
-
+    return script_main("chronograph audit", __doc__, add_arguments, run, argv)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -114,7 +114,10 @@ def main(argv: list[str] | None = None) -> int:
             folds = [args.events / timed(lambda: MemoryState().fold(decoded)) for _ in range(args.rounds)]
             del decoded
             full = [args.events / timed(lambda: graph_as_of(store, args.events)) for _ in range(args.rounds)]
-            middle = [timed(lambda: graph_as_of(store, args.events // 2)) for _ in range(args.rounds)]
+            position = args.events // 2 + 17  # not on a snapshot
+            first = timed(lambda: graph_as_of(store, position, views.snapshots))  # may save a snapshot
+            middle = [timed(lambda: graph_as_of(store, position, views.snapshots)) for _ in range(args.rounds)]
+            cold = [timed(lambda: graph_as_of(store, position)) for _ in range(args.rounds)]
 
             def one_entity(i: int) -> None:
                 name = workload.entities[(i * 104729) % len(workload.entities)][1]
@@ -126,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
             rebuild_events_per_s=statistics.median(rebuilds),
             fold_only_events_per_s=statistics.median(folds),
             read_decode_fold_events_per_s=statistics.median(full),
+            graph_as_of_middle_first_s=first,
             graph_as_of_middle_s=statistics.median(middle),
+            graph_as_of_middle_without_snapshots_s=statistics.median(cold),
             entity_as_of_p50_ms=statistics.median(entity) * 1e3,
         )
         small = search_figures(root, 50_000, 500)
@@ -144,7 +149,9 @@ def main(argv: list[str] | None = None) -> int:
         (f"search index build at {args.large // 1000}k, s", f"{large['index_build_s']:.2f}", ""),
         (f"entity as-of in a {args.events // 1000}k log p50, ms", f"{figures['entity_as_of_p50_ms']:.2f}",
          "<= 5"),
-        ("whole graph as-of at the middle, s", f"{figures['graph_as_of_middle_s']:.2f}", "<= 1"),
+        ("whole graph as-of at the middle, first ask, s", f"{figures['graph_as_of_middle_first_s']:.2f}", "<= 1"),
+        ("  asked again, s", f"{figures['graph_as_of_middle_s']:.2f}", "<= 1"),
+        ("  the same without snapshots, s", f"{figures['graph_as_of_middle_without_snapshots_s']:.2f}", ""),
     ]
     print_table(f"projections ({args.events:,}-event log; medians)", rows)
     write_json(args.json, {

@@ -22,15 +22,14 @@ from server.config import resolve_store
 from server.errors import ChronographError
 from server.export import FORMATS
 from server.memory import Memory
-from tools.parsing import Parser
+from tools.parsing import add_store_argument, script_main
 
 __all__ = ["add_arguments", "main", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `export`."""
-    parser.add_argument("--store", metavar="PATH", help="store directory (default: $CHRONOGRAPH_STORE, "
-                        "else the per-user store)")
+    add_store_argument(parser)
     parser.add_argument("--format", choices=FORMATS, default="jsonl", help="output format (default: jsonl)")
     parser.add_argument("--workspace", default="default", help='workspace (default: "default")')
     parser.add_argument("--at", metavar="TIME", help="the graph as of this ISO-8601 time or log position")
@@ -64,11 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """`python tools/export_graph.py ...` (see the module docstring)."""
-    parser = Parser(prog="chronograph export", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
-
+    return script_main("chronograph export", __doc__, add_arguments, run, argv)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -33,7 +33,7 @@ from server.arguments import Limits, parse
 from server.config import resolve_store
 from server.errors import ChronographError, InvalidArgumentsError
 from server.memory import Memory
-from tools.parsing import Parser
+from tools.parsing import add_store_argument, script_main
 from tools.progress import Progress
 
 __all__ = ["Plan", "add_arguments", "main", "read_file", "run"]
@@ -122,8 +122,7 @@ def _take(plan: Plan, number: int, record: Any) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `import`."""
     parser.add_argument("file", type=Path, help="memory.jsonl, memory.json, or a fork's file")
-    parser.add_argument("--store", metavar="PATH", help="store directory (default: $CHRONOGRAPH_STORE, "
-                        "else the per-user store)")
+    add_store_argument(parser)
     parser.add_argument("--workspace", default="default", help='workspace to import into (default: "default")')
     parser.add_argument("--strict", action="store_true", help="abort, writing nothing, on any bad line")
 
@@ -209,11 +208,7 @@ def _report_problems(plan: Plan) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """`python tools/import_graph.py FILE ...` (see the module docstring)."""
-    parser = Parser(prog="chronograph import", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
-
+    return script_main("chronograph import", __doc__, add_arguments, run, argv)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -29,7 +29,7 @@ from projections import ProjectionError, rebuild, verify
 from server.config import resolve_store
 from server.errors import ChronographError
 from server.memory import Memory
-from tools.parsing import Parser
+from tools.parsing import add_store_argument, script_main
 from tools.progress import Progress
 from tools.tables import print_rows
 
@@ -38,8 +38,7 @@ __all__ = ["add_arguments", "main", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `replay`."""
-    parser.add_argument("--store", metavar="PATH", help="store directory (default: $CHRONOGRAPH_STORE, "
-                        "else the per-user store)")
+    add_store_argument(parser)
     parser.add_argument("--workspace", default="default", help='workspace (default: "default")')
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--at", metavar="TIME", help="the graph as of this ISO-8601 time")
@@ -186,11 +185,7 @@ def _verify(memory: Memory) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """`python tools/replay.py ...` (see the module docstring)."""
-    parser = Parser(prog="chronograph replay", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
-
+    return script_main("chronograph replay", __doc__, add_arguments, run, argv)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -8,12 +8,13 @@ and splits lines in linear time; the `mcp.Client` session on top is unchanged.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import mcp_types as types
+from anyio.abc import Process
 from mcp import StdioServerParameters
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
@@ -22,8 +23,13 @@ __all__ = ["linear_stdio_client"]
 
 
 @asynccontextmanager
-async def linear_stdio_client(server: StdioServerParameters) -> AsyncIterator[tuple[Any, Any]]:
-    """Spawn `server` and yield (read_stream, write_stream) for an `mcp.Client`."""
+async def linear_stdio_client(
+    server: StdioServerParameters, spawned: Callable[[Process], None] | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
+    """Spawn `server` and yield (read_stream, write_stream) for an `mcp.Client`.
+
+    `spawned(process)` is called with the server process (harnesses kill it).
+    """
     process = await anyio.open_process(
         [server.command, *server.args],
         env=get_default_environment() | (server.env or {}),
@@ -31,6 +37,8 @@ async def linear_stdio_client(server: StdioServerParameters) -> AsyncIterator[tu
         stderr=None,
         start_new_session=True,
     )
+    if spawned is not None:
+        spawned(process)
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 

@@ -128,9 +128,10 @@ async def test_revert_after_delete_restores_and_is_itself_history(client: Client
 async def test_the_audit_log_filters_and_pages_newest_first(client: Client, clock: FrozenDateTimeFactory) -> None:
     await ada_lifecycle(client, clock)
     await call(client, "create_entities", {"entities": [entity("Zed")], "workspace": "other"})
-    log = await call(client, "get_audit_log", {"limit": 2})
+    log = await call(client, "get_audit_log", {"limit": 2, "allWorkspaces": True})
     assert [(e["type"], e["subject"]) for e in log["events"]] == [("entity_created", "Zed"), ("entity_deleted", "Ada")]
-    more = await call(client, "get_audit_log", {"limit": 2, "cursor": log["nextCursor"]})
+    more = await call(client, "get_audit_log", {"limit": 2, "cursor": log["nextCursor"], "allWorkspaces": True})
+    assert [e["subject"] for e in (await call(client, "get_audit_log", {"limit": 1}))["events"]] == ["Ada"]
     assert [e["type"] for e in more["events"]] == ["entity_updated", "entity_created"]
     only = await call(client, "get_audit_log", {"workspace": "default", "eventTypes": ["entity_updated"]})
     assert [e["position"] for e in only["events"]] == [2]
@@ -139,7 +140,7 @@ async def test_the_audit_log_filters_and_pages_newest_first(client: Client, cloc
     mine = await call(client, "get_audit_log", {"entityName": "Ada", "actor": "agent", "order": "oldest"})
     assert [e["version"] for e in mine["events"]] == [1, 2, 3]
     assert (await call(client, "get_audit_log", {"actor": "nobody"}))["events"] == []
-    assert [e["position"] for e in (await call(client, "get_audit_log", {"afterPosition": 3, "order": "oldest"}))["events"]] == [4]
+    assert [e["position"] for e in (await call(client, "get_audit_log", {"afterPosition": 3, "order": "oldest", "allWorkspaces": True}))["events"]] == [4]
 
 
 async def test_context_merges_updates_and_travels_in_time(client: Client, clock: FrozenDateTimeFactory) -> None:

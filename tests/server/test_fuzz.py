@@ -1,0 +1,101 @@
+"""Fuzzing every tool's arguments: never an internal error, always a clear one, nothing written.
+
+The default run tries a few hundred calls; `pytest -m slow` runs ten thousand.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from mcp import Client
+from support.fuzz import SCHEMAS, calls
+
+from server.app import create_server
+from server.config import Settings
+from server.errors import ChronographError, InvalidArgumentsError
+from server.memory import Memory
+
+SEED = [
+    {"name": "Ada", "entityType": "person", "observations": ["math", "tea"]},
+    {"name": "Bob", "entityType": "person", "observations": []},
+]
+NAMED = re.compile(r"field `|unknown field|nothing to update|expectedVersions")
+outcomes: Counter[str] = Counter()
+
+
+@pytest.fixture(scope="module")
+def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
+    with Memory(tmp_path_factory.mktemp("fuzz") / "store", sync=False) as opened:
+        opened.write("create_entities", {"entities": SEED}, actor="seed")
+        opened.write("create_relations", {"relations": [{"from": "Ada", "to": "Bob", "relationType": "knows"}]},
+                     actor="seed")
+        yield opened
+
+
+def attempt(memory: Memory, tool: str, arguments: dict[str, Any]) -> None:
+    """One call: it succeeds, or fails with a clear ChronographError and writes nothing."""
+    before = memory.store.head()
+    try:
+        if tool in ("create_entities", "create_relations", "add_observations", "delete_entities",
+                    "delete_observations", "delete_relations", "update_entities", "update_relations",
+                    "revert_entity", "update_context"):
+            memory.write(tool, arguments, actor="fuzz")
+        else:
+            memory.read(tool, arguments)
+        outcomes["accepted"] += 1
+    except InvalidArgumentsError as error:
+        outcomes["invalid"] += 1
+        fields = ("arguments", *SCHEMAS[tool]["properties"], *(k for k in arguments if isinstance(k, str) and k))
+        assert error.problem.startswith(fields) or NAMED.search(error.problem), (
+            f"{tool}: no field named in {error.problem!r}")
+        assert memory.store.head() == before
+    except ChronographError as error:
+        outcomes["refused"] += 1
+        assert str(error)
+        assert memory.store.head() == before
+
+
+def run(memory: Memory, examples: int) -> None:
+    @settings(max_examples=examples, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+    @given(call=calls)
+    def fuzz(call: tuple[str, dict[str, Any]]) -> None:
+        attempt(memory, *call)
+
+    fuzz()
+
+
+def test_a_few_hundred_hostile_calls_get_clear_errors(memory: Memory) -> None:
+    outcomes.clear()
+    run(memory, 400)
+    assert outcomes["invalid"] > 100 and outcomes["accepted"] > 10  # the fuzzer reached both sides
+
+
+@pytest.mark.slow
+def test_ten_thousand_hostile_calls_get_clear_errors(memory: Memory) -> None:
+    outcomes.clear()
+    run(memory, int(os.environ.get("CHRONOGRAPH_FUZZ_EXAMPLES", "10000")))
+    print(f"fuzz outcomes: {dict(outcomes)}")
+
+
+@pytest.mark.anyio
+async def test_through_mcp_a_hostile_call_is_an_error_result_not_a_crash(tmp_path: Path) -> None:
+    hostile = [
+        ("create_entities", {"entities": [{"name": "\ud800", "entityType": "t", "observations": []}]}),
+        ("create_entities", {"entities": [{"name": "x" * 100_000, "entityType": "t", "observations": []}]}),
+        ("search_nodes", {"query": {"deep": [[[[[[[[[[[[1]]]]]]]]]]]]}}),
+        ("read_graph", {"asOf": [1, 2]}),
+        ("add_observations", {"observations": [{"entityName": "a\x00b", "contents": ["x"]}], "extra": 1}),
+    ]
+    async with Client(create_server(Settings(store=tmp_path / "store"))) as client:
+        for tool, arguments in hostile:
+            result = await client.call_tool(tool, arguments)
+            text = result.content[0].text  # type: ignore[union-attr]
+            assert result.is_error and text.startswith(f"Error executing tool {tool}: Invalid arguments: "), text

@@ -1,0 +1,22 @@
+"""Short runs of the crash and concurrency harnesses (the long ones: tools/reliability_report.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools.concurrency_test import main as concurrency_main
+from tools.crash_test import main as crash_main
+
+
+def test_five_sigkills_under_write_load_lose_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert crash_main(["--kills", "5", "--seed", "7"]) == 0  # 1 if anything was lost or partial
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.split() == ["kills", "5"] for line in lines)
+    assert any(line.split()[:5] == ["acknowledged", "writes", "lost", "0", "0"] for line in lines)
+
+
+def test_four_servers_racing_on_shared_entities_lose_nothing_and_have_one_winner_per_race(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert concurrency_main(["--servers", "4", "--writes", "60", "--races", "6"]) == 0
+    assert "6 of 6" in capsys.readouterr().out
