@@ -50,15 +50,18 @@ def rebuild(views: Views, progress: Progress | None = None) -> RebuildReport:
         head = reader.head()
         old = views.pointer.generation(reader.txn)
         state = MemoryState()
-        # Only as many snapshots as will be kept, spread evenly, at least `spacing` apart.
-        spacing = max(views.snapshots.spacing, head // views.snapshots.keep + 1)
-        for batch in reader.batches(1, head, batch_size=FOLD_BATCH, slim=True):
-            before = state.position
-            state.fold(batch)
-            if views.snapshots.writable and state.position // spacing > before // spacing:
-                pending.append((state.position, encode_snapshot(state)))
-            if progress is not None:
-                progress("fold", state.position, head)
+        snapshots = views.snapshots
+        # Snapshots on round positions, half as many as are kept: later as-of folds add more.
+        spacing = snapshots.spacing * max(1, -(-head // (snapshots.spacing * max(snapshots.keep // 2, 1))))
+        start = 1
+        for stop in [*range(spacing, head, spacing), head]:
+            for batch in reader.batches(start, stop, batch_size=FOLD_BATCH, slim=True):
+                state.fold(batch)
+                if progress is not None:
+                    progress("fold", state.position, head)
+            if snapshots.writable and stop and stop % spacing == 0:
+                pending.append((stop, encode_snapshot(state)))
+            start = stop + 1
     state.position = head
     for position, data in pending:
         views.snapshots.save_encoded(position, data)

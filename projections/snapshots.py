@@ -136,10 +136,10 @@ def encode(state: MemoryState) -> bytes:
 
 def _restore(snapshot: _Snapshot) -> MemoryState:
     state = MemoryState()
-    state.entities.update((e.stream, e) for e in snapshot.entities)
-    state.relations.update((r.stream, r) for r in snapshot.relations)
-    state.contexts.update((c.workspace, c) for c in snapshot.contexts)
-    state._names.update(((ws, name), known) for ws, name, known in snapshot.names)  # noqa: SLF001
+    state.entities.update({e.stream: e for e in snapshot.entities})
+    state.relations.update({r.stream: r for r in snapshot.relations})
+    state.contexts.update({c.workspace: c for c in snapshot.contexts})
+    state._names.update({(ws, name): known for ws, name, known in snapshot.names})  # noqa: SLF001
     state._seen.update(dict.fromkeys(snapshot.seen))  # noqa: SLF001
     state.position = snapshot.position
     return state

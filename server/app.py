@@ -144,7 +144,7 @@ def create_server(
         description="The full knowledge graph with all entities and relations",
         mime_type="application/json",
     )
-    def knowledge_graph() -> str:
+    async def knowledge_graph() -> str:  # async: the store is only touched from the loop thread
         return pretty(runtime.memory.read("read_graph", {}))
 
     @server.resource(
@@ -154,7 +154,7 @@ def create_server(
         description="The workspaces of this memory, with their counts",
         mime_type="application/json",
     )
-    def workspace_list() -> str:
+    async def workspace_list() -> str:
         return pretty(runtime.memory.read("list_workspaces", {}))
 
     async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:

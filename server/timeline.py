@@ -20,7 +20,8 @@ from server.errors import InvalidArgumentsError
 
 __all__ = ["Moment", "Timeline"]
 
-KEPT = 4
+KEPT = 2
+"""Past graphs kept in memory (each the whole graph at a position)."""
 
 
 class Moment:

@@ -51,6 +51,7 @@ def test_a_rebuild_leaves_snapshots_that_time_travel_starts_from(store: EventSto
             [StreamWrite(f"e{i}", [EntityCreated(workspace="w", name=f"n{i}", entity_type="t")])], actor="t"))
     rebuild(views)
     with store.read() as reader:
-        assert views.snapshots.positions(reader) == [35]  # one fold batch: one crossing
-    state = fold_to(store, views.snapshots, 20)
-    assert state.position == 20 and len(state.entities) == 20
+        assert views.snapshots.positions(reader) == [10, 20, 30]  # round positions, below the head
+    state = fold_to(store, views.snapshots, 25)
+    assert state.position == 25 and len(state.entities) == 25
+    assert graph_view(graph_as_of(store, 25, views.snapshots)) == graph_view(graph_as_of(store, 25))
