@@ -9,7 +9,7 @@ import msgspec
 from msgspec import UNSET
 
 from eventstore import clock
-from projections import EntityRecord
+from projections import EntityRecord, WorkspaceIndex
 from server import history, insights, queries
 from server import more_schemas as m
 from server import schemas as s
@@ -37,8 +37,23 @@ def _read_graph(memory: Memory, args: s.ReadGraph) -> s.GraphPageOut:
 
 def _search_nodes(memory: Memory, args: s.SearchNodes) -> s.GraphOut:
     with memory.timeline.at("search_nodes", args.as_of) as moment:
+        if args.ranked:
+            return _ranked(memory, moment, args)
         return queries.search_nodes(moment.graph, args.workspace, args.query,
                                     None if moment.is_past else _indexed(memory, moment), moment.position)
+
+
+def _ranked(memory: Memory, moment: Moment, args: s.SearchNodes) -> s.GraphOut:
+    if moment.is_past:  # no standing index for the past: one for this question
+        index = WorkspaceIndex(args.workspace)
+        for record in moment.graph.entities(args.workspace):
+            index.put(record)
+    else:
+        index = memory.views.search_index(moment.live, args.workspace)
+    ranked = index.ranked(args.query, args.limit)
+    found = [(r, score) for stream, score in ranked if (r := moment.graph.entity_by_stream(stream))]
+    out = queries.graph_out(moment.graph, args.workspace, [r for r, _ in found], moment.position)
+    return msgspec.structs.replace(out, scores=[round(score, 6) for _, score in found])
 
 
 def _indexed(memory: Memory, moment: Moment) -> queries.Search:

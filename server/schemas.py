@@ -193,6 +193,10 @@ class SearchNodes(ReadArgs, kw_only=True):
     query: Annotated[
         Query, D(description="The search query to match against entity names, types, and observation content")
     ]
+    ranked: Annotated[bool, D(
+        description="Rank entities by how well their words match the query's words (BM25), best "
+        "first, instead of the exact substring match; for long or many-word queries")] = False
+    limit: Annotated[int, Meta(ge=1, le=1000), D(description="With ranked: at most this many entities")] = 20
     as_of: AsOf | UnsetType = UNSET
 
 
@@ -232,6 +236,8 @@ class RelationOut(Out, kw_only=True):
 class GraphOut(Out, kw_only=True):
     entities: list[EntityOut]
     relations: list[RelationOut]
+    scores: Annotated[list[float], D(
+        description="With ranked search: each entity's BM25 score, in order")] | UnsetType = UNSET
     as_of: Annotated[int, D(description="The log position answered from (with asOf)")] | UnsetType = UNSET
 
 

@@ -50,6 +50,7 @@ async def test_as_of_between_changes_shows_the_state_in_force_then(client: Clien
     assert (await call(client, "read_graph", {"asOf": T25}))["entities"][0]["entityType"] == "countess"
     assert (await call(client, "read_graph"))["entities"] == []
     assert names(await call(client, "search_nodes", {"query": "math", "asOf": T15})) == ["Ada"]
+    assert names(await call(client, "search_nodes", {"query": "math", "asOf": T15, "ranked": True})) == ["Ada"]
     assert names(await call(client, "read_graph", {"asOf": 1})) == ["Ada"]
 
 

@@ -156,3 +156,15 @@ async def test_workspaces_are_isolated(client: Client) -> None:
 async def test_arrays_sent_as_json_text_are_accepted_as_claude_desktop_sends_them(client: Client) -> None:
     created = await call(client, "create_entities", {"entities": '[{"name": "Ada", "entityType": "p", "observations": []}]'})
     assert names(created) == ["Ada"]
+
+
+async def test_ranked_search_orders_by_word_relevance_and_reports_scores(client: Client) -> None:
+    await call(client, "create_entities", {"entities": [
+        entity("Teapot", "object", "a pot"), entity("Ada", "person", "drinks tea", "tea at noon", "tea"),
+        entity("Bob", "person", "tea once"),
+    ]})
+    found = await call(client, "search_nodes", {"query": "tea", "ranked": True})
+    assert names(found) == ["Ada", "Bob"]  # whole words only: no Teapot
+    assert found["scores"][0] > found["scores"][1] > 0
+    assert names(await call(client, "search_nodes", {"query": "tea", "ranked": True, "limit": 1})) == ["Ada"]
+    assert "scores" not in await call(client, "search_nodes", {"query": "tea"})
