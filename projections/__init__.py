@@ -19,8 +19,10 @@ from projections.rebuild import RebuildReport, rebuild
 from projections.records import (
     ContextRecord,
     EntityRecord,
+    EntityView,
     NameRecord,
     RelationRecord,
+    RelationView,
     TypeCount,
     WorkspaceRecord,
 )
@@ -35,6 +37,7 @@ __all__ = [
     "ContextRecord",
     "Direction",
     "EntityRecord",
+    "EntityView",
     "Graph",
     "LmdbGraph",
     "LmdbState",
@@ -46,6 +49,7 @@ __all__ = [
     "RebuildError",
     "RebuildReport",
     "RelationRecord",
+    "RelationView",
     "SearchIndex",
     "State",
     "TypeCount",

@@ -14,8 +14,8 @@ from projections.fold import apply_all
 from projections.graph import Graph
 from projections.memory import MemoryState, fold_log
 from projections.memorygraph import MemoryGraph
-from projections.snapshots import Snapshots, fold_to
 from projections.records import EntityRecord, RelationRecord
+from projections.snapshots import Snapshots, fold_to
 
 __all__ = ["entity_as_of", "fold_streams", "graph_as_of", "position_of", "relation_as_of"]
 

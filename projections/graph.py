@@ -19,9 +19,9 @@ from projections.keys import (
     RELATION,
     adjacency_prefix,
     context_key,
+    is_totals_key,
     name_key,
     order_prefix,
-    is_totals_key,
     record_key,
     totals_key,
     workspace_key,
@@ -29,7 +29,9 @@ from projections.keys import (
 from projections.records import (
     ContextRecord,
     EntityRecord,
+    EntityView,
     RelationRecord,
+    RelationView,
     WorkspaceRecord,
     decode_context,
     decode_entity,
@@ -52,20 +54,20 @@ class Graph(Protocol):
     position: int
     """The log position this view reflects."""
 
-    def entity(self, workspace: str, name: str) -> EntityRecord | None: ...
-    def entity_by_stream(self, stream: str) -> EntityRecord | None: ...
+    def entity(self, workspace: str, name: str) -> EntityView | None: ...
+    def entity_by_stream(self, stream: str) -> EntityView | None: ...
     def entities(
         self, workspace: str, offset: int = 0, limit: int | None = None
-    ) -> Iterator[EntityRecord]: ...
+    ) -> Iterator[EntityView]: ...
     def relations(
         self, workspace: str, offset: int = 0, limit: int | None = None
-    ) -> Iterator[RelationRecord]: ...
+    ) -> Iterator[RelationView]: ...
     def relation(
         self, workspace: str, source: str, relation_type: str, target: str
-    ) -> RelationRecord | None: ...
+    ) -> RelationView | None: ...
     def relations_of(
         self, workspace: str, name: str, direction: Direction = "both"
-    ) -> list[RelationRecord]: ...
+    ) -> list[RelationView]: ...
     def context(self, workspace: str) -> ContextRecord | None: ...
     def workspace(self, workspace: str) -> WorkspaceRecord | None: ...
     def workspaces(self) -> list[WorkspaceRecord]: ...
@@ -73,9 +75,9 @@ class Graph(Protocol):
     def name_streams(self, workspace: str, name: str) -> tuple[str, ...]: ...
 
 
-def relations_touching(graph: Graph, workspace: str, names: Iterable[str]) -> list[RelationRecord]:
+def relations_touching(graph: Graph, workspace: str, names: Iterable[str]) -> list[RelationView]:
     """Relations with at least one end among `names`, each once, oldest first."""
-    found: dict[str, RelationRecord] = {}
+    found: dict[str, RelationView] = {}
     for name in dict.fromkeys(names):
         for record in graph.relations_of(workspace, name):
             found[record.stream] = record

@@ -1,4 +1,9 @@
-"""The `Graph` questions answered from a `MemoryState`: the past, as time travel folds it."""
+"""The `Graph` questions answered from a `MemoryState`: the past, as time travel folds it.
+
+It hands out the state's working copies themselves (read-only by convention) rather
+than a frozen record of each: a whole past graph is printed at once, and the copies
+cost a third of the time of printing it.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from itertools import islice
 
 from projections.graph import Direction
 from projections.memory import MemoryState
-from projections.records import ContextRecord, EntityRecord, RelationRecord, WorkspaceRecord
+from projections.records import ContextRecord, EntityView, RelationView, WorkspaceRecord
 from projections.streams import relation_stream
 
 __all__ = ["MemoryGraph"]
@@ -23,66 +28,63 @@ class MemoryGraph:
         self.position = state.position
 
     @cached_property
-    def _entities_by_workspace(self) -> dict[str, list[EntityRecord]]:
-        grouped: dict[str, list[EntityRecord]] = defaultdict(list)
+    def _entities_by_workspace(self) -> dict[str, list[EntityView]]:
+        grouped: dict[str, list[EntityView]] = defaultdict(list)
         for entity in sorted(self.state.entities.values(), key=lambda e: e.seq):
-            grouped[entity.workspace].append(entity.record())
+            grouped[entity.workspace].append(entity)
         return grouped
 
     @cached_property
-    def _relations_by_workspace(self) -> dict[str, list[RelationRecord]]:
-        grouped: dict[str, list[RelationRecord]] = defaultdict(list)
+    def _relations_by_workspace(self) -> dict[str, list[RelationView]]:
+        grouped: dict[str, list[RelationView]] = defaultdict(list)
         for relation in sorted(self.state.relations.values(), key=lambda r: r.seq):
-            grouped[relation.workspace].append(relation.record())
+            grouped[relation.workspace].append(relation)
         return grouped
 
     @cached_property
-    def _adjacency(self) -> dict[tuple[str, str, str], list[RelationRecord]]:
-        index: dict[tuple[str, str, str], list[RelationRecord]] = defaultdict(list)
+    def _adjacency(self) -> dict[tuple[str, str, str], list[RelationView]]:
+        index: dict[tuple[str, str, str], list[RelationView]] = defaultdict(list)
         for records in self._relations_by_workspace.values():
             for record in records:
                 index[(record.workspace, record.source, "out")].append(record)
                 index[(record.workspace, record.target, "in")].append(record)
         return index
 
-    def entity(self, workspace: str, name: str) -> EntityRecord | None:
+    def entity(self, workspace: str, name: str) -> EntityView | None:
         """The entity called `name` that was live then, or None."""
-        entity = self.state.live_entity(workspace, name)
-        return None if entity is None else entity.record()
+        return self.state.live_entity(workspace, name)
 
-    def entity_by_stream(self, stream: str) -> EntityRecord | None:
+    def entity_by_stream(self, stream: str) -> EntityView | None:
         """The entity of `stream` if it was live then, or None."""
-        entity = self.state.entities.get(stream)
-        return None if entity is None else entity.record()
+        return self.state.entities.get(stream)
 
-    def relation_by_stream(self, stream: str) -> RelationRecord | None:
+    def relation_by_stream(self, stream: str) -> RelationView | None:
         """The relation of `stream` if it was live then, or None."""
-        relation = self.state.relations.get(stream)
-        return None if relation is None else relation.record()
+        return self.state.relations.get(stream)
 
     def entities(
         self, workspace: str, offset: int = 0, limit: int | None = None
-    ) -> Iterator[EntityRecord]:
+    ) -> Iterator[EntityView]:
         """The workspace's entities live then, oldest first."""
         records = self._entities_by_workspace.get(workspace, [])
         return islice(iter(records), offset, None if limit is None else offset + limit)
 
     def relations(
         self, workspace: str, offset: int = 0, limit: int | None = None
-    ) -> Iterator[RelationRecord]:
+    ) -> Iterator[RelationView]:
         """The workspace's relations live then, oldest first."""
         records = self._relations_by_workspace.get(workspace, [])
         return islice(iter(records), offset, None if limit is None else offset + limit)
 
     def relation(
         self, workspace: str, source: str, relation_type: str, target: str
-    ) -> RelationRecord | None:
+    ) -> RelationView | None:
         """The relation with this identity if it was live then, or None."""
         return self.relation_by_stream(relation_stream(workspace, source, relation_type, target))
 
     def relations_of(
         self, workspace: str, name: str, direction: Direction = "both"
-    ) -> list[RelationRecord]:
+    ) -> list[RelationView]:
         """The relations live then leaving, reaching or touching `name`."""
         ways = ("out", "in") if direction == "both" else (direction,)
         found = {r.stream: r for way in ways for r in self._adjacency.get((workspace, name, way), ())}

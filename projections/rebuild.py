@@ -51,8 +51,8 @@ def rebuild(views: Views, progress: Progress | None = None) -> RebuildReport:
         old = views.pointer.generation(reader.txn)
         state = MemoryState()
         snapshots = views.snapshots
-        # Snapshots on round positions, half as many as are kept: later as-of folds add more.
-        spacing = snapshots.spacing * max(1, -(-head // (snapshots.spacing * max(snapshots.keep // 2, 1))))
+        # Snapshots on round positions, no more than are kept (later as-of folds add others).
+        spacing = snapshots.spacing * max(1, -(-head // (snapshots.spacing * snapshots.keep)))
         start = 1
         for stop in [*range(spacing, head, spacing), head]:
             for batch in reader.batches(start, stop, batch_size=FOLD_BATCH, slim=True):

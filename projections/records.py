@@ -7,18 +7,73 @@ and relations the way the official server orders its file: oldest first.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 import msgspec
 
 __all__ = [
     "ContextRecord",
     "EntityRecord",
+    "EntityView",
     "NameRecord",
     "RelationRecord",
+    "RelationView",
     "TypeCount",
     "WorkspaceRecord",
 ]
+
+
+class EntityView(Protocol):
+    """What readers of an entity may rely on: a stored record or a time-travel working copy."""
+
+    @property
+    def stream(self) -> str: ...
+    @property
+    def workspace(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def entity_type(self) -> str: ...
+    @property
+    def observations(self) -> Iterable[str]: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def created_at(self) -> int: ...
+    @property
+    def updated_at(self) -> int: ...
+    @property
+    def seq(self) -> int: ...
+
+
+class RelationView(Protocol):
+    """What readers of a relation may rely on: a stored record or a working copy."""
+
+    @property
+    def stream(self) -> str: ...
+    @property
+    def workspace(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def relation_type(self) -> str: ...
+    @property
+    def confidence(self) -> float | None: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def created_at(self) -> int: ...
+    @property
+    def updated_at(self) -> int: ...
+    @property
+    def seq(self) -> int: ...
 
 
 class _Record(msgspec.Struct, frozen=True, array_like=True, gc=False):

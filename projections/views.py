@@ -119,7 +119,7 @@ class Views:
         while True:
             tables = self.tables
             try:
-                return self.store.transact(lambda tx: work(tx, self._current(tx, tables)))
+                return self.store.transact(lambda tx, tables=tables: work(tx, self._current(tx, tables)))
             except GenerationMoved as moved:
                 self.adopt(moved.generation)
 
@@ -129,7 +129,7 @@ class Views:
             head = self.store.head()
             tables = self.tables
 
-            def step(tx: Transaction) -> int:
+            def step(tx: Transaction, tables: Tables = tables, head: int = head) -> int:
                 self._check_generation(tx, tables)
                 return catch_up(tx, tables, head, limit=CATCH_UP_CHUNK)
 

@@ -35,7 +35,6 @@ from server.timeline import Timeline
 __all__ = ["Memory", "Written"]
 
 
-
 class Written(msgspec.Struct, frozen=True):
     """What a write call returns: its output, and whether it changed the store."""
 

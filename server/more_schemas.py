@@ -10,14 +10,13 @@ from msgspec import UNSET, Meta, UnsetType
 
 from server.arguments import Name, TypeName, Version
 from server.schemas import (
-    D,
     EXPECTED,
     FROM,
     RELATION_TYPE,
     TO,
-    WORKSPACE,
     Args,
     AsOf,
+    D,
     EntityOut,
     Out,
     ReadArgs,

@@ -14,7 +14,7 @@ from mcp_types import CallToolResult, TextContent
 from msgspec import UNSET
 
 from eventstore.clock import isoformat
-from projections import EntityRecord, RelationRecord
+from projections import EntityView, RelationView
 from server import schemas
 from server.schemas import EntityOut, RelationOut
 
@@ -23,7 +23,7 @@ __all__ = ["entity_out", "page_entity_out", "pretty", "relation_out", "result", 
 _encoder = msgspec.json.Encoder()
 
 
-def entity_out(record: EntityRecord) -> EntityOut:
+def entity_out(record: EntityView) -> EntityOut:
     """The official entity shape, plus metadata (when set), version and timestamps."""
     return EntityOut(
         name=record.name,
@@ -36,7 +36,7 @@ def entity_out(record: EntityRecord) -> EntityOut:
     )
 
 
-def page_entity_out(record: EntityRecord) -> schemas.PageEntityOut:
+def page_entity_out(record: EntityView) -> schemas.PageEntityOut:
     """An entity of a read_graph page: the same fields as `entity_out`, in the page's shape."""
     return schemas.PageEntityOut(
         name=record.name,
@@ -49,7 +49,7 @@ def page_entity_out(record: EntityRecord) -> schemas.PageEntityOut:
     )
 
 
-def relation_out(record: RelationRecord) -> RelationOut:
+def relation_out(record: RelationView) -> RelationOut:
     """The official relation shape, plus confidence and metadata (when set), version, timestamps."""
     return RelationOut(
         source=record.source,

@@ -10,18 +10,18 @@ from collections.abc import Callable, Iterable
 
 from msgspec import UNSET, UnsetType
 
-from projections import EntityRecord, Graph, matches, relations_touching
+from projections import EntityView, Graph, matches, relations_touching
 from server.outputs import entity_out, page_entity_out, relation_out
 from server.schemas import GraphOut, GraphPageOut, PageEntityOut, ReadGraph
 
 __all__ = ["Search", "graph_out", "open_nodes", "read_graph", "search_nodes"]
 
-Search = Callable[[str, str], list[EntityRecord]]
+Search = Callable[[str, str], list[EntityView]]
 """search(workspace, query) -> matching entities, oldest first."""
 
 
 def graph_out(
-    graph: Graph, workspace: str, entities: Iterable[EntityRecord], as_of: int | None = None
+    graph: Graph, workspace: str, entities: Iterable[EntityView], as_of: int | None = None
 ) -> GraphOut:
     """`entities` and the relations touching them."""
     found = list(entities)

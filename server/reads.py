@@ -9,7 +9,7 @@ import msgspec
 from msgspec import UNSET
 
 from eventstore import clock
-from projections import EntityRecord, WorkspaceIndex
+from projections import EntityView, WorkspaceIndex
 from server import history, insights, queries
 from server import more_schemas as m
 from server import schemas as s
@@ -57,7 +57,7 @@ def _ranked(memory: Memory, moment: Moment, args: s.SearchNodes) -> s.GraphOut:
 
 
 def _indexed(memory: Memory, moment: Moment) -> queries.Search:
-    def search(workspace: str, query: str) -> list[EntityRecord]:
+    def search(workspace: str, query: str) -> list[EntityView]:
         index = memory.views.search_index(moment.live, workspace)
         return [r for stream in index.substring(query) if (r := moment.live.entity_by_stream(stream))]
 

@@ -13,7 +13,6 @@ Read-only: safe beside a running server.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import Counter

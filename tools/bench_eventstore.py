@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -95,8 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         store = EventStore(root / "store", map_size=1 << 30)
         raw, ours, b100, b1000 = [], [], [], []
         for r in range(args.rounds):
-            raw.append(rate(args.singles, lambda: raw_commits(env, r * args.singles + 1, args.singles)))
-            ours.append(rate(args.singles, lambda: our_appends(store, r * args.singles, args.singles)))
+            first = r * args.singles
+            raw.append(rate(args.singles, lambda f=first: raw_commits(env, f + 1, args.singles)))
+            ours.append(rate(args.singles, lambda f=first: our_appends(store, f, args.singles)))
             b100.append(rate(10_000, lambda: batched(store, 0, 10_000, 100)))
             b1000.append(rate(20_000, lambda: batched(store, 0, 20_000, 1000)))
         env.close()
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         "events_read": args.events,
     }
     print_table(
-        "event store (medians of %d rounds)" % args.rounds,
+        f"event store (medians of {args.rounds} rounds)",
         [
             ("(a) raw LMDB sync single-put commits/s", f"{a:,.0f}", ""),
             ("(b) durable single-event appends/s", f"{b:,.0f}", "b/a >= 0.8"),

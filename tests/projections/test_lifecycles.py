@@ -43,7 +43,7 @@ def play(views: Views, history: list[tuple[Any, ...]]) -> tuple[Simulator, list[
             now = clock.now_us()
             writes = simulator.decide(operation, now)
             if writes:
-                views.transact(lambda tx, state: tx.append(writes, actor="test"))
+                views.transact(lambda tx, state, writes=writes: tx.append(writes, actor="test"))
                 snapshots.append((simulator.position, now, simulator.snapshot()))
     return simulator, snapshots
 

@@ -17,11 +17,11 @@ from projections.snapshots import Snapshots, fold_to
 def fill(views: Views, history: list) -> int:  # type: ignore[type-arg]
     simulator = Simulator()
     with freeze_time("2026-01-01T00:00:00Z") as frozen:
-        for step, operation in enumerate(history):
+        for operation in history:
             frozen.tick(timedelta(seconds=1))
             writes = simulator.decide(operation, clock.now_us())
             if writes:
-                views.transact(lambda tx, state: tx.append(writes, actor="t"))
+                views.transact(lambda tx, state, writes=writes: tx.append(writes, actor="t"))
     return simulator.position
 
 

@@ -47,7 +47,8 @@ async def test_deletes_take_expected_versions_too(client: Client) -> None:
         await call(client, "delete_entities", {"entityNames": ["Ada"], "expectedVersions": {"Ada": 3}})
     with pytest.raises(ToolFailed, match="Conflict"):
         await call(client, "delete_relations", {"relations": [relation("Ada", "knows", "Bob", expectedVersion=2)]})
-    assert (await call(client, "delete_entities", {"entityNames": ["Ada"], "expectedVersions": {"Ada": 1}}))["deleted"] == 1
+    deleted = await call(client, "delete_entities", {"entityNames": ["Ada"], "expectedVersions": {"Ada": 1}})
+    assert deleted["deleted"] == 1
 
 
 async def test_a_retried_request_returns_the_first_result_and_writes_nothing(client: Client) -> None:

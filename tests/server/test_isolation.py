@@ -21,7 +21,8 @@ async def test_no_read_tool_shows_another_workspaces_data(client: Client) -> Non
     alpha = {"workspace": "alpha"}
     await client.call_tool("create_entities", {"entities": [
         entity(f"{SECRET}-a", "secret", f"{SECRET} observation"), entity("Shared Name", "x", SECRET)], **alpha})
-    await client.call_tool("create_relations", {"relations": [relation(f"{SECRET}-a", "knows", "Shared Name")], **alpha})
+    await client.call_tool("create_relations",
+                           {"relations": [relation(f"{SECRET}-a", "knows", "Shared Name")], **alpha})
     await client.call_tool("update_context", {"activeTask": SECRET, **alpha})
     await client.call_tool("create_entities", {"entities": [entity("Shared Name", "y", "public")],
                                                "workspace": "beta"})

@@ -69,7 +69,10 @@ async def test_a_race_on_a_stale_expected_version_has_exactly_one_winner(tmp_pat
             [ada] = (await call(a, "open_nodes", {"names": ["Ada"]}))["entities"]
             outcomes: list[str] = []
 
-            async def attempt(client: Client, label: str, version: int = ada["version"]) -> None:
+            async def attempt(
+                client: Client, label: str, version: int = ada["version"], round_: int = round_,
+                outcomes: list[str] = outcomes,
+            ) -> None:
                 try:
                     await call(client, "add_observations", {"observations": [
                         {"entityName": "Ada", "contents": [f"{label}{round_}"], "expectedVersion": version}]})

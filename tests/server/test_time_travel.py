@@ -43,7 +43,9 @@ async def ada_lifecycle(client: Client, clock: FrozenDateTimeFactory) -> None:
     await call(client, "delete_entities", {"entityNames": ["Ada"]})
 
 
-async def test_as_of_between_changes_shows_the_state_in_force_then(client: Client, clock: FrozenDateTimeFactory) -> None:
+async def test_as_of_between_changes_shows_the_state_in_force_then(
+    client: Client, clock: FrozenDateTimeFactory
+) -> None:
     await ada_lifecycle(client, clock)
     [then] = (await call(client, "open_nodes", {"names": ["Ada"], "asOf": T15}))["entities"]
     assert (then["entityType"], then["version"]) == ("person", 1)
@@ -141,7 +143,8 @@ async def test_the_audit_log_filters_and_pages_newest_first(client: Client, cloc
     mine = await call(client, "get_audit_log", {"entityName": "Ada", "actor": "agent", "order": "oldest"})
     assert [e["version"] for e in mine["events"]] == [1, 2, 3]
     assert (await call(client, "get_audit_log", {"actor": "nobody"}))["events"] == []
-    assert [e["position"] for e in (await call(client, "get_audit_log", {"afterPosition": 3, "order": "oldest", "allWorkspaces": True}))["events"]] == [4]
+    after = await call(client, "get_audit_log", {"afterPosition": 3, "order": "oldest", "allWorkspaces": True})
+    assert [e["position"] for e in after["events"]] == [4]
 
 
 async def test_context_merges_updates_and_travels_in_time(client: Client, clock: FrozenDateTimeFactory) -> None:

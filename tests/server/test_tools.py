@@ -154,7 +154,8 @@ async def test_workspaces_are_isolated(client: Client) -> None:
 
 
 async def test_arrays_sent_as_json_text_are_accepted_as_claude_desktop_sends_them(client: Client) -> None:
-    created = await call(client, "create_entities", {"entities": '[{"name": "Ada", "entityType": "p", "observations": []}]'})
+    as_text = '[{"name": "Ada", "entityType": "p", "observations": []}]'
+    created = await call(client, "create_entities", {"entities": as_text})
     assert names(created) == ["Ada"]
 
 

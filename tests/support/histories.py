@@ -246,7 +246,7 @@ def graph_view(graph: Graph) -> dict[str, Any]:
         ctx = graph.context(ws)
         view[ws] = {
             "entities": [
-                (e.name, e.entity_type, e.observations, e.metadata, e.version, e.created_at,
+                (e.name, e.entity_type, tuple(e.observations), e.metadata, e.version, e.created_at,
                  e.updated_at, e.stream)
                 for e in graph.entities(ws)
             ],
