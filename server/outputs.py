@@ -7,7 +7,7 @@ matters for a read_graph of fifty thousand entities.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from mcp_types import CallToolResult, TextContent
@@ -18,27 +18,19 @@ from projections import EntityView, RelationView
 from server import schemas
 from server.schemas import EntityOut, RelationOut
 
-__all__ = ["entity_out", "page_entity_out", "pretty", "relation_out", "result", "text_of"]
+__all__ = ["entity_out", "pretty", "relation_out", "result", "text_of"]
 
 _encoder = msgspec.json.Encoder()
+Out = TypeVar("Out", EntityOut, schemas.PageEntityOut)
 
 
-def entity_out(record: EntityView) -> EntityOut:
-    """The official entity shape, plus metadata (when set), version and timestamps."""
-    return EntityOut(
-        name=record.name,
-        entity_type=record.entity_type,
-        observations=list(record.observations),
-        metadata=record.metadata or UNSET,
-        version=record.version,
-        created_at=isoformat(record.created_at),
-        updated_at=isoformat(record.updated_at),
-    )
+def entity_out(record: EntityView, shape: type[Out] = EntityOut) -> Out:
+    """The official entity shape, plus metadata (when set), version and timestamps.
 
-
-def page_entity_out(record: EntityView) -> schemas.PageEntityOut:
-    """An entity of a read_graph page: the same fields as `entity_out`, in the page's shape."""
-    return schemas.PageEntityOut(
+    `shape` is `schemas.PageEntityOut` for a read_graph page, whose schema lets summaryMode
+    leave the observations out.
+    """
+    return shape(
         name=record.name,
         entity_type=record.entity_type,
         observations=list(record.observations),

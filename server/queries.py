@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from msgspec import UNSET, UnsetType
 
 from projections import EntityView, Graph, matches, relations_touching
-from server.outputs import entity_out, page_entity_out, relation_out
+from server.outputs import entity_out, relation_out
 from server.schemas import GraphOut, GraphPageOut, PageEntityOut, ReadGraph
 
 __all__ = ["Search", "graph_out", "open_nodes", "read_graph", "search_nodes"]
@@ -45,7 +45,7 @@ def read_graph(graph: Graph, args: ReadGraph, as_of: int | None = None) -> Graph
     if args.summary_mode:
         entities = [PageEntityOut(name=e.name, entity_type=e.entity_type) for e in records]
     else:
-        entities = [page_entity_out(e) for e in records]
+        entities = [entity_out(e, PageEntityOut) for e in records]
     if limit is None and args.offset == 0:
         relations = [relation_out(r) for r in graph.relations(ws)]
         return GraphPageOut(entities=entities, relations=relations, as_of=_or_unset(as_of))
