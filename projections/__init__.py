@@ -13,7 +13,7 @@ from projections.graph import Direction, Graph, LmdbGraph, relations_touching
 from projections.history import Version, stream_history
 from projections.keys import ENTITY, RELATION
 from projections.lmdbstate import LmdbState
-from projections.memory import MemoryState, fold_log
+from projections.memory import MemoryState, fold_log, paused_gc
 from projections.memorygraph import MemoryGraph
 from projections.rebuild import RebuildReport, rebuild
 from projections.records import (
@@ -63,6 +63,7 @@ __all__ = [
     "context_stream",
     "entity_as_of",
     "fold_log",
+    "paused_gc",
     "fold_streams",
     "graph_as_of",
     "matches",

@@ -15,6 +15,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 
+from projections import paused_gc
 from server.commands import COMMANDS
 from server.config import Settings
 from server.memory import Memory
@@ -91,7 +92,8 @@ class Runtime:
             if written.changed:
                 await self.notify(ctx)
             return result(written.output)
-        return result(self.memory.read(name, arguments))
+        with paused_gc():
+            return result(self.memory.read(name, arguments))
 
     async def notify(self, ctx: Context) -> None:
         """Tell subscribers the knowledge graph changed (both protocol generations)."""

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
 from freezegun import freeze_time
+from hypothesis import given
+from hypothesis import strategies as st
 
 from eventstore import clock
 
@@ -15,6 +19,13 @@ def test_now_us_reads_the_frozen_clock() -> None:
 
 def test_isoformat_round_trips_through_parse_iso() -> None:
     us = 1_795_000_000_123_456
+    assert clock.parse_iso(clock.isoformat(us)) == us
+
+
+@given(st.integers(min_value=-62_135_596_800_000_000, max_value=253_402_300_799_999_999))
+def test_isoformat_prints_what_datetime_prints_for_any_microsecond(us: int) -> None:
+    moment = datetime(1970, 1, 1) + timedelta(microseconds=us)
+    assert clock.isoformat(us) == moment.isoformat(timespec="microseconds") + "Z"
     assert clock.parse_iso(clock.isoformat(us)) == us
 
 
