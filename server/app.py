@@ -14,12 +14,14 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError
 
 from projections import paused_gc
 from server.commands import COMMANDS
 from server.config import Settings
+from server.errors import ReplyTooLargeError
 from server.memory import Memory
-from server.outputs import pretty, result
+from server.outputs import check_text_size, pretty, result
 from server.tools import EXTENDED, OFFICIAL, build_tools
 
 __all__ = ["GRAPH_URI", "Runtime", "create_server"]
@@ -93,7 +95,7 @@ class Runtime:
                 await self.notify(ctx)
             return result(written.output)
         with paused_gc():
-            return result(self.memory.read(name, arguments))
+            return result(self.memory.read(name, arguments), tool=name, limit=self.settings.max_reply)
 
     async def notify(self, ctx: Context) -> None:
         """Tell subscribers the knowledge graph changed (both protocol generations)."""
@@ -147,7 +149,15 @@ def create_server(
         mime_type="application/json",
     )
     async def knowledge_graph() -> str:  # async: the store is only touched from the loop thread
-        return pretty(runtime.memory.read("read_graph", {}))
+        with paused_gc():
+            text = pretty(runtime.memory.read("read_graph", {}))
+        try:
+            return check_text_size(
+                f"the {GRAPH_URI} resource", text, settings.max_reply,
+                "Read the graph with the read_graph tool instead, a page at a time (limit and offset).",
+            )
+        except ReplyTooLargeError as error:
+            raise ResourceError(str(error)) from None
 
     @server.resource(
         WORKSPACES_URI,

@@ -13,7 +13,15 @@ from mcp.server.mcpserver import MCPServer
 from eventstore import EventStoreError
 from projections import ProjectionError
 from server.app import Runtime, create_server
-from server.config import ACTOR_ENV, STORE_ENV, TOKEN_ENV, Settings, default_store, resolve_store
+from server.config import (
+    ACTOR_ENV,
+    DEFAULT_MAX_REPLY,
+    STORE_ENV,
+    TOKEN_ENV,
+    Settings,
+    default_store,
+    resolve_store,
+)
 from server.http import DEFAULT_MAX_BODY
 from server.stdio import fast_stdio
 
@@ -42,6 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-size", type=_size, metavar="SIZE",
         help="refuse writes (cleanly) once the store reaches SIZE, e.g. 500M or 20G (default: no ceiling)",
     )
+    parser.add_argument(
+        "--max-reply", type=_reply_size, default=DEFAULT_MAX_REPLY, metavar="SIZE",
+        help="refuse (with an error saying how to page) a read whose reply would exceed SIZE; "
+        "MCP's TypeScript clients drop the connection beyond 10M (default: 9M; 0: no limit)",
+    )
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default: 8765)")
@@ -59,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _size(text: str) -> int:
+def _bytes(text: str) -> int:
     units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
     number, unit = text.strip().upper().rstrip("B"), ""
     if number and number[-1] in units:
@@ -68,6 +81,22 @@ def _size(text: str) -> int:
         value = int(float(number) * units[unit])
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size (like 500M or 20G)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    return value
+
+
+def _reply_size(text: str) -> int | None:
+    value = _bytes(text)
+    if value == 0:
+        return None
+    if value < 64 << 10:
+        raise argparse.ArgumentTypeError(f"{text!r} is below the smallest reply limit (64K)")
+    return value
+
+
+def _size(text: str) -> int:
+    value = _bytes(text)
     if value < 1 << 20:
         raise argparse.ArgumentTypeError(f"{text!r} is below the smallest store (1M)")
     return value
@@ -81,6 +110,7 @@ def serve(args: argparse.Namespace) -> int:
         tools=args.tools,
         export_dir=Path(args.export_dir).expanduser() if args.export_dir else None,
         max_size=args.max_size,
+        max_reply=args.max_reply,
     )
     runtime = Runtime(settings)
     try:

@@ -9,7 +9,15 @@ from typing import Literal
 import msgspec
 import platformdirs
 
-__all__ = ["STORE_ENV", "TOKEN_ENV", "Settings", "default_store", "resolve_store"]
+__all__ = [
+    "ACTOR_ENV",
+    "DEFAULT_MAX_REPLY",
+    "STORE_ENV",
+    "TOKEN_ENV",
+    "Settings",
+    "default_store",
+    "resolve_store",
+]
 
 STORE_ENV = "CHRONOGRAPH_STORE"
 TOKEN_ENV = "CHRONOGRAPH_TOKEN"
@@ -30,6 +38,11 @@ def resolve_store(flag: str | os.PathLike[str] | None) -> Path:
     return default_store()
 
 
+DEFAULT_MAX_REPLY = 9 << 20
+"""The TypeScript SDK's stdio client (Claude Desktop, the Inspector) drops the connection on a
+message over 10 MiB; a refused read with a paging hint is better than a dead session."""
+
+
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """How one server runs."""
 
@@ -44,3 +57,5 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Ceiling on the store's size in bytes; None: as large as the disk allows."""
     export_dir: Path | None = None
     """Where export_graph may write files; None: it only returns the content."""
+    max_reply: int | None = DEFAULT_MAX_REPLY
+    """Largest read reply in bytes; None: no limit (see DEFAULT_MAX_REPLY)."""

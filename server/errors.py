@@ -16,6 +16,7 @@ __all__ = [
     "ConflictError",
     "InvalidArgumentsError",
     "NotFoundError",
+    "ReplyTooLargeError",
     "RequestReplayError",
     "StorageError",
 ]
@@ -67,3 +68,19 @@ class RequestReplayError(ChronographError):
 
 class StorageError(ChronographError):
     """The store could not take the write (disk or size ceiling full); nothing was written."""
+
+
+class ReplyTooLargeError(ChronographError):
+    """A read's answer would be larger than one reply may be; ask for less."""
+
+    def __init__(self, tool: str, size: int, limit: int, hint: str) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"The answer of {tool} would be {_size(size)}, over the {_size(limit)} one reply may "
+            f"carry (MCP clients such as Claude Desktop drop the connection beyond 10 MiB). {hint}"
+        )
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**20:.1f} MiB" if count >= 2**20 else f"{count / 2**10:.0f} KiB"

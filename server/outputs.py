@@ -16,9 +16,10 @@ from msgspec import UNSET
 from eventstore.clock import isoformat
 from projections import EntityView, RelationView
 from server import schemas
+from server.errors import ReplyTooLargeError
 from server.schemas import EntityOut, RelationOut
 
-__all__ = ["entity_out", "pretty", "relation_out", "result", "text_of"]
+__all__ = ["check_text_size", "entity_out", "pretty", "relation_out", "result", "text_of"]
 
 _encoder = msgspec.json.Encoder()
 Out = TypeVar("Out", EntityOut, schemas.PageEntityOut)
@@ -73,9 +74,45 @@ def text_of(output: msgspec.Struct) -> str:
     return pretty(output)
 
 
-def result(output: msgspec.Struct) -> CallToolResult:
-    """A tool result: `output` as structuredContent, and as the official text block."""
+def result(output: msgspec.Struct, *, tool: str = "", limit: int | None = None) -> CallToolResult:
+    """A tool result: `output` as structuredContent, and as the official text block.
+
+    Raises:
+        ReplyTooLargeError: If the two would take more than `limit` bytes on the wire.
+    """
+    text = text_of(output)
+    if limit is not None:
+        size = len(_encoder.encode(text)) + len(_encoder.encode(output))
+        if size > limit:
+            raise ReplyTooLargeError(tool, size, limit, _hint(tool, output, size, limit))
     return CallToolResult(
-        content=[TextContent(type="text", text=text_of(output))],
+        content=[TextContent(type="text", text=text)],
         structured_content=msgspec.to_builtins(output),
     )
+
+
+def check_text_size(what: str, text: str, limit: int | None, hint: str) -> str:
+    """`text` if its JSON string fits in `limit` bytes.
+
+    Raises:
+        ReplyTooLargeError: If it does not.
+    """
+    if limit is not None:
+        size = len(_encoder.encode(text))
+        if size > limit:
+            raise ReplyTooLargeError(what, size, limit, hint)
+    return text
+
+
+def _hint(tool: str, output: msgspec.Struct, size: int, limit: int) -> str:
+    if isinstance(output, schemas.GraphPageOut):
+        fit = max(1, int(len(output.entities) * limit / size * 0.8))
+        return (
+            f"Page through it: read_graph with limit {fit} and offset 0, then each answer's "
+            "nextOffset; or summaryMode true for names and types only."
+        )
+    if tool == "search_nodes":
+        return "Search for something narrower."
+    if tool == "export_graph":
+        return "Export with the CLI instead: chronograph export --format ... -o FILE."
+    return "Ask for less (a smaller limit, a narrower filter)."

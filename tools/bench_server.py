@@ -91,6 +91,9 @@ async def measure(client: Client, workload: Workload, size: int, samples: int, t
             "names": [workload.name((i * 31) % count), workload.name((i * 37 + 1) % count)]}))),
         "read_graph": summary(await timed(max(3, samples // 20), lambda i: checked(client, "read_graph", {}))),
     }
+    if tag == "ours":  # the floor: a tool call that finds nothing to do (protocol 2026-07-28 has no ping)
+        figures["read_context, no work"] = summary(await timed(samples, lambda i: checked(
+            client, "read_context", {"workspace": "nothing-here"})))
     return figures
 
 
@@ -157,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        ours = StdioServerParameters(command=sys.executable, args=["-m", "server", "--store", str(root / "store")],
+        # No reply limit: read_graph at 50k is measured whole, as the official server sends it.
+        ours = StdioServerParameters(command=sys.executable,
+                                     args=["-m", "server", "--store", str(root / "store"), "--max-reply", "0"],
                                      cwd=str(Path(__file__).resolve().parent.parent))
         results: dict[str, Any] = {
             "chronograph": anyio.run(run_target, ours, sizes, args.samples, "ours", args.sdk_reader)
@@ -174,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     for size in sizes:
         for measure_name, figure in results["chronograph"][size].items():
             peer_text = ""
-            if "official" in results:
+            if measure_name in results.get("official", {}).get(size, {}):
                 theirs = results["official"][size][measure_name]["p50"]
                 ratio = theirs / figure["p50"]
                 peer_text = f"official p50 {theirs:,.1f} ms ({ratio:,.0f}x)" if ratio >= 10 else \

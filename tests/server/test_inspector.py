@@ -55,3 +55,22 @@ def test_the_inspector_calls_a_tool_and_reads_its_structured_answer(tmp_path: Pa
     assert created["structuredContent"]["entities"][0]["name"] == "Ada"
     found = run_inspector(store, "--method", "tools/call", "--tool-name", "search_nodes", "--tool-arg", "query=MATH")
     assert [e["name"] for e in found["structuredContent"]["entities"]] == ["Ada"]
+
+
+def test_a_graph_too_big_for_the_inspector_gets_a_paging_hint_not_a_dropped_connection(tmp_path: Path) -> None:
+    from server.memory import Memory  # a big graph is quicker to write in-process, unsynced
+
+    store = tmp_path / "store"
+    padding = "an observation long enough to make the whole graph bigger than ten mebibytes " * 4
+    with Memory(store, sync=False) as memory:
+        for start in range(0, 7000, 100):
+            entities = [{"name": f"E{i:05d}", "entityType": "thing",
+                         "observations": [f"{padding}{i}.{k}" for k in range(3)]}
+                        for i in range(start, start + 100)]
+            memory.write("create_entities", {"entities": entities}, actor="test")
+    refused = run_inspector(store, "--method", "tools/call", "--tool-name", "read_graph")
+    assert refused["isError"] is True
+    assert "drop the connection beyond 10 MiB" in refused["content"][0]["text"]
+    page = run_inspector(store, "--method", "tools/call", "--tool-name", "read_graph",
+                         "--tool-arg", "limit=1000", "--tool-arg", "offset=4000")
+    assert page["structuredContent"]["entities"][0]["name"] == "E04000"
