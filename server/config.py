@@ -39,8 +39,9 @@ def resolve_store(flag: str | os.PathLike[str] | None) -> Path:
 
 
 DEFAULT_MAX_REPLY = 9 << 20
-"""The TypeScript SDK's stdio client (Claude Desktop, the Inspector) drops the connection on a
-message over 10 MiB; a refused read with a paging hint is better than a dead session."""
+"""The TypeScript SDK's stdio client (the Inspector's, and other clients built on it) drops
+the connection on a message over 10 MiB; a refused read with a paging hint is better than
+a dead session."""
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):

@@ -78,7 +78,7 @@ class ReplyTooLargeError(ChronographError):
         self.limit = limit
         super().__init__(
             f"The answer of {tool} would be {_size(size)}, over the {_size(limit)} one reply may "
-            f"carry (MCP clients such as Claude Desktop drop the connection beyond 10 MiB). {hint}"
+            f"carry (stdio clients built on MCP's TypeScript SDK drop the connection beyond 10 MiB). {hint}"
         )
 
 
