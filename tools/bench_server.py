@@ -115,6 +115,35 @@ def server_side_read_graph(store: Path, rounds: int = 3) -> dict[str, float]:
     return {**{k: statistics.median(v) for k, v in times.items()}, "reply_bytes": size}
 
 
+def server_side_calls(store: Path, samples: int) -> dict[str, float]:
+    """p50 ms of the small calls inside the server process (durable writes), no MCP around them."""
+    from server.memory import Memory
+    from server.outputs import result
+
+    workload = Workload(seed=11)
+    with Memory(store) as memory:
+        count = memory.read("get_graph_summary", {"limit": 1}).entities
+        calls = {
+            "create 1 entity": lambda i: memory.write("create_entities", {"entities": [
+                {"name": f"inside-{i}", "entityType": "bench", "observations": ["o"]}]}, actor="bench").output,
+            "add 1 observation": lambda i: memory.write("add_observations", {"observations": [
+                {"entityName": workload.name((i * 7919) % count), "contents": [f"inside note {i}"]}]},
+                actor="bench").output,
+            "search rare term": lambda i: memory.read("search_nodes", {"query": workload.rare_term(0)}),
+            "open 2 nodes": lambda i: memory.read("open_nodes", {
+                "names": [workload.name((i * 31) % count), workload.name((i * 37 + 1) % count)]}),
+        }
+        figures = {}
+        for name, call in calls.items():
+            times = []
+            for i in range(samples):
+                started = time.perf_counter()
+                result(call(i))
+                times.append((time.perf_counter() - started) * 1e3)
+            figures[name] = statistics.median(times)
+    return figures
+
+
 async def run_target(
     params: StdioServerParameters, sizes: list[int], samples: int, tag: str, sdk_reader: bool
 ) -> dict[int, Any]:
@@ -168,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             "chronograph": anyio.run(run_target, ours, sizes, args.samples, "ours", args.sdk_reader)
         }
         inside = server_side_read_graph(root / "store")
+        inside_calls = server_side_calls(root / "store", args.samples)
         if args.peer:
             peer = official_server(root)
             if peer is None:
@@ -194,7 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"read_graph at N={sizes[-1]:,} inside the server: query {inside['query']:.0f} ms, "
           f"JSON-RPC reply {inside['reply_json']:.0f} ms ({inside['reply_bytes'] / 1e6:.1f} MB); "
           "the rest is the client (the SDK validates the reply against the output schema in Python)")
-    write_json(args.json, {"sizes": sizes, "results": results, "read_graph_inside_server_ms": inside, **flat})
+    print(f"inside the server at N={sizes[-1]:,}, p50 ms (durable writes, no MCP): "
+          + ", ".join(f"{name} {ms:.2f}" for name, ms in inside_calls.items()))
+    write_json(args.json, {"sizes": sizes, "results": results, "read_graph_inside_server_ms": inside,
+                           "calls_inside_server_p50_ms": inside_calls, **flat})
     return 0
 
 
