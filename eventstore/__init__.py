@@ -1,11 +1,12 @@
-"""The log: immutable events appended to LMDB, read back by stream, position or time.
+"""The log: immutable events appended to streams, read back by stream, position or time.
 
-Nothing here knows who uses it: higher layers register inline hooks that run inside
-the append's write transaction, and open their own named databases in the store.
+`EventLog` is what every backend does; `LmdbLog` is the embedded one. Nothing here
+knows who uses it: higher layers register inline hooks that run inside the append's
+write transaction, and may keep their own databases in the log's LMDB environment.
 """
 
-from eventstore.codec import UPCASTERS, Codec, Envelope, Upcasters
-from eventstore.errors import (
+from chronograph.eventstore.codec import UPCASTERS, Codec, Envelope, Upcasters
+from chronograph.eventstore.errors import (
     ConcurrencyError,
     EventStoreError,
     IdempotencyConflictError,
@@ -15,7 +16,7 @@ from eventstore.errors import (
     StoreOpenError,
     UnknownEventError,
 )
-from eventstore.events import (
+from chronograph.eventstore.events import (
     CATALOGUE,
     ContextStatus,
     ContextUpdated,
@@ -30,10 +31,12 @@ from eventstore.events import (
     RelationUpdated,
     event_type,
 )
-from eventstore.reader import Reader
-from eventstore.store import DEFAULT_MAP_SIZE, FORMAT_VERSION, EventStore
-from eventstore.writer import InlineHook, Transaction
-from eventstore.writes import ANY, EXISTS, NO_STREAM, AppendResult, ExpectedVersion, StreamWrite
+from chronograph.eventstore.lmdbenv import DEFAULT_MAP_SIZE, LmdbEnv
+from chronograph.eventstore.lmdblog import FORMAT_VERSION, LmdbLog
+from chronograph.eventstore.lmdbreader import LmdbReader
+from chronograph.eventstore.lmdbwriter import LmdbTransaction
+from chronograph.eventstore.log import EventLog, InlineHook, LogReader, LogTransaction
+from chronograph.eventstore.writes import ANY, EXISTS, NO_STREAM, AppendResult, ExpectedVersion, StreamWrite
 
 __all__ = [
     "ANY",
@@ -53,14 +56,19 @@ __all__ = [
     "EntityUpdated",
     "Envelope",
     "Event",
-    "EventStore",
+    "EventLog",
     "EventStoreError",
     "ExpectedVersion",
     "IdempotencyConflictError",
     "InlineHook",
+    "LmdbEnv",
+    "LmdbLog",
+    "LmdbReader",
+    "LmdbTransaction",
+    "LogReader",
+    "LogTransaction",
     "ObservationsAdded",
     "ObservationsDeleted",
-    "Reader",
     "RelationCreated",
     "RelationDeleted",
     "RelationUpdated",
@@ -69,7 +77,6 @@ __all__ = [
     "StoreFormatError",
     "StoreOpenError",
     "StreamWrite",
-    "Transaction",
     "UnknownEventError",
     "Upcasters",
     "event_type",

@@ -14,8 +14,8 @@ from typing import Any, Union
 
 import msgspec
 
-from eventstore.errors import UnknownEventError
-from eventstore.events import CATALOGUE, Event, event_type
+from chronograph.eventstore.errors import UnknownEventError
+from chronograph.eventstore.events import CATALOGUE, Event, event_type
 
 __all__ = ["Codec", "Envelope", "SlimEnvelope", "Upcasters", "UPCASTERS"]
 

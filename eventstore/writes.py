@@ -7,7 +7,7 @@ from typing import Literal
 
 import msgspec
 
-from eventstore.events import Event
+from chronograph.eventstore.events import Event
 
 __all__ = ["ANY", "EXISTS", "NO_STREAM", "AppendResult", "ExpectedVersion", "StreamWrite"]
 

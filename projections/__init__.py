@@ -1,56 +1,57 @@
 """Views folded from the event log: entities, relations, context, history, search.
 
-One fold (`projections.fold.apply`) serves three lifecycles: inline inside the append's
-write transaction (`Views`), rebuild into a fresh generation (`rebuild`), and time
-travel in memory (`graph_as_of`, `entity_as_of`).
+One fold (`chronograph.projections.fold.apply`) serves every lifecycle: inline inside
+the append's write transaction (`Views`), rebuild into the idle slot (`Views.rebuild`),
+time travel into dictionaries (`graph_as_of`, `entity_as_of`), and a command's overlay
+of what it is about to write (`Overlay`).
 """
 
-from projections.asof import entity_as_of, fold_streams, graph_as_of, position_of, relation_as_of
-from projections.catchup import Progress
-from projections.errors import ProjectionError, RebuildError, ViewsUnavailableError
-from projections.fold import State, apply, apply_all, unique
-from projections.graph import Direction, Graph, LmdbGraph, relations_touching
-from projections.history import Version, stream_history
-from projections.keys import ENTITY, RELATION
-from projections.lmdbstate import LmdbState
-from projections.memory import MemoryState, fold_log, paused_gc
-from projections.memorygraph import MemoryGraph
-from projections.rebuild import RebuildReport, rebuild
-from projections.records import (
+from chronograph.projections.asof import entity_as_of, fold_streams, graph_as_of, position_of, relation_as_of
+from chronograph.projections.catchup import Progress
+from chronograph.projections.dictgraph import DictGraph
+from chronograph.projections.dictstate import DictState, fold_log, paused_gc
+from chronograph.projections.errors import ProjectionError, RebuildError, ViewsUnavailableError
+from chronograph.projections.fold import State, apply, apply_all, unique
+from chronograph.projections.graph import Direction, Graph, LmdbGraph, relations_touching
+from chronograph.projections.keys import ENTITY, RELATION
+from chronograph.projections.lmdbstate import LmdbState
+from chronograph.projections.overlay import Overlay
+from chronograph.projections.rebuild import RebuildReport
+from chronograph.projections.records import (
     ContextRecord,
     EntityRecord,
-    EntityView,
     NameRecord,
     RelationRecord,
-    RelationView,
     TypeCount,
     WorkspaceRecord,
+    copy_record,
 )
-from projections.search import SearchIndex, WorkspaceIndex, matches
-from projections.streams import context_stream, new_entity_stream, relation_stream
-from projections.verify import verify
-from projections.views import Views
+from chronograph.projections.search import SearchIndex, WorkspaceIndex, matches
+from chronograph.projections.streams import context_stream, new_entity_stream, relation_stream
+from chronograph.projections.verify import verify
+from chronograph.projections.versions import Version, stream_history
+from chronograph.projections.views import Snapshot, Views
 
 __all__ = [
     "ENTITY",
     "RELATION",
     "ContextRecord",
+    "DictGraph",
+    "DictState",
     "Direction",
     "EntityRecord",
-    "EntityView",
     "Graph",
     "LmdbGraph",
     "LmdbState",
-    "MemoryGraph",
-    "MemoryState",
     "NameRecord",
+    "Overlay",
     "Progress",
     "ProjectionError",
     "RebuildError",
     "RebuildReport",
     "RelationRecord",
-    "RelationView",
     "SearchIndex",
+    "Snapshot",
     "State",
     "TypeCount",
     "Version",
@@ -61,15 +62,15 @@ __all__ = [
     "apply",
     "apply_all",
     "context_stream",
+    "copy_record",
     "entity_as_of",
     "fold_log",
-    "paused_gc",
     "fold_streams",
     "graph_as_of",
     "matches",
     "new_entity_stream",
+    "paused_gc",
     "position_of",
-    "rebuild",
     "relation_as_of",
     "relation_stream",
     "relations_touching",

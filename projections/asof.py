@@ -9,18 +9,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from eventstore import EventStore, Reader, clock
-from projections.fold import apply_all
-from projections.graph import Graph
-from projections.memory import MemoryState, fold_log
-from projections.memorygraph import MemoryGraph
-from projections.records import EntityRecord, RelationRecord
-from projections.snapshots import Snapshots, fold_to
+from chronograph.eventstore import EventLog, LogReader, clock
+from chronograph.projections.dictgraph import DictGraph
+from chronograph.projections.dictstate import DictState, fold_log
+from chronograph.projections.fold import apply_all
+from chronograph.projections.graph import Graph
+from chronograph.projections.records import EntityRecord, RelationRecord
+from chronograph.projections.snapshots import Snapshots, fold_to
 
 __all__ = ["entity_as_of", "fold_streams", "graph_as_of", "position_of", "relation_as_of"]
 
 
-def position_of(reader: Reader, moment: int | str | datetime) -> int:
+def position_of(reader: LogReader, moment: int | str | datetime) -> int:
     """The log position in force at `moment`: a position (int), ISO-8601 text or a datetime.
 
     Raises:
@@ -40,16 +40,16 @@ def position_of(reader: Reader, moment: int | str | datetime) -> int:
     return reader.position_at(clock.parse_iso(text))
 
 
-def graph_as_of(store: EventStore, position: int, snapshots: Snapshots | None = None) -> MemoryGraph:
+def graph_as_of(log: EventLog, position: int, snapshots: Snapshots | None = None) -> DictGraph:
     """The whole graph as it stood after the event at `position` (from the nearest snapshot)."""
     if snapshots is None:
-        return MemoryGraph(fold_log(store, position))
-    return MemoryGraph(fold_to(store, snapshots, position))
+        return DictGraph(fold_log(log, position))
+    return DictGraph(fold_to(log, snapshots, position))
 
 
-def fold_streams(reader: Reader, streams: Iterable[str], position: int) -> MemoryState:
+def fold_streams(reader: LogReader, streams: Iterable[str], position: int) -> DictState:
     """Only `streams`, folded up to `position`."""
-    state = MemoryState()
+    state = DictState()
     for stream in streams:
         envelopes = [e for e in reader.stream(stream) if e.position <= position]
         apply_all(state, envelopes)
@@ -58,18 +58,16 @@ def fold_streams(reader: Reader, streams: Iterable[str], position: int) -> Memor
 
 
 def entity_as_of(
-    reader: Reader, current: Graph, workspace: str, name: str, position: int
+    reader: LogReader, current: Graph, workspace: str, name: str, position: int
 ) -> EntityRecord | None:
     """The entity called `name` as it stood at `position`, or None if none was live then.
 
     `current` (the live views) knows every stream ever created under the name.
     """
     state = fold_streams(reader, current.name_streams(workspace, name), position)
-    entity = state.live_entity(workspace, name)
-    return None if entity is None else entity.record()
+    return state.live_entity(workspace, name)
 
 
-def relation_as_of(reader: Reader, stream: str, position: int) -> RelationRecord | None:
+def relation_as_of(reader: LogReader, stream: str, position: int) -> RelationRecord | None:
     """The relation of `stream` as it stood at `position`, or None if it was not live."""
-    relation = fold_streams(reader, [stream], position).relations.get(stream)
-    return None if relation is None else relation.record()
+    return fold_streams(reader, [stream], position).relations.get(stream)

@@ -1,10 +1,13 @@
-"""The fold: how one event changes the graph. One function for all three lifecycles.
+"""The fold: how one event changes the graph. One function for every lifecycle.
 
 `apply(state, envelope)` reads and writes through the `State` protocol, which is backed
-by LMDB inside the append's transaction (inline), or by dictionaries (rebuild and
-time travel). Handlers change working copies in place and then tell the state what
-kind of change it was. The fold is total: an event on a stream it does not know is
-ignored, so any log can be replayed, even one written by a buggy or foreign writer.
+by LMDB inside the append's transaction (inline), by dictionaries (rebuild and time
+travel), or by an overlay of dictionaries on the live views (a command deciding what to
+write: it sees its own events exactly as the views will). Handlers change records in
+place, rebinding fields rather than mutating lists or dicts they did not make, and then
+tell the state what kind of change it was. The fold is total: an event on a stream it
+does not know is ignored, so any log can be replayed, even one written by a buggy or
+foreign writer.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Protocol
 
 from msgspec import UNSET
 
-from eventstore import (
+from chronograph.eventstore import (
     ContextUpdated,
     EntityCreated,
     EntityDeleted,
@@ -27,7 +30,7 @@ from eventstore import (
     RelationDeleted,
     RelationUpdated,
 )
-from projections.working import Context, Entity, Relation
+from chronograph.projections.records import ContextRecord, EntityRecord, RelationRecord
 
 __all__ = ["State", "apply", "apply_all", "unique"]
 
@@ -35,22 +38,22 @@ __all__ = ["State", "apply", "apply_all", "unique"]
 class State(Protocol):
     """What the fold needs from a view of the graph."""
 
-    def get_entity(self, stream: str) -> Entity | None: ...
-    def live_entity(self, workspace: str, name: str) -> Entity | None: ...
-    def add_entity(self, entity: Entity) -> None: ...
-    def changed_entity(self, entity: Entity, old_type: str) -> None: ...
-    def remove_entity(self, entity: Entity) -> None: ...
-    def get_relation(self, stream: str) -> Relation | None: ...
-    def add_relation(self, relation: Relation) -> None: ...
-    def changed_relation(self, relation: Relation) -> None: ...
-    def remove_relation(self, relation: Relation) -> None: ...
-    def get_context(self, workspace: str) -> Context | None: ...
-    def save_context(self, context: Context) -> None: ...
+    def get_entity(self, stream: str) -> EntityRecord | None: ...
+    def live_entity(self, workspace: str, name: str) -> EntityRecord | None: ...
+    def add_entity(self, entity: EntityRecord) -> None: ...
+    def changed_entity(self, entity: EntityRecord, old_type: str) -> None: ...
+    def remove_entity(self, entity: EntityRecord) -> None: ...
+    def get_relation(self, stream: str) -> RelationRecord | None: ...
+    def add_relation(self, relation: RelationRecord) -> None: ...
+    def changed_relation(self, relation: RelationRecord) -> None: ...
+    def remove_relation(self, relation: RelationRecord) -> None: ...
+    def get_context(self, workspace: str) -> ContextRecord | None: ...
+    def save_context(self, context: ContextRecord) -> None: ...
 
 
-def unique(items: Iterable[str]) -> tuple[str, ...]:
+def unique(items: Iterable[str]) -> list[str]:
     """`items` without repeats, first occurrence kept, order kept."""
-    return tuple(dict.fromkeys(items))
+    return list(dict.fromkeys(items))
 
 
 def _entity_created(state: State, envelope: Envelope, event: EntityCreated) -> None:
@@ -61,19 +64,20 @@ def _entity_created(state: State, envelope: Envelope, event: EntityCreated) -> N
     if holder is not None:  # a name is unique among live entities: the newest wins
         state.remove_entity(holder)
     at = envelope.recorded_at
-    state.add_entity(Entity(
-        envelope.stream, event.workspace, event.name, event.entity_type,
-        dict.fromkeys(event.observations), event.metadata,
-        envelope.version, at, at, envelope.position,
+    state.add_entity(EntityRecord(
+        stream=envelope.stream, workspace=event.workspace, name=event.name, entity_type=event.entity_type,
+        observations=unique(event.observations), metadata=event.metadata,
+        version=envelope.version, created_at=at, updated_at=at, seq=envelope.position,
     ))
 
 
 def _observations_added(state: State, envelope: Envelope, event: ObservationsAdded) -> None:
     entity = state.get_entity(envelope.stream)
     if entity is not None:
-        observations = entity.observations
-        for observation in event.observations:
-            observations[observation] = None
+        present = set(entity.observations)
+        new = [o for o in dict.fromkeys(event.observations) if o not in present]
+        if new:
+            entity.observations = entity.observations + new
         entity.version = envelope.version
         entity.updated_at = envelope.recorded_at
         state.changed_entity(entity, entity.entity_type)
@@ -82,9 +86,8 @@ def _observations_added(state: State, envelope: Envelope, event: ObservationsAdd
 def _observations_deleted(state: State, envelope: Envelope, event: ObservationsDeleted) -> None:
     entity = state.get_entity(envelope.stream)
     if entity is not None:
-        observations = entity.observations
-        for observation in event.observations:
-            observations.pop(observation, None)
+        gone = set(event.observations)
+        entity.observations = [o for o in entity.observations if o not in gone]
         entity.version = envelope.version
         entity.updated_at = envelope.recorded_at
         state.changed_entity(entity, entity.entity_type)
@@ -98,7 +101,7 @@ def _entity_updated(state: State, envelope: Envelope, event: EntityUpdated) -> N
     if event.entity_type is not UNSET:
         entity.entity_type = event.entity_type
     if event.observations is not UNSET:
-        entity.observations = dict.fromkeys(event.observations)
+        entity.observations = unique(event.observations)
     if event.metadata is not UNSET:
         entity.metadata = event.metadata
     entity.version = envelope.version
@@ -117,9 +120,10 @@ def _relation_created(state: State, envelope: Envelope, event: RelationCreated) 
     if stale is not None:
         state.remove_relation(stale)
     at = envelope.recorded_at
-    state.add_relation(Relation(
-        envelope.stream, event.workspace, event.source, event.target, event.relation_type,
-        event.confidence, event.metadata, envelope.version, at, at, envelope.position,
+    state.add_relation(RelationRecord(
+        stream=envelope.stream, workspace=event.workspace, source=event.source, target=event.target,
+        relation_type=event.relation_type, confidence=event.confidence, metadata=event.metadata,
+        version=envelope.version, created_at=at, updated_at=at, seq=envelope.position,
     ))
 
 
@@ -143,8 +147,8 @@ def _relation_deleted(state: State, envelope: Envelope, event: RelationDeleted) 
 
 
 def _context_updated(state: State, envelope: Envelope, event: ContextUpdated) -> None:
-    context = state.get_context(event.workspace) or Context(event.workspace)
-    for field in Context.FIELDS:
+    context = state.get_context(event.workspace) or ContextRecord(event.workspace)
+    for field in ContextRecord.FIELDS:
         value = getattr(event, field)
         if value is not UNSET:
             setattr(context, field, value)

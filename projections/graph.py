@@ -1,6 +1,6 @@
 """Reading the graph from the LMDB views within one transaction: a consistent snapshot.
 
-`LmdbGraph` and `MemoryGraph` (time travel) answer the same questions, so the server
+`LmdbGraph` and `DictGraph` (time travel) answer the same questions, so the server
 answers "now" and "as of then" with the same code.
 """
 
@@ -12,7 +12,7 @@ from typing import Literal, Protocol
 
 import lmdb
 
-from projections.keys import (
+from chronograph.projections.keys import (
     ENTITY,
     INCOMING,
     OUTGOING,
@@ -26,12 +26,10 @@ from projections.keys import (
     totals_key,
     workspace_key,
 )
-from projections.records import (
+from chronograph.projections.records import (
     ContextRecord,
     EntityRecord,
-    EntityView,
     RelationRecord,
-    RelationView,
     WorkspaceRecord,
     decode_context,
     decode_entity,
@@ -40,8 +38,8 @@ from projections.records import (
     decode_type_count,
     decode_workspace,
 )
-from projections.streams import relation_stream
-from projections.tables import Tables
+from chronograph.projections.streams import relation_stream
+from chronograph.projections.tables import Tables
 
 __all__ = ["Direction", "Graph", "LmdbGraph"]
 
@@ -54,20 +52,20 @@ class Graph(Protocol):
     position: int
     """The log position this view reflects."""
 
-    def entity(self, workspace: str, name: str) -> EntityView | None: ...
-    def entity_by_stream(self, stream: str) -> EntityView | None: ...
+    def entity(self, workspace: str, name: str) -> EntityRecord | None: ...
+    def entity_by_stream(self, stream: str) -> EntityRecord | None: ...
     def entities(
         self, workspace: str, offset: int = 0, limit: int | None = None
-    ) -> Iterator[EntityView]: ...
+    ) -> Iterator[EntityRecord]: ...
     def relations(
         self, workspace: str, offset: int = 0, limit: int | None = None
-    ) -> Iterator[RelationView]: ...
+    ) -> Iterator[RelationRecord]: ...
     def relation(
         self, workspace: str, source: str, relation_type: str, target: str
-    ) -> RelationView | None: ...
+    ) -> RelationRecord | None: ...
     def relations_of(
         self, workspace: str, name: str, direction: Direction = "both"
-    ) -> list[RelationView]: ...
+    ) -> list[RelationRecord]: ...
     def context(self, workspace: str) -> ContextRecord | None: ...
     def workspace(self, workspace: str) -> WorkspaceRecord | None: ...
     def workspaces(self) -> list[WorkspaceRecord]: ...
@@ -75,9 +73,9 @@ class Graph(Protocol):
     def name_streams(self, workspace: str, name: str) -> tuple[str, ...]: ...
 
 
-def relations_touching(graph: Graph, workspace: str, names: Iterable[str]) -> list[RelationView]:
+def relations_touching(graph: Graph, workspace: str, names: Iterable[str]) -> list[RelationRecord]:
     """Relations with at least one end among `names`, each once, oldest first."""
-    found: dict[str, RelationView] = {}
+    found: dict[str, RelationRecord] = {}
     for name in dict.fromkeys(names):
         for record in graph.relations_of(workspace, name):
             found[record.stream] = record

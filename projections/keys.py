@@ -6,7 +6,7 @@ keys are contiguous and another's can never be reached by a prefix scan.
 
 from __future__ import annotations
 
-from eventstore.keys import digest, pack_u64, text_key
+from chronograph.eventstore.keys import digest, pack_u64, text_key
 
 __all__ = [
     "ENTITY",

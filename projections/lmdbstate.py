@@ -1,6 +1,6 @@
 """The fold's `State` on LMDB: record writes with their indexes, inside one write transaction.
 
-`write_state` lays a whole `MemoryState` into empty tables in key order (a rebuild);
+`write_state` lays a whole `DictState` into empty tables in key order (a rebuild);
 `LmdbState` updates the same tables one event at a time (inline). Both produce
 byte-identical databases, which the tests check.
 """
@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import lmdb
 
-from projections.graph import LmdbGraph
-from projections.keys import (
+from chronograph.projections.graph import LmdbGraph
+from chronograph.projections.keys import (
     ENTITY,
     INCOMING,
     OUTGOING,
@@ -26,9 +26,12 @@ from projections.keys import (
     type_count_key,
     workspace_key,
 )
-from projections.memory import MemoryState
-from projections.records import (
+from chronograph.projections.dictstate import DictState
+from chronograph.projections.records import (
+    ContextRecord,
+    EntityRecord,
     NameRecord,
+    RelationRecord,
     TypeCount,
     WorkspaceRecord,
     decode_name,
@@ -36,8 +39,7 @@ from projections.records import (
     decode_workspace,
     encode,
 )
-from projections.tables import Tables
-from projections.working import Context, Entity, Relation
+from chronograph.projections.tables import Tables
 
 __all__ = ["LmdbState", "rows", "write_state"]
 
@@ -49,18 +51,16 @@ class LmdbState(LmdbGraph):
 
     __slots__ = ()
 
-    def get_entity(self, stream: str) -> Entity | None:
-        record = self.entity_by_stream(stream)
-        return None if record is None else Entity.of(record)
+    def get_entity(self, stream: str) -> EntityRecord | None:
+        return self.entity_by_stream(stream)
 
-    def live_entity(self, workspace: str, name: str) -> Entity | None:
-        record = self.entity(workspace, name)
-        return None if record is None else Entity.of(record)
+    def live_entity(self, workspace: str, name: str) -> EntityRecord | None:
+        return self.entity(workspace, name)
 
-    def add_entity(self, entity: Entity) -> None:
+    def add_entity(self, entity: EntityRecord) -> None:
         txn, tables = self.txn, self.tables
         stream_key = record_key(entity.stream)
-        txn.put(stream_key, encode(entity.record()), db=tables.entities)
+        txn.put(stream_key, encode(entity), db=tables.entities)
         ws = self._ws(entity.workspace)
         key = name_key(ws, entity.name)
         known = decode_name(txn.get(key, db=tables.names) or _NO_NAME).streams
@@ -69,14 +69,14 @@ class LmdbState(LmdbGraph):
         txn.put(order_key(ws, ENTITY, entity.seq), stream_key, db=tables.order)
         self._count(entity.workspace, ws, ENTITY, entity.entity_type, +1)
 
-    def changed_entity(self, entity: Entity, old_type: str) -> None:
-        self.txn.put(record_key(entity.stream), encode(entity.record()), db=self.tables.entities)
+    def changed_entity(self, entity: EntityRecord, old_type: str) -> None:
+        self.txn.put(record_key(entity.stream), encode(entity), db=self.tables.entities)
         if old_type != entity.entity_type:
             ws = self._ws(entity.workspace)
             self._count(entity.workspace, ws, ENTITY, old_type, -1, total=False)
             self._count(entity.workspace, ws, ENTITY, entity.entity_type, +1, total=False)
 
-    def remove_entity(self, entity: Entity) -> None:
+    def remove_entity(self, entity: EntityRecord) -> None:
         txn, tables = self.txn, self.tables
         txn.delete(record_key(entity.stream), db=tables.entities)
         ws = self._ws(entity.workspace)
@@ -87,24 +87,23 @@ class LmdbState(LmdbGraph):
         txn.delete(order_key(ws, ENTITY, entity.seq), db=tables.order)
         self._count(entity.workspace, ws, ENTITY, entity.entity_type, -1)
 
-    def get_relation(self, stream: str) -> Relation | None:
-        record = self.relation_by_stream(stream)
-        return None if record is None else Relation.of(record)
+    def get_relation(self, stream: str) -> RelationRecord | None:
+        return self.relation_by_stream(stream)
 
-    def add_relation(self, relation: Relation) -> None:
+    def add_relation(self, relation: RelationRecord) -> None:
         txn, tables = self.txn, self.tables
         stream_key = record_key(relation.stream)
-        txn.put(stream_key, encode(relation.record()), db=tables.relations)
+        txn.put(stream_key, encode(relation), db=tables.relations)
         ws = self._ws(relation.workspace)
         txn.put(order_key(ws, RELATION, relation.seq), stream_key, db=tables.order)
         for name, way in ((relation.source, OUTGOING), (relation.target, INCOMING)):
             txn.put(adjacency_key(ws, name, way, relation.seq), stream_key, db=tables.adjacency)
         self._count(relation.workspace, ws, RELATION, relation.relation_type, +1)
 
-    def changed_relation(self, relation: Relation) -> None:
-        self.txn.put(record_key(relation.stream), encode(relation.record()), db=self.tables.relations)
+    def changed_relation(self, relation: RelationRecord) -> None:
+        self.txn.put(record_key(relation.stream), encode(relation), db=self.tables.relations)
 
-    def remove_relation(self, relation: Relation) -> None:
+    def remove_relation(self, relation: RelationRecord) -> None:
         txn, tables = self.txn, self.tables
         txn.delete(record_key(relation.stream), db=tables.relations)
         ws = self._ws(relation.workspace)
@@ -113,13 +112,12 @@ class LmdbState(LmdbGraph):
             txn.delete(adjacency_key(ws, name, way, relation.seq), db=tables.adjacency)
         self._count(relation.workspace, ws, RELATION, relation.relation_type, -1)
 
-    def get_context(self, workspace: str) -> Context | None:
-        record = self.context(workspace)
-        return None if record is None else Context.of(record)
+    def get_context(self, workspace: str) -> ContextRecord | None:
+        return self.context(workspace)
 
-    def save_context(self, context: Context) -> None:
+    def save_context(self, context: ContextRecord) -> None:
         ws = self._ws(context.workspace)
-        self.txn.put(context_key(ws), encode(context.record()), db=self.tables.workspaces)
+        self.txn.put(context_key(ws), encode(context), db=self.tables.workspaces)
         self._totals(context.workspace, ws)
 
     def _totals(self, workspace: str, ws: bytes) -> WorkspaceRecord:
@@ -151,7 +149,7 @@ class LmdbState(LmdbGraph):
             txn.put(totals_key(ws), encode(record), db=db)
 
 
-def rows(state: MemoryState) -> dict[str, list[tuple[bytes, bytes]]]:
+def rows(state: DictState) -> dict[str, list[tuple[bytes, bytes]]]:
     """Every key and value the view tables should hold for `state`, per table, in key order.
 
     (Not the `meta` table: its checkpoint is the position folded.)
@@ -166,7 +164,7 @@ def rows(state: MemoryState) -> dict[str, list[tuple[bytes, bytes]]]:
     }
 
 
-def write_state(txn: lmdb.Transaction, tables: Tables, state: MemoryState) -> int:
+def write_state(txn: lmdb.Transaction, tables: Tables, state: DictState) -> int:
     """Write every record and index of `state` into empty `tables`; return the keys written."""
     written = 0
     for table, items in rows(state).items():
@@ -179,22 +177,22 @@ def write_state(txn: lmdb.Transaction, tables: Tables, state: MemoryState) -> in
     return written
 
 
-def _entities(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
+def _entities(state: DictState) -> Iterator[tuple[bytes, bytes]]:
     for stream, entity in state.entities.items():
-        yield record_key(stream), encode(entity.record())
+        yield record_key(stream), encode(entity)
 
 
-def _relations(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
+def _relations(state: DictState) -> Iterator[tuple[bytes, bytes]]:
     for stream, relation in state.relations.items():
-        yield record_key(stream), encode(relation.record())
+        yield record_key(stream), encode(relation)
 
 
-def _names(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
+def _names(state: DictState) -> Iterator[tuple[bytes, bytes]]:
     for (workspace, name), record in state.names().items():
         yield name_key(workspace_key(workspace), name), encode(record)
 
 
-def _order(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
+def _order(state: DictState) -> Iterator[tuple[bytes, bytes]]:
     keys: dict[str, bytes] = {}
     for record in state.entities.values():
         ws = keys.get(record.workspace) or keys.setdefault(record.workspace, workspace_key(record.workspace))
@@ -204,7 +202,7 @@ def _order(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
         yield order_key(ws, RELATION, record.seq), record_key(record.stream)
 
 
-def _adjacency(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
+def _adjacency(state: DictState) -> Iterator[tuple[bytes, bytes]]:
     for record in state.relations.values():
         ws = workspace_key(record.workspace)
         stream_key = record_key(record.stream)
@@ -212,10 +210,10 @@ def _adjacency(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
         yield adjacency_key(ws, record.target, INCOMING, record.seq), stream_key
 
 
-def _workspaces(state: MemoryState) -> Iterator[tuple[bytes, bytes]]:
+def _workspaces(state: DictState) -> Iterator[tuple[bytes, bytes]]:
     for workspace, record in state.workspaces.items():
         yield totals_key(workspace_key(workspace)), encode(record)
     for workspace, context in state.contexts.items():
-        yield context_key(workspace_key(workspace)), encode(context.record())
+        yield context_key(workspace_key(workspace)), encode(context)
     for (workspace, kind, type_name), count in state.type_counts.items():
         yield type_count_key(workspace_key(workspace), kind, type_name), encode(TypeCount(type_name, count))

@@ -1,4 +1,9 @@
-"""The records the views store: compact msgspec arrays, one shape per kind of thing.
+"""The records the views store, and the fold changes: msgspec arrays, one shape per kind of thing.
+
+Entities, relations and contexts are mutable: the fold changes them in place (rebinding
+fields, never mutating a list or dict it did not make), and each `State` decides what
+saving means (nothing for dictionaries, encoding the record for LMDB). A whole log is
+folded without building a new object per event.
 
 Timestamps are microseconds since the epoch (from the log's `recorded_at`); `seq` is the
 log position of the event that created the thing, which orders a workspace's entities
@@ -7,87 +12,29 @@ and relations the way the official server orders its file: oldest first.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
 __all__ = [
     "ContextRecord",
     "EntityRecord",
-    "EntityView",
     "NameRecord",
     "RelationRecord",
-    "RelationView",
     "TypeCount",
     "WorkspaceRecord",
+    "copy_record",
 ]
 
 
-class EntityView(Protocol):
-    """What readers of an entity may rely on: a stored record or a time-travel working copy."""
-
-    @property
-    def stream(self) -> str: ...
-    @property
-    def workspace(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def entity_type(self) -> str: ...
-    @property
-    def observations(self) -> Iterable[str]: ...
-    @property
-    def metadata(self) -> dict[str, Any]: ...
-    @property
-    def version(self) -> int: ...
-    @property
-    def created_at(self) -> int: ...
-    @property
-    def updated_at(self) -> int: ...
-    @property
-    def seq(self) -> int: ...
-
-
-class RelationView(Protocol):
-    """What readers of a relation may rely on: a stored record or a working copy."""
-
-    @property
-    def stream(self) -> str: ...
-    @property
-    def workspace(self) -> str: ...
-    @property
-    def source(self) -> str: ...
-    @property
-    def target(self) -> str: ...
-    @property
-    def relation_type(self) -> str: ...
-    @property
-    def confidence(self) -> float | None: ...
-    @property
-    def metadata(self) -> dict[str, Any]: ...
-    @property
-    def version(self) -> int: ...
-    @property
-    def created_at(self) -> int: ...
-    @property
-    def updated_at(self) -> int: ...
-    @property
-    def seq(self) -> int: ...
-
-
-class _Record(msgspec.Struct, frozen=True, array_like=True, gc=False):
-    pass
-
-
-class EntityRecord(_Record):
-    """The current state of one live entity."""
+class EntityRecord(msgspec.Struct, array_like=True, gc=False):
+    """The current state of one live entity; `observations` never repeat."""
 
     stream: str
     workspace: str
     name: str
     entity_type: str
-    observations: tuple[str, ...]
+    observations: list[str]
     metadata: dict[str, Any]
     version: int
     created_at: int
@@ -95,7 +42,7 @@ class EntityRecord(_Record):
     seq: int
 
 
-class RelationRecord(_Record):
+class RelationRecord(msgspec.Struct, array_like=True, gc=False):
     """The current state of one live relation."""
 
     stream: str
@@ -111,7 +58,7 @@ class RelationRecord(_Record):
     seq: int
 
 
-class ContextRecord(_Record):
+class ContextRecord(msgspec.Struct, array_like=True, gc=False):
     """A workspace's working context: what the agent is doing and what comes next."""
 
     workspace: str
@@ -123,15 +70,18 @@ class ContextRecord(_Record):
     version: int = 0
     updated_at: int = 0
 
+    FIELDS: ClassVar[tuple[str, ...]] = ("active_task", "status", "reason", "next_steps", "last_commit")
+    """The fields a ContextUpdated event may set."""
 
-class NameRecord(_Record):
+
+class NameRecord(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """Every entity ever created under one name in one workspace, and the live one."""
 
     live: str | None
     streams: tuple[str, ...]
 
 
-class WorkspaceRecord(_Record):
+class WorkspaceRecord(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """A workspace's name and its totals."""
 
     name: str
@@ -139,11 +89,19 @@ class WorkspaceRecord(_Record):
     relations: int = 0
 
 
-class TypeCount(_Record):
+class TypeCount(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """How many live entities (or relations) of one type a workspace holds."""
 
     type_name: str
     count: int
+
+
+R = TypeVar("R", EntityRecord, RelationRecord, ContextRecord)
+
+
+def copy_record(record: R) -> R:
+    """A copy the fold may change without touching `record` (the fold only rebinds fields)."""
+    return msgspec.structs.replace(record)
 
 
 _encoder = msgspec.msgpack.Encoder()

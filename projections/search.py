@@ -24,9 +24,9 @@ import math
 import re
 from collections.abc import Iterable
 
-from eventstore import EntityCreated, Reader
-from projections.graph import LmdbGraph
-from projections.records import EntityRecord
+from chronograph.eventstore import EntityCreated, LogReader
+from chronograph.projections.graph import LmdbGraph
+from chronograph.projections.records import EntityRecord
 
 __all__ = ["SearchIndex", "WorkspaceIndex", "folded", "matches"]
 
@@ -256,7 +256,7 @@ class SearchIndex:
     def __init__(self) -> None:
         self._workspaces: dict[str, WorkspaceIndex] = {}
 
-    def current(self, log: Reader, graph: LmdbGraph, workspace: str) -> WorkspaceIndex:
+    def current(self, log: LogReader, graph: LmdbGraph, workspace: str) -> WorkspaceIndex:
         """The workspace's index, brought up to the position of `graph` (same snapshot as `log`)."""
         index = self._workspaces.get(workspace)
         if index is None or index.position > graph.position:

@@ -1,7 +1,8 @@
 """Snapshots: the folded graph saved at a log position, so time travel folds from there.
 
 The log before a position never changes, so a snapshot never goes stale; it is only
-ignored when the fold's shape changed (another `SNAPSHOT_FORMAT`). Snapshots are taken
+ignored when the fold's shape changed (another `SNAPSHOT_FORMAT`, kept in a database of
+its own so that versions with different shapes can share a store). Snapshots are taken
 every `SPACING` events by rebuilds and by as-of folds that pass such a position, and at
 most `KEEP` are kept, spread over the log. Without them, the graph as of the middle of a
 million-event log costs a fold of half a million events.
@@ -11,14 +12,16 @@ from __future__ import annotations
 
 import msgspec
 
-from eventstore import EventStore, Reader
-from eventstore.keys import pack_u64, unpack_u64
-from projections.memory import MemoryState, paused_gc
-from projections.working import Context, Entity, Relation
+import lmdb
+
+from chronograph.eventstore import EventLog, LmdbEnv
+from chronograph.eventstore.keys import pack_u64, unpack_u64
+from chronograph.projections.dictstate import DictState, paused_gc
+from chronograph.projections.records import ContextRecord, EntityRecord, RelationRecord
 
 __all__ = ["KEEP", "SPACING", "Snapshots", "encode", "fold_to"]
 
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
 SPACING = 100_000
 """Events between snapshot positions."""
 KEEP = 8
@@ -28,9 +31,9 @@ KEEP = 8
 class _Snapshot(msgspec.Struct, array_like=True, gc=False):
     format: int
     position: int
-    entities: list[Entity]
-    relations: list[Relation]
-    contexts: list[Context]
+    entities: list[EntityRecord]
+    relations: list[RelationRecord]
+    contexts: list[ContextRecord]
     names: list[tuple[str, str, list[str | None]]]
     seen: list[str]
 
@@ -40,40 +43,42 @@ _decoder = msgspec.msgpack.Decoder(_Snapshot)
 
 
 class Snapshots:
-    """The snapshots of one store (its `snapshots` database)."""
+    """The snapshots of one log, kept in an LMDB environment (its `snapshots.v<format>` database)."""
 
-    def __init__(self, store: EventStore, spacing: int = SPACING, keep: int = KEEP) -> None:
-        self.store = store
+    NAME = f"snapshots.v{SNAPSHOT_FORMAT}"
+
+    def __init__(self, env: LmdbEnv, spacing: int = SPACING, keep: int = KEEP) -> None:
+        self.env = env
         self.spacing = spacing
         self.keep = keep
-        absent = store.readonly and "snapshots" not in store.database_names()
-        self.db = None if absent else store.open_db("snapshots")
+        absent = env.readonly and self.NAME not in env.database_names()
+        self.db = None if absent else env.open_db(self.NAME)
 
-    def positions(self, reader: Reader) -> list[int]:
+    def positions(self) -> list[int]:
         """The positions that have a snapshot, ascending."""
         if self.db is None:
             return []
-        with reader.txn.cursor(self.db) as cursor:
+        with self.env.read() as txn, txn.cursor(self.db) as cursor:
             return [unpack_u64(key) for key in cursor.iternext(values=False)]
 
-    def nearest(self, reader: Reader, position: int) -> MemoryState:
+    def nearest(self, position: int) -> DictState:
         """The state of the latest snapshot at or before `position` (empty when there is none)."""
         if self.db is not None:
-            with reader.txn.cursor(self.db) as cursor:
+            with self.env.read() as txn, txn.cursor(self.db) as cursor:
                 found = cursor.set_range(pack_u64(position + 1))
                 found = cursor.prev() if found else cursor.last()
                 if found:
                     snapshot = _decoder.decode(cursor.value())
                     if snapshot.format == SNAPSHOT_FORMAT:
                         return _restore(snapshot)
-        return MemoryState()
+        return DictState()
 
     @property
     def writable(self) -> bool:
         """Whether snapshots can be saved (not on a read-only store)."""
-        return self.db is not None and not self.store.readonly
+        return self.db is not None and not self.env.readonly
 
-    def save(self, state: MemoryState) -> None:
+    def save(self, state: DictState) -> None:
         """Keep `state` as the snapshot at its position (ignored on a read-only store)."""
         if self.writable and state.position:
             self.save_encoded(state.position, encode(state))
@@ -83,27 +88,27 @@ class Snapshots:
         db = self.db
         assert db is not None
 
-        def write(tx) -> None:  # type: ignore[no-untyped-def]
-            tx.txn.put(pack_u64(position), data, db=db)
-            with tx.txn.cursor(db) as cursor:
+        def write(txn: lmdb.Transaction) -> None:
+            txn.put(pack_u64(position), data, db=db)
+            with txn.cursor(db) as cursor:
                 kept = [unpack_u64(k) for k in cursor.iternext(values=False)]
             while len(kept) > self.keep:
                 gaps = [kept[i + 1] - kept[i - 1] for i in range(1, len(kept) - 1)]
                 drop = kept.pop(1 + gaps.index(min(gaps)))
-                tx.txn.delete(pack_u64(drop), db=db)
+                txn.delete(pack_u64(drop), db=db)
 
-        self.store.transact(write)
+        self.env.write(write)
 
 
-def fold_to(store: EventStore, snapshots: Snapshots, position: int) -> MemoryState:
+def fold_to(log: EventLog, snapshots: Snapshots, position: int) -> DictState:
     """The graph after the event at `position`: the nearest snapshot, then the log from it.
 
     Passing a multiple of SPACING more than SPACING events after the snapshot saves one there.
     """
     pending: list[tuple[int, bytes]] = []
-    with store.read() as reader, paused_gc():
+    with log.read() as reader, paused_gc():
         last = min(position, reader.head())
-        state = snapshots.nearest(reader, last)
+        state = snapshots.nearest(last)
         base = state.position
         start = state.position + 1
         for stop in _stops(base, last, snapshots.spacing):
@@ -125,7 +130,7 @@ def _stops(after: int, last: int, spacing: int) -> list[int]:
     return [*range(first, last, spacing), last] if last > after else []
 
 
-def encode(state: MemoryState) -> bytes:
+def encode(state: DictState) -> bytes:
     """The snapshot bytes of `state` as it is now."""
     names = [(ws, name, known) for (ws, name), known in state._names.items()]  # noqa: SLF001
     return _encoder.encode(_Snapshot(
@@ -134,8 +139,8 @@ def encode(state: MemoryState) -> bytes:
     ))
 
 
-def _restore(snapshot: _Snapshot) -> MemoryState:
-    state = MemoryState()
+def _restore(snapshot: _Snapshot) -> DictState:
+    state = DictState()
     state.entities.update({e.stream: e for e in snapshot.entities})
     state.relations.update({r.stream: r for r in snapshot.relations})
     state.contexts.update({c.workspace: c for c in snapshot.contexts})

@@ -1,7 +1,15 @@
-"""The named LMDB databases of one generation of the views, and the pointer to the live one.
+"""The named LMDB databases of the views: two slots per view format, and the pointer to the live one.
 
-Views live in generations: `views.<n>.<table>`. A rebuild fills generation n + 1 while
-n keeps serving, then one write transaction moves the pointer and drops generation n.
+Views live in `views.v<format>.<slot>.<table>`, slot `a` or `b`. Generation n (counted
+up by every rebuild) lives in slot "ab"[n % 2]: a rebuild fills the slot that is not live
+while the live one keeps serving, then one write transaction moves the pointer and
+empties the old slot. Databases are emptied, never deleted, so a process opens at most
+two slots' handles however many rebuilds run beside it (LMDB's named databases are a
+fixed number per environment).
+
+Each view format has its own slots and its own pointer key, so two versions of
+Chronograph with different layouts can share a store: each folds and reads its own
+views from the one log, and neither touches the other's.
 """
 
 from __future__ import annotations
@@ -10,26 +18,23 @@ from typing import NamedTuple
 
 import lmdb
 
-from eventstore import EventStore
-from eventstore.keys import pack_u32, pack_u64, unpack_u32, unpack_u64
+from chronograph.eventstore import LmdbEnv
+from chronograph.eventstore.keys import pack_u32, pack_u64, unpack_u32, unpack_u64
 
 __all__ = [
     "TABLES",
     "VIEWS_FORMAT",
     "Pointer",
     "Tables",
-    "generations_on_disk",
     "open_tables",
     "table_names",
 ]
 
-VIEWS_FORMAT = 1
-"""Bump when a view's layout changes: stores with another format are rebuilt at open."""
+VIEWS_FORMAT = 2
+"""Bump when a view's layout changes: a new format builds its own views beside the old ones."""
 
 TABLES = ("entities", "relations", "names", "order", "adjacency", "workspaces", "meta")
 
-_GENERATION = b"generation"
-_FORMAT = b"format"
 _CHECKPOINT = b"checkpoint"
 
 
@@ -59,45 +64,38 @@ class Tables(NamedTuple):
         return tuple(self[1:])
 
 
-def table_names(generation: int) -> list[str]:
-    """The database names of `generation`."""
-    return [f"views.{generation}.{table}" for table in TABLES]
+def slot(generation: int) -> str:
+    """The slot (`a` or `b`) that holds `generation`."""
+    return "ab"[generation % 2]
 
 
-def generations_on_disk(store: EventStore) -> set[int]:
-    """Every generation that has databases in the store, live or left over."""
-    found = set()
-    for name in store.database_names():
-        parts = name.split(".")
-        if len(parts) == 3 and parts[0] == "views" and parts[1].isdigit():
-            found.add(int(parts[1]))
-    return found
+def table_names(generation: int, views_format: int = VIEWS_FORMAT) -> list[str]:
+    """The database names of the slot holding `generation`."""
+    return [f"views.v{views_format}.{slot(generation)}.{table}" for table in TABLES]
 
 
-def open_tables(store: EventStore, generation: int, *, create: bool) -> Tables:
-    """Open (or create) the databases of `generation`; call outside any transaction."""
-    return Tables(generation, *(store.open_db(name, create=create) for name in table_names(generation)))
+def open_tables(env: LmdbEnv, generation: int, *, create: bool) -> Tables:
+    """The databases of `generation`'s slot; call outside any transaction."""
+    return Tables(generation, *(env.open_db(name, create=create) for name in table_names(generation)))
 
 
 class Pointer:
-    """The `views` database: which generation is live, and in which format."""
+    """The `views` database: which generation of this format's views is live."""
 
-    def __init__(self, store: EventStore) -> None:
-        absent = store.readonly and "views" not in store.database_names()
-        self.db = None if absent else store.open_db("views")
+    KEY = f"v{VIEWS_FORMAT}.generation".encode()
+
+    def __init__(self, env: LmdbEnv) -> None:
+        absent = env.readonly and "views" not in env.database_names()
+        self.db = None if absent else env.open_db("views")
 
     def generation(self, txn: lmdb.Transaction) -> int:
-        """The live generation, or 0 when the views were never built or are of another format."""
+        """The live generation, or 0 when views of this format were never built."""
         if self.db is None:
             return 0
-        generation = txn.get(_GENERATION, db=self.db)
-        stored_format = txn.get(_FORMAT, db=self.db)
-        if generation is None or stored_format is None or unpack_u32(stored_format) != VIEWS_FORMAT:
-            return 0
-        return unpack_u32(generation)
+        generation = txn.get(self.KEY, db=self.db)
+        return 0 if generation is None else unpack_u32(generation)
 
     def set(self, txn: lmdb.Transaction, generation: int) -> None:
-        """Make `generation` the live one, in the current format."""
+        """Make `generation` the live one."""
         assert self.db is not None
-        txn.put(_GENERATION, pack_u32(generation), db=self.db)
-        txn.put(_FORMAT, pack_u32(VIEWS_FORMAT), db=self.db)
+        txn.put(self.KEY, pack_u32(generation), db=self.db)

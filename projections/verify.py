@@ -7,20 +7,18 @@ from __future__ import annotations
 
 import msgspec
 
-from eventstore import Reader
-from projections.catchup import Progress
-from projections.lmdbstate import rows
-from projections.memory import MemoryState, paused_gc
-from projections.views import Views
+from chronograph.projections.catchup import Progress
+from chronograph.projections.dictstate import DictState, paused_gc
+from chronograph.projections.lmdbstate import rows
+from chronograph.projections.views import Views
 
 __all__ = ["verify"]
 
 
 def verify(views: Views, progress: Progress | None = None, shown: int = 50) -> list[str]:
     """The differences between the live views and a fresh fold of the log (none: they agree)."""
-    with views.read() as live:
-        log = Reader(live.txn, views.store.codec, views.store.dbs)
-        state = MemoryState()
+    with views.snapshot() as (live, log):
+        state = DictState()
         with paused_gc():
             for batch in log.batches(1, live.position, batch_size=4096, slim=True):
                 state.fold(batch)

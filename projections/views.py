@@ -1,4 +1,4 @@
-"""The live views of a store: opened (built or caught up if needed), kept current inline.
+"""The live views of a log: opened (built or caught up if needed), kept current inline.
 
 Every write goes through `Views.transact`: the work reads the views and appends in one
 write transaction, and the inline hook folds the new events into the views with their
@@ -10,19 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
-from eventstore import Envelope, EventStore, Reader, Transaction
-from projections.catchup import Progress, catch_up
-from projections.errors import ViewsUnavailableError
-from projections.fold import apply_all
-from projections.graph import LmdbGraph
-from projections.lmdbstate import LmdbState
-from projections.search import SearchIndex, WorkspaceIndex
-from projections.snapshots import Snapshots
-from projections.tables import Pointer, Tables, open_tables
+import lmdb
 
-__all__ = ["Views"]
+from chronograph.eventstore import Envelope, EventLog, LogReader, LogTransaction
+from chronograph.projections.binding import bind
+from chronograph.projections.catchup import Progress, catch_up
+from chronograph.projections.errors import ViewsUnavailableError
+from chronograph.projections.fold import apply_all
+from chronograph.projections.graph import LmdbGraph
+from chronograph.projections.lmdbstate import LmdbState
+from chronograph.projections.rebuild import RebuildReport, rebuild
+from chronograph.projections.search import SearchIndex, WorkspaceIndex
+from chronograph.projections.snapshots import Snapshots
+from chronograph.projections.tables import Pointer, Tables, open_tables, slot
+
+__all__ = ["Snapshot", "Views"]
 
 T = TypeVar("T")
 
@@ -38,41 +42,46 @@ class GenerationMoved(Exception):
         self.generation = generation
 
 
+class Snapshot(NamedTuple):
+    """The live views and the log, read together."""
+
+    graph: LmdbGraph
+    log: LogReader
+
+
 class Views:
-    """The views of `store`. Opening builds them if absent and catches them up if behind.
+    """The views of `log`. Opening builds them if absent and catches them up if behind.
 
     Raises (on construction):
         ViewsUnavailableError: If a read-only store has no views.
     """
 
-    def __init__(self, store: EventStore, *, progress: Progress | None = None) -> None:
-        self.store = store
-        self.pointer = Pointer(store)
+    def __init__(self, log: EventLog, *, progress: Progress | None = None) -> None:
+        self.log = log
+        self.binding = bind(log)
+        self.env = self.binding.env
+        self.pointer = Pointer(self.env)
+        self._slots: dict[str, Tables] = {}
         self._tables: Tables | None = None
         self._search = SearchIndex()
-        self.snapshots = Snapshots(store)
+        self.snapshots = Snapshots(self.env)
         """Saved folds of the log, for time travel."""
-        with store.read() as reader:
-            generation = self.pointer.generation(reader.txn)
-        if store.readonly:
+        with self.env.read() as txn:
+            generation = self.pointer.generation(txn)
+        if log.readonly:
             if generation == 0:
                 raise ViewsUnavailableError(
-                    f"the store at {store.path} has no views yet; open it once for writing "
-                    "(any chronograph command without --read-only) to build them"
+                    f"the store at {log.location} has no views of this version's format yet; open it "
+                    "once for writing (chronograph serve, or any command without a read-only open) to build them"
                 )
             self.adopt(generation)
+            return
+        if generation == 0:
+            self.rebuild(progress)
         else:
-            if generation == 0:
-                from projections.rebuild import rebuild
-
-                rebuild(self, progress=progress)
-            else:
-                from projections.rebuild import forget_leftovers
-
-                self.adopt(generation)
-                forget_leftovers(self)
-                self.catch_up(progress=progress)
-            store.add_inline_hook(self._on_append)
+            self.adopt(generation)
+            self.catch_up(progress=progress)
+        log.add_inline_hook(self._on_append)
 
     @property
     def tables(self) -> Tables:
@@ -83,34 +92,55 @@ class Views:
     def adopt(self, generation: int) -> None:
         """Use the tables of `generation` from now on (after a rebuild swapped it in)."""
         if self._tables is None or self._tables.generation != generation:
-            self._tables = open_tables(self.store, generation, create=False)
+            self._tables = self._tables_of(generation)
+
+    def _tables_of(self, generation: int) -> Tables:
+        known = self._slots.get(slot(generation))
+        if known is None:  # a slot's handles are opened once per process
+            known = self._slots[slot(generation)] = open_tables(self.env, generation, create=not self.log.readonly)
+        return known._replace(generation=generation)
+
+    def rebuild(self, progress: Progress | None = None) -> RebuildReport:
+        """Rebuild every view from the log into the idle slot and swap it in.
+
+        Raises:
+            RebuildError: If another rebuild swapped in first.
+        """
+        report = rebuild(self.log, self.binding, self.pointer, self.snapshots, self._tables_of, progress)
+        self.adopt(report.generation)
+        return report
 
     # --- reading --------------------------------------------------------------------------
 
     @contextmanager
-    def read(self) -> Iterator[LmdbGraph]:
-        """A consistent snapshot of the live views for the duration of the `with` block."""
+    def snapshot(self) -> Iterator[Snapshot]:
+        """The live views and the log as one consistent snapshot, for the `with` block."""
         while True:
-            with self.store.read() as reader:
-                generation = self.pointer.generation(reader.txn)
+            with self.binding.read() as (log, txn):
+                generation = self.pointer.generation(txn)
                 if generation == self.tables.generation:
-                    yield LmdbGraph(reader.txn, self.tables)
+                    yield Snapshot(LmdbGraph(txn, self.tables), log)
                     return
             self.adopt(generation)
 
-    def search_index(self, graph: LmdbGraph, workspace: str) -> WorkspaceIndex:
-        """The search index of `workspace`, current at `graph`'s snapshot."""
-        log = Reader(graph.txn, self.store.codec, self.store.dbs)
-        return self._search.current(log, graph, workspace)
+    @contextmanager
+    def read(self) -> Iterator[LmdbGraph]:
+        """A consistent snapshot of the live views for the duration of the `with` block."""
+        with self.snapshot() as snapshot:
+            yield snapshot.graph
+
+    def search_index(self, snapshot: Snapshot, workspace: str) -> WorkspaceIndex:
+        """The search index of `workspace`, current at the snapshot's position."""
+        return self._search.current(snapshot.log, snapshot.graph, workspace)
 
     def behind(self) -> int:
         """How many events of the log the views have not folded yet (0 when current)."""
-        with self.store.read() as reader:
-            return reader.head() - self.tables.checkpoint(reader.txn)
+        with self.binding.read() as (log, txn):
+            return log.head() - self.tables.checkpoint(txn)
 
     # --- writing --------------------------------------------------------------------------
 
-    def transact(self, work: Callable[[Transaction, LmdbState], T]) -> T:
+    def transact(self, work: Callable[[LogTransaction, LmdbState], T]) -> T:
         """Run `work(tx, state)` in one write transaction, with views current and updated inline.
 
         `state` reads the live views in the same transaction; anything `work` appends
@@ -118,23 +148,29 @@ class Views:
         """
         while True:
             tables = self.tables
+
+            def both(tx: LogTransaction, txn: lmdb.Transaction, tables: Tables = tables) -> T:
+                self._check_generation(txn, tables)
+                catch_up(tx, txn, tables, tx.head())
+                return work(tx, LmdbState(txn, tables))
+
             try:
-                return self.store.transact(lambda tx, tables=tables: work(tx, self._current(tx, tables)))
+                return self.binding.write(both)
             except GenerationMoved as moved:
                 self.adopt(moved.generation)
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Fold the events the views have not seen, in chunks; return the new checkpoint."""
         while True:
-            head = self.store.head()
+            head = self.log.head()
             tables = self.tables
 
-            def step(tx: Transaction, tables: Tables = tables, head: int = head) -> int:
-                self._check_generation(tx, tables)
-                return catch_up(tx, tables, head, limit=CATCH_UP_CHUNK)
+            def step(tx: LogTransaction, txn: lmdb.Transaction, tables: Tables = tables, head: int = head) -> int:
+                self._check_generation(txn, tables)
+                return catch_up(tx, txn, tables, head, limit=CATCH_UP_CHUNK)
 
             try:
-                checkpoint = self.store.transact(step)
+                checkpoint = self.binding.write(step)
             except GenerationMoved as moved:
                 self.adopt(moved.generation)
                 continue
@@ -143,22 +179,18 @@ class Views:
             if checkpoint >= head:
                 return checkpoint
 
-    def _current(self, tx: Transaction, tables: Tables) -> LmdbState:
-        self._check_generation(tx, tables)
-        catch_up(tx, tables, tx.head())
-        return LmdbState(tx.txn, tables)
-
-    def _check_generation(self, tx: Transaction, tables: Tables) -> None:
-        live = self.pointer.generation(tx.txn)
+    def _check_generation(self, txn: lmdb.Transaction, tables: Tables) -> None:
+        live = self.pointer.generation(txn)
         if live != tables.generation:
             raise GenerationMoved(live)
 
-    def _on_append(self, tx: Transaction, envelopes: Sequence[Envelope]) -> None:
+    def _on_append(self, tx: LogTransaction, envelopes: Sequence[Envelope]) -> None:
+        txn = self.binding.hook_txn(tx)
         tables = self.tables
-        self._check_generation(tx, tables)
+        self._check_generation(txn, tables)
         first = envelopes[0].position
-        checkpoint = catch_up(tx, tables, first - 1)
+        checkpoint = catch_up(tx, txn, tables, first - 1)
         if checkpoint != first - 1:
             raise AssertionError(f"views at {checkpoint} cannot take events from {first}")
-        apply_all(LmdbState(tx.txn, tables), envelopes)
-        tables.set_checkpoint(tx.txn, envelopes[-1].position)
+        apply_all(LmdbState(txn, tables), envelopes)
+        tables.set_checkpoint(txn, envelopes[-1].position)

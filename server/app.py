@@ -1,4 +1,4 @@
-"""The MCP server: tools, the knowledge-graph resource and its update notifications.
+"""The MCP server: a profile's tools, the knowledge-graph resource and its update notifications.
 
 Nothing happens at import time: `create_server` builds a server whose store opens in
 its lifespan (or earlier, through `Runtime.open`, so that a CLI can report a locked or
@@ -9,40 +9,23 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 
-from projections import paused_gc
-from server.commands import COMMANDS
-from server.config import Settings
-from server.errors import ReplyTooLargeError
-from server.memory import Memory
-from server.outputs import check_text_size, pretty, result
-from server.tools import EXTENDED, OFFICIAL, build_tools
+import chronograph
+from chronograph.application import Memory, ReplyTooLargeError, Tool, profile
+from chronograph.projections import paused_gc
+from chronograph.server.config import Settings
+from chronograph.server.results import check_text_size, pretty, result
+from chronograph.server.sdktools import build_tools
 
 __all__ = ["GRAPH_URI", "Runtime", "create_server"]
 
 GRAPH_URI = "memory://knowledge-graph"
 WORKSPACES_URI = "memory://workspaces"
-
-INSTRUCTIONS = (
-    "Chronograph is a knowledge-graph memory that never overwrites: every change is kept, "
-    "so past states can be read back and every change audited. Use it like the official "
-    "memory server (entities, relations, observations). Pass expectedVersion to make a write "
-    "fail instead of silently overwriting a concurrent change, and requestId to make a "
-    "retried call safe."
-)
-
-
-def _version() -> str:
-    try:
-        return version("chronograph")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 class Runtime:
@@ -87,15 +70,15 @@ class Runtime:
             return params.client_info.name
         return "unknown-client"
 
-    async def call(self, name: str, arguments: dict[str, Any], ctx: Context) -> types.CallToolResult:
-        """Run tool `name` and turn its output into a tool result."""
-        if name in COMMANDS:
-            written = self.memory.write(name, arguments, actor=self.actor(ctx))
+    async def call(self, tool: Tool, arguments: dict[str, Any], ctx: Context) -> types.CallToolResult:
+        """Run `tool` and turn its output into a tool result."""
+        if tool.writes:
+            written = self.memory.write(tool, arguments, actor=self.actor(ctx))
             if written.changed:
                 await self.notify(ctx)
             return result(written.output)
         with paused_gc():
-            return result(self.memory.read(name, arguments), tool=name, limit=self.settings.max_reply)
+            return result(self.memory.read(tool, arguments), tool=tool.name, limit=self.settings.max_reply)
 
     async def notify(self, ctx: Context) -> None:
         """Tell subscribers the knowledge graph changed (both protocol generations)."""
@@ -117,11 +100,14 @@ class Runtime:
             self._subscribers.pop(id(session._connection), None)  # noqa: SLF001
 
 
-def create_server(
-    settings: Settings, runtime: Runtime | None = None, *, log_level: str = "WARNING"
-) -> MCPServer:
-    """An MCP server over the store of `settings` (not opened until the server runs)."""
+def create_server(settings: Settings, runtime: Runtime | None = None, *, log_level: str = "WARNING") -> MCPServer:
+    """An MCP server over the store of `settings` (not opened until the server runs).
+
+    Raises:
+        KeyError: If `settings.profile` names no profile.
+    """
     runtime = runtime or Runtime(settings)
+    surface = profile(settings.profile)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[Runtime]:
@@ -131,12 +117,11 @@ def create_server(
         finally:
             runtime.close()
 
-    specs = OFFICIAL if settings.tools == "official" else OFFICIAL + EXTENDED
     server = MCPServer(
         "chronograph",
-        version=_version(),
-        instructions=INSTRUCTIONS,
-        tools=build_tools(specs, runtime.call, writes_files=settings.export_dir is not None),
+        version=chronograph.__version__,
+        instructions=surface.instructions,
+        tools=build_tools(surface.tools, runtime.call, writes_files=settings.export_dir is not None),
         lifespan=lifespan,
         log_level=log_level,  # type: ignore[arg-type]
     )

@@ -17,11 +17,11 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from server.app import Runtime
+from chronograph.server.app import Runtime
+from chronograph.server.config import DEFAULT_MAX_BODY
 
-__all__ = ["DEFAULT_MAX_BODY", "Guard", "http_app"]
+__all__ = ["Guard", "http_app"]
 
-DEFAULT_MAX_BODY = 4 * 1024 * 1024
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 
 Scope = MutableMapping[str, Any]
@@ -146,7 +146,7 @@ def http_app(
             return JSONResponse({"status": "unavailable", "reason": str(error)}, status_code=503)
         if behind:
             return JSONResponse({"status": "catching up", "behind": behind}, status_code=503)
-        return JSONResponse({"status": "ready", "position": runtime.memory.store.head()})
+        return JSONResponse({"status": "ready", "position": runtime.memory.log.head()})
 
     hosts = set(LOOPBACK) | {host} | set(allowed_hosts or ())
     # The guard checks Host and Origin for every route; the SDK's own check would only

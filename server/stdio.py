@@ -17,9 +17,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 
-__all__ = ["fast_stdio"]
+__all__ = ["fast_stdio", "run_stdio"]
 
 MAX_LINE = 256 * 1024 * 1024
 """Largest JSON-RPC message read from stdin."""
@@ -85,3 +86,10 @@ async def fast_stdio() -> AsyncIterator[tuple[Any, Any]]:
         os.dup2(saved, 1)
         os.close(saved)
         sys.stdout.flush()
+
+
+async def run_stdio(server: MCPServer) -> None:
+    """Serve `server` over stdin/stdout until the client closes them."""
+    lowlevel = server._lowlevel_server  # noqa: SLF001 (MCPServer.run_stdio_async with our transport)
+    async with fast_stdio() as (read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eventstore import EventStore
+from chronograph.eventstore import LmdbLog
 
 
 @pytest.fixture
@@ -17,7 +17,7 @@ def store_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(store_path: Path) -> Iterator[EventStore]:
+def store(store_path: Path) -> Iterator[LmdbLog]:
     """A new, empty event store, closed after the test."""
-    with EventStore(store_path) as opened:
+    with LmdbLog(store_path) as opened:
         yield opened

@@ -1,25 +1,36 @@
-"""The import rule: tools -> server -> projections -> eventstore, never upwards."""
+"""The import rule: tools -> server -> application -> projections -> eventstore, never upwards,
+all under the one root `chronograph`, and no MCP below the server."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ["eventstore", "projections", "server", "tools"]
+LAYERS = ["eventstore", "projections", "application", "server", "tools"]
+MCP_STACK = {"mcp", "mcp_types", "starlette", "uvicorn", "anyio", "httpx"}
 
 
-def imported_top_level_packages(path: Path) -> set[str]:
+def imported_modules(path: Path) -> set[str]:
+    """Every absolute module name `path` imports."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
+            found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module.split(".")[0])
+            found.add(node.module)
     return found
+
+
+def layer_of(module: str) -> str | None:
+    """The layer a `chronograph.<layer>...` module belongs to."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "chronograph" and parts[1] in LAYERS else None
 
 
 def upward_imports(layer: str) -> list[str]:
@@ -27,7 +38,8 @@ def upward_imports(layer: str) -> list[str]:
     return [
         f"{path.relative_to(ROOT)} imports {name}"
         for path in sorted((ROOT / layer).rglob("*.py"))
-        for name in sorted(imported_top_level_packages(path) & above)
+        for name in sorted(imported_modules(path))
+        if layer_of(name) in above
     ]
 
 
@@ -36,7 +48,39 @@ def test_no_layer_imports_a_layer_above_it(layer: str) -> None:
     assert upward_imports(layer) == []
 
 
+@pytest.mark.parametrize("layer", LAYERS)
+def test_every_import_of_our_code_goes_through_the_one_root(layer: str) -> None:
+    bare = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in sorted((ROOT / layer).rglob("*.py"))
+        for name in sorted(imported_modules(path))
+        if name.split(".")[0] in LAYERS and path.name != "checkout.py"
+    ]
+    assert bare == []
+
+
+@pytest.mark.parametrize("layer", ["eventstore", "projections", "application"])
+def test_the_core_imports_nothing_of_the_mcp_stack(layer: str) -> None:
+    found = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in sorted((ROOT / layer).rglob("*.py"))
+        for name in sorted(imported_modules(path))
+        if name.split(".")[0] in MCP_STACK
+    ]
+    assert found == []
+
+
+def test_the_core_and_the_command_line_load_without_the_mcp_sdk() -> None:
+    script = (
+        "import sys, chronograph.application, chronograph.tools.cli\n"
+        "chronograph.tools.cli.build_parser()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
 def test_the_layer_check_catches_an_upward_import(tmp_path: Path) -> None:
     module = tmp_path / "bad.py"
-    module.write_text("import server.app\nfrom tools import cli\nfrom . import sibling\n")
-    assert imported_top_level_packages(module) == {"server", "tools"}
+    module.write_text("import chronograph.server.app\nfrom chronograph.tools import cli\nfrom . import sibling\n")
+    assert {layer_of(name) for name in imported_modules(module)} == {"server", "tools"}

@@ -20,16 +20,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script from a checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import checkout
+
+    checkout.ensure_importable()
 
 import msgspec
 
-from eventstore import Envelope, EventStore, EventStoreError, Reader, clock
-from projections import ProjectionError, Views
-from server.config import resolve_store
-from server.history import Subjects, event_out
-from tools.parsing import add_store_argument, script_main
-from tools.tables import print_rows
+from chronograph.eventstore import Envelope, EventStoreError, LmdbLog, LogReader, clock
+from chronograph.projections import ProjectionError, Views
+from chronograph.application.config import resolve_store
+from chronograph.application.audit import Subjects, event_out
+from chronograph.tools.parsing import add_store_argument, script_main
+from chronograph.tools.terminal import print_rows
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -60,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 class Filter:
     """The event filters of one `audit` run."""
 
-    def __init__(self, args: argparse.Namespace, store: EventStore, subjects: Subjects) -> None:
+    def __init__(self, args: argparse.Namespace, store: LmdbLog, subjects: Subjects) -> None:
         self.args = args
         self.subjects = subjects
         self.types = set(args.types or ())
@@ -86,7 +88,7 @@ class Filter:
         return not args.workspace or self.subjects.of(envelope)[0] == args.workspace
 
 
-def _selected(reader: Reader, args: argparse.Namespace, keep: Filter) -> Iterator[Envelope]:
+def _selected(reader: LogReader, args: argparse.Namespace, keep: Filter) -> Iterator[Envelope]:
     low, high = max(args.from_position, 1), reader.head()
     if args.to_position is not None:
         high = min(high, args.to_position)
@@ -109,7 +111,7 @@ def _selected(reader: Reader, args: argparse.Namespace, keep: Filter) -> Iterato
 def run(args: argparse.Namespace) -> int:
     """Carry out `audit`; return the exit code."""
     try:
-        with EventStore(resolve_store(args.store), readonly=True) as store:
+        with LmdbLog(resolve_store(args.store), readonly=True) as store:
             return _run(store, args)
     except (EventStoreError, ProjectionError, ValueError) as error:
         print(f"chronograph audit: {error}", file=sys.stderr)
@@ -118,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
 
-def _run(store: EventStore, args: argparse.Namespace) -> int:
+def _run(store: LmdbLog, args: argparse.Namespace) -> int:
     with store.read() as reader:
         subjects = Subjects(reader)
         keep = Filter(args, store, subjects)
@@ -147,7 +149,7 @@ def _print_json(row: msgspec.Struct) -> None:
     print(msgspec.json.encode(row).decode(), flush=True)
 
 
-def _follow(store: EventStore, args: argparse.Namespace, seen: int) -> None:
+def _follow(store: LmdbLog, args: argparse.Namespace, seen: int) -> None:
     while True:
         time.sleep(args.interval)
         with store.read() as reader:

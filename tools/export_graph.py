@@ -14,15 +14,17 @@ import sys
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script from a checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import checkout
 
-from eventstore import EventStoreError
-from projections import ProjectionError
-from server.config import resolve_store
-from server.errors import ChronographError
-from server.export import FORMATS
-from server.memory import Memory
-from tools.parsing import add_store_argument, script_main
+    checkout.ensure_importable()
+
+from chronograph.eventstore import EventStoreError
+from chronograph.projections import ProjectionError
+from chronograph.application.config import resolve_store
+from chronograph.application.errors import ChronographError
+from chronograph.application.export import FORMATS
+from chronograph.application import Memory
+from chronograph.tools.parsing import add_store_argument, script_main
 
 __all__ = ["add_arguments", "main", "run"]
 

@@ -24,17 +24,20 @@ from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # run as a script from a checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import checkout
 
-from eventstore import EventStoreError
-from projections import ProjectionError
-from server import schemas
-from server.arguments import Limits, parse
-from server.config import resolve_store
-from server.errors import ChronographError, InvalidArgumentsError
-from server.memory import Memory
-from tools.parsing import add_store_argument, script_main
-from tools.progress import Progress
+    checkout.ensure_importable()
+
+from chronograph.eventstore import EventStoreError
+from chronograph.projections import ProjectionError
+from chronograph.application.arguments import Limits, parse
+from chronograph.application.entities import CreateEntities
+from chronograph.application.relations import CreateRelations
+from chronograph.application.config import resolve_store
+from chronograph.application.errors import ChronographError, InvalidArgumentsError
+from chronograph.application import Memory
+from chronograph.tools.parsing import add_store_argument, script_main
+from chronograph.tools.progress import Progress
 
 __all__ = ["Plan", "add_arguments", "main", "read_file", "run"]
 
@@ -97,7 +100,7 @@ def _take(plan: Plan, number: int, record: Any) -> None:
         if extra:
             body["metadata"] = {**(body.get("metadata") or {}), **extra}
         try:
-            [item] = parse("import", {"entities": [body]}, schemas.CreateEntities).entities
+            [item] = parse("import", {"entities": [body]}, CreateEntities).entities
         except InvalidArgumentsError as error:
             plan.problems.append(f"line {number}: {error.problem}")
             return
@@ -112,7 +115,7 @@ def _take(plan: Plan, number: int, record: Any) -> None:
     else:
         body = {k: v for k, v in body.items() if k not in FORK_FIELDS}
         try:
-            [relation] = parse("import", {"relations": [body]}, schemas.CreateRelations).relations
+            [relation] = parse("import", {"relations": [body]}, CreateRelations).relations
         except InvalidArgumentsError as error:
             plan.problems.append(f"line {number}: {error.problem}")
             return

@@ -22,16 +22,18 @@ from typing import Any
 import msgspec
 
 if __package__ in (None, ""):  # run as a script from a checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import checkout
 
-from eventstore import EventStoreError
-from projections import ProjectionError, rebuild, verify
-from server.config import resolve_store
-from server.errors import ChronographError
-from server.memory import Memory
-from tools.parsing import add_store_argument, script_main
-from tools.progress import Progress
-from tools.tables import print_rows
+    checkout.ensure_importable()
+
+from chronograph.eventstore import EventStoreError
+from chronograph.projections import ProjectionError, verify
+from chronograph.application.config import resolve_store
+from chronograph.application.errors import ChronographError
+from chronograph.application import Memory
+from chronograph.tools.parsing import add_store_argument, script_main
+from chronograph.tools.progress import Progress
+from chronograph.tools.terminal import print_rows
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -162,7 +164,7 @@ def _entity_change(a: dict[str, Any], b: dict[str, Any]) -> str:
 def _rebuild(store: Path) -> int:
     progress = Progress()
     with Memory(store, progress=progress) as memory:
-        report = rebuild(memory.views, progress=progress)
+        report = memory.views.rebuild(progress)
     progress.finish()
     print(f"rebuilt generation {report.generation}: {report.events:,} events, {report.keys:,} keys "
           f"in {report.seconds:.2f} s")

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from eventstore import (
+from chronograph.eventstore import (
     ANY,
     EXISTS,
     NO_STREAM,
     ConcurrencyError,
     EntityCreated,
     EntityDeleted,
-    EventStore,
+    LmdbLog,
     IdempotencyConflictError,
     ObservationsAdded,
     StreamWrite,
@@ -26,7 +26,7 @@ def added(text: str) -> ObservationsAdded:
     return ObservationsAdded(observations=(text,))
 
 
-def test_append_assigns_gap_free_positions_in_commit_order(store: EventStore) -> None:
+def test_append_assigns_gap_free_positions_in_commit_order(store: LmdbLog) -> None:
     first = store.append([StreamWrite("a", [created("A"), added("1")])], actor="t")
     second = store.append([StreamWrite("b", [created("B")])], actor="t")
     assert (first.first_position, first.last_position) == (1, 2)
@@ -34,7 +34,7 @@ def test_append_assigns_gap_free_positions_in_commit_order(store: EventStore) ->
     assert [e.position for e in store.read_all()] == [1, 2, 3]
 
 
-def test_append_numbers_each_stream_from_version_one(store: EventStore) -> None:
+def test_append_numbers_each_stream_from_version_one(store: LmdbLog) -> None:
     store.append([StreamWrite("a", [created()]), StreamWrite("b", [created("B")])], actor="t")
     result = store.append([StreamWrite("a", [added("x"), added("y")])], actor="t")
     assert result.versions == {"a": 3}
@@ -43,14 +43,14 @@ def test_append_numbers_each_stream_from_version_one(store: EventStore) -> None:
     ]
 
 
-def test_no_stream_accepts_a_new_stream_and_rejects_an_existing_one(store: EventStore) -> None:
+def test_no_stream_accepts_a_new_stream_and_rejects_an_existing_one(store: LmdbLog) -> None:
     store.append([StreamWrite("a", [created()], NO_STREAM)], actor="t")
     with pytest.raises(ConcurrencyError) as raised:
         store.append([StreamWrite("a", [created()], NO_STREAM)], actor="t")
     assert (raised.value.stream, raised.value.expected, raised.value.actual) == ("a", "no_stream", 1)
 
 
-def test_exists_rejects_a_stream_with_no_events(store: EventStore) -> None:
+def test_exists_rejects_a_stream_with_no_events(store: LmdbLog) -> None:
     with pytest.raises(ConcurrencyError) as raised:
         store.append([StreamWrite("ghost", [added("x")], EXISTS)], actor="t")
     assert raised.value.actual == 0
@@ -59,7 +59,7 @@ def test_exists_rejects_a_stream_with_no_events(store: EventStore) -> None:
     assert store.stream_version("ghost") == 2
 
 
-def test_an_exact_version_must_match_the_stream_head(store: EventStore) -> None:
+def test_an_exact_version_must_match_the_stream_head(store: LmdbLog) -> None:
     store.append([StreamWrite("a", [created(), added("1")])], actor="t")
     store.append([StreamWrite("a", [added("2")], 2)], actor="t")
     with pytest.raises(ConcurrencyError) as raised:
@@ -67,19 +67,19 @@ def test_an_exact_version_must_match_the_stream_head(store: EventStore) -> None:
     assert raised.value.expected == 2 and raised.value.actual == 3
 
 
-def test_any_writes_whatever_version_the_stream_is_at(store: EventStore) -> None:
+def test_any_writes_whatever_version_the_stream_is_at(store: LmdbLog) -> None:
     store.append([StreamWrite("a", [created()], ANY)], actor="t")
     store.append([StreamWrite("a", [added("x")], ANY)], actor="t")
     assert store.stream_version("a") == 2
 
 
-def test_the_concurrency_error_names_the_stream_and_both_versions(store: EventStore) -> None:
+def test_the_concurrency_error_names_the_stream_and_both_versions(store: LmdbLog) -> None:
     store.append([StreamWrite("entity-7", [created()])], actor="t")
     with pytest.raises(ConcurrencyError, match=r"'entity-7'.*version 4.*version 1"):
         store.append([StreamWrite("entity-7", [added("x")], 4)], actor="t")
 
 
-def test_a_mismatch_on_one_stream_writes_nothing_to_any_stream(store: EventStore) -> None:
+def test_a_mismatch_on_one_stream_writes_nothing_to_any_stream(store: LmdbLog) -> None:
     store.append([StreamWrite("a", [created()])], actor="t")
     with pytest.raises(ConcurrencyError):
         store.append(
@@ -90,21 +90,21 @@ def test_a_mismatch_on_one_stream_writes_nothing_to_any_stream(store: EventStore
     assert store.stream_version("b") == 0
 
 
-def test_two_writes_to_one_stream_in_one_append_are_checked_in_order(store: EventStore) -> None:
+def test_two_writes_to_one_stream_in_one_append_are_checked_in_order(store: LmdbLog) -> None:
     result = store.append(
         [StreamWrite("a", [created()], NO_STREAM), StreamWrite("a", [added("x")], 1)], actor="t"
     )
     assert result.versions == {"a": 2}
 
 
-def test_every_event_of_one_append_shares_its_correlation_id(store: EventStore) -> None:
+def test_every_event_of_one_append_shares_its_correlation_id(store: LmdbLog) -> None:
     store.append([StreamWrite("a", [created()]), StreamWrite("b", [created("B")])], actor="t")
     store.append([StreamWrite("c", [created("C")])], actor="t", correlation_id="call-42")
     ids = [e.correlation_id for e in store.read_all()]
     assert ids[0] == ids[1] and ids[1] != ids[2] and ids[2] == "call-42"
 
 
-def test_the_envelope_records_actor_and_idempotency_key(store: EventStore) -> None:
+def test_the_envelope_records_actor_and_idempotency_key(store: LmdbLog) -> None:
     store.append([StreamWrite("a", [created()])], actor="claude-desktop", idempotency_key="req-1")
     [envelope] = store.read_all()
     assert (envelope.actor, envelope.idempotency_key, envelope.type) == (
@@ -113,7 +113,7 @@ def test_the_envelope_records_actor_and_idempotency_key(store: EventStore) -> No
 
 
 def test_a_repeated_idempotency_key_returns_the_first_result_and_writes_nothing(
-    store: EventStore,
+    store: LmdbLog,
 ) -> None:
     writes = [StreamWrite("a", [created()], NO_STREAM)]
     first = store.append(writes, actor="t", idempotency_key="req-1")
@@ -125,20 +125,20 @@ def test_a_repeated_idempotency_key_returns_the_first_result_and_writes_nothing(
     assert store.head() == 1
 
 
-def test_an_idempotency_key_reused_for_other_content_is_an_error(store: EventStore) -> None:
+def test_an_idempotency_key_reused_for_other_content_is_an_error(store: LmdbLog) -> None:
     store.append([StreamWrite("a", [created()])], actor="t", idempotency_key="req-1")
     with pytest.raises(IdempotencyConflictError, match="req-1"):
         store.append([StreamWrite("a", [added("other")])], actor="t", idempotency_key="req-1")
     assert store.head() == 1
 
 
-def test_an_idempotency_key_longer_than_an_lmdb_key_still_works(store: EventStore) -> None:
+def test_an_idempotency_key_longer_than_an_lmdb_key_still_works(store: LmdbLog) -> None:
     key = "k" * 2000
     store.append([StreamWrite("a", [created()])], actor="t", idempotency_key=key)
     assert store.append([StreamWrite("a", [created()])], actor="t", idempotency_key=key).replayed
 
 
-def test_a_stream_id_longer_than_an_lmdb_key_is_stored_and_read_back(store: EventStore) -> None:
+def test_a_stream_id_longer_than_an_lmdb_key_is_stored_and_read_back(store: LmdbLog) -> None:
     stream = "relation:" + "é" * 1000
     store.append([StreamWrite(stream, [created(), added("x")])], actor="t")
     assert [e.version for e in store.read_stream(stream)] == [1, 2]
@@ -146,7 +146,7 @@ def test_a_stream_id_longer_than_an_lmdb_key_is_stored_and_read_back(store: Even
 
 
 def test_an_inline_hook_sees_the_new_envelopes_inside_the_same_transaction(
-    store: EventStore,
+    store: LmdbLog,
 ) -> None:
     seen: list[tuple[int, int]] = []
 
@@ -158,7 +158,7 @@ def test_an_inline_hook_sees_the_new_envelopes_inside_the_same_transaction(
     assert seen == [(2, 2)]
 
 
-def test_a_failing_inline_hook_rolls_the_append_back(store: EventStore) -> None:
+def test_a_failing_inline_hook_rolls_the_append_back(store: LmdbLog) -> None:
     def hook(tx, envelopes):  # type: ignore[no-untyped-def]
         raise RuntimeError("view update failed")
 
@@ -168,7 +168,7 @@ def test_a_failing_inline_hook_rolls_the_append_back(store: EventStore) -> None:
     assert store.head() == 0
 
 
-def test_work_in_a_transaction_that_raises_leaves_the_store_untouched(store: EventStore) -> None:
+def test_work_in_a_transaction_that_raises_leaves_the_store_untouched(store: LmdbLog) -> None:
     def work(tx):  # type: ignore[no-untyped-def]
         tx.append([StreamWrite("a", [created()])], actor="t")
         raise ValueError("validation failed after deciding")
@@ -178,7 +178,7 @@ def test_work_in_a_transaction_that_raises_leaves_the_store_untouched(store: Eve
     assert store.head() == 0
 
 
-def test_an_appended_event_can_be_deleted_only_by_a_new_event(store: EventStore) -> None:
+def test_an_appended_event_can_be_deleted_only_by_a_new_event(store: LmdbLog) -> None:
     store.append([StreamWrite("a", [created()])], actor="t")
     store.append([StreamWrite("a", [EntityDeleted()], 1)], actor="t")
     assert [e.type for e in store.read_stream("a")] == ["entity_created", "entity_deleted"]

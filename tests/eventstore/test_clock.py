@@ -9,7 +9,7 @@ from freezegun import freeze_time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eventstore import clock
+from chronograph.eventstore import clock
 
 
 def test_now_us_reads_the_frozen_clock() -> None:

@@ -7,12 +7,12 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from eventstore import (
+from chronograph.eventstore import (
     CATALOGUE,
     Codec,
     EntityCreated,
     Event,
-    EventStore,
+    LmdbLog,
     StreamWrite,
     UnknownEventError,
     Upcasters,
@@ -45,10 +45,10 @@ def upcasters() -> Upcasters:
 
 
 def test_an_event_written_in_an_older_shape_is_read_in_the_new_one(store_path: Path) -> None:
-    with EventStore(store_path, codec=Codec([*CATALOGUE, NoteTakenV1])) as old:
+    with LmdbLog(store_path, codec=Codec([*CATALOGUE, NoteTakenV1])) as old:
         old.append([StreamWrite("notes", [NoteTakenV1(text="Shopping\neggs, milk")])], actor="t")
 
-    with EventStore(store_path, codec=Codec([*CATALOGUE, NoteTaken], upcasters())) as new:
+    with LmdbLog(store_path, codec=Codec([*CATALOGUE, NoteTaken], upcasters())) as new:
         [envelope] = new.read_stream("notes")
         batch = list(new.read_all())
 
@@ -58,22 +58,22 @@ def test_an_event_written_in_an_older_shape_is_read_in_the_new_one(store_path: P
 
 
 def test_an_old_shape_without_an_upcaster_is_a_clear_error(store_path: Path) -> None:
-    with EventStore(store_path, codec=Codec([*CATALOGUE, NoteTakenV1])) as old:
+    with LmdbLog(store_path, codec=Codec([*CATALOGUE, NoteTakenV1])) as old:
         old.append([StreamWrite("notes", [NoteTakenV1(text="x")])], actor="t")
     with pytest.raises(UnknownEventError, match="no upcaster lifts 'test.note_taken'"):
-        with EventStore(store_path, codec=Codec([*CATALOGUE, NoteTaken])) as new:
+        with LmdbLog(store_path, codec=Codec([*CATALOGUE, NoteTaken])) as new:
             new.read_stream("notes")
 
 
 def test_an_event_type_this_version_does_not_know_is_a_clear_error(store_path: Path) -> None:
-    with EventStore(store_path, codec=Codec([*CATALOGUE, NoteTaken])) as newer:
+    with LmdbLog(store_path, codec=Codec([*CATALOGUE, NoteTaken])) as newer:
         newer.append([StreamWrite("notes", [NoteTaken(title="t")])], actor="t")
     with pytest.raises(UnknownEventError, match="upgrade Chronograph"):
-        with EventStore(store_path) as older:
+        with LmdbLog(store_path) as older:
             older.read_stream("notes")
 
 
-def test_envelopes_round_trip_through_the_codec(store: EventStore) -> None:
+def test_envelopes_round_trip_through_the_codec(store: LmdbLog) -> None:
     event = EntityCreated(
         workspace="w", name="Ada", entity_type="person",
         observations=("first programmer", "ünïcödé"), metadata={"born": 1815, "tags": ["math"]},
@@ -90,7 +90,7 @@ def test_an_upcaster_cannot_be_registered_twice() -> None:
         registry.register("test.note_taken", from_schema=1)(lambda data: data)
 
 
-def test_the_payload_on_disk_is_a_map_keyed_by_field_name(store: EventStore) -> None:
+def test_the_payload_on_disk_is_a_map_keyed_by_field_name(store: LmdbLog) -> None:
     store.append([StreamWrite("a", [EntityCreated(workspace="w", name="n", entity_type="t")])], actor="t")
     with store.read() as reader:
         raw = reader.txn.get((1).to_bytes(8, "big"), db=reader.dbs.log)

@@ -12,8 +12,8 @@ from pathlib import Path
 import lmdb
 import pytest
 
-from eventstore import (
-    EventStore,
+from chronograph.eventstore import (
+    LmdbLog,
     ObservationsAdded,
     StorageFullError,
     StoreCorruptError,
@@ -21,25 +21,25 @@ from eventstore import (
     StoreOpenError,
     StreamWrite,
 )
-from eventstore.keys import pack_u32
+from chronograph.eventstore.keys import pack_u32
 
 
 def note(i: int) -> ObservationsAdded:
     return ObservationsAdded(observations=(f"observation {i}",))
 
 
-def test_commits_are_synchronous_by_default(store: EventStore) -> None:
-    assert store.env.flags()["sync"] and store.env.flags()["metasync"]
+def test_commits_are_synchronous_by_default(store: LmdbLog) -> None:
+    assert store.environment.env.flags()["sync"] and store.environment.env.flags()["metasync"]
 
 
 def test_a_tiny_map_grows_until_100k_events_are_all_there_once(store_path: Path) -> None:
-    with EventStore(store_path, map_size=64 * 1024, sync=False) as store:
+    with LmdbLog(store_path, map_size=64 * 1024, sync=False) as store:
         for start in range(0, 100_000, 500):
             store.append(
                 [StreamWrite(f"s{start % 7}", [note(i) for i in range(start, start + 500)])],
                 actor="t",
             )
-        grown = store.env.info()["map_size"]
+        grown = store.environment.env.info()["map_size"]
         texts = [e.event.observations[0] for e in store.read_all()]
         positions_ok = [e.position for e in store.read_all()] == list(range(1, 100_001))
     assert grown > 64 * 1024
@@ -50,7 +50,7 @@ def test_a_tiny_map_grows_until_100k_events_are_all_there_once(store_path: Path)
 def test_a_map_that_reaches_its_ceiling_gives_a_storage_error_and_stays_readable(
     store_path: Path,
 ) -> None:
-    with EventStore(store_path, map_size=256 * 1024, max_map_size=512 * 1024) as store:
+    with LmdbLog(store_path, map_size=256 * 1024, max_map_size=512 * 1024) as store:
         store.append([StreamWrite("a", [note(0)])], actor="t")
         big = [note(i) for i in range(20_000)]
         with pytest.raises(StorageFullError, match="ceiling"):
@@ -77,7 +77,7 @@ def hold_open(store_path: Path, *, reading: bool) -> subprocess.Popen[str]:
 
 
 def test_opening_clears_the_reader_slots_of_killed_processes(store_path: Path) -> None:
-    EventStore(store_path).close()
+    LmdbLog(store_path).close()
     # A live process keeps the environment open, so LMDB does not reset its reader
     # table when the next one opens it: the killed reader's slot would stay taken.
     bystander = hold_open(store_path, reading=False)
@@ -85,9 +85,9 @@ def test_opening_clears_the_reader_slots_of_killed_processes(store_path: Path) -
     try:
         os.kill(reader.pid, signal.SIGKILL)
         reader.wait()
-        with EventStore(store_path) as store:
+        with LmdbLog(store_path) as store:
             assert store.stale_readers_cleared == 1
-            assert str(reader.pid) not in store.env.readers()
+            assert str(reader.pid) not in store.environment.env.readers()
     finally:
         for process in (bystander, reader):
             process.kill()
@@ -100,7 +100,7 @@ def test_a_file_that_is_not_lmdb_is_refused_as_corrupt(store_path: Path) -> None
     store_path.mkdir()
     (store_path / "data.mdb").write_bytes(os.urandom(64 * 1024))
     with pytest.raises(StoreCorruptError):
-        EventStore(store_path)
+        LmdbLog(store_path)
 
 
 def test_an_lmdb_environment_that_is_not_a_store_is_refused(store_path: Path) -> None:
@@ -109,48 +109,48 @@ def test_an_lmdb_environment_that_is_not_a_store_is_refused(store_path: Path) ->
         txn.put(b"hello", b"world")
     env.close()
     with pytest.raises(StoreCorruptError, match="not a Chronograph store"):
-        EventStore(store_path)
+        LmdbLog(store_path)
 
 
 def test_a_store_written_by_a_newer_format_is_refused(store_path: Path) -> None:
-    with EventStore(store_path) as store:
-        with store.env.begin(write=True) as txn:
+    with LmdbLog(store_path) as store:
+        with store.environment.env.begin(write=True) as txn:
             txn.put(b"format", pack_u32(99), db=store.dbs.meta)
     with pytest.raises(StoreFormatError, match="format 99"):
-        EventStore(store_path)
+        LmdbLog(store_path)
 
 
 def test_a_damaged_event_is_reported_not_skipped(store_path: Path) -> None:
-    with EventStore(store_path) as store:
+    with LmdbLog(store_path) as store:
         store.append([StreamWrite("a", [note(0)])], actor="t")
-        with store.env.begin(write=True) as txn:
+        with store.environment.env.begin(write=True) as txn:
             txn.put((1).to_bytes(8, "big"), b"\xc1garbage", db=store.dbs.log)
     with pytest.raises(StoreCorruptError):
-        EventStore(store_path)
+        LmdbLog(store_path)
 
 
 def test_a_missing_store_is_not_created_when_opening_read_only(store_path: Path) -> None:
     with pytest.raises(StoreOpenError, match="no store"):
-        EventStore(store_path, readonly=True)
+        LmdbLog(store_path, readonly=True)
     assert not store_path.exists()
 
 
 def test_a_non_empty_directory_is_never_turned_into_a_store(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(StoreOpenError, match="not empty"):
-        EventStore(tmp_path)
+        LmdbLog(tmp_path)
 
 
 def test_a_file_path_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "memory.jsonl"
     path.write_text("")
     with pytest.raises(StoreOpenError, match="is a file"):
-        EventStore(path)
+        LmdbLog(path)
 
 
 def test_a_read_only_store_reads_but_refuses_writes(store_path: Path) -> None:
-    EventStore(store_path).close()
-    with EventStore(store_path, readonly=True) as store:
+    LmdbLog(store_path).close()
+    with LmdbLog(store_path, readonly=True) as store:
         assert store.head() == 0
         with pytest.raises(Exception, match="read-only"):
             store.append([StreamWrite("a", [note(0)])], actor="t")

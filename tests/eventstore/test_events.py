@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from eventstore import CATALOGUE, EntityCreated, RelationCreated, event_type
+from chronograph.eventstore import CATALOGUE, EntityCreated, RelationCreated, event_type
 
 # Tags are stored in every log ever written: this list may only grow.
 STABLE_TAGS = {

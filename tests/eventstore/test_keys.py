@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eventstore.keys import MAX_KEY_BYTES, text_key
+from chronograph.eventstore.keys import MAX_KEY_BYTES, text_key
 
 
 def test_short_text_is_kept_verbatim() -> None:

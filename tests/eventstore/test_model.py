@@ -10,12 +10,12 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from eventstore import (
+from chronograph.eventstore import (
     ANY,
     EXISTS,
     NO_STREAM,
     ConcurrencyError,
-    EventStore,
+    LmdbLog,
     ExpectedVersion,
     IdempotencyConflictError,
     ObservationsAdded,
@@ -77,7 +77,7 @@ class AppendMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.directory = tempfile.mkdtemp()
-        self.store = EventStore(self.directory + "/store", sync=False, map_size=1 << 20)
+        self.store = LmdbLog(self.directory + "/store", sync=False, map_size=1 << 20)
         self.model = Model()
 
     @rule(batch=writes, key=st.none() | st.sampled_from(["k1", "k2"]))

@@ -9,15 +9,15 @@ import textwrap
 from collections import defaultdict
 from pathlib import Path
 
-from eventstore import EventStore
+from chronograph.eventstore import LmdbLog
 
 ROOT = Path(__file__).resolve().parents[2]
 
 WORKER = textwrap.dedent("""
     import sys
-    from eventstore import EventStore, ObservationsAdded, StreamWrite
+    from chronograph.eventstore import LmdbLog, ObservationsAdded, StreamWrite
     path, worker = sys.argv[1], int(sys.argv[2])
-    with EventStore(path) as store:
+    with LmdbLog(path) as store:
         print("ready", flush=True)
         sys.stdin.readline()
         for i in range(500):
@@ -28,7 +28,7 @@ WORKER = textwrap.dedent("""
 
 
 def test_four_processes_appending_500_events_each_leave_2000_in_order(store_path: Path) -> None:
-    EventStore(store_path).close()
+    LmdbLog(store_path).close()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     workers = [
         subprocess.Popen(
@@ -48,7 +48,7 @@ def test_four_processes_appending_500_events_each_leave_2000_in_order(store_path
         assert worker.stdout is not None
         worker.stdout.close()
 
-    with EventStore(store_path) as store:
+    with LmdbLog(store_path) as store:
         events = list(store.read_all())
     assert [e.position for e in events] == list(range(1, 2001))
     assert sorted(e.event.observations[0] for e in events) == sorted(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eventstore import (
+from chronograph.eventstore import (
     ContextUpdated,
     EntityCreated,
     EntityDeleted,
@@ -14,12 +14,12 @@ from eventstore import (
     RelationCreated,
     RelationDeleted,
 )
-from projections import ENTITY, MemoryGraph, MemoryState, apply
+from chronograph.projections import ENTITY, DictGraph, DictState, apply
 
 
 class Log:
     def __init__(self) -> None:
-        self.state = MemoryState()
+        self.state = DictState()
         self.position = 0
         self.versions: dict[str, int] = {}
 
@@ -29,8 +29,8 @@ class Log:
         apply(self.state, Envelope(self.position, stream, version, at or self.position, 1, "t", "c", None, event))
 
     @property
-    def graph(self) -> MemoryGraph:
-        return MemoryGraph(self.state)
+    def graph(self) -> DictGraph:
+        return DictGraph(self.state)
 
 
 def created(name: str, *observations: str, workspace: str = "w") -> EntityCreated:

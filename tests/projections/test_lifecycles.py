@@ -12,19 +12,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.histories import Simulator, draw_history, graph_view
 
-from eventstore import EventStore, clock
-from projections import Views, graph_as_of, rebuild
-from projections.tables import table_names
+from chronograph.eventstore import LmdbLog, clock
+from chronograph.projections import Views, graph_as_of, rebuild
+from chronograph.projections.tables import table_names
 
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
-def raw_tables(store: EventStore, generation: int) -> dict[str, list[tuple[bytes, bytes]]]:
+def raw_tables(store: LmdbLog, generation: int) -> dict[str, list[tuple[bytes, bytes]]]:
     """Every key and value of every view table of `generation`, byte for byte."""
     tables = {}
-    with store.env.begin() as txn:
+    with store.environment.env.begin() as txn:
         for name in table_names(generation):
-            database = store.env.open_db(name.encode(), create=False)
+            database = store.environment.env.open_db(name.encode(), create=False)
             rows = list(txn.cursor(database))
             if name.endswith(".meta"):
                 rows = [row for row in rows if row[0] != b"checkpoint"]
@@ -56,7 +56,7 @@ def test_inline_rebuilt_and_time_travel_views_agree_with_the_model(
     history = draw_history(data, Simulator(), steps)
     directory = tempfile.mkdtemp()
     try:
-        with EventStore(directory + "/store", sync=False) as store:
+        with LmdbLog(directory + "/store", sync=False) as store:
             views = Views(store)
             simulator, snapshots = play(views, history)
 
@@ -66,7 +66,7 @@ def test_inline_rebuilt_and_time_travel_views_agree_with_the_model(
             assert inline == simulator.snapshot()
 
             inline_bytes = raw_tables(store, views.tables.generation)
-            rebuild(views)
+            views.rebuild()
             assert raw_tables(store, views.tables.generation) == inline_bytes
 
             assert graph_view(graph_as_of(store, simulator.position)) == inline

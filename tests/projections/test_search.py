@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eventstore import NO_STREAM, EntityCreated, EntityDeleted, EventStore, ObservationsAdded, StreamWrite
-from projections import EntityRecord, Views, WorkspaceIndex, matches, new_entity_stream
+from chronograph.eventstore import NO_STREAM, EntityCreated, EntityDeleted, LmdbLog, ObservationsAdded, StreamWrite
+from chronograph.projections import EntityRecord, Views, WorkspaceIndex, matches, new_entity_stream
 
 ALPHABET = "abcAB çÇİiıΣσς-1\n\u00a0"
 text = st.text(alphabet=ALPHABET, max_size=8)
@@ -78,7 +78,7 @@ def test_ranked_search_prefers_rarer_words_and_more_mentions() -> None:
     assert [s for s, _ in index.ranked("likes coffee", limit=1)] == ["c"]
 
 
-def test_the_views_search_index_follows_writes(store: EventStore) -> None:
+def test_the_views_search_index_follows_writes(store: LmdbLog) -> None:
     views = Views(store)
     stream = new_entity_stream()
 
@@ -87,12 +87,12 @@ def test_the_views_search_index_follows_writes(store: EventStore) -> None:
         views.transact(lambda tx, state: tx.append(writes, actor="t"))
 
     write([EntityCreated(workspace="w", name="Ada", entity_type="person")], NO_STREAM)
-    with views.read() as graph:
-        assert views.search_index(graph, "w").substring("ada") == [stream]
+    with views.snapshot() as snapshot:
+        assert views.search_index(snapshot, "w").substring("ada") == [stream]
     write([ObservationsAdded(observations=("Zebra keeper",))])
-    with views.read() as graph:
-        assert views.search_index(graph, "w").substring("zebra") == [stream]
-        assert views.search_index(graph, "other").substring("zebra") == []
+    with views.snapshot() as snapshot:
+        assert views.search_index(snapshot, "w").substring("zebra") == [stream]
+        assert views.search_index(snapshot, "other").substring("zebra") == []
     write([EntityDeleted()])
-    with views.read() as graph:
-        assert views.search_index(graph, "w").substring("ada") == []
+    with views.snapshot() as snapshot:
+        assert views.search_index(snapshot, "w").substring("ada") == []

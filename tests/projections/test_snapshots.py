@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.histories import Simulator, draw_history, graph_view
 
-from eventstore import EventStore, clock
-from projections import Views, graph_as_of, rebuild
-from projections.snapshots import Snapshots, fold_to
+from chronograph.eventstore import LmdbLog, clock
+from chronograph.projections import Views, graph_as_of
+from chronograph.projections.snapshots import Snapshots, fold_to
 
 
 def fill(views: Views, history: list) -> int:  # type: ignore[type-arg]
@@ -29,29 +29,27 @@ def fill(views: Views, history: list) -> int:  # type: ignore[type-arg]
 @given(data=st.data(), steps=st.integers(min_value=5, max_value=40))
 def test_as_of_from_snapshots_equals_as_of_from_the_start(tmp_path_factory, data, steps) -> None:  # type: ignore[no-untyped-def]
     directory = tmp_path_factory.mktemp("snap")
-    with EventStore(directory / "store", sync=False) as store:
+    with LmdbLog(directory / "store", sync=False) as store:
         views = Views(store)
         head = fill(views, draw_history(data, Simulator(), steps))
-        snapshots = Snapshots(store, spacing=3, keep=4)
+        snapshots = Snapshots(store.environment, spacing=3, keep=4)
         positions = data.draw(st.lists(st.integers(0, head), min_size=1, max_size=6), label="asked")
         for position in positions:  # each fold may save snapshots the next ones start from
             expected = graph_view(graph_as_of(store, position))
             assert graph_view(graph_as_of(store, position, snapshots)) == expected
-        with store.read() as reader:
-            assert len(snapshots.positions(reader)) <= 4
+        assert len(snapshots.positions()) <= 4
 
 
-def test_a_rebuild_leaves_snapshots_that_time_travel_starts_from(store: EventStore) -> None:
+def test_a_rebuild_leaves_snapshots_that_time_travel_starts_from(store: LmdbLog) -> None:
     views = Views(store)
     views.snapshots.spacing = 10
-    from eventstore import EntityCreated, StreamWrite
+    from chronograph.eventstore import EntityCreated, StreamWrite
 
     for i in range(35):
         views.transact(lambda tx, s, i=i: tx.append(
             [StreamWrite(f"e{i}", [EntityCreated(workspace="w", name=f"n{i}", entity_type="t")])], actor="t"))
-    rebuild(views)
-    with store.read() as reader:
-        assert views.snapshots.positions(reader) == [10, 20, 30]  # round positions, below the head
+    views.rebuild()
+    assert views.snapshots.positions() == [10, 20, 30]  # round positions, below the head
     state = fold_to(store, views.snapshots, 25)
     assert state.position == 25 and len(state.entities) == 25
     assert graph_view(graph_as_of(store, 25, views.snapshots)) == graph_view(graph_as_of(store, 25))

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from eventstore import NO_STREAM, EntityCreated, EventStore, ObservationsAdded, StreamWrite
-from eventstore.keys import pack_u32
-from projections import Views, ViewsUnavailableError, new_entity_stream, rebuild
-from projections.tables import generations_on_disk
+from chronograph.eventstore import NO_STREAM, EntityCreated, LmdbLog, ObservationsAdded, StreamWrite
+from chronograph.eventstore.keys import pack_u32
+from chronograph.projections import Views, ViewsUnavailableError, new_entity_stream
+from chronograph.projections.tables import table_names
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +30,7 @@ def names(views: Views, workspace: str = "default") -> list[str]:
         return [e.name for e in graph.entities(workspace)]
 
 
-def test_a_write_is_readable_as_soon_as_it_returns(store: EventStore) -> None:
+def test_a_write_is_readable_as_soon_as_it_returns(store: LmdbLog) -> None:
     views = Views(store)
     create(views, "ada")
     with views.read() as graph:
@@ -38,7 +38,7 @@ def test_a_write_is_readable_as_soon_as_it_returns(store: EventStore) -> None:
         assert graph.position == store.head() == 1
 
 
-def test_work_in_a_transaction_reads_the_views_of_that_transaction(store: EventStore) -> None:
+def test_work_in_a_transaction_reads_the_views_of_that_transaction(store: LmdbLog) -> None:
     views = Views(store)
     create(views, "ada")
 
@@ -52,102 +52,115 @@ def test_work_in_a_transaction_reads_the_views_of_that_transaction(store: EventS
 
 
 def test_a_store_without_views_builds_them_from_the_log_at_open(store_path: Path) -> None:
-    with EventStore(store_path) as store:
+    with LmdbLog(store_path) as store:
         store.append([StreamWrite(f"e{i}", [EntityCreated(workspace="default", name=f"n{i}", entity_type="x")])
                       for i in range(5)], actor="t")
-    with EventStore(store_path) as store:
+    with LmdbLog(store_path) as store:
         assert names(Views(store)) == [f"n{i}" for i in range(5)]
 
 
 def test_views_behind_the_log_catch_up_at_open_and_report_progress(store_path: Path) -> None:
-    with EventStore(store_path) as store:
+    with LmdbLog(store_path) as store:
         views = Views(store)
         stream = create(views, "ada")
-    with EventStore(store_path) as store:  # a writer that bypassed the views
+    with LmdbLog(store_path) as store:  # a writer that bypassed the views
         store.append([StreamWrite(stream, [ObservationsAdded(observations=(f"o{i}",))]) for i in range(3)],
                      actor="t")
     seen: list[tuple[str, int, int]] = []
-    with EventStore(store_path) as store:
+    with LmdbLog(store_path) as store:
         views = Views(store, progress=lambda stage, done, total: seen.append((stage, done, total)))
         assert views.behind() == 0
         with views.read() as graph:
-            assert graph.entity("default", "ada").observations == ("o0", "o1", "o2")  # type: ignore[union-attr]
+            assert list(graph.entity("default", "ada").observations) == ["o0", "o1", "o2"]  # type: ignore[union-attr]
     assert seen[-1] == ("catch-up", 4, 4)
 
 
-def test_a_plain_store_append_is_folded_by_the_inline_hook(store: EventStore) -> None:
+def test_a_plain_store_append_is_folded_by_the_inline_hook(store: LmdbLog) -> None:
     views = Views(store)
     stream = create(views, "ada")
     store.append([StreamWrite(stream, [ObservationsAdded(observations=("x",))])], actor="raw")
     with views.read() as graph:
-        assert graph.entity("default", "ada").observations == ("x",)  # type: ignore[union-attr]
+        assert list(graph.entity("default", "ada").observations) == ["x"]  # type: ignore[union-attr]
 
 
-def test_a_rebuild_swaps_generations_while_a_reader_keeps_its_snapshot(store: EventStore) -> None:
+def test_a_rebuild_swaps_generations_while_a_reader_keeps_its_snapshot(store: LmdbLog) -> None:
     views = Views(store)
     create(views, "ada")
     with views.read() as before:
         old_generation = before.tables.generation
-        report = rebuild(views)
+        report = views.rebuild()
         assert [e.name for e in before.entities("default")] == ["ada"]
     assert report.generation == old_generation + 1 and report.events == 1
     create(views, "bob")
     assert names(views) == ["ada", "bob"]
 
 
-def test_the_old_generation_is_deleted_when_the_views_are_next_opened(store_path: Path) -> None:
-    with EventStore(store_path) as store:
+def test_rebuilds_take_turns_in_two_slots_and_empty_the_one_they_retire(store_path: Path) -> None:
+    with LmdbLog(store_path) as store:
         views = Views(store)
         create(views, "ada")
-        rebuild(views)
-        assert generations_on_disk(store) == {1, 2}
-    with EventStore(store_path) as store:
+        for _ in range(5):
+            views.rebuild()
+        assert views.tables.generation == 6
+        view_databases = {name for name in store.environment.database_names() if name.startswith("views.")}
+        assert view_databases == set(table_names(1)) | set(table_names(2))
+        retired = store.environment.open_db(table_names(5)[0], create=False)
+        with store.environment.read() as txn:
+            assert list(txn.cursor(retired)) == []
+    with LmdbLog(store_path) as store:
         assert names(Views(store)) == ["ada"]
-        assert generations_on_disk(store) == {2}
 
 
-def test_a_rebuild_reports_its_progress(store: EventStore) -> None:
+def test_a_rebuild_reports_its_progress(store: LmdbLog) -> None:
     views = Views(store)
     for i in range(3):
         create(views, f"n{i}")
     stages: list[str] = []
-    rebuild(views, progress=lambda stage, done, total: stages.append(f"{stage}:{done}/{total}"))
-    assert stages == ["fold:3/3", "write:0/1", "write:1/1"]
+    views.rebuild(progress=lambda stage, done, total: stages.append(f"{stage}:{done}/{total}"))
+    assert stages == ["fold:3/3", "write:0/3", "write:3/3"]
 
 
-def test_views_of_another_format_are_rebuilt_at_open(store_path: Path) -> None:
-    with EventStore(store_path) as store:
+def test_views_of_another_format_are_built_beside_it_and_left_alone(store_path: Path) -> None:
+    with LmdbLog(store_path) as store:
         views = Views(store)
         create(views, "ada")
-        with store.env.begin(write=True) as txn:
-            txn.put(b"format", pack_u32(0), db=views.pointer.db)
-    with EventStore(store_path) as store:
+        older = store.environment.open_db("views.1.entities")  # an older version's layout
+        with store.environment.env.begin(write=True) as txn:
+            txn.put(b"generation", pack_u32(1), db=views.pointer.db)
+            txn.put(b"format", pack_u32(1), db=views.pointer.db)
+            txn.put(b"its own", b"record", db=older)
+            txn.delete(views.pointer.KEY, db=views.pointer.db)  # as if this format had never run here
+    with LmdbLog(store_path) as store:
         views = Views(store)
-        assert views.tables.generation == 2 and names(views) == ["ada"]
+        assert views.tables.generation == 1 and names(views) == ["ada"]
+        older = store.environment.open_db("views.1.entities", create=False)
+        with store.environment.read() as txn:
+            assert txn.get(b"format", db=views.pointer.db) == pack_u32(1)
+            assert txn.get(b"its own", db=older) == b"record"
 
 
 def test_a_read_only_store_without_views_says_how_to_build_them(store_path: Path) -> None:
-    EventStore(store_path).close()
-    with EventStore(store_path, readonly=True) as store:
+    LmdbLog(store_path).close()
+    with LmdbLog(store_path, readonly=True) as store:
         with pytest.raises(ViewsUnavailableError, match="no views"):
             Views(store)
 
 
 def test_a_read_only_store_reads_the_views_a_writer_built(store_path: Path) -> None:
-    with EventStore(store_path) as store:
+    with LmdbLog(store_path) as store:
         create(Views(store), "ada")
-    with EventStore(store_path, readonly=True) as store:
+    with LmdbLog(store_path, readonly=True) as store:
         assert names(Views(store)) == ["ada"]
 
 
-def test_a_writer_follows_a_rebuild_done_by_another_process(store: EventStore) -> None:
+def test_a_writer_follows_a_rebuild_done_by_another_process(store: LmdbLog) -> None:
     views = Views(store)
     create(views, "ada")
     script = textwrap.dedent(f"""
-        from eventstore import EventStore
-        from projections import Views, rebuild
-        with EventStore({str(store.path)!r}) as store:
-            rebuild(Views(store))
+        from chronograph.eventstore import LmdbLog
+        from chronograph.projections import Views
+        with LmdbLog({str(store.path)!r}) as store:
+            Views(store).rebuild()
     """)
     subprocess.run([sys.executable, "-c", script], check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     create(views, "bob")

@@ -9,8 +9,8 @@ import pytest
 from mcp import Client
 from mcp_types import Implementation
 
-from server.app import Runtime, create_server
-from server.config import Settings
+from chronograph.server.app import Runtime, create_server
+from chronograph.server.config import Settings
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def settings(tmp_path: Path) -> Settings:
 
 @pytest.fixture
 def runtime(settings: Settings) -> Runtime:
-    """The server's runtime: `runtime.memory.store` is the open store while a client is connected."""
+    """The server's runtime: `runtime.memory.log` is the open store while a client is connected."""
     return Runtime(settings)
 
 

@@ -8,8 +8,8 @@ import pytest
 from mcp import Client
 from support.mcp import ToolFailed, call, entity
 
-from server.app import Runtime
-from server.arguments import Limits
+from chronograph.server.app import Runtime
+from chronograph.application.arguments import Limits
 
 pytestmark = pytest.mark.anyio
 
@@ -56,7 +56,7 @@ async def test_bad_arguments_get_a_clear_error_and_write_nothing(
         await call(client, tool, arguments)
     assert str(failed.value).startswith(f"Error executing tool {tool}: Invalid arguments: ")
     assert expected in str(failed.value)
-    assert runtime.memory.store.head() == 0
+    assert runtime.memory.log.head() == 0
 
 
 async def test_unicode_names_in_other_normal_forms_are_different_names(client: Client) -> None:

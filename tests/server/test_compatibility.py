@@ -10,8 +10,8 @@ import pytest
 from mcp import Client
 from support.mcp import call, entity, relation, text
 
-from server.app import create_server
-from server.config import Settings
+from chronograph.server.app import create_server
+from chronograph.server.config import Settings
 
 OFFICIAL = json.loads((Path(__file__).parent / "official_tools.json").read_text())["tools"]
 pytestmark = pytest.mark.anyio
@@ -105,7 +105,7 @@ async def test_annotations_match_the_official_hints(client: Client) -> None:
 
 
 async def test_the_official_profile_exposes_exactly_the_nine_tools(settings: Settings) -> None:
-    async with Client(create_server(Settings(store=settings.store, tools="official"))) as c:
+    async with Client(create_server(Settings(store=settings.store, profile="official"))) as c:
         assert [t.name for t in (await c.list_tools()).tools] == [t["name"] for t in OFFICIAL]
 
 

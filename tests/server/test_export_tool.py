@@ -8,8 +8,8 @@ import pytest
 from mcp import Client
 from support.mcp import ToolFailed, call, entity
 
-from server.app import create_server
-from server.config import Settings
+from chronograph.server.app import create_server
+from chronograph.server.config import Settings
 
 pytestmark = pytest.mark.anyio
 

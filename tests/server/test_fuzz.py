@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from mcp import Client
 from support.fuzz import SCHEMAS, calls
 
-from server.app import create_server
-from server.config import Settings
-from server.errors import ChronographError, InvalidArgumentsError
-from server.memory import Memory
+from chronograph.server.app import create_server
+from chronograph.server.config import Settings
+from chronograph.application.errors import ChronographError, InvalidArgumentsError
+from chronograph.application import Memory
 
 SEED = [
     {"name": "Ada", "entityType": "person", "observations": ["math", "tea"]},
@@ -41,7 +41,7 @@ def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
 
 def attempt(memory: Memory, tool: str, arguments: dict[str, Any]) -> None:
     """One call: it succeeds, or fails with a clear ChronographError and writes nothing."""
-    before = memory.store.head()
+    before = memory.log.head()
     try:
         if tool in ("create_entities", "create_relations", "add_observations", "delete_entities",
                     "delete_observations", "delete_relations", "update_entities", "update_relations",
@@ -55,11 +55,11 @@ def attempt(memory: Memory, tool: str, arguments: dict[str, Any]) -> None:
         fields = ("arguments", *SCHEMAS[tool]["properties"], *(k for k in arguments if isinstance(k, str) and k))
         assert error.problem.startswith(fields) or NAMED.search(error.problem), (
             f"{tool}: no field named in {error.problem!r}")
-        assert memory.store.head() == before
+        assert memory.log.head() == before
     except ChronographError as error:
         outcomes["refused"] += 1
         assert str(error)
-        assert memory.store.head() == before
+        assert memory.log.head() == before
 
 
 def run(memory: Memory, examples: int) -> None:

@@ -6,8 +6,8 @@ import pytest
 from mcp import Client
 from support.mcp import ToolFailed, call, entity, relation
 
-from server.app import Runtime
-from server.config import Settings
+from chronograph.server.app import Runtime
+from chronograph.server.config import Settings
 
 pytestmark = pytest.mark.anyio
 
@@ -71,7 +71,7 @@ async def test_events_record_the_client_as_actor_and_share_one_correlation_id_pe
 ) -> None:
     await call(client, "create_entities", {"entities": [entity("Ada"), entity("Bob")]})
     await call(client, "create_relations", {"relations": [relation("Ada", "knows", "Bob")]})
-    events = list(runtime.memory.store.read_all())
+    events = list(runtime.memory.log.read_all())
     assert [e.actor for e in events] == ["test-client"] * 3
     assert events[0].correlation_id == events[1].correlation_id != events[2].correlation_id
 
@@ -85,15 +85,15 @@ async def test_a_rejected_call_leaves_the_log_untouched(client: Client, runtime:
     ):
         with pytest.raises(ToolFailed):
             await call(client, "add_observations", arguments)
-    assert runtime.memory.store.head() == 1
+    assert runtime.memory.log.head() == 1
 
 
 async def test_the_actor_option_overrides_the_client_name(settings: Settings) -> None:
     from mcp import Client as McpClient
 
-    from server.app import create_server
+    from chronograph.server.app import create_server
 
     runtime = Runtime(Settings(store=settings.store, actor="ci-bot"))
     async with McpClient(create_server(runtime.settings, runtime)) as c:
         await call(c, "create_entities", {"entities": [entity("Ada")]})
-        assert [e.actor for e in runtime.memory.store.read_all()] == ["ci-bot"]
+        assert [e.actor for e in runtime.memory.log.read_all()] == ["ci-bot"]

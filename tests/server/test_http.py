@@ -47,7 +47,7 @@ def start(tmp_path: Path, token: str | None) -> Iterator[str]:
     if token:
         env["CHRONOGRAPH_TOKEN"] = token
     process = subprocess.Popen(
-        [sys.executable, "-m", "server", "--http", "--port", str(port), "--store", str(tmp_path / "store")],
+        [sys.executable, "-m", "chronograph", "--http", "--port", str(port), "--store", str(tmp_path / "store")],
         env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     base = f"http://127.0.0.1:{port}"

@@ -30,7 +30,7 @@ def inspector() -> list[str]:
 
 
 def run_inspector(store: Path, *method: str) -> dict:  # type: ignore[type-arg]
-    command = [*inspector(), "--cli", sys.executable, "-m", "server", "--store", str(store), *method]
+    command = [*inspector(), "--cli", sys.executable, "-m", "chronograph", "--store", str(store), *method]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr[-2000:]
@@ -58,7 +58,7 @@ def test_the_inspector_calls_a_tool_and_reads_its_structured_answer(tmp_path: Pa
 
 
 def test_a_graph_too_big_for_the_inspector_gets_a_paging_hint_not_a_dropped_connection(tmp_path: Path) -> None:
-    from server.memory import Memory  # a big graph is quicker to write in-process, unsynced
+    from chronograph.application import Memory  # a big graph is quicker to write in-process, unsynced
 
     store = tmp_path / "store"
     padding = "an observation long enough to make the whole graph bigger than ten mebibytes " * 4

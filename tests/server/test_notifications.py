@@ -11,8 +11,8 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import ResourceUpdatedNotification
 from support.mcp import call, entity
 
-from server.app import create_server
-from server.config import Settings
+from chronograph.server.app import create_server
+from chronograph.server.config import Settings
 
 pytestmark = pytest.mark.anyio
 GRAPH = "memory://knowledge-graph"

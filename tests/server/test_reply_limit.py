@@ -10,9 +10,9 @@ import pytest
 from mcp import Client
 from support.mcp import ToolFailed, call, entity, relation
 
-from server.app import GRAPH_URI, create_server
-from server.cli import add_arguments
-from server.config import DEFAULT_MAX_REPLY, Settings
+from chronograph.server.app import GRAPH_URI, create_server
+from chronograph.tools.serve import add_arguments
+from chronograph.server.config import DEFAULT_MAX_REPLY, Settings
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,7 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 def server(store: Path, *extra: str, env: dict[str, str] | None = None) -> StdioServerParameters:
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "server", "--store", str(store), *extra],
+        command=sys.executable, args=["-m", "chronograph", "--store", str(store), *extra],
         env=env or ENV, cwd=str(ROOT),
     )
 
@@ -35,7 +35,7 @@ async def test_a_stdio_server_serves_and_keeps_what_it_was_told(tmp_path: Path) 
 
 async def test_the_store_location_comes_from_the_environment_when_no_flag_is_given(tmp_path: Path) -> None:
     store = tmp_path / "from-env"
-    params = StdioServerParameters(command=sys.executable, args=["-m", "server"],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "chronograph"],
                                    env={**ENV, "CHRONOGRAPH_STORE": str(store)}, cwd=str(ROOT))
     async with Client(params) as c:
         await call(c, "create_entities", {"entities": [entity("Ada")]})
@@ -90,7 +90,7 @@ async def test_a_race_on_a_stale_expected_version_has_exactly_one_winner(tmp_pat
 def test_a_store_path_that_is_a_file_is_one_clear_line_and_exit_code_2(tmp_path: Path) -> None:
     path = tmp_path / "memory.jsonl"
     path.write_text("")
-    done = subprocess.run([sys.executable, "-m", "server", "--store", str(path)], env=ENV, cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "chronograph", "--store", str(path)], env=ENV, cwd=ROOT,
                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip() == f"chronograph: {path} is a file; a store is a directory"

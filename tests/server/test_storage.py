@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from support.mcp import ToolFailed, call
 
-from server.errors import StorageError
-from server.memory import Memory
+from chronograph.application.errors import StorageError
+from chronograph.application import Memory
 
 
 def fill(memory: Memory) -> int:
@@ -30,20 +30,20 @@ def fill(memory: Memory) -> int:
 def test_a_store_at_its_ceiling_refuses_cleanly_stays_readable_and_recovers(tmp_path: Path) -> None:
     with Memory(tmp_path / "store", max_size=2 << 20) as memory:
         landed = fill(memory)
-        head = memory.store.head()
+        head = memory.log.head()
         assert len(memory.read("read_graph", {}).entities) == landed * 20  # type: ignore[attr-defined]
-        memory.store.max_map_size = 64 << 20  # room again
+        memory.log.max_map_size = 64 << 20  # room again
         memory.write("create_entities", {"entities": [{"name": "after", "entityType": "t", "observations": []}]},
                      actor="t")
-        assert memory.store.head() == head + 1
+        assert memory.log.head() == head + 1
 
 
 @pytest.mark.anyio
 async def test_through_mcp_a_full_store_is_an_error_result(tmp_path: Path) -> None:
     from mcp import Client
 
-    from server.app import create_server
-    from server.config import Settings
+    from chronograph.server.app import create_server
+    from chronograph.server.config import Settings
 
     async with Client(create_server(Settings(store=tmp_path / "store", max_size=1 << 20))) as client:
         with pytest.raises(ToolFailed, match="ceiling of 1048576 bytes; nothing was written"):

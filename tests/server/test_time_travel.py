@@ -11,8 +11,8 @@ from mcp import Client
 from mcp_types import Implementation
 from support.mcp import ToolFailed, call, entity, names, relation
 
-from server.app import Runtime, create_server
-from server.config import Settings
+from chronograph.server.app import Runtime, create_server
+from chronograph.server.config import Settings
 
 pytestmark = pytest.mark.anyio
 

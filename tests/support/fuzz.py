@@ -6,11 +6,11 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from server import schemas
-from server.tools import EXTENDED, OFFICIAL
+from chronograph.application import CORE
+from chronograph.server.jsonschema import json_schema
 
-TOOLS = {spec.name: spec for spec in OFFICIAL + EXTENDED}
-SCHEMAS = {name: schemas.json_schema(spec.arguments) for name, spec in TOOLS.items()}
+TOOLS = {tool.name: tool for tool in CORE}
+SCHEMAS = {name: json_schema(tool.arguments) for name, tool in TOOLS.items()}
 
 nasty_text = st.one_of(
     st.text(max_size=20),

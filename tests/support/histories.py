@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from eventstore import (
+from chronograph.eventstore import (
     ContextUpdated,
     EntityCreated,
     EntityDeleted,
@@ -26,7 +26,7 @@ from eventstore import (
     RelationUpdated,
     StreamWrite,
 )
-from projections import ENTITY, RELATION, Graph, context_stream, relation_stream
+from chronograph.projections import ENTITY, RELATION, Graph, context_stream, relation_stream
 
 NAMES = ["ada", "bob", "cy", "Dee"]
 WORKSPACES = ["default", "lab"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from freezegun import freeze_time
 
-from server.memory import Memory
+from chronograph.application import Memory
 
 T1, T2, T3 = "2026-03-01T10:00:00Z", "2026-03-01T11:00:00Z", "2026-03-01T12:00:00Z"
 

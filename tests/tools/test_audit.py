@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from server.memory import Memory
-from tools.audit import main
+from chronograph.application import Memory
+from chronograph.tools.audit import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,7 +67,7 @@ def test_follow_prints_events_written_by_another_process(history_store: Path) ->
         assert json.loads(follower.stdout.readline())["position"] == 6
         writer = subprocess.run(
             [sys.executable, "-c", (
-                "from server.memory import Memory\n"
+                "from chronograph.application import Memory\n"
                 f"with Memory({str(history_store)!r}) as m:\n"
                 "    m.write('create_entities', {'entities': [{'name': 'Cy', 'entityType': 't', "
                 "'observations': []}]}, actor='other-process')\n"
@@ -87,4 +87,4 @@ def test_follow_prints_events_written_by_another_process(history_store: Path) ->
 def test_the_memory_under_audit_is_never_written(history_store: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     lines(capsys, "--store", str(history_store))
     with Memory(history_store) as memory:
-        assert memory.store.head() == 6
+        assert memory.log.head() == 6

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tools.concurrency_test import main as concurrency_main
-from tools.crash_test import main as crash_main
+from concurrency_harness import main as concurrency_main
+from crash_harness import main as crash_main
 
 
 def test_five_sigkills_under_write_load_lose_nothing(capsys: pytest.CaptureFixture[str]) -> None:

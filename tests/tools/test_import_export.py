@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from server.memory import Memory
-from tools.export_graph import main as export_main
-from tools.import_graph import main as import_main
+from chronograph.application import Memory
+from chronograph.tools.export_graph import main as export_main
+from chronograph.tools.import_graph import main as import_main
 
 OFFICIAL = "\n".join(json.dumps(line, ensure_ascii=False, separators=(",", ":")) for line in [
     {"type": "entity", "name": "Ada", "entityType": "person", "observations": ["math", "ünïcode ✓"]},
@@ -34,7 +34,7 @@ def graph_of(store: Path, workspace: str = "default") -> dict[str, Any]:
 
 def head(store: Path) -> int:
     with Memory(store) as memory:
-        return memory.store.head()
+        return memory.log.head()
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def test_an_official_file_imports_as_events_by_the_import_actor(official_file: P
     assert graph["entities"][0] == ("Ada", "person", ["math", "ünïcode ✓"])
     assert graph["relations"] == [("Ada", "knows", 'Bob "the builder"'), ('Bob "the builder"', "builds", "Engine [v1]")]
     with Memory(store) as memory:
-        events = list(memory.store.read_all())
+        events = list(memory.log.read_all())
     assert {e.actor for e in events} == {"import"} and len({e.correlation_id for e in events}) == 1
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from eventstore import EventStore
-from projections import Views
-from projections.tables import table_names
-from tools.replay import main
+from chronograph.eventstore import LmdbLog
+from chronograph.projections import Views
+from chronograph.projections.tables import table_names
+from chronograph.tools.replay import main
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -57,10 +57,10 @@ def test_a_diff_lists_what_was_created_changed_and_deleted(history_store: Path, 
 def test_verify_agrees_with_healthy_views_and_fails_on_damaged_ones(history_store: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     code, out = run(capsys, "--store", str(history_store), "--verify")
     assert code == 0 and "agree" in out
-    with EventStore(history_store) as store:
+    with LmdbLog(history_store) as store:
         generation = Views(store).tables.generation
-        entities = store.open_db(table_names(generation)[0], create=False)
-        with store.env.begin(write=True) as txn:
+        entities = store.environment.open_db(table_names(generation)[0], create=False)
+        with store.environment.env.begin(write=True) as txn:
             key, _ = next(iter(txn.cursor(entities)))
             txn.delete(key, db=entities)
     code, out = run(capsys, "--store", str(history_store), "--verify")

@@ -1,0 +1,55 @@
+"""The core without MCP: tools declared once, commands that decide events, queries, errors.
+
+`Memory` runs any tool of the registry on a store; the MCP server (`chronograph.server`),
+the command line (`chronograph.tools`) and, later, the web page are adapters over it.
+Importing this package registers every tool of Chronograph's own surface in `CORE`.
+"""
+
+from chronograph.application import (  # noqa: F401 (each module declares its tools in CORE)
+    audit,
+    context,
+    entities,
+    export,
+    graph,
+    history,
+    overview,
+    relations,
+    traversal,
+)
+from chronograph.application.arguments import Limits, parse
+from chronograph.application.errors import (
+    ChronographError,
+    ConflictError,
+    InvalidArgumentsError,
+    NotFoundError,
+    ReplyTooLargeError,
+    RequestReplayError,
+    StorageError,
+)
+from chronograph.application.outputs import Out
+from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES, Profile, profile
+from chronograph.application.registry import CORE, Kind, Registry, Tool
+from chronograph.application.service import Memory, Written
+
+__all__ = [
+    "CORE",
+    "DEFAULT_PROFILE",
+    "PROFILES",
+    "ChronographError",
+    "ConflictError",
+    "InvalidArgumentsError",
+    "Kind",
+    "Limits",
+    "Memory",
+    "NotFoundError",
+    "Out",
+    "Profile",
+    "Registry",
+    "ReplyTooLargeError",
+    "RequestReplayError",
+    "StorageError",
+    "Tool",
+    "Written",
+    "parse",
+    "profile",
+]

@@ -1,0 +1,275 @@
+"""Tool arguments: the Structs they parse into, the fields every tool shares, the limits.
+
+Arguments are parsed strictly by msgspec and checked against the limits before any
+write. Every problem becomes one `InvalidArgumentsError` naming the field, e.g.
+``Invalid arguments: entities[0].name: expected `str` of length >= 1``. Unknown fields
+are refused rather than ignored: a misspelt `expectedVersion` must not silently turn a
+guarded write into an unguarded one. The same Structs publish the tools' JSON schemas.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterator
+from typing import Annotated, Any, TypeVar, get_args, get_origin, get_type_hints
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
+
+from chronograph.application.errors import InvalidArgumentsError
+
+__all__ = [
+    "AS_OF",
+    "EXPECTED",
+    "Args",
+    "AsOf",
+    "D",
+    "Limits",
+    "Metadata",
+    "Name",
+    "Observation",
+    "ObservationList",
+    "Query",
+    "ReadArgs",
+    "RelationKey",
+    "RequestId",
+    "TypeName",
+    "Version",
+    "WORKSPACE",
+    "Workspace",
+    "WriteArgs",
+    "items",
+    "parse",
+]
+
+T = TypeVar("T", bound=msgspec.Struct)
+
+
+class Limits:
+    """The input limits, in characters unless said otherwise."""
+
+    NAME = 512
+    TYPE = 256
+    OBSERVATION = 16_384
+    ITEMS = 1_000
+    """items (entities, relations, names...) per call"""
+    OBSERVATIONS = 1_000
+    """observations per item"""
+    QUERY = 2_048
+    WORKSPACE = 128
+    REQUEST_ID = 256
+    METADATA_BYTES = 16_384
+    METADATA_DEPTH = 16
+
+
+Name = Annotated[str, Meta(min_length=1, max_length=Limits.NAME)]
+TypeName = Annotated[str, Meta(min_length=1, max_length=Limits.TYPE)]
+Observation = Annotated[str, Meta(max_length=Limits.OBSERVATION)]
+Observations = Annotated[list[Observation], Meta(max_length=Limits.OBSERVATIONS)]
+Query = Annotated[str, Meta(max_length=Limits.QUERY)]
+Workspace = Annotated[str, Meta(min_length=1, max_length=Limits.WORKSPACE)]
+RequestId = Annotated[str, Meta(min_length=1, max_length=Limits.REQUEST_ID)]
+Version = Annotated[int, Meta(ge=0)]
+Metadata = dict[str, Any]
+ObservationList = Annotated[list[Observation], Meta(max_length=Limits.OBSERVATIONS)]
+
+D = Meta  # descriptions read better as D(description=...)
+
+
+def items(kind: type) -> Any:
+    """A bounded list of `kind` (the items of one call)."""
+    return Annotated[list[kind], Meta(max_length=Limits.ITEMS)]  # type: ignore[valid-type]
+
+
+class Args(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
+    """Base of tool arguments: camelCase on the wire, unknown fields refused."""
+
+
+WORKSPACE = D(description='Workspace to read or write; workspaces are isolated (default "default")')
+REQUEST_ID = D(description="Idempotency key: a retried call with the same requestId returns the first result")
+EXPECTED = D(description="Fail the whole call, writing nothing, unless this item is at this version (0: absent)")
+AS_OF = D(description='Answer from the state then: an ISO-8601 time ("2026-11-21T14:00:00Z") or a log position')
+AsOf = Annotated[str | Annotated[int, Meta(ge=0)], AS_OF]
+
+
+class WriteArgs(Args, kw_only=True):
+    """Arguments of a tool that writes: a workspace and an optional idempotency key."""
+
+    workspace: Annotated[Workspace, WORKSPACE] = "default"
+    request_id: Annotated[RequestId, REQUEST_ID] | UnsetType = UNSET
+
+
+class ReadArgs(Args, kw_only=True):
+    """Arguments of a tool that reads one workspace."""
+
+    workspace: Annotated[Workspace, WORKSPACE] = "default"
+
+
+FROM = D(description="The name of the entity where the relation starts")
+TO = D(description="The name of the entity where the relation ends")
+RELATION_TYPE = D(description="The type of the relation")
+
+
+class RelationKey(Args, kw_only=True):
+    """What names a relation: from, to and relationType (its identity in a workspace)."""
+
+    source: Annotated[Name, FROM] = msgspec.field(name="from")
+    target: Annotated[Name, TO] = msgspec.field(name="to")
+    relation_type: Annotated[TypeName, RELATION_TYPE]
+
+    @property
+    def label(self) -> str:
+        """How messages name it: "from -[type]-> to"."""
+        return f"{self.source} -[{self.relation_type}]-> {self.target}"
+
+_PATH = re.compile(r" - at `\$(.*)`$")
+_IDENTIFIERS = ("name", "entity_type", "source", "target", "relation_type", "workspace", "entity_name")
+
+
+def parse(tool: str, arguments: dict[str, Any], into: type[T]) -> T:
+    """Parse a tool call's `arguments` into `into`, or raise one clear error.
+
+    Raises:
+        InvalidArgumentsError: Naming the first bad field and what was expected.
+    """
+    arguments = _unquote_json_arguments(arguments, into)
+    problem = next(_unencodable(arguments, ""), None)  # msgspec cannot even report these
+    if problem:
+        raise InvalidArgumentsError(tool, problem)
+    try:
+        parsed = msgspec.convert(arguments, into, strict=True)
+    except msgspec.ValidationError as error:
+        raise InvalidArgumentsError(tool, _describe(str(error))) from None
+    problem = _check(parsed, "")
+    if problem:
+        raise InvalidArgumentsError(tool, problem)
+    return parsed
+
+
+def _unquote_json_arguments(arguments: dict[str, Any], into: type[msgspec.Struct]) -> dict[str, Any]:
+    """Some clients (Claude Desktop among them) send arrays and objects as JSON text."""
+    hints = _container_fields(into)
+    fixed = dict(arguments)
+    for key, value in arguments.items():
+        if key in hints and isinstance(value, str):
+            try:
+                decoded = json.loads(value)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(decoded, list | dict):
+                fixed[key] = decoded
+    return fixed
+
+
+@functools.cache
+def _container_fields(into: type[msgspec.Struct]) -> frozenset[str]:
+    names = set()
+    hints = get_type_hints(into, include_extras=True)
+    for field, encoded in zip(into.__struct_fields__, into.__struct_encode_fields__, strict=True):
+        hint = hints[field]
+        while get_origin(hint) is Annotated:
+            hint = get_args(hint)[0]
+        options = get_args(hint) if get_origin(hint) is not None and get_origin(hint) not in (list, dict) else (hint,)
+        if any(get_origin(option) in (list, dict) or option in (list, dict) for option in options):
+            names.add(encoded)
+    return frozenset(names)
+
+
+def _describe(message: str) -> str:
+    match = _PATH.search(message)
+    text = message[: match.start()] if match else message
+    text = text[:1].lower() + text[1:]
+    path = match.group(1).lstrip(".") if match else ""
+    return f"{path}: {text}" if path else text
+
+
+def _check(value: Any, path: str) -> str | None:
+    """Limits msgspec cannot express: valid Unicode, no blank identifiers, bounded metadata."""
+    return next(_problems(value, path), None)
+
+
+def _unencodable(value: Any, path: str) -> Iterator[str]:
+    """Text that is not valid Unicode (unpaired surrogates), in keys or values, anywhere."""
+    if isinstance(value, str):
+        if _text(value):
+            yield f"{path or 'arguments'}: {_text(value)}"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and _text(key):
+                yield f"{path or 'arguments'}: a field name contains an unpaired surrogate, which is not valid Unicode"
+                return
+            yield from _unencodable(item, _child(path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _unencodable(item, f"{path}[{index}]")
+
+
+def _child(path: str, key: Any) -> str:
+    if isinstance(key, str) and key.isidentifier():
+        return f"{path}.{key}" if path else key
+    return f"{path or 'arguments'}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def _problems(value: Any, path: str) -> Iterator[str]:
+    if isinstance(value, str):
+        problem = _text(value)
+        if problem:
+            yield f"{path}: {problem}"
+    elif isinstance(value, msgspec.Struct):
+        for field, encoded in zip(value.__struct_fields__, value.__struct_encode_fields__, strict=True):
+            item = getattr(value, field)
+            where = f"{path}.{encoded}" if path else encoded
+            if field in _IDENTIFIERS and isinstance(item, str):
+                problem = _identifier(item)
+            elif field == "metadata" and item is not None and item is not msgspec.UNSET:
+                problem = _metadata(item)
+            else:
+                yield from _problems(item, where)
+                continue
+            if problem:
+                yield f"{where}: {problem}"
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _problems(item, f"{path}[{index}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _problems(key, path)
+            yield from _problems(item, _child(path, key))
+
+
+def _text(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains an unpaired surrogate, which is not valid Unicode text"
+    return None
+
+
+def _identifier(text: str) -> str | None:
+    if not text.strip():
+        return "must not be blank"
+    if "\x00" in text:
+        return "must not contain NUL characters"
+    return _text(text)
+
+
+def _metadata(metadata: dict[str, Any]) -> str | None:
+    try:
+        encoded = msgspec.json.encode(metadata)
+    except (TypeError, ValueError, OverflowError, UnicodeEncodeError) as error:
+        return f"is not JSON-encodable: {error}"
+    if len(encoded) > Limits.METADATA_BYTES:
+        return f"is {len(encoded)} bytes as JSON; the limit is {Limits.METADATA_BYTES}"
+    if _depth(metadata) > Limits.METADATA_DEPTH:
+        return f"nests deeper than {Limits.METADATA_DEPTH} levels"
+    return None
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0

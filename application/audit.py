@@ -1,0 +1,167 @@
+"""The audit log: the log filtered and paged, each event with its workspace and subject."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
+
+from chronograph.application.arguments import D, Name, ReadArgs
+from chronograph.application.errors import InvalidArgumentsError
+from chronograph.application.history import Limit, cursor_of
+from chronograph.application.outputs import Out
+from chronograph.application.registry import CORE
+from chronograph.application.service import Memory
+from chronograph.eventstore import CATALOGUE, ContextUpdated, EntityCreated, Envelope, LogReader, RelationCreated, clock
+from chronograph.eventstore.events import event_type
+
+__all__ = ["AuditEventOut", "GetAuditLog", "Subjects", "event_out"]
+
+Text = Annotated[str, Meta(max_length=4096)]
+EVENT_TYPES = tuple(event_type(cls) for cls in CATALOGUE)
+
+
+class GetAuditLog(ReadArgs, kw_only=True):
+    all_workspaces: Annotated[bool, D(description="Every workspace's changes, not only this workspace's")] = False
+    entity_name: Annotated[Name, D(description="Only changes to this entity (any incarnation)")] | UnsetType = UNSET
+    actor: Annotated[Text, D(description="Only changes made by this actor")] | UnsetType = UNSET
+    event_types: Annotated[list[Annotated[str, Meta(max_length=64)]], Meta(max_length=32), D(
+        description="Only these event types, e.g. entity_created, observations_added, relation_deleted"
+    )] | UnsetType = UNSET
+    since: Annotated[str, D(description="Only changes at or after this ISO-8601 time")] | UnsetType = UNSET
+    until: Annotated[str, D(description="Only changes at or before this ISO-8601 time")] | UnsetType = UNSET
+    after_position: Annotated[int, Meta(ge=0), D(description="Only changes after this log position")] | UnsetType = (
+        UNSET
+    )
+    order: Annotated[Literal["newest", "oldest"], D(description="Newest first (default) or oldest first")] = "newest"
+    limit: Annotated[int, Limit, D(description="At most this many events per page")] = 50
+    cursor: Annotated[str, Meta(max_length=64), D(description="Where the previous page ended")] | UnsetType = UNSET
+
+
+class AuditEventOut(Out, kw_only=True):
+    position: int
+    stream: str
+    version: int
+    type: str
+    recorded_at: str
+    actor: str
+    correlation_id: str
+    workspace: str
+    subject: Annotated[str, D(description="The entity name, the relation, or the context it changed")]
+    data: dict[str, Any]
+
+
+class AuditOut(Out, kw_only=True):
+    events: list[AuditEventOut]
+    next_cursor: Annotated[str, D(description="Pass as cursor for the next page")] | UnsetType = UNSET
+
+
+class Subjects:
+    """What each stream is about (workspace and a readable subject), from its first event."""
+
+    def __init__(self, log: LogReader) -> None:
+        self._log = log
+        self._known: dict[str, tuple[str, str]] = {}
+
+    def of(self, envelope: Envelope) -> tuple[str, str]:
+        """(workspace, subject) of the stream `envelope` belongs to."""
+        known = self._known.get(envelope.stream)
+        if known is None:
+            first = envelope if envelope.version == 1 else next(iter(self._log.stream(envelope.stream, 1, 1)))
+            known = self._known[envelope.stream] = _describe(first)
+        return known
+
+
+def _describe(first: Envelope) -> tuple[str, str]:
+    event = first.event
+    if isinstance(event, EntityCreated):
+        return event.workspace, event.name
+    if isinstance(event, RelationCreated):
+        return event.workspace, f"{event.source} -[{event.relation_type}]-> {event.target}"
+    if isinstance(event, ContextUpdated):
+        return event.workspace, "context"
+    return "", first.stream
+
+
+def event_out(envelope: Envelope, workspace: str, subject: str) -> AuditEventOut:
+    """One event as the audit log shows it."""
+    data = msgspec.to_builtins(envelope.event)
+    data.pop("type", None)
+    return AuditEventOut(
+        position=envelope.position,
+        stream=envelope.stream,
+        version=envelope.version,
+        type=envelope.type,
+        recorded_at=clock.isoformat(envelope.recorded_at),
+        actor=envelope.actor,
+        correlation_id=envelope.correlation_id,
+        workspace=workspace,
+        subject=subject,
+        data=data,
+    )
+
+
+@CORE.query("get_audit_log", "Audit Log",
+            "Browse the change log, newest first and paged: filter by workspace, entity, actor, "
+            "event type or time to answer who changed what, and when")
+def get_audit_log(memory: Memory, args: GetAuditLog) -> AuditOut:
+    """Events matching the filters, paged, in `order`."""
+    with memory.timeline.at("get_audit_log") as moment:
+        log = moment.log
+        low, high = 1, log.head()
+        if args.since is not UNSET:
+            low = max(low, log.position_at(_moment("since", args.since) - 1) + 1)
+        if args.until is not UNSET:
+            high = min(high, log.position_at(_moment("until", args.until)))
+        if args.after_position is not UNSET:
+            low = max(low, args.after_position + 1)
+        cursor = cursor_of("get_audit_log", args.cursor, none=None)
+        newest = args.order == "newest"
+        if cursor is not None:
+            if newest:
+                high = min(high, cursor - 1)
+            else:
+                low = max(low, cursor + 1)
+
+        subjects = Subjects(log)
+        types = None if args.event_types is UNSET else set(args.event_types)
+        candidates: Iterable[Envelope]
+        if args.entity_name is not UNSET:
+            streams = moment.live.name_streams(args.workspace, args.entity_name)
+            found = [e for s in streams for e in log.stream(s) if low <= e.position <= high]
+            candidates = sorted(found, key=lambda e: e.position, reverse=newest)
+        else:
+            candidates = _scan(log, low, high, newest)
+
+        events: list[AuditEventOut] = []
+        more = False
+        for envelope in candidates:
+            if types is not None and envelope.type not in types:
+                continue
+            if args.actor is not UNSET and envelope.actor != args.actor:
+                continue
+            workspace, subject = subjects.of(envelope)
+            if not args.all_workspaces and workspace != args.workspace:
+                continue
+            if len(events) == args.limit:
+                more = True
+                break
+            events.append(event_out(envelope, workspace, subject))
+    return AuditOut(events=events, next_cursor=str(events[-1].position) if more else UNSET)
+
+
+def _moment(field: str, text: str) -> int:
+    try:
+        return clock.parse_iso(text)
+    except ValueError as error:
+        raise InvalidArgumentsError("get_audit_log", f"{field}: {error}") from None
+
+
+def _scan(log: LogReader, low: int, high: int, newest: bool) -> Iterator[Envelope]:
+    if low > high:
+        return
+    batches = log.batches_backward(high, low) if newest else log.batches(low, high, batch_size=256)
+    for batch in batches:
+        yield from batch

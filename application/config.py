@@ -1,0 +1,28 @@
+"""Where the store lives: a flag, else the environment, else a per-user default."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["ACTOR_ENV", "STORE_ENV", "TOKEN_ENV", "default_store", "resolve_store"]
+
+STORE_ENV = "CHRONOGRAPH_STORE"
+TOKEN_ENV = "CHRONOGRAPH_TOKEN"
+ACTOR_ENV = "CHRONOGRAPH_ACTOR"
+
+
+def default_store() -> Path:
+    """The per-user default: e.g. ~/.local/share/chronograph/store on Linux."""
+    import platformdirs  # only when no store is named
+
+    return Path(platformdirs.user_data_dir("chronograph", appauthor=False)) / "store"
+
+
+def resolve_store(flag: str | os.PathLike[str] | None) -> Path:
+    """The store path: the flag if given, else $CHRONOGRAPH_STORE, else the per-user default."""
+    if flag:
+        return Path(flag).expanduser()
+    if os.environ.get(STORE_ENV):
+        return Path(os.environ[STORE_ENV]).expanduser()
+    return default_store()

@@ -1,0 +1,100 @@
+"""Errors the core raises on purpose. Each says what was wrong, with which item, what to do next,
+and carries a machine-readable `code` a client can branch on.
+
+They are plain exceptions: the MCP adapter turns them into tool errors (`isError: true`
+with this text), the command line into a one-line message and an exit code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import msgspec
+
+__all__ = [
+    "ChronographError",
+    "ConflictError",
+    "InvalidArgumentsError",
+    "NotFoundError",
+    "ReplyTooLargeError",
+    "RequestReplayError",
+    "StorageError",
+]
+
+
+class ChronographError(Exception):
+    """Base class of every error the core raises on purpose."""
+
+    code: ClassVar[str] = "error"
+    """Machine-readable: invalid, not_found, conflict, limit, storage."""
+
+
+class InvalidArgumentsError(ChronographError):
+    """The arguments do not fit the tool's schema or limits; nothing was written."""
+
+    code = "invalid"
+
+    def __init__(self, tool: str, problem: str) -> None:
+        self.tool = tool
+        self.problem = problem
+        super().__init__(f"Invalid arguments: {problem}")
+
+
+class NotFoundError(ChronographError):
+    """An item the call needs does not exist; nothing was written."""
+
+    code = "not_found"
+
+
+class ConflictError(ChronographError):
+    """An expectedVersion was stale: someone changed the item first; nothing was written."""
+
+    code = "conflict"
+
+    def __init__(self, what: str, expected: int, current: int, state: Any) -> None:
+        self.what = what
+        self.expected = expected
+        self.current = current
+        self.state = state
+        shown = msgspec.json.encode(state).decode() if state is not None else "none (it does not exist)"
+        at = f"version {current}" if current else "no version (it does not exist)"
+        super().__init__(
+            f"Conflict: {what} is at {at}, not the expectedVersion {expected}; nothing was "
+            f"written. Re-read it and retry with expectedVersion {current}. Current state: {shown}"
+        )
+
+
+class RequestReplayError(ChronographError):
+    """A requestId was reused for a call with different arguments; nothing was written."""
+
+    code = "conflict"
+
+    def __init__(self, tool: str, request_id: str) -> None:
+        super().__init__(
+            f"requestId {request_id!r} was already used for a different {tool} call; "
+            "use a new requestId for a new call"
+        )
+
+
+class StorageError(ChronographError):
+    """The store could not take the write (disk or size ceiling full, damaged); nothing was written."""
+
+    code = "storage"
+
+
+class ReplyTooLargeError(ChronographError):
+    """A read's answer would be larger than one reply may be; ask for less."""
+
+    code = "limit"
+
+    def __init__(self, tool: str, size: int, limit: int, hint: str) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"The answer of {tool} would be {_size(size)}, over the {_size(limit)} one reply may "
+            f"carry (stdio clients built on MCP's TypeScript SDK drop the connection beyond 10 MiB). {hint}"
+        )
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**20:.1f} MiB" if count >= 2**20 else f"{count / 2**10:.0f} KiB"

@@ -1,0 +1,177 @@
+"""Exporting a graph: the official JSONL file, JSON, Markdown, Mermaid and Graphviz DOT.
+
+Every format escapes names, so any name renders: quotes, brackets, newlines, pipes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
+
+from chronograph.application.arguments import AsOf, D, ReadArgs
+from chronograph.application.errors import InvalidArgumentsError
+from chronograph.application.graph import ReadGraph, read_graph
+from chronograph.application.outputs import Out
+from chronograph.application.registry import CORE
+from chronograph.application.service import Memory
+
+__all__ = ["FORMATS", "ExportGraph", "ExportOut", "Format", "render", "safe_output_path"]
+
+Format = Literal["jsonl", "json", "markdown", "mermaid", "dot"]
+FORMATS: tuple[Format, ...] = ("jsonl", "json", "markdown", "mermaid", "dot")
+
+Graph = dict[str, Any]
+"""A read_graph answer as plain data: {"entities": [...], "relations": [...]}."""
+
+
+def render(graph: Graph, fmt: Format, workspace: str = "default") -> str:
+    """`graph` in format `fmt`."""
+    return _RENDERERS[fmt](graph, workspace)
+
+
+def _jsonl(graph: Graph, workspace: str) -> str:
+    """The official server's memory.jsonl: entities, then relations, one compact object per line."""
+    lines = [
+        json.dumps({"type": "entity", "name": e["name"], "entityType": e["entityType"],
+                    "observations": e["observations"]}, ensure_ascii=False, separators=(",", ":"))
+        for e in graph["entities"]
+    ]
+    lines += [
+        json.dumps({"type": "relation", "from": r["from"], "to": r["to"], "relationType": r["relationType"]},
+                   ensure_ascii=False, separators=(",", ":"))
+        for r in graph["relations"]
+    ]
+    return "\n".join(lines)
+
+
+def _json(graph: Graph, workspace: str) -> str:
+    return json.dumps({"entities": graph["entities"], "relations": graph["relations"]}, indent=2,
+                      ensure_ascii=False)
+
+
+def _markdown(graph: Graph, workspace: str) -> str:
+    def md(text: str) -> str:
+        escaped = "".join("\\" + c if c in "\\`*_{}[]<>()#+-.!|" else c for c in text)
+        return " ".join(escaped.split())  # a newline would end the bullet
+
+    by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for entity in graph["entities"]:
+        by_type[entity["entityType"]].append(entity)
+    out = [f"# Knowledge graph: {md(workspace)}", "",
+           f"{len(graph['entities'])} entities, {len(graph['relations'])} relations.", ""]
+    for entity_type in sorted(by_type):
+        out += [f"## {md(entity_type)}", ""]
+        for entity in by_type[entity_type]:
+            out.append(f"### {md(entity['name'])}")
+            out += [f"- {md(o)}" for o in entity["observations"]] or ["- *(no observations)*"]
+            out.append("")
+    out += ["## Relations", ""]
+    out += [f"- **{md(r['from'])}** {md(r['relationType'])} **{md(r['to'])}**" for r in graph["relations"]]
+    if not graph["relations"]:
+        out.append("*(none)*")
+    return "\n".join(out) + "\n"
+
+
+def _mermaid(graph: Graph, workspace: str) -> str:
+    def label(text: str) -> str:
+        entities = {"&": "#amp;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "#": "#35;", "\n": " ", "|": "#124;"}
+        return "".join(entities.get(c, c) for c in text)
+
+    ids = {e["name"]: f"n{i}" for i, e in enumerate(graph["entities"])}
+    out = ["graph LR"]
+    out += [f'    {ids[e["name"]]}["{label(e["name"])}<br/><i>{label(e["entityType"])}</i>"]'
+            for e in graph["entities"]]
+    for relation in graph["relations"]:
+        for end in (relation["from"], relation["to"]):
+            if end not in ids:  # an end outside this graph still gets a node
+                ids[end] = f"n{len(ids)}"
+                out.append(f'    {ids[end]}["{label(end)}"]')
+        out.append(f'    {ids[relation["from"]]} -->|"{label(relation["relationType"])}"| {ids[relation["to"]]}')
+    return "\n".join(out) + "\n"
+
+
+def _dot(graph: Graph, workspace: str) -> str:
+    def quoted(text: str) -> str:
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+    out = [f"digraph {quoted('memory: ' + workspace)} {{", "    rankdir=LR;", "    node [shape=box];"]
+    out += [f"    {quoted(e['name'])} [label={quoted(e['name'] + chr(10) + '(' + e['entityType'] + ')')}];"
+            for e in graph["entities"]]
+    out += [f"    {quoted(r['from'])} -> {quoted(r['to'])} [label={quoted(r['relationType'])}];"
+            for r in graph["relations"]]
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+_RENDERERS: dict[str, Callable[[Graph, str], str]] = {
+    "jsonl": _jsonl, "json": _json, "markdown": _markdown, "mermaid": _mermaid, "dot": _dot,
+}
+
+
+def safe_output_path(directory: Path, relative: str) -> Path:
+    """`relative` inside `directory`, or ValueError: no absolute paths, no way out.
+
+    Raises:
+        ValueError: If the path is absolute, empty, or resolves outside `directory`.
+    """
+    if not relative or "\x00" in relative:
+        raise ValueError("outputPath must be a non-empty relative path")
+    candidate = Path(relative)
+    if candidate.is_absolute() or candidate.drive:
+        raise ValueError(f"outputPath {relative!r} is absolute; give a path inside the export directory")
+    root = directory.resolve()
+    target = (root / candidate).resolve()
+    if target != root and root not in target.parents:
+        raise ValueError(f"outputPath {relative!r} leads outside the export directory")
+    if target == root:
+        raise ValueError("outputPath names the export directory itself; give a file name")
+    return target
+
+
+class ExportGraph(ReadArgs, kw_only=True):
+    format: Annotated[Format, D(
+        description="jsonl: the official memory.jsonl; json: {entities, relations}; markdown: a "
+        "readable document; mermaid / dot: a drawing of the graph")]
+    as_of: AsOf | UnsetType = UNSET
+    output_path: Annotated[str, Meta(min_length=1, max_length=1024), D(
+        description="Write the export to this file inside the server's export directory instead "
+        "of returning it (only when the server was started with --export-dir)")] | UnsetType = UNSET
+
+
+class ExportOut(Out, kw_only=True):
+    format: str
+    entities: int
+    relations: int
+    content: Annotated[str, D(description="The export (unless written to outputPath)")] | UnsetType = UNSET
+    path: Annotated[str, D(description="Where the export was written")] | UnsetType = UNSET
+    bytes: int
+
+
+@CORE.query("export_graph", "Export Graph",
+            "Export the graph (or the graph as of a past moment) as the official memory.jsonl, "
+            "JSON, a Markdown document, or a Mermaid or Graphviz DOT drawing", kind="export")
+def export_graph(memory: Memory, args: ExportGraph) -> ExportOut:
+    """The graph rendered in `format`, returned, or written inside the export directory."""
+    graph = msgspec.to_builtins(read_graph(memory, ReadGraph(workspace=args.workspace, as_of=args.as_of)))
+    content = render(graph, args.format, args.workspace)
+    size = len(content.encode())
+    counts = {"entities": len(graph["entities"]), "relations": len(graph["relations"])}
+    if args.output_path is UNSET:
+        return ExportOut(format=args.format, content=content, bytes=size, **counts)
+    if memory.export_dir is None:
+        raise InvalidArgumentsError(
+            "export_graph", "outputPath: this server writes no files; start it with --export-dir DIR "
+            "to allow exports into DIR, or leave outputPath out to get the content back")
+    try:
+        target = safe_output_path(memory.export_dir, args.output_path)
+    except ValueError as error:
+        raise InvalidArgumentsError("export_graph", str(error)) from None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(content, encoding="utf-8")
+    return ExportOut(format=args.format, path=str(target), bytes=size, **counts)

@@ -1,0 +1,183 @@
+"""History: every version of an entity or relation, read from its own stream, and reverting to one.
+
+Both read the log itself, so they cover deleted things and every change ever made.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
+
+from chronograph.application.arguments import (
+    EXPECTED,
+    AsOf,
+    D,
+    Name,
+    ReadArgs,
+    RelationKey,
+    WORKSPACE,
+    Version,
+    Workspace,
+    WriteArgs,
+)
+from chronograph.application.batch import Batch
+from chronograph.application.entities import entity_label
+from chronograph.application.errors import InvalidArgumentsError, NotFoundError
+from chronograph.application.outputs import EntitiesOut, Out, entity_out, relation_out
+from chronograph.application.registry import CORE
+from chronograph.application.service import Memory
+from chronograph.eventstore import EntityCreated, EntityUpdated, clock
+from chronograph.projections import EntityRecord, relation_stream, stream_history
+from chronograph.projections import Version as StreamVersion
+
+__all__ = ["GetEntityHistory", "GetRelationHistory", "HistoryOut", "RevertEntity", "cursor_of"]
+
+Limit = Meta(ge=1, le=1000)
+Cursor = Annotated[str, Meta(max_length=64), D(description="Where the previous page ended (its nextCursor)")]
+
+
+def cursor_of(tool: str, cursor: Any, none: int | None = 0) -> Any:
+    """The position or offset a cursor this tool returned stands for (`none` when not given).
+
+    Raises:
+        InvalidArgumentsError: If `cursor` is not one of ours.
+    """
+    if cursor is UNSET:
+        return none
+    if not str(cursor).isdigit():
+        raise InvalidArgumentsError(tool, f"cursor: {cursor!r} is not a cursor this tool returned")
+    return int(cursor)
+
+
+class VersionOut(Out, kw_only=True):
+    stream: Annotated[str, D(description="The stable id of this entity or relation")]
+    version: int
+    position: Annotated[int, D(description="Position of the change in the log")]
+    event_type: str
+    recorded_at: str
+    actor: Annotated[str, D(description="Who made the change (MCP client or --actor)")]
+    correlation_id: Annotated[str, D(description="Shared by every change of one tool call")]
+    changes: Annotated[dict[str, Any], D(description="What this version changed")]
+    state: Annotated[dict[str, Any] | None, D(description="The state after this version; null once deleted")]
+
+
+class HistoryOut(Out, kw_only=True):
+    versions: list[VersionOut]
+    next_cursor: Annotated[str, D(description="Pass as cursor for the next page")] | UnsetType = UNSET
+
+
+def version_out(version: StreamVersion) -> VersionOut:
+    """One version as the history tools answer it."""
+    state: dict[str, Any] | None = None
+    if isinstance(version.state, EntityRecord):
+        state = msgspec.to_builtins(entity_out(version.state))
+    elif version.state is not None:
+        state = msgspec.to_builtins(relation_out(version.state))
+    return VersionOut(
+        stream=version.stream,
+        version=version.version,
+        position=version.position,
+        event_type=version.event_type,
+        recorded_at=clock.isoformat(version.recorded_at),
+        actor=version.actor,
+        correlation_id=version.correlation_id,
+        changes=version.changes,
+        state=state,
+    )
+
+
+class GetEntityHistory(ReadArgs, kw_only=True):
+    name: Annotated[Name, D(description="The entity; deleted and re-created ones included")]
+    limit: Annotated[int, Limit, D(description="At most this many versions per page")] = 100
+    cursor: Cursor | UnsetType = UNSET
+    as_of: AsOf | UnsetType = UNSET
+
+
+@CORE.query("get_entity_history", "Entity History",
+            "Every version of an entity: who changed what, when, in which call, and the state after; "
+            "deleted and re-created entities included. Use it to see how a memory evolved or to pick a "
+            "version to revert to")
+def get_entity_history(memory: Memory, args: GetEntityHistory) -> HistoryOut:
+    """Every version of every entity ever called `name`, oldest first, paged.
+
+    Raises:
+        NotFoundError: If no entity was ever called `name` in the workspace.
+    """
+    with memory.timeline.at("get_entity_history", args.as_of) as moment:
+        streams = moment.live.name_streams(args.workspace, args.name)
+        if not streams:
+            raise NotFoundError(f"No entity named {args.name!r} ever existed in workspace {args.workspace!r}")
+        versions = sorted(
+            (v for stream in streams for v in stream_history(moment.log, stream, to_position=moment.position)),
+            key=lambda version: version.position,
+        )
+    start = cursor_of("get_entity_history", args.cursor)
+    more = start + args.limit < len(versions)
+    return HistoryOut(
+        versions=[version_out(v) for v in versions[start : start + args.limit]],
+        next_cursor=str(start + args.limit) if more else UNSET,
+    )
+
+
+class GetRelationHistory(RelationKey, kw_only=True):
+    workspace: Annotated[Workspace, WORKSPACE] = "default"
+
+
+@CORE.query("get_relation_history", "Relation History",
+            "Every version of one relation, across deletes and re-creations")
+def get_relation_history(memory: Memory, args: GetRelationHistory) -> HistoryOut:
+    """Every version of the relation (from, relationType, to), across deletes and re-creations.
+
+    Raises:
+        NotFoundError: If that relation never existed.
+    """
+    with memory.timeline.at("get_relation_history") as moment:
+        stream = relation_stream(args.workspace, args.source, args.relation_type, args.target)
+        versions = stream_history(moment.log, stream)
+    if not versions:
+        raise NotFoundError(f"No relation {args.label} ever existed in workspace {args.workspace!r}")
+    return HistoryOut(versions=[version_out(v) for v in versions])
+
+
+class RevertEntity(WriteArgs, kw_only=True):
+    name: Annotated[Name, D(description="The entity to restore (a deleted one too)")]
+    to_version: Annotated[int, Meta(ge=1), D(description="The version whose state to restore")]
+    expected_version: Annotated[Version, EXPECTED] | UnsetType = UNSET
+
+
+@CORE.command("revert_entity", "Revert Entity",
+              "Restore an entity (a deleted one too) to its state at an earlier version. This appends "
+              "new events: the revert is itself in the history")
+def revert_entity(batch: Batch, args: RevertEntity) -> EntitiesOut:
+    """Restore the state an entity had at `toVersion` by appending events (deleted ones too)."""
+    streams = batch.state.name_streams(batch.workspace, args.name)
+    if not streams:
+        raise NotFoundError(f"Entity with name {args.name} not found")
+    stream = streams[-1]  # the newest incarnation: the live one, if any is
+    versions = {v.version: v for v in stream_history(batch.tx, stream)}
+    target = versions.get(args.to_version)
+    if target is None:
+        raise InvalidArgumentsError("revert_entity", f"toVersion: {args.name!r} has versions 1 to {max(versions)}")
+    if not isinstance(target.state, EntityRecord):
+        raise InvalidArgumentsError(
+            "revert_entity", f"toVersion: version {args.to_version} of {args.name!r} is its deletion; "
+            "choose a version at which it existed"
+        )
+    live = batch.entity(args.name)
+    batch.check(entity_label(args.name), args.expected_version, live)
+    state = target.state
+    if live is not None:
+        batch.emit(stream, EntityUpdated(
+            entity_type=state.entity_type, observations=tuple(state.observations), metadata=state.metadata,
+            reverted_to=args.to_version,
+        ))
+    else:
+        batch.emit(stream, EntityCreated(
+            workspace=batch.workspace, name=args.name, entity_type=state.entity_type,
+            observations=tuple(state.observations), metadata=state.metadata, reverted_to=args.to_version,
+        ))
+    restored = batch.entity(args.name)
+    assert restored is not None
+    return EntitiesOut(entities=[entity_out(restored)])

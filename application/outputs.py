@@ -1,0 +1,133 @@
+"""What tools answer: the official entity and relation shapes, plus what Chronograph adds.
+
+Field order is the official server's (name, entityType, observations first), so the
+JSON text of an answer reads as the official one does.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypeVar
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from chronograph.application.arguments import D
+from chronograph.eventstore.clock import isoformat
+from chronograph.projections import EntityRecord, RelationRecord
+
+__all__ = [
+    "DeletedOut",
+    "EntitiesOut",
+    "EntityOut",
+    "GraphOut",
+    "Out",
+    "PageEntityOut",
+    "RelationOut",
+    "RelationsOut",
+    "entity_out",
+    "relation_out",
+]
+
+ENTITY_NAME = D(description="The name of the entity")
+ENTITY_TYPE = D(description="The type of the entity")
+OBSERVATIONS = D(description="An array of observation contents associated with the entity")
+FROM = D(description="The name of the entity where the relation starts")
+TO = D(description="The name of the entity where the relation ends")
+RELATION_TYPE = D(description="The type of the relation")
+AS_OF_POSITION = D(description="The log position answered from (with asOf)")
+
+
+class Out(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    """Base of tool outputs."""
+
+
+class EntityOut(Out, kw_only=True):
+    name: Annotated[str, ENTITY_NAME]
+    entity_type: Annotated[str, ENTITY_TYPE]
+    observations: Annotated[list[str], OBSERVATIONS]
+    metadata: dict[str, Any] | UnsetType = UNSET
+    version: int
+    created_at: str
+    updated_at: str
+
+
+class RelationOut(Out, kw_only=True):
+    source: Annotated[str, FROM] = msgspec.field(name="from")
+    target: Annotated[str, TO] = msgspec.field(name="to")
+    relation_type: Annotated[str, RELATION_TYPE]
+    confidence: float | UnsetType = UNSET
+    metadata: dict[str, Any] | UnsetType = UNSET
+    version: int
+    created_at: str
+    updated_at: str
+
+
+class PageEntityOut(Out, kw_only=True):
+    """An entity of read_graph: in summaryMode, its name and type only."""
+
+    name: Annotated[str, ENTITY_NAME]
+    entity_type: Annotated[str, ENTITY_TYPE]
+    observations: Annotated[list[str], OBSERVATIONS] | UnsetType = UNSET
+    metadata: dict[str, Any] | UnsetType = UNSET
+    version: int | UnsetType = UNSET
+    created_at: str | UnsetType = UNSET
+    updated_at: str | UnsetType = UNSET
+
+
+class GraphOut(Out, kw_only=True):
+    entities: list[EntityOut]
+    relations: list[RelationOut]
+    scores: Annotated[list[float], D(description="With ranked search: each entity's score, in order")] | UnsetType = (
+        UNSET
+    )
+    as_of: Annotated[int, AS_OF_POSITION] | UnsetType = UNSET
+
+
+class EntitiesOut(Out, kw_only=True):
+    entities: list[EntityOut]
+
+
+class RelationsOut(Out, kw_only=True):
+    relations: list[RelationOut]
+
+
+class DeletedOut(Out, kw_only=True):
+    success: bool
+    message: str
+    deleted: Annotated[int, D(description="How many items were removed")]
+    not_found: Annotated[list[str], D(description="The requested items that did not exist")]
+    relations_deleted: Annotated[int, D(description="Relations removed with the deleted entities")] | UnsetType = UNSET
+
+
+Shape = TypeVar("Shape", EntityOut, PageEntityOut)
+
+
+def entity_out(record: EntityRecord, shape: type[Shape] = EntityOut) -> Shape:  # type: ignore[assignment]
+    """The official entity shape, plus metadata (when set), version and timestamps.
+
+    `shape` is `PageEntityOut` for a read_graph page, whose schema lets summaryMode leave
+    the observations out.
+    """
+    return shape(
+        name=record.name,
+        entity_type=record.entity_type,
+        observations=record.observations,
+        metadata=record.metadata or UNSET,
+        version=record.version,
+        created_at=isoformat(record.created_at),
+        updated_at=isoformat(record.updated_at),
+    )
+
+
+def relation_out(record: RelationRecord) -> RelationOut:
+    """The official relation shape, plus confidence and metadata (when set), version, timestamps."""
+    return RelationOut(
+        source=record.source,
+        target=record.target,
+        relation_type=record.relation_type,
+        confidence=UNSET if record.confidence is None else record.confidence,
+        metadata=record.metadata or UNSET,
+        version=record.version,
+        created_at=isoformat(record.created_at),
+        updated_at=isoformat(record.updated_at),
+    )

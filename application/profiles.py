@@ -1,0 +1,75 @@
+"""Profiles: the named sets of tools a server can present, all over the same store.
+
+`chronograph` (the default) is Chronograph's own surface; `official` is exactly the nine
+tools of the official MCP memory server. Profiles for the other memory servers our
+users come from add their own tools, named and shaped as those servers name and shape
+them, translated to the same commands and events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chronograph.application.registry import CORE, Registry
+
+__all__ = ["DEFAULT_PROFILE", "OFFICIAL_TOOLS", "PROFILES", "Profile", "profile"]
+
+OFFICIAL_TOOLS = (
+    "create_entities",
+    "create_relations",
+    "add_observations",
+    "delete_entities",
+    "delete_observations",
+    "delete_relations",
+    "read_graph",
+    "search_nodes",
+    "open_nodes",
+)
+"""The official memory server's tools, in its order."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A named surface: its tools and what a server says about itself when it presents them."""
+
+    name: str
+    summary: str
+    tools: Registry
+    instructions: str
+
+
+INSTRUCTIONS = (
+    "Chronograph is a knowledge-graph memory that never overwrites: every change is kept, "
+    "so past states can be read back and every change audited. Use it like the official "
+    "memory server (entities, relations, observations). Pass expectedVersion to make a write "
+    "fail instead of silently overwriting a concurrent change, and requestId to make a "
+    "retried call safe."
+)
+
+
+def _own_surface() -> Registry:
+    official = CORE.select(OFFICIAL_TOOLS)
+    return Registry([*official, *(tool for tool in CORE if tool.name not in official)])
+
+
+PROFILES: dict[str, Profile] = {
+    "chronograph": Profile("chronograph", "Chronograph's own tools: the official nine and history, time "
+                           "travel, audit, context", _own_surface(), INSTRUCTIONS),
+    "official": Profile("official", "exactly the nine tools of the official MCP memory server",
+                        CORE.select(OFFICIAL_TOOLS), INSTRUCTIONS),
+}
+"""Every profile, by name."""
+
+DEFAULT_PROFILE = "chronograph"
+
+
+def profile(name: str) -> Profile:
+    """The profile called `name`.
+
+    Raises:
+        KeyError: If there is none, with the names there are.
+    """
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise KeyError(f"no profile {name!r}; choose one of {', '.join(PROFILES)}") from None

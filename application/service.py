@@ -1,0 +1,150 @@
+"""The memory: a log and its views, and one call per tool, whatever the transport.
+
+The MCP server, the command line and the tests use it alike. A write is one command in
+one write transaction: parse, check a retried requestId, decide events against the live
+views (folding each into an overlay), append them guarded by the versions read, fold
+them into the views inline, and answer from what the overlay folded: exactly what was
+stored. Nothing of a rejected call is written.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from chronograph.application.arguments import parse
+from chronograph.application.batch import Batch
+from chronograph.application.errors import ChronographError, RequestReplayError, StorageError
+from chronograph.application.outputs import Out
+from chronograph.application.registry import CORE, Tool
+from chronograph.application.timeline import Timeline
+from chronograph.eventstore import ConcurrencyError, LmdbLog, LogTransaction, StorageFullError
+from chronograph.eventstore.keys import digest
+from chronograph.projections import LmdbState, Progress, Views, paused_gc
+
+__all__ = ["Memory", "Written"]
+
+
+class Written(msgspec.Struct, frozen=True):
+    """What a call returns: its output, and whether it changed the store."""
+
+    output: Out
+    changed: bool
+    replayed: bool = False
+
+
+class _Remembered(msgspec.Struct, frozen=True, array_like=True):
+    arguments: bytes
+    """digest of the call's arguments (without the requestId)"""
+    output: msgspec.Raw
+
+
+class Memory:
+    """A knowledge-graph memory on the store at `path` (created if missing)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        sync: bool = True,
+        readonly: bool = False,
+        progress: Progress | None = None,
+        export_dir: Path | None = None,
+        max_size: int | None = None,
+    ) -> None:
+        self.export_dir = export_dir
+        """Where export_graph may write files (None: nowhere)."""
+        self.log = LmdbLog(Path(path), sync=sync, readonly=readonly, max_map_size=max_size)
+        try:
+            self.views = Views(self.log, progress=progress)
+            self.timeline = Timeline(self.log, self.views)
+        except BaseException:
+            self.log.close()
+            raise
+
+    def close(self) -> None:
+        """Close the store."""
+        self.log.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- calls ----------------------------------------------------------------------------
+
+    def call(self, tool: Tool | str, arguments: dict[str, Any], *, actor: str = "unknown") -> Written:
+        """Run `tool` with raw `arguments`; a command's events are recorded as `actor`'s.
+
+        Raises:
+            ChronographError: Invalid arguments, a missing item, a stale expectedVersion,
+                a reused requestId or a full store; nothing was written.
+        """
+        spec = CORE[tool] if isinstance(tool, str) else tool
+        if spec.writes:
+            return self.write(spec, arguments, actor=actor)
+        return Written(self.read(spec, arguments), changed=False)
+
+    def write(
+        self, tool: Tool | str, arguments: dict[str, Any], *, actor: str, correlation_id: str | None = None
+    ) -> Written:
+        """Run the command `tool` with raw `arguments`, recording `actor` on its events.
+
+        `correlation_id` (default: a new one) lets several calls share one, as an import does.
+
+        Raises:
+            ChronographError: Invalid arguments, a missing item, a stale expectedVersion,
+                a reused requestId or a full store; nothing was written.
+        """
+        spec = CORE[tool] if isinstance(tool, str) else tool
+        args = parse(spec.name, arguments, spec.arguments)
+        workspace: str = args.workspace  # type: ignore[attr-defined]
+        request_id = getattr(args, "request_id", UNSET)
+        key = None if request_id is UNSET else f"{spec.name}\x00{workspace}\x00{request_id}"
+        fingerprint = digest(msgspec.msgpack.encode(msgspec.structs.replace(args, request_id=UNSET)), 32) if key else b""
+        correlation = correlation_id or os.urandom(16).hex()
+
+        def work(tx: LogTransaction, views: LmdbState) -> Written:
+            if key is not None:
+                recalled = tx.recall(key)
+                if recalled is not None:
+                    assert recalled.result is not None
+                    remembered = msgspec.msgpack.decode(recalled.result, type=_Remembered)
+                    if remembered.arguments != fingerprint:
+                        raise RequestReplayError(spec.name, str(request_id))
+                    output = msgspec.msgpack.decode(remembered.output, type=spec.output)
+                    return Written(output, changed=False, replayed=True)
+            batch = Batch(tx, views, workspace, actor=actor, correlation_id=correlation, idempotency_key=key)
+            output = spec.handler(batch, args)
+            writes = batch.writes()
+            if writes or key is not None:
+                result = None
+                if key is not None:
+                    result = msgspec.msgpack.encode(
+                        _Remembered(fingerprint, msgspec.Raw(msgspec.msgpack.encode(output)))
+                    )
+                appended = tx.append(writes, actor=actor, correlation_id=correlation, idempotency_key=key, result=result)
+                batch.confirm(appended)
+            return Written(output, changed=bool(writes))
+
+        try:
+            return self.views.transact(work)
+        except StorageFullError as error:
+            raise StorageError(str(error)) from None
+        except ConcurrencyError as error:  # only if the views were wrong about a version
+            raise ChronographError(f"{error}; nothing was written") from None
+
+    def read(self, tool: Tool | str, arguments: dict[str, Any]) -> Out:
+        """Run the query `tool` with raw `arguments` (on the live views, or as of then).
+
+        Raises:
+            ChronographError: If the arguments are invalid or name something unknown.
+        """
+        spec = CORE[tool] if isinstance(tool, str) else tool
+        with paused_gc():  # a whole graph's output forms no cycles; scanning it halved the speed
+            return spec.handler(self, parse(spec.name, arguments, spec.arguments))

@@ -1,0 +1,86 @@
+"""Answering "as of then": which log position an `asOf` means, and the graph at that position.
+
+The present is the live views. A past position is the log folded in memory up to it
+(from the nearest snapshot); the few most recent past graphs are kept, since an agent
+that travels in time tends to ask several questions about the same moment.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from msgspec import UNSET
+
+from chronograph.application.errors import InvalidArgumentsError
+from chronograph.eventstore import EventLog, LogReader
+from chronograph.projections import DictGraph, Graph, LmdbGraph, Snapshot, Views, graph_as_of, position_of
+
+__all__ = ["Moment", "Timeline"]
+
+KEPT = 2
+"""Past graphs kept in memory (each the whole graph at a position)."""
+
+
+class Moment:
+    """A graph to answer from, the live views and the log of the same snapshot, and the position."""
+
+    def __init__(self, graph: Graph, snapshot: Snapshot, position: int | None) -> None:
+        self.graph = graph
+        self.snapshot = snapshot
+        self.position = position
+        """The position asked for with asOf; None for now."""
+
+    @property
+    def live(self) -> LmdbGraph:
+        """The live views: they know every stream ever created under a name."""
+        return self.snapshot.graph
+
+    @property
+    def log(self) -> LogReader:
+        """The log, read in the same snapshot as the live views."""
+        return self.snapshot.log
+
+    @property
+    def is_past(self) -> bool:
+        """Whether the graph is a past one (asOf before the head)."""
+        return self.graph is not self.snapshot.graph
+
+
+class Timeline:
+    """Resolves asOf for the reads of one store."""
+
+    def __init__(self, log: EventLog, views: Views) -> None:
+        self.log = log
+        self.views = views
+        self._past: OrderedDict[int, DictGraph] = OrderedDict()
+
+    @contextmanager
+    def at(self, tool: str, as_of: Any = UNSET) -> Iterator[Moment]:
+        """The graph as of `as_of` (UNSET: now), inside one read snapshot.
+
+        Raises:
+            InvalidArgumentsError: If `as_of` is neither a position nor an ISO-8601 time.
+        """
+        with self.views.snapshot() as snapshot:
+            if as_of is UNSET:
+                yield Moment(snapshot.graph, snapshot, None)
+                return
+            try:
+                position = position_of(snapshot.log, as_of)
+            except ValueError as error:
+                raise InvalidArgumentsError(tool, f"asOf: {error}") from None
+            graph = snapshot.graph if position == snapshot.graph.position else self._graph_at(position)
+            yield Moment(graph, snapshot, position)
+
+    def _graph_at(self, position: int) -> DictGraph:
+        graph = self._past.get(position)
+        if graph is None:
+            graph = self._past[position] = graph_as_of(self.log, position, self.views.snapshots)
+            while len(self._past) > KEPT:
+                self._past.popitem(last=False)
+        else:
+            self._past.move_to_end(position)
+        return graph

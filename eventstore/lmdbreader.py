@@ -1,0 +1,192 @@
+"""Reads of the LMDB log inside one transaction: a consistent snapshot of the store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import lmdb
+import msgspec
+
+from chronograph.eventstore.codec import Codec, Envelope
+from chronograph.eventstore.errors import StoreCorruptError
+from chronograph.eventstore.keys import pack_u64, text_key, unpack_u64
+
+__all__ = ["Databases", "LmdbReader"]
+
+
+class Databases(NamedTuple):
+    """The named LMDB databases of the log."""
+
+    log: lmdb._Database
+    """position (u64 BE) -> envelope"""
+    streams: lmdb._Database
+    """stream key + version (u64 BE) -> position (u64 BE)"""
+    heads: lmdb._Database
+    """stream key -> current version (u64 BE)"""
+    idempotency: lmdb._Database
+    """idempotency key -> recorded append"""
+    meta: lmdb._Database
+    """format version and store identity"""
+
+
+class LmdbReader:
+    """Read access to the log within one LMDB transaction (read-only or write)."""
+
+    __slots__ = ("txn", "codec", "dbs")
+
+    def __init__(self, txn: lmdb.Transaction, codec: Codec, dbs: Databases) -> None:
+        self.txn = txn
+        self.codec = codec
+        self.dbs = dbs
+
+    def head(self) -> int:
+        """The position of the last event in the log (0 when the log is empty)."""
+        with self.txn.cursor(self.dbs.log) as cursor:
+            return unpack_u64(cursor.key()) if cursor.last() else 0
+
+    def stream_version(self, stream: str) -> int:
+        """The current version of `stream` (0 when it has no events)."""
+        value = self.txn.get(text_key(stream), db=self.dbs.heads)
+        return 0 if value is None else unpack_u64(value)
+
+    def get(self, position: int) -> Envelope | None:
+        """The envelope at `position`, or None if there is none."""
+        value = self.txn.get(pack_u64(position), db=self.dbs.log)
+        return None if value is None else self._decode(value, position)
+
+    def stream(
+        self, stream: str, from_version: int = 1, to_version: int | None = None
+    ) -> Iterator[Envelope]:
+        """The events of `stream` from `from_version` to `to_version` (inclusive), in order."""
+        prefix = text_key(stream)
+        width = len(prefix)
+        last = to_version if to_version is not None else 2**64 - 1
+        log, get = self.dbs.log, self.txn.get
+        with self.txn.cursor(self.dbs.streams) as cursor:
+            if not cursor.set_range(prefix + pack_u64(max(from_version, 1))):
+                return
+            for key, value in cursor:
+                if len(key) != width + 8 or key[:width] != prefix:
+                    return
+                if unpack_u64(key[width:]) > last:
+                    return
+                position = unpack_u64(value)
+                yield self._decode(get(value, db=log), position)
+
+    def stream_backward(self, stream: str, from_version: int | None = None) -> Iterator[Envelope]:
+        """The events of `stream` from `from_version` (default: its newest) down to version 1."""
+        prefix = text_key(stream)
+        width = len(prefix)
+        top = self.stream_version(stream) if from_version is None else min(from_version, self.stream_version(stream))
+        if top < 1:
+            return
+        log, get = self.dbs.log, self.txn.get
+        with self.txn.cursor(self.dbs.streams) as cursor:
+            if not cursor.set_key(prefix + pack_u64(top)):
+                raise StoreCorruptError(f"stream {stream!r} has no version {top} in the stream index")
+            for key, value in cursor.iterprev():
+                if len(key) != width + 8 or key[:width] != prefix:
+                    return
+                yield self._decode(get(value, db=log), unpack_u64(value))
+
+    def batches(
+        self,
+        from_position: int = 1,
+        to_position: int | None = None,
+        batch_size: int = 1024,
+        *,
+        slim: bool = False,
+    ) -> Iterator[list[Envelope]]:
+        """The log from `from_position` to `to_position` (inclusive), decoded in batches.
+
+        With `slim`, envelopes come without actor, correlation id and idempotency key
+        (`SlimEnvelope`): enough to fold, and faster.
+        """
+        head = self.head()
+        last = head if to_position is None else min(to_position, head)
+        first = max(from_position, 1)
+        if first > last:
+            return
+        remaining = last - first + 1  # positions are gap-free: no key needs comparing
+        values: list[bytes] = []
+        with self.txn.cursor(self.dbs.log) as cursor:
+            if not cursor.set_key(pack_u64(first)):
+                raise StoreCorruptError(f"the log has no event at position {first} (head {head})")
+            for value in cursor.iternext(keys=False, values=True):
+                values.append(value)
+                remaining -= 1
+                if len(values) == batch_size or not remaining:
+                    yield self._decode_many(values, slim)
+                    values = []
+                    if not remaining:
+                        return
+        if values:  # the log ended early: a damaged store; give what there is
+            yield self._decode_many(values, slim)
+
+    def batches_backward(
+        self, from_position: int | None = None, to_position: int = 1, batch_size: int = 256
+    ) -> Iterator[list[Envelope]]:
+        """The log from `from_position` (default: the head) down to `to_position`, newest first."""
+        if from_position is not None and from_position < to_position:
+            return
+        values: list[bytes] = []
+        with self.txn.cursor(self.dbs.log) as cursor:
+            found = cursor.last() if from_position is None else cursor.set_range(pack_u64(from_position))
+            if from_position is not None:
+                if not found:
+                    found = cursor.last()
+                elif unpack_u64(cursor.key()) > from_position:
+                    found = cursor.prev()
+            if not found:
+                return
+            low = pack_u64(max(to_position, 1))
+            for key, value in cursor.iterprev():
+                if key < low:
+                    break
+                values.append(value)
+                if len(values) == batch_size:
+                    yield self._decode_many(values, False)
+                    values = []
+        if values:
+            yield self._decode_many(values, False)
+
+    def all(
+        self, from_position: int = 1, to_position: int | None = None, batch_size: int = 1024
+    ) -> Iterator[Envelope]:
+        """Every event from `from_position` to `to_position`, one at a time, never all in memory."""
+        for batch in self.batches(from_position, to_position, batch_size):
+            yield from batch
+
+    def position_at(self, recorded_at: int) -> int:
+        """The last position recorded at or before `recorded_at` (µs), 0 if none.
+
+        A binary search: recorded_at never decreases along the log.
+        """
+        low, high = 1, self.head()
+        found = 0
+        log, get, codec = self.dbs.log, self.txn.get, self.codec
+        while low <= high:
+            middle = (low + high) // 2
+            if codec.recorded_at(get(pack_u64(middle), db=log)) <= recorded_at:
+                found, low = middle, middle + 1
+            else:
+                high = middle - 1
+        return found
+
+    def last_recorded_at(self) -> int:
+        """The timestamp of the newest event (0 when the log is empty)."""
+        with self.txn.cursor(self.dbs.log) as cursor:
+            return self.codec.recorded_at(cursor.value()) if cursor.last() else 0
+
+    def _decode(self, value: bytes, position: int) -> Envelope:
+        try:
+            return self.codec.decode(value)
+        except msgspec.DecodeError as error:
+            raise StoreCorruptError(f"the event at position {position} is unreadable: {error}") from None
+
+    def _decode_many(self, values: list[bytes], slim: bool) -> list[Envelope]:
+        try:
+            return self.codec.decode_many(values, slim=slim)
+        except msgspec.DecodeError as error:
+            raise StoreCorruptError(f"an event in the log is unreadable: {error}") from None

@@ -1,0 +1,192 @@
+"""Appends inside one LMDB write transaction: versions checked, positions assigned, hooks run."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from chronograph.eventstore import clock
+from chronograph.eventstore.codec import Codec, Envelope
+from chronograph.eventstore.errors import ConcurrencyError, IdempotencyConflictError
+from chronograph.eventstore.keys import digest, pack_u64, text_key, unpack_u64
+from chronograph.eventstore.lmdbreader import Databases, LmdbReader
+from chronograph.eventstore.log import InlineHook
+from chronograph.eventstore.writes import ANY, EXISTS, NO_STREAM, AppendResult, ExpectedVersion, StreamWrite
+
+if TYPE_CHECKING:
+    import lmdb
+
+__all__ = ["LmdbTransaction"]
+
+
+class _Recorded(msgspec.Struct, frozen=True, array_like=True):
+    fingerprint: bytes
+    first_position: int
+    last_position: int
+    versions: dict[str, int]
+    result: bytes | None
+
+
+_recorded_decoder = msgspec.msgpack.Decoder(_Recorded)
+_encoder = msgspec.msgpack.Encoder()
+
+
+class LmdbTransaction(LmdbReader):
+    """A write transaction: everything appended in it commits together or not at all."""
+
+    __slots__ = ("_hooks", "_recorded_at")
+
+    def __init__(
+        self, txn: lmdb.Transaction, codec: Codec, dbs: Databases, hooks: Sequence[InlineHook]
+    ) -> None:
+        super().__init__(txn, codec, dbs)
+        self._hooks = hooks
+        self._recorded_at: int | None = None
+
+    @property
+    def recorded_at(self) -> int:
+        """The timestamp of every event appended in this transaction: now, unless the newest
+        event is later (the clock stepped back), so that it never decreases along the log."""
+        if self._recorded_at is None:
+            self._recorded_at = max(clock.now_us(), self.last_recorded_at())
+        return self._recorded_at
+
+    def recall(self, idempotency_key: str) -> AppendResult | None:
+        """The append recorded under `idempotency_key`, replayed, or None if it is new."""
+        recorded = self._recorded(idempotency_key)
+        return None if recorded is None else _replay(recorded)
+
+    def append(
+        self,
+        writes: Sequence[StreamWrite],
+        *,
+        actor: str,
+        correlation_id: str | None = None,
+        idempotency_key: str | None = None,
+        result: bytes | None = None,
+    ) -> AppendResult:
+        """Append events to one or more streams, checking each stream's expected version.
+
+        With an `idempotency_key` seen before, nothing is written and the first append's
+        result is returned (`replayed=True`); `result` is opaque bytes kept with the key.
+
+        Raises:
+            ConcurrencyError: If a stream is not at the version its write expects.
+            IdempotencyConflictError: If the key was used for different writes.
+        """
+        fingerprint = b""
+        if idempotency_key is not None:
+            fingerprint = self._fingerprint(writes)
+            recorded = self._recorded(idempotency_key)
+            if recorded is not None:
+                if recorded.fingerprint != fingerprint:
+                    raise IdempotencyConflictError(idempotency_key)
+                return _replay(recorded)
+
+        txn, dbs, codec = self.txn, self.dbs, self.codec
+        head = self.head()
+        recorded_at = self.recorded_at
+        correlation = correlation_id or os.urandom(16).hex()
+        versions: dict[str, int] = {}
+        envelopes: list[Envelope] = []
+        log_rows: list[tuple[bytes, bytes]] = []
+        index_rows: list[tuple[bytes, bytes]] = []
+        encode, schema_of = codec.encode, codec.schema_of
+        position = head
+        for write in writes:
+            stream_key = text_key(write.stream)
+            current = versions.get(write.stream)
+            if current is None:
+                stored = txn.get(stream_key, db=dbs.heads)
+                current = 0 if stored is None else unpack_u64(stored)
+            _check(write.stream, write.expected, current)
+            for event in write.events:
+                position += 1
+                current += 1
+                envelope = Envelope(
+                    position, write.stream, current, recorded_at, schema_of(event),
+                    actor, correlation, idempotency_key, event,
+                )
+                key = pack_u64(position)
+                log_rows.append((key, encode(envelope)))
+                index_rows.append((stream_key + pack_u64(current), key))
+                envelopes.append(envelope)
+            versions[write.stream] = current
+        if log_rows:
+            with txn.cursor(dbs.log) as cursor:
+                if cursor.putmulti(log_rows, append=True)[1] != len(log_rows):
+                    raise AssertionError(f"log positions after {head} were already taken")
+            with txn.cursor(dbs.streams) as cursor:
+                cursor.putmulti(index_rows)
+            with txn.cursor(dbs.heads) as cursor:
+                cursor.putmulti([(text_key(stream), pack_u64(v)) for stream, v in versions.items()])
+
+        if idempotency_key is not None:
+            record = _Recorded(fingerprint, head + 1, position, versions, result)
+            txn.put(_idempotency_key(idempotency_key), _encoder.encode(record), db=dbs.idempotency)
+        if envelopes:
+            for hook in self._hooks:
+                hook(self, envelopes)
+        return AppendResult(head + 1, position, versions, result=result)
+
+    def attach_result(self, idempotency_key: str, result: bytes) -> None:
+        """Keep `result` with the append recorded under `idempotency_key` in this transaction.
+
+        For callers whose result depends on what the append stored (versions, times).
+
+        Raises:
+            KeyError: If no append was recorded under the key.
+        """
+        recorded = self._recorded(idempotency_key)
+        if recorded is None:
+            raise KeyError(idempotency_key)
+        updated = _Recorded(
+            recorded.fingerprint, recorded.first_position, recorded.last_position,
+            recorded.versions, result,
+        )
+        self.txn.put(_idempotency_key(idempotency_key), _encoder.encode(updated), db=self.dbs.idempotency)
+
+    def _recorded(self, idempotency_key: str) -> _Recorded | None:
+        value = self.txn.get(_idempotency_key(idempotency_key), db=self.dbs.idempotency)
+        return None if value is None else _recorded_decoder.decode(value)
+
+    def _fingerprint(self, writes: Sequence[StreamWrite]) -> bytes:
+        parts = [
+            _encoder.encode([write.stream, write.expected])
+            + b"".join(self.codec.encode_event(event) for event in write.events)
+            for write in writes
+        ]
+        return digest(_encoder.encode(parts), 32)
+
+
+def _idempotency_key(key: str) -> bytes:
+    return text_key(key)
+
+
+def _replay(recorded: _Recorded) -> AppendResult:
+    return AppendResult(
+        recorded.first_position,
+        recorded.last_position,
+        recorded.versions,
+        replayed=True,
+        result=recorded.result,
+    )
+
+
+def _check(stream: str, expected: ExpectedVersion, current: int) -> None:
+    if expected == ANY:
+        return
+    if expected == NO_STREAM:
+        ok = current == 0
+    elif expected == EXISTS:
+        ok = current > 0
+    elif isinstance(expected, int) and not isinstance(expected, bool):
+        ok = current == expected
+    else:
+        raise ValueError(f"{expected!r} is not an expected version (any, no_stream, exists or an int)")
+    if not ok:
+        raise ConcurrencyError(stream, expected, current)
+

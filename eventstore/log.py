@@ -1,0 +1,167 @@
+"""What every backend of the log does: the contract the views, time travel and the core rely on.
+
+A log appends events to streams, each guarded by the version its writer expects, all
+of one append or none; it remembers idempotency keys; it reads back by position, by
+stream and by time, from one consistent snapshot; and it lets a reader in another
+process wait for what is appended after the position it has seen. The LMDB log
+(`LmdbLog`) is the first backend; every backend passes the same contract tests
+(`tests/eventstore/test_log_contract.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Protocol, TypeVar
+
+from chronograph.eventstore.codec import Codec, Envelope
+from chronograph.eventstore.writes import AppendResult, StreamWrite
+
+__all__ = ["EventLog", "InlineHook", "LogReader", "LogTransaction"]
+
+T = TypeVar("T")
+
+
+class LogReader(Protocol):
+    """Reads of the log inside one consistent snapshot."""
+
+    def head(self) -> int:
+        """The position of the last event (0 when the log is empty)."""
+        ...
+
+    def stream_version(self, stream: str) -> int:
+        """The current version of `stream` (0 when it has no events)."""
+        ...
+
+    def get(self, position: int) -> Envelope | None:
+        """The envelope at `position`, or None."""
+        ...
+
+    def stream(self, stream: str, from_version: int = 1, to_version: int | None = None) -> Iterator[Envelope]:
+        """The events of `stream` from `from_version` to `to_version` (inclusive), in order."""
+        ...
+
+    def stream_backward(self, stream: str, from_version: int | None = None) -> Iterator[Envelope]:
+        """The events of `stream` from `from_version` (default: its newest) down to version 1."""
+        ...
+
+    def batches(
+        self, from_position: int = 1, to_position: int | None = None, batch_size: int = 1024, *, slim: bool = False
+    ) -> Iterator[list[Envelope]]:
+        """The log from `from_position` to `to_position` (inclusive), in batches, oldest first.
+
+        With `slim`, envelopes may come without actor, correlation id and idempotency key.
+        """
+        ...
+
+    def batches_backward(
+        self, from_position: int | None = None, to_position: int = 1, batch_size: int = 256
+    ) -> Iterator[list[Envelope]]:
+        """The log from `from_position` (default: the head) down to `to_position`, newest first."""
+        ...
+
+    def all(self, from_position: int = 1, to_position: int | None = None, batch_size: int = 1024) -> Iterator[Envelope]:
+        """Every event in the range, one at a time, never all in memory."""
+        ...
+
+    def position_at(self, recorded_at: int) -> int:
+        """The last position recorded at or before `recorded_at` (µs since epoch), 0 if none."""
+        ...
+
+    def last_recorded_at(self) -> int:
+        """The timestamp of the newest event (0 when the log is empty)."""
+        ...
+
+
+class LogTransaction(LogReader, Protocol):
+    """A write transaction: everything appended in it commits together or not at all."""
+
+    @property
+    def recorded_at(self) -> int:
+        """The timestamp every event appended in this transaction gets (µs; never decreasing)."""
+        ...
+
+    def recall(self, idempotency_key: str) -> AppendResult | None:
+        """The append recorded under `idempotency_key`, replayed, or None if it is new."""
+        ...
+
+    def append(
+        self,
+        writes: Sequence[StreamWrite],
+        *,
+        actor: str,
+        correlation_id: str | None = None,
+        idempotency_key: str | None = None,
+        result: bytes | None = None,
+    ) -> AppendResult:
+        """Append to one or more streams, each checked against its expected version.
+
+        Raises:
+            ConcurrencyError: If a stream is not at the version its write expects.
+            IdempotencyConflictError: If the key was used for different writes.
+        """
+        ...
+
+
+InlineHook = Callable[[LogTransaction, Sequence[Envelope]], None]
+"""Called inside the write transaction with the envelopes an append just wrote."""
+
+
+class EventLog(Protocol):
+    """A log of events: the one thing every backend provides."""
+
+    codec: Codec
+
+    @property
+    def location(self) -> str:
+        """Where the log lives, for messages (a path or a database URL without secrets)."""
+        ...
+
+    @property
+    def readonly(self) -> bool:
+        """Whether this process may only read."""
+        ...
+
+    def read(self) -> AbstractContextManager[LogReader]:
+        """A consistent snapshot of the log for the duration of the `with` block."""
+        ...
+
+    def transact(self, work: Callable[[LogTransaction], T]) -> T:
+        """Run `work` in one write transaction; commit it, or write nothing if it raises.
+
+        `work` may be run more than once (a retry after the storage grew), so it must
+        decide everything from what it reads in the transaction it is given.
+
+        Raises:
+            StorageFullError: If there is no room left; nothing is written.
+        """
+        ...
+
+    def append(
+        self,
+        writes: Sequence[StreamWrite],
+        *,
+        actor: str,
+        correlation_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendResult:
+        """Append in a transaction of its own (see `LogTransaction.append`)."""
+        ...
+
+    def add_inline_hook(self, hook: InlineHook) -> None:
+        """Run `hook(tx, envelopes)` inside the write transaction of every append."""
+        ...
+
+    def head(self) -> int:
+        """The position of the newest event (0 for an empty log)."""
+        ...
+
+    def wait_for_append(self, after: int, timeout: float) -> int:
+        """Wait until the head passes `after` (appended by any process) or `timeout` seconds
+        pass; return the head. How readers in other processes catch up."""
+        ...
+
+    def close(self) -> None:
+        """Release the log; it cannot be used afterwards."""
+        ...
+

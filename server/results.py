@@ -1,0 +1,84 @@
+"""Tool results: outputs as structured content and as the official text block.
+
+The text is the JSON pretty-printed with two-space indent, byte for byte what the
+official server's `JSON.stringify(x, null, 2)` prints; msgspec formats it in C, which
+matters for a read_graph of fifty thousand entities.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from mcp_types import CallToolResult, TextContent
+
+from chronograph.application import ReplyTooLargeError
+from chronograph.application.entities import AddObservationsOut
+from chronograph.application.graph import GraphPageOut
+from chronograph.application.outputs import DeletedOut, EntitiesOut, RelationsOut
+
+__all__ = ["check_text_size", "pretty", "result", "text_of"]
+
+_encoder = msgspec.json.Encoder()
+
+
+def pretty(value: Any) -> str:
+    """JSON with two-space indent, non-ASCII kept: what JSON.stringify(value, null, 2) prints."""
+    return msgspec.json.format(_encoder.encode(value), indent=2).decode()
+
+
+def text_of(output: msgspec.Struct) -> str:
+    """The text block the official server prints for an output of this shape."""
+    if isinstance(output, EntitiesOut):
+        return pretty(output.entities)
+    if isinstance(output, RelationsOut):
+        return pretty(output.relations)
+    if isinstance(output, AddObservationsOut):
+        return pretty(output.results)
+    if isinstance(output, DeletedOut):
+        return output.message
+    return pretty(output)
+
+
+def result(output: msgspec.Struct, *, tool: str = "", limit: int | None = None) -> CallToolResult:
+    """A tool result: `output` as structuredContent, and as the official text block.
+
+    Raises:
+        ReplyTooLargeError: If the two would take more than `limit` bytes on the wire.
+    """
+    text = text_of(output)
+    if limit is not None:
+        size = len(_encoder.encode(text)) + len(_encoder.encode(output))
+        if size > limit:
+            raise ReplyTooLargeError(tool, size, limit, _hint(tool, output, size, limit))
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=msgspec.to_builtins(output),
+    )
+
+
+def check_text_size(what: str, text: str, limit: int | None, hint: str) -> str:
+    """`text` if its JSON string fits in `limit` bytes.
+
+    Raises:
+        ReplyTooLargeError: If it does not.
+    """
+    if limit is not None:
+        size = len(_encoder.encode(text))
+        if size > limit:
+            raise ReplyTooLargeError(what, size, limit, hint)
+    return text
+
+
+def _hint(tool: str, output: msgspec.Struct, size: int, limit: int) -> str:
+    if isinstance(output, GraphPageOut):
+        fit = max(1, int(len(output.entities) * limit / size * 0.8))
+        return (
+            f"Page through it: read_graph with limit {fit} and offset 0, then each answer's "
+            "nextOffset; or summaryMode true for names and types only."
+        )
+    if tool == "search_nodes":
+        return "Search for something narrower."
+    if tool == "export_graph":
+        return "Export with the CLI instead: chronograph export --format ... -o FILE."
+    return "Ask for less (a smaller limit, a narrower filter)."

@@ -1,0 +1,152 @@
+"""Serve the memory over MCP: stdio by default (what Claude Desktop and Claude Code run), or
+streamable HTTP with --http.
+
+    chronograph serve                              stdio, the per-user store
+    chronograph serve --store ~/memories/work      stdio, that store
+    chronograph serve --profile official           only the nine official tools
+    chronograph serve --http --port 8765           streamable HTTP on 127.0.0.1:8765/mcp
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from chronograph.application.config import ACTOR_ENV, STORE_ENV, TOKEN_ENV, default_store, resolve_store
+from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES
+from chronograph.server.config import DEFAULT_MAX_BODY, DEFAULT_MAX_REPLY
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `serve`."""
+    parser.add_argument(
+        "--store", metavar="PATH",
+        help=f"store directory (default: ${STORE_ENV}, else {default_store()})",
+    )
+    parser.add_argument(
+        "--actor", metavar="NAME",
+        help=f"record events as NAME (default: ${ACTOR_ENV}, else the MCP client's name)",
+    )
+    parser.add_argument(
+        "--profile", choices=list(PROFILES), default=None,
+        help="which tools to present: " + "; ".join(f"{p.name}: {p.summary}" for p in PROFILES.values())
+        + f" (default: {DEFAULT_PROFILE})",
+    )
+    parser.add_argument(
+        "--tools", choices=["all", "official"], default=None,
+        help="the same as --profile chronograph (all) or --profile official",
+    )
+    parser.add_argument(
+        "--export-dir", metavar="DIR",
+        help="let export_graph write files, only inside DIR (default: it only returns content)",
+    )
+    parser.add_argument(
+        "--max-size", type=_size, metavar="SIZE",
+        help="refuse writes (cleanly) once the store reaches SIZE, e.g. 500M or 20G (default: no ceiling)",
+    )
+    parser.add_argument(
+        "--max-reply", type=_reply_size, default=DEFAULT_MAX_REPLY, metavar="SIZE",
+        help="refuse (with an error saying how to page) a read whose reply would exceed SIZE; "
+        "MCP's TypeScript clients drop the connection beyond 10M (default: 9M; 0: no limit)",
+    )
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8765, help="HTTP port (default: 8765)")
+    parser.add_argument(
+        "--allow-host", action="append", default=[], metavar="HOST",
+        help="an extra Host/Origin name HTTP clients may use (repeatable)",
+    )
+    parser.add_argument(
+        "--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
+        help=f"largest HTTP request body accepted (default: {DEFAULT_MAX_BODY})",
+    )
+    parser.add_argument(
+        "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="log level on stderr (default: WARNING)",
+    )
+
+
+def _bytes(text: str) -> int:
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    number, unit = text.strip().upper().rstrip("B"), ""
+    if number and number[-1] in units:
+        number, unit = number[:-1], number[-1]
+    try:
+        value = int(float(number) * units[unit])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (like 500M or 20G)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    return value
+
+
+def _reply_size(text: str) -> int | None:
+    value = _bytes(text)
+    if value == 0:
+        return None
+    if value < 64 << 10:
+        raise argparse.ArgumentTypeError(f"{text!r} is below the smallest reply limit (64K)")
+    return value
+
+
+def _size(text: str) -> int:
+    value = _bytes(text)
+    if value < 1 << 20:
+        raise argparse.ArgumentTypeError(f"{text!r} is below the smallest store (1M)")
+    return value
+
+
+def _profile(args: argparse.Namespace) -> str:
+    if args.profile is not None:
+        return str(args.profile)
+    if args.tools == "official":
+        return "official"
+    return DEFAULT_PROFILE
+
+
+def run(args: argparse.Namespace) -> int:
+    """Open the store, then serve until the client (stdio) or a signal (HTTP) stops us."""
+    import anyio  # the MCP stack loads only when a server is started
+
+    from chronograph.eventstore import EventStoreError
+    from chronograph.projections import ProjectionError
+    from chronograph.server.app import Runtime, create_server
+    from chronograph.server.config import Settings
+    from chronograph.server.stdio import run_stdio
+
+    settings = Settings(
+        store=resolve_store(args.store),
+        actor=args.actor or os.environ.get(ACTOR_ENV) or None,
+        profile=_profile(args),
+        export_dir=Path(args.export_dir).expanduser() if args.export_dir else None,
+        max_size=args.max_size,
+        max_reply=args.max_reply,
+    )
+    runtime = Runtime(settings)
+    try:
+        runtime.open()
+    except (EventStoreError, ProjectionError) as error:
+        print(f"chronograph: {error}", file=sys.stderr)
+        return 2
+    try:
+        server = create_server(settings, runtime, log_level=args.log_level)
+        if not args.http:
+            anyio.run(run_stdio, server)
+            return 0
+        import uvicorn
+
+        from chronograph.server.http import http_app
+
+        token = os.environ.get(TOKEN_ENV) or None
+        app = http_app(server, runtime, host=args.host, token=token,
+                       allowed_hosts=args.allow_host, max_body=args.max_body)
+        print(f"chronograph: serving {settings.store} at http://{args.host}:{args.port}/mcp"
+              f"{' (bearer token required)' if token else ''}", file=sys.stderr)
+        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+        return 0
+    finally:
+        runtime.close()
