@@ -21,8 +21,6 @@ from msgspec import UNSET, Meta, UnsetType
 from chronograph.application.errors import InvalidArgumentsError
 
 __all__ = [
-    "AS_OF",
-    "EXPECTED",
     "Args",
     "AsOf",
     "D",
@@ -37,10 +35,9 @@ __all__ = [
     "RequestId",
     "TypeName",
     "Version",
-    "WORKSPACE",
+    "Items",
     "Workspace",
     "WriteArgs",
-    "items",
     "parse",
 ]
 
@@ -78,33 +75,32 @@ ObservationList = Annotated[list[Observation], Meta(max_length=Limits.OBSERVATIO
 D = Meta  # descriptions read better as D(description=...)
 
 
-def items(kind: type) -> Any:
-    """A bounded list of `kind` (the items of one call)."""
-    return Annotated[list[kind], Meta(max_length=Limits.ITEMS)]  # type: ignore[valid-type]
+Item = TypeVar("Item")
+Items = Annotated[list[Item], Meta(max_length=Limits.ITEMS)]
+"""A bounded list: the items of one call (`Items[NewEntity]`)."""
 
 
 class Args(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
     """Base of tool arguments: camelCase on the wire, unknown fields refused."""
 
 
-WORKSPACE = D(description='Workspace to read or write; workspaces are isolated (default "default")')
-REQUEST_ID = D(description="Idempotency key: a retried call with the same requestId returns the first result")
-EXPECTED = D(description="Fail the whole call, writing nothing, unless this item is at this version (0: absent)")
-AS_OF = D(description='Answer from the state then: an ISO-8601 time ("2026-11-21T14:00:00Z") or a log position')
-AsOf = Annotated[str | Annotated[int, Meta(ge=0)], AS_OF]
+# The fields many tools share (workspace, requestId, expectedVersion, asOf) say what they
+# mean once, in the server's instructions (`chronograph.application.profiles`), not in
+# every tool's schema.
+AsOf = str | Annotated[int, Meta(ge=0)]
 
 
 class WriteArgs(Args, kw_only=True):
     """Arguments of a tool that writes: a workspace and an optional idempotency key."""
 
-    workspace: Annotated[Workspace, WORKSPACE] = "default"
-    request_id: Annotated[RequestId, REQUEST_ID] | UnsetType = UNSET
+    workspace: Workspace = "default"
+    request_id: RequestId | UnsetType = UNSET
 
 
 class ReadArgs(Args, kw_only=True):
     """Arguments of a tool that reads one workspace."""
 
-    workspace: Annotated[Workspace, WORKSPACE] = "default"
+    workspace: Workspace = "default"
 
 
 FROM = D(description="The name of the entity where the relation starts")

@@ -24,20 +24,19 @@ EVENT_TYPES = tuple(event_type(cls) for cls in CATALOGUE)
 
 
 class GetAuditLog(ReadArgs, kw_only=True):
-    all_workspaces: Annotated[bool, D(description="Every workspace's changes, not only this workspace's")] = False
-    entity_name: Annotated[Name, D(description="Only changes to this entity (any incarnation)")] | UnsetType = UNSET
-    actor: Annotated[Text, D(description="Only changes made by this actor")] | UnsetType = UNSET
+    all_workspaces: Annotated[bool, D(description="Every workspace, not only this one")] = False
+    entity_name: Annotated[Name, D(description="Only this entity (every incarnation)")] | UnsetType = UNSET
+    actor: Annotated[Text, D(description="Only this actor's changes")] | UnsetType = UNSET
     event_types: Annotated[list[Annotated[str, Meta(max_length=64)]], Meta(max_length=32), D(
-        description="Only these event types, e.g. entity_created, observations_added, relation_deleted"
-    )] | UnsetType = UNSET
-    since: Annotated[str, D(description="Only changes at or after this ISO-8601 time")] | UnsetType = UNSET
-    until: Annotated[str, D(description="Only changes at or before this ISO-8601 time")] | UnsetType = UNSET
-    after_position: Annotated[int, Meta(ge=0), D(description="Only changes after this log position")] | UnsetType = (
+        description="Only these, e.g. entity_created, relation_deleted")] | UnsetType = UNSET
+    since: Annotated[str, D(description="ISO-8601 time, inclusive")] | UnsetType = UNSET
+    until: Annotated[str, D(description="ISO-8601 time, inclusive")] | UnsetType = UNSET
+    after_position: Annotated[int, Meta(ge=0), D(description="Only after this log position")] | UnsetType = UNSET
+    order: Literal["newest", "oldest"] = "newest"
+    limit: Annotated[int, Limit, D(description="Events per page")] = 50
+    cursor: Annotated[str, Meta(max_length=64), D(description="The nextCursor of the previous page")] | UnsetType = (
         UNSET
     )
-    order: Annotated[Literal["newest", "oldest"], D(description="Newest first (default) or oldest first")] = "newest"
-    limit: Annotated[int, Limit, D(description="At most this many events per page")] = 50
-    cursor: Annotated[str, Meta(max_length=64), D(description="Where the previous page ended")] | UnsetType = UNSET
 
 
 class AuditEventOut(Out, kw_only=True):
@@ -104,8 +103,8 @@ def event_out(envelope: Envelope, workspace: str, subject: str) -> AuditEventOut
 
 
 @CORE.query("get_audit_log", "Audit Log",
-            "Browse the change log, newest first and paged: filter by workspace, entity, actor, "
-            "event type or time to answer who changed what, and when")
+            "The change log, newest first, paged: who changed what, when; filter by entity, actor, "
+            "event type or time")
 def get_audit_log(memory: Memory, args: GetAuditLog) -> AuditOut:
     """Events matching the filters, paged, in `order`."""
     with memory.timeline.at("get_audit_log") as moment:

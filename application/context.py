@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, UnsetType
 
-from chronograph.application.arguments import EXPECTED, AsOf, D, ReadArgs, Version, WriteArgs
+from chronograph.application.arguments import AsOf, D, ReadArgs, Version, WriteArgs
 from chronograph.application.batch import Batch
 from chronograph.application.errors import ConflictError, InvalidArgumentsError
 from chronograph.application.outputs import Out
@@ -56,12 +56,12 @@ class UpdateContext(WriteArgs, kw_only=True):
         Annotated[list[Text], Meta(max_length=100)] | None, D(description="What comes next, in order")
     ] | UnsetType = UNSET
     last_commit: Annotated[Text | None, D(description="The last commit (hash or message)")] | UnsetType = UNSET
-    expected_version: Annotated[Version, EXPECTED] | UnsetType = UNSET
+    expected_version: Version | UnsetType = UNSET
 
 
 @CORE.command("update_context", "Update Context",
-              "Record what you are working on in this workspace: activeTask, status, reason, "
-              "nextSteps, lastCommit. The fields given are merged into the current context")
+              "Record what you are working on in this workspace; the fields given are merged into "
+              "the current context")
 def update_context(batch: Batch, args: UpdateContext) -> ContextOut:
     """Merge the given fields into the workspace's context (updatedAt set by the server)."""
     changes = {field: getattr(args, field) for field in ContextRecord.FIELDS if getattr(args, field) is not UNSET}

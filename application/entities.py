@@ -7,7 +7,6 @@ from typing import Annotated
 from msgspec import UNSET, UnsetType
 
 from chronograph.application.arguments import (
-    EXPECTED,
     Args,
     D,
     Metadata,
@@ -16,7 +15,7 @@ from chronograph.application.arguments import (
     TypeName,
     Version,
     WriteArgs,
-    items,
+    Items,
 )
 from chronograph.application.batch import Batch
 from chronograph.application.errors import InvalidArgumentsError, NotFoundError
@@ -79,11 +78,11 @@ class NewEntity(Args, kw_only=True):
     entity_type: Annotated[TypeName, ENTITY_TYPE]
     observations: Annotated[ObservationList, OBSERVATIONS]
     metadata: Annotated[Metadata, METADATA] | UnsetType = UNSET
-    expected_version: Annotated[Version, EXPECTED] | UnsetType = UNSET
+    expected_version: Version | UnsetType = UNSET
 
 
 class CreateEntities(WriteArgs, kw_only=True):
-    entities: items(NewEntity)
+    entities: Items[NewEntity]
 
 
 @CORE.command("create_entities", "Create Entities", "Create multiple new entities in the knowledge graph")
@@ -106,11 +105,11 @@ def create_entities(batch: Batch, args: CreateEntities) -> EntitiesOut:
 class ObservationAddition(Args, kw_only=True):
     entity_name: Annotated[Name, D(description="The name of the entity to add the observations to")]
     contents: Annotated[ObservationList, D(description="An array of observation contents to add")]
-    expected_version: Annotated[Version, EXPECTED] | UnsetType = UNSET
+    expected_version: Version | UnsetType = UNSET
 
 
 class AddObservations(WriteArgs, kw_only=True):
-    observations: items(ObservationAddition)
+    observations: Items[ObservationAddition]
 
 
 class AddedOut(Out, kw_only=True):
@@ -140,9 +139,9 @@ def add_observations(batch: Batch, args: AddObservations) -> AddObservationsOut:
 
 
 class DeleteEntities(WriteArgs, kw_only=True):
-    entity_names: Annotated[items(Name), D(description="An array of entity names to delete")]
+    entity_names: Annotated[Items[Name], D(description="An array of entity names to delete")]
     expected_versions: Annotated[dict[Name, Version], D(
-        description="Optimistic concurrency: entity name -> the version it must be at")] | UnsetType = UNSET
+        description="Entity name -> the version it must be at")] | UnsetType = UNSET
 
 
 @CORE.command("delete_entities", "Delete Entities",
@@ -176,11 +175,11 @@ def delete_entities(batch: Batch, args: DeleteEntities) -> DeletedOut:
 class ObservationDeletion(Args, kw_only=True):
     entity_name: Annotated[Name, D(description="The name of the entity containing the observations")]
     observations: Annotated[ObservationList, D(description="An array of observations to delete")]
-    expected_version: Annotated[Version, EXPECTED] | UnsetType = UNSET
+    expected_version: Version | UnsetType = UNSET
 
 
 class DeleteObservations(WriteArgs, kw_only=True):
-    deletions: items(ObservationDeletion)
+    deletions: Items[ObservationDeletion]
 
 
 @CORE.command("delete_observations", "Delete Observations",
@@ -212,11 +211,11 @@ class EntityChange(Args, kw_only=True):
         UNSET
     )
     metadata: Annotated[Metadata, D(description="Replaces the entity's metadata")] | UnsetType = UNSET
-    expected_version: Annotated[Version, EXPECTED] | UnsetType = UNSET
+    expected_version: Version | UnsetType = UNSET
 
 
 class UpdateEntities(WriteArgs, kw_only=True):
-    entities: items(EntityChange)
+    entities: Items[EntityChange]
 
 
 @CORE.command("update_entities", "Update Entities",

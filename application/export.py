@@ -136,12 +136,12 @@ def safe_output_path(directory: Path, relative: str) -> Path:
 
 class ExportGraph(ReadArgs, kw_only=True):
     format: Annotated[Format, D(
-        description="jsonl: the official memory.jsonl; json: {entities, relations}; markdown: a "
-        "readable document; mermaid / dot: a drawing of the graph")]
+        description="jsonl is the official memory.jsonl; mermaid and dot are drawings")]
     as_of: AsOf | UnsetType = UNSET
     output_path: Annotated[str, Meta(min_length=1, max_length=1024), D(
-        description="Write the export to this file inside the server's export directory instead "
-        "of returning it (only when the server was started with --export-dir)")] | UnsetType = UNSET
+        description="Write it to this file in the server's --export-dir instead of returning it")] | UnsetType = (
+        UNSET
+    )
 
 
 class ExportOut(Out, kw_only=True):
@@ -154,16 +154,16 @@ class ExportOut(Out, kw_only=True):
 
 
 @CORE.query("export_graph", "Export Graph",
-            "Export the graph (or the graph as of a past moment) as the official memory.jsonl, "
-            "JSON, a Markdown document, or a Mermaid or Graphviz DOT drawing", kind="export")
+            "Export the graph, now or as of then, as JSONL, JSON, Markdown, Mermaid or Graphviz DOT",
+            kind="export")
 def export_graph(memory: Memory, args: ExportGraph) -> ExportOut:
     """The graph rendered in `format`, returned, or written inside the export directory."""
     graph = msgspec.to_builtins(read_graph(memory, ReadGraph(workspace=args.workspace, as_of=args.as_of)))
     content = render(graph, args.format, args.workspace)
     size = len(content.encode())
-    counts = {"entities": len(graph["entities"]), "relations": len(graph["relations"])}
+    entities, relations = len(graph["entities"]), len(graph["relations"])
     if args.output_path is UNSET:
-        return ExportOut(format=args.format, content=content, bytes=size, **counts)
+        return ExportOut(format=args.format, content=content, bytes=size, entities=entities, relations=relations)
     if memory.export_dir is None:
         raise InvalidArgumentsError(
             "export_graph", "outputPath: this server writes no files; start it with --export-dir DIR "
@@ -174,4 +174,4 @@ def export_graph(memory: Memory, args: ExportGraph) -> ExportOut:
         raise InvalidArgumentsError("export_graph", str(error)) from None
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(content, encoding="utf-8")
-    return ExportOut(format=args.format, path=str(target), bytes=size, **counts)
+    return ExportOut(format=args.format, path=str(target), bytes=size, entities=entities, relations=relations)

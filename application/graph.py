@@ -12,7 +12,7 @@ from typing import Annotated
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from chronograph.application.arguments import AsOf, D, Name, Query, ReadArgs, items
+from chronograph.application.arguments import AsOf, D, Name, Query, ReadArgs, Items
 from chronograph.application.outputs import (
     AS_OF_POSITION,
     GraphOut,
@@ -46,8 +46,7 @@ def graph_out(graph: Graph, workspace: str, entities: Iterable[EntityRecord], as
 
 class ReadGraph(ReadArgs, kw_only=True):
     limit: Annotated[int, Meta(ge=1, le=100_000), D(
-        description="At most this many entities (oldest first); relations come with the page "
-        "holding their `from` entity")] | UnsetType = UNSET
+        description="At most this many entities, oldest first, with the relations from them")] | UnsetType = UNSET
     offset: Annotated[int, Meta(ge=0), D(description="Skip this many entities first")] = 0
     summary_mode: Annotated[bool, D(description="Names and types only, for a quick index")] = False
     as_of: AsOf | UnsetType = UNSET
@@ -56,9 +55,9 @@ class ReadGraph(ReadArgs, kw_only=True):
 class GraphPageOut(Out, kw_only=True):
     entities: list[PageEntityOut]
     relations: list[RelationOut]
-    total_entities: Annotated[int, D(description="Entities in the workspace (when paged)")] | UnsetType = UNSET
-    next_offset: Annotated[int, D(description="The offset of the next page, if any")] | UnsetType = UNSET
-    as_of: Annotated[int, AS_OF_POSITION] | UnsetType = UNSET
+    total_entities: int | UnsetType = UNSET
+    next_offset: int | UnsetType = UNSET
+    as_of: int | UnsetType = UNSET
 
 
 @CORE.query("read_graph", "Read Graph", "Read the entire knowledge graph")
@@ -103,8 +102,7 @@ class SearchNodes(ReadArgs, kw_only=True):
         Query, D(description="The search query to match against entity names, types, and observation content")
     ]
     ranked: Annotated[bool, D(
-        description="Rank by how well the words match (BM25), best first, instead of the exact "
-        "substring match; for long or many-word queries")] = False
+        description="Best matches for the words first (BM25) instead of substring matches")] = False
     limit: Annotated[int, Meta(ge=1, le=1000), D(description="With ranked: at most this many entities")] = 20
     as_of: AsOf | UnsetType = UNSET
 
@@ -141,7 +139,7 @@ def _ranked(memory: Memory, moment: Moment, args: SearchNodes) -> GraphOut:
 
 
 class OpenNodes(ReadArgs, kw_only=True):
-    names: Annotated[items(Name), D(description="An array of entity names to retrieve")]
+    names: Annotated[Items[Name], D(description="An array of entity names to retrieve")]
     as_of: AsOf | UnsetType = UNSET
 
 

@@ -11,13 +11,11 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from chronograph.application.arguments import (
-    EXPECTED,
     AsOf,
     D,
     Name,
     ReadArgs,
     RelationKey,
-    WORKSPACE,
     Version,
     Workspace,
     WriteArgs,
@@ -35,7 +33,7 @@ from chronograph.projections import Version as StreamVersion
 __all__ = ["GetEntityHistory", "GetRelationHistory", "HistoryOut", "RevertEntity", "cursor_of"]
 
 Limit = Meta(ge=1, le=1000)
-Cursor = Annotated[str, Meta(max_length=64), D(description="Where the previous page ended (its nextCursor)")]
+Cursor = Annotated[str, Meta(max_length=64), D(description="The nextCursor of the previous page")]
 
 
 def cursor_of(tool: str, cursor: Any, none: int | None = 0) -> Any:
@@ -89,16 +87,15 @@ def version_out(version: StreamVersion) -> VersionOut:
 
 
 class GetEntityHistory(ReadArgs, kw_only=True):
-    name: Annotated[Name, D(description="The entity; deleted and re-created ones included")]
+    name: Annotated[Name, D(description="Its name, even if deleted")]
     limit: Annotated[int, Limit, D(description="At most this many versions per page")] = 100
     cursor: Cursor | UnsetType = UNSET
     as_of: AsOf | UnsetType = UNSET
 
 
 @CORE.query("get_entity_history", "Entity History",
-            "Every version of an entity: who changed what, when, in which call, and the state after; "
-            "deleted and re-created entities included. Use it to see how a memory evolved or to pick a "
-            "version to revert to")
+            "Every version of an entity, deleted and re-created ones too: who changed what, when, "
+            "in which call, and the state after")
 def get_entity_history(memory: Memory, args: GetEntityHistory) -> HistoryOut:
     """Every version of every entity ever called `name`, oldest first, paged.
 
@@ -122,7 +119,7 @@ def get_entity_history(memory: Memory, args: GetEntityHistory) -> HistoryOut:
 
 
 class GetRelationHistory(RelationKey, kw_only=True):
-    workspace: Annotated[Workspace, WORKSPACE] = "default"
+    workspace: Workspace = "default"
 
 
 @CORE.query("get_relation_history", "Relation History",
@@ -142,14 +139,14 @@ def get_relation_history(memory: Memory, args: GetRelationHistory) -> HistoryOut
 
 
 class RevertEntity(WriteArgs, kw_only=True):
-    name: Annotated[Name, D(description="The entity to restore (a deleted one too)")]
+    name: Annotated[Name, D(description="Its name, even if deleted")]
     to_version: Annotated[int, Meta(ge=1), D(description="The version whose state to restore")]
-    expected_version: Annotated[Version, EXPECTED] | UnsetType = UNSET
+    expected_version: Version | UnsetType = UNSET
 
 
 @CORE.command("revert_entity", "Revert Entity",
-              "Restore an entity (a deleted one too) to its state at an earlier version. This appends "
-              "new events: the revert is itself in the history")
+              "Restore an entity, a deleted one too, to its state at an earlier version (the revert "
+              "is itself recorded)")
 def revert_entity(batch: Batch, args: RevertEntity) -> EntitiesOut:
     """Restore the state an entity had at `toVersion` by appending events (deleted ones too)."""
     streams = batch.state.name_streams(batch.workspace, args.name)

@@ -77,10 +77,8 @@ class PageEntityOut(Out, kw_only=True):
 class GraphOut(Out, kw_only=True):
     entities: list[EntityOut]
     relations: list[RelationOut]
-    scores: Annotated[list[float], D(description="With ranked search: each entity's score, in order")] | UnsetType = (
-        UNSET
-    )
-    as_of: Annotated[int, AS_OF_POSITION] | UnsetType = UNSET
+    scores: list[float] | UnsetType = UNSET
+    as_of: int | UnsetType = UNSET
 
 
 class EntitiesOut(Out, kw_only=True):
@@ -94,9 +92,9 @@ class RelationsOut(Out, kw_only=True):
 class DeletedOut(Out, kw_only=True):
     success: bool
     message: str
-    deleted: Annotated[int, D(description="How many items were removed")]
-    not_found: Annotated[list[str], D(description="The requested items that did not exist")]
-    relations_deleted: Annotated[int, D(description="Relations removed with the deleted entities")] | UnsetType = UNSET
+    deleted: int
+    not_found: list[str]
+    relations_deleted: int | UnsetType = UNSET
 
 
 Shape = TypeVar("Shape", EntityOut, PageEntityOut)

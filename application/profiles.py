@@ -41,9 +41,12 @@ class Profile:
 INSTRUCTIONS = (
     "Chronograph is a knowledge-graph memory that never overwrites: every change is kept, "
     "so past states can be read back and every change audited. Use it like the official "
-    "memory server (entities, relations, observations). Pass expectedVersion to make a write "
-    "fail instead of silently overwriting a concurrent change, and requestId to make a "
-    "retried call safe."
+    "memory server (entities, relations, observations). Fields many tools share: "
+    '`workspace` (default "default"; workspaces are isolated from each other); '
+    "`requestId` on writes (an idempotency key: a retried call with the same one returns the "
+    "first answer and writes nothing); `expectedVersion` on an item (the write fails, writing "
+    "nothing, unless the item is at that version; 0: it must not exist); `asOf` on reads "
+    '(answer from the state then: an ISO-8601 time such as "2026-11-21T14:00:00Z" or a log position).'
 )
 
 

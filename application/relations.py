@@ -7,7 +7,7 @@ from typing import Annotated
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from chronograph.application.arguments import EXPECTED, D, Metadata, RelationKey, Version, WriteArgs, items
+from chronograph.application.arguments import D, Metadata, RelationKey, Version, WriteArgs, Items
 from chronograph.application.batch import Batch
 from chronograph.application.entities import METADATA, missing, plural
 from chronograph.application.errors import InvalidArgumentsError, NotFoundError
@@ -29,11 +29,11 @@ def relation_label(key: RelationKey) -> str:
 class NewRelation(RelationKey, kw_only=True):
     confidence: Annotated[float, CONFIDENCE] | UnsetType = UNSET
     metadata: Annotated[Metadata, METADATA] | UnsetType = UNSET
-    expected_version: Annotated[Version, EXPECTED] | UnsetType = UNSET
+    expected_version: Version | UnsetType = UNSET
 
 
 class CreateRelations(WriteArgs, kw_only=True):
-    relations: items(NewRelation)
+    relations: Items[NewRelation]
 
 
 @CORE.command("create_relations", "Create Relations",
@@ -65,11 +65,11 @@ def create_relations(batch: Batch, args: CreateRelations) -> RelationsOut:
 
 
 class RelationRef(RelationKey, kw_only=True):
-    expected_version: Annotated[Version, EXPECTED] | UnsetType = UNSET
+    expected_version: Version | UnsetType = UNSET
 
 
 class DeleteRelations(WriteArgs, kw_only=True):
-    relations: Annotated[items(RelationRef), D(description="An array of relations to delete")]
+    relations: Annotated[Items[RelationRef], D(description="An array of relations to delete")]
 
 
 @CORE.command("delete_relations", "Delete Relations", "Delete multiple relations from the knowledge graph",
@@ -92,11 +92,11 @@ def delete_relations(batch: Batch, args: DeleteRelations) -> DeletedOut:
 class RelationChange(RelationKey, kw_only=True):
     confidence: Annotated[float, CONFIDENCE] | UnsetType = UNSET
     metadata: Annotated[Metadata, D(description="Replaces the relation's metadata")] | UnsetType = UNSET
-    expected_version: Annotated[Version, EXPECTED] | UnsetType = UNSET
+    expected_version: Version | UnsetType = UNSET
 
 
 class UpdateRelations(WriteArgs, kw_only=True):
-    relations: items(RelationChange)
+    relations: Items[RelationChange]
 
 
 @CORE.command("update_relations", "Update Relations",

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, UnsetType
 
-from chronograph.application.arguments import D, Name, ReadArgs, TypeName, items
+from chronograph.application.arguments import D, Name, ReadArgs, TypeName, Items
 from chronograph.application.errors import NotFoundError
 from chronograph.application.history import Limit
 from chronograph.application.outputs import EntityOut, Out, entity_out
@@ -21,9 +21,9 @@ class GetRelatedEntities(ReadArgs, kw_only=True):
     name: Annotated[Name, D(description="Where to start")]
     max_depth: Annotated[int, Meta(ge=1, le=6), D(description="How many hops at most")] = 2
     direction: Annotated[Literal["out", "in", "both"], D(
-        description="Follow relations leaving (out), reaching (in) or touching (both) each entity")] = "both"
-    relation_types: Annotated[items(TypeName), D(description="Follow only these relation types")] | UnsetType = UNSET
-    limit: Annotated[int, Limit, D(description="At most this many related entities")] = 20
+        description="Follow relations leaving, reaching or touching each entity")] = "both"
+    relation_types: Annotated[Items[TypeName], D(description="Follow only these relation types")] | UnsetType = UNSET
+    limit: Annotated[int, Limit, D(description="At most this many")] = 20
 
 
 class RelatedOut(Out, kw_only=True):
@@ -40,8 +40,8 @@ class RelatedEntitiesOut(Out, kw_only=True):
 
 
 @CORE.query("get_related_entities", "Related Entities",
-            "Entities reachable from one entity within a few hops, nearest first, with the names, "
-            "relation types and confidences along the path")
+            "Entities within a few hops of one entity, nearest first, with the path, relation types "
+            "and confidences that reach them")
 def get_related_entities(memory: Memory, args: GetRelatedEntities) -> RelatedEntitiesOut:
     """Breadth-first from `name`: nearest first, each with the path that reached it.
 

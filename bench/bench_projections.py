@@ -19,7 +19,7 @@ from pathlib import Path
 
 
 from chronograph.eventstore import LmdbLog
-from chronograph.projections import DictState, Views, entity_as_of, graph_as_of, rebuild
+from chronograph.projections import DictState, Views, entity_as_of, graph_as_of
 from report import print_table, write_json
 from workload import Workload
 
@@ -70,14 +70,14 @@ def search_figures(root: Path, count: int, queries: int) -> dict[str, float]:
     with LmdbLog(root / f"search-{count}", map_size=1 << 33, sync=False) as store:
         workload = fill_entities(store, count)
         views = Views(store)
-        with views.read() as graph:
-            build = timed(lambda: views.search_index(graph, "default"))
+        with views.snapshot() as snapshot:
+            build = timed(lambda: views.search_index(snapshot, "default"))
         rare = [workload.rare_term(i * 1000) for i in range(count // 1000)]
 
         def search(i: int) -> None:
-            with views.read() as graph:
-                index = views.search_index(graph, "default")
-                found = [graph.entity_by_stream(s) for s in index.substring(rare[i % len(rare)])]
+            with views.snapshot() as snapshot:
+                index = views.search_index(snapshot, "default")
+                found = [snapshot.graph.entity_by_stream(s) for s in index.substring(rare[i % len(rare)])]
                 assert len(found) == 1
 
         times = samples(queries, search)
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"writing a {args.events:,}-event log ...", file=sys.stderr)
             workload = fill_mixed(store, args.events)
             views = Views(store)
-            rebuilds = [args.events / rebuild(views).seconds for _ in range(args.rounds)]
+            rebuilds = [args.events / views.rebuild().seconds for _ in range(args.rounds)]
 
             folds = fold_rates(store, args.events, args.rounds)
             full = [args.events / timed(lambda: graph_as_of(store, args.events)) for _ in range(args.rounds)]

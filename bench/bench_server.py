@@ -5,7 +5,9 @@
 At each graph size N (entities with 3 observations and about 2 relations each, grown in
 batches through the tools), measures per-call p50/p95 of: create 1 entity, add 1
 observation, search for a rare term, open 2 nodes, read_graph. With --peer, the
-official memory server (npm, needs node) is measured in the same run for ratios.
+official memory server (npm, needs node) is measured in the same run for ratios; with
+--baseline CMD, another Chronograph (say, an older checkout: "/old/.venv/bin/python -m
+server") is, so that a change can be checked for leaving calls as fast as they were.
 The client is the SDK's `mcp.Client`; its stdio transport is swapped for one with a
 linear line reader (see tools/stdio_transport.py) unless --sdk-reader is given.
 """
@@ -13,6 +15,7 @@ linear line reader (see tools/stdio_transport.py) unless --sdk-reader is given.
 from __future__ import annotations
 
 import argparse
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -113,14 +116,13 @@ def server_side_read_graph(store: Path, rounds: int = 3) -> dict[str, float]:
     return {**{k: statistics.median(v) for k, v in times.items()}, "reply_bytes": size}
 
 
-def server_side_calls(store: Path, samples: int) -> dict[str, float]:
+def server_side_calls(store: Path, samples: int, count: int) -> dict[str, float]:
     """p50 ms of the small calls inside the server process (durable writes), no MCP around them."""
     from chronograph.application import Memory
     from chronograph.server.results import result
 
     workload = Workload(seed=11)
     with Memory(store) as memory:
-        count = memory.read("get_graph_summary", {"limit": 1}).entities
         calls = {
             "create 1 entity": lambda i: memory.write("create_entities", {"entities": [
                 {"name": f"inside-{i}", "entityType": "bench", "observations": ["o"]}]}, actor="bench").output,
@@ -179,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=100, help="calls per measure and size")
     parser.add_argument("--peer", action="store_true", help="also measure the official server (node)")
     parser.add_argument("--peer-samples", type=int, default=10, help="calls per measure for the peer")
+    parser.add_argument("--baseline", metavar="CMD",
+                        help="also measure this Chronograph server command (given --store and --max-reply)")
     parser.add_argument("--sdk-reader", action="store_true",
                         help="use the SDK's stdio client transport (quadratic on big replies)")
     parser.add_argument("--json", type=Path, default=Path("bench-server.json"))
@@ -195,7 +199,12 @@ def main(argv: list[str] | None = None) -> int:
             "chronograph": anyio.run(run_target, ours, sizes, args.samples, "ours", args.sdk_reader)
         }
         inside = server_side_read_graph(root / "store")
-        inside_calls = server_side_calls(root / "store", args.samples)
+        inside_calls = server_side_calls(root / "store", args.samples, sizes[-1])
+        if args.baseline:
+            command, *rest = shlex.split(args.baseline)
+            baseline = StdioServerParameters(
+                command=command, args=[*rest, "--store", str(root / "baseline"), "--max-reply", "0"], cwd=str(root))
+            results["baseline"] = anyio.run(run_target, baseline, sizes, args.samples, "base", args.sdk_reader)
         if args.peer:
             peer = official_server(root)
             if peer is None:
@@ -212,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
                 ratio = theirs / figure["p50"]
                 peer_text = f"official p50 {theirs:,.1f} ms ({ratio:,.0f}x)" if ratio >= 10 else \
                     f"official p50 {theirs:,.1f} ms ({ratio:.2f}x)"
+            if measure_name in results.get("baseline", {}).get(size, {}):
+                before = results["baseline"][size][measure_name]["p50"]
+                peer_text = (peer_text + "; " if peer_text else "") + \
+                    f"baseline p50 {before:,.2f} ms (ours/baseline {figure['p50'] / before:.2f})"
             rows.append((f"N={size:,} {measure_name}", f"{figure['p50']:.2f} / {figure['p95']:.2f}", peer_text))
     print_table("server over stdio: p50 / p95 ms per call", rows)
     flat = {

@@ -16,6 +16,7 @@ import msgspec
 
 from chronograph.eventstore.errors import UnknownEventError
 from chronograph.eventstore.events import CATALOGUE, Event, event_type
+from chronograph.eventstore.keys import Stored
 
 __all__ = ["Codec", "Envelope", "SlimEnvelope", "Upcasters", "UPCASTERS"]
 
@@ -130,7 +131,7 @@ class Codec:
         self.events: dict[str, type[Event]] = {event_type(cls): cls for cls in events}
         self._schemas: dict[type[Event], int] = {cls: cls.schema for cls in self.events.values()}
         self._upcasters = upcasters
-        union = Union[tuple(self.events.values())]  # noqa: UP007 (a runtime tuple)
+        union: Any = Union[tuple(self.events.values())]  # noqa: UP007 (a runtime tuple)
         typed = msgspec.defstruct(
             "Envelope", [("event", union)], bases=(Envelope,),
             frozen=True, array_like=True, gc=False,
@@ -159,21 +160,21 @@ class Codec:
         """The stored bytes of an event alone (used to fingerprint writes)."""
         return self._encoder.encode(event)
 
-    def decode(self, data: bytes) -> Envelope:
+    def decode(self, data: Stored) -> Envelope:
         """Decode one stored envelope, upcasting an old event shape.
 
         Raises:
             UnknownEventError: If the event type or its schema version cannot be read.
         """
         try:
-            envelope: Envelope = self._decoder.decode(data)
+            envelope: Envelope = self._decoder.decode(data)  # type: ignore[assignment]  # a subclass of it
         except msgspec.ValidationError:
             return self._decode_slowly(data)
         if envelope.schema_version != self._schemas[type(envelope.event)]:
             return self._decode_slowly(data)
         return envelope
 
-    def decode_many(self, values: Sequence[bytes], *, slim: bool = False) -> list[Envelope]:
+    def decode_many(self, values: Sequence[Stored], *, slim: bool = False) -> list[Envelope]:
         """Decode a batch of stored envelopes in one call (the fast path of log scans).
 
         With `slim`, the audit fields are left undecoded (see `SlimEnvelope`).
@@ -189,20 +190,20 @@ class Codec:
                 envelopes[index] = self._decode_slowly(values[index])
         return envelopes
 
-    def recorded_at(self, data: bytes) -> int:
+    def recorded_at(self, data: Stored) -> int:
         """Only the timestamp of a stored envelope (cheap: the event is not decoded)."""
         return self._header.decode(data).recorded_at
 
-    def position(self, data: bytes) -> int:
+    def position(self, data: Stored) -> int:
         """Only the position a stored envelope claims."""
         return self._header.decode(data).position
 
-    def _decode_slowly(self, data: bytes) -> Envelope:
+    def _decode_slowly(self, data: Stored) -> Envelope:
         raw = self._raw.decode(data)
         fields = self._map.decode(raw.event)
         tag = fields.get("type")
         cls = self.events.get(tag) if isinstance(tag, str) else None
-        if cls is None:
+        if cls is None or not isinstance(tag, str):
             raise UnknownEventError(
                 f"event at position {raw.position} has type {tag!r}, which this version of "
                 "Chronograph does not know; upgrade Chronograph to read this store"

@@ -63,7 +63,7 @@ def event_type(event: Event | type[Event]) -> str:
 # --- entities ---------------------------------------------------------------------------
 
 
-class EntityCreated(Event, tag="entity_created"):
+class EntityCreated(Event, frozen=True, tag="entity_created"):
     """An entity came into being under a name that was free in its workspace.
 
     On a stream that already has events (a deleted entity), it restores the entity;
@@ -78,19 +78,19 @@ class EntityCreated(Event, tag="entity_created"):
     reverted_to: int | UnsetType = UNSET
 
 
-class ObservationsAdded(Event, tag="observations_added"):
+class ObservationsAdded(Event, frozen=True, tag="observations_added"):
     """Observations were appended to an entity (only the ones it did not have yet)."""
 
     observations: tuple[str, ...]
 
 
-class ObservationsDeleted(Event, tag="observations_deleted"):
+class ObservationsDeleted(Event, frozen=True, tag="observations_deleted"):
     """Observations were removed from an entity (only the ones it had)."""
 
     observations: tuple[str, ...]
 
 
-class EntityUpdated(Event, tag="entity_updated"):
+class EntityUpdated(Event, frozen=True, tag="entity_updated"):
     """An entity's type, whole observation list and/or metadata were replaced.
 
     A field left UNSET was not changed. `reverted_to` names the version whose state
@@ -103,14 +103,14 @@ class EntityUpdated(Event, tag="entity_updated"):
     reverted_to: int | UnsetType = UNSET
 
 
-class EntityDeleted(Event, tag="entity_deleted"):
+class EntityDeleted(Event, frozen=True, tag="entity_deleted"):
     """An entity was deleted; its stream and history remain."""
 
 
 # --- relations --------------------------------------------------------------------------
 
 
-class RelationCreated(Event, tag="relation_created"):
+class RelationCreated(Event, frozen=True, tag="relation_created"):
     """A directed, typed relation was created between two entity names."""
 
     workspace: str
@@ -121,21 +121,21 @@ class RelationCreated(Event, tag="relation_created"):
     metadata: dict[str, Any] = {}
 
 
-class RelationUpdated(Event, tag="relation_updated"):
+class RelationUpdated(Event, frozen=True, tag="relation_updated"):
     """A relation's confidence and/or metadata were replaced (UNSET: unchanged)."""
 
     confidence: float | None | UnsetType = UNSET
     metadata: dict[str, Any] | UnsetType = UNSET
 
 
-class RelationDeleted(Event, tag="relation_deleted"):
+class RelationDeleted(Event, frozen=True, tag="relation_deleted"):
     """A relation was deleted; re-creating it continues the same stream."""
 
 
 # --- context ----------------------------------------------------------------------------
 
 
-class ContextUpdated(Event, tag="context_updated"):
+class ContextUpdated(Event, frozen=True, tag="context_updated"):
     """Fields of a workspace's working context were set (UNSET: left as they were)."""
 
     workspace: str

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import struct
 from hashlib import blake2b
+from typing import TypeAlias
 
 MAX_KEY_BYTES = 511
 """LMDB's compiled-in key size limit."""
 
 RAW_TEXT_LIMIT = 400
 """Longest text kept verbatim in a key; leaves room for suffixes such as a u64 version."""
+
+Stored: TypeAlias = bytes | memoryview
+"""What LMDB hands back for a key or a value (always bytes: no transaction asks for buffers)."""
 
 _U64 = struct.Struct(">Q")
 _U32 = struct.Struct(">I")
@@ -24,12 +28,12 @@ pack_u64 = _U64.pack
 pack_u32 = _U32.pack
 
 
-def unpack_u64(data: bytes) -> int:
+def unpack_u64(data: Stored) -> int:
     """The integer of an 8-byte big-endian key."""
     return _U64.unpack(data)[0]
 
 
-def unpack_u32(data: bytes) -> int:
+def unpack_u32(data: Stored) -> int:
     """The integer of a 4-byte big-endian key."""
     return _U32.unpack(data)[0]
 

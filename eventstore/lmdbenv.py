@@ -116,7 +116,7 @@ class LmdbEnv:
     def database_names(self) -> list[str]:
         """The names of every named database in the environment."""
         with self.read() as txn:
-            return [name.decode() for name, _ in txn.cursor()]
+            return [bytes(name).decode() for name, _ in txn.cursor()]
 
     # --- transactions ---------------------------------------------------------------------
 

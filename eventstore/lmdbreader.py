@@ -10,7 +10,7 @@ import msgspec
 
 from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.errors import StoreCorruptError
-from chronograph.eventstore.keys import pack_u64, text_key, unpack_u64
+from chronograph.eventstore.keys import Stored, pack_u64, text_key, unpack_u64
 
 __all__ = ["Databases", "LmdbReader"]
 
@@ -109,7 +109,7 @@ class LmdbReader:
         if first > last:
             return
         remaining = last - first + 1  # positions are gap-free: no key needs comparing
-        values: list[bytes] = []
+        values: list[Stored] = []
         with self.txn.cursor(self.dbs.log) as cursor:
             if not cursor.set_key(pack_u64(first)):
                 raise StoreCorruptError(f"the log has no event at position {first} (head {head})")
@@ -130,7 +130,7 @@ class LmdbReader:
         """The log from `from_position` (default: the head) down to `to_position`, newest first."""
         if from_position is not None and from_position < to_position:
             return
-        values: list[bytes] = []
+        values: list[Stored] = []
         with self.txn.cursor(self.dbs.log) as cursor:
             found = cursor.last() if from_position is None else cursor.set_range(pack_u64(from_position))
             if from_position is not None:
@@ -142,7 +142,7 @@ class LmdbReader:
                 return
             low = pack_u64(max(to_position, 1))
             for key, value in cursor.iterprev():
-                if key < low:
+                if bytes(key) < low:
                     break
                 values.append(value)
                 if len(values) == batch_size:
@@ -168,7 +168,7 @@ class LmdbReader:
         log, get, codec = self.dbs.log, self.txn.get, self.codec
         while low <= high:
             middle = (low + high) // 2
-            if codec.recorded_at(get(pack_u64(middle), db=log)) <= recorded_at:
+            if codec.recorded_at(self._stored(get(pack_u64(middle), db=log), middle)) <= recorded_at:
                 found, low = middle, middle + 1
             else:
                 high = middle - 1
@@ -179,13 +179,18 @@ class LmdbReader:
         with self.txn.cursor(self.dbs.log) as cursor:
             return self.codec.recorded_at(cursor.value()) if cursor.last() else 0
 
-    def _decode(self, value: bytes, position: int) -> Envelope:
+    def _stored(self, value: Stored | None, position: int) -> Stored:
+        if value is None:
+            raise StoreCorruptError(f"the log has no event at position {position}, which an index points at")
+        return value
+
+    def _decode(self, value: Stored | None, position: int) -> Envelope:
         try:
-            return self.codec.decode(value)
+            return self.codec.decode(self._stored(value, position))
         except msgspec.DecodeError as error:
             raise StoreCorruptError(f"the event at position {position} is unreadable: {error}") from None
 
-    def _decode_many(self, values: list[bytes], slim: bool) -> list[Envelope]:
+    def _decode_many(self, values: list[Stored], slim: bool) -> list[Envelope]:
         try:
             return self.codec.decode_many(values, slim=slim)
         except msgspec.DecodeError as error:

@@ -47,9 +47,9 @@ class DictState:
         self._seen: dict[str, None] = {}
         self.position = 0
         # Plain dictionary lookups, bound once: the fold calls these for most events.
-        self.get_entity = self.entities.get  # type: ignore[method-assign]
-        self.get_relation = self.relations.get  # type: ignore[method-assign]
-        self.get_context = self.contexts.get  # type: ignore[method-assign]
+        self.get_entity = self.entities.get  # type: ignore[method-assign,assignment]
+        self.get_relation = self.relations.get  # type: ignore[method-assign,assignment]
+        self.get_context = self.contexts.get  # type: ignore[method-assign,assignment]
 
     def fold(self, envelopes: Sequence[Envelope]) -> DictState:
         """Fold a batch of envelopes in order and return self."""

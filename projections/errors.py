@@ -13,3 +13,7 @@ class ViewsUnavailableError(ProjectionError):
 
 class RebuildError(ProjectionError):
     """A rebuild could not complete; the views in use were left as they were."""
+
+
+class ViewsDamagedError(ProjectionError):
+    """An index of the views points at a record that is not there; a rebuild repairs it."""

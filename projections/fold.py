@@ -4,7 +4,7 @@
 by LMDB inside the append's transaction (inline), by dictionaries (rebuild and time
 travel), or by an overlay of dictionaries on the live views (a command deciding what to
 write: it sees its own events exactly as the views will). Handlers change records in
-place, rebinding fields rather than mutating lists or dicts they did not make, and then
+place (a record that must stay as it was is copied first, with `copy_record`) and then
 tell the state what kind of change it was. The fold is total: an event on a stream it
 does not know is ignored, so any log can be replayed, even one written by a buggy or
 foreign writer.
@@ -64,20 +64,34 @@ def _entity_created(state: State, envelope: Envelope, event: EntityCreated) -> N
     if holder is not None:  # a name is unique among live entities: the newest wins
         state.remove_entity(holder)
     at = envelope.recorded_at
+    observations = list(event.observations)
+    if len(observations) > 1 and len(set(observations)) < len(observations):
+        observations = unique(observations)
     state.add_entity(EntityRecord(
         stream=envelope.stream, workspace=event.workspace, name=event.name, entity_type=event.entity_type,
-        observations=unique(event.observations), metadata=event.metadata,
+        observations=observations, metadata=event.metadata,
         version=envelope.version, created_at=at, updated_at=at, seq=envelope.position,
     ))
+
+
+SCAN = 16
+"""Up to this many observations, a list scan finds a repeat faster than building a set."""
 
 
 def _observations_added(state: State, envelope: Envelope, event: ObservationsAdded) -> None:
     entity = state.get_entity(envelope.stream)
     if entity is not None:
-        present = set(entity.observations)
-        new = [o for o in dict.fromkeys(event.observations) if o not in present]
-        if new:
-            entity.observations = entity.observations + new
+        current = entity.observations
+        if len(current) <= SCAN:
+            for observation in event.observations:
+                if observation not in current:
+                    current.append(observation)
+        else:
+            present = set(current)
+            for observation in event.observations:
+                if observation not in present:
+                    present.add(observation)
+                    current.append(observation)
         entity.version = envelope.version
         entity.updated_at = envelope.recorded_at
         state.changed_entity(entity, entity.entity_type)

@@ -12,6 +12,8 @@ from typing import Literal, Protocol
 
 import lmdb
 
+from chronograph.eventstore.keys import Stored
+from chronograph.projections.errors import ViewsDamagedError
 from chronograph.projections.keys import (
     ENTITY,
     INCOMING,
@@ -121,19 +123,17 @@ class LmdbGraph:
         self, workspace: str, offset: int = 0, limit: int | None = None
     ) -> Iterator[EntityRecord]:
         """The workspace's live entities, oldest first."""
-        streams = self._ordered(workspace, ENTITY, offset, limit)
-        get, db = self.txn.get, self.tables.entities
-        for stream_key in streams:
-            yield decode_entity(get(stream_key, db=db))
+        db = self.tables.entities
+        for stream_key in self._ordered(workspace, ENTITY, offset, limit):
+            yield decode_entity(self._indexed(stream_key, db))
 
     def relations(
         self, workspace: str, offset: int = 0, limit: int | None = None
     ) -> Iterator[RelationRecord]:
         """The workspace's live relations, oldest first."""
-        streams = self._ordered(workspace, RELATION, offset, limit)
-        get, db = self.txn.get, self.tables.relations
-        for stream_key in streams:
-            yield decode_relation(get(stream_key, db=db))
+        db = self.tables.relations
+        for stream_key in self._ordered(workspace, RELATION, offset, limit):
+            yield decode_relation(self._indexed(stream_key, db))
 
     def relation(
         self, workspace: str, source: str, relation_type: str, target: str
@@ -146,12 +146,12 @@ class LmdbGraph:
     ) -> list[RelationRecord]:
         """The live relations leaving (out), reaching (in) or touching (both) `name`."""
         directions = {"out": (OUTGOING,), "in": (INCOMING,), "both": (OUTGOING, INCOMING)}
-        get, db = self.txn.get, self.tables.relations
+        db = self.tables.relations
         found: list[RelationRecord] = []
         for way in directions[direction]:
             prefix = adjacency_prefix(self._ws(workspace), name, way)
             for stream_key in self._scan_values(prefix, self.tables.adjacency):
-                record = decode_relation(get(stream_key, db=db))
+                record = decode_relation(self._indexed(stream_key, db))
                 if record.workspace == workspace and (
                     record.source == name if way == OUTGOING else record.target == name
                 ):
@@ -176,7 +176,7 @@ class LmdbGraph:
         found = []
         with self.txn.cursor(self.tables.workspaces) as cursor:
             for key, value in cursor:
-                if is_totals_key(key):
+                if is_totals_key(bytes(key)):
                     found.append(decode_workspace(value))
         return sorted(found, key=lambda record: record.name)
 
@@ -195,12 +195,21 @@ class LmdbGraph:
 
     # --- scanning ---------------------------------------------------------------------------
 
-    def _ordered(self, workspace: str, kind: bytes, offset: int, limit: int | None) -> Iterator[bytes]:
+    def _indexed(self, key: Stored, db: lmdb._Database) -> Stored:
+        value = self.txn.get(key, db=db)
+        if value is None:
+            raise ViewsDamagedError(
+                "the views are damaged (an index points at a record that is not there); "
+                "run `chronograph replay --rebuild` to rebuild them from the log"
+            )
+        return value
+
+    def _ordered(self, workspace: str, kind: bytes, offset: int, limit: int | None) -> Iterator[Stored]:
         streams = self._scan_values(order_prefix(self._ws(workspace), kind), self.tables.order)
         stop = None if limit is None else offset + limit
         return islice(streams, offset, stop)
 
-    def _scan_values(self, prefix: bytes, db: lmdb._Database) -> Iterator[bytes]:
+    def _scan_values(self, prefix: bytes, db: lmdb._Database) -> Iterator[Stored]:
         with self.txn.cursor(db) as cursor:
             if not cursor.set_range(prefix):
                 return

@@ -81,7 +81,7 @@ class LmdbState(LmdbGraph):
         txn.delete(record_key(entity.stream), db=tables.entities)
         ws = self._ws(entity.workspace)
         key = name_key(ws, entity.name)
-        known = decode_name(txn.get(key, db=tables.names))
+        known = decode_name(txn.get(key, db=tables.names) or _NO_NAME)
         if known.live == entity.stream:
             txn.put(key, encode(NameRecord(None, known.streams)), db=tables.names)
         txn.delete(order_key(ws, ENTITY, entity.seq), db=tables.order)
@@ -194,12 +194,10 @@ def _names(state: DictState) -> Iterator[tuple[bytes, bytes]]:
 
 def _order(state: DictState) -> Iterator[tuple[bytes, bytes]]:
     keys: dict[str, bytes] = {}
-    for record in state.entities.values():
-        ws = keys.get(record.workspace) or keys.setdefault(record.workspace, workspace_key(record.workspace))
-        yield order_key(ws, ENTITY, record.seq), record_key(record.stream)
-    for record in state.relations.values():
-        ws = keys.get(record.workspace) or keys.setdefault(record.workspace, workspace_key(record.workspace))
-        yield order_key(ws, RELATION, record.seq), record_key(record.stream)
+    for kind, records in ((ENTITY, state.entities.values()), (RELATION, state.relations.values())):
+        for record in records:
+            ws = keys.get(record.workspace) or keys.setdefault(record.workspace, workspace_key(record.workspace))
+            yield order_key(ws, kind, record.seq), record_key(record.stream)
 
 
 def _adjacency(state: DictState) -> Iterator[tuple[bytes, bytes]]:

@@ -2,8 +2,9 @@
 
 A command decides what to write by folding each event it decides into an overlay of
 the views it read, with the very envelope the log will store: it sees its own events
-exactly as the views will once they are appended, through the one fold. Nothing reaches
-the views until the events are appended and folded inline.
+exactly as the views will once they are appended, through the one fold. Records read
+from the views are copied before the fold changes them; nothing reaches the views until
+the events are appended and folded inline.
 """
 
 from __future__ import annotations

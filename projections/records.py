@@ -1,9 +1,9 @@
 """The records the views store, and the fold changes: msgspec arrays, one shape per kind of thing.
 
-Entities, relations and contexts are mutable: the fold changes them in place (rebinding
-fields, never mutating a list or dict it did not make), and each `State` decides what
-saving means (nothing for dictionaries, encoding the record for LMDB). A whole log is
-folded without building a new object per event.
+Entities, relations and contexts are mutable: the fold changes them in place, and each
+`State` decides what saving means (nothing for dictionaries, encoding the record for
+LMDB). A whole log is folded without building a new object per event; a record that
+must keep its state while the fold goes on is copied with `copy_record`.
 
 Timestamps are microseconds since the epoch (from the log's `recorded_at`); `seq` is the
 log position of the event that created the thing, which orders a workspace's entities
@@ -100,7 +100,13 @@ R = TypeVar("R", EntityRecord, RelationRecord, ContextRecord)
 
 
 def copy_record(record: R) -> R:
-    """A copy the fold may change without touching `record` (the fold only rebinds fields)."""
+    """A copy the fold may change without touching `record`.
+
+    The fold appends to an entity's observation list in place and replaces every other
+    container it changes, so the list is the one thing copied deeper.
+    """
+    if isinstance(record, EntityRecord):
+        return msgspec.structs.replace(record, observations=list(record.observations))
     return msgspec.structs.replace(record)
 
 

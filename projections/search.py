@@ -273,10 +273,10 @@ class SearchIndex:
                 elif index.knows(envelope.stream):
                     touched.add(envelope.stream)
             for stream in touched:
-                record = graph.entity_by_stream(stream)
-                if record is None:
+                found = graph.entity_by_stream(stream)
+                if found is None:
                     index.remove(stream)
                 else:
-                    index.put(record)
+                    index.put(found)
         index.position = graph.position
         return index

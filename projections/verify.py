@@ -28,7 +28,7 @@ def verify(views: Views, progress: Progress | None = None, shown: int = 50) -> l
         differences = []
         for table, expected in rows(state).items():
             with live.txn.cursor(getattr(live.tables, table)) as cursor:
-                actual = dict(cursor)
+                actual = {bytes(key): bytes(value) for key, value in cursor}
             wanted = dict(expected)
             for key in sorted(wanted.keys() | actual.keys()):
                 have, want = actual.get(key), wanted.get(key)

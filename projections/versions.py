@@ -58,8 +58,13 @@ def stream_history(
 def _version(envelope: Envelope, state: DictState) -> Version:
     changes = _to_builtins(envelope.event)
     changes.pop("type", None)
-    live = state.entities.get(envelope.stream) or state.relations.get(envelope.stream)
-    after = None if live is None else copy_record(live)
+    after: EntityRecord | RelationRecord | None = None
+    entity = state.entities.get(envelope.stream)
+    if entity is not None:
+        after = copy_record(entity)
+    else:
+        relation = state.relations.get(envelope.stream)
+        after = None if relation is None else copy_record(relation)
     return Version(
         stream=envelope.stream,
         version=envelope.version,

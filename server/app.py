@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ResourceError
 
 import chronograph
 from chronograph.application import Memory, ReplyTooLargeError, Tool, profile
+from chronograph.application.profiles import OFFICIAL_TOOLS
 from chronograph.projections import paused_gc
 from chronograph.server.config import Settings
 from chronograph.server.results import check_text_size, pretty, result
@@ -121,7 +122,8 @@ def create_server(settings: Settings, runtime: Runtime | None = None, *, log_lev
         "chronograph",
         version=chronograph.__version__,
         instructions=surface.instructions,
-        tools=build_tools(surface.tools, runtime.call, writes_files=settings.export_dir is not None),
+        tools=build_tools(surface.tools, runtime.call, writes_files=settings.export_dir is not None,
+                          official=OFFICIAL_TOOLS),
         lifespan=lifespan,
         log_level=log_level,  # type: ignore[arg-type]
     )

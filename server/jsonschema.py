@@ -2,7 +2,10 @@
 
 Every tool description and schema is read by the model in every conversation, so the
 schemas say what they must and no more: references inlined (clients differ in how
-they follow them), no titles, no descriptions on output fields that name themselves.
+they follow them); no titles, no `$schema`, no length limits (the server checks them
+and says so when one is passed), no descriptions of the objects a field already
+describes, unions of plain types written as a list of types. The fields every tool
+shares are explained once, in the server's instructions.
 """
 
 from __future__ import annotations
@@ -13,20 +16,37 @@ import msgspec
 
 __all__ = ["json_schema"]
 
+SHARED = frozenset({"workspace", "requestId", "expectedVersion", "asOf"})
+"""Fields many tools take, explained once in the server's instructions: published by type alone."""
+
+DROPPED = frozenset({"title", "maxLength", "minLength", "maxItems", "minimum", "maximum"})
+"""Keywords that cost every conversation bytes and tell the model nothing it needs."""
+
 
 def json_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
-    """The JSON schema of `struct`, inlined (no $ref), without titles, draft-07 marked."""
+    """The JSON schema of `struct`: inlined (no $ref), compact."""
     document = msgspec.json.schema(struct)
     definitions = document.pop("$defs", {})
 
     def inline(node: Any) -> Any:
-        if isinstance(node, dict):
-            if "$ref" in node:
-                return inline(definitions[node["$ref"].rsplit("/", 1)[1]])
-            return {k: inline(v) for k, v in node.items() if k != "title"}
         if isinstance(node, list):
             return [inline(v) for v in node]
-        return node
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            target = dict(definitions[node["$ref"].rsplit("/", 1)[1]])
+            target.pop("description", None)  # a class's docstring: the field's own description says it
+            return inline({**target, **{k: v for k, v in node.items() if k != "$ref"}})
+        out = {
+            key: inline(value)
+            for key, value in node.items()
+            if key not in DROPPED and not (key == "required" and not value) and not (key == "default" and value is None)
+        }
+        for name, field in out.get("properties", {}).items() if out.get("type") == "object" else ():
+            if name in SHARED:
+                field.pop("default", None)
+                field.pop("description", None)
+        return _plain_union(out)
 
     root = inline(document)
     root.pop("description", None)  # the tool's own description says it
@@ -34,4 +54,16 @@ def json_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
     for shared in ("workspace", "requestId"):  # the tool's own fields first, as officially
         if shared in properties:
             properties[shared] = properties.pop(shared)
-    return {"$schema": "http://json-schema.org/draft-07/schema#", **root}
+    return root
+
+
+def _plain_union(node: dict[str, Any]) -> dict[str, Any]:
+    """`anyOf` of bare types (`[{"type": "string"}, {"type": "null"}]`) as `"type": [...]`."""
+    options = node.get("anyOf")
+    if not options or not all(isinstance(o, dict) and set(o) <= {"type", "minimum"} for o in options):
+        return node
+    types = [o["type"] for o in options]
+    if not all(isinstance(t, str) for t in types):
+        return node
+    rest = {k: v for k, v in node.items() if k != "anyOf"}
+    return {**rest, "type": types}

@@ -47,16 +47,34 @@ class _NoArguments(ArgModelBase):
     pass
 
 
-def build_tools(tools: Iterable[Tool], handler: Handler, *, writes_files: bool = False) -> list[SdkTool]:
+_BRIEF: dict[Kind, ToolAnnotations] = {  # MCP's defaults: not read-only, destructive, not idempotent, open world
+    "read": ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    "write": ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
+    "delete": ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False),
+    "export": ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False),
+}
+"""What a tool changes, said in as few hints as the defaults allow (and always whether it writes)."""
+
+
+def build_tools(
+    tools: Iterable[Tool], handler: Handler, *, writes_files: bool = False, official: Iterable[str] = ()
+) -> list[SdkTool]:
     """SDK tools for `tools`, each calling `handler(tool, arguments, ctx)`.
 
-    Without `writes_files` (no export directory), an export only reads: so its annotations say.
+    Without `writes_files` (no export directory), an export only reads: so its annotations
+    say. The `official` tools publish what the official server publishes: all four hints
+    and their output schema; Chronograph's own tools publish the hints that differ from
+    MCP's defaults (and always whether they write) and
+    no output schema (their answers are JSON objects whose fields say what they hold; a
+    schema would cost every conversation its bytes for what the model reads anyway).
     """
-    return [_sdk_tool(tool, handler, "read" if tool.kind == "export" and not writes_files else tool.kind)
+    mirrored = set(official)
+    return [_sdk_tool(tool, handler, "read" if tool.kind == "export" and not writes_files else tool.kind,
+                      tool.name in mirrored)
             for tool in tools]
 
 
-def _sdk_tool(tool: Tool, handler: Handler, kind: Kind) -> SdkTool:
+def _sdk_tool(tool: Tool, handler: Handler, kind: Kind, mirrored: bool) -> SdkTool:
     async def run(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         try:
             return await handler(tool, arguments, ctx)
@@ -70,8 +88,8 @@ def _sdk_tool(tool: Tool, handler: Handler, kind: Kind) -> SdkTool:
         title=tool.title,
         description=tool.description,
         parameters=json_schema(tool.arguments),
-        fn_metadata=_RawArguments(arg_model=_NoArguments, output_schema=json_schema(tool.output)),
+        fn_metadata=_RawArguments(arg_model=_NoArguments, output_schema=json_schema(tool.output) if mirrored else None),
         is_async=True,
         context_kwarg="ctx",
-        annotations=_ANNOTATIONS[kind],
+        annotations=(_ANNOTATIONS if mirrored else _BRIEF)[kind],
     )

@@ -16,11 +16,11 @@ import argparse
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script from a checkout
-    import checkout
+    import checkout  # type: ignore[import-not-found]  # tools/ is sys.path[0] in a script
 
     checkout.ensure_importable()
 
@@ -29,7 +29,7 @@ import msgspec
 from chronograph.eventstore import Envelope, EventStoreError, LmdbLog, LogReader, clock
 from chronograph.projections import ProjectionError, Views
 from chronograph.application.config import resolve_store
-from chronograph.application.audit import Subjects, event_out
+from chronograph.application.audit import AuditEventOut, Subjects, event_out
 from chronograph.tools.parsing import add_store_argument, script_main
 from chronograph.tools.terminal import print_rows
 
@@ -170,9 +170,9 @@ def _follow(store: LmdbLog, args: argparse.Namespace, seen: int) -> None:
             seen = head
 
 
-def _stats(rows: list[msgspec.Struct]) -> None:
+def _stats(rows: Sequence[AuditEventOut]) -> None:
     for title, key in (("per actor", "actor"), ("per event type", "type"), ("per day", "day")):
-        counts = Counter(r.recorded_at[:10] if key == "day" else getattr(r, key) for r in rows)  # type: ignore[attr-defined]
+        counts = Counter(r.recorded_at[:10] if key == "day" else getattr(r, key) for r in rows)
         print_rows([key, "events"], sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])), title=title)
 
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script from a checkout
-    import checkout
+    import checkout  # type: ignore[import-not-found]  # tools/ is sys.path[0] in a script
 
     checkout.ensure_importable()
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # run as a script from a checkout
-    import checkout
+    import checkout  # type: ignore[import-not-found]  # tools/ is sys.path[0] in a script
 
     checkout.ensure_importable()
 
@@ -83,7 +83,7 @@ def read_file(path: Path) -> Plan:
         plan.lines += 1
         try:
             record = json.loads(line)
-        except ValueError as error:
+        except json.JSONDecodeError as error:
             plan.problems.append(f"line {number}: not JSON ({error.msg})")
             continue
         _take(plan, number, record)
@@ -106,7 +106,9 @@ def _take(plan: Plan, number: int, record: Any) -> None:
             return
         known = plan.entities.get(item.name)
         if known is None:
-            entry = {"name": item.name, "entityType": item.entity_type, "observations": list(item.observations)}
+            entry: dict[str, Any] = {
+                "name": item.name, "entityType": item.entity_type, "observations": list(item.observations),
+            }
             if item.metadata:
                 entry["metadata"] = item.metadata
             plan.entities[item.name] = entry

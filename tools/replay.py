@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 if __package__ in (None, ""):  # run as a script from a checkout
-    import checkout
+    import checkout  # type: ignore[import-not-found]  # tools/ is sys.path[0] in a script
 
     checkout.ensure_importable()
 

@@ -20,6 +20,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from support.mcp import call, entity, names
 
+pytestmark = pytest.mark.wire  # a server in a subprocess: skip locally with -m 'not wire'
+
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "s3cret-token"
 

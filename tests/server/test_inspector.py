@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.wire  # a server in a subprocess: skip locally with -m 'not wire'
+
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"
 

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from support.mcp import ToolFailed, call, entity, names
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.wire]
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 

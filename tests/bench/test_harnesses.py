@@ -7,6 +7,8 @@ import pytest
 from concurrency_harness import main as concurrency_main
 from crash_harness import main as crash_main
 
+pytestmark = pytest.mark.wire  # a server in a subprocess: skip locally with -m 'not wire'
+
 
 def test_five_sigkills_under_write_load_lose_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     assert crash_main(["--kills", "5", "--seed", "7"]) == 0  # 1 if anything was lost or partial
