@@ -8,6 +8,7 @@ them, translated to the same commands and events.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from chronograph.application.registry import CORE, Registry
@@ -34,8 +35,14 @@ class Profile:
 
     name: str
     summary: str
-    tools: Registry
+    select: Callable[[], Registry]
+    """Picks the profile's tools from the registries (when asked: tools may be declared later)."""
     instructions: str
+
+    @property
+    def tools(self) -> Registry:
+        """The tools this profile presents, in order."""
+        return self.select()
 
 
 INSTRUCTIONS = (
@@ -57,9 +64,9 @@ def _own_surface() -> Registry:
 
 PROFILES: dict[str, Profile] = {
     "chronograph": Profile("chronograph", "Chronograph's own tools: the official nine and history, time "
-                           "travel, audit, context", _own_surface(), INSTRUCTIONS),
+                           "travel, audit, context", _own_surface, INSTRUCTIONS),
     "official": Profile("official", "exactly the nine tools of the official MCP memory server",
-                        CORE.select(OFFICIAL_TOOLS), INSTRUCTIONS),
+                        lambda: CORE.select(OFFICIAL_TOOLS), INSTRUCTIONS),
 }
 """Every profile, by name."""
 

@@ -1,13 +1,18 @@
-"""Shared fixtures: a fresh store directory per test, never an environment opened twice."""
+"""Shared fixtures: a fresh store directory per test, never an environment opened twice,
+and a real MCP client driving an in-process server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from mcp import Client
+from mcp_types import Implementation
 
 from chronograph.eventstore import LmdbLog
+from chronograph.server.app import Runtime, create_server
+from chronograph.server.config import Settings
 
 
 @pytest.fixture
@@ -18,6 +23,30 @@ def store_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def store(store_path: Path) -> Iterator[LmdbLog]:
-    """A new, empty event store, closed after the test."""
+    """A new, empty event log, closed after the test."""
     with LmdbLog(store_path) as opened:
         yield opened
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(store=tmp_path / "store")
+
+
+@pytest.fixture
+def runtime(settings: Settings) -> Runtime:
+    """The server's runtime: `runtime.memory.log` is the open store while a client is connected."""
+    return Runtime(settings)
+
+
+@pytest.fixture
+async def client(settings: Settings, runtime: Runtime) -> AsyncIterator[Client]:
+    """A real MCP client connected to an in-process server on a fresh store."""
+    server = create_server(settings, runtime)
+    async with Client(server, client_info=Implementation(name="test-client", version="1")) as c:
+        yield c

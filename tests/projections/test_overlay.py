@@ -1,0 +1,63 @@
+"""The overlay: the fold over the live views, changed in dictionaries, the views untouched."""
+
+from __future__ import annotations
+
+from chronograph.eventstore import (
+    NO_STREAM,
+    EntityCreated,
+    EntityDeleted,
+    Envelope,
+    Event,
+    LmdbLog,
+    ObservationsAdded,
+    RelationCreated,
+    StreamWrite,
+)
+from chronograph.projections import LmdbState, Overlay, Views, apply, relation_stream
+
+
+def envelope(position: int, stream: str, version: int, event: Event) -> Envelope:
+    return Envelope(position, stream, version, position, 1, "t", "c", None, event)
+
+
+def seed(views: Views) -> None:
+    events = [
+        StreamWrite("e1", [EntityCreated(workspace="w", name="ada", entity_type="person", observations=("a",))],
+                    NO_STREAM),
+        StreamWrite("e2", [EntityCreated(workspace="w", name="bob", entity_type="person")], NO_STREAM),
+        StreamWrite(relation_stream("w", "ada", "knows", "bob"),
+                    [RelationCreated(workspace="w", source="ada", target="bob", relation_type="knows")]),
+    ]
+    views.transact(lambda tx, state: tx.append(events, actor="t"))
+
+
+def test_changes_fold_into_the_overlay_and_never_into_the_views(store: LmdbLog) -> None:
+    views = Views(store)
+    seed(views)
+
+    def work(tx, state: LmdbState) -> None:  # type: ignore[no-untyped-def]
+        overlay = Overlay(state)
+        apply(overlay, envelope(4, "e1", 2, ObservationsAdded(observations=("b",))))
+        apply(overlay, envelope(5, "e2", 2, EntityDeleted()))
+        assert overlay.entity("w", "ada").observations == ["a", "b"]  # type: ignore[union-attr]
+        assert overlay.entity("w", "bob") is None
+        assert state.entity("w", "ada").observations == ["a"]  # type: ignore[union-attr]
+        assert state.entity("w", "bob") is not None
+
+    views.transact(work)
+
+
+def test_relations_of_a_name_follow_what_the_overlay_created_and_deleted(store: LmdbLog) -> None:
+    views = Views(store)
+    seed(views)
+
+    def work(tx, state: LmdbState) -> None:  # type: ignore[no-untyped-def]
+        overlay = Overlay(state)
+        apply(overlay, envelope(4, "e3", 1, EntityCreated(workspace="w", name="cy", entity_type="person")))
+        apply(overlay, envelope(5, relation_stream("w", "cy", "knows", "ada"),
+                                1, RelationCreated(workspace="w", source="cy", target="ada", relation_type="knows")))
+        known = overlay.relations_of("w", "ada")
+        assert [(r.source, r.target) for r in known] == [("ada", "bob"), ("cy", "ada")]
+        assert overlay.name_streams("w", "cy") == ("e3",)
+
+    views.transact(work)
