@@ -11,11 +11,12 @@ from msgspec import UNSET, Meta, UnsetType
 from chronograph.application.arguments import D, Name, ReadArgs
 from chronograph.application.errors import InvalidArgumentsError
 from chronograph.application.history import Limit, cursor_of
-from chronograph.application.outputs import Out
+from chronograph.application.outputs import ChangeOut, Out, stamp
 from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
 from chronograph.eventstore import CATALOGUE, ContextUpdated, EntityCreated, Envelope, LogReader, RelationCreated, clock
 from chronograph.eventstore.events import event_type
+from chronograph.projections import changes_of
 
 __all__ = ["AuditEventOut", "GetAuditLog", "Subjects", "event_out"]
 
@@ -39,14 +40,8 @@ class GetAuditLog(ReadArgs, kw_only=True):
     )
 
 
-class AuditEventOut(Out, kw_only=True):
-    position: int
-    stream: str
-    version: int
+class AuditEventOut(ChangeOut, kw_only=True):
     type: str
-    recorded_at: str
-    actor: str
-    correlation_id: str
     workspace: str
     subject: Annotated[str, D(description="The entity name, the relation, or the context it changed")]
     data: dict[str, Any]
@@ -86,20 +81,8 @@ def _describe(first: Envelope) -> tuple[str, str]:
 
 def event_out(envelope: Envelope, workspace: str, subject: str) -> AuditEventOut:
     """One event as the audit log shows it."""
-    data = msgspec.to_builtins(envelope.event)
-    data.pop("type", None)
-    return AuditEventOut(
-        position=envelope.position,
-        stream=envelope.stream,
-        version=envelope.version,
-        type=envelope.type,
-        recorded_at=clock.isoformat(envelope.recorded_at),
-        actor=envelope.actor,
-        correlation_id=envelope.correlation_id,
-        workspace=workspace,
-        subject=subject,
-        data=data,
-    )
+    return AuditEventOut(**stamp(envelope), type=envelope.type, workspace=workspace, subject=subject,
+                         data=changes_of(envelope))
 
 
 @CORE.query("get_audit_log", "Audit Log",

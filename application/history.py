@@ -23,10 +23,10 @@ from chronograph.application.arguments import (
 from chronograph.application.batch import Batch
 from chronograph.application.entities import entity_label
 from chronograph.application.errors import InvalidArgumentsError, NotFoundError
-from chronograph.application.outputs import EntitiesOut, Out, entity_out, relation_out
+from chronograph.application.outputs import ChangeOut, EntitiesOut, Out, entity_out, relation_out, stamp
 from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
-from chronograph.eventstore import EntityCreated, EntityUpdated, clock
+from chronograph.eventstore import EntityCreated, EntityUpdated
 from chronograph.projections import EntityRecord, relation_stream, stream_history
 from chronograph.projections import Version as StreamVersion
 
@@ -49,14 +49,8 @@ def cursor_of(tool: str, cursor: Any, none: int | None = 0) -> Any:
     return int(cursor)
 
 
-class VersionOut(Out, kw_only=True):
-    stream: Annotated[str, D(description="The stable id of this entity or relation")]
-    version: int
-    position: Annotated[int, D(description="Position of the change in the log")]
+class VersionOut(ChangeOut, kw_only=True):
     event_type: str
-    recorded_at: str
-    actor: Annotated[str, D(description="Who made the change (MCP client or --actor)")]
-    correlation_id: Annotated[str, D(description="Shared by every change of one tool call")]
     changes: Annotated[dict[str, Any], D(description="What this version changed")]
     state: Annotated[dict[str, Any] | None, D(description="The state after this version; null once deleted")]
 
@@ -73,17 +67,7 @@ def version_out(version: StreamVersion) -> VersionOut:
         state = msgspec.to_builtins(entity_out(version.state))
     elif version.state is not None:
         state = msgspec.to_builtins(relation_out(version.state))
-    return VersionOut(
-        stream=version.stream,
-        version=version.version,
-        position=version.position,
-        event_type=version.event_type,
-        recorded_at=clock.isoformat(version.recorded_at),
-        actor=version.actor,
-        correlation_id=version.correlation_id,
-        changes=version.changes,
-        state=state,
-    )
+    return VersionOut(**stamp(version.envelope), event_type=version.event_type, changes=version.changes, state=state)
 
 
 class GetEntityHistory(ReadArgs, kw_only=True):

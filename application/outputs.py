@@ -12,10 +12,12 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from chronograph.application.arguments import D
+from chronograph.eventstore import Envelope
 from chronograph.eventstore.clock import isoformat
 from chronograph.projections import EntityRecord, RelationRecord
 
 __all__ = [
+    "ChangeOut",
     "DeletedOut",
     "EntitiesOut",
     "EntityOut",
@@ -26,6 +28,7 @@ __all__ = [
     "RelationsOut",
     "entity_out",
     "relation_out",
+    "stamp",
 ]
 
 ENTITY_NAME = D(description="The name of the entity")
@@ -129,3 +132,23 @@ def relation_out(record: RelationRecord) -> RelationOut:
         created_at=isoformat(record.created_at),
         updated_at=isoformat(record.updated_at),
     )
+
+
+class ChangeOut(Out, kw_only=True):
+    """One event as history and audit show it: where it is in the log, who wrote it, when."""
+
+    position: Annotated[int, D(description="Position of the change in the log")]
+    stream: Annotated[str, D(description="The stable id of the entity, relation or context changed")]
+    version: int
+    recorded_at: str
+    actor: Annotated[str, D(description="Who made the change (MCP client or --actor)")]
+    correlation_id: Annotated[str, D(description="Shared by every change of one tool call")]
+
+
+def stamp(envelope: Envelope) -> dict[str, Any]:
+    """The `ChangeOut` fields of `envelope`."""
+    return {
+        "position": envelope.position, "stream": envelope.stream, "version": envelope.version,
+        "recorded_at": isoformat(envelope.recorded_at), "actor": envelope.actor,
+        "correlation_id": envelope.correlation_id,
+    }

@@ -29,7 +29,7 @@ from chronograph.projections.records import (
 from chronograph.projections.search import SearchIndex, WorkspaceIndex, matches
 from chronograph.projections.streams import context_stream, new_entity_stream, relation_stream
 from chronograph.projections.verify import verify
-from chronograph.projections.versions import Version, stream_history
+from chronograph.projections.versions import Version, changes_of, stream_history
 from chronograph.projections.views import Snapshot, Views
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
     "WorkspaceRecord",
     "apply",
     "apply_all",
+    "changes_of",
     "context_stream",
     "copy_record",
     "entity_as_of",

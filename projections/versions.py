@@ -16,25 +16,55 @@ from chronograph.projections.dictstate import DictState
 from chronograph.projections.fold import apply
 from chronograph.projections.records import EntityRecord, RelationRecord, copy_record
 
-__all__ = ["Version", "stream_history"]
+__all__ = ["Version", "changes_of", "stream_history"]
 
-_to_builtins = msgspec.to_builtins
+
+def changes_of(envelope: Envelope) -> dict[str, Any]:
+    """The event's own fields: exactly what it changed."""
+    data: dict[str, Any] = msgspec.to_builtins(envelope.event)
+    data.pop("type", None)
+    return data
 
 
 class Version(msgspec.Struct, frozen=True):
-    """One version of an entity or relation."""
+    """One version of an entity or relation: the event that made it, and the state after."""
 
-    stream: str
-    version: int
-    position: int
-    event_type: str
-    recorded_at: int
-    actor: str
-    correlation_id: str
-    changes: dict[str, Any]
-    """The event's own fields: exactly what this version changed."""
+    envelope: Envelope
     state: EntityRecord | RelationRecord | None
     """The state after this version; None once deleted."""
+
+    @property
+    def stream(self) -> str:
+        return self.envelope.stream
+
+    @property
+    def version(self) -> int:
+        return self.envelope.version
+
+    @property
+    def position(self) -> int:
+        return self.envelope.position
+
+    @property
+    def event_type(self) -> str:
+        return self.envelope.type
+
+    @property
+    def recorded_at(self) -> int:
+        return self.envelope.recorded_at
+
+    @property
+    def actor(self) -> str:
+        return self.envelope.actor
+
+    @property
+    def correlation_id(self) -> str:
+        return self.envelope.correlation_id
+
+    @property
+    def changes(self) -> dict[str, Any]:
+        """What this version changed."""
+        return changes_of(self.envelope)
 
 
 def stream_history(
@@ -51,28 +81,13 @@ def stream_history(
             break
         apply(state, envelope)
         if envelope.version >= from_version:
-            versions.append(_version(envelope, state))
+            versions.append(Version(envelope, _state(state, envelope.stream)))
     return versions
 
 
-def _version(envelope: Envelope, state: DictState) -> Version:
-    changes = _to_builtins(envelope.event)
-    changes.pop("type", None)
-    after: EntityRecord | RelationRecord | None = None
-    entity = state.entities.get(envelope.stream)
+def _state(state: DictState, stream: str) -> EntityRecord | RelationRecord | None:
+    entity = state.entities.get(stream)
     if entity is not None:
-        after = copy_record(entity)
-    else:
-        relation = state.relations.get(envelope.stream)
-        after = None if relation is None else copy_record(relation)
-    return Version(
-        stream=envelope.stream,
-        version=envelope.version,
-        position=envelope.position,
-        event_type=envelope.type,
-        recorded_at=envelope.recorded_at,
-        actor=envelope.actor,
-        correlation_id=envelope.correlation_id,
-        changes=changes,
-        state=after,
-    )
+        return copy_record(entity)
+    relation = state.relations.get(stream)
+    return None if relation is None else copy_record(relation)
