@@ -186,11 +186,19 @@ def _check(value: Any, path: str) -> str | None:
     return next(_problems(value, path), None)
 
 
+INT64 = (-(2**63), 2**63 - 1)
+"""Integers the store can keep (msgpack, LMDB keys): anything wider is refused at parse time."""
+
+
 def _unencodable(value: Any, path: str) -> Iterator[str]:
-    """Text that is not valid Unicode (unpaired surrogates), in keys or values, anywhere."""
+    """What no field can hold, anywhere: text that is not valid Unicode (unpaired surrogates,
+    undecodable bytes), integers wider than 64 bits."""
     if isinstance(value, str):
         if _text(value):
             yield f"{path or 'arguments'}: {_text(value)}"
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if not INT64[0] <= value <= INT64[1]:
+            yield f"{path or 'arguments'}: {value} is outside the 64-bit integers the store keeps (-2^63 to 2^63-1)"
     elif isinstance(value, dict):
         for key, item in value.items():
             if isinstance(key, str) and _text(key):
@@ -239,7 +247,7 @@ def _text(text: str) -> str | None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return "contains an unpaired surrogate, which is not valid Unicode text"
+        return "contains an unpaired surrogate (or bytes that are not UTF-8), which is not valid Unicode text"
     return None
 
 

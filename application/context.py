@@ -60,8 +60,7 @@ class UpdateContext(WriteArgs, kw_only=True):
 
 
 @CORE.command("update_context", "Update Context",
-              "Record what you are working on in this workspace; the fields given are merged into "
-              "the current context")
+              "Record what you are working on here; the fields given merge into the context")
 def update_context(batch: Batch, args: UpdateContext) -> ContextOut:
     """Merge the given fields into the workspace's context (updatedAt set by the server)."""
     changes = {field: getattr(args, field) for field in ContextRecord.FIELDS if getattr(args, field) is not UNSET}

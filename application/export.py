@@ -8,20 +8,20 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from chronograph.application.arguments import AsOf, D, ReadArgs
-from chronograph.application.errors import InvalidArgumentsError
+from chronograph.application.errors import InvalidArgumentsError, StorageError
+from chronograph.application.exportdir import ExportRefused
 from chronograph.application.graph import ReadGraph, read_graph
 from chronograph.application.outputs import Out
 from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
 
-__all__ = ["FORMATS", "ExportGraph", "ExportOut", "Format", "render", "safe_output_path"]
+__all__ = ["FORMATS", "ExportGraph", "ExportOut", "Format", "render"]
 
 Format = Literal["jsonl", "json", "markdown", "mermaid", "dot"]
 FORMATS: tuple[Format, ...] = ("jsonl", "json", "markdown", "mermaid", "dot")
@@ -114,26 +114,6 @@ _RENDERERS: dict[str, Callable[[Graph, str], str]] = {
 }
 
 
-def safe_output_path(directory: Path, relative: str) -> Path:
-    """`relative` inside `directory`, or ValueError: no absolute paths, no way out.
-
-    Raises:
-        ValueError: If the path is absolute, empty, or resolves outside `directory`.
-    """
-    if not relative or "\x00" in relative:
-        raise ValueError("outputPath must be a non-empty relative path")
-    candidate = Path(relative)
-    if candidate.is_absolute() or candidate.drive:
-        raise ValueError(f"outputPath {relative!r} is absolute; give a path inside the export directory")
-    root = directory.resolve()
-    target = (root / candidate).resolve()
-    if target != root and root not in target.parents:
-        raise ValueError(f"outputPath {relative!r} leads outside the export directory")
-    if target == root:
-        raise ValueError("outputPath names the export directory itself; give a file name")
-    return target
-
-
 class ExportGraph(ReadArgs, kw_only=True):
     format: Annotated[Format, D(
         description="jsonl is the official memory.jsonl; mermaid and dot are drawings")]
@@ -142,6 +122,7 @@ class ExportGraph(ReadArgs, kw_only=True):
         description="Write it to this file in the server's --export-dir instead of returning it")] | UnsetType = (
         UNSET
     )
+    overwrite: Annotated[bool, D(description="Replace an existing file")] = False
 
 
 class ExportOut(Out, kw_only=True):
@@ -169,9 +150,9 @@ def export_graph(memory: Memory, args: ExportGraph) -> ExportOut:
             "export_graph", "outputPath: this server writes no files; start it with --export-dir DIR "
             "to allow exports into DIR, or leave outputPath out to get the content back")
     try:
-        target = safe_output_path(memory.export_dir, args.output_path)
-    except ValueError as error:
+        target, written = memory.export_dir.write(args.output_path, content, overwrite=args.overwrite)
+    except ExportRefused as error:
         raise InvalidArgumentsError("export_graph", str(error)) from None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(content, encoding="utf-8")
-    return ExportOut(format=args.format, path=str(target), bytes=size, entities=entities, relations=relations)
+    except OSError as error:
+        raise StorageError(f"cannot write the export {args.output_path!r}: {error.strerror}") from None
+    return ExportOut(format=args.format, path=str(target), bytes=written, entities=entities, relations=relations)

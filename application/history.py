@@ -5,7 +5,7 @@ Both read the log itself, so they cover deleted things and every change ever mad
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -27,7 +27,7 @@ from chronograph.application.outputs import ChangeOut, EntitiesOut, Out, entity_
 from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
 from chronograph.eventstore import EntityCreated, EntityUpdated
-from chronograph.projections import EntityRecord, relation_stream, stream_history
+from chronograph.projections import EntityRecord, relation_stream, stream_history, versions_of
 from chronograph.projections import Version as StreamVersion
 
 __all__ = ["GetEntityHistory", "GetRelationHistory", "HistoryOut", "RevertEntity", "cursor_of"]
@@ -74,6 +74,7 @@ class GetEntityHistory(ReadArgs, kw_only=True):
     name: Annotated[Name, D(description="Its name, even if deleted")]
     limit: Annotated[int, Limit, D(description="At most this many versions per page")] = 100
     cursor: Cursor | UnsetType = UNSET
+    order: Literal["oldest", "newest"] = "oldest"
     as_of: AsOf | UnsetType = UNSET
 
 
@@ -90,14 +91,25 @@ def get_entity_history(memory: Memory, args: GetEntityHistory) -> HistoryOut:
         streams = moment.live.name_streams(args.workspace, args.name)
         if not streams:
             raise NotFoundError(f"No entity named {args.name!r} ever existed in workspace {args.workspace!r}")
-        versions = sorted(
-            (v for stream in streams for v in stream_history(moment.log, stream, to_position=moment.position)),
-            key=lambda version: version.position,
+        last = moment.position
+        every = sorted(  # (position, stream, version) of every version, read from the index alone
+            (position, stream, version)
+            for stream in streams
+            for version, position in enumerate(moment.log.positions(stream), start=1)
+            if last is None or position <= last
         )
-    start = cursor_of("get_entity_history", args.cursor)
-    more = start + args.limit < len(versions)
+        if args.order == "newest":
+            every.reverse()
+        start = cursor_of("get_entity_history", args.cursor)
+        page = every[start : start + args.limit]
+        wanted: dict[str, list[int]] = {}
+        for _, stream, version in page:
+            wanted.setdefault(stream, []).append(version)
+        found = {(v.stream, v.version): v for stream, numbers in wanted.items()
+                 for v in versions_of(moment.log, stream, numbers)}
+    more = start + args.limit < len(every)
     return HistoryOut(
-        versions=[version_out(v) for v in versions[start : start + args.limit]],
+        versions=[version_out(found[(stream, version)]) for _, stream, version in page],
         next_cursor=str(start + args.limit) if more else UNSET,
     )
 
@@ -137,10 +149,10 @@ def revert_entity(batch: Batch, args: RevertEntity) -> EntitiesOut:
     if not streams:
         raise NotFoundError(f"Entity with name {args.name} not found")
     stream = streams[-1]  # the newest incarnation: the live one, if any is
-    versions = {v.version: v for v in stream_history(batch.tx, stream)}
-    target = versions.get(args.to_version)
-    if target is None:
-        raise InvalidArgumentsError("revert_entity", f"toVersion: {args.name!r} has versions 1 to {max(versions)}")
+    top = len(batch.tx.positions(stream))
+    if args.to_version > top:
+        raise InvalidArgumentsError("revert_entity", f"toVersion: {args.name!r} has versions 1 to {top}")
+    [target] = versions_of(batch.tx, stream, [args.to_version])
     if not isinstance(target.state, EntityRecord):
         raise InvalidArgumentsError(
             "revert_entity", f"toVersion: version {args.to_version} of {args.name!r} is its deletion; "

@@ -37,7 +37,7 @@ class SummaryOut(Out, kw_only=True):
 
 
 @CORE.query("get_graph_summary", "Graph Summary",
-            "Counts per type and a names-and-types index: a cheap overview before reading the graph")
+            "Counts per type and a names-and-types index, cheaper than read_graph")
 def get_graph_summary(memory: Memory, args: GetGraphSummary) -> SummaryOut:
     """Counts, counts per type, and a page of the names-and-types index."""
     with memory.timeline.at("get_graph_summary", args.as_of) as moment:

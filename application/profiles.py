@@ -53,7 +53,8 @@ INSTRUCTIONS = (
     "`requestId` on writes (an idempotency key: a retried call with the same one returns the "
     "first answer and writes nothing); `expectedVersion` on an item (the write fails, writing "
     "nothing, unless the item is at that version; 0: it must not exist); `asOf` on reads "
-    '(answer from the state then: an ISO-8601 time such as "2026-11-21T14:00:00Z" or a log position).'
+    '(answer from the state then: an ISO-8601 time such as "2026-11-21T14:00:00Z" or a log position); '
+    "`cursor` on paged reads (the `nextCursor` of the previous answer)."
 )
 
 

@@ -19,12 +19,13 @@ from msgspec import UNSET
 from chronograph.application.arguments import parse
 from chronograph.application.batch import Batch
 from chronograph.application.errors import ChronographError, RequestReplayError, StorageError
+from chronograph.application.exportdir import ExportDir
 from chronograph.application.outputs import Out
 from chronograph.application.registry import CORE, Tool
 from chronograph.application.timeline import Timeline
-from chronograph.eventstore import ConcurrencyError, LmdbLog, LogTransaction, StorageFullError
+from chronograph.eventstore import ConcurrencyError, EventStoreError, LmdbLog, LogTransaction, StorageFullError
 from chronograph.eventstore.keys import digest
-from chronograph.projections import LmdbState, Progress, Views, paused_gc
+from chronograph.projections import LmdbState, ProjectionError, Progress, Views, paused_gc
 
 __all__ = ["Memory", "Written"]
 
@@ -53,10 +54,10 @@ class Memory:
         sync: bool = True,
         readonly: bool = False,
         progress: Progress | None = None,
-        export_dir: Path | None = None,
+        export_dir: Path | ExportDir | None = None,
         max_size: int | None = None,
     ) -> None:
-        self.export_dir = export_dir
+        self.export_dir = ExportDir(export_dir) if isinstance(export_dir, Path) else export_dir
         """Where export_graph may write files (None: nowhere)."""
         self.log = LmdbLog(Path(path), sync=sync, readonly=readonly, max_map_size=max_size)
         try:
@@ -138,6 +139,8 @@ class Memory:
             raise StorageError(str(error)) from None
         except ConcurrencyError as error:  # only if the views were wrong about a version
             raise ChronographError(f"{error}; nothing was written") from None
+        except (EventStoreError, ProjectionError) as error:
+            raise StorageError(f"The store could not take the write: {error}; nothing was written") from None
 
     def read(self, tool: Tool | str, arguments: dict[str, Any]) -> Out:
         """Run the query `tool` with raw `arguments` (on the live views, or as of then).
@@ -146,5 +149,9 @@ class Memory:
             ChronographError: If the arguments are invalid or name something unknown.
         """
         spec = CORE[tool] if isinstance(tool, str) else tool
-        with paused_gc():  # a whole graph's output forms no cycles; scanning it halved the speed
-            return spec.handler(self, parse(spec.name, arguments, spec.arguments))
+        args = parse(spec.name, arguments, spec.arguments)
+        try:
+            with paused_gc():  # a whole graph's output forms no cycles; scanning it halved the speed
+                return spec.handler(self, args)
+        except (EventStoreError, ProjectionError) as error:
+            raise StorageError(f"The store could not answer: {error}") from None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import struct
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +28,8 @@ DEFAULT_MAP_SIZE = 64 << 20
 """Initial map size; the map doubles whenever it fills."""
 MAX_DATABASES = 64
 DATA_FILE = "data.mdb"
+_FAILING_DISK = ("Input/output error", "No space left", "Disk quota exceeded")
+"""What LMDB says when a commit cannot reach the disk (it reports some as plain errors)."""
 
 
 class LmdbEnv:
@@ -55,6 +58,8 @@ class LmdbEnv:
             map_size = min(map_size, max_map_size)
         self.fresh = self._check_path(create=create and not readonly)
         """True when this opening created the environment."""
+        if not self.fresh:
+            check_data_file(self.path / DATA_FILE)
         try:
             self.env = lmdb.open(
                 str(self.path),
@@ -146,6 +151,14 @@ class LmdbEnv:
                     f"the disk holding {self.path} is full; nothing was written. "
                     "Free some space and retry"
                 ) from None
+            except lmdb.Error as error:
+                txn.abort()
+                if any(sign in str(error) for sign in _FAILING_DISK):
+                    raise StorageFullError(
+                        f"the disk holding {self.path} is full or failing ({error}); nothing was written. "
+                        "Free some space (or check the disk) and retry"
+                    ) from None
+                raise
             except BaseException:
                 txn.abort()
                 raise
@@ -186,3 +199,44 @@ class LmdbEnv:
             if getattr(error, "errno", None) == errno.ENOSPC:
                 raise StorageFullError(f"no room to grow the store at {self.path}") from None
             raise
+
+
+_META = struct.Struct("<II8xQI44x48xQQ")
+"""An LMDB meta page after its 16-byte page header (64-bit builds): magic, version,
+(address), map size, page size (the free database's md_pad), (the rest of both
+databases), last page number, transaction id."""
+_MAGIC = 0xBEEFC0DE
+
+
+def check_data_file(path: Path) -> None:
+    """Refuse a data file shorter than its own newest meta page says it is.
+
+    LMDB maps the file and would die of SIGBUS reading a page past its end (a file cut
+    short by a bad copy or a full disk), so the length is checked before it is mapped.
+
+    Raises:
+        StoreCorruptError: If the file is truncated or its meta pages are unreadable.
+    """
+    try:
+        with path.open("rb") as file:
+            first = file.read(16 + _META.size)
+            magic, _, _, page_size, last_page, txnid = _META.unpack_from(first, 16)
+            if magic != _MAGIC or page_size < 512 or page_size & (page_size - 1):
+                raise StoreCorruptError(f"{path} is not an LMDB data file (its first page is not a meta page)")
+            file.seek(page_size)
+            second = file.read(16 + _META.size)
+            size = os.fstat(file.fileno()).st_size
+    except OSError as error:
+        raise StoreOpenError(f"cannot read {path}: {error.strerror}") from None
+    except struct.error:
+        raise StoreCorruptError(f"{path} is truncated: {len(first)} bytes, shorter than its meta pages") from None
+    if len(second) == 16 + _META.size:
+        other = _META.unpack_from(second, 16)
+        if other[0] == _MAGIC and other[5] > txnid:
+            last_page = other[4]
+    needed = (last_page + 1) * page_size
+    if size < needed:
+        raise StoreCorruptError(
+            f"{path} is truncated: {size:,} bytes where its last commit needs {needed:,}; "
+            "restore the store from a backup"
+        )

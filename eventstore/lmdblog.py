@@ -35,6 +35,9 @@ FORMAT_VERSION = 1
 """On-disk format this code writes; a store with a higher one is refused, never guessed at."""
 
 _LOG_DATABASES = (b"log", b"streams", b"heads", b"idempotency", b"meta")
+_SUMS = b"sums"
+"""Checksums of the stored envelopes: added after the first stores, created when a store is opened
+for writing, and absent (nothing to verify) in a read-only store that never had them."""
 _FORMAT = b"format"
 _STORE_ID = b"store_id"
 POLL_INTERVAL = 0.05
@@ -112,10 +115,14 @@ class LmdbLog:
             if fresh:
                 return env.write(self._create_log)
             with env.read() as txn:
-                existing = {name for name, _ in txn.cursor()}
+                existing = {bytes(name) for name, _ in txn.cursor()}
             if not set(_LOG_DATABASES) <= existing:
                 raise StoreCorruptError(f"{self.path} holds an LMDB environment that is not a Chronograph store")
-            dbs = Databases(*(env.env.open_db(name, create=False) for name in _LOG_DATABASES))
+            sums = None
+            if _SUMS in existing or not env.readonly:
+                sums = env.env.open_db(_SUMS, create=not env.readonly)
+            log, streams, heads, idempotency, meta = (env.env.open_db(name, create=False) for name in _LOG_DATABASES)
+            dbs = Databases(log, streams, heads, idempotency, meta, sums)
             with env.read() as txn:
                 self._check_format(txn, dbs)
                 self._check_tail(LmdbReader(txn, self.codec, dbs))
@@ -124,7 +131,10 @@ class LmdbLog:
             raise StoreCorruptError(f"{self.path} is damaged: {error}") from None
 
     def _create_log(self, txn: lmdb.Transaction) -> Databases:
-        dbs = Databases(*(self.environment.env.open_db(name, txn=txn) for name in _LOG_DATABASES))
+        log, streams, heads, idempotency, meta, sums = (
+            self.environment.env.open_db(name, txn=txn) for name in (*_LOG_DATABASES, _SUMS)
+        )
+        dbs = Databases(log, streams, heads, idempotency, meta, sums)
         txn.put(_FORMAT, pack_u32(FORMAT_VERSION), db=dbs.meta)
         txn.put(_STORE_ID, uuid.uuid4().hex.encode(), db=dbs.meta)
         return dbs

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import lmdb
 import msgspec
 
+from chronograph.eventstore import checksums
 from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.errors import StoreCorruptError
 from chronograph.eventstore.keys import Stored, pack_u64, text_key, unpack_u64
@@ -28,6 +29,8 @@ class Databases(NamedTuple):
     """idempotency key -> recorded append"""
     meta: lmdb._Database
     """format version and store identity"""
+    sums: lmdb._Database | None
+    """pages of envelope checksums (see `checksums`); absent in a read-only store that never had them"""
 
 
 class LmdbReader:
@@ -55,6 +58,25 @@ class LmdbReader:
         value = self.txn.get(pack_u64(position), db=self.dbs.log)
         return None if value is None else self._decode(value, position)
 
+    def verify(self, from_position: int = 1, to_position: int | None = None, batch_size: int = 4096) -> Iterator[int]:
+        """Positions in the range whose stored bytes do not match their checksum, or that
+        cannot be decoded at all (the stored envelope is damaged)."""
+        head = self.head()
+        last = head if to_position is None else min(to_position, head)
+        for start in range(max(from_position, 1), last + 1, batch_size):
+            positions = list(range(start, min(start + batch_size, last + 1)))
+            values = [self.txn.get(pack_u64(p), db=self.dbs.log) for p in positions]
+            sums = [0] * len(positions) if self.dbs.sums is None else checksums.read(
+                self.txn, self.dbs.sums, positions[0], len(positions))
+            for position, value, stored in zip(positions, values, sums, strict=True):
+                if value is None or (stored and checksums.digest(value) != stored):
+                    yield position
+                    continue
+                try:
+                    self.codec.decode(value)
+                except Exception:  # noqa: BLE001 (any failure to read it back is damage)
+                    yield position
+
     def stream(
         self, stream: str, from_version: int = 1, to_version: int | None = None
     ) -> Iterator[Envelope]:
@@ -73,6 +95,20 @@ class LmdbReader:
                     return
                 position = unpack_u64(value)
                 yield self._decode(get(value, db=log), position)
+
+    def positions(self, stream: str) -> list[int]:
+        """The log position of each version of `stream`, version 1 first (nothing is decoded)."""
+        prefix = text_key(stream)
+        width = len(prefix)
+        found: list[int] = []
+        with self.txn.cursor(self.dbs.streams) as cursor:
+            if not cursor.set_range(prefix + pack_u64(1)):
+                return found
+            for key, value in cursor:
+                if len(key) != width + 8 or key[:width] != prefix:
+                    break
+                found.append(unpack_u64(value))
+        return found
 
     def stream_backward(self, stream: str, from_version: int | None = None) -> Iterator[Envelope]:
         """The events of `stream` from `from_version` (default: its newest) down to version 1."""
@@ -110,6 +146,7 @@ class LmdbReader:
             return
         remaining = last - first + 1  # positions are gap-free: no key needs comparing
         values: list[Stored] = []
+        start = first
         with self.txn.cursor(self.dbs.log) as cursor:
             if not cursor.set_key(pack_u64(first)):
                 raise StoreCorruptError(f"the log has no event at position {first} (head {head})")
@@ -117,12 +154,13 @@ class LmdbReader:
                 values.append(value)
                 remaining -= 1
                 if len(values) == batch_size or not remaining:
-                    yield self._decode_many(values, slim)
+                    yield self._decode_many(range(start, start + len(values)), values, slim)
+                    start += len(values)
                     values = []
                     if not remaining:
                         return
         if values:  # the log ended early: a damaged store; give what there is
-            yield self._decode_many(values, slim)
+            yield self._decode_many(range(start, start + len(values)), values, slim)
 
     def batches_backward(
         self, from_position: int | None = None, to_position: int = 1, batch_size: int = 256
@@ -131,6 +169,7 @@ class LmdbReader:
         if from_position is not None and from_position < to_position:
             return
         values: list[Stored] = []
+        positions: list[int] = []
         with self.txn.cursor(self.dbs.log) as cursor:
             found = cursor.last() if from_position is None else cursor.set_range(pack_u64(from_position))
             if from_position is not None:
@@ -145,11 +184,12 @@ class LmdbReader:
                 if bytes(key) < low:
                     break
                 values.append(value)
+                positions.append(unpack_u64(key))
                 if len(values) == batch_size:
-                    yield self._decode_many(values, False)
-                    values = []
+                    yield self._decode_many(positions, values, False)
+                    values, positions = [], []
         if values:
-            yield self._decode_many(values, False)
+            yield self._decode_many(positions, values, False)
 
     def all(
         self, from_position: int = 1, to_position: int | None = None, batch_size: int = 1024
@@ -184,13 +224,34 @@ class LmdbReader:
             raise StoreCorruptError(f"the log has no event at position {position}, which an index points at")
         return value
 
+    def _check(self, positions: Sequence[int], values: Sequence[Stored]) -> None:
+        """Raise StoreCorruptError naming the first position whose bytes fail their checksum."""
+        if self.dbs.sums is None or not positions:
+            return
+        if isinstance(positions, range):
+            stored = checksums.read(self.txn, self.dbs.sums, positions.start, len(positions))
+        else:
+            stored = [checksums.read(self.txn, self.dbs.sums, p, 1)[0] for p in positions]
+        computed = [checksums.digest(value) for value in values]
+        if computed == stored:
+            return
+        for position, mine, theirs in zip(positions, computed, stored, strict=True):
+            if theirs and mine != theirs:
+                raise StoreCorruptError(
+                    f"the event at position {position} does not match its checksum: the store is damaged "
+                    "there; `chronograph replay --verify` lists every damaged position; restore from a backup"
+                )
+
     def _decode(self, value: Stored | None, position: int) -> Envelope:
+        stored = self._stored(value, position)
+        self._check([position], [stored])
         try:
-            return self.codec.decode(self._stored(value, position))
+            return self.codec.decode(stored)
         except msgspec.DecodeError as error:
             raise StoreCorruptError(f"the event at position {position} is unreadable: {error}") from None
 
-    def _decode_many(self, values: list[Stored], slim: bool) -> list[Envelope]:
+    def _decode_many(self, positions: Sequence[int], values: list[Stored], slim: bool) -> list[Envelope]:
+        self._check(positions, values)
         try:
             return self.codec.decode_many(values, slim=slim)
         except msgspec.DecodeError as error:

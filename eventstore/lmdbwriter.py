@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from chronograph.eventstore import clock
+from chronograph.eventstore import checksums, clock
 from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.errors import ConcurrencyError, IdempotencyConflictError
 from chronograph.eventstore.keys import digest, pack_u64, text_key, unpack_u64
@@ -93,6 +93,7 @@ class LmdbTransaction(LmdbReader):
         versions: dict[str, int] = {}
         envelopes: list[Envelope] = []
         log_rows: list[tuple[bytes, bytes]] = []
+        digests: list[int] = []
         index_rows: list[tuple[bytes, bytes]] = []
         encode, schema_of = codec.encode, codec.schema_of
         position = head
@@ -111,7 +112,9 @@ class LmdbTransaction(LmdbReader):
                     actor, correlation, idempotency_key, event,
                 )
                 key = pack_u64(position)
-                log_rows.append((key, encode(envelope)))
+                stored = encode(envelope)
+                log_rows.append((key, stored))
+                digests.append(checksums.digest(stored))
                 index_rows.append((stream_key + pack_u64(current), key))
                 envelopes.append(envelope)
             versions[write.stream] = current
@@ -119,6 +122,8 @@ class LmdbTransaction(LmdbReader):
             with txn.cursor(dbs.log) as cursor:
                 if cursor.putmulti(log_rows, append=True)[1] != len(log_rows):
                     raise AssertionError(f"log positions after {head} were already taken")
+            if dbs.sums is not None:
+                checksums.record(txn, dbs.sums, head + 1, digests)
             with txn.cursor(dbs.streams) as cursor:
                 cursor.putmulti(index_rows)
             with txn.cursor(dbs.heads) as cursor:

@@ -41,6 +41,10 @@ class LogReader(Protocol):
         """The events of `stream` from `from_version` to `to_version` (inclusive), in order."""
         ...
 
+    def positions(self, stream: str) -> list[int]:
+        """The log position of each version of `stream`, version 1 first, without decoding events."""
+        ...
+
     def stream_backward(self, stream: str, from_version: int | None = None) -> Iterator[Envelope]:
         """The events of `stream` from `from_version` (default: its newest) down to version 1."""
         ...
@@ -70,6 +74,11 @@ class LogReader(Protocol):
 
     def last_recorded_at(self) -> int:
         """The timestamp of the newest event (0 when the log is empty)."""
+        ...
+
+    def verify(self, from_position: int = 1, to_position: int | None = None) -> Iterator[int]:
+        """Positions in the range whose stored events are damaged (fail their checksum, or
+        cannot be read back)."""
         ...
 
 

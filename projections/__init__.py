@@ -29,7 +29,7 @@ from chronograph.projections.records import (
 from chronograph.projections.search import SearchIndex, WorkspaceIndex, matches
 from chronograph.projections.streams import context_stream, new_entity_stream, relation_stream
 from chronograph.projections.verify import verify
-from chronograph.projections.versions import Version, changes_of, stream_history
+from chronograph.projections.versions import Version, changes_of, stream_history, versions_of
 from chronograph.projections.views import Snapshot, Views
 
 __all__ = [
@@ -78,4 +78,5 @@ __all__ = [
     "stream_history",
     "unique",
     "verify",
+    "versions_of",
 ]

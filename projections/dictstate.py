@@ -45,6 +45,9 @@ class DictState:
         self._names: dict[tuple[str, str], list[str | None]] = {}
         """(workspace, name) -> [live stream or None, every stream ever, oldest first...]"""
         self._seen: dict[str, None] = {}
+        self._present: dict[str, tuple[list[str], set[str]]] = {}
+        """stream -> (the observation list a set was built for, the set): valid while the
+        entity keeps that very list (the fold appends to it; any other change replaces it)"""
         self.position = 0
         # Plain dictionary lookups, bound once: the fold calls these for most events.
         self.get_entity = self.entities.get  # type: ignore[method-assign,assignment]
@@ -85,9 +88,18 @@ class DictState:
 
     def remove_entity(self, entity: EntityRecord) -> None:
         del self.entities[entity.stream]
+        self._present.pop(entity.stream, None)
         known = self._names[(entity.workspace, entity.name)]
         if known[0] == entity.stream:
             known[0] = None
+
+    def present(self, entity: EntityRecord) -> set[str]:
+        known = self._present.get(entity.stream)
+        if known is not None and known[0] is entity.observations:
+            return known[1]
+        present = set(entity.observations)
+        self._present[entity.stream] = (entity.observations, present)
+        return present
 
     def get_relation(self, stream: str) -> RelationRecord | None:
         return self.relations.get(stream)

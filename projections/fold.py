@@ -49,6 +49,10 @@ class State(Protocol):
     def remove_relation(self, relation: RelationRecord) -> None: ...
     def get_context(self, workspace: str) -> ContextRecord | None: ...
     def save_context(self, context: ContextRecord) -> None: ...
+    def present(self, entity: EntityRecord) -> set[str]:
+        """The entity's observations as a set the fold may add to (a state that folds long
+        histories keeps it between events, so adding to a big entity costs what is added)."""
+        ...
 
 
 def unique(items: Iterable[str]) -> list[str]:
@@ -87,7 +91,7 @@ def _observations_added(state: State, envelope: Envelope, event: ObservationsAdd
                 if observation not in current:
                     current.append(observation)
         else:
-            present = set(current)
+            present = state.present(entity)
             for observation in event.observations:
                 if observation not in present:
                     present.add(observation)

@@ -87,6 +87,9 @@ class LmdbState(LmdbGraph):
         txn.delete(order_key(ws, ENTITY, entity.seq), db=tables.order)
         self._count(entity.workspace, ws, ENTITY, entity.entity_type, -1)
 
+    def present(self, entity: EntityRecord) -> set[str]:
+        return set(entity.observations)  # the record was decoded whole anyway
+
     def get_relation(self, stream: str) -> RelationRecord | None:
         return self.relation_by_stream(stream)
 

@@ -63,6 +63,9 @@ class Overlay:
         if self._names.get(key, entity.stream) == entity.stream:
             self._names[key] = None
 
+    def present(self, entity: EntityRecord) -> set[str]:
+        return set(entity.observations)
+
     def get_relation(self, stream: str) -> RelationRecord | None:
         if stream not in self._relations:
             found = self.base.get_relation(stream)

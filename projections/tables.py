@@ -69,9 +69,9 @@ def slot(generation: int) -> str:
     return "ab"[generation % 2]
 
 
-def table_names(generation: int, views_format: int = VIEWS_FORMAT) -> list[str]:
+def table_names(generation: int) -> list[str]:
     """The database names of the slot holding `generation`."""
-    return [f"views.v{views_format}.{slot(generation)}.{table}" for table in TABLES]
+    return [f"views.v{VIEWS_FORMAT}.{slot(generation)}.{table}" for table in TABLES]
 
 
 def open_tables(env: LmdbEnv, generation: int, *, create: bool) -> Tables:
@@ -82,11 +82,11 @@ def open_tables(env: LmdbEnv, generation: int, *, create: bool) -> Tables:
 class Pointer:
     """The `views` database: which generation of this format's views is live."""
 
-    KEY = f"v{VIEWS_FORMAT}.generation".encode()
-
     def __init__(self, env: LmdbEnv) -> None:
         absent = env.readonly and "views" not in env.database_names()
         self.db = None if absent else env.open_db("views")
+        self.KEY = f"v{VIEWS_FORMAT}.generation".encode()
+        """This format's key in the `views` database."""
 
     def generation(self, txn: lmdb.Transaction) -> int:
         """The live generation, or 0 when views of this format were never built."""

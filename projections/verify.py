@@ -1,4 +1,5 @@
-"""Verification: the live views against the log folded afresh, at the same position.
+"""Verification: the log against its checksums, then the live views against the log folded
+afresh, at the same position.
 
 Works on a read-only store while a server writes: both sides come from one snapshot.
 """
@@ -16,8 +17,17 @@ __all__ = ["verify"]
 
 
 def verify(views: Views, progress: Progress | None = None, shown: int = 50) -> list[str]:
-    """The differences between the live views and a fresh fold of the log (none: they agree)."""
+    """The damaged events of the log, else the differences between the live views and a fresh
+    fold of the log (none: the store is whole and the views agree with it)."""
     with views.snapshot() as (live, log):
+        damaged = []
+        for position in log.verify(1, live.position):
+            damaged.append(f"log: the event at position {position} is damaged (its bytes fail their checksum "
+                           "or cannot be read)")
+        if progress is not None:
+            progress("checksums", live.position, live.position)
+        if damaged:
+            return _first(damaged, shown)
         state = DictState()
         with paused_gc():
             for batch in log.batches(1, live.position, batch_size=4096, slim=True):
@@ -40,9 +50,13 @@ def verify(views: Views, progress: Progress | None = None, shown: int = 50) -> l
                     differences.append(f"{table}: {_show(key)} should not exist; it holds {_show(have)}")
                 else:
                     differences.append(f"{table}: {_show(key)} holds {_show(have)}; the log says {_show(want)}")
-    if len(differences) > shown:
-        differences = [*differences[:shown], f"... and {len(differences) - shown} more"]
-    return differences
+    return _first(differences, shown)
+
+
+def _first(lines: list[str], shown: int) -> list[str]:
+    if len(lines) > shown:
+        return [*lines[:shown], f"... and {len(lines) - shown} more"]
+    return lines
 
 
 def _show(data: bytes | None) -> str:

@@ -7,6 +7,7 @@ Deleted things keep their streams, so their history stays readable.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -16,7 +17,7 @@ from chronograph.projections.dictstate import DictState
 from chronograph.projections.fold import apply
 from chronograph.projections.records import EntityRecord, RelationRecord, copy_record
 
-__all__ = ["Version", "changes_of", "stream_history"]
+__all__ = ["Version", "changes_of", "stream_history", "versions_of"]
 
 
 def changes_of(envelope: Envelope) -> dict[str, Any]:
@@ -74,13 +75,29 @@ def stream_history(
 
     Versions before `from_version` are folded but not returned, so each state is whole.
     """
+    top = len(reader.positions(stream))
+    return versions_of(reader, stream, range(from_version, top + 1), to_position=to_position)
+
+
+def versions_of(
+    reader: LogReader, stream: str, wanted: Iterable[int], *, to_position: int | None = None
+) -> list[Version]:
+    """The versions of `stream` numbered in `wanted` (up to `to_position`), oldest first.
+
+    The stream is folded only up to the highest version wanted, and a state is copied only
+    for the versions wanted: a page of a long history costs the events before its end, not
+    a copy of the whole state after every version.
+    """
+    wanted = set(wanted)
+    if not wanted:
+        return []
     state = DictState()
     versions = []
-    for envelope in reader.stream(stream):
+    for envelope in reader.stream(stream, 1, max(wanted)):
         if to_position is not None and envelope.position > to_position:
             break
         apply(state, envelope)
-        if envelope.version >= from_version:
+        if envelope.version in wanted:
             versions.append(Version(envelope, _state(state, envelope.stream)))
     return versions
 

@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ResourceError
 
 import chronograph
 from chronograph.application import Memory, ReplyTooLargeError, Tool, profile
+from chronograph.application.exportdir import ExportDir
 from chronograph.application.profiles import OFFICIAL_TOOLS
 from chronograph.projections import paused_gc
 from chronograph.server.config import Settings
@@ -48,10 +49,11 @@ class Runtime:
     def open(self) -> Memory:
         """Open the store, or count one more user of the open one."""
         if self._memory is None:
-            self._memory = Memory(
-                self.settings.store, sync=self.settings.sync, export_dir=self.settings.export_dir,
-                max_size=self.settings.max_size,
-            )
+            settings = self.settings
+            exports = None
+            if settings.export_dir is not None:
+                exports = ExportDir(settings.export_dir, max_export=settings.export_max, budget=settings.export_budget)
+            self._memory = Memory(settings.store, sync=settings.sync, export_dir=exports, max_size=settings.max_size)
         self._users += 1
         return self._memory
 

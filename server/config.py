@@ -6,9 +6,10 @@ from pathlib import Path
 
 import msgspec
 
+from chronograph.application.exportdir import DEFAULT_BUDGET, DEFAULT_MAX_EXPORT
 from chronograph.application.profiles import DEFAULT_PROFILE
 
-__all__ = ["DEFAULT_MAX_BODY", "DEFAULT_MAX_REPLY", "Settings"]
+__all__ = ["DEFAULT_MAX_BODY", "DEFAULT_MAX_REPLY", "MAX_MESSAGE", "Settings"]
 
 DEFAULT_MAX_REPLY = 9 << 20
 """The TypeScript SDK's stdio client (the Inspector's, and other clients built on it) drops
@@ -16,6 +17,8 @@ the connection on a message over 10 MiB; a refused read with a paging hint is be
 a dead session."""
 DEFAULT_MAX_BODY = 4 << 20
 """Largest HTTP request body accepted."""
+MAX_MESSAGE = 32 << 20
+"""Longest JSON-RPC message read from stdin."""
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -32,5 +35,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Ceiling on the store's size in bytes; None: as large as the disk allows."""
     export_dir: Path | None = None
     """Where export_graph may write files; None: it only returns the content."""
+    export_max: int = DEFAULT_MAX_EXPORT
+    """Largest file one export may write."""
+    export_budget: int = DEFAULT_BUDGET
+    """Bytes all exports of this server may write together."""
     max_reply: int | None = DEFAULT_MAX_REPLY
     """Largest read reply in bytes; None: no limit (see DEFAULT_MAX_REPLY)."""

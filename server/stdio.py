@@ -1,15 +1,18 @@
-"""A faster stdio transport: stdin read from the event loop, stdout written directly.
+"""The stdio transport: JSON-RPC lines on stdin and stdout, every line answered.
 
-The SDK's stdio transport hops to a worker thread for every line read and every line
-written (six thread hops per tool call), which costs about as much as a durable LMDB
-commit. Reading the pipe on the event loop and writing whole lines straight to the
-descriptor keeps a tool call on one thread. Anything that is not a pipe (a file, a
-terminal) falls back to the SDK's transport.
+Lines are read on the event loop (the SDK's transport hops to a worker thread for every
+line read and written, six hops per tool call, which costs about as much as a durable
+LMDB commit) and split here, so that no line goes unanswered: a line that is not JSON
+gets a parse error with id null, a message that is not valid JSON-RPC an invalid-request
+error with its id when it has one, a line over the size limit an error (and the server
+reads on), bytes that are not UTF-8 reach the tools as text the argument check refuses,
+naming the field. A client that sends a lone surrogate gets an answer it can decode.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import stat
 import sys
@@ -17,79 +20,180 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.mcpserver import MCPServer
-from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
-__all__ = ["fast_stdio", "run_stdio"]
+from chronograph.server.config import MAX_MESSAGE
 
-MAX_LINE = 256 * 1024 * 1024
-"""Largest JSON-RPC message read from stdin."""
+__all__ = ["MAX_LINE", "framed", "run_stdio", "stdio_streams"]
 
-
-class _Lines:
-    """The lines of a pipe, decoded as UTF-8, as the SDK reads them from a file."""
-
-    def __init__(self, reader: asyncio.StreamReader) -> None:
-        self._reader = reader
-
-    def __aiter__(self) -> _Lines:
-        return self
-
-    async def __anext__(self) -> str:
-        line = await self._reader.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", "replace")
+MAX_LINE = MAX_MESSAGE
+CHUNK = 1 << 16
+DRAIN = 60.0
+"""Seconds the requests read before stdin closed may take to be answered before the server exits."""
 
 
-class _Out:
-    """Whole lines written to a descriptor; a full pipe makes the writer wait, as it should."""
+async def framed(chunks: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes | None]:
+    """The lines of a byte stream, without their newline; None for a line over `limit` bytes.
 
-    def __init__(self, fd: int) -> None:
-        self._file = os.fdopen(os.dup(fd), "wb", buffering=1 << 16)
+    Linear in the bytes read, whatever the line lengths; a line over the limit is
+    dropped as it arrives, never held whole.
+    """
+    pending = bytearray()
+    dropping = False
+    async for chunk in chunks:
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            if end == -1:
+                if not dropping:
+                    pending += chunk[start:]
+                    if len(pending) > limit:
+                        pending.clear()
+                        dropping = True
+                break
+            if dropping:
+                dropping = False
+                yield None
+            elif len(pending) + end - start > limit:
+                pending.clear()
+                yield None
+            else:
+                pending += chunk[start:end]
+                yield bytes(pending)
+                pending.clear()
+            start = end + 1
+    if dropping:
+        yield None
+    elif pending:
+        yield bytes(pending)
 
-    async def write(self, text: str) -> None:
-        self._file.write(text.encode("utf-8"))
 
-    async def flush(self) -> None:
-        self._file.flush()
+def _error(code: int, message: str, request_id: Any = None) -> SessionMessage:
+    return SessionMessage(types.JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message),
+    ))
+
+
+def parse_line(line: bytes | None, limit: int = MAX_LINE) -> tuple[SessionMessage, bool]:
+    """A line as (a message for the server, False), or as (the error reply it deserves, True)."""
+    if line is None:
+        return _error(types.INVALID_REQUEST, f"Invalid request: the message is longer than {limit:,} bytes"), True
+    text = line.decode("utf-8", "surrogateescape")  # undecodable bytes reach the argument check
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        return _error(types.PARSE_ERROR, f"Parse error: {str(error)[:200]}"), True
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(data, by_name=False)), False
+    except (ValidationError, RecursionError):
+        request_id = data.get("id") if isinstance(data, dict) else None
+        if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+            request_id = None
+        reply = _error(types.INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 request, notification or response",
+                       request_id)
+        return reply, True
+
+
+def encode(message: SessionMessage) -> bytes:
+    """The line that carries `message`, always valid UTF-8 (lone surrogates escaped)."""
+    text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        data = message.message.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        return json.dumps(data, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
 
 
 def _is_pipe(fd: int) -> bool:
     try:
-        return stat.S_ISFIFO(os.fstat(fd).st_mode) or stat.S_ISSOCK(os.fstat(fd).st_mode)
+        mode = os.fstat(fd).st_mode
     except OSError:
         return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+async def _chunks(fd: int) -> AsyncIterator[bytes]:
+    """What arrives on `fd`: read on the event loop from a pipe, in a thread from a file."""
+    if _is_pipe(fd):
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=CHUNK)
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", buffering=0, closefd=False)
+        )
+        try:
+            while chunk := await reader.read(CHUNK):
+                yield chunk
+        finally:
+            transport.close()
+    else:
+        while chunk := await anyio.to_thread.run_sync(os.read, fd, CHUNK):
+            yield chunk
 
 
 @asynccontextmanager
-async def fast_stdio() -> AsyncIterator[tuple[Any, Any]]:
-    """Like `mcp.server.stdio.stdio_server()`, on pipes without thread hops."""
-    if not (_is_pipe(0) and _is_pipe(1)):
-        async with stdio_server() as streams:
-            yield streams
-        return
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=MAX_LINE)
-    transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(os.dup(0), "rb", buffering=0)
-    )
-    out = _Out(1)
-    # Stray writes to fd 1 would corrupt the wire: point it at stderr while we serve.
+async def stdio_streams(
+    limit: int = MAX_LINE,
+) -> AsyncIterator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]]:
+    """The server's read and write streams over this process's stdin and stdout.
+
+    While serving, fd 1 points at stderr, so that a stray print cannot corrupt the wire.
+    """
+    stdin, stdout = os.dup(0), os.dup(1)
     saved = os.dup(1)
     os.dup2(2, 1)
+    read_in, read_out = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
+    replies = write_in.clone()
+    unanswered: set[Any] = set()
+    answered = anyio.Event()
+
+    async def reader() -> None:
+        nonlocal answered
+        async with read_in, replies:
+            async for line in framed(_chunks(stdin), limit):
+                if line is not None and not line.strip():
+                    continue  # a blank line says nothing
+                message, reply = parse_line(line, limit)
+                if isinstance(message.message, types.JSONRPCRequest):
+                    unanswered.add(message.message.id)
+                await (replies if reply else read_in).send(message)  # the transport answers what it refuses
+            with anyio.move_on_after(DRAIN):  # stdin closed: answer what was asked, then stop
+                while unanswered:
+                    answered = anyio.Event()
+                    await answered.wait()
+
+    async def writer() -> None:
+        out = os.fdopen(stdout, "wb", buffering=1 << 16, closefd=False)
+        async with write_out:
+            async for message in write_out:
+                out.write(encode(message))
+                out.flush()
+                if isinstance(message.message, types.JSONRPCResponse | types.JSONRPCError):
+                    unanswered.discard(message.message.id)
+                    answered.set()
+
     try:
-        async with stdio_server(stdin=_Lines(reader), stdout=out) as streams:  # type: ignore[arg-type]
-            yield streams
+        async with anyio.create_task_group() as group:
+            group.start_soon(reader)
+            group.start_soon(writer)
+            try:
+                yield read_out, write_in
+            finally:
+                group.cancel_scope.cancel()
     finally:
-        transport.close()
         os.dup2(saved, 1)
-        os.close(saved)
+        for fd in (saved, stdin, stdout):
+            os.close(fd)
         sys.stdout.flush()
 
 
-async def run_stdio(server: MCPServer) -> None:
-    """Serve `server` over stdin/stdout until the client closes them."""
+async def run_stdio(server: MCPServer, limit: int = MAX_LINE) -> None:
+    """Serve `server` over stdin/stdout until the client closes stdin."""
     lowlevel = server._lowlevel_server  # noqa: SLF001 (MCPServer.run_stdio_async with our transport)
-    async with fast_stdio() as (read_stream, write_stream):
+    async with stdio_streams(limit) as (read_stream, write_stream):
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

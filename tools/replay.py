@@ -175,6 +175,11 @@ def _verify(memory: Memory) -> int:
     progress = Progress()
     differences = verify(memory.views, progress=progress)
     progress.finish()
+    if differences and differences[0].startswith("log:"):
+        print(f"the log is damaged in {len(differences)} place(s); restore the store from a backup:")
+        for line in differences:
+            print(f"  {line}")
+        return 1
     if differences:
         print(f"the views differ from the log in {len(differences)} place(s):")
         for line in differences:

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from chronograph.application.config import ACTOR_ENV, STORE_ENV, TOKEN_ENV, default_store, resolve_store
 from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES
-from chronograph.server.config import DEFAULT_MAX_BODY, DEFAULT_MAX_REPLY
+from chronograph.application.exportdir import DEFAULT_BUDGET, DEFAULT_MAX_EXPORT
+from chronograph.server.config import DEFAULT_MAX_BODY, DEFAULT_MAX_REPLY, MAX_MESSAGE, Settings
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "run", "settings_of"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +43,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--export-dir", metavar="DIR",
-        help="let export_graph write files, only inside DIR (default: it only returns content)",
+        help="let export_graph write files, only inside DIR, never dotfiles or into a store "
+        "(default: it only returns content; over HTTP only with --allow-http-export)",
+    )
+    parser.add_argument(
+        "--allow-http-export", action="store_true",
+        help="with --http and --export-dir: let HTTP clients write export files too",
+    )
+    parser.add_argument(
+        "--export-max", type=_bytes, default=DEFAULT_MAX_EXPORT, metavar="SIZE",
+        help="largest file one export may write (default: 64M)",
+    )
+    parser.add_argument(
+        "--export-budget", type=_bytes, default=DEFAULT_BUDGET, metavar="SIZE",
+        help="bytes all exports of this server may write together (default: 1G)",
     )
     parser.add_argument(
         "--max-size", type=_size, metavar="SIZE",
@@ -52,6 +66,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-reply", type=_reply_size, default=DEFAULT_MAX_REPLY, metavar="SIZE",
         help="refuse (with an error saying how to page) a read whose reply would exceed SIZE; "
         "MCP's TypeScript clients drop the connection beyond 10M (default: 9M; 0: no limit)",
+    )
+    parser.add_argument(
+        "--max-message", type=_bytes, default=MAX_MESSAGE, metavar="SIZE",
+        help="longest JSON-RPC message read from stdin; a longer one is refused with an error (default: 32M)",
     )
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default: 127.0.0.1)")
@@ -108,6 +126,25 @@ def _profile(args: argparse.Namespace) -> str:
     return DEFAULT_PROFILE
 
 
+def settings_of(args: argparse.Namespace) -> Settings:
+    """The server settings the options say (file exports over HTTP only when allowed)."""
+    export_dir = Path(args.export_dir).expanduser() if args.export_dir else None
+    if export_dir is not None and args.http and not args.allow_http_export:
+        print("chronograph: export files are off over HTTP (any client could write them); "
+              "add --allow-http-export to allow them", file=sys.stderr)
+        export_dir = None
+    return Settings(
+        store=resolve_store(args.store),
+        actor=args.actor or os.environ.get(ACTOR_ENV) or None,
+        profile=_profile(args),
+        export_dir=export_dir,
+        export_max=args.export_max,
+        export_budget=args.export_budget,
+        max_size=args.max_size,
+        max_reply=args.max_reply,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     """Open the store, then serve until the client (stdio) or a signal (HTTP) stops us."""
     import anyio  # the MCP stack loads only when a server is started
@@ -115,17 +152,9 @@ def run(args: argparse.Namespace) -> int:
     from chronograph.eventstore import EventStoreError
     from chronograph.projections import ProjectionError
     from chronograph.server.app import Runtime, create_server
-    from chronograph.server.config import Settings
     from chronograph.server.stdio import run_stdio
 
-    settings = Settings(
-        store=resolve_store(args.store),
-        actor=args.actor or os.environ.get(ACTOR_ENV) or None,
-        profile=_profile(args),
-        export_dir=Path(args.export_dir).expanduser() if args.export_dir else None,
-        max_size=args.max_size,
-        max_reply=args.max_reply,
-    )
+    settings = settings_of(args)
     runtime = Runtime(settings)
     try:
         runtime.open()
@@ -135,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         server = create_server(settings, runtime, log_level=args.log_level)
         if not args.http:
-            anyio.run(run_stdio, server)
+            anyio.run(run_stdio, server, args.max_message)
             return 0
         import uvicorn
 

@@ -45,6 +45,12 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("read_graph", {"verbose": True}, "unknown field `verbose`"),
     ("delete_entities", {"entityNames": ["a"], "expectedVersions": {"b": 1}}, "not in entityNames"),
     ("update_entities", {"entities": [{"name": "a"}]}, "nothing to update"),
+    ("read_graph", {"offset": 2**63}, "offset: 9223372036854775808 is outside the 64-bit integers"),
+    ("read_graph", {"limit": 2**64}, "limit: 18446744073709551616 is outside the 64-bit integers"),
+    ("create_entities", {"entities": [entity("a", expectedVersion=2**64)]},
+     "entities[0].expectedVersion: 18446744073709551616 is outside"),
+    ("create_entities", {"entities": [entity("a", metadata={"n": -(2**70)})]}, "entities[0].metadata.n: -1180591"),
+    ("get_audit_log", {"afterPosition": 2**63}, "afterPosition: 9223372036854775808 is outside"),
 ]
 
 

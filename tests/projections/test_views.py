@@ -166,3 +166,35 @@ def test_a_writer_follows_a_rebuild_done_by_another_process(store: LmdbLog) -> N
     create(views, "bob")
     assert views.tables.generation == 2
     assert names(views) == ["ada", "bob"]
+
+
+ANOTHER_FORMAT = textwrap.dedent("""
+    import sys
+    from chronograph.projections import tables
+    tables.VIEWS_FORMAT = 3  # a version of Chronograph with another view layout
+    from chronograph.application import Memory
+    with Memory(sys.argv[1]) as memory:
+        memory.write("create_entities", {"entities": [{"name": sys.argv[2], "entityType": "t", "observations": []}]},
+                     actor="v3")
+        print(memory.views.tables.generation, [e.name for e in memory.read("read_graph", {}).entities])
+""")
+
+
+def test_two_view_formats_on_one_store_never_rebuild_each_other(store_path: Path) -> None:
+    from chronograph.application import Memory
+
+    def other_version(name: str) -> str:
+        done = subprocess.run([sys.executable, "-c", ANOTHER_FORMAT, str(store_path), name],
+                              check=True, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    with Memory(store_path) as memory:
+        memory.write("create_entities", {"entities": [{"name": "a", "entityType": "t", "observations": []}]},
+                     actor="v2")
+    assert other_version("b") == "1 ['a', 'b']"  # built its own views once, from the one log
+    with Memory(store_path) as memory:
+        memory.write("create_entities", {"entities": [{"name": "c", "entityType": "t", "observations": []}]},
+                     actor="v2")
+        assert memory.views.tables.generation == 1  # caught up, not rebuilt
+        assert [e.name for e in memory.read("read_graph", {}).entities] == ["a", "b", "c"]
+    assert other_version("d") == "1 ['a', 'b', 'c', 'd']"

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from chronograph.application import Memory
 from chronograph.eventstore import LmdbLog
 from chronograph.projections import Views
 from chronograph.projections.tables import table_names
@@ -77,3 +80,34 @@ def test_a_missing_store_is_one_clear_line(tmp_path: Path, capsys) -> None:  # t
     code = main(["--store", str(tmp_path / "nothing"), "--position", "1"])
     assert code == 2
     assert capsys.readouterr().err.strip() == f"chronograph replay: there is no store at {tmp_path / 'nothing'}"
+
+
+@pytest.mark.wire
+def test_a_server_keeps_working_through_many_rebuilds_run_beside_it(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    with Memory(store) as server:  # the long-lived process
+        for i in range(12):  # each adopted generation once cost the server 7 named databases, of 64
+            server.write("create_entities", {"entities": [{"name": f"n{i}", "entityType": "t", "observations": []}]},
+                         actor="t")
+            subprocess.run([sys.executable, "-m", "chronograph", "replay", "--store", str(store), "--rebuild"],
+                           check=True, capture_output=True)
+            assert [e.name for e in server.read("read_graph", {}).entities][-1] == f"n{i}"  # type: ignore[attr-defined]
+        assert server.views.tables.generation == 13
+
+
+def test_verify_names_every_damaged_position_of_the_log(history_store: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    data = (history_store / "data.mdb").read_bytes()
+    (history_store / "data.mdb").write_bytes(data.replace(b"countess", b"cOuntess"))
+    code, out = run(capsys, "--store", str(history_store), "--verify")
+    assert code == 1 and "the log is damaged" in out and "position 4" in out
+
+
+def test_a_truncated_store_is_one_clear_line_not_a_crash(history_store: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    os.truncate(history_store / "data.mdb", 4096 * 3)
+    assert main(["--store", str(history_store), "--verify"]) == 2
+    assert "truncated" in capsys.readouterr().err
+    done = subprocess.run([sys.executable, "-m", "chronograph", "serve", "--store", str(history_store)],
+                          input=b"", capture_output=True)
+    assert done.returncode == 2 and b"truncated" in done.stderr

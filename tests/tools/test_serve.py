@@ -1,0 +1,35 @@
+"""`chronograph serve`: what its options make of the server's settings."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from chronograph.tools.serve import add_arguments, settings_of
+
+
+def options(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_file_exports_are_off_over_http_unless_allowed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    exports = str(tmp_path / "exports")
+    assert settings_of(options("--store", str(tmp_path), "--export-dir", exports)).export_dir == Path(exports)
+    assert settings_of(options("--store", str(tmp_path), "--http", "--export-dir", exports)).export_dir is None
+    assert "--allow-http-export" in capsys.readouterr().err
+    allowed = settings_of(options("--store", str(tmp_path), "--http", "--export-dir", exports, "--allow-http-export"))
+    assert allowed.export_dir == Path(exports)
+
+
+def test_export_limits_take_sizes(tmp_path: Path) -> None:
+    settings = settings_of(options("--store", str(tmp_path), "--export-max", "2M", "--export-budget", "1G"))
+    assert (settings.export_max, settings.export_budget) == (2 << 20, 1 << 30)
+
+
+def test_the_tools_option_still_chooses_the_official_profile(tmp_path: Path) -> None:
+    assert settings_of(options("--store", str(tmp_path), "--tools", "official")).profile == "official"
+    assert settings_of(options("--store", str(tmp_path))).profile == "chronograph"
