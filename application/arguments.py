@@ -16,9 +16,8 @@ from collections.abc import Iterator
 from typing import Annotated, Any, TypeVar, get_args, get_origin, get_type_hints
 
 import msgspec
-from msgspec import UNSET, Meta, UnsetType
-
 from chronograph.application.errors import InvalidArgumentsError
+from msgspec import UNSET, Meta, UnsetType
 
 __all__ = [
     "Args",

@@ -5,9 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Annotated, Any, Literal
 
-import msgspec
-from msgspec import UNSET, Meta, UnsetType
-
 from chronograph.application.arguments import D, Name, ReadArgs
 from chronograph.application.errors import InvalidArgumentsError
 from chronograph.application.history import Limit, cursor_of
@@ -17,6 +14,7 @@ from chronograph.application.service import Memory
 from chronograph.eventstore import CATALOGUE, ContextUpdated, EntityCreated, Envelope, LogReader, RelationCreated, clock
 from chronograph.eventstore.events import event_type
 from chronograph.projections import changes_of
+from msgspec import UNSET, Meta, UnsetType
 
 __all__ = ["AuditEventOut", "GetAuditLog", "Subjects", "event_out"]
 

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from msgspec import UNSET
-
 from chronograph.application.errors import ConflictError
 from chronograph.application.outputs import entity_out, relation_out
 from chronograph.eventstore import NO_STREAM, AppendResult, Envelope, Event, LogTransaction, StreamWrite
 from chronograph.eventstore.writes import ExpectedVersion
 from chronograph.projections import ContextRecord, EntityRecord, LmdbState, Overlay, RelationRecord, apply
+from msgspec import UNSET
 
 __all__ = ["Batch"]
 

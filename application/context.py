@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from msgspec import UNSET, Meta, UnsetType
-
 from chronograph.application.arguments import AsOf, D, ReadArgs, Version, WriteArgs
 from chronograph.application.batch import Batch
 from chronograph.application.errors import ConflictError, InvalidArgumentsError
@@ -14,6 +12,7 @@ from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
 from chronograph.eventstore import ContextUpdated, clock
 from chronograph.projections import ContextRecord, context_stream
+from msgspec import UNSET, Meta, UnsetType
 
 __all__ = ["ContextOut", "ReadContext", "UpdateContext", "context_out"]
 

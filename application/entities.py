@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from msgspec import UNSET, UnsetType
-
 from chronograph.application.arguments import (
     Args,
     D,
+    Items,
     Metadata,
     Name,
     ObservationList,
     TypeName,
     Version,
     WriteArgs,
-    Items,
 )
 from chronograph.application.batch import Batch
 from chronograph.application.errors import InvalidArgumentsError, NotFoundError
@@ -38,6 +36,7 @@ from chronograph.eventstore import (
     RelationDeleted,
 )
 from chronograph.projections import EntityRecord, new_entity_stream, unique
+from msgspec import UNSET, UnsetType
 
 __all__ = [
     "AddObservations",
@@ -121,7 +120,8 @@ class AddObservationsOut(Out, kw_only=True):
     results: list[AddedOut]
 
 
-@CORE.command("add_observations", "Add Observations", "Add new observations to existing entities in the knowledge graph")
+@CORE.command("add_observations", "Add Observations",
+              "Add new observations to existing entities in the knowledge graph")
 def add_observations(batch: Batch, args: AddObservations) -> AddObservationsOut:
     """New observations for existing entities; a missing entity fails the whole call."""
     results = []

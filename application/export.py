@@ -11,8 +11,6 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import msgspec
-from msgspec import UNSET, Meta, UnsetType
-
 from chronograph.application.arguments import AsOf, D, ReadArgs
 from chronograph.application.errors import InvalidArgumentsError, StorageError
 from chronograph.application.exportdir import ExportRefused
@@ -20,6 +18,7 @@ from chronograph.application.graph import ReadGraph, read_graph
 from chronograph.application.outputs import Out
 from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
+from msgspec import UNSET, Meta, UnsetType
 
 __all__ = ["FORMATS", "ExportGraph", "ExportOut", "Format", "render"]
 

@@ -10,11 +10,8 @@ from collections.abc import Iterable
 from typing import Annotated
 
 import msgspec
-from msgspec import UNSET, Meta, UnsetType
-
-from chronograph.application.arguments import AsOf, D, Name, Query, ReadArgs, Items
+from chronograph.application.arguments import AsOf, D, Items, Name, Query, ReadArgs
 from chronograph.application.outputs import (
-    AS_OF_POSITION,
     GraphOut,
     Out,
     PageEntityOut,
@@ -26,6 +23,7 @@ from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
 from chronograph.application.timeline import Moment
 from chronograph.projections import EntityRecord, Graph, WorkspaceIndex, matches, relations_touching
+from msgspec import UNSET, Meta, UnsetType
 
 __all__ = ["GraphPageOut", "OpenNodes", "ReadGraph", "SearchNodes", "graph_out"]
 

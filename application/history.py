@@ -8,8 +8,6 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import msgspec
-from msgspec import UNSET, Meta, UnsetType
-
 from chronograph.application.arguments import (
     AsOf,
     D,
@@ -29,6 +27,7 @@ from chronograph.application.service import Memory
 from chronograph.eventstore import EntityCreated, EntityUpdated
 from chronograph.projections import EntityRecord, relation_stream, stream_history, versions_of
 from chronograph.projections import Version as StreamVersion
+from msgspec import UNSET, Meta, UnsetType
 
 __all__ = ["GetEntityHistory", "GetRelationHistory", "HistoryOut", "RevertEntity", "cursor_of"]
 

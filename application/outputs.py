@@ -9,12 +9,11 @@ from __future__ import annotations
 from typing import Annotated, Any, TypeVar
 
 import msgspec
-from msgspec import UNSET, UnsetType
-
 from chronograph.application.arguments import D
 from chronograph.eventstore import Envelope
 from chronograph.eventstore.clock import isoformat
 from chronograph.projections import EntityRecord, RelationRecord
+from msgspec import UNSET, UnsetType
 
 __all__ = [
     "ChangeOut",

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from msgspec import UNSET, Meta, UnsetType
-
 from chronograph.application.arguments import Args, AsOf, D, ReadArgs
 from chronograph.application.outputs import Out
 from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
 from chronograph.projections import ENTITY, RELATION, Graph
+from msgspec import UNSET, Meta, UnsetType
 
 __all__ = ["GetGraphSummary", "ListWorkspaces", "SummaryOut", "WorkspacesOut", "workspaces_out"]
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import msgspec
-from msgspec import UNSET, UnsetType
-
-from chronograph.application.arguments import D, Metadata, RelationKey, Version, WriteArgs, Items
+from chronograph.application.arguments import D, Items, Metadata, RelationKey, Version, WriteArgs
 from chronograph.application.batch import Batch
 from chronograph.application.entities import METADATA, missing, plural
 from chronograph.application.errors import InvalidArgumentsError, NotFoundError
@@ -15,6 +13,7 @@ from chronograph.application.outputs import DeletedOut, RelationsOut, relation_o
 from chronograph.application.registry import CORE
 from chronograph.eventstore import RelationCreated, RelationDeleted, RelationUpdated
 from chronograph.projections import RelationRecord, relation_stream, unique
+from msgspec import UNSET, UnsetType
 
 __all__ = ["CreateRelations", "DeleteRelations", "UpdateRelations", "relation_label"]
 

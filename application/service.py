@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from msgspec import UNSET
-
 from chronograph.application.arguments import parse
 from chronograph.application.batch import Batch
 from chronograph.application.errors import ChronographError, RequestReplayError, StorageError
@@ -25,7 +23,8 @@ from chronograph.application.registry import CORE, Tool
 from chronograph.application.timeline import Timeline
 from chronograph.eventstore import ConcurrencyError, EventStoreError, LmdbLog, LogTransaction, StorageFullError
 from chronograph.eventstore.keys import digest
-from chronograph.projections import LmdbState, ProjectionError, Progress, Views, paused_gc
+from chronograph.projections import LmdbState, Progress, ProjectionError, Views, paused_gc
+from msgspec import UNSET
 
 __all__ = ["Memory", "Written"]
 
@@ -71,6 +70,10 @@ class Memory:
         """Close the store."""
         self.log.close()
 
+    def store_bytes(self) -> int:
+        """What the store takes on disk (log and views)."""
+        return self.log.stored_bytes()
+
     def __enter__(self) -> Memory:
         return self
 
@@ -107,7 +110,9 @@ class Memory:
         workspace: str = args.workspace  # type: ignore[attr-defined]
         request_id = getattr(args, "request_id", UNSET)
         key = None if request_id is UNSET else f"{spec.name}\x00{workspace}\x00{request_id}"
-        fingerprint = digest(msgspec.msgpack.encode(msgspec.structs.replace(args, request_id=UNSET)), 32) if key else b""
+        fingerprint = b""
+        if key is not None:
+            fingerprint = digest(msgspec.msgpack.encode(msgspec.structs.replace(args, request_id=UNSET)), 32)
         correlation = correlation_id or os.urandom(16).hex()
 
         def work(tx: LogTransaction, views: LmdbState) -> Written:
@@ -129,7 +134,9 @@ class Memory:
                     result = msgspec.msgpack.encode(
                         _Remembered(fingerprint, msgspec.Raw(msgspec.msgpack.encode(output)))
                     )
-                appended = tx.append(writes, actor=actor, correlation_id=correlation, idempotency_key=key, result=result)
+                appended = tx.append(
+                    writes, actor=actor, correlation_id=correlation, idempotency_key=key, result=result
+                )
                 batch.confirm(appended)
             return Written(output, changed=bool(writes))
 

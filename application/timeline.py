@@ -12,11 +12,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from msgspec import UNSET
-
 from chronograph.application.errors import InvalidArgumentsError
 from chronograph.eventstore import EventLog, LogReader
 from chronograph.projections import DictGraph, Graph, LmdbGraph, Snapshot, Views, graph_as_of, position_of
+from msgspec import UNSET
 
 __all__ = ["Moment", "Timeline"]
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections import deque
 from typing import Annotated, Literal
 
-from msgspec import UNSET, Meta, UnsetType
-
-from chronograph.application.arguments import D, Name, ReadArgs, TypeName, Items
+from chronograph.application.arguments import D, Items, Name, ReadArgs, TypeName
 from chronograph.application.errors import NotFoundError
 from chronograph.application.history import Limit
 from chronograph.application.outputs import EntityOut, Out, entity_out
 from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
+from msgspec import UNSET, Meta, UnsetType
 
 __all__ = ["GetRelatedEntities", "RelatedEntitiesOut"]
 

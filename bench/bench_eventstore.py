@@ -16,15 +16,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-
 import lmdb
-
 from chronograph.eventstore import (
     EntityCreated,
     Event,

@@ -22,9 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-
-from chronograph.eventstore import LmdbLog
 from chronograph.application import Memory
+from chronograph.eventstore import LmdbLog
 from report import print_table, write_json
 from workload import Workload
 

@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-
 from chronograph.eventstore import LmdbLog
 from chronograph.projections import DictState, Views, entity_as_of, graph_as_of
 from report import print_table, write_json

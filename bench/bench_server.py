@@ -26,10 +26,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-
 import anyio
 from mcp import Client, StdioServerParameters
-
 from report import print_table, write_json
 from stdio_transport import linear_stdio_client
 from workload import Workload

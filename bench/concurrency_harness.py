@@ -19,14 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
 import anyio
-from mcp import Client, StdioServerParameters
-
-from chronograph.projections import verify
 from chronograph.application import Memory
-from report import print_table, write_json
+from chronograph.projections import verify
 from chronograph.tools.parsing import Parser
+from mcp import Client, StdioServerParameters
+from report import print_table, write_json
 from stdio_transport import linear_stdio_client
 
 ROOT = Path(__file__).resolve().parent.parent

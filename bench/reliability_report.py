@@ -1,12 +1,14 @@
 """Run the long reliability harnesses and print one table.
 
     python bench/reliability_report.py [--kills 100] [--servers 8] [--writes 1000] [--races 50]
-                                       [--fuzz 10000] [--json FILE]
+                                       [--fuzz 10000] [--wire 5000] [--json FILE]
 
 1. crash: --kills SIGKILLs of a stdio server under write load (bench/crash_harness.py);
 2. concurrency: --servers processes x --writes writes with --races races on shared
    entities (bench/concurrency_harness.py);
-3. fuzz: --fuzz hostile tool calls (the slow test in tests/server/test_fuzz.py).
+3. fuzz: --fuzz hostile tool calls (the slow test in tests/server/test_fuzz.py);
+4. wire fuzz: --wire hostile messages over stdio and over HTTP (tests/server/test_wire_fuzz.py);
+5. the adversary's repros of issue 19, each replayed by the tests named in REPROS.
 Exit code 0 only if every harness held.
 """
 
@@ -21,29 +23,57 @@ import tempfile
 import time
 from pathlib import Path
 
-
 import concurrency_harness
 import crash_harness
-from report import print_table, write_json
 from chronograph.tools.parsing import Parser
+from report import print_table, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def fuzz(examples: int) -> dict[str, int]:
-    """Run the fuzz test with `examples` calls; return its outcome counts (and failures)."""
+def fuzz(test: str, label: str, env: dict[str, str]) -> dict[str, int]:
+    """Run a slow fuzz test; return its outcome counts (and failures), read from what it prints."""
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-s", "-m", "slow", "-p", "no:cacheprovider",
-         "tests/server/test_fuzz.py::test_ten_thousand_hostile_calls_get_clear_errors"],
-        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "CHRONOGRAPH_FUZZ_EXAMPLES": str(examples)},
+        [sys.executable, "-m", "pytest", "-q", "-s", "-m", "slow", "-p", "no:cacheprovider", test],
+        cwd=ROOT, capture_output=True, text=True, env={**os.environ, **env},
     )
-    found = re.search(r"fuzz outcomes: \{(.*?)\}", done.stdout)
+    found = re.search(label + r": \{(.*?)\}", done.stdout)
     counts = {k.strip(" '"): int(v) for k, v in (item.split(":") for item in found.group(1).split(","))} \
-        if found else {}
+        if found and found.group(1) else {}
     counts["failures"] = 0 if done.returncode == 0 else 1
     if done.returncode != 0:
         print(done.stdout[-3000:], file=sys.stderr)
     return counts
+
+
+REPROS = {
+    "rebuilds beside a running server (12 in a row)":
+        "tests/tools/test_replay.py::test_a_server_keeps_working_through_many_rebuilds_run_beside_it",
+    "exports aimed at a store, a dotfile, outside": "tests/application/test_exportdir.py",
+    "history and revert of a long entity": "tests/application/test_batch.py tests/server/test_time_travel.py",
+    "slow headers, connection floods, session floods": "tests/server/test_http_edge.py",
+    "malformed, oversized and non-UTF-8 stdio lines": "tests/server/test_stdio_wire.py",
+    "integers past 64 bits": "tests/application/test_arguments.py",
+    "a full or failing disk": "tests/application/test_storage.py tests/eventstore/test_damage.py",
+    "a truncated data.mdb, flipped bytes": "tests/eventstore/test_damage.py tests/tools/test_replay.py",
+    "two view formats on one store": "tests/projections/test_views.py",
+    "an unknown event in the middle of the log": "tests/application/test_unknown_events.py",
+}
+"""The adversary's repros (issue 19), as the tests that replay them."""
+
+
+def repros() -> dict[str, tuple[int, int]]:
+    """(passed, failed) of the tests behind each repro."""
+    held = {}
+    for case, tests in REPROS.items():
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests.split()],
+                              cwd=ROOT, capture_output=True, text=True)
+        passed = re.search(r"(\d+) passed", done.stdout)
+        failed = re.search(r"(\d+) failed", done.stdout)
+        held[case] = (int(passed.group(1)) if passed else 0, int(failed.group(1)) if failed else 0)
+        if done.returncode != 0:
+            print(done.stdout[-3000:], file=sys.stderr)
+    return held
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writes", type=int, default=1000)
     parser.add_argument("--races", type=int, default=50)
     parser.add_argument("--fuzz", type=int, default=10_000)
+    parser.add_argument("--wire", type=int, default=5_000, help="hostile messages per transport (stdio, HTTP)")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--json", type=Path, default=Path("reliability.json"))
     args = parser.parse_args(argv)
@@ -71,12 +102,23 @@ def main(argv: list[str] | None = None) -> int:
     race_seconds = time.monotonic() - started
 
     print(f"fuzz: {args.fuzz} calls ...", file=sys.stderr)
-    fuzzed = fuzz(args.fuzz)
+    fuzzed = fuzz("tests/server/test_fuzz.py::test_ten_thousand_hostile_calls_get_clear_errors", "fuzz outcomes",
+                  {"CHRONOGRAPH_FUZZ_EXAMPLES": str(args.fuzz)})
     cases = sum(v for k, v in fuzzed.items() if k != "failures")
+    wire = {}
+    for transport in ("stdio", "http"):
+        print(f"wire fuzz over {transport}: {args.wire} messages ...", file=sys.stderr)
+        wire[transport] = fuzz(
+            f"tests/server/test_wire_fuzz.py::test_thousands_of_hostile_messages_over_{transport}_are_all_answered",
+            rf"wire fuzz outcomes \({transport}\)", {"CHRONOGRAPH_WIRE_EXAMPLES": str(args.wire)})
+    wire_cases = {t: sum(v for k, v in counts.items() if k != "failures") for t, counts in wire.items()}
+    print("the adversary's repros ...", file=sys.stderr)
+    held = repros()
 
     errors = (crash.lost + crash.partial + crash.mismatches + crash.gaps + crash.duplicates
               + races.lost + (races.races - races.races_with_one_winner) + races.bad_conflicts
-              + races.mismatches + fuzzed["failures"])
+              + races.mismatches + fuzzed["failures"] + sum(w["failures"] for w in wire.values())
+              + sum(failed for _, failed in held.values()))
     rows = [
         ("load held: concurrent writes acknowledged",
          f"{races.acknowledged:,} of {races.writes:,} ({races.acknowledged / race_seconds:,.0f}/s, "
@@ -93,6 +135,11 @@ def main(argv: list[str] | None = None) -> int:
         ("fuzz cases (hostile tool calls)",
          f"{cases:,} ({fuzzed.get('accepted', 0):,} accepted, {fuzzed.get('invalid', 0):,} invalid, "
          f"{fuzzed.get('refused', 0):,} refused)", f">= {args.fuzz:,}"),
+        *((f"wire fuzz over {t} (answered, log unchanged when refused)",
+           f"{wire_cases[t]:,} ({', '.join(f'{v:,} {k}' for k, v in wire[t].items() if k != 'failures')})",
+           f">= {args.wire:,}") for t in wire),
+        *((f"repro: {case}", f"{passed} held" + (f", {failed} FAILED" if failed else ""), "all held")
+          for case, (passed, failed) in held.items()),
         ("errors (any of the above going wrong)", f"{errors}", "0"),
     ]
     print_table("reliability", rows)
@@ -102,9 +149,11 @@ def main(argv: list[str] | None = None) -> int:
         "partial": crash.partial, "retries": crash.retries, "races": races.races,
         "races_with_one_winner": races.races_with_one_winner, "conflicts": races.conflicts,
         "bad_conflicts": races.bad_conflicts, "mismatches": crash.mismatches + races.mismatches,
-        "concurrent_writes": races.acknowledged, "fuzz": fuzzed, "errors": errors,
+        "concurrent_writes": races.acknowledged, "fuzz": fuzzed, "wire_fuzz": wire,
+        "repros": {case: {"passed": p, "failed": f} for case, (p, f) in held.items()}, "errors": errors,
     })
-    return 0 if errors == 0 and cases >= args.fuzz else 1
+    enough = cases >= args.fuzz and all(count >= args.wire for count in wire_cases.values())
+    return 0 if errors == 0 and enough else 1
 
 
 if __name__ == "__main__":

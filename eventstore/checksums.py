@@ -17,7 +17,6 @@ from collections.abc import Sequence
 
 import lmdb
 import xxhash
-
 from chronograph.eventstore.keys import Stored, pack_u64
 
 __all__ = ["PAGE", "digest", "read", "record"]

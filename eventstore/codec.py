@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Union
 
 import msgspec
-
 from chronograph.eventstore.errors import UnknownEventError
 from chronograph.eventstore.events import CATALOGUE, Event, event_type
 from chronograph.eventstore.keys import Stored

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TypeVar
 
 import lmdb
-
 from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreCorruptError, StoreOpenError
 
 __all__ = ["DEFAULT_MAP_SIZE", "DATA_FILE", "LmdbEnv"]
@@ -107,6 +106,13 @@ class LmdbEnv:
         except OSError as error:
             raise StoreOpenError(f"cannot create the store at {self.path}: {error.strerror}") from None
         return True
+
+    def file_bytes(self) -> int:
+        """The size of the data file on disk."""
+        try:
+            return (self.path / DATA_FILE).stat().st_size
+        except OSError:
+            return 0
 
     # --- databases ------------------------------------------------------------------------
 

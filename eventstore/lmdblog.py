@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TypeVar
 
 import lmdb
-
 from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.errors import StoreCorruptError, StoreFormatError
 from chronograph.eventstore.keys import pack_u32, unpack_u32
@@ -91,6 +90,10 @@ class LmdbLog:
     @property
     def readonly(self) -> bool:
         return self.environment.readonly
+
+    def stored_bytes(self) -> int:
+        """What the store takes on disk."""
+        return self.environment.file_bytes()
 
     @property
     def stale_readers_cleared(self) -> int:

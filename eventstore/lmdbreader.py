@@ -7,7 +7,6 @@ from typing import NamedTuple
 
 import lmdb
 import msgspec
-
 from chronograph.eventstore import checksums
 from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.errors import StoreCorruptError

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
-
 from chronograph.eventstore import checksums, clock
 from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.errors import ConcurrencyError, IdempotencyConflictError

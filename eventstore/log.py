@@ -165,6 +165,10 @@ class EventLog(Protocol):
         """The position of the newest event (0 for an empty log)."""
         ...
 
+    def stored_bytes(self) -> int:
+        """What the log takes where it is stored (0 when the backend cannot tell)."""
+        ...
+
     def wait_for_append(self, after: int, timeout: float) -> int:
         """Wait until the head passes `after` (appended by any process) or `timeout` seconds
         pass; return the head. How readers in other processes catch up."""

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Literal
 
 import msgspec
-
 from chronograph.eventstore.events import Event
 
 __all__ = ["ANY", "EXISTS", "NO_STREAM", "AppendResult", "ExpectedVersion", "StreamWrite"]

@@ -14,7 +14,6 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol, TypeVar
 
 import lmdb
-
 from chronograph.eventstore import LmdbEnv, LmdbLog, LmdbTransaction, LogReader, LogTransaction
 
 __all__ = ["Binding", "Colocated", "bind"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import lmdb
-
 from chronograph.eventstore import LogReader
 from chronograph.projections.fold import apply_all
 from chronograph.projections.lmdbstate import LmdbState

@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from msgspec import UNSET
-
 from chronograph.eventstore import (
     ContextUpdated,
     EntityCreated,
@@ -31,6 +29,7 @@ from chronograph.eventstore import (
     RelationUpdated,
 )
 from chronograph.projections.records import ContextRecord, EntityRecord, RelationRecord
+from msgspec import UNSET
 
 __all__ = ["State", "apply", "apply_all", "unique"]
 

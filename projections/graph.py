@@ -11,7 +11,6 @@ from itertools import islice
 from typing import Literal, Protocol
 
 import lmdb
-
 from chronograph.eventstore.keys import Stored
 from chronograph.projections.errors import ViewsDamagedError
 from chronograph.projections.keys import (

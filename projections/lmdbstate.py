@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import lmdb
-
+from chronograph.projections.dictstate import DictState
 from chronograph.projections.graph import LmdbGraph
 from chronograph.projections.keys import (
     ENTITY,
@@ -26,7 +26,6 @@ from chronograph.projections.keys import (
     type_count_key,
     workspace_key,
 )
-from chronograph.projections.dictstate import DictState
 from chronograph.projections.records import (
     ContextRecord,
     EntityRecord,

@@ -11,7 +11,6 @@ from collections.abc import Callable
 
 import lmdb
 import msgspec
-
 from chronograph.eventstore import EventLog
 from chronograph.projections.binding import Binding
 from chronograph.projections.catchup import Progress, catch_up

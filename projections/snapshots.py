@@ -10,10 +10,8 @@ million-event log costs a fold of half a million events.
 
 from __future__ import annotations
 
-import msgspec
-
 import lmdb
-
+import msgspec
 from chronograph.eventstore import EventLog, LmdbEnv
 from chronograph.eventstore.keys import pack_u64, unpack_u64
 from chronograph.projections.dictstate import DictState, paused_gc

@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import lmdb
-
 from chronograph.eventstore import LmdbEnv
 from chronograph.eventstore.keys import pack_u32, pack_u64, unpack_u32, unpack_u64
 

@@ -7,7 +7,6 @@ Works on a read-only store while a server writes: both sides come from one snaps
 from __future__ import annotations
 
 import msgspec
-
 from chronograph.projections.catchup import Progress
 from chronograph.projections.dictstate import DictState, paused_gc
 from chronograph.projections.lmdbstate import rows

@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from typing import Any
 
 import msgspec
-
 from chronograph.eventstore import Envelope, LogReader
 from chronograph.projections.dictstate import DictState
 from chronograph.projections.fold import apply

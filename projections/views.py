@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from typing import NamedTuple, TypeVar
 
 import lmdb
-
 from chronograph.eventstore import Envelope, EventLog, LogReader, LogTransaction
 from chronograph.projections.binding import bind
 from chronograph.projections.catchup import Progress, catch_up

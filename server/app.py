@@ -7,15 +7,13 @@ damaged store in one line before any transport starts).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import mcp_types as types
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError
-
-import chronograph
 from chronograph.application import Memory, ReplyTooLargeError, Tool, profile
 from chronograph.application.exportdir import ExportDir
 from chronograph.application.profiles import OFFICIAL_TOOLS
@@ -23,6 +21,10 @@ from chronograph.projections import paused_gc
 from chronograph.server.config import Settings
 from chronograph.server.results import check_text_size, pretty, result
 from chronograph.server.sdktools import build_tools
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError
+
+import chronograph
 
 __all__ = ["GRAPH_URI", "Runtime", "create_server"]
 
@@ -33,8 +35,11 @@ WORKSPACES_URI = "memory://workspaces"
 class Runtime:
     """What a running server holds: its settings, the open memory, the subscribers."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, offload: bool = False) -> None:
         self.settings = settings
+        self.offload = offload
+        """Run calls in a worker thread (HTTP), one at a time, instead of on the event loop."""
+        self._one_at_a_time = threading.Lock()
         self._memory: Memory | None = None
         self._users = 0
         self._subscribers: dict[int, Any] = {}
@@ -74,14 +79,31 @@ class Runtime:
         return "unknown-client"
 
     async def call(self, tool: Tool, arguments: dict[str, Any], ctx: Context) -> types.CallToolResult:
-        """Run `tool` and turn its output into a tool result."""
+        """Run `tool` and turn its output into a tool result.
+
+        With `offload` (HTTP, where many clients share the event loop), the work runs in a
+        worker thread, one call at a time, so that a long history or a whole-graph read
+        never holds up another client or the health probes.
+        """
+        actor = self.actor(ctx)
+        if self.offload:
+            outcome, changed = await anyio.to_thread.run_sync(self._serialised, tool, arguments, actor)
+        else:
+            outcome, changed = self._run(tool, arguments, actor)
+        if changed:
+            await self.notify(ctx)
+        return outcome
+
+    def _serialised(self, tool: Tool, arguments: dict[str, Any], actor: str) -> tuple[types.CallToolResult, bool]:
+        with self._one_at_a_time:
+            return self._run(tool, arguments, actor)
+
+    def _run(self, tool: Tool, arguments: dict[str, Any], actor: str) -> tuple[types.CallToolResult, bool]:
         if tool.writes:
-            written = self.memory.write(tool, arguments, actor=self.actor(ctx))
-            if written.changed:
-                await self.notify(ctx)
-            return result(written.output)
+            written = self.memory.write(tool, arguments, actor=actor)
+            return result(written.output), written.changed
         with paused_gc():
-            return result(self.memory.read(tool, arguments), tool=tool.name, limit=self.settings.max_reply)
+            return result(self.memory.read(tool, arguments), tool=tool.name, limit=self.settings.max_reply), False
 
     async def notify(self, ctx: Context) -> None:
         """Tell subscribers the knowledge graph changed (both protocol generations)."""
@@ -137,9 +159,12 @@ def create_server(settings: Settings, runtime: Runtime | None = None, *, log_lev
         description="The full knowledge graph with all entities and relations",
         mime_type="application/json",
     )
-    async def knowledge_graph() -> str:  # async: the store is only touched from the loop thread
-        with paused_gc():
-            text = pretty(runtime.memory.read("read_graph", {}))
+    async def knowledge_graph() -> str:
+        def read() -> str:
+            with runtime._one_at_a_time, paused_gc():  # noqa: SLF001 (the runtime's own lock)
+                return pretty(runtime.memory.read("read_graph", {}))
+
+        text = await anyio.to_thread.run_sync(read) if runtime.offload else read()
         try:
             return check_text_size(
                 f"the {GRAPH_URI} resource", text, settings.max_reply,

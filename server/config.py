@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
-
 from chronograph.application.exportdir import DEFAULT_BUDGET, DEFAULT_MAX_EXPORT
 from chronograph.application.profiles import DEFAULT_PROFILE
 

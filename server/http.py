@@ -1,28 +1,32 @@
 """Streamable HTTP: the MCP endpoint at /mcp, /health and /ready, behind one guard.
 
 The guard refuses, before anything else runs: requests without the bearer token when
-one is configured (401), a Host or Origin that is not this server's (DNS rebinding:
-421 and 403), and bodies over the size limit (413). It covers every route, the health
-probes included.
+one is configured (401; the scheme is case-insensitive, RFC 7235), a Host or Origin
+that is not this server's (DNS rebinding: 421 and 403, saying how to allow a name),
+bodies over the size limit (413), and a new MCP session from an address that already
+holds its share of them (429). It covers every route, the health probes included.
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from chronograph.server.app import Runtime
+from chronograph.server.config import DEFAULT_MAX_BODY
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from chronograph.server.app import Runtime
-from chronograph.server.config import DEFAULT_MAX_BODY
-
-__all__ = ["Guard", "http_app"]
+__all__ = ["LOOPBACK", "Guard", "SessionQuota", "http_app"]
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
+MCP_PATH = "/mcp"
+SESSION_HEADER = "mcp-session-id"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -31,8 +35,47 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+class SessionQuota:
+    """The MCP sessions each client address holds, so that one address cannot take them all.
+
+    Sessions are seen from outside the SDK: opened when a response carries a new session
+    id, touched by every request that names one, closed by a DELETE or after the SDK's
+    own idle timeout.
+    """
+
+    def __init__(self, per_address: int, idle: float) -> None:
+        self.per_address = per_address
+        self.idle = idle
+        self._sessions: dict[str, dict[str, float]] = {}
+
+    def full(self, address: str) -> bool:
+        """Whether `address` holds all the sessions it may."""
+        held = self._sessions.get(address)
+        if not held:
+            return False
+        cutoff = time.monotonic() - self.idle
+        for session in [s for s, seen in held.items() if seen < cutoff]:
+            del held[session]
+        return len(held) >= self.per_address
+
+    def opened(self, address: str, session: str) -> None:
+        self._sessions.setdefault(address, {})[session] = time.monotonic()
+
+    def touched(self, address: str, session: str) -> None:
+        held = self._sessions.get(address)
+        if held is not None and session in held:
+            held[session] = time.monotonic()
+
+    def closed(self, address: str, session: str) -> None:
+        held = self._sessions.get(address)
+        if held is not None:
+            held.pop(session, None)
+            if not held:
+                del self._sessions[address]
+
+
 class Guard:
-    """ASGI middleware: token, Host, Origin and body-size checks for every HTTP request."""
+    """ASGI middleware: token, Host, Origin, body-size and session checks for every HTTP request."""
 
     def __init__(
         self,
@@ -41,11 +84,13 @@ class Guard:
         token: str | None,
         hosts: set[str],
         max_body: int = DEFAULT_MAX_BODY,
+        sessions: SessionQuota | None = None,
     ) -> None:
         self.app = app
         self.token = token
         self.hosts = {h.lower() for h in hosts}
         self.max_body = max_body
+        self.sessions = sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -63,7 +108,39 @@ class Guard:
                 await _error(413, f"request bodies are limited to {self.max_body} bytes")(scope, receive, send)
                 return
             receive = _replay(body, receive)
+        if self.sessions is not None and scope.get("path", "").rstrip("/") == MCP_PATH:
+            counted = await self._count_sessions(scope, headers, send)
+            if counted is None:
+                return
+            send = counted
         await self.app(scope, receive, send)
+
+    async def _count_sessions(self, scope: Scope, headers: dict[str, str], send: Send) -> Send | None:
+        assert self.sessions is not None
+        quota = self.sessions
+        address = (scope.get("client") or ("unknown", 0))[0]
+        session = headers.get(SESSION_HEADER)
+        if session is not None:
+            if scope.get("method") == "DELETE":
+                quota.closed(address, session)
+            else:
+                quota.touched(address, session)
+            return send
+        if scope.get("method") == "POST" and quota.full(address):
+            response = _error(429, f"this address holds {quota.per_address} MCP sessions already; close one "
+                                   "(DELETE /mcp) or let an idle one expire")
+            response.headers["Retry-After"] = "60"
+            await response(scope, _nothing, send)
+            return None
+
+        async def counting(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                for name, value in message.get("headers", []):
+                    if name.decode("latin-1").lower() == SESSION_HEADER:
+                        quota.opened(address, value.decode("latin-1"))
+            await send(message)
+
+        return counting
 
     async def _read_at_most(self, receive: Receive) -> tuple[bytes, bool]:
         parts: list[bytes] = []
@@ -83,14 +160,14 @@ class Guard:
     def _refusal(self, headers: dict[str, str]) -> Response | None:
         host = headers.get("host", "").lower()
         if _hostname(host) not in self.hosts:
-            return _error(421, f"host {host!r} is not served here")
+            return _error(421, f"host {host!r} is not served here; start the server with --allow-host "
+                               f"{_hostname(host) or 'NAME'} to serve it")
         origin = headers.get("origin")
         if origin is not None and _hostname(origin.split("://", 1)[-1].lower()) not in self.hosts:
-            return _error(403, f"origin {origin!r} is not allowed")
+            return _error(403, f"origin {origin!r} is not allowed; --allow-host adds a name")
         if self.token is not None:
-            given = headers.get("authorization", "")
-            expected = f"Bearer {self.token}"
-            if not hmac.compare_digest(given.encode(), expected.encode()):
+            scheme, _, given = headers.get("authorization", "").strip().partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token.encode()):
                 response = _error(401, "a valid bearer token is required (Authorization: Bearer ...)")
                 response.headers["WWW-Authenticate"] = "Bearer"
                 return response
@@ -98,6 +175,10 @@ class Guard:
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
             return _error(413, f"request bodies are limited to {self.max_body} bytes")
         return None
+
+
+async def _nothing() -> Message:
+    return {"type": "http.disconnect"}
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -123,6 +204,26 @@ def _error(status: int, message: str) -> Response:
     return JSONResponse({"error": message}, status_code=status)
 
 
+class _OncePerMinute(logging.Filter):
+    """Lets a repeated log message through once a minute, with how often it came."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last: dict[str, tuple[float, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = str(record.msg)
+        said, count = self._last.get(key, (0.0, 0))
+        now = time.monotonic()
+        if now - said < 60:
+            self._last[key] = (said, count + 1)
+            return False
+        if count:
+            record.msg = f"{record.msg} (and {count} more like it in the last minute)"
+        self._last[key] = (now, 0)
+        return True
+
+
 def http_app(
     server: MCPServer,
     runtime: Runtime,
@@ -131,6 +232,9 @@ def http_app(
     token: str | None,
     allowed_hosts: list[str] | None = None,
     max_body: int = DEFAULT_MAX_BODY,
+    max_sessions: int = 1000,
+    sessions_per_address: int = 100,
+    session_idle: float = 300.0,
 ) -> Any:
     """The ASGI app: MCP at /mcp, /health, /ready, all behind the `Guard`."""
 
@@ -141,12 +245,14 @@ def http_app(
     @server.custom_route("/ready", methods=["GET"])
     async def ready(_: Request) -> Response:
         try:
-            behind = runtime.memory.views.behind()
+            memory = runtime.memory
+            behind = memory.views.behind()
+            head, size = memory.log.head(), memory.store_bytes()
         except Exception as error:  # the store is closed or unreadable
             return JSONResponse({"status": "unavailable", "reason": str(error)}, status_code=503)
         if behind:
-            return JSONResponse({"status": "catching up", "behind": behind}, status_code=503)
-        return JSONResponse({"status": "ready", "position": runtime.memory.log.head()})
+            return JSONResponse({"status": "catching up", "behind": behind, "storeBytes": size}, status_code=503)
+        return JSONResponse({"status": "ready", "position": head, "storeBytes": size})
 
     hosts = set(LOOPBACK) | {host} | set(allowed_hosts or ())
     # The guard checks Host and Origin for every route; the SDK's own check would only
@@ -154,6 +260,8 @@ def http_app(
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(
         transport_security=security, host=host, max_request_body_size=max_body,
+        session_idle_timeout=session_idle, max_sessions=max_sessions,
     )
-    return Guard(app, token=token, hosts=hosts, max_body=max_body)
-
+    logging.getLogger("mcp.server.streamable_http_manager").addFilter(_OncePerMinute())
+    quota = SessionQuota(sessions_per_address, session_idle)
+    return Guard(app, token=token, hosts=hosts, max_body=max_body, sessions=quota)

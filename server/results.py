@@ -10,12 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from mcp_types import CallToolResult, TextContent
-
 from chronograph.application import ReplyTooLargeError
 from chronograph.application.entities import AddObservationsOut
 from chronograph.application.graph import GraphPageOut
 from chronograph.application.outputs import DeletedOut, EntitiesOut, RelationsOut
+from mcp_types import CallToolResult, TextContent
 
 __all__ = ["check_text_size", "pretty", "result", "text_of"]
 

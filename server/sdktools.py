@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from chronograph.application import ChronographError, Kind, Tool
+from chronograph.server.jsonschema import json_schema
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool as SdkTool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import CallToolResult, ToolAnnotations
-
-from chronograph.application import ChronographError, Kind, Tool
-from chronograph.server.jsonschema import json_schema
 
 __all__ = ["Handler", "build_tools"]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import stat
 import sys
 from collections.abc import AsyncIterator
@@ -23,13 +24,12 @@ from typing import Any
 import anyio
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from chronograph.server.config import MAX_MESSAGE
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from chronograph.server.config import MAX_MESSAGE
-
-__all__ = ["MAX_LINE", "framed", "run_stdio", "stdio_streams"]
+__all__ = ["MAX_LINE", "Oversized", "framed", "parse_line", "run_stdio", "stdio_streams"]
 
 MAX_LINE = MAX_MESSAGE
 CHUNK = 1 << 16
@@ -37,11 +37,21 @@ DRAIN = 60.0
 """Seconds the requests read before stdin closed may take to be answered before the server exits."""
 
 
-async def framed(chunks: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes | None]:
-    """The lines of a byte stream, without their newline; None for a line over `limit` bytes.
+class Oversized(bytes):
+    """The start of a line over the size limit (the rest was dropped as it arrived)."""
+
+
+HEAD = 4096
+"""How much of an oversized line is kept: enough to find the id of the request it carried."""
+_ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)')
+
+
+async def framed(chunks: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes]:
+    """The lines of a byte stream, without their newline; an `Oversized` start for a line over
+    `limit` bytes.
 
     Linear in the bytes read, whatever the line lengths; a line over the limit is
-    dropped as it arrives, never held whole.
+    dropped as it arrives (all but its first `HEAD` bytes), never held whole.
     """
     pending = bytearray()
     dropping = False
@@ -49,26 +59,23 @@ async def framed(chunks: AsyncIterator[bytes], limit: int) -> AsyncIterator[byte
         start = 0
         while True:
             end = chunk.find(b"\n", start)
-            if end == -1:
-                if not dropping:
-                    pending += chunk[start:]
-                    if len(pending) > limit:
-                        pending.clear()
-                        dropping = True
-                break
+            piece = chunk[start:] if end == -1 else chunk[start:end]
             if dropping:
-                dropping = False
-                yield None
-            elif len(pending) + end - start > limit:
-                pending.clear()
-                yield None
+                if len(pending) < HEAD:
+                    pending += piece[: HEAD - len(pending)]
             else:
-                pending += chunk[start:end]
-                yield bytes(pending)
-                pending.clear()
+                pending += piece
+                if len(pending) > limit:
+                    dropping = True
+                    del pending[HEAD:]
+            if end == -1:
+                break
+            yield Oversized(pending) if dropping else bytes(pending)
+            pending.clear()
+            dropping = False
             start = end + 1
     if dropping:
-        yield None
+        yield Oversized(pending)
     elif pending:
         yield bytes(pending)
 
@@ -79,10 +86,13 @@ def _error(code: int, message: str, request_id: Any = None) -> SessionMessage:
     ))
 
 
-def parse_line(line: bytes | None, limit: int = MAX_LINE) -> tuple[SessionMessage, bool]:
+def parse_line(line: bytes, limit: int = MAX_LINE) -> tuple[SessionMessage, bool]:
     """A line as (a message for the server, False), or as (the error reply it deserves, True)."""
-    if line is None:
-        return _error(types.INVALID_REQUEST, f"Invalid request: the message is longer than {limit:,} bytes"), True
+    if isinstance(line, Oversized):
+        found = _ID.search(line)
+        request_id = json.loads(found.group(1)) if found else None
+        message = f"Invalid request: the message is longer than {limit:,} bytes (see --max-message)"
+        return _error(types.INVALID_REQUEST, message, request_id), True
     text = line.decode("utf-8", "surrogateescape")  # undecodable bytes reach the argument check
     try:
         data = json.loads(text)
@@ -135,10 +145,11 @@ async def _chunks(fd: int) -> AsyncIterator[bytes]:
             yield chunk
 
 
+Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+
+
 @asynccontextmanager
-async def stdio_streams(
-    limit: int = MAX_LINE,
-) -> AsyncIterator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]]:
+async def stdio_streams(limit: int = MAX_LINE) -> AsyncIterator[Streams]:
     """The server's read and write streams over this process's stdin and stdout.
 
     While serving, fd 1 points at stderr, so that a stray print cannot corrupt the wire.
@@ -156,7 +167,7 @@ async def stdio_streams(
         nonlocal answered
         async with read_in, replies:
             async for line in framed(_chunks(stdin), limit):
-                if line is not None and not line.strip():
+                if not line.strip():
                     continue  # a blank line says nothing
                 message, reply = parse_line(line, limit)
                 if isinstance(message.message, types.JSONRPCRequest):

@@ -7,12 +7,11 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from mcp import Client
-from mcp_types import Implementation
-
 from chronograph.eventstore import LmdbLog
 from chronograph.server.app import Runtime, create_server
 from chronograph.server.config import Settings
+from mcp import Client
+from mcp_types import Implementation
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script from a checkout
     import checkout  # type: ignore[import-not-found]  # tools/ is sys.path[0] in a script
@@ -25,11 +24,10 @@ if __package__ in (None, ""):  # run as a script from a checkout
     checkout.ensure_importable()
 
 import msgspec
-
+from chronograph.application.audit import AuditEventOut, Subjects, event_out
+from chronograph.application.config import resolve_store
 from chronograph.eventstore import Envelope, EventStoreError, LmdbLog, LogReader, clock
 from chronograph.projections import ProjectionError, Views
-from chronograph.application.config import resolve_store
-from chronograph.application.audit import AuditEventOut, Subjects, event_out
 from chronograph.tools.parsing import add_store_argument, script_main
 from chronograph.tools.terminal import print_rows
 

@@ -15,8 +15,9 @@ import argparse
 import importlib
 import sys
 
-import chronograph
 from chronograph.tools.parsing import Parser
+
+import chronograph
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 

@@ -28,14 +28,14 @@ if __package__ in (None, ""):  # run as a script from a checkout
 
     checkout.ensure_importable()
 
+from chronograph.application import Memory
+from chronograph.application.arguments import Limits, parse
+from chronograph.application.config import resolve_store
+from chronograph.application.entities import CreateEntities
+from chronograph.application.errors import ChronographError, InvalidArgumentsError
+from chronograph.application.relations import CreateRelations
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError
-from chronograph.application.arguments import Limits, parse
-from chronograph.application.entities import CreateEntities
-from chronograph.application.relations import CreateRelations
-from chronograph.application.config import resolve_store
-from chronograph.application.errors import ChronographError, InvalidArgumentsError
-from chronograph.application import Memory
 from chronograph.tools.parsing import add_store_argument, script_main
 from chronograph.tools.progress import Progress
 

@@ -26,11 +26,11 @@ if __package__ in (None, ""):  # run as a script from a checkout
 
     checkout.ensure_importable()
 
-from chronograph.eventstore import EventStoreError
-from chronograph.projections import ProjectionError, verify
+from chronograph.application import Memory
 from chronograph.application.config import resolve_store
 from chronograph.application.errors import ChronographError
-from chronograph.application import Memory
+from chronograph.eventstore import EventStoreError
+from chronograph.projections import ProjectionError, verify
 from chronograph.tools.parsing import add_store_argument, script_main
 from chronograph.tools.progress import Progress
 from chronograph.tools.terminal import print_rows

@@ -15,9 +15,11 @@ import sys
 from pathlib import Path
 
 from chronograph.application.config import ACTOR_ENV, STORE_ENV, TOKEN_ENV, default_store, resolve_store
-from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES
 from chronograph.application.exportdir import DEFAULT_BUDGET, DEFAULT_MAX_EXPORT
+from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES
 from chronograph.server.config import DEFAULT_MAX_BODY, DEFAULT_MAX_REPLY, MAX_MESSAGE, Settings
+
+import chronograph
 
 __all__ = ["add_arguments", "run", "settings_of"]
 
@@ -81,6 +83,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
         help=f"largest HTTP request body accepted (default: {DEFAULT_MAX_BODY})",
+    )
+    parser.add_argument(
+        "--max-connections", type=int, default=None, metavar="N",
+        help="open HTTP connections at once (default: 1000, or fewer if file descriptors are short)",
+    )
+    parser.add_argument(
+        "--request-timeout", type=float, default=30.0, metavar="SECONDS",
+        help="close an HTTP connection whose request has not arrived whole this long after it began "
+        "(default: 30)",
+    )
+    parser.add_argument(
+        "--max-sessions", type=int, default=1000, metavar="N",
+        help="MCP sessions open at once over HTTP (default: 1000); more are refused until one closes",
+    )
+    parser.add_argument(
+        "--sessions-per-address", type=int, default=100, metavar="N",
+        help="MCP sessions one client address may hold (default: 100)",
+    )
+    parser.add_argument(
+        "--session-idle", type=float, default=300.0, metavar="SECONDS",
+        help="close an HTTP session after this long without a request (default: 300)",
     )
     parser.add_argument(
         "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -148,14 +171,22 @@ def settings_of(args: argparse.Namespace) -> Settings:
 def run(args: argparse.Namespace) -> int:
     """Open the store, then serve until the client (stdio) or a signal (HTTP) stops us."""
     import anyio  # the MCP stack loads only when a server is started
-
     from chronograph.eventstore import EventStoreError
     from chronograph.projections import ProjectionError
     from chronograph.server.app import Runtime, create_server
     from chronograph.server.stdio import run_stdio
 
     settings = settings_of(args)
-    runtime = Runtime(settings)
+    sock = None
+    if args.http:  # bind first: a port clash is one clear line, before anything is announced
+        from chronograph.server.listener import bind
+
+        try:
+            sock = bind(args.host, args.port)
+        except OSError as error:
+            print(f"chronograph: cannot listen on {args.host}:{args.port}: {error.strerror}", file=sys.stderr)
+            return 2
+    runtime = Runtime(settings, offload=args.http)
     try:
         runtime.open()
     except (EventStoreError, ProjectionError) as error:
@@ -163,19 +194,29 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         server = create_server(settings, runtime, log_level=args.log_level)
-        if not args.http:
+        version = chronograph.__version__
+        if sock is None:
+            print(f"chronograph {version}: serving {settings.store} over stdio (profile {settings.profile})",
+                  file=sys.stderr)
             anyio.run(run_stdio, server, args.max_message)
             return 0
-        import uvicorn
-
-        from chronograph.server.http import http_app
+        from chronograph.server.http import LOOPBACK, http_app
+        from chronograph.server.listener import serve
 
         token = os.environ.get(TOKEN_ENV) or None
-        app = http_app(server, runtime, host=args.host, token=token,
-                       allowed_hosts=args.allow_host, max_body=args.max_body)
-        print(f"chronograph: serving {settings.store} at http://{args.host}:{args.port}/mcp"
-              f"{' (bearer token required)' if token else ''}", file=sys.stderr)
-        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+        app = http_app(server, runtime, host=args.host, token=token, allowed_hosts=args.allow_host,
+                       max_body=args.max_body, max_sessions=args.max_sessions,
+                       sessions_per_address=args.sessions_per_address, session_idle=args.session_idle)
+        hosts = sorted({*LOOPBACK, args.host, *args.allow_host} - {"[::1]"})
+        print(f"chronograph {version}: serving {settings.store} at http://{args.host}:{args.port}/mcp "
+              f"(profile {settings.profile}{'; bearer token required' if token else ''})", file=sys.stderr)
+        print(f"chronograph: answering requests whose Host is {', '.join(hosts)}; add a name with --allow-host NAME",
+              file=sys.stderr)
+        if args.host not in LOOPBACK and not token:
+            print(f"chronograph: warning: listening beyond loopback ({args.host}) without ${TOKEN_ENV}: "
+                  "anyone who reaches this port can read and write the memory", file=sys.stderr)
+        serve(app, sock, log_level=args.log_level.lower(), max_connections=args.max_connections,
+              request_timeout=args.request_timeout)
         return 0
     finally:
         runtime.close()

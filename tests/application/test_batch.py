@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from freezegun import freeze_time
-
 from chronograph.application import Memory
 from chronograph.eventstore import clock
+from freezegun import freeze_time
 
 
 def entity(name: str, *observations: str) -> dict[str, object]:

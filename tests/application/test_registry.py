@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from chronograph.application import CORE, PROFILES, Registry
 from chronograph.application.arguments import ReadArgs
 from chronograph.application.outputs import Out

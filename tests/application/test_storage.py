@@ -8,10 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.mcp import ToolFailed, call
-
-from chronograph.application.errors import StorageError
 from chronograph.application import Memory
+from chronograph.application.errors import StorageError
+from support.mcp import ToolFailed, call
 
 
 def fill(memory: Memory) -> int:
@@ -40,10 +39,9 @@ def test_a_store_at_its_ceiling_refuses_cleanly_stays_readable_and_recovers(tmp_
 
 @pytest.mark.anyio
 async def test_through_mcp_a_full_store_is_an_error_result(tmp_path: Path) -> None:
-    from mcp import Client
-
     from chronograph.server.app import create_server
     from chronograph.server.config import Settings
+    from mcp import Client
 
     async with Client(create_server(Settings(store=tmp_path / "store", max_size=1 << 20))) as client:
         with pytest.raises(ToolFailed, match="ceiling of 1048576 bytes; nothing was written"):

@@ -8,7 +8,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from chronograph.application import Memory, StorageError
 from chronograph.eventstore import UnknownEventError
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from concurrency_harness import main as concurrency_main
 from crash_harness import main as crash_main
 

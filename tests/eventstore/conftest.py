@@ -6,9 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.logs import BACKENDS
-
 from chronograph.eventstore import EventLog
+from support.logs import BACKENDS
 
 
 @pytest.fixture(params=sorted(BACKENDS))

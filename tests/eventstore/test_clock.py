@@ -5,11 +5,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
+from chronograph.eventstore import clock
 from freezegun import freeze_time
 from hypothesis import given
 from hypothesis import strategies as st
-
-from chronograph.eventstore import clock
 
 
 def test_now_us_reads_the_frozen_clock() -> None:

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import msgspec
 import pytest
-
 from chronograph.eventstore import (
     CATALOGUE,
     Codec,

@@ -1,11 +1,9 @@
-"""The log contract, appending (every backend passes it): expected versions, atomic multi-stream writes, gap-free positions, idempotency."""
+"""The log contract, appending (every backend passes it): expected versions, atomic multi-stream
+writes, gap-free positions, idempotency."""
 
 from __future__ import annotations
 
 import pytest
-
-from support.logs import position_at, read_all, read_stream, stream_version
-
 from chronograph.eventstore import (
     ANY,
     EXISTS,
@@ -18,6 +16,7 @@ from chronograph.eventstore import (
     ObservationsAdded,
     StreamWrite,
 )
+from support.logs import read_all, read_stream, stream_version
 
 
 def created(name: str = "Ada") -> EntityCreated:

@@ -1,15 +1,14 @@
-"""The log contract, reading (every backend passes it): one stream by version, the whole log by position, and the position at a time."""
+"""The log contract, reading (every backend passes it): one stream by version, the whole log by
+position, and the position at a time."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from freezegun import freeze_time
-
-from support.logs import position_at, read_all, read_stream, stream_version
-
 from chronograph.eventstore import EntityCreated, EventLog, ObservationsAdded, StreamWrite
 from chronograph.eventstore.clock import isoformat, parse_iso, to_us
+from freezegun import freeze_time
+from support.logs import position_at, read_all, read_stream
 
 
 def created(name: str) -> EntityCreated:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import lmdb
 import pytest
-
 from chronograph.eventstore import (
     EntityCreated,
     LmdbLog,

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import lmdb
 import pytest
-
 from chronograph.eventstore import (
     LmdbLog,
     ObservationsAdded,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-
 from chronograph.eventstore import CATALOGUE, EntityCreated, RelationCreated, event_type
 
 # Tags are stored in every log ever written: this list may only grow.

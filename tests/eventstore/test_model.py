@@ -6,21 +6,20 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 
-from hypothesis import settings
-from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
-
 from chronograph.eventstore import (
     ANY,
     EXISTS,
     NO_STREAM,
     ConcurrencyError,
-    LmdbLog,
     ExpectedVersion,
     IdempotencyConflictError,
+    LmdbLog,
     ObservationsAdded,
     StreamWrite,
 )
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 STREAMS = ["a", "b", "c", "x" * 600]
 events = st.lists(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from freezegun import freeze_time
-
 from chronograph.eventstore import (
     NO_STREAM,
     EntityCreated,
@@ -17,6 +15,7 @@ from chronograph.eventstore import (
     clock,
 )
 from chronograph.projections import Views, entity_as_of, new_entity_stream, position_of, relation_stream, stream_history
+from freezegun import freeze_time
 
 
 def write(views: Views, stream: str, event, actor: str = "t") -> None:  # type: ignore[no-untyped-def]

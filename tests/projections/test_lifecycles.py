@@ -7,14 +7,13 @@ import tempfile
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from chronograph.eventstore import LmdbLog, clock
+from chronograph.projections import Views, graph_as_of
+from chronograph.projections.tables import table_names
 from freezegun import freeze_time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.histories import Simulator, draw_history, graph_view
-
-from chronograph.eventstore import LmdbLog, clock
-from chronograph.projections import Views, graph_as_of, rebuild
-from chronograph.projections.tables import table_names
 
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 

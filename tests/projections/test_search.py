@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from chronograph.eventstore import NO_STREAM, EntityCreated, EntityDeleted, LmdbLog, ObservationsAdded, StreamWrite
 from chronograph.projections import EntityRecord, Views, WorkspaceIndex, matches, new_entity_stream
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 ALPHABET = "abcAB çÇİiıΣσς-1\n\u00a0"
 text = st.text(alphabet=ALPHABET, max_size=8)

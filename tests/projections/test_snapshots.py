@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from chronograph.eventstore import LmdbLog, clock
+from chronograph.projections import Views, graph_as_of
+from chronograph.projections.snapshots import Snapshots, fold_to
 from freezegun import freeze_time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.histories import Simulator, draw_history, graph_view
-
-from chronograph.eventstore import LmdbLog, clock
-from chronograph.projections import Views, graph_as_of
-from chronograph.projections.snapshots import Snapshots, fold_to
 
 
 def fill(views: Views, history: list) -> int:  # type: ignore[type-arg]

@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from chronograph.eventstore import NO_STREAM, EntityCreated, LmdbLog, ObservationsAdded, StreamWrite
 from chronograph.eventstore.keys import pack_u32
 from chronograph.projections import Views, ViewsUnavailableError, new_entity_stream

@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
-from support.mcp import call, entity, relation, text
-
 from chronograph.server.app import create_server
 from chronograph.server.config import Settings
+from mcp import Client
+from support.mcp import call, entity, relation, text
 
 OFFICIAL = json.loads((Path(__file__).parent / "official_tools.json").read_text())["tools"]
 pytestmark = pytest.mark.anyio

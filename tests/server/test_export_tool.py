@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mcp import Client
-from support.mcp import ToolFailed, call, entity
-
 from chronograph.server.app import create_server
 from chronograph.server.config import Settings
+from mcp import Client
+from support.mcp import ToolFailed, call, entity
 
 pytestmark = pytest.mark.anyio
 

@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chronograph.application import Memory
+from chronograph.application.errors import ChronographError, InvalidArgumentsError
+from chronograph.server.app import create_server
+from chronograph.server.config import Settings
 from hypothesis import HealthCheck, given, settings
 from mcp import Client
 from support.fuzz import SCHEMAS, calls
-
-from chronograph.server.app import create_server
-from chronograph.server.config import Settings
-from chronograph.application.errors import ChronographError, InvalidArgumentsError
-from chronograph.application import Memory
 
 SEED = [
     {"name": "Ada", "entityType": "person", "observations": ["math", "tea"]},

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from mcp import Client
-from support.mcp import ToolFailed, call, entity, relation
-
 from chronograph.server.app import Runtime
 from chronograph.server.config import Settings
+from mcp import Client
+from support.mcp import ToolFailed, call, entity, relation
 
 pytestmark = pytest.mark.anyio
 
@@ -89,9 +88,8 @@ async def test_a_rejected_call_leaves_the_log_untouched(client: Client, runtime:
 
 
 async def test_the_actor_option_overrides_the_client_name(settings: Settings) -> None:
-    from mcp import Client as McpClient
-
     from chronograph.server.app import create_server
+    from mcp import Client as McpClient
 
     runtime = Runtime(Settings(store=settings.store, actor="ci-bot"))
     async with McpClient(create_server(runtime.settings, runtime)) as c:

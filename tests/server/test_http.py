@@ -3,14 +3,7 @@
 from __future__ import annotations
 
 import http.client
-import json
-import os
 import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,59 +11,13 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from support.http import request, start
 from support.mcp import call, entity, names
 
 pytestmark = pytest.mark.wire  # a server in a subprocess: skip locally with -m 'not wire'
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "s3cret-token"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def request(url: str, *, method: str = "GET", headers: dict[str, str] | None = None,
-            body: bytes | None = None) -> tuple[int, dict]:  # type: ignore[type-arg]
-    req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(req, timeout=10) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"{}")
-
-
-def start(tmp_path: Path, token: str | None) -> Iterator[str]:
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("CHRONOGRAPH_TOKEN", None)
-    if token:
-        env["CHRONOGRAPH_TOKEN"] = token
-    process = subprocess.Popen(
-        [sys.executable, "-m", "chronograph", "--http", "--port", str(port), "--store", str(tmp_path / "store")],
-        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if request(base + "/health", headers=headers)[0] == 200:
-                break
-        except OSError:
-            pass
-        assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
-        assert time.monotonic() < deadline, "the HTTP server did not come up"
-        time.sleep(0.1)
-    try:
-        yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        assert process.stderr is not None
-        process.stderr.close()
 
 
 @pytest.fixture

@@ -6,13 +6,12 @@ import warnings
 
 import anyio
 import pytest
+from chronograph.server.app import create_server
+from chronograph.server.config import Settings
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import ResourceUpdatedNotification
 from support.mcp import call, entity
-
-from chronograph.server.app import create_server
-from chronograph.server.config import Settings
 
 pytestmark = pytest.mark.anyio
 GRAPH = "memory://knowledge-graph"

@@ -7,12 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
+from chronograph.server.app import GRAPH_URI, create_server
+from chronograph.server.config import DEFAULT_MAX_REPLY, Settings
+from chronograph.tools.serve import add_arguments
 from mcp import Client
 from support.mcp import ToolFailed, call, entity, relation
-
-from chronograph.server.app import GRAPH_URI, create_server
-from chronograph.tools.serve import add_arguments
-from chronograph.server.config import DEFAULT_MAX_REPLY, Settings
 
 pytestmark = pytest.mark.anyio
 

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from chronograph.server.stdio import framed, parse_line
+from chronograph.server.stdio import Oversized, framed, parse_line
 
 pytestmark = pytest.mark.wire
 
@@ -70,7 +69,14 @@ async def test_lines_are_framed_whatever_the_chunks_and_long_ones_dropped() -> N
         for piece in [b"ab", b"c\nde", b"f\n", b"x" * 10, b"yy\nok\n", b"tail"]:
             yield piece
 
-    assert [line async for line in framed(chunks(), limit=5)] == [b"abc", b"def", None, b"ok", b"tail"]
+    lines = [line async for line in framed(chunks(), limit=5)]
+    assert lines == [b"abc", b"def", b"xxxxxxxxxxyy", b"ok", b"tail"]
+    assert [isinstance(line, Oversized) for line in lines] == [False, False, True, False, False]
+
+
+def test_an_oversized_request_is_refused_under_its_own_id() -> None:
+    reply, answered = parse_line(Oversized(b'{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"x":"yyy'))
+    assert answered and reply.message.id == 41 and "--max-message" in reply.message.error.message  # type: ignore[union-attr]
 
 
 def test_a_message_that_is_json_but_not_json_rpc_keeps_its_id_in_the_error() -> None:

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from chronograph.server.app import Runtime, create_server
+from chronograph.server.config import Settings
 from freezegun import freeze_time
 from freezegun.api import FrozenDateTimeFactory
 from mcp import Client
 from mcp_types import Implementation
 from support.mcp import ToolFailed, call, entity, names, relation
-
-from chronograph.server.app import Runtime, create_server
-from chronograph.server.config import Settings
 
 pytestmark = pytest.mark.anyio
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from mcp import Client
-
 from chronograph.application import PROFILES
 from chronograph.server.app import create_server
 from chronograph.server.config import Settings
+from mcp import Client
 
 pytestmark = pytest.mark.anyio
 

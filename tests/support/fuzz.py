@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import strategies as st
-
 from chronograph.application import CORE
 from chronograph.server.jsonschema import json_schema
+from hypothesis import strategies as st
 
 TOOLS = {tool.name: tool for tool in CORE}
 SCHEMAS = {name: json_schema(tool.arguments) for name, tool in TOOLS.items()}

@@ -11,8 +11,6 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import strategies as st
-
 from chronograph.eventstore import (
     ContextUpdated,
     EntityCreated,
@@ -27,6 +25,7 @@ from chronograph.eventstore import (
     StreamWrite,
 )
 from chronograph.projections import ENTITY, RELATION, Graph, context_stream, relation_stream
+from hypothesis import strategies as st
 
 NAMES = ["ada", "bob", "cy", "Dee"]
 WORKSPACES = ["default", "lab"]

@@ -18,7 +18,9 @@ def read_stream(log: EventLog, stream: str, from_version: int = 1, to_version: i
         return list(reader.stream(stream, from_version, to_version))
 
 
-def read_all(log: EventLog, from_position: int = 1, to_position: int | None = None, batch_size: int = 1024) -> list[Envelope]:
+def read_all(
+    log: EventLog, from_position: int = 1, to_position: int | None = None, batch_size: int = 1024
+) -> list[Envelope]:
     with log.read() as reader:
         return list(reader.all(from_position, to_position, batch_size))
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from freezegun import freeze_time
-
 from chronograph.application import Memory
+from freezegun import freeze_time
 
 T1, T2, T3 = "2026-03-01T10:00:00Z", "2026-03-01T11:00:00Z", "2026-03-01T12:00:00Z"
 

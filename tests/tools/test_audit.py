@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from chronograph.application import Memory
 from chronograph.tools.audit import main
 

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from chronograph.application import Memory
 from chronograph.tools.export_graph import main as export_main
 from chronograph.tools.import_graph import main as import_main

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from chronograph.application import Memory
 from chronograph.eventstore import LmdbLog
 from chronograph.projections import Views

@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 import pytest
-
 from chronograph.tools.serve import add_arguments, settings_of
 
 
