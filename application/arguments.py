@@ -2,9 +2,9 @@
 
 Arguments are parsed strictly by msgspec and checked against the limits before any
 write. Every problem becomes one `InvalidArgumentsError` naming the field, e.g.
-``Invalid arguments: entities[0].name: expected `str` of length >= 1``. Unknown fields
-are refused rather than ignored: a misspelt `expectedVersion` must not silently turn a
-guarded write into an unguarded one. The same Structs publish the tools' JSON schemas.
+``Invalid arguments for tool create_entities: entities[0].name: expected `str` of length >= 1``.
+Unknown fields are refused rather than ignored: a misspelt `expectedVersion` must not
+silently turn a guarded write into an unguarded one. The same Structs publish the tools' JSON schemas.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def parse(tool: str, arguments: dict[str, Any], into: type[T]) -> T:
     try:
         parsed = msgspec.convert(arguments, into, strict=True)
     except msgspec.ValidationError as error:
-        raise InvalidArgumentsError(tool, _describe(str(error))) from None
+        raise InvalidArgumentsError(tool, _describe(str(error), into)) from None
     problem = _check(parsed, "")
     if problem:
         raise InvalidArgumentsError(tool, problem)
@@ -172,12 +172,44 @@ def _container_fields(into: type[msgspec.Struct]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _describe(message: str) -> str:
+def _describe(message: str, into: type[msgspec.Struct]) -> str:
     match = _PATH.search(message)
     text = message[: match.start()] if match else message
     text = text[:1].lower() + text[1:]
     path = match.group(1).lstrip(".") if match else ""
+    if text.startswith("invalid enum value"):
+        choices = _choices(into, path)
+        if choices:
+            text += "; choose one of " + ", ".join(json.dumps(c) for c in choices)
     return f"{path}: {text}" if path else text
+
+
+_STEP = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
+
+
+def _choices(into: type[msgspec.Struct], path: str) -> list[Any]:
+    """The values an enum field at `path` (as msgspec names it: `a.b[0].c`) accepts."""
+    document = _schema(into)
+    node: Any = document
+    definitions = document.get("$defs", {})
+    for name, index in _STEP.findall(path):
+        while isinstance(node, dict) and "$ref" in node:
+            node = definitions[node["$ref"].rsplit("/", 1)[1]]
+        if name:
+            node = node.get("properties", {}).get(name, {}) if isinstance(node, dict) else {}
+        elif index:
+            node = node.get("items", {}) if isinstance(node, dict) else {}
+    while isinstance(node, dict) and "$ref" in node:
+        node = definitions[node["$ref"].rsplit("/", 1)[1]]
+    if not isinstance(node, dict):
+        return []
+    options = [node, *node.get("anyOf", [])]
+    return [value for option in options if isinstance(option, dict) for value in option.get("enum", [])]
+
+
+@functools.cache
+def _schema(into: type[msgspec.Struct]) -> dict[str, Any]:
+    return msgspec.json.schema(into)
 
 
 def _check(value: Any, path: str) -> str | None:

@@ -107,6 +107,10 @@ def get_audit_log(memory: Memory, args: GetAuditLog) -> AuditOut:
 
         subjects = Subjects(log)
         types = None if args.event_types is UNSET else set(args.event_types)
+        for index, name in enumerate([] if args.event_types is UNSET else args.event_types):
+            if name not in EVENT_TYPES:
+                raise InvalidArgumentsError("get_audit_log", f"eventTypes[{index}]: {name!r} is not an event type; "
+                                            f"the types are: {', '.join(EVENT_TYPES)}")
         candidates: Iterable[Envelope]
         if args.entity_name is not UNSET:
             streams = moment.live.name_streams(args.workspace, args.entity_name)

@@ -37,7 +37,7 @@ class InvalidArgumentsError(ChronographError):
     def __init__(self, tool: str, problem: str) -> None:
         self.tool = tool
         self.problem = problem
-        super().__init__(f"Invalid arguments: {problem}")
+        super().__init__(f"Invalid arguments for tool {tool}: {problem}")
 
 
 class NotFoundError(ChronographError):

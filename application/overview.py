@@ -33,6 +33,7 @@ class SummaryOut(Out, kw_only=True):
     relation_types: Annotated[dict[str, int], D(description="Relations per type")]
     index: Annotated[list[IndexEntryOut], D(description="Names and types, oldest first")]
     next_offset: int | UnsetType = UNSET
+    store_bytes: Annotated[int, D(description="What the whole store takes on disk now")]
 
 
 @CORE.query("get_graph_summary", "Graph Summary",
@@ -56,6 +57,7 @@ def get_graph_summary(memory: Memory, args: GetGraphSummary) -> SummaryOut:
             relation_types=graph.type_counts(args.workspace, RELATION),
             index=index,
             next_offset=args.offset + len(index) if more else UNSET,
+            store_bytes=memory.store_bytes(),
         )
 
 

@@ -50,7 +50,7 @@ REPROS = {
     "rebuilds beside a running server (12 in a row)":
         "tests/tools/test_replay.py::test_a_server_keeps_working_through_many_rebuilds_run_beside_it",
     "exports aimed at a store, a dotfile, outside": "tests/application/test_exportdir.py",
-    "history and revert of a long entity": "tests/application/test_batch.py tests/server/test_time_travel.py",
+    "history and revert of a long entity": "tests/application/test_history_pages.py tests/server/test_time_travel.py",
     "slow headers, connection floods, session floods": "tests/server/test_http_edge.py",
     "malformed, oversized and non-UTF-8 stdio lines": "tests/server/test_stdio_wire.py",
     "integers past 64 bits": "tests/application/test_arguments.py",

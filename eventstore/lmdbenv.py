@@ -107,6 +107,22 @@ class LmdbEnv:
             raise StoreOpenError(f"cannot create the store at {self.path}: {error.strerror}") from None
         return True
 
+    def check_room(self) -> None:
+        """Refuse to take more once the data file has reached the size ceiling.
+
+        The map alone cannot hold the ceiling when a store is already larger than it (a
+        ceiling lowered after the fact): the file size is checked before every append.
+
+        Raises:
+            StorageFullError: If the data file is at or over `max_map_size`.
+        """
+        if self.max_map_size is not None and (size := self.file_bytes()) >= self.max_map_size:
+            raise StorageFullError(
+                f"the store at {self.path} takes {size:,} bytes, at or over its size ceiling of "
+                f"{self.max_map_size:,}; no write is taken, deletions included (every change is appended). "
+                "Raise the ceiling (--max-size) to write again; reads go on"
+            )
+
     def file_bytes(self) -> int:
         """The size of the data file on disk."""
         try:

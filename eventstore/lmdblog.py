@@ -176,11 +176,11 @@ class LmdbLog:
         Raises:
             StorageFullError: If the disk or `max_map_size` leaves no room; nothing is written.
         """
-        return self.environment.write(lambda txn: work(LmdbTransaction(txn, self.codec, self.dbs, self._hooks)))
+        return self.environment.write(lambda txn: work(self.transaction(txn)))
 
     def transaction(self, txn: lmdb.Transaction) -> LmdbTransaction:
         """The log inside a write transaction of its environment (for views kept beside it)."""
-        return LmdbTransaction(txn, self.codec, self.dbs, self._hooks)
+        return LmdbTransaction(txn, self.codec, self.dbs, self._hooks, self.environment.check_room)
 
     def append(
         self,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -36,14 +36,20 @@ _encoder = msgspec.msgpack.Encoder()
 class LmdbTransaction(LmdbReader):
     """A write transaction: everything appended in it commits together or not at all."""
 
-    __slots__ = ("_hooks", "_recorded_at")
+    __slots__ = ("_hooks", "_recorded_at", "_check_room")
 
     def __init__(
-        self, txn: lmdb.Transaction, codec: Codec, dbs: Databases, hooks: Sequence[InlineHook]
+        self,
+        txn: lmdb.Transaction,
+        codec: Codec,
+        dbs: Databases,
+        hooks: Sequence[InlineHook],
+        check_room: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(txn, codec, dbs)
         self._hooks = hooks
         self._recorded_at: int | None = None
+        self._check_room = check_room
 
     @property
     def recorded_at(self) -> int:
@@ -85,6 +91,8 @@ class LmdbTransaction(LmdbReader):
                     raise IdempotencyConflictError(idempotency_key)
                 return _replay(recorded)
 
+        if writes and self._check_room is not None:
+            self._check_room()
         txn, dbs, codec = self.txn, self.dbs, self.codec
         head = self.head()
         recorded_at = self.recorded_at

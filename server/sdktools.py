@@ -14,10 +14,9 @@ from typing import Any
 from chronograph.application import ChronographError, Kind, Tool
 from chronograph.server.jsonschema import json_schema
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool as SdkTool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp_types import CallToolResult, ToolAnnotations
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 __all__ = ["Handler", "build_tools"]
 
@@ -77,8 +76,10 @@ def _sdk_tool(tool: Tool, handler: Handler, kind: Kind, mirrored: bool) -> SdkTo
     async def run(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         try:
             return await handler(tool, arguments, ctx)
-        except ChronographError as error:  # the SDK reports a ToolError's text; anything else is a crash
-            raise ToolError(str(error)) from error
+        except ChronographError as error:
+            # The official server answers with the error's own text ("Entity with name X not
+            # found"); raising would have the SDK prefix it with "Error executing tool ...".
+            return CallToolResult(content=[TextContent(type="text", text=str(error))], is_error=True)
 
     run.__name__ = tool.name
     return SdkTool(

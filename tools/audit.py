@@ -24,7 +24,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
     checkout.ensure_importable()
 
 import msgspec
-from chronograph.application.audit import AuditEventOut, Subjects, event_out
+from chronograph.application.audit import EVENT_TYPES, AuditEventOut, Subjects, event_out
 from chronograph.application.config import resolve_store
 from chronograph.eventstore import Envelope, EventStoreError, LmdbLog, LogReader, clock
 from chronograph.projections import ProjectionError, Views
@@ -108,6 +108,18 @@ def _selected(reader: LogReader, args: argparse.Namespace, keep: Filter) -> Iter
 
 def run(args: argparse.Namespace) -> int:
     """Carry out `audit`; return the exit code."""
+    unknown = [name for name in args.types or () if name not in EVENT_TYPES]
+    if unknown:
+        print(f"chronograph audit: --type {unknown[0]!r} is not an event type; the types are: "
+              f"{', '.join(EVENT_TYPES)}", file=sys.stderr)
+        return 2
+    for flag, text in (("--since", args.since), ("--until", args.until)):
+        if text:
+            try:
+                clock.parse_iso(text)
+            except ValueError as error:
+                print(f"chronograph audit: {flag}: {error}", file=sys.stderr)
+                return 2
     try:
         with LmdbLog(resolve_store(args.store), readonly=True) as store:
             return _run(store, args)

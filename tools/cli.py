@@ -15,7 +15,7 @@ import argparse
 import importlib
 import sys
 
-from chronograph.tools.parsing import Parser
+from chronograph.tools.parsing import Parser, closed_output
 
 import chronograph
 
@@ -58,7 +58,10 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["serve", *argv]
     args = build_parser().parse_args(argv)
     module = importlib.import_module(SUBCOMMANDS[args.command][0])
-    return int(module.run(args))
+    try:
+        return int(module.run(args))
+    except BrokenPipeError:
+        return closed_output()
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """Export the graph: the official memory.jsonl, JSON, Markdown, Mermaid or Graphviz DOT.
 
-    chronograph export --format markdown -o memory.md
+    chronograph export -o memory.md                       the format follows the suffix
     chronograph export --format jsonl --workspace lab --at 2026-11-01 -o lab-then.jsonl
     chronograph export --format mermaid | mmdc -i - -o graph.svg
 
-Read-only: safe beside a running server. Without -o, the export goes to stdout.
+Read-only: safe beside a running server. Without -o, the export goes to stdout. Without
+--format, a file's suffix says it (.jsonl, .json, .md, .mmd/.mermaid, .dot/.gv), else jsonl.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from chronograph.application.errors import ChronographError
 from chronograph.application.export import FORMATS
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError
-from chronograph.tools.parsing import add_store_argument, script_main
+from chronograph.tools.parsing import add_store_argument, explain, missing_workspace, script_main
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -32,22 +33,41 @@ __all__ = ["add_arguments", "main", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `export`."""
     add_store_argument(parser)
-    parser.add_argument("--format", choices=FORMATS, default="jsonl", help="output format (default: jsonl)")
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="output format (default: from the suffix of -o, else jsonl)")
     parser.add_argument("--workspace", default="default", help='workspace (default: "default")')
     parser.add_argument("--at", metavar="TIME", help="the graph as of this ISO-8601 time or log position")
     parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
 
 
+SUFFIXES = {".jsonl": "jsonl", ".json": "json", ".md": "markdown", ".markdown": "markdown",
+            ".mmd": "mermaid", ".mermaid": "mermaid", ".dot": "dot", ".gv": "dot"}
+FLAGS = {"asOf": "--at", "workspace": "--workspace", "format": "--format"}
+
+
+def format_of(args: argparse.Namespace) -> str:
+    """--format, else what the output file's suffix says, else jsonl."""
+    if args.format:
+        return str(args.format)
+    return SUFFIXES.get(Path(args.output).suffix.lower(), "jsonl") if args.output else "jsonl"
+
+
 def run(args: argparse.Namespace) -> int:
     """Carry out `export`; return the exit code."""
-    arguments: dict[str, object] = {"format": args.format, "workspace": args.workspace}
+    fmt = format_of(args)
+    arguments: dict[str, object] = {"format": fmt, "workspace": args.workspace}
     if args.at:
         arguments["asOf"] = int(args.at) if args.at.isdigit() else args.at
     try:
         with Memory(resolve_store(args.store), readonly=True) as memory:
+            known = [w.name for w in memory.read("list_workspaces", {}).workspaces]  # type: ignore[attr-defined]
+            missing = missing_workspace(args.workspace, known)
+            if missing:
+                print(f"chronograph export: {missing}", file=sys.stderr)
+                return 2
             exported = memory.read("export_graph", arguments)
     except (EventStoreError, ProjectionError, ChronographError) as error:
-        print(f"chronograph export: {error}", file=sys.stderr)
+        print(f"chronograph export: {explain(error, FLAGS)}", file=sys.stderr)
         return 2
     content = exported.content  # type: ignore[attr-defined]
     if args.output:
@@ -57,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"chronograph export: cannot write {args.output}: {error.strerror}", file=sys.stderr)
             return 2
         print(f"wrote {exported.entities:,} entities and {exported.relations:,} relations "  # type: ignore[attr-defined]
-              f"({args.format}) to {args.output}", file=sys.stderr)
+              f"({fmt}) to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(content if content.endswith("\n") or not content else content + "\n")
     return 0

@@ -1,13 +1,21 @@
 """What every `chronograph` command shares: a parser with one-line usage errors, `--store`,
-and the `main(argv)` of a script."""
+errors that name the flags a user typed, a quiet exit when the output is closed, and the
+`main(argv)` of a script."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-__all__ = ["Parser", "add_store_argument", "script_main"]
+from chronograph.application.errors import InvalidArgumentsError
+
+__all__ = ["Parser", "add_store_argument", "closed_output", "explain", "missing_workspace", "script_main"]
+
+SIGPIPE_EXIT = 141
+"""What a shell reports for a program whose reader went away (128 + SIGPIPE)."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -23,6 +31,36 @@ def add_store_argument(parser: argparse.ArgumentParser) -> None:
                         help="store directory (default: $CHRONOGRAPH_STORE, else the per-user store)")
 
 
+def explain(error: Exception, flags: dict[str, str]) -> str:
+    """The error's text, naming the flag the user typed (`--at`) where the core names the tool
+    argument it became (`asOf`)."""
+    if isinstance(error, InvalidArgumentsError):
+        problem = error.problem
+        for field, flag in flags.items():
+            if problem == field or problem.startswith((f"{field}:", f"{field}[", f"{field}.")):
+                return flag + problem[len(field):]
+        return problem
+    return str(error)
+
+
+def missing_workspace(workspace: str, known: list[str]) -> str | None:
+    """A message when `workspace` is not among the `known` ones (the default always exists)."""
+    if workspace == "default" or workspace in known:
+        return None
+    listed = ", ".join(repr(name) for name in known) or "none yet"
+    return f"there is no workspace {workspace!r} in this store; the workspaces are: {listed}"
+
+
+def closed_output() -> int:
+    """Leave quietly when the reader of our output went away (`... | head`)."""
+    try:  # Python would complain about the unflushed pipe at exit: point stdout elsewhere first
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+    return SIGPIPE_EXIT
+
+
 def script_main(
     prog: str,
     doc: str | None,
@@ -33,4 +71,8 @@ def script_main(
     """Parse `argv` for a tool script and run it; return the exit code."""
     parser = Parser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except BrokenPipeError:
+        return closed_output()

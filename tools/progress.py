@@ -1,43 +1,43 @@
-"""Progress on long work, on stderr: a live line on a terminal, a line per tenth otherwise."""
+"""Progress on long work: a bar per stage on stderr when it is a terminal, nothing otherwise.
+
+tqdm draws the bars (its rate and time left are smoothed, so the first tick shows no
+absurd rate); each stage has its own bar and its own total.
+"""
 
 from __future__ import annotations
 
 import sys
-import time
-from typing import TextIO
+from typing import Any, TextIO
 
 __all__ = ["Progress"]
 
 
 class Progress:
-    """Call with (stage, done, total) as work advances; `finish()` ends the line."""
+    """Call with (stage, done, total) as work advances; `finish()` ends the last bar."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty()
         self._stage = ""
-        self._started = time.monotonic()
-        self._tenth = -1
+        self._bar: Any = None
 
     def __call__(self, stage: str, done: int, total: int) -> None:
-        if stage != self._stage:
+        if not self.live:
+            return
+        if stage != self._stage or self._bar is None:
             self.finish()
-            self._stage, self._started, self._tenth = stage, time.monotonic(), -1
-        fraction = done / total if total else 1.0
-        elapsed = time.monotonic() - self._started
-        rate = done / elapsed if elapsed > 0 else 0.0
-        eta = (total - done) / rate if rate else 0.0
-        line = f"{stage}: {done:,}/{total:,} ({fraction:5.1%}) {rate:,.0f}/s, {eta:,.0f}s left"
-        if self.live:
-            self.stream.write("\r" + line.ljust(78))
-            self.stream.flush()
-        elif int(fraction * 10) > self._tenth:
-            self._tenth = int(fraction * 10)
-            self.stream.write(line + "\n")
+            from tqdm import tqdm  # only when a bar is drawn
+
+            self._stage = stage
+            self._bar = tqdm(total=total, desc=stage, file=self.stream, unit_scale=True, leave=True,
+                             dynamic_ncols=True)
+        if self._bar.total != total:
+            self._bar.total = total
+        self._bar.update(max(0, done - self._bar.n))
 
     def finish(self) -> None:
-        """End the current live line."""
-        if self.live and self._stage:
-            self.stream.write("\n")
-            self.stream.flush()
+        """End the current bar."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
         self._stage = ""

@@ -31,7 +31,7 @@ from chronograph.application.config import resolve_store
 from chronograph.application.errors import ChronographError
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError, verify
-from chronograph.tools.parsing import add_store_argument, script_main
+from chronograph.tools.parsing import add_store_argument, explain, missing_workspace, script_main
 from chronograph.tools.progress import Progress
 from chronograph.tools.terminal import print_rows
 
@@ -62,11 +62,18 @@ def run(args: argparse.Namespace) -> int:
         with Memory(store, readonly=True) as memory:
             if args.verify:
                 return _verify(memory)
+            known = [w.name for w in memory.read("list_workspaces", {}).workspaces]  # type: ignore[attr-defined]
+            missing = missing_workspace(args.workspace, known)
+            if missing:
+                print(f"chronograph replay: {missing}", file=sys.stderr)
+                return 2
             if args.diff:
                 return _diff(memory, args)
             return _at(memory, args)
     except (EventStoreError, ProjectionError, ChronographError) as error:
-        print(f"chronograph replay: {error}", file=sys.stderr)
+        flags = {"asOf": "--diff" if args.diff else "--position" if args.position is not None else "--at",
+                 "workspace": "--workspace", "names": "--entity"}
+        print(f"chronograph replay: {explain(error, flags)}", file=sys.stderr)
         return 2
 
 

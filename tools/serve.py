@@ -14,8 +14,10 @@ import os
 import sys
 from pathlib import Path
 
+from chronograph.application import ChronographError, Memory
 from chronograph.application.config import ACTOR_ENV, STORE_ENV, TOKEN_ENV, default_store, resolve_store
 from chronograph.application.exportdir import DEFAULT_BUDGET, DEFAULT_MAX_EXPORT
+from chronograph.application.importing import check, import_plan, read_file
 from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES
 from chronograph.server.config import DEFAULT_MAX_BODY, DEFAULT_MAX_REPLY, MAX_MESSAGE, Settings
 
@@ -168,6 +170,38 @@ def settings_of(args: argparse.Namespace) -> Settings:
     )
 
 
+MEMORY_FILE_ENV = "MEMORY_FILE_PATH"
+"""Where the official memory server keeps its file: a client config switched to Chronograph
+often still sets it."""
+
+
+def adopt_memory_file(memory: Memory) -> None:
+    """Import the official server's file named by $MEMORY_FILE_PATH into an empty store, once;
+    with a store that holds anything already, say that the variable is ignored and why."""
+    named = os.environ.get(MEMORY_FILE_ENV)
+    if not named:
+        return
+    path = Path(named).expanduser()
+    if memory.log.head() > 0:
+        print(f"chronograph: ${MEMORY_FILE_ENV} ({path}) is ignored: the store at {memory.log.location} already "
+              f"holds a memory; to add the file to it: chronograph import {path}", file=sys.stderr)
+        return
+    if not path.is_file():
+        print(f"chronograph: ${MEMORY_FILE_ENV} names {path}, which is not a file; nothing was imported",
+              file=sys.stderr)
+        return
+    plan = read_file(path)
+    check(plan, {})
+    if plan.empty:
+        print(f"chronograph: ${MEMORY_FILE_ENV} ({path}) holds nothing to import", file=sys.stderr)
+        return
+    report = import_plan(memory, plan, "default", {})
+    print(f"chronograph: imported {path} (${MEMORY_FILE_ENV}) into the empty store, once: {report.created} "
+          f"entities, {report.related} relations, {report.observations} observations"
+          f"{f'; {len(plan.problems)} line(s) skipped as unreadable' if plan.problems else ''} "
+          "(recorded in the audit log as actor 'import')", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     """Open the store, then serve until the client (stdio) or a signal (HTTP) stops us."""
     import anyio  # the MCP stack loads only when a server is started
@@ -188,8 +222,8 @@ def run(args: argparse.Namespace) -> int:
             return 2
     runtime = Runtime(settings, offload=args.http)
     try:
-        runtime.open()
-    except (EventStoreError, ProjectionError) as error:
+        adopt_memory_file(runtime.open())
+    except (EventStoreError, ProjectionError, ChronographError) as error:
         print(f"chronograph: {error}", file=sys.stderr)
         return 2
     try:

@@ -50,6 +50,9 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "entities[0].expectedVersion: 18446744073709551616 is outside"),
     ("create_entities", {"entities": [entity("a", metadata={"n": -(2**70)})]}, "entities[0].metadata.n: -1180591"),
     ("get_audit_log", {"afterPosition": 2**63}, "afterPosition: 9223372036854775808 is outside"),
+    ("get_audit_log", {"order": "sideways"}, 'order: invalid enum value \'sideways\'; choose one of "newest"'),
+    ("get_audit_log", {"eventTypes": ["entity_created", "nonsense"]}, "eventTypes[1]: 'nonsense' is not an event type"),
+    ("export_graph", {"format": "pdf"}, 'choose one of "dot", "json", "jsonl", "markdown", "mermaid"'),
 ]
 
 
@@ -59,7 +62,7 @@ async def test_bad_arguments_get_a_clear_error_and_write_nothing(
 ) -> None:
     with pytest.raises(ToolFailed) as failed:
         await call(client, tool, arguments)
-    assert str(failed.value).startswith(f"Error executing tool {tool}: Invalid arguments: ")
+    assert str(failed.value).startswith(f"Invalid arguments for tool {tool}: ")
     assert expected in str(failed.value)
     assert runtime.memory.log.head() == 0
 

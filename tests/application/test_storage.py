@@ -75,3 +75,26 @@ def test_a_full_disk_refuses_cleanly_stays_readable_and_recovers_when_space_retu
         memory.write("create_entities", {"entities": [{"name": "after", "entityType": "t", "observations": []}]},
                      actor="t")
         assert memory.read("open_nodes", {"names": ["after"]}).entities  # type: ignore[attr-defined]
+
+
+def test_a_store_already_over_a_lowered_ceiling_takes_no_write_and_says_so(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store") as memory:
+        fill_to = 3 << 20
+        batch = 0
+        while memory.store_bytes() < fill_to:
+            memory.write("create_entities", {"entities": [
+                {"name": f"e{batch}-{i}", "entityType": "t", "observations": ["o" * 500]} for i in range(50)
+            ]}, actor="filler")
+            batch += 1
+        size = memory.store_bytes()
+    with Memory(tmp_path / "store", max_size=2 << 20) as memory:
+        head = memory.log.head()
+        for tool, arguments in (
+            ("create_entities", {"entities": [{"name": "more", "entityType": "t", "observations": []}]}),
+            ("delete_entities", {"entityNames": ["e0-0"]}),
+        ):
+            with pytest.raises(StorageError, match="over its size ceiling.*deletions included"):
+                memory.write(tool, arguments, actor="t")
+        assert memory.log.head() == head
+        summary = memory.read("get_graph_summary", {"limit": 1})
+        assert summary.store_bytes == size and summary.entities == batch * 50  # type: ignore[attr-defined]

@@ -97,4 +97,4 @@ async def test_through_mcp_a_hostile_call_is_an_error_result_not_a_crash(tmp_pat
         for tool, arguments in hostile:
             result = await client.call_tool(tool, arguments)
             text = result.content[0].text  # type: ignore[union-attr]
-            assert result.is_error and text.startswith(f"Error executing tool {tool}: Invalid arguments: "), text
+            assert result.is_error and text.startswith(f"Invalid arguments for tool {tool}: "), text

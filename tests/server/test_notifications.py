@@ -18,6 +18,9 @@ GRAPH = "memory://knowledge-graph"
 
 
 async def test_a_listening_client_hears_about_every_write(client: Client) -> None:
+    assert client.protocol_version == "2026-07-28"
+    resources = client.server_capabilities.resources  # type: ignore[union-attr]
+    assert resources is not None and resources.subscribe  # at 2026-07-28: served on subscriptions/listen
     async with client.listen(resource_subscriptions=[GRAPH]) as subscription:
         await call(client, "create_entities", {"entities": [entity("Ada")]})
         with anyio.fail_after(5):
@@ -35,6 +38,8 @@ async def test_a_handshake_era_subscriber_is_notified_after_a_write_that_changed
             received.append(message)
 
     async with Client(create_server(settings), mode="legacy", message_handler=collect) as c:
+        assert c.protocol_version != "2026-07-28"
+        assert c.server_capabilities.resources.subscribe  # type: ignore[union-attr]  # resources/subscribe is served
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)  # resources/subscribe is the 2025 way
             await c.session.subscribe_resource(GRAPH)

@@ -147,3 +147,92 @@ def test_export_at_a_past_moment(official_file: Path, tmp_path: Path, capsys) ->
     capsys.readouterr()
     assert export_main(["--store", str(store), "--format", "jsonl", "--at", "1"]) == 0
     assert [json.loads(line)["name"] for line in capsys.readouterr().out.splitlines()] == ["Ada"]
+
+
+def test_a_file_with_nothing_to_import_creates_no_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n{\"type\": \"thing\"}\n")
+    store = tmp_path / "store"
+    assert import_main([str(bad), "--store", str(store)]) == 1
+    assert not store.exists()
+    assert import_main([str(official_lines(tmp_path)), "--store", str(store), "--strict"]) == 1  # a relation to nowhere
+    assert not store.exists()
+    assert "nothing was imported" in capsys.readouterr().err
+
+
+def official_lines(tmp_path: Path) -> Path:
+    path = tmp_path / "dangling.jsonl"
+    path.write_text('{"type":"entity","name":"Ada","entityType":"person","observations":[]}\n'
+                    '{"type":"relation","from":"Ada","to":"Nobody","relationType":"knows"}\n')
+    return path
+
+
+def test_an_entity_whose_type_differs_from_the_stored_one_is_reported_as_a_conflict(
+    official_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    assert import_main([str(official_file), "--store", str(store)]) == 0
+    robot = tmp_path / "robot.jsonl"
+    robot.write_text('{"type":"entity","name":"Ada","entityType":"robot","observations":["gears"]}\n')
+    capsys.readouterr()
+    assert import_main([str(robot), "--store", str(store)]) == 0
+    captured = capsys.readouterr()
+    assert "1 type conflict(s)" in captured.out
+    assert "'Ada' is a 'robot' in the file and a 'person' in the store; kept 'person', merged 1" in captured.err
+    assert graph_of(store)["entities"][0] == ("Ada", "person", ["math", "ünïcode ✓", "gears"])
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("graph.md", "# Knowledge graph"), ("graph.dot", "digraph"), ("graph.mmd", "graph LR"),
+    ("graph.json", '"entities"'), ("graph.jsonl", '{"type":"entity"'), ("graph.txt", '{"type":"entity"'),
+])
+def test_the_export_format_follows_the_output_suffix(
+    official_file: Path, tmp_path: Path, name: str, expected: str
+) -> None:
+    store = tmp_path / "store"
+    import_main([str(official_file), "--store", str(store)])
+    assert export_main(["--store", str(store), "-o", str(tmp_path / name)]) == 0
+    assert (tmp_path / name).read_text().startswith(expected) or expected in (tmp_path / name).read_text()[:200]
+
+
+def test_exporting_a_workspace_that_does_not_exist_says_so_and_lists_the_others(
+    official_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    import_main([str(official_file), "--store", str(store), "--workspace", "lab"])
+    capsys.readouterr()
+    assert export_main(["--store", str(store), "--workspace", "lba"]) == 2
+    assert "no workspace 'lba'" in capsys.readouterr().err and "'lab'" in capsys.readouterr().err + "'lab'"
+
+
+def test_cli_errors_name_the_flag_typed_not_the_tool_argument(
+    official_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    import_main([str(official_file), "--store", str(store)])
+    capsys.readouterr()
+    assert export_main(["--store", str(store), "--at", "last tuesday"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("chronograph export: --at: 'last tuesday' is not an ISO-8601 timestamp")
+
+
+def test_a_closed_output_ends_the_command_quietly(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    store = tmp_path / "store"
+    with Memory(store, sync=False) as memory:  # more output than a pipe holds
+        for base in range(0, 3000, 1000):
+            memory.write("create_entities", {"entities": [
+                {"name": f"entity {i}", "entityType": "t", "observations": ["o" * 80]} for i in range(base, base + 1000)
+            ]}, actor="t")
+    for command in (["audit", "--json", "--limit", "0"], ["export", "--format", "markdown"],
+                    ["replay", "--position", "3"]):
+        reader = subprocess.Popen([sys.executable, "-m", "chronograph", *command, "--store", str(store)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert reader.stdout is not None and reader.stderr is not None
+        reader.stdout.read(1)
+        reader.stdout.close()  # as `| head -c 1` does
+        error = reader.stderr.read().decode()
+        reader.stderr.close()
+        assert reader.wait(timeout=60) in (0, 141) and "Traceback" not in error, (command, error)

@@ -32,3 +32,30 @@ def test_export_limits_take_sizes(tmp_path: Path) -> None:
 def test_the_tools_option_still_chooses_the_official_profile(tmp_path: Path) -> None:
     assert settings_of(options("--store", str(tmp_path), "--tools", "official")).profile == "official"
     assert settings_of(options("--store", str(tmp_path))).profile == "chronograph"
+
+
+def test_an_official_memory_file_named_by_the_old_variable_is_imported_once_into_an_empty_store(
+    tmp_path: Path,
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    memory_file = tmp_path / "memory.jsonl"
+    memory_file.write_text(
+        '{"type":"entity","name":"Ada","entityType":"person","observations":["math"]}\n'
+        '{"type":"relation","from":"Ada","to":"Ada","relationType":"admires"}\n'
+    )
+    env = {**os.environ, "MEMORY_FILE_PATH": str(memory_file)}
+    command = [sys.executable, "-m", "chronograph", "--store", str(tmp_path / "store")]
+    first = subprocess.run(command, input=b"", env=env, capture_output=True, text=False)
+    assert b"imported" in first.stderr and b"1 entities, 1 relations" in first.stderr
+    second = subprocess.run(command, input=b"", env=env, capture_output=True)
+    assert b"is ignored" in second.stderr and b"chronograph import" in second.stderr
+
+    from chronograph.application import Memory
+
+    with Memory(tmp_path / "store") as memory:
+        assert [e.name for e in memory.read("read_graph", {}).entities] == ["Ada"]  # type: ignore[attr-defined]
+        actors = {e.actor for e in memory.read("get_audit_log", {}).events}  # type: ignore[attr-defined]
+    assert actors == {"import"}

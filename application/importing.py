@@ -1,0 +1,204 @@
+"""Importing a memory file of the official server (or the itseasy21 fork): checked, then written.
+
+Everything becomes ordinary events under one correlation id. Importing the same file
+again changes nothing: existing entities only gain observations they lack, existing
+relations are skipped. The fork's createdAt/version are kept in each entity's metadata
+(importedCreatedAt, importedVersion). Bad lines are reported with their line numbers,
+relations whose ends exist nowhere are reported, not dropped in silence, and an entity
+whose type differs from the stored one is reported as a conflict (the stored type is
+kept, the observations are merged).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chronograph.application.arguments import Limits, parse
+from chronograph.application.entities import CreateEntities
+from chronograph.application.errors import InvalidArgumentsError
+from chronograph.application.relations import CreateRelations
+from chronograph.application.service import Memory
+
+__all__ = ["ACTOR", "ImportReport", "Plan", "check", "import_plan", "read_file"]
+
+ACTOR = "import"
+FORK_FIELDS = {"createdAt": "importedCreatedAt", "version": "importedVersion", "updatedAt": "importedUpdatedAt"}
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class Plan:
+    """What a file holds, checked line by line."""
+
+    entities: dict[str, dict[str, Any]] = field(default_factory=dict)
+    lines_of: dict[str, int] = field(default_factory=dict)
+    """entity name -> the line it first came from"""
+    relations: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    """(from, to, relationType) -> the line it came from"""
+    problems: list[str] = field(default_factory=list)
+    lines: int = 0
+
+    @property
+    def empty(self) -> bool:
+        """Whether the file holds nothing to import."""
+        return not self.entities and not self.relations
+
+
+@dataclass
+class ImportReport:
+    """What an import did."""
+
+    created: int = 0
+    related: int = 0
+    observations: int = 0
+    skipped: int = 0
+    conflicts: list[str] = field(default_factory=list)
+    """Entities whose type in the file differs from the stored one (kept), with what was merged."""
+
+
+def read_file(path: Path) -> Plan:
+    """Parse an official JSONL file, a legacy JSON graph, or a fork file into a `Plan`.
+
+    Raises:
+        OSError: If the file cannot be read.
+    """
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    plan = Plan()
+    stripped = text.strip()
+    if stripped.startswith("{") and "\n{" not in stripped:
+        try:
+            document = json.loads(stripped)
+        except ValueError:
+            document = None
+        if isinstance(document, dict) and ("entities" in document or "relations" in document):
+            records = [{"type": "entity", **e} for e in document.get("entities", []) if isinstance(e, dict)]
+            records += [{"type": "relation", **r} for r in document.get("relations", []) if isinstance(r, dict)]
+            plan.lines = len(records)
+            for number, record in enumerate(records, start=1):
+                _take(plan, number, record)
+            return plan
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        plan.lines += 1
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            plan.problems.append(f"line {number}: not JSON ({error.msg})")
+            continue
+        except RecursionError:
+            plan.problems.append(f"line {number}: nested too deep")
+            continue
+        _take(plan, number, record)
+    return plan
+
+
+def _take(plan: Plan, number: int, record: Any) -> None:
+    if not isinstance(record, dict) or record.get("type") not in ("entity", "relation"):
+        plan.problems.append(f'line {number}: not an entity or relation (needs "type": "entity" or "relation")')
+        return
+    body = {k: v for k, v in record.items() if k != "type"}
+    if record["type"] == "entity":
+        extra = {FORK_FIELDS[k]: body.pop(k) for k in list(body) if k in FORK_FIELDS}
+        if extra:
+            body["metadata"] = {**(body.get("metadata") or {}), **extra}
+        try:
+            [item] = parse("import", {"entities": [body]}, CreateEntities).entities
+        except InvalidArgumentsError as error:
+            plan.problems.append(f"line {number}: {error.problem}")
+            return
+        known = plan.entities.get(item.name)
+        if known is None:
+            entry: dict[str, Any] = {
+                "name": item.name, "entityType": item.entity_type, "observations": list(item.observations),
+            }
+            if item.metadata:
+                entry["metadata"] = item.metadata
+            plan.entities[item.name] = entry
+            plan.lines_of[item.name] = number
+        else:  # the same name twice in one file: one entity, every observation
+            known["observations"] += [o for o in item.observations if o not in known["observations"]]
+    else:
+        body = {k: v for k, v in body.items() if k not in FORK_FIELDS}
+        try:
+            [relation] = parse("import", {"relations": [body]}, CreateRelations).relations
+        except InvalidArgumentsError as error:
+            plan.problems.append(f"line {number}: {error.problem}")
+            return
+        plan.relations.setdefault((relation.source, relation.target, relation.relation_type), number)
+
+
+def check(plan: Plan, stored: dict[str, str]) -> None:
+    """Report the relations whose ends are neither in the file nor in the store (`stored`:
+    name -> type of the workspace's entities the plan names) and drop them."""
+    for (source, target, kind), number in list(plan.relations.items()):
+        missing = [n for n in (source, target) if n not in plan.entities and n not in stored]
+        if missing:
+            names = " and ".join(repr(n) for n in missing)
+            plan.problems.append(f"line {number}: relation {source} -[{kind}]-> {target}: no entity {names} "
+                                 "in the file or the store")
+            del plan.relations[(source, target, kind)]
+    plan.problems.sort(key=lambda p: int(p.split(":")[0].split()[1]))
+
+
+def stored_types(memory: Memory, plan: Plan, workspace: str) -> dict[str, str]:
+    """name -> type of the entities of `workspace` the plan names (as entities or relation ends)."""
+    names = set(plan.entities) | {name for relation in plan.relations for name in relation[:2]}
+    with memory.views.read() as graph:
+        return {name: entity.entity_type for name in names if (entity := graph.entity(workspace, name)) is not None}
+
+
+def import_plan(
+    memory: Memory, plan: Plan, workspace: str, stored: dict[str, str], progress: Progress | None = None
+) -> ImportReport:
+    """Write a checked plan into `workspace`, in batches of one transaction each.
+
+    A crash mid-import leaves whole batches; importing again completes it.
+
+    Raises:
+        ChronographError: If the store refuses a batch (the batches before it stay).
+    """
+    correlation = os.urandom(16).hex()
+    report = ImportReport()
+    step = Limits.ITEMS
+
+    def write(tool: str, arguments: dict[str, Any]) -> Any:
+        return memory.write(tool, {**arguments, "workspace": workspace}, actor=ACTOR,
+                            correlation_id=correlation).output
+
+    new = [entry for name, entry in plan.entities.items() if name not in stored]
+    for start in range(0, len(new), step):
+        report.created += len(write("create_entities", {"entities": new[start : start + step]}).entities)
+        if progress is not None:
+            progress("entities", min(start + step, len(new)), len(new))
+    report.observations = sum(len(entry["observations"]) for entry in new)
+    existing = sorted(name for name in plan.entities if name in stored)
+    merges = [{"entityName": name, "contents": plan.entities[name]["observations"]} for name in existing]
+    added_to: dict[str, int] = {}
+    for start in range(0, len(merges), step):
+        for result in write("add_observations", {"observations": merges[start : start + step]}).results:
+            added_to[result.entity_name] = len(result.added_observations)
+        if progress is not None:
+            progress("observations", min(start + step, len(merges)), len(merges))
+    report.observations += sum(added_to.values())
+    for name in existing:
+        theirs = plan.entities[name]["entityType"]
+        if theirs != stored[name]:
+            report.conflicts.append(
+                f"line {plan.lines_of[name]}: {name!r} is a {theirs!r} in the file and a {stored[name]!r} in the "
+                f"store; kept {stored[name]!r}, merged {added_to.get(name, 0)} new observation(s)"
+            )
+    relations = [{"from": s, "to": t, "relationType": k} for s, t, k in plan.relations]
+    for start in range(0, len(relations), step):
+        report.related += len(write("create_relations", {"relations": relations[start : start + step]}).relations)
+        if progress is not None:
+            progress("relations", min(start + step, len(relations)), len(relations))
+    report.skipped = (len(plan.entities) - report.created - len(report.conflicts)) + (
+        len(plan.relations) - report.related
+    )
+    return report
