@@ -14,6 +14,7 @@ from chronograph.application import (  # noqa: F401 (each module declares its to
     history,
     overview,
     relations,
+    search,
     traversal,
 )
 from chronograph.application.arguments import Limits, parse
@@ -25,6 +26,7 @@ from chronograph.application.errors import (
     ReplyTooLargeError,
     RequestReplayError,
     StorageError,
+    UnavailableError,
 )
 from chronograph.application.outputs import Out
 from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES, Profile, profile
@@ -48,6 +50,7 @@ __all__ = [
     "ReplyTooLargeError",
     "RequestReplayError",
     "StorageError",
+    "UnavailableError",
     "Tool",
     "Written",
     "parse",

@@ -10,6 +10,8 @@ __all__ = ["ACTOR_ENV", "STORE_ENV", "TOKEN_ENV", "default_store", "resolve_stor
 STORE_ENV = "CHRONOGRAPH_STORE"
 TOKEN_ENV = "CHRONOGRAPH_TOKEN"
 ACTOR_ENV = "CHRONOGRAPH_ACTOR"
+EMBEDDINGS_ENV = "CHRONOGRAPH_EMBEDDINGS"
+"""The default of --embeddings (auto, local, off or an endpoint URL)."""
 
 
 def default_store() -> Path:

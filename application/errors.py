@@ -19,6 +19,7 @@ __all__ = [
     "ReplyTooLargeError",
     "RequestReplayError",
     "StorageError",
+    "UnavailableError",
 ]
 
 
@@ -26,7 +27,7 @@ class ChronographError(Exception):
     """Base class of every error the core raises on purpose."""
 
     code: ClassVar[str] = "error"
-    """Machine-readable: invalid, not_found, conflict, limit, storage."""
+    """Machine-readable: invalid, not_found, conflict, limit, storage, unavailable."""
 
 
 class InvalidArgumentsError(ChronographError):
@@ -98,3 +99,10 @@ class ReplyTooLargeError(ChronographError):
 
 def _size(count: int) -> str:
     return f"{count / 2**20:.1f} MiB" if count >= 2**20 else f"{count / 2**10:.0f} KiB"
+
+
+class UnavailableError(ChronographError):
+    """A capability the call needs is not available here (semantic search without its model,
+    an embeddings endpoint that is down); the other tools and modes work."""
+
+    code = "unavailable"

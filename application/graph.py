@@ -1,18 +1,15 @@
-"""Reading the graph: read_graph, search_nodes and open_nodes, now or as of a past moment.
+"""Reading the graph: read_graph and open_nodes, now or as of a past moment (search: search.py).
 
-They follow the official server: entities in the order they were created, and with a
-search or an open, the relations with at least one end among the entities found.
+They follow the official server: entities in the order they were created, and with an
+open, the relations with at least one end among the entities found.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Annotated
 
-import msgspec
-from chronograph.application.arguments import AsOf, D, Items, Name, Query, ReadArgs
+from chronograph.application.arguments import AsOf, D, Items, Name, ReadArgs
 from chronograph.application.outputs import (
-    GraphOut,
     Out,
     PageEntityOut,
     RelationOut,
@@ -21,22 +18,10 @@ from chronograph.application.outputs import (
 )
 from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
-from chronograph.application.timeline import Moment
-from chronograph.projections import EntityRecord, Graph, WorkspaceIndex, matches, relations_touching
+from chronograph.projections import Graph, relations_touching
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["GraphPageOut", "OpenNodes", "ReadGraph", "SearchNodes", "graph_out"]
-
-
-def graph_out(graph: Graph, workspace: str, entities: Iterable[EntityRecord], as_of: int | None = None) -> GraphOut:
-    """`entities` and the relations touching them."""
-    found = list(entities)
-    relations = relations_touching(graph, workspace, (e.name for e in found))
-    return GraphOut(
-        entities=[entity_out(e) for e in found],
-        relations=[relation_out(r) for r in relations],
-        as_of=UNSET if as_of is None else as_of,
-    )
+__all__ = ["GraphPageOut", "OpenNodes", "ReadGraph"]
 
 
 # --- read_graph ---------------------------------------------------------------------------------
@@ -92,62 +77,28 @@ def page(graph: Graph, args: ReadGraph, as_of: int | None = None) -> GraphPageOu
     )
 
 
-# --- search_nodes -------------------------------------------------------------------------------
-
-
-class SearchNodes(ReadArgs, kw_only=True):
-    query: Annotated[
-        Query, D(description="The search query to match against entity names, types, and observation content")
-    ]
-    ranked: Annotated[bool, D(
-        description="Best matches for the words first (BM25) instead of substring matches")] = False
-    limit: Annotated[int, Meta(ge=1, le=1000), D(description="With ranked: at most this many entities")] = 20
-    as_of: AsOf | UnsetType = UNSET
-
-
-@CORE.query("search_nodes", "Search Nodes", "Search for nodes in the knowledge graph based on a query")
-def search_nodes(memory: Memory, args: SearchNodes) -> GraphOut:
-    """Entities whose name, type or an observation contains the query (any case), with their
-    relations; or, ranked, the best matches for its words."""
-    with memory.timeline.at("search_nodes", args.as_of) as moment:
-        if args.ranked:
-            return _ranked(memory, moment, args)
-        if moment.is_past:  # no standing index for the past: every entity is checked
-            found = [e for e in moment.graph.entities(args.workspace) if matches(e, args.query)]
-        else:
-            index = memory.views.search_index(moment.snapshot, args.workspace)
-            found = [r for s in index.substring(args.query) if (r := moment.live.entity_by_stream(s)) is not None]
-        return graph_out(moment.graph, args.workspace, found, moment.position)
-
-
-def _ranked(memory: Memory, moment: Moment, args: SearchNodes) -> GraphOut:
-    if moment.is_past:  # no standing index for the past: one for this question
-        index = WorkspaceIndex(args.workspace)
-        for record in moment.graph.entities(args.workspace):
-            index.put(record)
-    else:
-        index = memory.views.search_index(moment.snapshot, args.workspace)
-    ranked = index.ranked(args.query, args.limit)
-    found = [(r, score) for stream, score in ranked if (r := moment.graph.entity_by_stream(stream))]
-    out = graph_out(moment.graph, args.workspace, [r for r, _ in found], moment.position)
-    return msgspec.structs.replace(out, scores=[round(score, 6) for _, score in found])
-
-
 # --- open_nodes ---------------------------------------------------------------------------------
 
 
 class OpenNodes(ReadArgs, kw_only=True):
     names: Annotated[Items[Name], D(description="An array of entity names to retrieve")]
+    summary_mode: Annotated[bool, D(description="Names and types only")] = False
     as_of: AsOf | UnsetType = UNSET
 
 
 @CORE.query("open_nodes", "Open Nodes", "Open specific nodes in the knowledge graph by their names")
-def open_nodes(memory: Memory, args: OpenNodes) -> GraphOut:
+def open_nodes(memory: Memory, args: OpenNodes) -> GraphPageOut:
     """The named entities that exist, in creation order, with their relations."""
     with memory.timeline.at("open_nodes", args.as_of) as moment:
         graph, ws = moment.graph, args.workspace
         found = [e for name in dict.fromkeys(args.names) if (e := graph.entity(ws, name)) is not None]
         found.sort(key=lambda entity: entity.seq)
-        return graph_out(graph, ws, found, moment.position)
+        if args.summary_mode:
+            entities = [PageEntityOut(name=e.name, entity_type=e.entity_type) for e in found]
+        else:
+            entities = [entity_out(e, PageEntityOut) for e in found]
+        relations = relations_touching(graph, ws, (e.name for e in found))
+        return GraphPageOut(entities=entities, relations=[relation_out(r) for r in relations],
+                            as_of=UNSET if moment.position is None else moment.position)
 
 

@@ -20,7 +20,6 @@ __all__ = [
     "DeletedOut",
     "EntitiesOut",
     "EntityOut",
-    "GraphOut",
     "Out",
     "PageEntityOut",
     "RelationOut",
@@ -74,13 +73,6 @@ class PageEntityOut(Out, kw_only=True):
     version: int | UnsetType = UNSET
     created_at: str | UnsetType = UNSET
     updated_at: str | UnsetType = UNSET
-
-
-class GraphOut(Out, kw_only=True):
-    entities: list[EntityOut]
-    relations: list[RelationOut]
-    scores: list[float] | UnsetType = UNSET
-    as_of: int | UnsetType = UNSET
 
 
 class EntitiesOut(Out, kw_only=True):

@@ -10,8 +10,9 @@ stored. Nothing of a rejected call is written.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from chronograph.application.arguments import parse
@@ -24,7 +25,12 @@ from chronograph.application.timeline import Timeline
 from chronograph.eventstore import ConcurrencyError, EventStoreError, LmdbLog, LogTransaction, StorageFullError
 from chronograph.eventstore.keys import digest
 from chronograph.projections import LmdbState, Progress, ProjectionError, Views, paused_gc
+from chronograph.projections.embedder import open_embedder
+from chronograph.projections.errors import EmbeddingsUnavailableError
 from msgspec import UNSET
+
+if TYPE_CHECKING:
+    from chronograph.application.semantic import Semantic
 
 __all__ = ["Memory", "Written"]
 
@@ -44,7 +50,16 @@ class _Remembered(msgspec.Struct, frozen=True, array_like=True):
 
 
 class Memory:
-    """A knowledge-graph memory on the store at `path` (created if missing)."""
+    """A knowledge-graph memory on the store at `path` (created if missing).
+
+    `embeddings` chooses semantic search: "off" (the default here), "auto" (the bundled
+    model if the semantic extra is installed), "local", or the URL of an OpenAI-compatible
+    endpoint serving `embeddings_model`. The projector does not run until
+    `semantic.start()` (a server starts it) or `semantic.catch_up()`.
+
+    Every use of the store goes through `lock`, so that other threads of the process
+    (the embedding projector) can share it.
+    """
 
     def __init__(
         self,
@@ -55,20 +70,56 @@ class Memory:
         progress: Progress | None = None,
         export_dir: Path | ExportDir | None = None,
         max_size: int | None = None,
+        embeddings: str = "off",
+        embeddings_model: str | None = None,
+        embeddings_key: str | None = None,
     ) -> None:
+        self.lock = threading.RLock()
         self.export_dir = ExportDir(export_dir) if isinstance(export_dir, Path) else export_dir
         """Where export_graph may write files (None: nowhere)."""
         self.log = LmdbLog(Path(path), sync=sync, readonly=readonly, max_map_size=max_size)
         try:
             self.views = Views(self.log, progress=progress)
             self.timeline = Timeline(self.log, self.views)
+            self.semantic: Semantic | None = None
+            """Semantic search, when an embedder is configured and installed."""
+            self.semantic_off = (
+                "Semantic search is off for this server (--embeddings off). Start it with "
+                "--embeddings local (needs: pip install 'chronograph[semantic]') or an endpoint URL."
+            )
+            """Why `semantic` is None."""
+            try:
+                embedder = open_embedder(embeddings, model=embeddings_model, api_key=embeddings_key)
+            except EmbeddingsUnavailableError as error:
+                self.semantic_off = f"Semantic search is unavailable: {error}."
+                embedder = None
+            if embedder is not None:
+                from chronograph.application.semantic import Semantic  # noqa: PLC0415 (numpy loads here)
+
+                self.semantic = Semantic(self.views, embedder, self.lock)
         except BaseException:
             self.log.close()
             raise
 
     def close(self) -> None:
-        """Close the store."""
-        self.log.close()
+        """Stop the embedding projector, keep the search indexes' images, close the store."""
+        if self.semantic is not None:
+            self.semantic.stop()
+        with self.lock:
+            try:
+                self.views.search.save(every=1)
+            except (EventStoreError, ProjectionError):
+                pass  # an image is an optimisation: the next process builds the index instead
+            self.log.close()
+
+    def prepare_search(self) -> int:
+        """Index every workspace's words and keep the images in the store, so that the first
+        search of the next server loads them instead of reading every entity; return how many."""
+        with self.lock:
+            with self.views.snapshot() as snapshot:
+                for workspace in snapshot.graph.workspaces():
+                    self.views.search_index(snapshot, workspace.name)
+            return self.views.search.save(every=1)
 
     def store_bytes(self) -> int:
         """What the store takes on disk (log and views)."""
@@ -141,7 +192,8 @@ class Memory:
             return Written(output, changed=bool(writes))
 
         try:
-            return self.views.transact(work)
+            with self.lock:
+                return self.views.transact(work)
         except StorageFullError as error:
             raise StorageError(str(error)) from None
         except ConcurrencyError as error:  # only if the views were wrong about a version
@@ -157,8 +209,14 @@ class Memory:
         """
         spec = CORE[tool] if isinstance(tool, str) else tool
         args = parse(spec.name, arguments, spec.arguments)
-        try:
-            with paused_gc():  # a whole graph's output forms no cycles; scanning it halved the speed
-                return spec.handler(self, args)
-        except (EventStoreError, ProjectionError) as error:
-            raise StorageError(f"The store could not answer: {error}") from None
+        with self.lock:
+            try:
+                with paused_gc():  # a whole graph's output forms no cycles; scanning it halved the speed
+                    output = spec.handler(self, args)
+            except (EventStoreError, ProjectionError) as error:
+                raise StorageError(f"The store could not answer: {error}") from None
+            try:
+                self.views.search.save()  # when an index ran far ahead of its image (outside the read)
+            except (EventStoreError, ProjectionError):
+                pass  # kept next time; the answer stands
+            return output

@@ -26,11 +26,12 @@ from chronograph.projections.records import (
     WorkspaceRecord,
     copy_record,
 )
-from chronograph.projections.search import SearchIndex, WorkspaceIndex, matches
+from chronograph.projections.search import SearchIndex
 from chronograph.projections.streams import context_stream, new_entity_stream, relation_stream
 from chronograph.projections.verify import verify
 from chronograph.projections.versions import Version, changes_of, stream_history, versions_of
 from chronograph.projections.views import Snapshot, Views
+from chronograph.projections.wordindex import WorkspaceIndex, matches
 
 __all__ = [
     "ENTITY",

@@ -17,3 +17,8 @@ class RebuildError(ProjectionError):
 
 class ViewsDamagedError(ProjectionError):
     """An index of the views points at a record that is not there; a rebuild repairs it."""
+
+
+class EmbeddingsUnavailableError(ProjectionError):
+    """Texts cannot be embedded: the semantic extra is missing, the model is damaged or the
+    embeddings endpoint does not answer. The other kinds of search are unaffected."""

@@ -1,282 +1,122 @@
-"""Search: exact case-insensitive substring matching and BM25 word ranking, without scans.
+"""The word indexes of a store, one per workspace: kept in the store, caught up from the log.
 
-Each workspace's entities are split (lowercased) into whitespace tokens. Postings map
-a token to the entities holding it, and a trigram index over the *vocabulary* of
-distinct tokens finds the tokens containing a query fragment. Any substring of a text
-is made of fragments that each lie inside one token, so the entities whose tokens
-contain every fragment of the query are a superset of the answer, and checking each
-against its text makes the answer exact. The vocabulary grows far slower than the
-text, so indexing an entity costs one posting per distinct token, not per trigram.
+A process loads a workspace's index from its image in the store (the `search.v1`
+database), brings it up to the snapshot it answers from by re-indexing the entities the
+log changed since the image's position, and keeps it in memory from then on. Only a
+workspace without an image is indexed from every entity, once; its image is saved
+right after, again every `SAVE_EVERY` events and when the store closes. An image is a
+fold of the log up to its position, which never changes, so an old one is only slower
+to catch up, never wrong; a rebuild of the views drops them all.
 
-The index is kept in memory, one per workspace and process, built from the entity view
-on first use and brought up to date from the log before every query. It is not written
-inline to LMDB on purpose; see docs/decisions.md (a posting per token or trigram dirties
-dozens of B-tree pages per durable write).
-
-Postings only grow: an entity's old postings stay until the index is compacted, and
-every candidate is verified against the entity's current text, so a stale posting can
-cost a little time but never a wrong answer.
+The images are not written inline with each write on purpose: a posting list per term
+would dirty dozens of B-tree pages per durable write (see docs/decisions.md).
 """
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Iterable
-
-from chronograph.eventstore import EntityCreated, LogReader
+import lmdb
+from chronograph.eventstore import EntityCreated, LmdbEnv, LogReader
+from chronograph.eventstore.keys import digest
 from chronograph.projections.graph import LmdbGraph
-from chronograph.projections.records import EntityRecord
+from chronograph.projections.wordindex import IMAGE_FORMAT, WorkspaceIndex
 
-__all__ = ["SearchIndex", "WorkspaceIndex", "folded", "matches"]
+__all__ = ["SAVE_EVERY", "SearchIndex"]
 
-_TERM = re.compile(r"\w+")
-K1, B = 1.2, 0.75
-SHORT = 3
-"""Fragments shorter than this are looked up by scanning the vocabulary (not the entities)."""
-
-
-def folded(record: EntityRecord) -> tuple[str, ...]:
-    """The searchable texts of an entity, lowercased: name, type, then observations."""
-    return (record.name.lower(), record.entity_type.lower(), *(o.lower() for o in record.observations))
-
-
-def matches(record: EntityRecord, query: str) -> bool:
-    """The official server's rule: the query, case-insensitively, in name, type or an observation."""
-    needle = query.lower()
-    return any(needle in text for text in folded(record))
-
-
-def _tokens(texts: Iterable[str]) -> set[str]:
-    return {token for text in texts for token in text.split()}
-
-
-def _terms(texts: Iterable[str]) -> list[str]:
-    return [term for text in texts for term in _TERM.findall(text)]
-
-
-class WorkspaceIndex:
-    """Postings of one workspace's entities, current at `position`."""
-
-    def __init__(self, workspace: str) -> None:
-        self.workspace = workspace
-        self.position = 0
-        self._reset()
-
-    def _reset(self) -> None:
-        self._ids: dict[str, int] = {}
-        self._texts: list[tuple[str, ...] | None] = []
-        self._streams: list[str] = []
-        self._seqs: list[int] = []
-        self._lengths: list[int] = []
-        self._postings: dict[str, list[int]] = {}
-        """token -> documents that held it (possibly stale, possibly repeated)"""
-        self._grams: dict[str, list[str]] = {}
-        """trigram -> tokens of the vocabulary containing it"""
-        self._term_tokens: dict[str, list[str]] = {}
-        """BM25 term (a \\w+ run) -> tokens of the vocabulary containing it"""
-        self._live = 0
-        self._total_length = 0
-        self._size = 0
-        self._stale = 0
-
-    def __len__(self) -> int:
-        return self._live
-
-    def put(self, record: EntityRecord) -> None:
-        """Index `record`, replacing what was indexed for its stream."""
-        texts = folded(record)
-        doc = self._ids.get(record.stream)
-        if doc is None:
-            doc = self._ids[record.stream] = len(self._texts)
-            self._texts.append(None)
-            self._streams.append(record.stream)
-            self._seqs.append(record.seq)
-            self._lengths.append(0)
-            old: set[str] = set()
-            self._live += 1
-        else:
-            previous = self._texts[doc]
-            if previous == texts:
-                return
-            old = _tokens(previous) if previous is not None else set()
-        new = _tokens(texts)
-        self._post(new - old, doc)
-        self._stale += len(old - new)
-        length = len(_terms(texts))
-        self._total_length += length - self._lengths[doc]
-        self._lengths[doc] = length
-        self._texts[doc] = texts
-        self._seqs[doc] = record.seq
-        self._compact_if_stale()
-
-    def remove(self, stream: str) -> None:
-        """Forget the entity of `stream` (its postings turn stale)."""
-        doc = self._ids.pop(stream, None)
-        if doc is None:
-            return
-        old = self._texts[doc]
-        assert old is not None
-        self._stale += len(_tokens(old))
-        self._texts[doc] = None
-        self._live -= 1
-        self._total_length -= self._lengths[doc]
-        self._lengths[doc] = 0
-        self._compact_if_stale()
-
-    def knows(self, stream: str) -> bool:
-        """Whether `stream` is an entity of this index."""
-        return stream in self._ids
-
-    # --- queries --------------------------------------------------------------------------
-
-    def substring(self, query: str) -> list[str]:
-        """Streams of the entities containing `query` case-insensitively, oldest first."""
-        needle = query.lower()
-        fragments = needle.split()
-        texts = self._texts
-        candidates: Iterable[int]
-        if not fragments:  # empty or only whitespace: every entity is a candidate
-            candidates = range(len(texts))
-        else:
-            found: set[int] | None = None
-            for fragment in sorted(set(fragments), key=len, reverse=True):
-                docs = self._documents_with(fragment)
-                found = docs if found is None else found & docs
-                if not found:
-                    return []
-            candidates = found or ()
-        hits = [
-            doc for doc in candidates
-            if (doc_texts := texts[doc]) is not None and any(needle in t for t in doc_texts)
-        ]
-        hits.sort(key=self._seqs.__getitem__)
-        return [self._streams[doc] for doc in hits]
-
-    def ranked(self, query: str, limit: int) -> list[tuple[str, float]]:
-        """(stream, BM25 score) of the best `limit` entities for the words of `query`."""
-        terms = list(dict.fromkeys(_TERM.findall(query.lower())))
-        if not terms or not self._live:
-            return []
-        candidates: set[int] = set()
-        for term in terms:
-            for token in self._term_tokens.get(term, ()):
-                candidates.update(self._postings[token])
-        frequencies: dict[int, dict[str, int]] = {}
-        document_frequency = dict.fromkeys(terms, 0)
-        for doc in candidates:
-            doc_texts = self._texts[doc]
-            if doc_texts is None:
-                continue
-            found = _terms(doc_texts)
-            counts = {term: found.count(term) for term in terms}
-            if any(counts.values()):
-                frequencies[doc] = counts
-                for term, count in counts.items():
-                    document_frequency[term] += count > 0
-        total = self._live
-        average = self._total_length / total or 1.0
-        idf = {
-            term: math.log(1 + (total - df + 0.5) / (df + 0.5))
-            for term, df in document_frequency.items()
-        }
-        scored = []
-        for doc, counts in frequencies.items():
-            norm = K1 * (1 - B + B * self._lengths[doc] / average)
-            score = sum(idf[t] * c * (K1 + 1) / (c + norm) for t, c in counts.items() if c)
-            scored.append((-score, self._seqs[doc], doc))
-        scored.sort()
-        return [(self._streams[doc], -negative) for negative, _, doc in scored[:limit]]
-
-    def _documents_with(self, fragment: str) -> set[int]:
-        """Documents holding a token that contains `fragment`."""
-        if len(fragment) < SHORT:
-            tokens: Iterable[str] = [t for t in self._postings if fragment in t]
-        else:
-            lists = []
-            for i in range(len(fragment) - 2):
-                holders = self._grams.get(fragment[i : i + 3])
-                if holders is None:
-                    return set()
-                lists.append(holders)
-            tokens = [t for t in min(lists, key=len) if fragment in t]
-        docs: set[int] = set()
-        postings = self._postings
-        for token in tokens:
-            docs.update(postings[token])
-        return docs
-
-    # --- maintenance ----------------------------------------------------------------------
-
-    def _post(self, tokens: Iterable[str], doc: int) -> None:
-        postings = self._postings
-        for token in tokens:
-            posting = postings.get(token)
-            if posting is None:
-                postings[token] = [doc]
-                self._learn(token)
-            else:
-                posting.append(doc)
-            self._size += 1
-
-    def _learn(self, token: str) -> None:
-        grams = self._grams
-        for gram in {token[i : i + 3] for i in range(len(token) - 2)}:
-            holders = grams.get(gram)
-            if holders is None:
-                grams[gram] = [token]
-            else:
-                holders.append(token)
-        for term in set(_TERM.findall(token)):
-            holders = self._term_tokens.get(term)
-            if holders is None:
-                self._term_tokens[term] = [token]
-            else:
-                holders.append(token)
-
-    def _compact_if_stale(self) -> None:
-        if self._stale > 1024 and self._stale * 2 > self._size:
-            live = [(s, self._texts[doc], self._seqs[doc]) for s, doc in self._ids.items()]
-            self._reset()
-            for stream, texts, seq in live:
-                assert texts is not None
-                doc = self._ids[stream] = len(self._texts)
-                self._texts.append(texts)
-                self._streams.append(stream)
-                self._seqs.append(seq)
-                self._lengths.append(len(_terms(texts)))
-                self._post(_tokens(texts), doc)
-                self._live += 1
-                self._total_length += self._lengths[doc]
+SAVE_EVERY = 10_000
+"""Events an index may run ahead of its saved image before it is saved again."""
 
 
 class SearchIndex:
-    """The search indexes of one process, one per workspace, caught up on every query."""
+    """The word indexes of one store in this process."""
 
-    def __init__(self) -> None:
+    NAME = f"search.v{IMAGE_FORMAT}"
+
+    def __init__(self, env: LmdbEnv) -> None:
+        self.env = env
+        absent = env.readonly and self.NAME not in env.database_names()
+        self.db = None if absent else env.open_db(self.NAME)
         self._workspaces: dict[str, WorkspaceIndex] = {}
+        self._saved: dict[str, int] = {}
+        """workspace -> the position of its image in the store (-1: none)"""
 
     def current(self, log: LogReader, graph: LmdbGraph, workspace: str) -> WorkspaceIndex:
         """The workspace's index, brought up to the position of `graph` (same snapshot as `log`)."""
         index = self._workspaces.get(workspace)
         if index is None or index.position > graph.position:
-            index = self._workspaces[workspace] = WorkspaceIndex(workspace)
-            for record in graph.entities(workspace):
-                index.put(record)
-        elif index.position < graph.position:
-            touched: set[str] = set()
-            for envelope in log.all(index.position + 1, graph.position):
-                event = envelope.event
-                if isinstance(event, EntityCreated):
-                    if event.workspace == workspace:
-                        touched.add(envelope.stream)
-                elif index.knows(envelope.stream):
-                    touched.add(envelope.stream)
-            for stream in touched:
-                found = graph.entity_by_stream(stream)
-                if found is None:
-                    index.remove(stream)
-                else:
-                    index.put(found)
-        index.position = graph.position
+            index = self._workspaces[workspace] = self._load(graph, workspace) or self._build(graph, workspace)
+        if index.position < graph.position:
+            _catch_up(index, log, graph)
         return index
+
+    def _load(self, graph: LmdbGraph, workspace: str) -> WorkspaceIndex | None:
+        if self.db is None:
+            return None
+        data = graph.txn.get(digest(workspace.encode()), db=self.db)
+        index = None if data is None else WorkspaceIndex.from_image(bytes(data))
+        if index is None or index.workspace != workspace or index.position > graph.position:
+            return None
+        self._saved[workspace] = index.position
+        return index
+
+    def _build(self, graph: LmdbGraph, workspace: str) -> WorkspaceIndex:
+        index = WorkspaceIndex(workspace)
+        for record in graph.entities(workspace):
+            index.put(record)
+        index.position = graph.position
+        self._saved[workspace] = -1
+        return index
+
+    # --- keeping images -------------------------------------------------------------------
+
+    def due(self, *, every: int = SAVE_EVERY) -> list[WorkspaceIndex]:
+        """The indexes whose image is missing or `every` events or more behind them."""
+        if self.db is None or self.env.readonly:
+            return []
+        return [
+            index for workspace, index in self._workspaces.items()
+            if (saved := self._saved.get(workspace, -1)) < 0 or index.position - saved >= every
+        ]
+
+    def save(self, *, every: int = SAVE_EVERY) -> int:
+        """Save the images that are `due`; return how many. Call it outside any transaction."""
+        indexes = self.due(every=every)
+        if not indexes:
+            return 0
+        images = [(index.workspace, index.position, index.image()) for index in indexes]
+        db = self.db
+        assert db is not None
+
+        def write(txn: lmdb.Transaction) -> None:
+            for workspace, _, image in images:
+                txn.put(digest(workspace.encode()), image, db=db)
+
+        self.env.write(write)
+        for workspace, position, _ in images:
+            self._saved[workspace] = position
+        return len(images)
+
+    def forget(self, txn: lmdb.Transaction) -> None:
+        """Drop every image in `txn` and every index of this process (after a rebuild)."""
+        if self.db is not None:
+            txn.drop(self.db, delete=False)
+        self._workspaces.clear()
+        self._saved.clear()
+
+
+def _catch_up(index: WorkspaceIndex, log: LogReader, graph: LmdbGraph) -> None:
+    """Re-index the entities of the index's workspace that changed after its position."""
+    touched: set[str] = set()
+    for envelope in log.all(index.position + 1, graph.position):
+        event = envelope.event
+        if isinstance(event, EntityCreated):
+            if event.workspace == index.workspace:
+                touched.add(envelope.stream)
+        elif index.knows(envelope.stream):
+            touched.add(envelope.stream)
+    for stream in touched:
+        found = graph.entity_by_stream(stream)
+        if found is None:
+            index.remove(stream)
+        else:
+            index.put(found)
+    index.position = graph.position

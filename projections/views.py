@@ -21,9 +21,10 @@ from chronograph.projections.fold import apply_all
 from chronograph.projections.graph import LmdbGraph
 from chronograph.projections.lmdbstate import LmdbState
 from chronograph.projections.rebuild import RebuildReport, rebuild
-from chronograph.projections.search import SearchIndex, WorkspaceIndex
+from chronograph.projections.search import SearchIndex
 from chronograph.projections.snapshots import Snapshots
 from chronograph.projections.tables import Pointer, Tables, open_tables, slot
+from chronograph.projections.wordindex import WorkspaceIndex
 
 __all__ = ["Snapshot", "Views"]
 
@@ -62,7 +63,8 @@ class Views:
         self.pointer = Pointer(self.env)
         self._slots: dict[str, Tables] = {}
         self._tables: Tables | None = None
-        self._search = SearchIndex()
+        self.search = SearchIndex(self.env)
+        """The word indexes, kept in the store and caught up from the log."""
         self.snapshots = Snapshots(self.env)
         """Saved folds of the log, for time travel."""
         with self.env.read() as txn:
@@ -107,6 +109,7 @@ class Views:
         """
         report = rebuild(self.log, self.binding, self.pointer, self.snapshots, self._tables_of, progress)
         self.adopt(report.generation)
+        self.env.write(self.search.forget)
         return report
 
     # --- reading --------------------------------------------------------------------------
@@ -130,7 +133,7 @@ class Views:
 
     def search_index(self, snapshot: Snapshot, workspace: str) -> WorkspaceIndex:
         """The search index of `workspace`, current at the snapshot's position."""
-        return self._search.current(snapshot.log, snapshot.graph, workspace)
+        return self.search.current(snapshot.log, snapshot.graph, workspace)
 
     def behind(self) -> int:
         """How many events of the log the views have not folded yet (0 when current)."""

@@ -7,6 +7,7 @@ damaged store in one line before any transport starts).
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,7 +27,7 @@ from mcp.server.mcpserver.exceptions import ResourceError
 
 import chronograph
 
-__all__ = ["GRAPH_URI", "Runtime", "create_server"]
+__all__ = ["GRAPH_URI", "EmbeddingProgress", "Runtime", "create_server"]
 
 GRAPH_URI = "memory://knowledge-graph"
 WORKSPACES_URI = "memory://workspaces"
@@ -58,7 +59,13 @@ class Runtime:
             exports = None
             if settings.export_dir is not None:
                 exports = ExportDir(settings.export_dir, max_export=settings.export_max, budget=settings.export_budget)
-            self._memory = Memory(settings.store, sync=settings.sync, export_dir=exports, max_size=settings.max_size)
+            self._memory = Memory(
+                settings.store, sync=settings.sync, export_dir=exports, max_size=settings.max_size,
+                embeddings=settings.embeddings, embeddings_model=settings.embeddings_model,
+                embeddings_key=settings.embeddings_key,
+            )
+            if self._memory.semantic is not None and not self._memory.log.readonly:
+                self._memory.semantic.start(EmbeddingProgress())
         self._users += 1
         return self._memory
 
@@ -125,6 +132,35 @@ class Runtime:
             self._subscribers.pop(id(session._connection), None)  # noqa: SLF001
 
 
+class EmbeddingProgress:
+    """Says on stderr how far the first embedding of a large store has got, every tenth or so."""
+
+    SMALL = 2_000
+    """Backlogs (in events) too small to mention."""
+
+    def __init__(self) -> None:
+        self._start: int | None = None
+        self._said = 0.0
+
+    def __call__(self, checkpoint: int, head: int) -> None:
+        if self._start is None:
+            self._start = checkpoint
+            if head - checkpoint >= self.SMALL:
+                print(f"chronograph: embedding the store for semantic search (log position {checkpoint:,} "
+                      f"of {head:,}); the other kinds of search work meanwhile", file=sys.stderr)
+            else:
+                self._start = head  # nothing worth a word
+            return
+        span = max(1, head - self._start)
+        done = (checkpoint - self._start) / span
+        if head - self._start >= self.SMALL and (done - self._said >= 0.1 or checkpoint >= head):
+            self._said = done
+            print(f"chronograph: embedded through log position {checkpoint:,} of {head:,} ({done:.0%})",
+                  file=sys.stderr)
+        if checkpoint >= head:
+            self._start, self._said = None, 0.0
+
+
 def create_server(settings: Settings, runtime: Runtime | None = None, *, log_level: str = "WARNING") -> MCPServer:
     """An MCP server over the store of `settings` (not opened until the server runs).
 
@@ -147,7 +183,7 @@ def create_server(settings: Settings, runtime: Runtime | None = None, *, log_lev
         version=chronograph.__version__,
         instructions=surface.instructions,
         tools=build_tools(surface.tools, runtime.call, writes_files=settings.export_dir is not None,
-                          official=OFFICIAL_TOOLS),
+                          official=OFFICIAL_TOOLS, output_schemas=surface.name == "official"),
         lifespan=lifespan,
         log_level=log_level,  # type: ignore[arg-type]
     )

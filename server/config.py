@@ -40,3 +40,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Bytes all exports of this server may write together."""
     max_reply: int | None = DEFAULT_MAX_REPLY
     """Largest read reply in bytes; None: no limit (see DEFAULT_MAX_REPLY)."""
+    embeddings: str = "auto"
+    """Semantic search: auto (the bundled model if the semantic extra is installed), local, off,
+    or the URL of an OpenAI-compatible embeddings endpoint."""
+    embeddings_model: str | None = None
+    """The model to ask an embeddings endpoint for."""
+    embeddings_key: str | None = None
+    """The endpoint's API key (sent as a bearer token)."""

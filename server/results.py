@@ -76,8 +76,16 @@ def _hint(tool: str, output: msgspec.Struct, size: int, limit: int) -> str:
             f"Page through it: read_graph with limit {fit} and offset 0, then each answer's "
             "nextOffset; or summaryMode true for names and types only."
         )
-    if tool == "search_nodes":
-        return "Search for something narrower."
+    if tool in ("search_nodes", "open_nodes"):
+        entities = getattr(output, "entities", [])
+        fit = max(1, int(len(entities) * limit / size * 0.8))
+        if tool == "open_nodes":
+            return f"Open fewer names at a time (about {fit}), or set summaryMode true for names and types only."
+        return (
+            f"Page through it: search_nodes with limit {fit} and offset 0, then each answer's nextOffset; "
+            "or summaryMode true for names and types only; or narrow it with entityTypes, relationTypes "
+            "or metadata."
+        )
     if tool == "export_graph":
         return "Export with the CLI instead: chronograph export --format ... -o FILE."
     return "Ask for less (a smaller limit, a narrower filter)."

@@ -55,24 +55,25 @@ _BRIEF: dict[Kind, ToolAnnotations] = {  # MCP's defaults: not read-only, destru
 
 
 def build_tools(
-    tools: Iterable[Tool], handler: Handler, *, writes_files: bool = False, official: Iterable[str] = ()
+    tools: Iterable[Tool], handler: Handler, *, writes_files: bool = False, official: Iterable[str] = (),
+    output_schemas: bool = False,
 ) -> list[SdkTool]:
     """SDK tools for `tools`, each calling `handler(tool, arguments, ctx)`.
 
     Without `writes_files` (no export directory), an export only reads: so its annotations
-    say. The `official` tools publish what the official server publishes: all four hints
-    and their output schema; Chronograph's own tools publish the hints that differ from
-    MCP's defaults (and always whether they write) and
-    no output schema (their answers are JSON objects whose fields say what they hold; a
-    schema would cost every conversation its bytes for what the model reads anyway).
+    say. The `official` tools publish the official server's four hints, and with
+    `output_schemas` (the official profile) its output schemas too; Chronograph's own
+    tools publish the hints that differ from MCP's defaults (and always whether they
+    write) and no output schema: answers are JSON objects whose fields say what they
+    hold, and a schema costs every conversation its bytes (see docs/decisions.md).
     """
     mirrored = set(official)
     return [_sdk_tool(tool, handler, "read" if tool.kind == "export" and not writes_files else tool.kind,
-                      tool.name in mirrored)
+                      tool.name in mirrored, output_schemas and tool.name in mirrored)
             for tool in tools]
 
 
-def _sdk_tool(tool: Tool, handler: Handler, kind: Kind, mirrored: bool) -> SdkTool:
+def _sdk_tool(tool: Tool, handler: Handler, kind: Kind, mirrored: bool, schema: bool) -> SdkTool:
     async def run(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         try:
             return await handler(tool, arguments, ctx)
@@ -88,7 +89,7 @@ def _sdk_tool(tool: Tool, handler: Handler, kind: Kind, mirrored: bool) -> SdkTo
         title=tool.title,
         description=tool.description,
         parameters=json_schema(tool.arguments),
-        fn_metadata=_RawArguments(arg_model=_NoArguments, output_schema=json_schema(tool.output) if mirrored else None),
+        fn_metadata=_RawArguments(arg_model=_NoArguments, output_schema=json_schema(tool.output) if schema else None),
         is_async=True,
         context_kwarg="ctx",
         annotations=(_ANNOTATIONS if mirrored else _BRIEF)[kind],

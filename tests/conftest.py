@@ -3,6 +3,7 @@ and a real MCP client driving an in-process server."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from chronograph.server.app import Runtime, create_server
 from chronograph.server.config import Settings
 from mcp import Client
 from mcp_types import Implementation
+
+os.environ["CHRONOGRAPH_EMBEDDINGS"] = "off"  # servers a test spawns load no model unless the test asks
 
 
 @pytest.fixture
@@ -34,7 +37,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(store=tmp_path / "store")
+    return Settings(store=tmp_path / "store", embeddings="off")
 
 
 @pytest.fixture

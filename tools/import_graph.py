@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
             progress = Progress()
             report = import_plan(memory, plan, args.workspace, stored, progress)
             progress.finish()
+            memory.prepare_search()  # the next server's first search loads the index
     except (EventStoreError, ProjectionError, ChronographError) as error:
         print(f"chronograph import: {error}", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,11 @@ if __package__ in (None, ""):  # run as a script from a checkout
     checkout.ensure_importable()
 
 from chronograph.application import Memory
-from chronograph.application.config import resolve_store
+from chronograph.application.config import EMBEDDINGS_ENV, resolve_store
 from chronograph.application.errors import ChronographError
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError, verify
+from chronograph.projections.errors import EmbeddingsUnavailableError
 from chronograph.tools.parsing import add_store_argument, explain, missing_workspace, script_main
 from chronograph.tools.progress import Progress
 from chronograph.tools.terminal import print_rows
@@ -169,12 +171,27 @@ def _entity_change(a: dict[str, Any], b: dict[str, Any]) -> str:
 
 
 def _rebuild(store: Path) -> int:
+    """Rebuild the views, then the search images and the embeddings (with the bundled model
+    unless $CHRONOGRAPH_EMBEDDINGS says otherwise; a server re-embeds in the background)."""
     progress = Progress()
-    with Memory(store, progress=progress) as memory:
+    spec = os.environ.get(EMBEDDINGS_ENV) or "auto"
+    local = spec if spec in ("auto", "local") else "off"
+    with Memory(store, progress=progress, embeddings=local) as memory:
         report = memory.views.rebuild(progress)
+        images = memory.prepare_search()
+        embedded = memory.semantic is not None
+        if memory.semantic is not None:
+            memory.semantic.forget()
+            try:
+                memory.semantic.catch_up(lambda done, head: progress("embedding", done, head))
+            except EmbeddingsUnavailableError as error:
+                print(f"chronograph replay: the embeddings were not rebuilt ({error}); a server "
+                      "embeds the store in the background when it starts", file=sys.stderr)
+                embedded = False
     progress.finish()
     print(f"rebuilt generation {report.generation}: {report.events:,} events, {report.keys:,} keys "
-          f"in {report.seconds:.2f} s")
+          f"in {report.seconds:.2f} s; {images} search index(es)"
+          + ("; embeddings rebuilt" if embedded else ""))
     return 0
 
 

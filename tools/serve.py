@@ -15,7 +15,14 @@ import sys
 from pathlib import Path
 
 from chronograph.application import ChronographError, Memory
-from chronograph.application.config import ACTOR_ENV, STORE_ENV, TOKEN_ENV, default_store, resolve_store
+from chronograph.application.config import (
+    ACTOR_ENV,
+    EMBEDDINGS_ENV,
+    STORE_ENV,
+    TOKEN_ENV,
+    default_store,
+    resolve_store,
+)
 from chronograph.application.exportdir import DEFAULT_BUDGET, DEFAULT_MAX_EXPORT
 from chronograph.application.importing import check, import_plan, read_file
 from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES
@@ -24,6 +31,8 @@ from chronograph.server.config import DEFAULT_MAX_BODY, DEFAULT_MAX_REPLY, MAX_M
 import chronograph
 
 __all__ = ["add_arguments", "run", "settings_of"]
+
+EMBEDDINGS_KEY_ENV = "CHRONOGRAPH_EMBEDDINGS_KEY"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,6 +83,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-message", type=_bytes, default=MAX_MESSAGE, metavar="SIZE",
         help="longest JSON-RPC message read from stdin; a longer one is refused with an error (default: 32M)",
+    )
+    parser.add_argument(
+        "--embeddings", default=os.environ.get(EMBEDDINGS_ENV) or "auto", metavar="auto|local|off|URL",
+        type=_embeddings,
+        help="semantic search: the bundled model (local; auto uses it when the semantic extra is installed), "
+        "off, or the URL of an OpenAI-compatible embeddings endpoint such as Ollama's "
+        f"http://localhost:11434/v1 (default: ${EMBEDDINGS_ENV}, else auto)",
+    )
+    parser.add_argument(
+        "--embeddings-model", metavar="NAME",
+        help=f"the model an embeddings endpoint should use, e.g. nomic-embed-text; its API key, if any, "
+        f"is read from ${EMBEDDINGS_KEY_ENV}",
     )
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default: 127.0.0.1)")
@@ -143,6 +164,12 @@ def _size(text: str) -> int:
     return value
 
 
+def _embeddings(text: str) -> str:
+    if text in ("auto", "local", "off") or text.startswith(("http://", "https://")):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r}: use auto, local, off or an http(s) URL")
+
+
 def _profile(args: argparse.Namespace) -> str:
     if args.profile is not None:
         return str(args.profile)
@@ -167,6 +194,9 @@ def settings_of(args: argparse.Namespace) -> Settings:
         export_budget=args.export_budget,
         max_size=args.max_size,
         max_reply=args.max_reply,
+        embeddings=args.embeddings,
+        embeddings_model=args.embeddings_model,
+        embeddings_key=os.environ.get(EMBEDDINGS_KEY_ENV) or None,
     )
 
 
@@ -211,6 +241,10 @@ def run(args: argparse.Namespace) -> int:
     from chronograph.server.stdio import run_stdio
 
     settings = settings_of(args)
+    if settings.embeddings.startswith(("http://", "https://")) and not settings.embeddings_model:
+        print("chronograph: --embeddings with an endpoint URL needs --embeddings-model NAME (the model to ask for)",
+              file=sys.stderr)
+        return 2
     sock = None
     if args.http:  # bind first: a port clash is one clear line, before anything is announced
         from chronograph.server.listener import bind

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 from chronograph.application import Memory
 from chronograph.eventstore import clock
 from freezegun import freeze_time
@@ -33,7 +34,7 @@ def test_the_answer_of_a_write_is_what_a_read_then_returns(tmp_path: Path) -> No
             {"name": "Ada", "observations": ["x", "x", "y"]}, {"name": "Ada", "entityType": "countess"},
         ]}, actor="t").output
         read = memory.read("open_nodes", {"names": ["Ada"]})
-    assert updated.entities == read.entities  # type: ignore[attr-defined]
+    assert msgspec.to_builtins(updated.entities) == msgspec.to_builtins(read.entities)  # type: ignore[attr-defined]
 
 
 def test_a_name_deleted_and_created_again_in_one_call_is_a_new_entity(tmp_path: Path) -> None:

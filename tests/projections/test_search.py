@@ -1,97 +1,97 @@
-"""Search: the substring index answers exactly what a full scan would, and ranks words."""
+"""The store's word indexes: they follow writes, are kept as images, load instead of rebuilding."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from chronograph.eventstore import NO_STREAM, EntityCreated, EntityDeleted, LmdbLog, ObservationsAdded, StreamWrite
-from chronograph.projections import EntityRecord, Views, WorkspaceIndex, matches, new_entity_stream
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-ALPHABET = "abcAB çÇİiıΣσς-1\n\u00a0"
-text = st.text(alphabet=ALPHABET, max_size=8)
+from chronograph.projections import Views, WorkspaceIndex, new_entity_stream
 
 
-def record(stream: str, seq: int, name: str, entity_type: str = "t", observations=()) -> EntityRecord:  # type: ignore[no-untyped-def]
-    return EntityRecord(stream, "w", name, entity_type, tuple(observations), {}, 1, 0, 0, seq)
+def write(views: Views, stream: str, *events, expected=None) -> None:  # type: ignore[no-untyped-def]
+    writes = [StreamWrite(stream, list(events), expected if expected is not None else "any")]
+    views.transact(lambda tx, state: tx.append(writes, actor="t"))
 
 
-def scan(records: dict[str, EntityRecord], query: str) -> list[str]:
-    return [r.stream for r in sorted(records.values(), key=lambda r: r.seq) if matches(r, query)]
-
-
-@settings(max_examples=150, deadline=None)
-@given(
-    changes=st.lists(st.tuples(st.integers(0, 6), st.none() | st.tuples(text, text, st.lists(text, max_size=3))),
-                     max_size=40),
-    queries=st.lists(text, min_size=1, max_size=6),
-)
-def test_substring_search_equals_a_full_scan_through_any_changes(changes, queries) -> None:  # type: ignore[no-untyped-def]
-    index = WorkspaceIndex("w")
-    live: dict[str, EntityRecord] = {}
-    for seq, (slot, content) in enumerate(changes, start=1):
-        stream = f"e{slot}"
-        if content is None:
-            index.remove(stream)
-            live.pop(stream, None)
-        else:
-            name, entity_type, observations = content
-            previous = live.get(stream)
-            live[stream] = record(stream, previous.seq if previous else seq, name, entity_type, observations)
-            index.put(live[stream])
-    for query in queries:
-        assert index.substring(query) == scan(live, query)
-
-
-def test_an_empty_query_matches_every_entity_like_the_official_server() -> None:
-    index = WorkspaceIndex("w")
-    index.put(record("a", 1, "Ada"))
-    index.put(record("b", 2, "Bob"))
-    assert index.substring("") == ["a", "b"]
-
-
-def test_search_is_case_insensitive_on_name_type_and_observations() -> None:
-    index = WorkspaceIndex("w")
-    index.put(record("a", 1, "Ada Lovelace", "Person", ["wrote the first PROGRAM"]))
-    assert index.substring("lovelace") == index.substring("PERSON") == index.substring("program") == ["a"]
-    assert index.substring("lace person") == []  # never across fields
-
-
-def test_heavy_churn_compacts_the_postings_without_changing_answers() -> None:
-    index = WorkspaceIndex("w")
-    for round_ in range(60):
-        for i in range(20):
-            index.put(record(f"e{i}", i + 1, f"name {i}", "t", [f"round {round_} word{i}x"]))
-    assert index.substring("round 59 word7x") == ["e7"]
-    assert index.substring("round 58") == []
-    assert index._size < 20 * 60 * 3  # compaction dropped the stale postings
-
-
-def test_ranked_search_prefers_rarer_words_and_more_mentions() -> None:
-    index = WorkspaceIndex("w")
-    index.put(record("a", 1, "Ada", "person", ["likes tea", "tea every morning", "tea"]))
-    index.put(record("b", 2, "Bob", "person", ["likes tea once"]))
-    index.put(record("c", 3, "Cy", "person", ["likes coffee", "teapot collector"]))
-    ranked = index.ranked("tea", limit=10)
-    assert [stream for stream, _ in ranked] == ["a", "b"]
-    assert ranked[0][1] > ranked[1][1] > 0
-    assert [s for s, _ in index.ranked("likes coffee", limit=1)] == ["c"]
-
-
-def test_the_views_search_index_follows_writes(store: LmdbLog) -> None:
-    views = Views(store)
+def create(views: Views, name: str, observation: str = "", workspace: str = "w") -> str:
     stream = new_entity_stream()
+    write(views, stream, EntityCreated(workspace=workspace, name=name, entity_type="person"), expected=NO_STREAM)
+    if observation:
+        write(views, stream, ObservationsAdded(observations=(observation,)))
+    return stream
 
-    def write(events, expected=None):  # type: ignore[no-untyped-def]
-        writes = [StreamWrite(stream, events, expected if expected is not None else "any")]
-        views.transact(lambda tx, state: tx.append(writes, actor="t"))
 
-    write([EntityCreated(workspace="w", name="Ada", entity_type="person")], NO_STREAM)
+def containing(views: Views, query: str, workspace: str = "w") -> list[str] | None:
     with views.snapshot() as snapshot:
-        assert views.search_index(snapshot, "w").substring("ada") == [stream]
-    write([ObservationsAdded(observations=("Zebra keeper",))])
-    with views.snapshot() as snapshot:
-        assert views.search_index(snapshot, "w").substring("zebra") == [stream]
-        assert views.search_index(snapshot, "other").substring("zebra") == []
-    write([EntityDeleted()])
-    with views.snapshot() as snapshot:
-        assert views.search_index(snapshot, "w").substring("ada") == []
+        return views.search_index(snapshot, workspace).containing(query)
+
+
+def test_the_index_follows_writes_changes_and_deletions(store: LmdbLog) -> None:
+    views = Views(store)
+    stream = create(views, "Ada")
+    assert containing(views, "ada") == [stream]
+    write(views, stream, ObservationsAdded(observations=("Zebra keeper",)))
+    assert containing(views, "zebra") == [stream]
+    assert containing(views, "zebra", workspace="other") == []
+    write(views, stream, EntityDeleted())
+    assert containing(views, "ada") == []
+
+
+def test_a_new_process_loads_the_saved_image_and_indexes_only_what_changed_since(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with LmdbLog(store_path) as store:
+        views = Views(store)
+        streams = [create(views, f"name{i}", f"fact {i}") for i in range(20)]
+        assert containing(views, "fact") == streams
+        assert views.search.save(every=1) == 1
+        assert views.search.save(every=1) == 0  # nothing new to keep
+    indexed: list[str] = []
+    put = WorkspaceIndex.put
+    monkeypatch.setattr(WorkspaceIndex, "put", lambda self, record: (indexed.append(record.name), put(self, record)))
+    with LmdbLog(store_path) as store:
+        views = Views(store)
+        late = create(views, "late", "fact 20")
+        write(views, streams[3], EntityDeleted())
+        found = containing(views, "fact")
+    assert indexed == ["late"]  # the other twenty came from the image
+    assert found == [s for s in streams if s != streams[3]] + [late]
+
+
+def test_an_index_is_saved_once_it_runs_far_enough_ahead_of_its_image(store: LmdbLog) -> None:
+    views = Views(store)
+    create(views, "a")
+    containing(views, "a")
+    assert [i.workspace for i in views.search.due(every=2)] == ["w"]  # no image yet
+    views.search.save(every=2)
+    create(views, "b")
+    containing(views, "b")
+    assert views.search.due(every=2) == []
+    create(views, "c")
+    containing(views, "c")
+    assert [i.workspace for i in views.search.due(every=2)] == ["w"]
+
+
+def test_a_rebuild_drops_every_image_and_the_index_is_built_again(store: LmdbLog) -> None:
+    views = Views(store)
+    stream = create(views, "Ada", "mathematician")
+    containing(views, "ada")
+    views.search.save(every=1)
+    views.rebuild()
+    with views.env.read() as txn:
+        assert views.search.db is not None
+        assert txn.stat(views.search.db)["entries"] == 0
+    assert containing(views, "mathematician") == [stream]
+
+
+def test_an_image_from_a_later_position_than_the_snapshot_is_not_used(store: LmdbLog) -> None:
+    views = Views(store)
+    first = create(views, "first")
+    with views.snapshot() as old:
+        create(views, "second")
+        containing(views, "second")
+        views.search.save(every=1)
+        views.search._workspaces.clear()  # as if a new process answered an old snapshot
+        assert views.search_index(old, "w").containing("first") == [first]
+        assert views.search_index(old, "w").containing("second") == []

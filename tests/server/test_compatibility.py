@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,9 @@ def shape(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# Fields an opt-in argument leaves out, so the schema cannot require them: read_graph's
-# summaryMode (names and types only). Without it they are always sent (tested below).
-OPT_IN_OMISSIONS = {"read_graph.entities[]": {"observations"}}
+# Fields an opt-in argument leaves out, so the schema cannot require them: summaryMode
+# (names and types only). Without it they are always sent (tested below).
+OPT_IN_OMISSIONS = {f"{tool}.entities[]": {"observations"} for tool in ("read_graph", "search_nodes", "open_nodes")}
 
 
 def differences(official: dict[str, Any], ours: dict[str, Any], path: str, *, inputs: bool) -> list[str]:
@@ -75,8 +76,11 @@ async def test_input_schemas_keep_every_official_property_description_and_requir
     assert problems == []
 
 
-async def test_output_schemas_offer_every_official_field(client: Client) -> None:
-    tools = {t.name: t for t in (await client.list_tools()).tools}
+async def test_the_official_profile_declares_output_schemas_offering_every_official_field(
+    settings: Settings,
+) -> None:
+    async with Client(create_server(Settings(store=settings.store, profile="official"))) as official_client:
+        tools = {t.name: t for t in (await official_client.list_tools()).tools}
     problems = [
         problem
         for official in OFFICIAL
@@ -86,12 +90,30 @@ async def test_output_schemas_offer_every_official_field(client: Client) -> None
     assert problems == []
 
 
-async def test_read_graph_sends_every_official_field_unless_summary_mode_is_asked_for(
-    client: Client,
+async def test_the_default_profile_declares_no_output_schema_and_answers_the_same_shapes(
+    tmp_path: Path, client: Client
+) -> None:
+    assert all(t.output_schema is None for t in (await client.list_tools()).tools)
+    graphs = []
+    for c in (client, Client(create_server(Settings(store=tmp_path / "official", profile="official")))):
+        async with AsyncExitStack() as stack:
+            if c is not client:
+                await stack.enter_async_context(c)
+            await call(c, "create_entities", {"entities": [entity("Ada", "person", "o"), entity("Bob")]})
+            await call(c, "create_relations", {"relations": [relation("Ada", "knows", "Bob")]})
+            graphs.append(await call(c, "read_graph"))
+    ours, official = ({key: sorted(items[0]) for key, items in graph.items()} for graph in graphs)
+    assert ours == official
+
+
+@pytest.mark.parametrize(("tool", "arguments"), [
+    ("read_graph", {}), ("search_nodes", {"query": "ada"}), ("open_nodes", {"names": ["Ada"]})])
+async def test_reads_send_every_official_field_unless_summary_mode_is_asked_for(
+    client: Client, tool: str, arguments: dict[str, Any]
 ) -> None:
     await call(client, "create_entities", {"entities": [entity("Ada", "person", "o")]})
-    [full] = (await call(client, "read_graph"))["entities"]
-    [brief] = (await call(client, "read_graph", {"summaryMode": True}))["entities"]
+    [full] = (await call(client, tool, arguments))["entities"]
+    [brief] = (await call(client, tool, {**arguments, "summaryMode": True}))["entities"]
     assert {"name", "entityType", "observations"} <= set(full)
     assert brief == {"name": "Ada", "entityType": "person"}
 

@@ -46,7 +46,10 @@ def test_the_inspector_lists_our_tools_with_the_official_ones_first(tmp_path: Pa
                          "delete_observations", "delete_relations", "read_graph", "search_nodes", "open_nodes"]
     create = tools[0]
     assert create["inputSchema"]["required"] == ["entities"]
-    assert create["annotations"]["readOnlyHint"] is False and "outputSchema" in create
+    assert create["annotations"]["readOnlyHint"] is False and "outputSchema" not in create
+    official = run_inspector(tmp_path / "store", "--profile", "official", "--method", "tools/list")["tools"]
+    assert [t["name"] for t in official] == names[:9]
+    assert all("outputSchema" in t for t in official)  # the official server's, in its profile
 
 
 def test_the_inspector_calls_a_tool_and_reads_its_structured_answer(tmp_path: Path) -> None:

@@ -94,3 +94,22 @@ def test_a_store_path_that_is_a_file_is_one_clear_line_and_exit_code_2(tmp_path:
                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip() == f"chronograph: {path} is a file; a store is a directory"
+
+
+async def test_a_stdio_server_searches_by_meaning_and_forgives_typos_with_the_bundled_model(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    people = [entity("Bob", "person", "Software engineer at a startup"),
+              entity("Carol", "person", "Grows tomatoes in her garden"),
+              entity("Dan", "person", "Plays the violin in an orchestra")]
+    async with Client(server(store, "--embeddings", "local")) as c:
+        await call(c, "create_entities", {"entities": people})
+        assert (await call(c, "search_nodes", {"query": "programmer"}))["entities"] == []  # no such word
+        meaning = await call(c, "search_nodes", {"query": "programmer", "mode": "semantic", "limit": 1})
+        assert names(meaning) == ["Bob"] and meaning["embeddedThrough"] == meaning["head"]
+        assert names(await call(c, "search_nodes", {"query": "violn", "mode": "fuzzy"})) == ["Dan"]
+        similar = await call(c, "semantic_search", {"query": "gardening", "limit": 1})
+        assert [e["name"] for e in similar["entities"]] == ["Carol"]
+    async with Client(server(store, "--embeddings", "off")) as c:
+        with pytest.raises(ToolFailed, match="--embeddings"):
+            await call(c, "search_nodes", {"query": "programmer", "mode": "hybrid"})
+        assert names(await call(c, "search_nodes", {"query": "violin", "mode": "ranked"})) == ["Dan"]

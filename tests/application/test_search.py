@@ -1,0 +1,219 @@
+"""search_nodes in its five modes, with filters and pages; semantic_search; bad input."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pytest
+from chronograph.application import InvalidArgumentsError, Memory, UnavailableError
+from chronograph.application.semantic import Semantic
+from chronograph.projections.errors import EmbeddingsUnavailableError
+
+PEOPLE = [
+    {"name": "Ada", "entityType": "person", "observations": ["Writes Python every day", "Lives in London"],
+     "metadata": {"team": "core"}},
+    {"name": "Bob", "entityType": "person", "observations": ["Plays the cello"], "metadata": {"team": "ops"}},
+    {"name": "Python", "entityType": "language", "observations": ["Dynamic typing"]},
+    {"name": "Cy", "entityType": "person", "observations": ["Keeps bees", "Likes python snakes"]},
+]
+
+
+class Words:
+    """A stand-in embedder for the projector's mechanics: a vector per word, texts are their mean."""
+
+    model = "test-words"
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.down = False
+
+    def load(self) -> None:
+        if self.down:
+            raise EmbeddingsUnavailableError("the test endpoint is down")
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.load()
+        self.calls += 1
+        rows = []
+        for text in texts:
+            row = np.zeros(64, dtype=np.float32)
+            for word in text.lower().replace(".", " ").replace("(", " ").replace(")", " ").split():
+                row[hashlib.blake2b(word.encode(), digest_size=1).digest()[0] % 64] += 1
+            rows.append(row / (np.linalg.norm(row) or 1.0))
+        return np.array(rows, dtype=np.float32)
+
+
+def call(memory: Memory, tool: str, **arguments: Any) -> dict[str, Any]:
+    return msgspec.to_builtins(memory.read(tool, arguments))  # type: ignore[no-any-return]
+
+
+def names(reply: dict[str, Any]) -> list[str]:
+    return [e["name"] for e in reply["entities"]]
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "store", sync=False) as opened:
+        opened.write("create_entities", {"entities": PEOPLE}, actor="t")
+        opened.write("create_relations", {"relations": [
+            {"from": "Ada", "to": "Python", "relationType": "uses"},
+            {"from": "Bob", "to": "Ada", "relationType": "knows"}]}, actor="t")
+        yield opened
+
+
+@pytest.fixture
+def words(memory: Memory) -> Words:
+    embedder = Words()
+    memory.semantic = Semantic(memory.views, embedder, memory.lock)
+    return embedder
+
+
+def test_substring_is_the_default_and_answers_oldest_first_without_scores(memory: Memory) -> None:
+    reply = call(memory, "search_nodes", query="python")
+    assert names(reply) == ["Ada", "Python", "Cy"]
+    assert "scores" not in reply and "total" not in reply  # the official shape when not paged
+    assert {(r["from"], r["to"]) for r in reply["relations"]} == {("Ada", "Python"), ("Bob", "Ada")}
+
+
+def test_substring_pages_say_the_total_and_where_the_next_page_starts(memory: Memory) -> None:
+    first = call(memory, "search_nodes", query="o", limit=2)
+    assert (names(first), first["total"], first["nextOffset"]) == (["Ada", "Bob"], 4, 2)
+    second = call(memory, "search_nodes", query="o", limit=2, offset=first["nextOffset"])
+    assert (names(second), second["total"], "nextOffset" in second) == (["Python", "Cy"], 4, False)
+    past = call(memory, "search_nodes", query="o", offset=99)
+    assert (past["entities"], past["relations"], past["total"]) == ([], [], 4)
+
+
+def test_ranked_and_its_old_alias_answer_best_first_with_scores(memory: Memory) -> None:
+    reply = call(memory, "search_nodes", query="python", mode="ranked")
+    assert reply == call(memory, "search_nodes", query="python", ranked=True)
+    assert names(reply)[0] == "Python"  # the name, type-length normalised, counts most
+    assert len(reply["scores"]) == 3 and reply["scores"] == sorted(reply["scores"], reverse=True)
+
+
+def test_fuzzy_finds_a_misspelt_word(memory: Memory) -> None:
+    assert call(memory, "search_nodes", query="Pyhton")["entities"] == []
+    reply = call(memory, "search_nodes", query="Pyhton", mode="fuzzy")
+    assert set(names(reply)) == {"Ada", "Python", "Cy"}
+    assert names(call(memory, "search_nodes", query="chello", mode="fuzzy")) == ["Bob"]
+
+
+def test_filters_apply_to_every_mode_and_relation_types_narrow_the_relations(memory: Memory) -> None:
+    for mode in ("substring", "ranked", "fuzzy"):
+        assert names(call(memory, "search_nodes", query="python", mode=mode, entityTypes=["language"])) == ["Python"]
+        assert names(call(memory, "search_nodes", query="python", mode=mode, metadata={"team": "core"})) == ["Ada"]
+    reply = call(memory, "search_nodes", query="python", relationTypes=["uses"])
+    assert names(reply) == ["Ada", "Python"]
+    assert [r["relationType"] for r in reply["relations"]] == ["uses"]
+
+
+def test_summary_mode_answers_names_and_types_in_search_and_open_nodes(memory: Memory) -> None:
+    reply = call(memory, "search_nodes", query="bob", summaryMode=True)
+    assert reply["entities"] == [{"name": "Bob", "entityType": "person"}]
+    opened = call(memory, "open_nodes", names=["Ada", "Bob"], summaryMode=True)
+    assert opened["entities"] == [{"name": "Ada", "entityType": "person"}, {"name": "Bob", "entityType": "person"}]
+
+
+def test_as_of_searches_what_the_memory_held_then(memory: Memory) -> None:
+    before = memory.log.head()
+    pythonista = {"name": "Pythonista", "entityType": "person", "observations": []}
+    memory.write("create_entities", {"entities": [pythonista]}, actor="t")
+    for mode in ("substring", "ranked", "fuzzy"):
+        assert "Pythonista" not in names(call(memory, "search_nodes", query="pythonista", mode=mode, asOf=before))
+    assert "Pythonista" in names(call(memory, "search_nodes", query="pythonista"))
+
+
+@pytest.mark.parametrize(("arguments", "says"), [
+    ({"query": "x", "mode": "fuzzy", "ranked": True}, "give one"),
+    ({"query": "  ", "mode": "ranked"}, "needs words"),
+    ({"query": "x", "mode": "vector"}, "mode"),
+    ({"query": "x", "colour": "red"}, "colour"),
+    ({"query": "x", "limit": 0}, "limit"),
+    ({"query": "x", "offset": -1}, "offset"),
+    ({"query": " ".join(f"w{i}" for i in range(40)), "mode": "fuzzy"}, "at most 32"),
+])
+def test_bad_arguments_are_refused_with_the_argument_named(
+    memory: Memory, arguments: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(InvalidArgumentsError, match=says):
+        memory.read("search_nodes", arguments)
+
+
+def test_a_two_thousand_character_query_is_answered_in_every_word_mode(memory: Memory) -> None:
+    query = ("python " * 300)[:2000]
+    assert names(call(memory, "search_nodes", query=query, mode="ranked"))[0] == "Python"
+    assert call(memory, "search_nodes", query=query)["entities"] == []  # no text holds it
+
+
+def test_semantic_modes_say_how_to_turn_them_on_when_off(memory: Memory) -> None:
+    for tool, arguments in [("search_nodes", {"query": "x", "mode": "semantic"}),
+                            ("search_nodes", {"query": "x", "mode": "hybrid"}),
+                            ("semantic_search", {"query": "x"})]:
+        with pytest.raises(UnavailableError, match="--embeddings"):
+            memory.read(tool, arguments)
+    assert names(call(memory, "search_nodes", query="python", mode="fuzzy"))  # the others still answer
+
+
+def test_a_semantic_answer_sees_the_write_just_made_and_says_how_far_embeddings_reach(
+    memory: Memory, words: Words
+) -> None:
+    memory.write("create_entities", {"entities": [
+        {"name": "Hive", "entityType": "place", "observations": ["bees make honey"]}]}, actor="t")
+    reply = call(memory, "search_nodes", query="honey bees", mode="semantic")
+    assert names(reply)[0] == "Hive"
+    assert reply["embeddedThrough"] == reply["head"] == memory.log.head()
+    assert reply["scores"][0] > 0.5
+
+
+def test_stale_and_deleted_entities_never_come_back_from_old_vectors(memory: Memory, words: Words) -> None:
+    assert "Bob" in names(call(memory, "search_nodes", query="cello", mode="semantic"))
+    memory.write("delete_observations", {"deletions": [{"entityName": "Bob", "observations": ["Plays the cello"]}]},
+                 actor="t")
+    memory.write("add_observations", {"observations": [{"entityName": "Bob", "contents": ["Sails boats"]}]},
+                 actor="t")
+    words.down = True  # Bob's new version cannot be embedded (the query's vector is remembered)
+    reply = call(memory, "search_nodes", query="cello", mode="semantic")
+    assert "Bob" not in names(reply)  # his old vector must not speak for him
+    assert reply["embeddedThrough"] < reply["head"]
+    words.down = False
+    assert "Bob" not in names(call(memory, "search_nodes", query="cello", mode="semantic"))
+    assert "Bob" in names(call(memory, "search_nodes", query="sails boats", mode="semantic"))
+    memory.write("delete_entities", {"entityNames": ["Cy"]}, actor="t")
+    assert "Cy" not in names(call(memory, "search_nodes", query="keeps bees", mode="semantic"))
+
+
+def test_writes_go_on_while_the_embedder_is_down(memory: Memory, words: Words) -> None:
+    words.down = True
+    dee = {"name": "Dee", "entityType": "person", "observations": []}
+    memory.write("create_entities", {"entities": [dee]}, actor="t")
+    assert names(call(memory, "search_nodes", query="dee")) == ["Dee"]
+    with pytest.raises(UnavailableError, match="substring, ranked, fuzzy"):
+        memory.read("semantic_search", {"query": "who is dee"})
+
+
+def test_hybrid_fuses_words_and_meaning_and_pages_after_fusion(memory: Memory, words: Words) -> None:
+    reply = call(memory, "search_nodes", query="python", mode="hybrid", limit=2)
+    assert names(reply)[0] == "Python"
+    assert reply["total"] >= 3 and reply["nextOffset"] == 2
+    rest = call(memory, "search_nodes", query="python", mode="hybrid", limit=2, offset=2)
+    assert not set(names(rest)) & set(names(reply))
+
+
+def test_semantic_modes_refuse_as_of(memory: Memory, words: Words) -> None:
+    with pytest.raises(InvalidArgumentsError, match="asOf"):
+        memory.read("search_nodes", {"query": "x", "mode": "semantic", "asOf": 1})
+
+
+def test_semantic_search_keeps_the_kuzu_shape_and_its_threshold(memory: Memory, words: Words) -> None:
+    reply = call(memory, "semantic_search", query="plays the cello", limit=1)
+    assert reply["entities"][0]["name"] == "Bob"
+    assert set(reply) == {"query", "workspace", "entities", "count", "threshold", "embeddedThrough", "head"}
+    assert reply["count"] == 1 and reply["threshold"] == 0.3
+    assert call(memory, "semantic_search", query="zzz qqq", threshold=0.99)["entities"] == []
+    with pytest.raises(InvalidArgumentsError):
+        memory.read("semantic_search", {"query": ""})

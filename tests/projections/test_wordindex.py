@@ -1,0 +1,128 @@
+"""The word index: substring candidates that never miss, BM25, fuzzy words, images."""
+
+from __future__ import annotations
+
+from chronograph.projections import EntityRecord, WorkspaceIndex, matches
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+ALPHABET = "abcAB çÇİiıΣσς-1\n\u00a0"
+text = st.text(alphabet=ALPHABET, max_size=8)
+
+
+def record(stream: str, seq: int, name: str, entity_type: str = "t", observations=(), version: int = 1) -> EntityRecord:  # type: ignore[no-untyped-def]
+    return EntityRecord(stream, "w", name, entity_type, tuple(observations), {}, version, 0, 0, seq)
+
+
+def substring(index: WorkspaceIndex, records: dict[str, EntityRecord], query: str) -> list[str]:
+    """What search_nodes does: the index's candidates, checked against the texts."""
+    candidates = index.containing(query)
+    ordered = sorted(records.values(), key=lambda r: r.seq) if candidates is None else [records[s] for s in candidates]
+    return [r.stream for r in ordered if matches(r, query)]
+
+
+def scan(records: dict[str, EntityRecord], query: str) -> list[str]:
+    return [r.stream for r in sorted(records.values(), key=lambda r: r.seq) if matches(r, query)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    changes=st.lists(st.tuples(st.integers(0, 6), st.none() | st.tuples(text, text, st.lists(text, max_size=3))),
+                     max_size=40),
+    queries=st.lists(text, min_size=1, max_size=6),
+)
+def test_substring_search_equals_a_full_scan_through_any_changes(changes, queries) -> None:  # type: ignore[no-untyped-def]
+    index = WorkspaceIndex("w")
+    live: dict[str, EntityRecord] = {}
+    for seq, (slot, content) in enumerate(changes, start=1):
+        stream = f"e{slot}"
+        if content is None:
+            index.remove(stream)
+            live.pop(stream, None)
+        else:
+            name, entity_type, observations = content
+            previous = live.get(stream)
+            live[stream] = record(stream, previous.seq if previous else seq, name, entity_type, observations, seq)
+            index.put(live[stream])
+    for query in queries:
+        assert substring(index, live, query) == scan(live, query)
+    reloaded = WorkspaceIndex.from_image(index.image())
+    assert reloaded is not None
+    for query in queries:
+        assert substring(reloaded, live, query) == scan(live, query)
+
+
+def test_an_empty_query_matches_every_entity_like_the_official_server() -> None:
+    index = WorkspaceIndex("w")
+    live = {"a": record("a", 1, "Ada"), "b": record("b", 2, "Bob")}
+    for r in live.values():
+        index.put(r)
+    assert index.containing("") is None  # no word to look up: every entity is a candidate
+    assert substring(index, live, "") == ["a", "b"]
+
+
+def test_search_is_case_insensitive_on_name_type_and_observations() -> None:
+    index = WorkspaceIndex("w")
+    live = {"a": record("a", 1, "Ada Lovelace", "Person", ["wrote the first PROGRAM"])}
+    index.put(live["a"])
+    assert index.containing("ogra") == ["a"]  # inside a word, not only at its start
+    found = [substring(index, live, q) for q in ("lovelace", "PERSON", "program")]
+    assert found == [["a"], ["a"], ["a"]]
+    assert substring(index, live, "lace person") == []  # never across fields
+
+
+def test_heavy_churn_compacts_the_postings_without_changing_answers() -> None:
+    index = WorkspaceIndex("w")
+    live: dict[str, EntityRecord] = {}
+    for round_ in range(300):
+        for i in range(20):
+            live[f"e{i}"] = record(f"e{i}", i + 1, f"name {i}", "t", [f"round {round_} word{i}x"], round_ + 1)
+            index.put(live[f"e{i}"])
+    assert substring(index, live, "round 299 word7x") == ["e7"]
+    assert substring(index, live, "round 298") == []
+    assert len(index._streams) < 4096  # 6,000 versions, the dead dropped once they passed 4,096
+    assert sum(len(p) for p in index._postings) < 4 * 4096
+    index.image()  # an image compacts whatever the count
+    assert len(index._streams) == len(index) == 20
+
+
+def test_ranked_search_prefers_rarer_words_and_more_mentions() -> None:
+    index = WorkspaceIndex("w")
+    index.put(record("a", 1, "Ada", "person", ["likes tea", "tea every morning", "tea"]))
+    index.put(record("b", 2, "Bob", "person", ["likes tea once"]))
+    index.put(record("c", 3, "Cy", "person", ["likes coffee", "teapot collector"]))
+    ranked = index.ranked("tea")
+    assert [stream for stream, _ in ranked] == ["a", "b"]
+    assert ranked[0][1] > ranked[1][1] > 0
+    assert [s for s, _ in index.ranked("likes coffee")][0] == "c"
+
+
+def test_fuzzy_search_forgives_a_swap_or_a_typo_and_ranks_the_exact_word_first() -> None:
+    index = WorkspaceIndex("w")
+    index.put(record("a", 1, "Python", "language", ["dynamic typing"]))
+    index.put(record("b", 2, "Pythons", "snake"))
+    index.put(record("c", 3, "Go", "language"))
+    assert [s for s, _ in index.fuzzy("pyhton")] == ["a"]  # a swap is one edit
+    assert [s for s, _ in index.fuzzy("pythons")] == ["b", "a"]  # the exact word first
+    assert [s for s, _ in index.fuzzy("dinamic tipyng")] == ["a"]
+    assert index.fuzzy("og") == []  # three letters or fewer must be exact
+    assert index.fuzzy("pytonnss") == []  # eight letters forgive two edits, not three
+
+
+def test_an_image_holds_the_whole_index_and_a_damaged_one_is_refused() -> None:
+    index = WorkspaceIndex("w")
+    index.position = 42
+    live = {f"e{i}": record(f"e{i}", i, f"name{i}", "t", [f"fact {i}"]) for i in range(1, 50)}
+    for r in live.values():
+        index.put(r)
+    index.remove("e7")
+    del live["e7"]
+    image = index.image()
+    loaded = WorkspaceIndex.from_image(image)
+    assert loaded is not None
+    assert (loaded.workspace, loaded.position, len(loaded)) == ("w", 42, 48)
+    assert loaded.ranked("fact 12") == index.ranked("fact 12")
+    assert loaded.fuzzy("nam12") == index.fuzzy("nam12")
+    assert substring(loaded, live, "name1") == substring(index, live, "name1")
+    assert WorkspaceIndex.from_image(image[: len(image) // 2]) is None
+    assert WorkspaceIndex.from_image(b"not an image") is None
