@@ -99,7 +99,7 @@ async def measure(client: Client, workload: Workload, size: int, samples: int, t
 def server_side_read_graph(store: Path, rounds: int = 3) -> dict[str, float]:
     """read_graph inside the server process: query, output, and the JSON-RPC reply it writes."""
     from chronograph.application import Memory
-    from chronograph.server.results import result
+    from chronograph.server.results import reply, result
 
     with Memory(store) as memory:
         times = {"query": [], "reply_json": []}
@@ -108,7 +108,7 @@ def server_side_read_graph(store: Path, rounds: int = 3) -> dict[str, float]:
             started = time.perf_counter()
             output = memory.read("read_graph", {})
             middle = time.perf_counter()
-            size = len(result(output).model_dump_json(by_alias=True, exclude_unset=True))
+            size = len(result(*reply(output)).model_dump_json(by_alias=True, exclude_unset=True))
             times["query"].append((middle - started) * 1e3)
             times["reply_json"].append((time.perf_counter() - middle) * 1e3)
     return {**{k: statistics.median(v) for k, v in times.items()}, "reply_bytes": size}
@@ -117,7 +117,7 @@ def server_side_read_graph(store: Path, rounds: int = 3) -> dict[str, float]:
 def server_side_calls(store: Path, samples: int, count: int) -> dict[str, float]:
     """p50 ms of the small calls inside the server process (durable writes), no MCP around them."""
     from chronograph.application import Memory
-    from chronograph.server.results import result
+    from chronograph.server.results import reply, result
 
     workload = Workload(seed=11)
     with Memory(store) as memory:
@@ -136,7 +136,7 @@ def server_side_calls(store: Path, samples: int, count: int) -> dict[str, float]
             times = []
             for i in range(samples):
                 started = time.perf_counter()
-                result(call(i))
+                result(*reply(call(i)))
                 times.append((time.perf_counter() - started) * 1e3)
             figures[name] = statistics.median(times)
     return figures

@@ -7,16 +7,21 @@ matters for a read_graph of fifty thousand entities.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from chronograph.application import ReplyTooLargeError
 from chronograph.application.entities import AddObservationsOut
 from chronograph.application.graph import GraphPageOut
 from chronograph.application.outputs import DeletedOut, EntitiesOut, RelationsOut
-from mcp_types import CallToolResult, TextContent
 
-__all__ = ["check_text_size", "pretty", "result", "text_of"]
+if TYPE_CHECKING:
+    from mcp_types import CallToolResult
+
+__all__ = ["Reply", "check_text_size", "plain", "pretty", "reply", "result", "text_of"]
+
+Reply = tuple[str, Any]
+"""A successful call's text block and structured content."""
 
 _encoder = msgspec.json.Encoder()
 
@@ -39,8 +44,8 @@ def text_of(output: msgspec.Struct) -> str:
     return pretty(output)
 
 
-def result(output: msgspec.Struct, *, tool: str = "", limit: int | None = None) -> CallToolResult:
-    """A tool result: `output` as structuredContent, and as the official text block.
+def reply(output: msgspec.Struct, *, tool: str = "", limit: int | None = None) -> Reply:
+    """`output` as the official text block and as structured content.
 
     Raises:
         ReplyTooLargeError: If the two would take more than `limit` bytes on the wire.
@@ -50,10 +55,22 @@ def result(output: msgspec.Struct, *, tool: str = "", limit: int | None = None) 
         size = len(_encoder.encode(text)) + len(_encoder.encode(output))
         if size > limit:
             raise ReplyTooLargeError(tool, size, limit, _hint(tool, output, size, limit))
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)],
-        structured_content=msgspec.to_builtins(output),
-    )
+    return text, msgspec.to_builtins(output)
+
+
+def result(text: str, structured: Any) -> CallToolResult:
+    """The SDK's tool result for a reply."""
+    from mcp_types import CallToolResult, TextContent  # noqa: PLC0415 (the SDK loads only where it serves)
+
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+def plain(text: str, structured: Any = None, *, error: bool = False) -> dict[str, Any]:
+    """The JSON of a tool result, as the SDK writes `result` (or an error result) on the wire."""
+    content = {"content": [{"text": text, "type": "text"}], "isError": error}
+    if structured is not None:
+        content["structuredContent"] = structured
+    return content
 
 
 def check_text_size(what: str, text: str, limit: int | None, hint: str) -> str:

@@ -16,15 +16,18 @@ import json
 import os
 import re
 import stat
-import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
 import mcp_types as types
+import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from chronograph.server.config import MAX_MESSAGE
+from chronograph.server.front import REPLAYED, Handover
+from chronograph.server.lines import CHUNK, Lines, Oversized, wire
+from chronograph.server.replies import ReplyCache
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
@@ -32,52 +35,19 @@ from pydantic import ValidationError
 __all__ = ["MAX_LINE", "Oversized", "framed", "parse_line", "run_stdio", "stdio_streams"]
 
 MAX_LINE = MAX_MESSAGE
-CHUNK = 1 << 16
 DRAIN = 60.0
 """Seconds the requests read before stdin closed may take to be answered before the server exits."""
-
-
-class Oversized(bytes):
-    """The start of a line over the size limit (the rest was dropped as it arrived)."""
-
-
-HEAD = 4096
-"""How much of an oversized line is kept: enough to find the id of the request it carried."""
 _ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)')
 
 
-async def framed(chunks: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes]:
-    """The lines of a byte stream, without their newline; an `Oversized` start for a line over
-    `limit` bytes.
-
-    Linear in the bytes read, whatever the line lengths; a line over the limit is
-    dropped as it arrives (all but its first `HEAD` bytes), never held whole.
-    """
-    pending = bytearray()
-    dropping = False
+async def framed(chunks: AsyncIterator[bytes], limit: int, lines: Lines | None = None) -> AsyncIterator[bytes]:
+    """The lines of a byte stream (see `Lines`), going on from `lines` if given."""
+    lines = lines or Lines(limit)
     async for chunk in chunks:
-        start = 0
-        while True:
-            end = chunk.find(b"\n", start)
-            piece = chunk[start:] if end == -1 else chunk[start:end]
-            if dropping:
-                if len(pending) < HEAD:
-                    pending += piece[: HEAD - len(pending)]
-            else:
-                pending += piece
-                if len(pending) > limit:
-                    dropping = True
-                    del pending[HEAD:]
-            if end == -1:
-                break
-            yield Oversized(pending) if dropping else bytes(pending)
-            pending.clear()
-            dropping = False
-            start = end + 1
-    if dropping:
-        yield Oversized(pending)
-    elif pending:
-        yield bytes(pending)
+        for line in lines.feed(chunk):
+            yield line
+    for line in lines.end():
+        yield line
 
 
 def _error(code: int, message: str, request_id: Any = None) -> SessionMessage:
@@ -146,32 +116,65 @@ async def _chunks(fd: int) -> AsyncIterator[bytes]:
 
 
 Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+Kept = tuple[str, str]
+"""(method, protocol version) of a request whose answer the reply cache keeps."""
 
 
 @asynccontextmanager
-async def stdio_streams(limit: int = MAX_LINE) -> AsyncIterator[Streams]:
-    """The server's read and write streams over this process's stdin and stdout.
+async def stdio_streams(
+    limit: int = MAX_LINE, *, fds: tuple[int, int] | None = None, handover: Handover | None = None,
+    cache: ReplyCache | None = None,
+) -> AsyncIterator[Streams]:
+    """The server's read and write streams over the wire: this process's stdin and stdout, or
+    `fds` (see `lines.wire`), going on from where the front handed over if it did.
 
-    While serving, fd 1 points at stderr, so that a stray print cannot corrupt the wire.
+    With a `cache`, the SDK's answers to `initialize` and `tools/list` are kept in it.
     """
-    stdin, stdout = os.dup(0), os.dup(1)
-    saved = os.dup(1)
-    os.dup2(2, 1)
+    with ExitStack() as stack:
+        stdin, stdout = fds if fds is not None else stack.enter_context(wire())
+        async with _streams(stdin, stdout, limit, handover, cache) as streams:
+            yield streams
+
+
+@asynccontextmanager
+async def _streams(
+    stdin: int, stdout: int, limit: int, handover: Handover | None, cache: ReplyCache | None
+) -> AsyncIterator[Streams]:
     read_in, read_out = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
     replies = write_in.clone()
     unanswered: set[Any] = set()
+    kept: dict[Any, Kept] = {}
+    protocol = ""
     answered = anyio.Event()
 
+    async def source() -> AsyncIterator[bytes]:
+        rest = None
+        if handover is not None:
+            for line in [*handover.replay, *handover.lines]:
+                yield line
+            if handover.ended:
+                return
+            rest = handover.rest
+        async for line in framed(_chunks(stdin), limit, rest):
+            yield line
+
     async def reader() -> None:
-        nonlocal answered
+        nonlocal answered, protocol
         async with read_in, replies:
-            async for line in framed(_chunks(stdin), limit):
+            async for line in source():
                 if not line.strip():
                     continue  # a blank line says nothing
                 message, reply = parse_line(line, limit)
-                if isinstance(message.message, types.JSONRPCRequest):
-                    unanswered.add(message.message.id)
+                request = message.message
+                if isinstance(request, types.JSONRPCRequest):
+                    unanswered.add(request.id)
+                    params = request.params or {}
+                    if request.method == "initialize" and isinstance(params.get("protocolVersion"), str):
+                        protocol = params["protocolVersion"]
+                        kept[request.id] = ("initialize", protocol)
+                    elif request.method == "tools/list" and protocol and not params.keys() - {"_meta"}:
+                        kept[request.id] = ("tools/list", protocol)
                 await (replies if reply else read_in).send(message)  # the transport answers what it refuses
             with anyio.move_on_after(DRAIN):  # stdin closed: answer what was asked, then stop
                 while unanswered:
@@ -182,29 +185,34 @@ async def stdio_streams(limit: int = MAX_LINE) -> AsyncIterator[Streams]:
         out = os.fdopen(stdout, "wb", buffering=1 << 16, closefd=False)
         async with write_out:
             async for message in write_out:
-                out.write(encode(message))
-                out.flush()
-                if isinstance(message.message, types.JSONRPCResponse | types.JSONRPCError):
-                    unanswered.discard(message.message.id)
-                    answered.set()
+                response = message.message
+                if not isinstance(response, types.JSONRPCResponse | types.JSONRPCError):
+                    out.write(encode(message))
+                    out.flush()
+                    continue
+                if response.id != REPLAYED:  # the front answered that one already
+                    out.write(encode(message))
+                    out.flush()
+                unanswered.discard(response.id)
+                answered.set()
+                asked = kept.pop(response.id, None)
+                if asked is not None and cache is not None and isinstance(response, types.JSONRPCResponse):
+                    cache.put(*asked, msgspec.json.encode(response.result))
 
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(reader)
-            group.start_soon(writer)
-            try:
-                yield read_out, write_in
-            finally:
-                group.cancel_scope.cancel()
-    finally:
-        os.dup2(saved, 1)
-        for fd in (saved, stdin, stdout):
-            os.close(fd)
-        sys.stdout.flush()
+    async with anyio.create_task_group() as group:
+        group.start_soon(reader)
+        group.start_soon(writer)
+        try:
+            yield read_out, write_in
+        finally:
+            group.cancel_scope.cancel()
 
 
-async def run_stdio(server: MCPServer, limit: int = MAX_LINE) -> None:
-    """Serve `server` over stdin/stdout until the client closes stdin."""
+async def run_stdio(
+    server: MCPServer, limit: int = MAX_LINE, *, fds: tuple[int, int] | None = None,
+    handover: Handover | None = None, cache: ReplyCache | None = None,
+) -> None:
+    """Serve `server` over the wire until the client closes stdin (see `stdio_streams`)."""
     lowlevel = server._lowlevel_server  # noqa: SLF001 (MCPServer.run_stdio_async with our transport)
-    async with stdio_streams(limit) as (read_stream, write_stream):
+    async with stdio_streams(limit, fds=fds, handover=handover, cache=cache) as (read_stream, write_stream):
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from chronograph.application import ChronographError, Memory
 from chronograph.application.config import (
@@ -29,6 +31,9 @@ from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES
 from chronograph.server.config import DEFAULT_MAX_BODY, DEFAULT_MAX_REPLY, MAX_MESSAGE, Settings
 
 import chronograph
+
+if TYPE_CHECKING:
+    from chronograph.server.runtime import Runtime
 
 __all__ = ["add_arguments", "run", "settings_of"]
 
@@ -234,11 +239,9 @@ def adopt_memory_file(memory: Memory) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Open the store, then serve until the client (stdio) or a signal (HTTP) stops us."""
-    import anyio  # the MCP stack loads only when a server is started
     from chronograph.eventstore import EventStoreError
     from chronograph.projections import ProjectionError
-    from chronograph.server.app import Runtime, create_server
-    from chronograph.server.stdio import run_stdio
+    from chronograph.server.runtime import Runtime
 
     settings = settings_of(args)
     if settings.embeddings.startswith(("http://", "https://")) and not settings.embeddings_model:
@@ -261,14 +264,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"chronograph: {error}", file=sys.stderr)
         return 2
     try:
-        server = create_server(settings, runtime, log_level=args.log_level)
         version = chronograph.__version__
         if sock is None:
             print(f"chronograph {version}: serving {settings.store} over stdio (profile {settings.profile})",
                   file=sys.stderr)
-            anyio.run(run_stdio, server, args.max_message)
+            _serve_stdio(runtime, args)
             return 0
+        from chronograph.server.app import create_server  # the MCP SDK loads here
         from chronograph.server.http import LOOPBACK, http_app
+
+        server = create_server(settings, runtime, log_level=args.log_level)
         from chronograph.server.listener import serve
 
         token = os.environ.get(TOKEN_ENV) or None
@@ -288,3 +293,22 @@ def run(args: argparse.Namespace) -> int:
         return 0
     finally:
         runtime.close()
+
+
+def _serve_stdio(runtime: Runtime, args: argparse.Namespace) -> None:
+    """Serve over stdio: the front first, the SDK only if the session needs it (see server/front.py)."""
+    from chronograph.server.front import Front
+    from chronograph.server.lines import wire
+    from chronograph.server.replies import ReplyCache
+
+    with wire() as fds:
+        cache = ReplyCache(runtime.memory, runtime.settings)
+        handover = Front(runtime, cache, *fds, args.max_message).serve()
+        if handover is None:
+            return  # the client closed stdin: everything it asked was answered
+        import anyio
+        from chronograph.server.app import create_server  # the MCP SDK loads here
+        from chronograph.server.stdio import run_stdio
+
+        server = create_server(runtime.settings, runtime, log_level=args.log_level)
+        anyio.run(partial(run_stdio, server, args.max_message, fds=fds, handover=handover, cache=cache))

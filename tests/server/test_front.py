@@ -1,0 +1,111 @@
+"""The stdio front answers a session as the SDK would, without the SDK, and hands over the rest."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.wire
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+RANDOM = re.compile(r"[0-9a-f]{30,32}")
+"""stream and correlation ids"""
+
+
+def request(ident: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "method": method, **({"params": params} if params is not None else {})}
+
+
+def call(ident: int, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    return request(ident, "tools/call", {"name": tool, **({"arguments": arguments} if arguments is not None else {})})
+
+
+HANDSHAKE = [
+    request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                              "clientInfo": {"name": "desktop", "version": "1"}}),
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]
+SESSION = [
+    *HANDSHAKE,
+    request(2, "tools/list", {}),
+    request(3, "ping"),
+    call(4, "create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": ["math"]}]}),
+    call(5, "add_observations", {"observations": [{"entityName": "Nobody", "contents": ["x"]}]}),
+    call(6, "create_relations", {"relations": [{"from": "Ada", "to": "Ada", "relationType": "knows"}]}),
+    call(7, "search_nodes", {"query": "MATH"}),
+    call(8, "read_graph"),
+    call(9, "search_nodes", {"query": "math", "colour": "red"}),
+    call(10, "get_entity_history", {"name": "Ada"}),
+]
+
+
+def session(store: Path, messages: list[dict[str, Any] | bytes]) -> tuple[list[dict[str, Any]], str]:
+    """The replies to `messages` sent in one go to a fresh server process, and what it imported."""
+    wire = b"".join(m if isinstance(m, bytes) else json.dumps(m).encode() + b"\n" for m in messages)
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "chronograph", "--store", str(store)],
+                          input=wire, capture_output=True, env=ENV, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    replies = [json.loads(RANDOM.sub("X", TIME.sub("T", line))) for line in done.stdout.decode().splitlines()]
+    return replies, done.stderr.decode()
+
+
+def sdk_loaded(imports: str) -> bool:
+    return re.search(r"\| +mcp\.server\.mcpserver$", imports, re.MULTILINE) is not None
+
+
+def test_a_later_session_is_answered_by_the_front_exactly_as_the_sdk_answers(tmp_path: Path) -> None:
+    first, imports = session(tmp_path / "front", [*HANDSHAKE, request(2, "tools/list", {})])
+    assert sdk_loaded(imports)  # nothing kept yet: the SDK answered, and its answers were kept
+    by_front, imports = session(tmp_path / "front", SESSION)
+    assert not sdk_loaded(imports)
+    by_sdk, imports = session(tmp_path / "sdk", SESSION)
+    assert sdk_loaded(imports)
+    assert by_front == by_sdk
+    assert [r["id"] for r in by_front] == list(range(1, 11))
+    assert by_front[0] == first[0] and by_front[1] == first[1]
+
+
+def test_the_sdk_takes_over_where_the_front_cannot_answer_and_nothing_is_answered_twice(tmp_path: Path) -> None:
+    session(tmp_path / "store", HANDSHAKE)  # keeps the handshake's answer
+    replies, imports = session(tmp_path / "store", [
+        *HANDSHAKE,
+        call(2, "create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": []}]}),
+        request(3, "resources/read", {"uri": "memory://knowledge-graph"}),
+        b"this is not json\n",
+        call(4, "nope", {}),
+        call(5, "open_nodes", {"names": ["Ada"]}),
+    ])
+    assert sdk_loaded(imports)
+    by_id = {r.get("id"): r for r in replies}
+    assert len(replies) == len(by_id) == 6 and set(by_id) == {1, 2, 3, None, 4, 5}
+    assert json.loads(by_id[3]["result"]["contents"][0]["text"])["entities"][0]["name"] == "Ada"
+    assert by_id[None]["error"]["code"] == -32700  # the line that was not JSON
+    assert by_id[4]["result"]["isError"] is True
+    assert by_id[5]["result"]["structuredContent"]["entities"][0]["name"] == "Ada"
+
+
+def test_the_front_records_the_client_as_the_actor_and_exits_when_stdin_closes(tmp_path: Path) -> None:
+    session(tmp_path / "store", HANDSHAKE)
+    replies, imports = session(tmp_path / "store", [
+        *HANDSHAKE,
+        call(2, "create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": []}]}),
+        call(3, "get_audit_log", {}),
+    ])
+    assert not sdk_loaded(imports)
+    [event] = replies[2]["result"]["structuredContent"]["events"]
+    assert event["actor"] == "desktop"
+
+
+def test_another_profile_or_protocol_version_is_answered_by_the_sdk_first(tmp_path: Path) -> None:
+    session(tmp_path / "store", HANDSHAKE)
+    newer = [{**HANDSHAKE[0], "params": {**HANDSHAKE[0]["params"], "protocolVersion": "2025-11-25"}}, HANDSHAKE[1]]
+    assert sdk_loaded(session(tmp_path / "store", newer)[1])
+    assert not sdk_loaded(session(tmp_path / "store", newer)[1])
