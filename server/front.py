@@ -5,11 +5,16 @@ import), and most clients spawn a server per session: that second was most of th
 for a first answer. The front reads the wire itself and answers what a session mostly
 asks, the same way the SDK would:
 
-- `initialize` and `tools/list` with the SDK's own answer, kept in the store by an
-  earlier session for the same code and settings (`ReplyCache`);
-- `ping`, `notifications/initialized`;
+- `initialize`, `server/discover`, `ping` and `tools/list` with the SDK's own answer,
+  kept in the store by an earlier session for the same code, settings and protocol
+  version (`ReplyCache`); `notifications/initialized`;
 - `tools/call` of the profile's tools, through the same `Runtime.run` the SDK's handler
-  calls, as the same result JSON.
+  calls, as the same result JSON (with the fields the SDK adds at that protocol version,
+  `resultType` and `_meta` at 2026-07-28, learned from its own answers the same way).
+
+Both generations of the protocol: a handshake (`initialize`, then requests), and the
+stateless 2026-07-28 one, where each request names its protocol version and client in
+`_meta` (the MCP Python SDK 2.x client speaks it).
 
 Anything else (another method, a kept answer missing, a line that is not a plain
 JSON-RPC request, a call the SDK would refuse before our handler) hands the session over:
@@ -21,6 +26,7 @@ needed it. Nothing is answered twice, nothing is lost.
 from __future__ import annotations
 
 import os
+import secrets
 import sys
 import traceback
 from typing import Any, NamedTuple
@@ -32,11 +38,19 @@ from chronograph.server.replies import ReplyCache
 from chronograph.server.results import plain
 from chronograph.server.runtime import Runtime
 
-__all__ = ["REPLAYED", "Front", "Handover"]
+__all__ = ["CLIENT", "HANDSHAKE", "KEPT", "PROTOCOL", "REPLAYED", "STATELESS", "Front", "Handover",
+           "tool_result_extras"]
 
-REPLAYED = "chronograph-front-initialize"
-"""The id under which the SDK hears a handshake the front already answered."""
+REPLAYED = f"chronograph-front-{secrets.token_hex(8)}"
+"""The id under which the SDK hears a handshake the front already answered (no client's)."""
+HANDSHAKE, STATELESS = "handshake", "stateless"
+"""The protocol generations: `initialize` first, or each request naming its version (2026-07-28)."""
 _ENVELOPE = frozenset({"jsonrpc", "id", "method", "params"})
+KEPT = frozenset({"server/discover", "ping", "tools/list"})
+"""Methods answered with the SDK's kept answer (when asked with no parameter but `_meta`)."""
+PROTOCOL, CLIENT, CAPABILITIES = (f"io.modelcontextprotocol/{name}"
+                                  for name in ("protocolVersion", "clientInfo", "clientCapabilities"))
+_TOOL_RESULT = frozenset({"content", "structuredContent", "isError"})
 _CALL_PARAMS = frozenset({"name", "arguments", "_meta"})
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
@@ -46,7 +60,8 @@ class Handover(NamedTuple):
     """Where the SDK takes over the wire."""
 
     replay: list[bytes]
-    """The handshake the front answered, for the SDK to hear first."""
+    """What fixed the session's generation (the handshake, or a `server/discover` for the
+    stateless protocol), for the SDK to hear first."""
     lines: list[bytes]
     """Lines read and not answered, first the one that needs the SDK."""
     rest: Lines
@@ -65,7 +80,10 @@ class Front:
         self.limit = limit
         self.tools = {tool.name: tool for tool in profile(runtime.settings.profile).tools}
         self._handshake: list[bytes] = []
+        self._generation: str | None = None
+        """Fixed by the session's first request, as the SDK fixes it."""
         self._protocol: str | None = None
+        """The version the handshake settled on."""
         self._client: str | None = None
         self._ready = False
 
@@ -96,6 +114,8 @@ class Front:
         method, params = message.get("method"), message.get("params", {})
         if not isinstance(method, str) or not isinstance(params, dict):
             return False
+        if "_meta" in params and not isinstance(params["_meta"], dict):
+            return False
         if "id" not in message:
             if method == "notifications/initialized" and self._protocol is not None and not self._ready:
                 self._handshake.append(line)
@@ -107,50 +127,72 @@ class Front:
             return False
         if method == "initialize":
             return self._initialize(ident, params)
-        if method == "ping" and not params.keys() - {"_meta"}:
-            self._send(ident, b"{}")
-            return True
-        if not self._ready:
+        protocol, client = self._asker(params)
+        if protocol is None:
             return False
-        if method == "tools/list" and not params.keys() - {"_meta"}:
-            assert self._protocol is not None
-            kept = self.cache.get("tools/list", self._protocol)
+        if method in KEPT and not params.keys() - {"_meta"}:
+            kept = self.cache.get(method, protocol)
             if kept is not None:
                 self._send(ident, kept)
             return kept is not None
         if method == "tools/call":
-            return self._call(ident, params)
+            return self._call(ident, params, protocol, client)
         return False
+
+    def _asker(self, params: dict[str, Any]) -> tuple[str | None, str | None]:
+        """("generation:version", client name) of a request: from its `_meta` (2026-07-28),
+        else from the handshake once it is complete; (None, None) when the front cannot tell
+        or the request is not of the session's generation (the SDK refuses those)."""
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and PROTOCOL in meta:
+            version, client = meta.get(PROTOCOL), meta.get(CLIENT)
+            if (self._generation not in (None, STATELESS) or not isinstance(version, str) or not _is_client(client)
+                    or not isinstance(meta.get(CAPABILITIES), dict)):
+                return None, None
+            if self._generation is None:  # should the SDK take over, it must serve this generation too
+                self._generation = STATELESS
+                discover = {"jsonrpc": "2.0", "id": REPLAYED, "method": "server/discover", "params": {"_meta": meta}}
+                self._handshake.append(_encoder.encode(discover))
+            assert isinstance(client, dict)
+            return f"{STATELESS}:{version}", client["name"]
+        if self._generation == HANDSHAKE and self._ready:
+            return f"{HANDSHAKE}:{self._protocol}", self._client
+        return None, None
 
     def _initialize(self, ident: str | int, params: dict[str, Any]) -> bool:
         version, client = params.get("protocolVersion"), params.get("clientInfo")
-        if (self._protocol is not None or not isinstance(version, str) or not isinstance(client, dict)
-                or not isinstance(params.get("capabilities"), dict)
-                or not isinstance(client.get("name"), str) or not isinstance(client.get("version"), str)):
+        if (self._generation is not None or not isinstance(version, str) or not _is_client(client)
+                or not isinstance(params.get("capabilities"), dict)):
             return False  # the SDK judges anything unusual
-        kept = self.cache.get("initialize", version)
-        if kept is None:
+        assert isinstance(client, dict)
+        kept = self.cache.get("initialize", f"{HANDSHAKE}:{version}")  # by the version asked for
+        settled = None if kept is None else _decoder.decode(kept).get("protocolVersion")
+        if kept is None or not isinstance(settled, str):
             return False
-        self._protocol, self._client = version, client["name"]
+        self._generation, self._protocol, self._client = HANDSHAKE, settled, client["name"]
         replayed = {"jsonrpc": "2.0", "id": REPLAYED, "method": "initialize", "params": params}
         self._handshake.append(_encoder.encode(replayed))
         self._send(ident, kept)
         return True
 
-    def _call(self, ident: str | int, params: dict[str, Any]) -> bool:
-        tool = self.tools.get(params.get("name"))  # type: ignore[arg-type]
-        arguments = params.get("arguments", {})
+    def _call(self, ident: str | int, params: dict[str, Any], protocol: str, client: str | None) -> bool:
+        name, arguments = params.get("name"), params.get("arguments", {})
+        tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None or not isinstance(arguments, dict) or params.keys() - _CALL_PARAMS:
             return False  # the SDK's own refusals (unknown tool, malformed call)
+        extras = self.cache.get("tools/call", protocol)
+        if extras is None:
+            return False  # what the SDK adds to a result at this version is not known yet
         runtime = self.runtime
         try:
-            (text, structured), _ = runtime.run(tool, arguments, runtime.actor(self._client))
+            (text, structured), _ = runtime.run(tool, arguments, runtime.actor(client))
             result = plain(text, structured)
         except ChronographError as error:
             result = plain(str(error), error=True)
         except Exception:  # what the SDK does with a failure that is not ours: log it, say little
             traceback.print_exc(file=sys.stderr)
             result = plain(f"Error executing tool {tool.name}", error=True)
+        result.update(_decoder.decode(extras))
         self._send(ident, _encoded(result))
         return True
 
@@ -159,6 +201,15 @@ class Front:
         view = memoryview(line)
         while view:
             view = view[os.write(self.stdout, view):]
+
+
+def tool_result_extras(result: dict[str, Any]) -> dict[str, Any]:
+    """What the SDK adds to a tool result besides content, structured content and isError."""
+    return {key: value for key, value in result.items() if key not in _TOOL_RESULT}
+
+
+def _is_client(client: Any) -> bool:
+    return isinstance(client, dict) and isinstance(client.get("name"), str) and isinstance(client.get("version"), str)
 
 
 def _encoded(result: dict[str, Any]) -> bytes:

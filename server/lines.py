@@ -71,7 +71,7 @@ def wire() -> Iterator[tuple[int, int]]:
     try:
         yield stdin, stdout
     finally:
+        sys.stdout.flush()  # what was printed meanwhile goes to stderr, not after the last reply
         os.dup2(saved, 1)
         for fd in (saved, stdin, stdout):
             os.close(fd)
-        sys.stdout.flush()

@@ -1,10 +1,14 @@
-"""The SDK's answers to `initialize` and `tools/list`, kept in the store for the stdio front.
+"""The SDK's answers to `initialize`, `server/discover`, `ping` and `tools/list`, kept in the
+store for the stdio front (and what it adds to a tool result).
 
-Both answers depend only on the code (Chronograph's and the SDK's versions), the profile,
-whether exports write files, and the protocol version the client asked for. The first
-session served by the SDK keeps them (`replies.v1`); later sessions' front answers with
-the very same JSON without importing the SDK. A change of any of those is a new key, so a
-kept answer is never stale; the database is a cache, dropped with nothing lost.
+They depend only on the code (the SDK's version, and what Chronograph publishes: the
+profile's instructions and each tool's name, title, description and argument schema),
+whether exports write files, the protocol generation (a handshake, or 2026-07-28's
+requests that each name their version) and the protocol version. The first session
+served by the SDK keeps them (`replies.v1`); later sessions' front answers with the very
+same JSON without importing the SDK. A change of any of those is a new key, so a kept
+answer is never stale; the database is a cache, dropped with nothing lost, and a failure
+to keep an answer is no failure of the session.
 """
 
 from __future__ import annotations
@@ -12,9 +16,13 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from chronograph.application import Memory
+import lmdb
+import msgspec
+from chronograph.application import Memory, profile
+from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.keys import digest
 from chronograph.server.config import Settings
+from chronograph.server.jsonschema import json_schema
 
 import chronograph
 
@@ -30,19 +38,26 @@ class ReplyCache:
         env = memory.views.env
         self.env = env
         self.lock = memory.lock
-        absent = env.readonly and self.NAME not in env.database_names()
-        self.db = None if absent else env.open_db(self.NAME)
+        with self.lock:
+            absent = env.readonly and self.NAME not in env.database_names()
+            self.db = None if absent else env.open_db(self.NAME)
         versions = _versions("mcp", "mcp_types")
         if versions is None:  # an SDK whose version cannot be told: keep nothing rather than risk a stale answer
             self.db = None
+        published = profile(settings.profile)
+        surface = msgspec.json.encode([published.instructions, *(
+            [tool.name, tool.title, tool.description, tool.kind, json_schema(tool.arguments), json_schema(tool.output)]
+            for tool in published.tools)])
         self._code = "|".join([chronograph.__version__, *(versions or []), settings.profile,
-                               "exports" if settings.export_dir is not None else "no-exports"])
+                               "exports" if settings.export_dir is not None else "no-exports",
+                               digest(surface).hex()])
 
     def _key(self, method: str, protocol: str) -> bytes:
         return digest(f"{self._code}|{method}|{protocol}".encode())
 
     def get(self, method: str, protocol: str) -> bytes | None:
-        """The kept JSON result of `method` for a client that asked for `protocol`."""
+        """The kept JSON result of `method` at `protocol` (say "handshake:2025-06-18" or
+        "stateless:2026-07-28": the generation and the version)."""
         if self.db is None:
             return None
         with self.lock, self.env.read() as txn:
@@ -50,12 +65,16 @@ class ReplyCache:
             return None if value is None else bytes(value)
 
     def put(self, method: str, protocol: str, result: bytes) -> None:
-        """Keep the SDK's JSON result of `method` (nothing happens on a read-only store)."""
+        """Keep the SDK's JSON result of `method` (nothing happens on a read-only store, and a
+        store that cannot take it, full or failing, just does not keep it)."""
         if self.db is None or self.env.readonly or self.get(method, protocol) == result:
             return
         db, key = self.db, self._key(method, protocol)
-        with self.lock:
-            self.env.write(lambda txn: txn.put(key, result, db=db))
+        try:
+            with self.lock:
+                self.env.write(lambda txn: txn.put(key, result, db=db))
+        except (EventStoreError, lmdb.Error):
+            pass
 
 
 def _versions(*packages: str) -> list[str] | None:

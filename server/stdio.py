@@ -25,7 +25,7 @@ import mcp_types as types
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from chronograph.server.config import MAX_MESSAGE
-from chronograph.server.front import REPLAYED, Handover
+from chronograph.server.front import HANDSHAKE, KEPT, PROTOCOL, REPLAYED, STATELESS, Handover, tool_result_extras
 from chronograph.server.lines import CHUNK, Lines, Oversized, wire
 from chronograph.server.replies import ReplyCache
 from mcp.server.mcpserver import MCPServer
@@ -145,7 +145,8 @@ async def _streams(
     replies = write_in.clone()
     unanswered: set[Any] = set()
     kept: dict[Any, Kept] = {}
-    protocol = ""
+    settled = ""
+    """The protocol version the handshake settled on (its answer precedes every other)."""
     answered = anyio.Event()
 
     async def source() -> AsyncIterator[bytes]:
@@ -159,8 +160,22 @@ async def _streams(
         async for line in framed(_chunks(stdin), limit, rest):
             yield line
 
+    def note(request: types.JSONRPCRequest) -> None:
+        """Remember which answers to keep for the front, and under which protocol."""
+        params = request.params or {}
+        meta = params.get("_meta")
+        asked = meta.get(PROTOCOL) if isinstance(meta, dict) else None
+        wanted = request.method == "tools/call" or (request.method in KEPT and not params.keys() - {"_meta"})
+        if request.method == "initialize" and isinstance(params.get("protocolVersion"), str):
+            kept[request.id] = ("initialize", f"{HANDSHAKE}:{params['protocolVersion']}")
+        elif isinstance(asked, str):
+            if wanted:
+                kept[request.id] = (request.method, f"{STATELESS}:{asked}")
+        elif wanted:  # a handshake's request: its version is the one the handshake settles on
+            kept[request.id] = (request.method, HANDSHAKE)
+
     async def reader() -> None:
-        nonlocal answered, protocol
+        nonlocal answered
         async with read_in, replies:
             async for line in source():
                 if not line.strip():
@@ -169,12 +184,8 @@ async def _streams(
                 request = message.message
                 if isinstance(request, types.JSONRPCRequest):
                     unanswered.add(request.id)
-                    params = request.params or {}
-                    if request.method == "initialize" and isinstance(params.get("protocolVersion"), str):
-                        protocol = params["protocolVersion"]
-                        kept[request.id] = ("initialize", protocol)
-                    elif request.method == "tools/list" and protocol and not params.keys() - {"_meta"}:
-                        kept[request.id] = ("tools/list", protocol)
+                    if cache is not None:
+                        note(request)
                 await (replies if reply else read_in).send(message)  # the transport answers what it refuses
             with anyio.move_on_after(DRAIN):  # stdin closed: answer what was asked, then stop
                 while unanswered:
@@ -182,6 +193,7 @@ async def _streams(
                     await answered.wait()
 
     async def writer() -> None:
+        nonlocal settled
         out = os.fdopen(stdout, "wb", buffering=1 << 16, closefd=False)
         async with write_out:
             async for message in write_out:
@@ -197,7 +209,17 @@ async def _streams(
                 answered.set()
                 asked = kept.pop(response.id, None)
                 if asked is not None and cache is not None and isinstance(response, types.JSONRPCResponse):
-                    cache.put(*asked, msgspec.json.encode(response.result))
+                    method, protocol = asked
+                    result = response.result
+                    if method == "initialize" and isinstance(result.get("protocolVersion"), str):
+                        settled = result["protocolVersion"]
+                    if protocol == HANDSHAKE:
+                        if not settled:
+                            continue  # answered before any handshake: nothing to key it by
+                        protocol = f"{HANDSHAKE}:{settled}"
+                    if method == "tools/call":  # the front makes the result; it learns what the SDK adds
+                        result = tool_result_extras(result)
+                    cache.put(method, protocol, msgspec.json.encode(result))
 
     async with anyio.create_task_group() as group:
         group.start_soon(reader)

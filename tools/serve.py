@@ -217,7 +217,9 @@ def adopt_memory_file(memory: Memory) -> None:
     if not named:
         return
     path = Path(named).expanduser()
-    if memory.log.head() > 0:
+    with memory.lock:  # the embedding projector may be using the store already
+        head = memory.log.head()
+    if head > 0:
         print(f"chronograph: ${MEMORY_FILE_ENV} ({path}) is ignored: the store at {memory.log.location} already "
               f"holds a memory; to add the file to it: chronograph import {path}", file=sys.stderr)
         return

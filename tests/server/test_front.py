@@ -33,6 +33,8 @@ HANDSHAKE = [
                               "clientInfo": {"name": "desktop", "version": "1"}}),
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
 ]
+PRIMER = [*HANDSHAKE, request(2, "tools/list", {}), call(3, "read_graph"), request(4, "ping")]
+"""A first session: the SDK answers, and what the front needs is kept."""
 SESSION = [
     *HANDSHAKE,
     request(2, "tools/list", {}),
@@ -61,20 +63,37 @@ def sdk_loaded(imports: str) -> bool:
     return re.search(r"\| +mcp\.server\.mcpserver$", imports, re.MULTILINE) is not None
 
 
-def test_a_later_session_is_answered_by_the_front_exactly_as_the_sdk_answers(tmp_path: Path) -> None:
-    first, imports = session(tmp_path / "front", [*HANDSHAKE, request(2, "tools/list", {})])
+META = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientInfo": {"name": "desktop", "version": "1"},
+                  "io.modelcontextprotocol/clientCapabilities": {}}}
+
+
+def stateless(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same requests as the 2026-07-28 protocol asks them: no handshake, each names its asker
+    (and no ping: that version has none)."""
+    out = [request(0, "server/discover", META)]
+    for message in messages:
+        if "id" in message and message["method"] not in ("initialize", "ping"):
+            out.append({**message, "params": {**message.get("params", {}), **META}})
+    return out
+
+
+@pytest.mark.parametrize("protocol", ["handshake", "stateless"])
+def test_a_later_session_is_answered_by_the_front_exactly_as_the_sdk_answers(tmp_path: Path, protocol: str) -> None:
+    shaped = (lambda messages: messages) if protocol == "handshake" else stateless
+    first, imports = session(tmp_path / "front", shaped(PRIMER))
     assert sdk_loaded(imports)  # nothing kept yet: the SDK answered, and its answers were kept
-    by_front, imports = session(tmp_path / "front", SESSION)
+    by_front, imports = session(tmp_path / "front", shaped(SESSION))
     assert not sdk_loaded(imports)
-    by_sdk, imports = session(tmp_path / "sdk", SESSION)
+    by_sdk, imports = session(tmp_path / "sdk", shaped(SESSION))
     assert sdk_loaded(imports)
     assert by_front == by_sdk
-    assert [r["id"] for r in by_front] == list(range(1, 11))
-    assert by_front[0] == first[0] and by_front[1] == first[1]
+    assert len(by_front) == len([m for m in shaped(SESSION) if "id" in m])
+    assert by_front[:2] == first[:2]
 
 
 def test_the_sdk_takes_over_where_the_front_cannot_answer_and_nothing_is_answered_twice(tmp_path: Path) -> None:
-    session(tmp_path / "store", HANDSHAKE)  # keeps the handshake's answer
+    session(tmp_path / "store", PRIMER)  # keeps the SDK's answers
     replies, imports = session(tmp_path / "store", [
         *HANDSHAKE,
         call(2, "create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": []}]}),
@@ -93,7 +112,7 @@ def test_the_sdk_takes_over_where_the_front_cannot_answer_and_nothing_is_answere
 
 
 def test_the_front_records_the_client_as_the_actor_and_exits_when_stdin_closes(tmp_path: Path) -> None:
-    session(tmp_path / "store", HANDSHAKE)
+    session(tmp_path / "store", PRIMER)
     replies, imports = session(tmp_path / "store", [
         *HANDSHAKE,
         call(2, "create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": []}]}),
@@ -105,7 +124,33 @@ def test_the_front_records_the_client_as_the_actor_and_exits_when_stdin_closes(t
 
 
 def test_another_profile_or_protocol_version_is_answered_by_the_sdk_first(tmp_path: Path) -> None:
-    session(tmp_path / "store", HANDSHAKE)
+    session(tmp_path / "store", PRIMER)
     newer = [{**HANDSHAKE[0], "params": {**HANDSHAKE[0]["params"], "protocolVersion": "2025-11-25"}}, HANDSHAKE[1]]
     assert sdk_loaded(session(tmp_path / "store", newer)[1])
     assert not sdk_loaded(session(tmp_path / "store", newer)[1])
+
+
+ASKS_2026 = [{**HANDSHAKE[0], "params": {**HANDSHAKE[0]["params"], "protocolVersion": "2026-07-28"}},
+             HANDSHAKE[1], call(2, "read_graph")]
+
+
+@pytest.mark.parametrize(("primer", "tricky"), [
+    # a handshake asking for 2026-07-28 settles on an older version: its answers must not
+    # be taken for the stateless 2026-07-28 protocol's
+    (ASKS_2026, stateless([call(2, "read_graph")])),
+    (stateless(PRIMER), ASKS_2026),
+    # a request of the other generation inside a session, and a malformed tool name
+    (PRIMER, [*HANDSHAKE, {**call(2, "read_graph"), "params": {"name": "read_graph", **META}},
+              request(3, "tools/call", {"name": ["read_graph"]}), call(4, "read_graph")]),
+    (stateless(PRIMER), [*stateless([call(2, "read_graph")]), HANDSHAKE[0], request(5, "tools/call", {"name": 7})]),
+])
+def test_whatever_the_front_kept_a_tricky_session_is_answered_as_the_sdk_answers_it(
+    tmp_path: Path, primer: list[dict[str, Any]], tricky: list[dict[str, Any]]
+) -> None:
+    session(tmp_path / "primed", primer)
+    by_front, _ = session(tmp_path / "primed", tricky)
+    by_sdk, _ = session(tmp_path / "fresh", tricky)
+    def by_id(replies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return sorted(replies, key=lambda reply: json.dumps(reply.get("id")))
+
+    assert by_id(by_front) == by_id(by_sdk)
