@@ -42,6 +42,8 @@ FUZZY_WORDS = 32
 """Words a fuzzy query may have (each is matched against the whole vocabulary)."""
 
 Hit = tuple[EntityRecord, float | None]
+Found = tuple[str, float | None, EntityRecord | None]
+"""A stream that answers, its score, and its record if it was read on the way."""
 
 
 class SearchNodes(ReadArgs, kw_only=True):
@@ -87,20 +89,25 @@ def search_nodes(memory: Memory, args: SearchNodes) -> SearchOut:
     with memory.timeline.at("search_nodes", args.as_of) as moment:
         through: int | None = None
         if mode == "substring":
-            hits: Iterable[Hit] = ((record, None) for record in _substring(memory, moment, args))
+            found: Iterable[Found] = _substring(memory, moment, args)
         elif mode in ("ranked", "fuzzy"):
-            hits = _words(memory, moment, args, mode)
+            found = _words(memory, moment, args, mode)
         else:
             found, through = _meaning(memory, moment, args, mode)
-            hits = found
         wanted = _Filter(moment, args)
+        graph = moment.graph
         page: list[Hit] = []
         total = 0
-        for hit in hits:
-            if not wanted(hit[0]):
-                continue
+        for stream, score, record in found:  # a record is read only where a filter or the page needs it
+            if wanted.active:
+                record = record or graph.entity_by_stream(stream)
+                if record is None or not wanted(record):
+                    continue
             if args.offset <= total and (limit is None or len(page) < limit):
-                page.append(hit)
+                record = record or graph.entity_by_stream(stream)
+                if record is None:
+                    continue
+                page.append((record, score))
             total += 1
         return _answer(moment, args, page, wanted, mode, total if paged else None, through)
 
@@ -123,19 +130,20 @@ def _mode(args: SearchNodes) -> Mode:
     return mode
 
 
-def _substring(memory: Memory, moment: Moment, args: SearchNodes) -> Iterator[EntityRecord]:
+def _substring(memory: Memory, moment: Moment, args: SearchNodes) -> Iterator[Found]:
     ws, query = args.workspace, args.query
-    if moment.is_past:  # no standing index for the past: every entity is checked
-        yield from (e for e in moment.graph.entities(ws) if matches(e, query))
-        return
-    candidates = memory.views.search_index(moment.snapshot, ws).containing(query)
-    if candidates is None:  # nothing to look up (no word in the query): every entity is checked
-        yield from (e for e in moment.graph.entities(ws) if matches(e, query))
-        return
-    for stream in candidates:
-        record = moment.live.entity_by_stream(stream)
-        if record is not None and matches(record, query):
-            yield record
+    candidates = None if moment.is_past else memory.views.search_index(moment.snapshot, ws).containing(query)
+    if candidates is None:  # the past (no standing index), or no word to look up: every entity is checked
+        yield from ((e.stream, None, e) for e in moment.graph.entities(ws) if matches(e, query))
+    elif terms(query) == [query.lower()]:
+        # One run of word characters lies in a text exactly when one of its terms contains it:
+        # the candidates are the answer, and no entity needs reading to know it.
+        yield from ((stream, None, None) for stream in candidates)
+    else:
+        for stream in candidates:
+            record = moment.live.entity_by_stream(stream)
+            if record is not None and matches(record, query):
+                yield stream, None, record
 
 
 def _index(memory: Memory, moment: Moment, workspace: str) -> WorkspaceIndex:
@@ -147,31 +155,31 @@ def _index(memory: Memory, moment: Moment, workspace: str) -> WorkspaceIndex:
     return index
 
 
-def _words(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode) -> list[Hit]:
+def _words(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode) -> list[Found]:
     index = _index(memory, moment, args.workspace)
     ranked = index.fuzzy(args.query) if mode == "fuzzy" else index.ranked(args.query)
-    graph = moment.graph
-    return [(record, score) for stream, score in ranked[:DEPTH] if (record := graph.entity_by_stream(stream))]
+    return [(stream, score, None) for stream, score in ranked[:DEPTH]]
 
 
-def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode) -> tuple[list[Hit], int]:
+def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode) -> tuple[list[Found], int]:
     if moment.is_past:
         raise InvalidArgumentsError(
             "search_nodes", f"asOf: mode {mode} ranks the present only (embeddings are of current "
             "versions); use mode substring, ranked or fuzzy with asOf")
-    found, through = nearest(memory, moment, args.workspace, args.query, SEMANTIC_FLOOR)
+    near, through = nearest(memory, moment, args.workspace, args.query, SEMANTIC_FLOOR)
+    meaning: list[Found] = [(record.stream, score, record) for record, score in near]
     if mode == "semantic":
-        return found, through
+        return meaning, through
     words = _words(memory, moment, args, "fuzzy" if len(query_terms(args.query)) <= FUZZY_WORDS else "ranked")
-    fused: dict[str, list[Any]] = {}  # stream -> [record, fused score, similarity]
-    for hits in (words, found):
-        for rank, (record, score) in enumerate(hits, start=1):
-            entry = fused.setdefault(record.stream, [record, 0.0, 0.0])
+    fused: dict[str, list[Any]] = {}  # stream -> [record or None, fused score, similarity, first rank]
+    for found in (words, meaning):
+        for rank, (stream, score, record) in enumerate(found, start=1):
+            entry = fused.setdefault(stream, [record, 0.0, 0.0, rank])
             entry[1] += 1 / (RRF_K + rank)
-            if hits is found:
-                entry[2] = score
-    order = sorted(fused.values(), key=lambda entry: (-entry[1], -entry[2], entry[0].seq))  # ties: the closer meaning
-    return [(record, score) for record, score, _ in order[:DEPTH]], through
+            if found is meaning:
+                entry[0], entry[2] = record, score
+    order = sorted(fused.items(), key=lambda item: (-item[1][1], -item[1][2], item[1][3]))  # ties: closer meaning
+    return [(stream, entry[1], entry[0]) for stream, entry in order[:DEPTH]], through
 
 
 def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshold: float) -> tuple[list[Hit], int]:
@@ -204,6 +212,8 @@ class _Filter:
         self.types = None if args.entity_types is UNSET else set(args.entity_types)
         self.relation_types = None if args.relation_types is UNSET else set(args.relation_types)
         self.metadata = None if args.metadata is UNSET else args.metadata
+        self.active = self.types is not None or self.relation_types is not None or self.metadata is not None
+        """Whether any filter was asked for."""
 
     def __call__(self, record: EntityRecord) -> bool:
         if self.types is not None and record.entity_type not in self.types:

@@ -13,12 +13,14 @@ is open.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from chronograph.application.errors import UnavailableError
+from chronograph.eventstore import EventStoreError
 from chronograph.projections import EntityRecord, Snapshot, Views
 from chronograph.projections.embedder import Embedder, entity_text
 from chronograph.projections.errors import EmbeddingsUnavailableError
@@ -30,9 +32,13 @@ POLL = 0.25
 """Seconds between looks at the log's head while there is nothing to embed."""
 STEP = 128
 """Entities embedded per step (each step commits)."""
+SETTLE = 32
+"""Events a query embeds itself before it answers (more are left to the projector)."""
 RETRY = 30.0
 """Seconds before an embedder that failed is tried again."""
 QUERIES_KEPT = 256
+NICE = 10
+"""The projector thread's niceness (0 is normal, 19 the lowest priority)."""
 
 Progress = Callable[[int, int], None]
 """(events embedded through, head): called after each step of a catch-up."""
@@ -109,20 +115,23 @@ class Semantic:
         with self.lock:
             self.views.env.write(self.vectors.forget)
 
-    def settle(self, backlog: int = STEP) -> None:
+    def settle(self, backlog: int = SETTLE) -> None:
         """Embed now what the projector has not yet, if it is at most `backlog` events, so that
-        a query sees the writes just made; a longer backlog is left to the projector.
+        a query sees the writes just made; a longer backlog is left to the projector, and so
+        is everything while the embedder is failing (the query says how far embeddings reach).
 
-        A failing embedder is left for the query to report.
+        It runs under the caller's hold of the store (a read), so the backlog is kept short.
         """
+        if self.problem is not None and self._thread is not None:
+            return  # the projector retries it on its own schedule
         with self.lock:
             with self.views.snapshot() as snapshot:
                 behind = snapshot.graph.position - self.vectors.checkpoint(snapshot.graph.txn)
             if 0 < behind <= backlog:
                 try:
                     self.step()
-                except EmbeddingsUnavailableError:
-                    pass
+                except (EmbeddingsUnavailableError, EventStoreError) as error:
+                    self.problem = str(error)
 
     def start(self, progress: Progress | None = None) -> None:
         """Run the projector in a background thread until `stop`."""
@@ -138,6 +147,7 @@ class Semantic:
             self._thread = None
 
     def _run(self, progress: Progress | None) -> None:
+        _yield_to_requests()
         wait, last = POLL, -1
         while not self._stop.wait(wait):
             try:
@@ -157,6 +167,7 @@ class Semantic:
             wait = 0.0 if checkpoint < head else POLL
 
     # --- queries --------------------------------------------------------------------------
+
 
     def nearest(self, snapshot: Snapshot, workspace: str, query: str, depth: int) -> tuple[list[Match], int]:
         """The `depth` entities of `workspace` nearest `query`, and the position embedded through.
@@ -190,3 +201,12 @@ class Semantic:
         else:
             self._queries.move_to_end(query)
         return vector
+
+
+def _yield_to_requests() -> None:
+    """Lower this thread's scheduling priority (Linux: a thread is its own task), so that the
+    embedding a write sets off never slows the requests that follow it."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
+    except (AttributeError, OSError):
+        pass  # elsewhere, or not allowed: embeddings simply share the CPU

@@ -54,7 +54,8 @@ class Memory:
 
     `embeddings` chooses semantic search: "off" (the default here), "auto" (the bundled
     model if the semantic extra is installed), "local", or the URL of an OpenAI-compatible
-    endpoint serving `embeddings_model`. The projector does not run until
+    endpoint serving `embeddings_model`; the bundled model runs on `embedding_threads` cores
+    (one leaves the others to requests; 0: all). The projector does not run until
     `semantic.start()` (a server starts it) or `semantic.catch_up()`.
 
     Every use of the store goes through `lock`, so that other threads of the process
@@ -73,6 +74,7 @@ class Memory:
         embeddings: str = "off",
         embeddings_model: str | None = None,
         embeddings_key: str | None = None,
+        embedding_threads: int = 1,
     ) -> None:
         self.lock = threading.RLock()
         self.export_dir = ExportDir(export_dir) if isinstance(export_dir, Path) else export_dir
@@ -89,7 +91,8 @@ class Memory:
             )
             """Why `semantic` is None."""
             try:
-                embedder = open_embedder(embeddings, model=embeddings_model, api_key=embeddings_key)
+                embedder = open_embedder(embeddings, model=embeddings_model, api_key=embeddings_key,
+                                         threads=embedding_threads)
             except EmbeddingsUnavailableError as error:
                 self.semantic_off = f"Semantic search is unavailable: {error}."
                 embedder = None

@@ -56,9 +56,12 @@ def entity_text(record: EntityRecord) -> str:
     return text[:MAX_TEXT]
 
 
-def open_embedder(spec: str, *, model: str | None = None, api_key: str | None = None) -> Embedder | None:
+def open_embedder(
+    spec: str, *, model: str | None = None, api_key: str | None = None, threads: int = 1
+) -> Embedder | None:
     """The embedder `spec` names, not loaded yet: "auto" (the bundled model if its extra is
-    installed), "local" (the bundled model), "off" (None) or the URL of an endpoint.
+    installed), "local" (the bundled model, on `threads` cores; 0: all), "off" (None) or the
+    URL of an endpoint.
 
     Raises:
         EmbeddingsUnavailableError: If "auto" finds the semantic extra missing.
@@ -78,7 +81,7 @@ def open_embedder(spec: str, *, model: str | None = None, api_key: str | None = 
     if spec == "local":
         from chronograph.projections.minilm import LocalMiniLM  # noqa: PLC0415 (numpy and onnxruntime load here)
 
-        return LocalMiniLM()
+        return LocalMiniLM(threads=threads)
     if spec.startswith(("http://", "https://")):
         if not model:
             raise ValueError("an embeddings endpoint needs the name of its model (--embeddings-model)")

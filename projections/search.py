@@ -99,6 +99,12 @@ class SearchIndex:
         """Drop every image in `txn` and every index of this process (after a rebuild)."""
         if self.db is not None:
             txn.drop(self.db, delete=False)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget this process's indexes, and keep none of them: the views were rebuilt under
+        it (the rebuild keeps images of its own), so they may have been built from views that
+        were wrong."""
         self._workspaces.clear()
         self._saved.clear()
 

@@ -93,6 +93,8 @@ class Views:
     def adopt(self, generation: int) -> None:
         """Use the tables of `generation` from now on (after a rebuild swapped it in)."""
         if self._tables is None or self._tables.generation != generation:
+            if self._tables is not None:
+                self.search.reset()  # indexes and images of other views may disagree with these
             self._tables = self._tables_of(generation)
 
     def _tables_of(self, generation: int) -> Tables:

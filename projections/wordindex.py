@@ -13,7 +13,8 @@ documents holding it, each with how often (capped at 15, where BM25 has long sat
 - **ranked** scores the documents holding the query's terms by BM25.
 - **fuzzy** does the same over the vocabulary terms within a small edit distance of each
   query term (rapidfuzz, optimal string alignment: a swap of two letters is one edit),
-  each weighted by its closeness, so an exact match ranks above a typo.
+  each weighted by its closeness, so an exact match ranks above a typo. Terms with a
+  digit are matched exactly: an id one digit off is another id.
 
 A document is one version of an entity: a changed entity gets a new document and its
 old one dies, so postings never need editing, only filtering by liveness, and are
@@ -46,6 +47,7 @@ TF_BITS = 4
 TF_MAX = (1 << TF_BITS) - 1
 MAX_DOCS = 1 << (32 - TF_BITS)
 """A posting is `doc << TF_BITS | tf` in 32 bits."""
+_DIGIT = re.compile(r"\d")
 SEP = "\x00"
 """Separates the terms of the joined vocabulary (no term holds it: it is not a word character)."""
 
@@ -86,8 +88,11 @@ def query_terms(query: str) -> list[str]:
 
 
 def edits_allowed(term: str) -> int:
-    """How many edits fuzzy search forgives in `term`: none up to 3 letters, 1 up to 7, else 2."""
-    return 0 if len(term) <= 3 else 1 if len(term) <= 7 else 2
+    """How many edits fuzzy search forgives in `term`: none up to 3 letters, 1 up to 7, else 2;
+    none in a term with a digit (an id, a date or a version one digit off is another one)."""
+    if len(term) <= 3 or _DIGIT.search(term):
+        return 0
+    return 1 if len(term) <= 7 else 2
 
 
 class _Image(msgspec.Struct, array_like=True, gc=False):
@@ -273,6 +278,8 @@ class WorkspaceIndex:
         vocabulary = self._vocabulary
         for tid in range(self._bucketed, len(vocabulary)):
             term = vocabulary[tid]
+            if _DIGIT.search(term):
+                continue  # matched exactly only (see edits_allowed)
             bucket = self._by_length.get(len(term))
             if bucket is None:
                 bucket = self._by_length[len(term)] = ([], [])

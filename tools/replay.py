@@ -171,12 +171,13 @@ def _entity_change(a: dict[str, Any], b: dict[str, Any]) -> str:
 
 
 def _rebuild(store: Path) -> int:
-    """Rebuild the views, then the search images and the embeddings (with the bundled model
-    unless $CHRONOGRAPH_EMBEDDINGS says otherwise; a server re-embeds in the background)."""
+    """Rebuild the views, then the search images and the embeddings (with the bundled model on
+    every core, unless $CHRONOGRAPH_EMBEDDINGS says otherwise; a server re-embeds in the
+    background what is missing)."""
     progress = Progress()
     spec = os.environ.get(EMBEDDINGS_ENV) or "auto"
     local = spec if spec in ("auto", "local") else "off"
-    with Memory(store, progress=progress, embeddings=local) as memory:
+    with Memory(store, progress=progress, embeddings=local, embedding_threads=0) as memory:
         report = memory.views.rebuild(progress)
         images = memory.prepare_search()
         embedded = memory.semantic is not None

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,3 +98,18 @@ def test_an_image_from_a_later_position_than_the_snapshot_is_not_used(store: Lmd
         views.search._workspaces.clear()  # as if a new process answered an old snapshot
         assert views.search_index(old, "w").containing("first") == [first]
         assert views.search_index(old, "w").containing("second") == []
+
+
+def test_a_rebuild_run_beside_this_process_drops_the_indexes_it_built_from_the_old_views(
+    store_path: Path,
+) -> None:
+    with LmdbLog(store_path) as store:
+        views = Views(store)
+        stream = create(views, "Ada", "mathematician")
+        assert containing(views, "ada") == [stream]
+        subprocess.run([sys.executable, "-m", "chronograph", "replay", "--store", str(store_path), "--rebuild"],
+                       check=True, capture_output=True, env={**os.environ, "CHRONOGRAPH_EMBEDDINGS": "off"})
+        with views.snapshot():
+            pass  # the next read adopts the rebuilt views
+        assert views.search._workspaces == {}
+        assert containing(views, "mathematician") == [stream]
