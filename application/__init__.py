@@ -2,7 +2,8 @@
 
 `Memory` runs any tool of the registry on a store; the MCP server (`chronograph.server`),
 the command line (`chronograph.tools`) and, later, the web page are adapters over it.
-Importing this package registers every tool of Chronograph's own surface in `CORE`.
+Importing this package registers every tool of Chronograph's own surface in `CORE`, and
+the team memory's (the Agent Memory surface) in `TEAM`.
 """
 
 from chronograph.application import (  # noqa: F401 (each module declares its tools in CORE)
@@ -15,6 +16,14 @@ from chronograph.application import (  # noqa: F401 (each module declares its to
     overview,
     relations,
     search,
+    teamadmin,
+    teamconflicts,
+    teamentries,
+    teamlinks,
+    teamlocks,
+    teamquery,
+    teamscopes,
+    teamtransfer,
     traversal,
 )
 from chronograph.application.arguments import Limits, parse

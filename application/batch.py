@@ -10,6 +10,7 @@ the version it was read at.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from chronograph.application.errors import ConflictError
@@ -17,6 +18,7 @@ from chronograph.application.outputs import entity_out, relation_out
 from chronograph.eventstore import NO_STREAM, AppendResult, Envelope, Event, LogTransaction, StreamWrite
 from chronograph.eventstore.writes import ExpectedVersion
 from chronograph.projections import ContextRecord, EntityRecord, LmdbState, Overlay, RelationRecord, apply
+from chronograph.projections.teamview import TeamView
 from msgspec import UNSET
 
 __all__ = ["Batch"]
@@ -46,6 +48,10 @@ class Batch:
         self._versions: dict[str, int] = {}
         self._runs: list[tuple[str, ExpectedVersion, list[Event]]] = []
         self._count = 0
+        self.teams: TeamView | None = None
+        """The team memory of the store (set by the memory running the command)."""
+        self.observers: list[Callable[[Envelope], None]] = []
+        """Other states that fold each decided event too (the team memory's)."""
 
     # --- reading, as this batch has changed things so far ------------------------------------
 
@@ -93,12 +99,25 @@ class Batch:
         version += 1
         self._versions[stream] = version
         self._count += 1
-        apply(self.state, Envelope(
+        envelope = Envelope(
             position=self._head + self._count, stream=stream, version=version, recorded_at=self._at,
             schema_version=type(event).schema, actor=self._actor, correlation_id=self._correlation_id,
             idempotency_key=self._key, event=event,
-        ))
+        )
+        apply(self.state, envelope)
+        for observer in self.observers:
+            observer(envelope)
         return version
+
+    @property
+    def recorded_at(self) -> int:
+        """The time every event of this batch is recorded at (µs)."""
+        return self._at
+
+    @property
+    def actor(self) -> str:
+        """Who the batch's events are recorded as."""
+        return self._actor
 
     def writes(self) -> list[StreamWrite]:
         """Every decided event, in the order decided, guarded by the versions read."""

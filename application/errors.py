@@ -14,7 +14,9 @@ import msgspec
 __all__ = [
     "ChronographError",
     "ConflictError",
+    "DuplicateError",
     "InvalidArgumentsError",
+    "LockedError",
     "NotFoundError",
     "ReplyTooLargeError",
     "RequestReplayError",
@@ -27,7 +29,7 @@ class ChronographError(Exception):
     """Base class of every error the core raises on purpose."""
 
     code: ClassVar[str] = "error"
-    """Machine-readable: invalid, not_found, conflict, limit, storage, unavailable."""
+    """Machine-readable: invalid, not_found, conflict, duplicate, locked, limit, storage, unavailable."""
 
 
 class InvalidArgumentsError(ChronographError):
@@ -63,6 +65,23 @@ class ConflictError(ChronographError):
             f"Conflict: {what} is at {at}, not the expectedVersion {expected}; nothing was "
             f"written. Re-read it and retry with expectedVersion {current}. Current state: {shown}"
         )
+
+
+class DuplicateError(ChronographError):
+    """Something of that name already exists where names are unique; nothing was written."""
+
+    code = "duplicate"
+
+
+class LockedError(ChronographError):
+    """A file is locked by another agent (or not locked by the caller); nothing was written."""
+
+    code = "locked"
+
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.details = details or {}
+        """What a client can act on (the lock as it stands)."""
 
 
 class RequestReplayError(ChronographError):

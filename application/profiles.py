@@ -12,8 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chronograph.application.registry import CORE, Registry
+from chronograph.application.teamcore import TEAM
 
-__all__ = ["DEFAULT_PROFILE", "OFFICIAL_TOOLS", "PROFILES", "Profile", "profile"]
+__all__ = ["DEFAULT_PROFILE", "OFFICIAL_TOOLS", "PROFILES", "TEAM_TOOLS", "Profile", "profile"]
 
 OFFICIAL_TOOLS = (
     "create_entities",
@@ -28,6 +29,13 @@ OFFICIAL_TOOLS = (
 )
 """The official memory server's tools, in its order."""
 
+TEAM_TOOLS = (
+    "memory_org", "memory_project", "memory_session", "memory_tool", "memory_guideline", "memory_knowledge",
+    "memory_tag", "memory_relation", "memory_file_lock", "memory_query", "memory_conflict", "memory_health",
+    "memory_init", "memory_export", "memory_import",
+)
+"""Agent Memory's fifteen tools, in the order of its reference."""
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -38,6 +46,8 @@ class Profile:
     select: Callable[[], Registry]
     """Picks the profile's tools from the registries (when asked: tools may be declared later)."""
     instructions: str
+    json_errors: bool = False
+    """Whether a refused call's text is a JSON object ({"error", "code"}) rather than prose."""
 
     @property
     def tools(self) -> Registry:
@@ -58,6 +68,16 @@ INSTRUCTIONS = (
 )
 
 
+TEAM_INSTRUCTIONS = (
+    "Agent Memory (served by Chronograph, whose log never overwrites): tools, guidelines and knowledge "
+    "in scopes (global, org, project, session) that inherit downwards; versions with a changeReason; "
+    "tags; relations between entries; file locks as leases; conflicts kept when two agents write one "
+    "entry at once. Every tool takes an `action`. Reads (get, list, history, memory_query) take `asOf` "
+    "(an ISO-8601 time or a log position) to answer as the memory stood then. Errors are JSON: "
+    '{"error": message, "code": machine-readable code}.'
+)
+
+
 def _own_surface() -> Registry:
     official = CORE.select(OFFICIAL_TOOLS)
     return Registry([*official, *(tool for tool in CORE if tool.name not in official)])
@@ -68,6 +88,9 @@ PROFILES: dict[str, Profile] = {
                            "travel, audit, context", _own_surface, INSTRUCTIONS),
     "official": Profile("official", "exactly the nine tools of the official MCP memory server",
                         lambda: CORE.select(OFFICIAL_TOOLS), INSTRUCTIONS),
+    "agent-memory": Profile("agent-memory", "the fifteen tools of Agent Memory 0.3.0: scopes, sessions, typed "
+                            "entries, tags, file locks, conflicts", lambda: TEAM.select(TEAM_TOOLS),
+                            TEAM_INSTRUCTIONS, json_errors=True),
 }
 """Every profile, by name."""
 

@@ -36,6 +36,9 @@ class Tool:
     output: type[Out]
     kind: Kind
     handler: Callable[[Any, Any], Out]
+    reads: frozenset[str] = frozenset()
+    """The `action` values of a command that only read: they run as a query (no write
+    transaction), with the handler given the memory instead of a batch."""
 
     @property
     def writes(self) -> bool:
@@ -62,15 +65,20 @@ class Registry:
         self._tools[tool.name] = tool
         return tool
 
-    def command(self, name: str, title: str, description: str, *, kind: Kind = "write") -> Callable[[F], F]:
-        """Declare the decorated `(batch, args) -> output` handler as a tool that writes."""
-        return self._declare(name, title, description, kind)
+    def command(
+        self, name: str, title: str, description: str, *, kind: Kind = "write", reads: Iterable[str] = ()
+    ) -> Callable[[F], F]:
+        """Declare the decorated `(batch, args) -> output` handler as a tool that writes
+        (except for the `action` values in `reads`)."""
+        return self._declare(name, title, description, kind, frozenset(reads))
 
     def query(self, name: str, title: str, description: str, *, kind: Kind = "read") -> Callable[[F], F]:
         """Declare the decorated `(memory, args) -> output` handler as a tool that reads."""
-        return self._declare(name, title, description, kind)
+        return self._declare(name, title, description, kind, frozenset())
 
-    def _declare(self, name: str, title: str, description: str, kind: Kind) -> Callable[[F], F]:
+    def _declare(
+        self, name: str, title: str, description: str, kind: Kind, reads: frozenset[str]
+    ) -> Callable[[F], F]:
         def decorator(handler: F) -> F:
             hints = get_type_hints(handler)
             arguments, output = hints.get("args"), hints.get("return")
@@ -78,7 +86,7 @@ class Registry:
                 raise TypeError(f"{handler.__qualname__}: annotate its `args` parameter with an Args Struct")
             if not (isinstance(output, type) and issubclass(output, Out)):
                 raise TypeError(f"{handler.__qualname__}: annotate its return with an Out Struct")
-            self.add(Tool(name, title, description, arguments, output, kind, handler))
+            self.add(Tool(name, title, description, arguments, output, kind, handler, reads))
             return handler
 
         return decorator

@@ -21,12 +21,14 @@ from chronograph.application.errors import ChronographError, RequestReplayError,
 from chronograph.application.exportdir import ExportDir
 from chronograph.application.outputs import Out
 from chronograph.application.registry import CORE, Tool
+from chronograph.application.teamcore import TEAM
 from chronograph.application.timeline import Timeline
 from chronograph.eventstore import ConcurrencyError, EventStoreError, LmdbLog, LogTransaction, StorageFullError
 from chronograph.eventstore.keys import digest
 from chronograph.projections import LmdbState, Progress, ProjectionError, Views, paused_gc
 from chronograph.projections.embedder import open_embedder
 from chronograph.projections.errors import EmbeddingsUnavailableError
+from chronograph.projections.teamview import TeamView
 from msgspec import UNSET
 
 if TYPE_CHECKING:
@@ -83,6 +85,8 @@ class Memory:
         try:
             self.views = Views(self.log, progress=progress)
             self.timeline = Timeline(self.log, self.views)
+            self.teams = TeamView()
+            """The team memory (the Agent Memory surface), folded in memory."""
             self.semantic: Semantic | None = None
             """Semantic search, when an embedder is configured and installed."""
             self.semantic_off = (
@@ -143,7 +147,7 @@ class Memory:
             ChronographError: Invalid arguments, a missing item, a stale expectedVersion,
                 a reused requestId or a full store; nothing was written.
         """
-        spec = CORE[tool] if isinstance(tool, str) else tool
+        spec = _tool(tool)
         if spec.writes:
             return self.write(spec, arguments, actor=actor)
         return Written(self.read(spec, arguments), changed=False)
@@ -159,9 +163,11 @@ class Memory:
             ChronographError: Invalid arguments, a missing item, a stale expectedVersion,
                 a reused requestId or a full store; nothing was written.
         """
-        spec = CORE[tool] if isinstance(tool, str) else tool
+        spec = _tool(tool)
         args = parse(spec.name, arguments, spec.arguments)
-        workspace: str = args.workspace  # type: ignore[attr-defined]
+        if spec.reads and getattr(args, "action", None) in spec.reads:
+            return Written(self._answer(spec, args), changed=False)
+        workspace: str = getattr(args, "workspace", "default")
         request_id = getattr(args, "request_id", UNSET)
         key = None if request_id is UNSET else f"{spec.name}\x00{workspace}\x00{request_id}"
         fingerprint = b""
@@ -180,6 +186,7 @@ class Memory:
                     output = msgspec.msgpack.decode(remembered.output, type=spec.output)
                     return Written(output, changed=False, replayed=True)
             batch = Batch(tx, views, workspace, actor=actor, correlation_id=correlation, idempotency_key=key)
+            batch.teams = self.teams
             output = spec.handler(batch, args)
             writes = batch.writes()
             if writes or key is not None:
@@ -196,7 +203,14 @@ class Memory:
 
         try:
             with self.lock:
-                return self.views.transact(work)
+                try:
+                    written = self.views.transact(work)
+                except BaseException:
+                    if self.teams.dirty:
+                        self.teams.discard()
+                    raise
+                self.teams.committed()
+                return written
         except StorageFullError as error:
             raise StorageError(str(error)) from None
         except ConcurrencyError as error:  # only if the views were wrong about a version
@@ -210,8 +224,10 @@ class Memory:
         Raises:
             ChronographError: If the arguments are invalid or name something unknown.
         """
-        spec = CORE[tool] if isinstance(tool, str) else tool
-        args = parse(spec.name, arguments, spec.arguments)
+        spec = _tool(tool)
+        return self._answer(spec, parse(spec.name, arguments, spec.arguments))
+
+    def _answer(self, spec: Tool, args: Any) -> Out:
         with self.lock:
             try:
                 with paused_gc():  # a whole graph's output forms no cycles; scanning it halved the speed
@@ -223,3 +239,10 @@ class Memory:
             except (EventStoreError, ProjectionError):
                 pass  # kept next time; the answer stands
             return output
+
+
+def _tool(tool: Tool | str) -> Tool:
+    """`tool`, or the tool of that name (Chronograph's own, then the team memory's)."""
+    if isinstance(tool, Tool):
+        return tool
+    return CORE[tool] if tool in CORE else TEAM[tool]

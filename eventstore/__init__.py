@@ -5,6 +5,7 @@ knows who uses it: higher layers register inline hooks that run inside the appen
 write transaction, and may keep their own databases in the log's LMDB environment.
 """
 
+from chronograph.eventstore.catalogue import CATALOGUE
 from chronograph.eventstore.codec import UPCASTERS, Codec, Envelope, Upcasters
 from chronograph.eventstore.errors import (
     ConcurrencyError,
@@ -17,7 +18,6 @@ from chronograph.eventstore.errors import (
     UnknownEventError,
 )
 from chronograph.eventstore.events import (
-    CATALOGUE,
     ContextStatus,
     ContextUpdated,
     EntityCreated,

@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Union
 
 import msgspec
+from chronograph.eventstore.catalogue import CATALOGUE
 from chronograph.eventstore.errors import UnknownEventError
-from chronograph.eventstore.events import CATALOGUE, Event, event_type
+from chronograph.eventstore.events import Event, event_type
 from chronograph.eventstore.keys import Stored
 
 __all__ = ["Codec", "Envelope", "SlimEnvelope", "Upcasters", "UPCASTERS"]

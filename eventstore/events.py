@@ -23,7 +23,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 __all__ = [
-    "CATALOGUE",
+    "GRAPH_EVENTS",
     "ContextStatus",
     "ContextUpdated",
     "EntityCreated",
@@ -146,7 +146,7 @@ class ContextUpdated(Event, frozen=True, tag="context_updated"):
     last_commit: str | None | UnsetType = UNSET
 
 
-CATALOGUE: tuple[type[Event], ...] = (
+GRAPH_EVENTS: tuple[type[Event], ...] = (
     EntityCreated,
     ObservationsAdded,
     ObservationsDeleted,
@@ -157,4 +157,4 @@ CATALOGUE: tuple[type[Event], ...] = (
     RelationDeleted,
     ContextUpdated,
 )
-"""Every event class the store decodes by default, in the order they were introduced."""
+"""The knowledge graph's events, in the order they were introduced."""

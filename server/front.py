@@ -35,7 +35,7 @@ import msgspec
 from chronograph.application import ChronographError, profile
 from chronograph.server.lines import CHUNK, Lines, Oversized
 from chronograph.server.replies import ReplyCache
-from chronograph.server.results import plain
+from chronograph.server.results import error_text, plain
 from chronograph.server.runtime import Runtime
 
 __all__ = ["CLIENT", "HANDSHAKE", "KEPT", "PROTOCOL", "REPLAYED", "STATELESS", "Front", "Handover",
@@ -78,7 +78,9 @@ class Front:
         self.cache = cache
         self.stdin, self.stdout = stdin, stdout
         self.limit = limit
-        self.tools = {tool.name: tool for tool in profile(runtime.settings.profile).tools}
+        surface = profile(runtime.settings.profile)
+        self.tools = {tool.name: tool for tool in surface.tools}
+        self.json_errors = surface.json_errors
         self._handshake: list[bytes] = []
         self._generation: str | None = None
         """Fixed by the session's first request, as the SDK fixes it."""
@@ -188,7 +190,7 @@ class Front:
             (text, structured), _ = runtime.run(tool, arguments, runtime.actor(client))
             result = plain(text, structured)
         except ChronographError as error:
-            result = plain(str(error), error=True)
+            result = plain(error_text(error, as_json=self.json_errors), error=True)
         except Exception:  # what the SDK does with a failure that is not ours: log it, say little
             traceback.print_exc(file=sys.stderr)
             result = plain(f"Error executing tool {tool.name}", error=True)

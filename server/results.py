@@ -12,13 +12,15 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from chronograph.application import ReplyTooLargeError
 from chronograph.application.entities import AddObservationsOut
+from chronograph.application.errors import ChronographError
 from chronograph.application.graph import GraphPageOut
 from chronograph.application.outputs import DeletedOut, EntitiesOut, RelationsOut
+from chronograph.application.teamcore import TeamReply
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult
 
-__all__ = ["Reply", "check_text_size", "plain", "pretty", "reply", "result", "text_of"]
+__all__ = ["Reply", "check_text_size", "error_text", "plain", "pretty", "reply", "result", "text_of"]
 
 Reply = tuple[str, Any]
 """A successful call's text block and structured content."""
@@ -41,7 +43,17 @@ def text_of(output: msgspec.Struct) -> str:
         return pretty(output.results)
     if isinstance(output, DeletedOut):
         return output.message
+    if isinstance(output, TeamReply):
+        return pretty(output.reply)
     return pretty(output)
+
+
+def error_text(error: ChronographError, *, as_json: bool = False) -> str:
+    """A refused call's text: the error's own words (what the official server prints), or
+    with `as_json` the object Agent Memory answers with, plus a code and any details."""
+    if not as_json:
+        return str(error)
+    return pretty({"error": str(error), "code": error.code, **getattr(error, "details", {})})
 
 
 def reply(output: msgspec.Struct, *, tool: str = "", limit: int | None = None) -> Reply:
@@ -55,7 +67,7 @@ def reply(output: msgspec.Struct, *, tool: str = "", limit: int | None = None) -
         size = len(_encoder.encode(text)) + len(_encoder.encode(output))
         if size > limit:
             raise ReplyTooLargeError(tool, size, limit, _hint(tool, output, size, limit))
-    return text, msgspec.to_builtins(output)
+    return text, msgspec.to_builtins(output.reply if isinstance(output, TeamReply) else output)
 
 
 def result(text: str, structured: Any) -> CallToolResult:

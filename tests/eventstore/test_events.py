@@ -17,6 +17,26 @@ STABLE_TAGS = {
     "RelationUpdated": "relation_updated",
     "RelationDeleted": "relation_deleted",
     "ContextUpdated": "context_updated",
+    "OrganizationCreated": "organization_created",
+    "ProjectCreated": "project_created",
+    "ProjectUpdated": "project_updated",
+    "SessionStarted": "session_started",
+    "SessionEnded": "session_ended",
+    "EntryAdded": "entry_added",
+    "EntryUpdated": "entry_updated",
+    "EntryDeactivated": "entry_deactivated",
+    "EntryReactivated": "entry_reactivated",
+    "TagCreated": "tag_created",
+    "TagAttached": "tag_attached",
+    "TagDetached": "tag_detached",
+    "EntryRelationCreated": "entry_relation_created",
+    "EntryRelationDeleted": "entry_relation_deleted",
+    "FileCheckedOut": "file_checked_out",
+    "FileCheckedIn": "file_checked_in",
+    "FileForceUnlocked": "file_force_unlocked",
+    "ConflictDetected": "conflict_detected",
+    "ConflictResolved": "conflict_resolved",
+    "TeamMemoryReset": "team_memory_reset",
 }
 
 
@@ -31,7 +51,11 @@ def test_no_two_events_share_a_tag() -> None:
 
 @pytest.mark.parametrize("cls", CATALOGUE, ids=lambda cls: cls.__name__)
 def test_every_event_is_named_in_the_past_tense(cls: type) -> None:
-    assert cls.__name__.endswith(("Created", "Added", "Deleted", "Updated"))
+    assert cls.__name__.endswith((
+        "Created", "Added", "Deleted", "Updated", "Started", "Ended", "Deactivated", "Reactivated",
+        "Attached", "Detached",
+        "CheckedOut", "CheckedIn", "Unlocked", "Detected", "Resolved", "Reset",
+    ))
 
 
 def test_events_are_frozen() -> None:
