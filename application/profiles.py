@@ -78,9 +78,15 @@ TEAM_INSTRUCTIONS = (
 )
 
 
+SHARED_TEAM_TOOLS = ("memory_session", "memory_file_lock")
+"""The team memory's tools that make sense beside the graph: sessions (the actor context of
+a connection's writes) and file locks."""
+
+
 def _own_surface() -> Registry:
     official = CORE.select(OFFICIAL_TOOLS)
-    return Registry([*official, *(tool for tool in CORE if tool.name not in official)])
+    return Registry([*official, *(tool for tool in CORE if tool.name not in official),
+                     *TEAM.select(SHARED_TEAM_TOOLS)])
 
 
 PROFILES: dict[str, Profile] = {

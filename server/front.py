@@ -36,7 +36,7 @@ from chronograph.application import ChronographError, profile
 from chronograph.server.lines import CHUNK, Lines, Oversized
 from chronograph.server.replies import ReplyCache
 from chronograph.server.results import error_text, plain
-from chronograph.server.runtime import Runtime
+from chronograph.server.runtime import LOCAL, Runtime
 
 __all__ = ["CLIENT", "HANDSHAKE", "KEPT", "PROTOCOL", "REPLAYED", "STATELESS", "Front", "Handover",
            "tool_result_extras"]
@@ -187,7 +187,7 @@ class Front:
             return False  # what the SDK adds to a result at this version is not known yet
         runtime = self.runtime
         try:
-            (text, structured), _ = runtime.run(tool, arguments, runtime.actor(client))
+            (text, structured), _ = runtime.run(tool, arguments, runtime.actor(client), LOCAL)
             result = plain(text, structured)
         except ChronographError as error:
             result = plain(error_text(error, as_json=self.json_errors), error=True)

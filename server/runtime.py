@@ -27,6 +27,13 @@ __all__ = ["GRAPH_URI", "EmbeddingProgress", "Runtime"]
 GRAPH_URI = "memory://knowledge-graph"
 
 
+LOCAL = "local"
+"""The one connection of a stdio (or in-process) server."""
+
+MAX_CONNECTIONS = 10_000
+"""Connections whose team session is remembered at once (HTTP)."""
+
+
 class Runtime:
     """What a running server holds: its settings, the open memory, the subscribers."""
 
@@ -38,6 +45,8 @@ class Runtime:
         self._memory: Memory | None = None
         self._users = 0
         self._subscribers: dict[int, Any] = {}
+        self._sessions: dict[str, str] = {}
+        """connection -> the team session it started: its writes are recorded as actor/session"""
 
     @property
     def memory(self) -> Memory:
@@ -74,6 +83,32 @@ class Runtime:
         """Who a call's events are recorded as: --actor, else the client's own name."""
         return self.settings.actor or client or "unknown-client"
 
+    def connection(self, ctx: Context) -> str | None:
+        """What identifies the client of a call across calls: the process over stdio (one client
+        per server), the Mcp-Session-Id over HTTP (None without one: stateless HTTP has no
+        connection to remember a session for)."""
+        if not self.offload:
+            return LOCAL
+        request = ctx.request_context.request
+        headers = getattr(request, "headers", None)
+        return None if headers is None else headers.get("mcp-session-id")
+
+    def _in_session(self, actor: str, connection: str | None) -> str:
+        """`actor`, with the team session the connection started (memory_session start), if any."""
+        session = self._sessions.get(connection) if connection is not None else None
+        return actor if session is None else f"{actor}/{session}"
+
+    def _follow_session(self, tool: Tool, arguments: dict[str, Any], output: Any, connection: str | None) -> None:
+        if tool.name != "memory_session" or connection is None:
+            return
+        action = arguments.get("action")
+        if action == "start":
+            if len(self._sessions) >= MAX_CONNECTIONS:  # forget the oldest
+                del self._sessions[next(iter(self._sessions))]
+            self._sessions[connection] = output.reply["session"]["id"]
+        elif action == "end" and self._sessions.get(connection) == arguments.get("id"):
+            del self._sessions[connection]
+
     async def call(self, tool: Tool, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         """Run `tool` and turn its output into a tool result.
 
@@ -86,25 +121,32 @@ class Runtime:
         params = ctx.session.client_params
         actor = self.actor(params.client_info.name if params is not None else None)
         if self.offload:
-            outcome, changed = await anyio.to_thread.run_sync(self._serialised, tool, arguments, actor)
+            outcome, changed = await anyio.to_thread.run_sync(self._serialised, tool, arguments, actor,
+                                                              self.connection(ctx))
         else:
-            outcome, changed = self.run(tool, arguments, actor)
+            outcome, changed = self.run(tool, arguments, actor, self.connection(ctx))
         if changed:
             await self.notify(ctx)
         return result(*outcome)
 
-    def _serialised(self, tool: Tool, arguments: dict[str, Any], actor: str) -> tuple[Reply, bool]:
+    def _serialised(self, tool: Tool, arguments: dict[str, Any], actor: str, connection: str | None,
+                    ) -> tuple[Reply, bool]:
         with self._one_at_a_time:
-            return self.run(tool, arguments, actor)
+            return self.run(tool, arguments, actor, connection)
 
-    def run(self, tool: Tool, arguments: dict[str, Any], actor: str) -> tuple[Reply, bool]:
+    def run(self, tool: Tool, arguments: dict[str, Any], actor: str, connection: str | None = None,
+            ) -> tuple[Reply, bool]:
         """Run `tool`: its reply (text and structured content) and whether it changed the store.
+
+        A write of a `connection` that started a team session is recorded as the actor's
+        within that session (``claude-code/sess_…``).
 
         Raises:
             ChronographError: If the call is refused (nothing is written).
         """
         if tool.writes:
-            written = self.memory.write(tool, arguments, actor=actor)
+            written = self.memory.write(tool, arguments, actor=self._in_session(actor, connection))
+            self._follow_session(tool, arguments, written.output, connection)
             return reply(written.output), written.changed
         with paused_gc():
             return reply(self.memory.read(tool, arguments), tool=tool.name, limit=self.settings.max_reply), False

@@ -25,7 +25,7 @@ def table() -> dict[str, set[str]]:
             break
         cells = [cell.strip() for cell in line.strip("|").split("|")]
         if in_table and cells[0].startswith("`"):
-            rows[cells[0].strip("`")] = set(re.findall(r"`([A-Za-z]+)", cells[1]))
+            rows[cells[0].strip("`")] = set(re.findall(r"`([A-Za-z_]+)", cells[1]))
     return rows
 
 

@@ -170,7 +170,23 @@ async def test_yaml_and_markdown_import_are_refused_as_the_reference_says(agent:
         await call(agent, "memory_import", {"action": "import", "content": "a: 1", "format": "yaml"})
 
 
-async def test_the_default_profile_does_not_carry_the_team_tools(tmp_path: Path) -> None:
+async def test_the_default_profile_carries_only_the_team_s_sessions_and_locks(tmp_path: Path) -> None:
     async with Client(create_server(Settings(store=tmp_path / "s", embeddings="off"))) as c:
         names: list[Any] = [t.name for t in (await c.list_tools()).tools]
-    assert not [n for n in names if n.startswith("memory_")]
+    assert [n for n in names if n.startswith("memory_")] == ["memory_session", "memory_file_lock"]
+
+
+async def test_the_default_profile_records_a_connection_s_writes_within_its_session(client: Client) -> None:
+    session = (await call(client, "memory_session", {"action": "start", "agentId": "claude"}))["session"]["id"]
+    await call(client, "create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": []}]})
+    await call(client, "memory_session", {"action": "end", "id": session})
+    await call(client, "create_entities", {"entities": [{"name": "Bob", "entityType": "person", "observations": []}]})
+    audit = await call(client, "get_audit_log", {"eventTypes": ["entity_created"], "order": "oldest"})
+    assert [(e["actor"], e["subject"]) for e in audit["events"]] == [
+        (f"test-client/{session}", "Ada"), ("test-client", "Bob")]
+
+
+async def test_the_default_profile_offers_file_locks(client: Client) -> None:
+    await call(client, "memory_file_lock", {"action": "checkout", "file_path": "/a.py", "agent_id": "A"})
+    with pytest.raises(ToolFailed, match="locked by A"):
+        await call(client, "memory_file_lock", {"action": "checkout", "file_path": "/a.py", "agent_id": "B"})
