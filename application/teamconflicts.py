@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from chronograph.application.arguments import parse
 from chronograph.application.batch import Batch
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError, NotFoundError
 from chronograph.application.service import Memory
 from chronograph.application.teamcore import TEAM, Page, Short, Team, TeamReply, iso, page, reply, require
-from chronograph.application.teamentries import KINDS, entry_out
+from chronograph.application.teamentries import ARGUMENTS, KINDS, entry_fields, entry_out
 from chronograph.eventstore.teamevents import ConflictResolved, EntryUpdated
 from chronograph.projections.teamstate import Conflict
 from msgspec import UNSET, Meta, UnsetType
@@ -83,7 +84,10 @@ def memory_conflict(host: Batch | Memory, args: MemoryConflict) -> TeamReply:
         if unknown:
             raise InvalidArgumentsError("memory_conflict", f"merged: {', '.join(unknown)} are not fields of a "
                                         f"{entry.type} (choose from {', '.join(sorted(allowed))})")
-        fields = {**entry.current.fields, **args.merged}
+        kind = KINDS[entry.type]
+        merged = entry_fields(kind, "memory_conflict", parse("memory_conflict", {"action": "update", **args.merged},
+                                                             ARGUMENTS[entry.type]))
+        fields = {**entry.current.fields, **merged}
     by = None if args.resolved_by is UNSET else args.resolved_by
     if fields is not None:
         changed = {key: value for key, value in fields.items() if entry.current.fields.get(key) != value}

@@ -30,7 +30,7 @@ from chronograph.eventstore.teamevents import (
 from chronograph.projections.teamstate import Entry, EntryVersion
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["CONFLICT_WINDOW", "KINDS", "EntryKind", "entry_out", "is_live", "version_out"]
+__all__ = ["ARGUMENTS", "CONFLICT_WINDOW", "KINDS", "EntryKind", "entry_fields", "entry_out", "is_live", "version_out"]
 
 CONFLICT_WINDOW = 5_000_000
 """Two versions closer than this (µs) by different writers are a conflict (Agent Memory's 5 s)."""
@@ -141,6 +141,9 @@ class MemoryKnowledge(EntryArgs, kw_only=True):
     valid_until: Short | UnsetType = UNSET
 
 
+ARGUMENTS: dict[str, type[EntryArgs]] = {"tool": MemoryTool, "guideline": MemoryGuideline, "knowledge": MemoryKnowledge}
+"""The arguments of each kind's tool (import checks an entry's fields against them)."""
+
 _DESCRIBED = "Actions: add, update (a new version, with changeReason), get, list, history, deactivate, reactivate"
 
 
@@ -162,7 +165,7 @@ def memory_knowledge(host: Batch | Memory, args: MemoryKnowledge) -> TeamReply:
     return _run(KINDS["knowledge"], "memory_knowledge", host, args)
 
 
-def _fields(kind: EntryKind, tool: str, args: EntryArgs) -> dict[str, Any]:
+def entry_fields(kind: EntryKind, tool: str, args: EntryArgs) -> dict[str, Any]:
     """The entry fields the call sets (camelCase, as stored)."""
     fields: dict[str, Any] = {}
     for key in (*kind.main, *kind.versioned):
@@ -204,7 +207,7 @@ def _run(kind: EntryKind, tool: str, host: Batch | Memory, args: EntryArgs) -> T
 def _add(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> TeamReply:
     name = getattr(args, kind.label)
     require(tool, "add", scopeType=args.scope_type, **{kind.label: name})
-    fields = _fields(kind, tool, args)
+    fields = entry_fields(kind, tool, args)
     for key in kind.required:
         require(tool, "add", **{key: fields.get(key, UNSET)})
     if kind.type == "guideline":
@@ -235,7 +238,7 @@ def _session(team: Team, tool: str, args: EntryArgs, scope_type: str, scope_id: 
 
 
 def _update(kind: EntryKind, tool: str, team: Team, args: EntryArgs, entry: Entry) -> TeamReply:
-    fields = _fields(kind, tool, args)
+    fields = entry_fields(kind, tool, args)
     if not fields:
         names = ", ".join((*kind.main, *kind.versioned))
         raise InvalidArgumentsError(tool, f"update changes nothing: give one of {names}")

@@ -190,8 +190,11 @@ def _search(team: Team, args: MemoryQuery) -> TeamReply:
     limit = 20 if args.limit is UNSET else args.limit
     chosen = scored[args.offset: args.offset + limit]
     more = args.offset + len(chosen) < len(scored)
-    return reply(results=[_item(team, e, args, s) for s, e in chosen],
-                 meta={"totalCount": len(scored), "returnedCount": len(chosen), "truncated": more, "hasMore": more})
+    meta: dict[str, Any] = {"totalCount": len(scored), "returnedCount": len(chosen), "truncated": more,
+                            "hasMore": more}
+    if args.semantic_search is True:
+        meta["semantic"] = False  # said, not pretended: team entries are matched by their words
+    return reply(results=[_item(team, e, args, s) for s, e in chosen], meta=meta)
 
 
 def _context(team: Team, args: MemoryQuery) -> TeamReply:

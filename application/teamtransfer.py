@@ -8,13 +8,15 @@ with `conflictStrategy: "error"` every existing entry), then written in one tran
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any, Literal
 
+from chronograph.application.arguments import parse
 from chronograph.application.batch import Batch
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError
 from chronograph.application.service import Memory
 from chronograph.application.teamcore import TEAM, Short, Team, TeamArgs, TeamReply, new_id, reply
-from chronograph.application.teamentries import KINDS, entry_out, is_live
+from chronograph.application.teamentries import ARGUMENTS, KINDS, entry_fields, entry_out, is_live
 from chronograph.application.teamlinks import relation_out
 from chronograph.eventstore import clock
 from chronograph.eventstore.teamevents import EntryAdded, EntryRelationCreated, EntryUpdated, TagAttached, TagCreated
@@ -77,6 +79,11 @@ def memory_export(memory: Memory, args: MemoryExport) -> TeamReply:
                  metadata={k: v for k, v in metadata.items() if v is not None})
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""Keys YAML reads as the same string unquoted, unless they are one of `_YAML_WORDS`."""
+_YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
+
+
 def yaml(value: Any, indent: int = 0) -> str:
     """`value` (JSON data) as block YAML; strings are double-quoted JSON strings, which YAML reads alike."""
     pad = " " * indent
@@ -85,7 +92,9 @@ def yaml(value: Any, indent: int = 0) -> str:
             return pad + "{}\n"
         lines = []
         for key, item in value.items():
-            name = json.dumps(str(key), ensure_ascii=False)
+            text = str(key)
+            plain = _PLAIN_KEY.fullmatch(text) and text.lower() not in _YAML_WORDS
+            name = text if plain else json.dumps(text, ensure_ascii=False)
             if isinstance(item, dict | list) and item:
                 lines.append(f"{pad}{name}:\n{yaml(item, indent + 2)}")
             else:
@@ -243,8 +252,14 @@ def _parse(team: Team, args: MemoryImport) -> tuple[list[_Item], list[dict[str, 
                 problems.append(f"{where}: {error} (map it with scopeMapping {{\"{key}\": {{...}}}})")
                 continue
             current = raw.get("currentVersion") or {}
-            fields = {k: v for k, v in {**raw, **current}.items()
-                      if k in (*kind.main, *kind.versioned) and v is not None}
+            known = (*kind.main, *kind.versioned)
+            given = {k: v for k, v in {**raw, **current}.items() if k in known and v is not None}
+            try:
+                parsed = parse(TOOL, {"action": "add", kind.label: raw[kind.label], **given}, ARGUMENTS[kind.type])
+                fields = entry_fields(kind, TOOL, parsed)
+            except InvalidArgumentsError as error:
+                problems.append(f"{where}: {error.problem}")
+                continue
             tags = [t for t in raw.get("tags", []) if isinstance(t, str) and t]
             items.append(_Item(kind.type, raw, (scope_type, checked), fields, tags))
     relations = [r for r in document.get("relations", []) if isinstance(r, dict) and all(

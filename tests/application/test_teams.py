@@ -204,6 +204,9 @@ def test_a_reset_needs_confirmation(memory: Memory) -> None:
     ("memory_import", {"action": "import", "content": "{not json"}, "not JSON"),
     ("memory_import", {"action": "import", "content": '{"entries": {"tools": [{"scopeType": "global"}]}}'},
      "name is missing"),
+    ("memory_import", {"action": "import", "content": json.dumps({"entries": {"guidelines": [
+        {"name": "g", "scopeType": "global", "currentVersion": {"content": "c", "priority": "high"}}]}})},
+     "priority: expected `int`"),
 ])
 def test_bad_input_is_refused_with_a_clear_message_and_writes_nothing(
     memory: Memory, tool: str, arguments: dict[str, Any], expected: str
@@ -265,3 +268,25 @@ def test_a_new_process_folds_the_same_team_memory_from_the_log(tmp_path: Path) -
         assert call(second, "memory_query", action="context", scopeType="project", scopeId=proj) == before
         [session] = call(second, "memory_session", action="list", projectId=proj)["sessions"]
         assert (session["agentId"], session["purpose"], session["status"]) == ("claude", "auth", "active")
+
+
+def test_the_yaml_export_reads_back_as_the_json_export(memory: Memory) -> None:
+    yaml = pytest.importorskip("yaml")
+    entry = call(memory, "memory_tool", action="add", scopeType="global", name="on", description='say "no": #1\nok',
+                 parameters={"yes": {"type": "string"}, "on": None, "1": [True, 2.5]})["tool"]["id"]
+    call(memory, "memory_tag", action="attach", entryType="tool", entryId=entry, tagName="null")
+    as_json = json.loads(call(memory, "memory_export", action="export", includeVersions=True)["content"])
+    as_yaml = yaml.safe_load(call(memory, "memory_export", action="export", format="yaml",
+                                  includeVersions=True)["content"])
+    assert as_yaml["entries"] == as_json["entries"]
+
+
+def test_a_merged_resolution_is_checked_like_an_update_and_becomes_the_current_version(memory: Memory) -> None:
+    with freeze_time("2026-05-01T10:00:00Z"):
+        entry = call(memory, "memory_guideline", "alice", action="add", scopeType="global", name="g",
+                     content="a")["guideline"]["id"]
+        conflict = call(memory, "memory_guideline", "bob", action="update", id=entry, content="b")["conflict"]["id"]
+    error = refused(memory, "memory_conflict", action="resolve", id=conflict, merged={"priority": "high"})
+    assert "priority" in str(error)
+    done = call(memory, "memory_conflict", action="resolve", id=conflict, merged={"content": "a and b"})
+    assert done["guideline"]["currentVersion"]["content"] == "a and b" and done["conflict"]["keptVersion"] == 3
