@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from chronograph.application.registry import CORE, Registry
 from chronograph.application.teamcore import TEAM
 
-__all__ = ["DEFAULT_PROFILE", "OFFICIAL_TOOLS", "PROFILES", "TEAM_TOOLS", "Profile", "profile"]
+__all__ = ["DEFAULT_PROFILE", "OFFICIAL_TOOLS", "PROFILES", "SHARED_TEAM_TOOLS", "TEAM_TOOLS", "Profile", "profile"]
 
 OFFICIAL_TOOLS = (
     "create_entities",

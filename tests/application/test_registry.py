@@ -6,7 +6,7 @@ import pytest
 from chronograph.application import CORE, PROFILES, Registry
 from chronograph.application.arguments import ReadArgs
 from chronograph.application.outputs import Out
-from chronograph.application.profiles import OFFICIAL_TOOLS
+from chronograph.application.profiles import OFFICIAL_TOOLS, SHARED_TEAM_TOOLS
 
 
 class Echo(ReadArgs, kw_only=True):
@@ -53,9 +53,9 @@ def test_the_official_profile_is_the_nine_official_tools_in_their_order() -> Non
     assert PROFILES["official"].tools.names() == list(OFFICIAL_TOOLS)
 
 
-def test_the_default_profile_offers_every_core_tool_official_ones_first() -> None:
+def test_the_default_profile_offers_every_core_tool_official_ones_first_and_team_sessions_and_locks() -> None:
     names = PROFILES["chronograph"].tools.names()
-    assert names[:9] == list(OFFICIAL_TOOLS) and sorted(names) == sorted(CORE.names())
+    assert names[:9] == list(OFFICIAL_TOOLS) and sorted(names) == sorted([*CORE.names(), *SHARED_TEAM_TOOLS])
 
 
 def test_every_command_writes_and_every_query_reads() -> None:

@@ -290,3 +290,14 @@ def test_a_merged_resolution_is_checked_like_an_update_and_becomes_the_current_v
     assert "priority" in str(error)
     done = call(memory, "memory_conflict", action="resolve", id=conflict, merged={"content": "a and b"})
     assert done["guideline"]["currentVersion"]["content"] == "a and b" and done["conflict"]["keptVersion"] == 3
+
+
+def test_generate_new_ids_imports_a_copy_beside_the_original(memory: Memory) -> None:
+    entry = call(memory, "memory_tool", action="add", scopeType="global", name="t")["tool"]["id"]
+    org = call(memory, "memory_org", action="create", name="Acme")["organization"]["id"]
+    content = call(memory, "memory_export", action="export")["content"]
+    copied = call(memory, "memory_import", action="import", content=content, generateNewIds=True,
+                  scopeMapping={"global:": {"type": "org", "id": org}})
+    assert copied["created"] == 1
+    [copy] = call(memory, "memory_tool", action="list", scopeType="org", scopeId=org)["tools"]
+    assert copy["id"] != entry and copy["name"] == "t"

@@ -62,6 +62,19 @@ def test_the_inspector_calls_a_tool_and_reads_its_structured_answer(tmp_path: Pa
     assert [e["name"] for e in found["structuredContent"]["entities"]] == ["Ada"]
 
 
+def test_the_inspector_drives_the_agent_memory_profile(tmp_path: Path) -> None:
+    store, profile = tmp_path / "store", ("--profile", "agent-memory")
+    tools = run_inspector(store, *profile, "--method", "tools/list")["tools"]
+    assert len(tools) == 15 and tools[0]["name"] == "memory_org"
+    lock = ("--method", "tools/call", "--tool-name", "memory_file_lock", "--tool-arg", "action=checkout",
+            "--tool-arg", "file_path=/src/a.ts")
+    taken = run_inspector(store, *profile, *lock, "--tool-arg", "agent_id=A")
+    assert taken["structuredContent"]["lock"]["checkedOutBy"] == "A"
+    refused = run_inspector(store, *profile, *lock, "--tool-arg", "agent_id=B")
+    assert refused["isError"] is True
+    assert json.loads(refused["content"][0]["text"])["code"] == "locked"
+
+
 def test_a_graph_too_big_for_the_inspector_gets_a_paging_hint_not_a_dropped_connection(tmp_path: Path) -> None:
     from chronograph.application import Memory  # a big graph is quicker to write in-process, unsynced
 

@@ -17,6 +17,9 @@ class FakeContext:
     class session:  # noqa: N801 (the shape of the SDK's context)
         client_params = None
 
+    class request_context:  # noqa: N801
+        request = None
+
 
 @pytest.mark.parametrize("offload", [True, False])
 def test_calls_run_off_the_event_loop_only_when_asked(tmp_path: Path, offload: bool) -> None:
