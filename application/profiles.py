@@ -46,8 +46,9 @@ class Profile:
     select: Callable[[], Registry]
     """Picks the profile's tools from the registries (when asked: tools may be declared later)."""
     instructions: str
-    json_errors: bool = False
-    """Whether a refused call's text is a JSON object ({"error", "code"}) rather than prose."""
+    errors: str = "text"
+    """How a refused call reads: "text" (the error's own words, as the official server) or the
+    JSON object of the server the profile mirrors ("agent-memory", "workspace", "kuzu", "n2n")."""
 
     @property
     def tools(self) -> Registry:
@@ -96,7 +97,7 @@ PROFILES: dict[str, Profile] = {
                         lambda: CORE.select(OFFICIAL_TOOLS), INSTRUCTIONS),
     "agent-memory": Profile("agent-memory", "the fifteen tools of Agent Memory 0.3.0: scopes, sessions, typed "
                             "entries, tags, file locks, conflicts", lambda: TEAM.select(TEAM_TOOLS),
-                            TEAM_INSTRUCTIONS, json_errors=True),
+                            TEAM_INSTRUCTIONS, errors="agent-memory"),
 }
 """Every profile, by name."""
 

@@ -53,7 +53,7 @@ def create_server(settings: Settings, runtime: Runtime | None = None, *, log_lev
         instructions=surface.instructions,
         tools=build_tools(surface.tools, runtime.call, writes_files=settings.export_dir is not None,
                           official=OFFICIAL_TOOLS, output_schemas=surface.name == "official",
-                          json_errors=surface.json_errors),
+                          errors=surface.errors),
         lifespan=lifespan,
         log_level=log_level,  # type: ignore[arg-type]
     )

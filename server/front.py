@@ -35,7 +35,7 @@ import msgspec
 from chronograph.application import ChronographError, profile
 from chronograph.server.lines import CHUNK, Lines, Oversized
 from chronograph.server.replies import ReplyCache
-from chronograph.server.results import error_text, plain
+from chronograph.server.results import failure, plain
 from chronograph.server.runtime import LOCAL, Runtime
 
 __all__ = ["CLIENT", "HANDSHAKE", "KEPT", "PROTOCOL", "REPLAYED", "STATELESS", "Front", "Handover",
@@ -80,7 +80,9 @@ class Front:
         self.limit = limit
         surface = profile(runtime.settings.profile)
         self.tools = {tool.name: tool for tool in surface.tools}
-        self.json_errors = surface.json_errors
+        self.errors = surface.errors
+        self.schemas = surface.name == "official"
+        """Whether the profile's tools declare output schemas (the official profile's do)."""
         self._handshake: list[bytes] = []
         self._generation: str | None = None
         """Fixed by the session's first request, as the SDK fixes it."""
@@ -190,11 +192,15 @@ class Front:
             (text, structured), _ = runtime.run(tool, arguments, runtime.actor(client), LOCAL)
             result = plain(text, structured)
         except ChronographError as error:
-            result = plain(error_text(error, as_json=self.json_errors), error=True)
+            text, structured, meta = failure(error, self.errors, schema=self.schemas)
+            result = plain(text, structured, error=True, meta=meta)
         except Exception:  # what the SDK does with a failure that is not ours: log it, say little
             traceback.print_exc(file=sys.stderr)
             result = plain(f"Error executing tool {tool.name}", error=True)
-        result.update(_decoder.decode(extras))
+        added = _decoder.decode(extras)
+        if "_meta" in result and "_meta" in added:  # ours (an error's code) beside the SDK's
+            added["_meta"] = {**added["_meta"], **result["_meta"]}
+        result.update(added)
         self._send(ident, _encoded(result))
         return True
 

@@ -20,7 +20,7 @@ from chronograph.application.teamcore import TeamReply
 if TYPE_CHECKING:
     from mcp_types import CallToolResult
 
-__all__ = ["Reply", "check_text_size", "error_text", "plain", "pretty", "reply", "result", "text_of"]
+__all__ = ["Reply", "check_text_size", "error_reply", "plain", "pretty", "reply", "result", "text_of"]
 
 Reply = tuple[str, Any]
 """A successful call's text block and structured content."""
@@ -48,12 +48,24 @@ def text_of(output: msgspec.Struct) -> str:
     return pretty(output)
 
 
-def error_text(error: ChronographError, *, as_json: bool = False) -> str:
-    """A refused call's text: the error's own words (what the official server prints), or
-    with `as_json` the object Agent Memory answers with, plus a code and any details."""
-    if not as_json:
-        return str(error)
-    return pretty({"error": str(error), "code": error.code, **getattr(error, "details", {})})
+def error_reply(error: ChronographError, style: str = "text") -> tuple[str, dict[str, Any]]:
+    """A refused call's text and the object that says it with its machine-readable code.
+
+    "text" keeps the error's own words as the text (what the official server prints); the
+    other styles print the JSON object of the server a profile mirrors: Agent Memory's
+    {"error"}, the workspace server's {"success": false, "message"}, Kuzu's and n2n's
+    {"status": "error", "message"}, each with our `code` and any details (a lock's holder).
+    """
+    message, details = str(error), getattr(error, "details", {})
+    if style == "agent-memory":
+        shaped = {"error": message, "code": error.code, **details}
+    elif style == "workspace":
+        shaped = {"success": False, "message": message, "code": error.code, **details}
+    elif style in ("kuzu", "n2n"):
+        shaped = {"status": "error", "message": message, "code": error.code, **details}
+    else:
+        return message, {"code": error.code, "message": message, **details}
+    return pretty(shaped), shaped
 
 
 def reply(output: msgspec.Struct, *, tool: str = "", limit: int | None = None) -> Reply:
@@ -77,12 +89,27 @@ def result(text: str, structured: Any) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
 
 
-def plain(text: str, structured: Any = None, *, error: bool = False) -> dict[str, Any]:
+def plain(text: str, structured: Any = None, *, error: bool = False, meta: Any = None) -> dict[str, Any]:
     """The JSON of a tool result, as the SDK writes `result` (or an error result) on the wire."""
-    content = {"content": [{"text": text, "type": "text"}], "isError": error}
+    content: dict[str, Any] = {"content": [{"text": text, "type": "text"}], "isError": error}
     if structured is not None:
         content["structuredContent"] = structured
+    if meta is not None:
+        content["_meta"] = meta
     return content
+
+
+ERROR_META = "chronograph/error"
+"""The `_meta` key of a refused call's {"code", "message"}, in every profile."""
+
+
+def failure(error: ChronographError, style: str, *, schema: bool) -> tuple[str, dict[str, Any] | None, dict[str, Any]]:
+    """A refused call as (text, structured content, _meta). The code rides in `_meta` always
+    and in the structured content unless the tool declares an output schema: the TypeScript
+    SDK client validates an error's structured content against it too."""
+    text, shaped = error_reply(error, style)
+    meta = {ERROR_META: {"code": error.code, "message": str(error)}}
+    return text, None if schema else shaped, meta
 
 
 def check_text_size(what: str, text: str, limit: int | None, hint: str) -> str:

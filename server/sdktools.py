@@ -13,7 +13,7 @@ from typing import Any
 
 from chronograph.application import ChronographError, Kind, Tool
 from chronograph.server.jsonschema import json_schema
-from chronograph.server.results import error_text
+from chronograph.server.results import failure
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool as SdkTool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
@@ -57,7 +57,7 @@ _BRIEF: dict[Kind, ToolAnnotations] = {  # MCP's defaults: not read-only, destru
 
 def build_tools(
     tools: Iterable[Tool], handler: Handler, *, writes_files: bool = False, official: Iterable[str] = (),
-    output_schemas: bool = False, json_errors: bool = False,
+    output_schemas: bool = False, errors: str = "text",
 ) -> list[SdkTool]:
     """SDK tools for `tools`, each calling `handler(tool, arguments, ctx)`.
 
@@ -70,19 +70,20 @@ def build_tools(
     """
     mirrored = set(official)
     return [_sdk_tool(tool, handler, "read" if tool.kind == "export" and not writes_files else tool.kind,
-                      tool.name in mirrored, output_schemas and tool.name in mirrored, json_errors)
+                      tool.name in mirrored, output_schemas and tool.name in mirrored, errors)
             for tool in tools]
 
 
-def _sdk_tool(tool: Tool, handler: Handler, kind: Kind, mirrored: bool, schema: bool, json_errors: bool) -> SdkTool:
+def _sdk_tool(tool: Tool, handler: Handler, kind: Kind, mirrored: bool, schema: bool, errors: str) -> SdkTool:
     async def run(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         try:
             return await handler(tool, arguments, ctx)
         except ChronographError as error:
             # The official server answers with the error's own text ("Entity with name X not
             # found"); raising would have the SDK prefix it with "Error executing tool ...".
-            text = error_text(error, as_json=json_errors)
-            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+            text, structured, meta = failure(error, errors, schema=schema)
+            return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured,
+                                  is_error=True, _meta=meta)
 
     run.__name__ = tool.name
     return SdkTool(

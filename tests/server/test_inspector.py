@@ -92,3 +92,11 @@ def test_a_graph_too_big_for_the_inspector_gets_a_paging_hint_not_a_dropped_conn
     page = run_inspector(store, "--method", "tools/call", "--tool-name", "read_graph",
                          "--tool-arg", "limit=1000", "--tool-arg", "offset=4000")
     assert page["structuredContent"]["entities"][0]["name"] == "E04000"
+
+
+def test_a_refusal_passes_the_typescript_client_s_output_schema_check(tmp_path: Path) -> None:
+    missing = 'observations=[{"entityName": "Nobody", "contents": ["x"]}]'
+    refused = run_inspector(tmp_path / "store", "--profile", "official", "--method", "tools/call", "--tool-name",
+                            "add_observations", "--tool-arg", missing)
+    assert refused["isError"] is True and refused["content"][0]["text"] == "Entity with name Nobody not found"
+    assert refused["_meta"]["chronograph/error"]["code"] == "not_found"
