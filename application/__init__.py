@@ -13,6 +13,7 @@ from chronograph.application import (  # noqa: F401 (each module declares its to
     export,
     graph,
     history,
+    identity,
     overview,
     relations,
     search,

@@ -20,7 +20,8 @@ from chronograph.application.arguments import (
 )
 from chronograph.application.batch import Batch
 from chronograph.application.entities import entity_label
-from chronograph.application.errors import InvalidArgumentsError, NotFoundError
+from chronograph.application.errors import DuplicateError, InvalidArgumentsError, NotFoundError
+from chronograph.application.identity import rename
 from chronograph.application.outputs import ChangeOut, EntitiesOut, Out, entity_out, relation_out, stamp
 from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
@@ -157,19 +158,26 @@ def revert_entity(batch: Batch, args: RevertEntity) -> EntitiesOut:
             "revert_entity", f"toVersion: version {args.to_version} of {args.name!r} is its deletion; "
             "choose a version at which it existed"
         )
-    live = batch.entity(args.name)
+    live = batch.state.get_entity(stream)  # under whatever name it has now
     batch.check(entity_label(args.name), args.expected_version, live)
     state = target.state
+    holder = batch.entity(state.name)
+    if holder is not None and holder.stream != stream:
+        raise DuplicateError(
+            f"Entity {args.name!r} was called {state.name!r} at version {args.to_version}, and another entity "
+            "has that name now; rename or merge that one first; nothing was written")
     if live is not None:
         batch.emit(stream, EntityUpdated(
             entity_type=state.entity_type, observations=tuple(state.observations), metadata=state.metadata,
             reverted_to=args.to_version,
         ))
+        if live.name != state.name:  # a rename undone: the relations follow the name back
+            rename(batch, live, state.name)
     else:
         batch.emit(stream, EntityCreated(
-            workspace=batch.workspace, name=args.name, entity_type=state.entity_type,
+            workspace=batch.workspace, name=state.name, entity_type=state.entity_type,
             observations=tuple(state.observations), metadata=state.metadata, reverted_to=args.to_version,
         ))
-    restored = batch.entity(args.name)
+    restored = batch.state.get_entity(stream)
     assert restored is not None
     return EntitiesOut(entities=[entity_out(restored)])

@@ -28,6 +28,8 @@ __all__ = [
     "ContextUpdated",
     "EntityCreated",
     "EntityDeleted",
+    "EntityMerged",
+    "EntityRenamed",
     "EntityUpdated",
     "Event",
     "ObservationsAdded",
@@ -107,6 +109,21 @@ class EntityDeleted(Event, frozen=True, tag="entity_deleted"):
     """An entity was deleted; its stream and history remain."""
 
 
+class EntityRenamed(Event, frozen=True, tag="entity_renamed"):
+    """An entity took a free name in its workspace; its stream and history stay its own, and the
+    old name keeps reaching them. `previous` is the name it had (for readers of the log)."""
+
+    name: str
+    previous: str
+
+
+class EntityMerged(Event, frozen=True, tag="entity_merged"):
+    """A duplicate was merged into the entity called `into`: its observations and relations
+    moved there in the same call; it left the live graph, its history stays."""
+
+    into: str
+
+
 # --- relations --------------------------------------------------------------------------
 
 
@@ -156,5 +173,7 @@ GRAPH_EVENTS: tuple[type[Event], ...] = (
     RelationUpdated,
     RelationDeleted,
     ContextUpdated,
+    EntityRenamed,
+    EntityMerged,
 )
 """The knowledge graph's events, in the order they were introduced."""

@@ -15,10 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
+import msgspec
 from chronograph.eventstore import (
     ContextUpdated,
     EntityCreated,
     EntityDeleted,
+    EntityMerged,
+    EntityRenamed,
     EntityUpdated,
     Envelope,
     Event,
@@ -132,6 +135,25 @@ def _entity_deleted(state: State, envelope: Envelope, event: EntityDeleted) -> N
         state.remove_entity(entity)
 
 
+def _entity_renamed(state: State, envelope: Envelope, event: EntityRenamed) -> None:
+    entity = state.get_entity(envelope.stream)
+    if entity is None:
+        return
+    holder = state.live_entity(entity.workspace, event.name)
+    if holder is not None and holder.stream != entity.stream:  # a name is unique among live entities
+        state.remove_entity(holder)
+    state.remove_entity(entity)
+    state.add_entity(msgspec.structs.replace(
+        entity, name=event.name, observations=list(entity.observations), version=envelope.version,
+        updated_at=envelope.recorded_at))
+
+
+def _entity_merged(state: State, envelope: Envelope, event: EntityMerged) -> None:
+    entity = state.get_entity(envelope.stream)
+    if entity is not None:
+        state.remove_entity(entity)
+
+
 def _relation_created(state: State, envelope: Envelope, event: RelationCreated) -> None:
     stale = state.get_relation(envelope.stream)
     if stale is not None:
@@ -180,6 +202,8 @@ _HANDLERS: dict[type[Event], Callable[[State, Envelope, Event], None]] = {
     ObservationsDeleted: _observations_deleted,  # type: ignore[dict-item]
     EntityUpdated: _entity_updated,  # type: ignore[dict-item]
     EntityDeleted: _entity_deleted,  # type: ignore[dict-item]
+    EntityRenamed: _entity_renamed,  # type: ignore[dict-item]
+    EntityMerged: _entity_merged,  # type: ignore[dict-item]
     RelationCreated: _relation_created,  # type: ignore[dict-item]
     RelationUpdated: _relation_updated,  # type: ignore[dict-item]
     RelationDeleted: _relation_deleted,  # type: ignore[dict-item]

@@ -24,6 +24,8 @@ import numpy as np
 from chronograph.eventstore import (
     EntityCreated,
     EntityDeleted,
+    EntityMerged,
+    EntityRenamed,
     EntityUpdated,
     LmdbEnv,
     LogReader,
@@ -34,7 +36,8 @@ from chronograph.eventstore.keys import digest, pack_u64, unpack_u64
 
 __all__ = ["ENTITY_EVENTS", "Match", "Vectors", "touched_entities"]
 
-ENTITY_EVENTS = (EntityCreated, ObservationsAdded, ObservationsDeleted, EntityUpdated, EntityDeleted)
+ENTITY_EVENTS = (EntityCreated, ObservationsAdded, ObservationsDeleted, EntityUpdated, EntityDeleted, EntityRenamed,
+                 EntityMerged)
 """The events that change what an entity says."""
 
 Match = tuple[str, int, float]

@@ -17,6 +17,8 @@ STABLE_TAGS = {
     "RelationUpdated": "relation_updated",
     "RelationDeleted": "relation_deleted",
     "ContextUpdated": "context_updated",
+    "EntityRenamed": "entity_renamed",
+    "EntityMerged": "entity_merged",
     "OrganizationCreated": "organization_created",
     "ProjectCreated": "project_created",
     "ProjectUpdated": "project_updated",
@@ -52,7 +54,7 @@ def test_no_two_events_share_a_tag() -> None:
 @pytest.mark.parametrize("cls", CATALOGUE, ids=lambda cls: cls.__name__)
 def test_every_event_is_named_in_the_past_tense(cls: type) -> None:
     assert cls.__name__.endswith((
-        "Created", "Added", "Deleted", "Updated", "Started", "Ended", "Deactivated", "Reactivated",
+        "Created", "Added", "Deleted", "Updated", "Started", "Ended", "Deactivated", "Reactivated", "Renamed", "Merged",
         "Attached", "Detached",
         "CheckedOut", "CheckedIn", "Unlocked", "Detected", "Resolved", "Reset",
     ))

@@ -1,0 +1,120 @@
+"""Renaming an entity and merging duplicates: relations follow, history keeps every name,
+revert undoes both, and a rebuild from the log agrees with the live views."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chronograph.application import ChronographError, Memory
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "store", sync=False) as opened:
+        yield opened
+
+
+def write(memory: Memory, tool: str, **arguments: Any) -> Any:
+    return memory.write(tool, arguments, actor="test").output
+
+
+def read(memory: Memory, tool: str, **arguments: Any) -> Any:
+    return memory.read(tool, arguments)
+
+
+def refused(memory: Memory, tool: str, **arguments: Any) -> ChronographError:
+    head = memory.log.head()
+    with pytest.raises(ChronographError) as caught:
+        memory.write(tool, arguments, actor="test")
+    assert memory.log.head() == head
+    return caught.value
+
+
+def graph(memory: Memory) -> tuple[list[tuple[str, list[str]]], list[tuple[str, str, str]]]:
+    whole = read(memory, "read_graph")
+    return ([(e.name, e.observations) for e in whole.entities],
+            sorted((r.source, r.relation_type, r.target) for r in whole.relations))
+
+
+def seed(memory: Memory) -> None:
+    write(memory, "create_entities", entities=[
+        {"name": "Ada", "entityType": "person", "observations": ["math"]},
+        {"name": "A. Lovelace", "entityType": "person", "observations": ["math", "poetry"]},
+        {"name": "Babbage", "entityType": "person", "observations": []}])
+    write(memory, "create_relations", relations=[
+        {"from": "Ada", "to": "Babbage", "relationType": "knows"},
+        {"from": "Babbage", "to": "A. Lovelace", "relationType": "admires"},
+        {"from": "A. Lovelace", "to": "Ada", "relationType": "same_as"}])
+
+
+def test_a_rename_moves_the_relations_and_the_old_name_still_reaches_the_history(memory: Memory) -> None:
+    seed(memory)
+    renamed = write(memory, "rename_entity", name="Babbage", newName="Charles Babbage").entities[0]
+    assert (renamed.name, renamed.version) == ("Charles Babbage", 2)
+    _, relations = graph(memory)
+    assert ("Ada", "knows", "Charles Babbage") in relations
+    assert ("Charles Babbage", "admires", "A. Lovelace") in relations
+    assert not [r for r in relations if "Babbage" in (r[0], r[2])]
+    history = read(memory, "get_entity_history", name="Babbage").versions
+    assert [v.event_type for v in history] == ["entity_created", "entity_renamed"]
+    assert history[-1].changes == {"name": "Charles Babbage", "previous": "Babbage"}
+    assert history[-1].state is not None and history[-1].state["name"] == "Charles Babbage"
+    write(memory, "create_entities", entities=[{"name": "Babbage", "entityType": "cat", "observations": []}])
+
+
+def test_a_rename_to_a_taken_name_or_its_own_is_refused(memory: Memory) -> None:
+    seed(memory)
+    assert refused(memory, "rename_entity", name="Ada", newName="Babbage").code == "duplicate"
+    assert refused(memory, "rename_entity", name="Ada", newName="Ada").code == "invalid"
+    assert refused(memory, "rename_entity", name="Nobody", newName="X").code == "not_found"
+
+
+def test_revert_undoes_a_rename_and_the_relations_come_back(memory: Memory) -> None:
+    seed(memory)
+    before = graph(memory)
+    write(memory, "rename_entity", name="Babbage", newName="Charles")
+    write(memory, "revert_entity", name="Charles", toVersion=1)
+    after = graph(memory)
+    assert sorted(after[0]) == sorted(before[0]) and after[1] == before[1]
+
+
+def test_a_merge_moves_observations_and_relations_onto_the_survivor(memory: Memory) -> None:
+    seed(memory)
+    [ada] = write(memory, "merge_entities", target="Ada", sources=["A. Lovelace"]).entities
+    assert ada.observations == ["math", "poetry"]
+    entities, relations = graph(memory)
+    assert [name for name, _ in entities] == ["Ada", "Babbage"]
+    assert relations == [("Ada", "knows", "Babbage"), ("Babbage", "admires", "Ada")]  # the same_as loop is dropped
+    history = read(memory, "get_entity_history", name="A. Lovelace").versions
+    assert history[-1].event_type == "entity_merged"
+
+
+def test_a_merge_into_itself_or_of_a_missing_entity_writes_nothing(memory: Memory) -> None:
+    seed(memory)
+    assert "into itself" in str(refused(memory, "merge_entities", target="Ada", sources=["Ada"]))
+    assert refused(memory, "merge_entities", target="Ada", sources=["Babbage", "Nobody"]).code == "not_found"
+    assert refused(memory, "merge_entities", target="Ada", sources=[]).code == "invalid"
+
+
+def test_revert_undoes_a_merge(memory: Memory) -> None:
+    seed(memory)
+    entities_before, _ = graph(memory)
+    write(memory, "merge_entities", target="Ada", sources=["A. Lovelace"])
+    write(memory, "revert_entity", name="Ada", toVersion=1)
+    write(memory, "revert_entity", name="A. Lovelace", toVersion=1)
+    assert sorted(graph(memory)[0]) == sorted(entities_before)
+
+
+def test_a_rebuild_from_the_log_agrees_with_the_live_views(memory: Memory) -> None:
+    seed(memory)
+    write(memory, "rename_entity", name="Babbage", newName="Charles")
+    write(memory, "merge_entities", target="Ada", sources=["A. Lovelace"])
+    write(memory, "revert_entity", name="Charles", toVersion=1)
+    live = graph(memory)
+    memory.views.rebuild()
+    assert graph(memory) == live
+    found = read(memory, "search_nodes", query="poetry")
+    assert [e.name for e in found.entities] == ["Ada"]
