@@ -20,11 +20,13 @@ __all__ = [
     "DeletedOut",
     "EntitiesOut",
     "EntityOut",
+    "ObjectOut",
     "Out",
     "PageEntityOut",
     "RelationOut",
     "RelationsOut",
     "entity_out",
+    "object_out",
     "relation_out",
     "stamp",
 ]
@@ -40,6 +42,18 @@ AS_OF_POSITION = D(description="The log position answered from (with asOf)")
 
 class Out(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     """Base of tool outputs."""
+
+
+class ObjectOut(Out, kw_only=True):
+    """An answer that is one JSON object shaped as another server shapes it (the profiles
+    that mirror Agent Memory, Kuzu, n2n and the workspace server): printed as that object."""
+
+    reply: dict[str, Any]
+
+
+def object_out(**fields: Any) -> ObjectOut:
+    """The answer made of `fields` (None values left out)."""
+    return ObjectOut(reply={key: value for key, value in fields.items() if value is not None})
 
 
 class EntityOut(Out, kw_only=True):

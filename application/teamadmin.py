@@ -11,8 +11,9 @@ from typing import Literal
 
 from chronograph.application.batch import Batch
 from chronograph.application.errors import InvalidArgumentsError
+from chronograph.application.outputs import ObjectOut, object_out
 from chronograph.application.service import Memory
-from chronograph.application.teamcore import TEAM, Short, Team, TeamArgs, TeamReply, reply
+from chronograph.application.teamcore import TEAM, Short, Team, TeamArgs
 from chronograph.eventstore.teamevents import TeamMemoryReset
 from msgspec import UNSET, UnsetType
 
@@ -29,13 +30,13 @@ class MemoryHealth(TeamArgs, kw_only=True):
 
 
 @TEAM.query("memory_health", "Health", "Check server health and database status: version, counts")
-def memory_health(memory: Memory, args: MemoryHealth) -> TeamReply:
+def memory_health(memory: Memory, args: MemoryHealth) -> ObjectOut:
     team = Team.of(memory, "memory_health")
     counts = team.state.counts()
     counts["fileLocks"] = sum(1 for lock in team.state.locks.values() if lock.expires_at > team.now)
     with memory.views.snapshot() as snapshot:
         head = snapshot.log.head()
-    return reply(
+    return object_out(
         serverVersion=chronograph.__version__, server="chronograph", compatibleWith=f"agent-memory {COMPATIBLE_WITH}",
         status="healthy",
         database={"type": "LMDB event log", "inMemory": False, "walEnabled": False, "path": memory.log.location,
@@ -56,12 +57,12 @@ class MemoryInit(TeamArgs, kw_only=True):
 @TEAM.command("memory_init", "Initialization", "Database initialization status (an event log needs no "
               "migrations). Actions: init, status, reset (confirm: true; recorded as an event, the past stays "
               "readable with asOf)", reads={"init", "status"})
-def memory_init(host: Batch | Memory, args: MemoryInit) -> TeamReply:
+def memory_init(host: Batch | Memory, args: MemoryInit) -> ObjectOut:
     if args.action in ("init", "status"):
         shared = {"initialized": True, "totalMigrations": 0, "pendingMigrations": []}
         if args.action == "status":
-            return reply(**shared, appliedMigrations=[])
-        return reply(success=True, **shared, migrationsApplied=[],
+            return object_out(**shared, appliedMigrations=[])
+        return object_out(success=True, **shared, migrationsApplied=[],
                      message="The event log needs no migrations: it is ready.")
     if not args.confirm:
         raise InvalidArgumentsError("memory_init", "reset needs confirm: true (it empties the team memory; the "
@@ -69,5 +70,5 @@ def memory_init(host: Batch | Memory, args: MemoryInit) -> TeamReply:
     team = Team.of(host, "memory_init")
     before = team.state.position
     team.emit("am/reset", TeamMemoryReset(by=None if args.reset_by is UNSET else args.reset_by))
-    return reply(success=True, message="Database reset successfully",
+    return object_out(success=True, message="Database reset successfully",
                  readableWithAsOf=before)

@@ -13,8 +13,9 @@ from typing import Annotated, Any, Literal
 from chronograph.application.arguments import parse
 from chronograph.application.batch import Batch
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError, NotFoundError
+from chronograph.application.outputs import ObjectOut, object_out
 from chronograph.application.service import Memory
-from chronograph.application.teamcore import TEAM, Page, Short, Team, TeamReply, iso, page, reply, require
+from chronograph.application.teamcore import TEAM, Page, Short, Team, iso, page, require
 from chronograph.application.teamentries import ARGUMENTS, KINDS, entry_fields, entry_out
 from chronograph.eventstore.teamevents import ConflictResolved, EntryUpdated
 from chronograph.projections.teamstate import Conflict
@@ -49,7 +50,7 @@ class MemoryConflict(Page, kw_only=True):
 @TEAM.command("memory_conflict", "Conflicts", "Manage version conflicts (two writes to one entry moments apart: "
               "both kept). Actions: list (unresolved by default), resolve (resolution, resolvedBy; keepVersion or "
               "merged fields make that the current version)", reads={"list"})
-def memory_conflict(host: Batch | Memory, args: MemoryConflict) -> TeamReply:
+def memory_conflict(host: Batch | Memory, args: MemoryConflict) -> ObjectOut:
     team = Team.of(host, "memory_conflict")
     state = team.state
     if args.action == "list":
@@ -57,7 +58,7 @@ def memory_conflict(host: Batch | Memory, args: MemoryConflict) -> TeamReply:
                  and (args.entry_type is UNSET or c.entry_type == args.entry_type)
                  and (args.entry_id is UNSET or c.entry_id == args.entry_id)]
         chosen, meta = page(found, args, default=20)
-        return reply(conflicts=[conflict_out(c) for c in chosen], meta=meta)
+        return object_out(conflicts=[conflict_out(c) for c in chosen], meta=meta)
     require("memory_conflict", "resolve", id=args.id)
     conflict = state.conflicts.get(str(args.id))
     if conflict is None:
@@ -97,4 +98,4 @@ def memory_conflict(host: Batch | Memory, args: MemoryConflict) -> TeamReply:
         kept = kept or entry.current.number
     team.emit(f"am/conflict/{conflict.id}", ConflictResolved(
         resolution=None if args.resolution is UNSET else args.resolution, resolved_by=by, kept_version=kept))
-    return reply(success=True, conflict=conflict_out(conflict), **{entry.type: entry_out(entry)})
+    return object_out(success=True, conflict=conflict_out(conflict), **{entry.type: entry_out(entry)})

@@ -16,7 +16,6 @@ import msgspec
 from chronograph.application.arguments import Args, AsOf
 from chronograph.application.batch import Batch
 from chronograph.application.errors import InvalidArgumentsError, NotFoundError
-from chronograph.application.outputs import Out
 from chronograph.application.registry import Registry
 from chronograph.eventstore import Event, clock
 from chronograph.eventstore.keys import digest
@@ -33,12 +32,10 @@ __all__ = [
     "Scope",
     "Team",
     "TeamArgs",
-    "TeamReply",
     "iso",
     "lock_stream",
     "new_id",
     "page",
-    "reply",
 ]
 
 TEAM = Registry()
@@ -60,17 +57,6 @@ class Page(TeamArgs, kw_only=True):
 
     limit: Limit | UnsetType = UNSET
     offset: Offset = 0
-
-
-class TeamReply(Out, kw_only=True):
-    """A team tool's answer: a JSON object shaped as Agent Memory shapes it."""
-
-    reply: dict[str, Any]
-
-
-def reply(**fields: Any) -> TeamReply:
-    """The answer made of `fields` (None values left out)."""
-    return TeamReply(reply={key: value for key, value in fields.items() if value is not None})
 
 
 def page(items: list[Any], args: Page, default: int = 50) -> tuple[list[Any], dict[str, Any]]:

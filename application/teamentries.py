@@ -17,8 +17,9 @@ from typing import Annotated, Any, Literal
 from chronograph.application.arguments import AsOf
 from chronograph.application.batch import Batch
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError, NotFoundError
+from chronograph.application.outputs import ObjectOut, object_out
 from chronograph.application.service import Memory
-from chronograph.application.teamcore import TEAM, Page, Short, Team, TeamReply, iso, new_id, page, reply, require
+from chronograph.application.teamcore import TEAM, Page, Short, Team, iso, new_id, page, require
 from chronograph.eventstore import clock
 from chronograph.eventstore.teamevents import (
     ConflictDetected,
@@ -149,19 +150,19 @@ _DESCRIBED = "Actions: add, update (a new version, with changeReason), get, list
 
 @TEAM.command("memory_tool", "Tool Registry", f"Manage tool definitions with versioning. {_DESCRIBED}",
               reads=READS)
-def memory_tool(host: Batch | Memory, args: MemoryTool) -> TeamReply:
+def memory_tool(host: Batch | Memory, args: MemoryTool) -> ObjectOut:
     return _run(KINDS["tool"], "memory_tool", host, args)
 
 
 @TEAM.command("memory_guideline", "Guidelines", f"Manage behavioral guidelines with versioning (lists in priority "
               f"order). {_DESCRIBED}", reads=READS)
-def memory_guideline(host: Batch | Memory, args: MemoryGuideline) -> TeamReply:
+def memory_guideline(host: Batch | Memory, args: MemoryGuideline) -> ObjectOut:
     return _run(KINDS["guideline"], "memory_guideline", host, args)
 
 
 @TEAM.command("memory_knowledge", "Knowledge", f"Manage knowledge entries (facts, decisions, context) with "
               f"versioning; entries past validUntil are hidden unless includeInactive. {_DESCRIBED}", reads=READS)
-def memory_knowledge(host: Batch | Memory, args: MemoryKnowledge) -> TeamReply:
+def memory_knowledge(host: Batch | Memory, args: MemoryKnowledge) -> ObjectOut:
     return _run(KINDS["knowledge"], "memory_knowledge", host, args)
 
 
@@ -181,7 +182,7 @@ def entry_fields(kind: EntryKind, tool: str, args: EntryArgs) -> dict[str, Any]:
     return fields
 
 
-def _run(kind: EntryKind, tool: str, host: Batch | Memory, args: EntryArgs) -> TeamReply:
+def _run(kind: EntryKind, tool: str, host: Batch | Memory, args: EntryArgs) -> ObjectOut:
     team = Team.of(host, tool, args.as_of if args.action in READS else UNSET)
     if args.as_of is not UNSET and args.action not in READS:
         raise InvalidArgumentsError(tool, f"asOf is for reading actions (get, list, history), not {args.action!r}")
@@ -191,20 +192,20 @@ def _run(kind: EntryKind, tool: str, host: Batch | Memory, args: EntryArgs) -> T
         return _list(kind, tool, team, args)
     entry = _find(kind, tool, team, args)
     if args.action == "get":
-        return reply(**{kind.type: entry_out(entry)})
+        return object_out(**{kind.type: entry_out(entry)})
     if args.action == "history":
-        return reply(versions=[version_out(entry, v) for v in reversed(entry.versions)])
+        return object_out(versions=[version_out(entry, v) for v in reversed(entry.versions)])
     if args.action in ("deactivate", "reactivate"):
         wanted = args.action == "reactivate"
         if entry.active != wanted:
             event = EntryReactivated() if wanted else EntryDeactivated(
                 reason=None if args.change_reason is UNSET else args.change_reason)
             team.emit(f"am/entry/{entry.id}", event)
-        return reply(success=True, **{kind.type: entry_out(entry)})
+        return object_out(success=True, **{kind.type: entry_out(entry)})
     return _update(kind, tool, team, args, entry)
 
 
-def _add(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> TeamReply:
+def _add(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> ObjectOut:
     name = getattr(args, kind.label)
     require(tool, "add", scopeType=args.scope_type, **{kind.label: name})
     fields = entry_fields(kind, tool, args)
@@ -226,7 +227,7 @@ def _add(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> TeamReply:
         entry_type=kind.type, entry_id=entry_id, scope_type=scope_type, scope_id=scope_id,  # type: ignore[arg-type]
         name=name, fields=fields, created_by=None if args.created_by is UNSET else args.created_by,
         session_id=_session(team, tool, args, scope_type, scope_id)), new=True)
-    return reply(success=True, **{kind.type: entry_out(team.state.entries[entry_id])})
+    return object_out(success=True, **{kind.type: entry_out(team.state.entries[entry_id])})
 
 
 def _session(team: Team, tool: str, args: EntryArgs, scope_type: str, scope_id: str | None) -> str | None:
@@ -237,7 +238,7 @@ def _session(team: Team, tool: str, args: EntryArgs, scope_type: str, scope_id: 
     return scope_id if scope_type == "session" else None
 
 
-def _update(kind: EntryKind, tool: str, team: Team, args: EntryArgs, entry: Entry) -> TeamReply:
+def _update(kind: EntryKind, tool: str, team: Team, args: EntryArgs, entry: Entry) -> ObjectOut:
     fields = entry_fields(kind, tool, args)
     if not fields:
         names = ", ".join((*kind.main, *kind.versioned))
@@ -245,7 +246,7 @@ def _update(kind: EntryKind, tool: str, team: Team, args: EntryArgs, entry: Entr
     previous = entry.current
     changed = {key: value for key, value in fields.items() if previous.fields.get(key) != value}
     if not changed:
-        return reply(success=True, unchanged=True, **{kind.type: entry_out(entry)})
+        return object_out(success=True, unchanged=True, **{kind.type: entry_out(entry)})
     created_by = None if args.created_by is UNSET else args.created_by
     session_id = _session(team, tool, args, entry.scope_type, entry.scope_id)
     team.emit(f"am/entry/{entry.id}", EntryUpdated(
@@ -264,7 +265,7 @@ def _update(kind: EntryKind, tool: str, team: Team, args: EntryArgs, entry: Entr
                     "versionBId": f"{entry.id}_v{entry.current.number}",
                     "message": "Another writer changed this entry moments before: both versions are kept; "
                                "resolve with memory_conflict"}
-    return reply(success=True, conflict=conflict, **{kind.type: entry_out(entry)})
+    return object_out(success=True, conflict=conflict, **{kind.type: entry_out(entry)})
 
 
 def _find(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> Entry:
@@ -288,7 +289,7 @@ def _find(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> Entry:
                         f"{'' if scope_id is None else ' ' + scope_id}{' or its parents' if inherit else ''}")
 
 
-def _list(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> TeamReply:
+def _list(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> ObjectOut:
     state = team.state
     if args.scope_type is UNSET:
         candidates = [e for e in state.entries.values() if e.type == kind.type]
@@ -302,4 +303,4 @@ def _list(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> TeamReply:
     if kind.type == "guideline":
         chosen.sort(key=lambda e: -e.current.fields.get("priority", 50))
     shown, meta = page(chosen, args)
-    return reply(**{kind.plural: [entry_out(e) for e in shown], "meta": meta})
+    return object_out(**{kind.plural: [entry_out(e) for e in shown], "meta": meta})

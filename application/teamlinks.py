@@ -7,8 +7,9 @@ from typing import Any, Literal
 
 from chronograph.application.batch import Batch
 from chronograph.application.errors import InvalidArgumentsError, NotFoundError
+from chronograph.application.outputs import ObjectOut, object_out
 from chronograph.application.service import Memory
-from chronograph.application.teamcore import TEAM, Page, Short, Team, TeamReply, iso, new_id, page, reply, require
+from chronograph.application.teamcore import TEAM, Page, Short, Team, iso, new_id, page, require
 from chronograph.eventstore.teamevents import (
     EntryRelationCreated,
     EntryRelationDeleted,
@@ -70,26 +71,26 @@ class MemoryTag(Page, kw_only=True):
 @TEAM.command("memory_tag", "Tags", "Manage tags for categorizing entries. Actions: create (returns the existing "
               "tag with existed: true), list, attach (tagId or tagName, created if missing), detach, for_entry",
               reads={"list", "for_entry"})
-def memory_tag(host: Batch | Memory, args: MemoryTag) -> TeamReply:
+def memory_tag(host: Batch | Memory, args: MemoryTag) -> ObjectOut:
     team = Team.of(host, "memory_tag")
     state = team.state
     if args.action == "list":
         tags = [t for t in state.tags.values() if (args.category is UNSET or t.category == args.category)
                 and args.is_predefined is not True]
         chosen, meta = page(tags, args)
-        return reply(tags=[tag_out(t) for t in chosen], meta=meta)
+        return object_out(tags=[tag_out(t) for t in chosen], meta=meta)
     if args.action == "create":
         require("memory_tag", "create", name=args.name)
         held = state.tag_names.get(str(args.name))
         if held is not None:
-            return reply(success=True, existed=True, tag=tag_out(state.tags[held]))
+            return object_out(success=True, existed=True, tag=tag_out(state.tags[held]))
         tag = _create(team, str(args.name), args)
-        return reply(success=True, existed=False, tag=tag_out(tag))
+        return object_out(success=True, existed=False, tag=tag_out(tag))
     require("memory_tag", args.action, entryType=args.entry_type, entryId=args.entry_id)
     entry_type, entry_id = str(args.entry_type), str(args.entry_id)
     check_target(team, entry_type, entry_id)
     if args.action == "for_entry":
-        return reply(tags=[tag_out(state.tags[t]) for t in state.tags_of.get(entry_id, ())])
+        return object_out(tags=[tag_out(state.tags[t]) for t in state.tags_of.get(entry_id, ())])
     if args.tag_id is not UNSET:
         if args.tag_id not in state.tags:
             raise NotFoundError(f"Tag {args.tag_id!r} not found")
@@ -107,7 +108,7 @@ def memory_tag(host: Batch | Memory, args: MemoryTag) -> TeamReply:
         team.emit(stream, TagAttached(entry_type=entry_type, entry_id=entry_id, tag_id=tag.id))
     elif args.action == "detach" and attached:
         team.emit(stream, TagDetached(entry_type=entry_type, entry_id=entry_id, tag_id=tag.id))
-    return reply(success=True, entryType=entry_type, entryId=entry_id, tag=tag_out(tag),
+    return object_out(success=True, entryType=entry_type, entryId=entry_id, tag=tag_out(tag),
                  changed=attached != (args.action == "attach"))
 
 
@@ -133,12 +134,12 @@ class MemoryRelation(Page, kw_only=True):
 @TEAM.command("memory_relation", "Entry Relations", "Create explicit links between entries (applies_to, depends_on, "
               "conflicts_with, related_to). Actions: create, list, delete (by id or by its fields)",
               reads={"list"})
-def memory_relation(host: Batch | Memory, args: MemoryRelation) -> TeamReply:
+def memory_relation(host: Batch | Memory, args: MemoryRelation) -> ObjectOut:
     team = Team.of(host, "memory_relation")
     matching = [r for r in team.state.relations.values() if _matches(r, args)]
     if args.action == "list":
         chosen, meta = page(matching, args)
-        return reply(relations=[relation_out(r) for r in chosen], meta=meta)
+        return object_out(relations=[relation_out(r) for r in chosen], meta=meta)
     if args.action == "delete":
         if args.id is not UNSET:
             relation = team.state.relations.get(args.id)
@@ -152,19 +153,19 @@ def memory_relation(host: Batch | Memory, args: MemoryRelation) -> TeamReply:
                                     "relationType")
             relation = matching[0]
         team.emit(f"am/relation/{relation.id}", EntryRelationDeleted())
-        return reply(success=True, deleted=relation_out(relation))
+        return object_out(success=True, deleted=relation_out(relation))
     require("memory_relation", "create", sourceType=args.source_type, sourceId=args.source_id,
             targetType=args.target_type, targetId=args.target_id, relationType=args.relation_type)
     check_target(team, str(args.source_type), str(args.source_id))
     check_target(team, str(args.target_type), str(args.target_id))
     if matching:
-        return reply(success=True, existed=True, relation=relation_out(matching[0]))
+        return object_out(success=True, existed=True, relation=relation_out(matching[0]))
     relation_id = new_id("rel")
     team.emit(f"am/relation/{relation_id}", EntryRelationCreated(
         relation_id=relation_id, source_type=str(args.source_type), source_id=str(args.source_id),
         target_type=str(args.target_type), target_id=str(args.target_id), relation_type=str(args.relation_type)),
         new=True)
-    return reply(success=True, relation=relation_out(team.state.relations[relation_id]))
+    return object_out(success=True, relation=relation_out(team.state.relations[relation_id]))
 
 
 def _matches(relation: EntryRelation, args: MemoryRelation) -> bool:

@@ -15,17 +15,16 @@ import msgspec
 from chronograph.application.arguments import Metadata
 from chronograph.application.batch import Batch
 from chronograph.application.errors import LockedError, NotFoundError
+from chronograph.application.outputs import ObjectOut, object_out
 from chronograph.application.service import Memory
 from chronograph.application.teamcore import (
     TEAM,
     Page,
     Short,
     Team,
-    TeamReply,
     iso,
     lock_stream,
     page,
-    reply,
     require,
 )
 from chronograph.eventstore.teamevents import FileCheckedIn, FileCheckedOut, FileForceUnlocked
@@ -62,7 +61,7 @@ class MemoryFileLock(Page, kw_only=True):
 @TEAM.command("memory_file_lock", "File Locks", "Manage file locks for multi-agent coordination (leases: a lock "
               "is free after expires_in seconds, default 3600). Actions: checkout, checkin, status, list, "
               "force_unlock (with a reason)", reads={"status", "list"})
-def memory_file_lock(host: Batch | Memory, args: MemoryFileLock) -> TeamReply:
+def memory_file_lock(host: Batch | Memory, args: MemoryFileLock) -> ObjectOut:
     team = Team.of(host, "memory_file_lock")
     state, now = team.state, team.now
     if args.action == "list":
@@ -70,12 +69,12 @@ def memory_file_lock(host: Batch | Memory, args: MemoryFileLock) -> TeamReply:
                  and (args.project_id is UNSET or lock.project_id == args.project_id)
                  and (args.agent_id is UNSET or lock.agent_id == args.agent_id)]
         chosen, meta = page(locks, args)
-        return reply(locks=[lock_out(lock) for lock in chosen], meta=meta)
+        return object_out(locks=[lock_out(lock) for lock in chosen], meta=meta)
     _require(args, "file_path")
     path = str(args.file_path)
     held = state.lock(path, now)
     if args.action == "status":
-        return reply(success=True, isLocked=held is not None, lock=None if held is None else lock_out(held))
+        return object_out(success=True, isLocked=held is not None, lock=None if held is None else lock_out(held))
     _require(args, "agent_id")
     agent = str(args.agent_id)
     stream = lock_stream(path)
@@ -91,7 +90,7 @@ def memory_file_lock(host: Batch | Memory, args: MemoryFileLock) -> TeamReply:
             session_id=None if args.session_id is UNSET else args.session_id,
             project_id=None if args.project_id is UNSET else args.project_id,
             metadata={} if args.metadata is UNSET else args.metadata))
-        return reply(success=True, renewed=held is not None, lock=lock_out(state.locks[path]))
+        return object_out(success=True, renewed=held is not None, lock=lock_out(state.locks[path]))
     if args.action == "checkin":
         kept = state.locks.get(path)
         if kept is None or kept.agent_id != agent:
@@ -99,12 +98,12 @@ def memory_file_lock(host: Batch | Memory, args: MemoryFileLock) -> TeamReply:
             raise LockedError(f"File {path} is not checked out by {agent} (it is held by {holder})",
                               details={"lock": None if held is None else lock_out(held)})
         team.emit(stream, FileCheckedIn(agent_id=agent))
-        return reply(success=True, released=lock_out(kept), expired=held is None)
+        return object_out(success=True, released=lock_out(kept), expired=held is None)
     if held is None:
         raise NotFoundError(f"File {path} is not locked")
     team.emit(stream, FileForceUnlocked(agent_id=agent, reason=None if args.reason is UNSET else args.reason,
                                         holder=held.agent_id))
-    return reply(success=True, released=lock_out(held), reason=None if args.reason is UNSET else args.reason)
+    return object_out(success=True, released=lock_out(held), reason=None if args.reason is UNSET else args.reason)
 
 
 def _require(args: MemoryFileLock, field: str) -> None:

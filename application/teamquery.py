@@ -12,8 +12,9 @@ from typing import Annotated, Any, Literal
 from chronograph.application.arguments import Args, AsOf
 from chronograph.application.batch import Batch
 from chronograph.application.errors import InvalidArgumentsError
+from chronograph.application.outputs import ObjectOut, object_out
 from chronograph.application.service import Memory
-from chronograph.application.teamcore import TEAM, Short, Team, TeamArgs, TeamReply, reply
+from chronograph.application.teamcore import TEAM, Short, Team, TeamArgs
 from chronograph.application.teamentries import KINDS, entry_out, is_live
 from chronograph.application.teamlinks import tags_of
 from chronograph.projections.teamstate import Entry
@@ -67,7 +68,7 @@ class MemoryQuery(TeamArgs, kw_only=True):
 @TEAM.query("memory_query", "Query", "Cross-reference search across tools, guidelines and knowledge (types, scope "
             "with inherit, tags include/require/exclude, search text, relatedTo, limit) and context: everything "
             "relevant to a scope, aggregated. asOf answers as the memory stood then. Actions: search, context")
-def memory_query(memory: Memory | Batch, args: MemoryQuery) -> TeamReply:
+def memory_query(memory: Memory | Batch, args: MemoryQuery) -> ObjectOut:
     team = Team.of(memory, "memory_query", args.as_of)
     if args.action == "context":
         return _context(team, args)
@@ -176,7 +177,7 @@ def _filtered(team: Team, args: MemoryQuery, chain: list[tuple[str, str | None]]
     return entries
 
 
-def _search(team: Team, args: MemoryQuery) -> TeamReply:
+def _search(team: Team, args: MemoryQuery) -> ObjectOut:
     chain, _ = _scope(team, args)
     entries = _filtered(team, args, chain)
     scored: list[tuple[float, Entry]]
@@ -194,10 +195,10 @@ def _search(team: Team, args: MemoryQuery) -> TeamReply:
                             "hasMore": more}
     if args.semantic_search is True:
         meta["semantic"] = False  # said, not pretended: team entries are matched by their words
-    return reply(results=[_item(team, e, args, s) for s, e in chosen], meta=meta)
+    return object_out(results=[_item(team, e, args, s) for s, e in chosen], meta=meta)
 
 
-def _context(team: Team, args: MemoryQuery) -> TeamReply:
+def _context(team: Team, args: MemoryQuery) -> ObjectOut:
     chain, scope = _scope(team, args)
     entries = _filtered(team, args, chain)
     limit = None if args.limit is UNSET else args.limit
@@ -216,4 +217,4 @@ def _context(team: Team, args: MemoryQuery) -> TeamReply:
         answer[KINDS[entry_type].plural] = [_item(team, e, args, None)[entry_type] | {"tags": tags_of(team, e.id)}
                                             for e in shown]
     answer["meta"] = {"totalCount": total, "returnedCount": returned, "truncated": truncated, "hasMore": truncated}
-    return reply(**answer)
+    return object_out(**answer)

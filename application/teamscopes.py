@@ -8,8 +8,9 @@ from typing import Annotated, Any, Literal
 from chronograph.application.arguments import Metadata
 from chronograph.application.batch import Batch
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError, NotFoundError
+from chronograph.application.outputs import ObjectOut, object_out
 from chronograph.application.service import Memory
-from chronograph.application.teamcore import TEAM, Page, Short, Team, TeamReply, iso, new_id, page, reply, require
+from chronograph.application.teamcore import TEAM, Page, Short, Team, iso, new_id, page, require
 from chronograph.eventstore.teamevents import (
     OrganizationCreated,
     ProjectCreated,
@@ -53,11 +54,11 @@ class MemoryOrg(Page, kw_only=True):
 
 @TEAM.command("memory_org", "Organizations", "Manage organizations (top-level grouping). Actions: create, list",
               reads={"list"})
-def memory_org(host: Batch | Memory, args: MemoryOrg) -> TeamReply:
+def memory_org(host: Batch | Memory, args: MemoryOrg) -> ObjectOut:
     team = Team.of(host, "memory_org")
     if args.action == "list":
         orgs, meta = page(list(team.state.orgs.values()), args)
-        return reply(organizations=[org_out(org) for org in orgs], meta=meta)
+        return object_out(organizations=[org_out(org) for org in orgs], meta=meta)
     require("memory_org", "create", name=args.name)
     assert isinstance(args.name, str)
     if any(org.name == args.name for org in team.state.orgs.values()):
@@ -65,7 +66,7 @@ def memory_org(host: Batch | Memory, args: MemoryOrg) -> TeamReply:
     org_id = new_id("org")
     team.emit(f"am/org/{org_id}", OrganizationCreated(
         org_id=org_id, name=args.name, metadata={} if args.metadata is UNSET else args.metadata), new=True)
-    return reply(success=True, organization=org_out(team.state.orgs[org_id]))
+    return object_out(success=True, organization=org_out(team.state.orgs[org_id]))
 
 
 class MemoryProject(Page, kw_only=True):
@@ -80,7 +81,7 @@ class MemoryProject(Page, kw_only=True):
 
 @TEAM.command("memory_project", "Projects", "Manage projects within organizations. Actions: create, list, get, "
               "update", reads={"list", "get"})
-def memory_project(host: Batch | Memory, args: MemoryProject) -> TeamReply:
+def memory_project(host: Batch | Memory, args: MemoryProject) -> ObjectOut:
     team = Team.of(host, "memory_project")
     state = team.state
     org_id = None if args.org_id is UNSET else args.org_id
@@ -89,7 +90,7 @@ def memory_project(host: Batch | Memory, args: MemoryProject) -> TeamReply:
     if args.action == "list":
         projects = [p for p in state.projects.values() if org_id is None or p.org_id == org_id]
         chosen, meta = page(projects, args)
-        return reply(projects=[project_out(p) for p in chosen], meta=meta)
+        return object_out(projects=[project_out(p) for p in chosen], meta=meta)
     if args.action == "create":
         require("memory_project", "create", name=args.name)
         if any(p.name == args.name and p.org_id == org_id for p in state.projects.values()):
@@ -101,13 +102,13 @@ def memory_project(host: Batch | Memory, args: MemoryProject) -> TeamReply:
             description=None if args.description is UNSET else args.description,
             root_path=None if args.root_path is UNSET else args.root_path,
             metadata={} if args.metadata is UNSET else args.metadata), new=True)
-        return reply(success=True, project=project_out(state.projects[project_id]))
+        return object_out(success=True, project=project_out(state.projects[project_id]))
     project = _project(team, args, org_id)
     if args.action == "get":
-        return reply(project=project_out(project))
+        return object_out(project=project_out(project))
     team.emit(f"am/project/{project.id}", ProjectUpdated(
         name=args.name, description=args.description, root_path=args.root_path, metadata=args.metadata))
-    return reply(success=True, project=project_out(project))
+    return object_out(success=True, project=project_out(project))
 
 
 def _project(team: Team, args: MemoryProject, org_id: str | None) -> Project:
@@ -137,7 +138,7 @@ class MemorySession(Page, kw_only=True):
 
 @TEAM.command("memory_session", "Sessions", "Manage working sessions within projects. Actions: start, end, list",
               reads={"list"})
-def memory_session(host: Batch | Memory, args: MemorySession) -> TeamReply:
+def memory_session(host: Batch | Memory, args: MemorySession) -> ObjectOut:
     team = Team.of(host, "memory_session")
     state = team.state
     if args.action == "list":
@@ -146,7 +147,7 @@ def memory_session(host: Batch | Memory, args: MemorySession) -> TeamReply:
                     and (args.status is UNSET or s.status == args.status)
                     and (args.agent_id is UNSET or s.agent_id == args.agent_id)]
         chosen, meta = page(sessions, args)
-        return reply(sessions=[session_out(s) for s in chosen], meta=meta)
+        return object_out(sessions=[session_out(s) for s in chosen], meta=meta)
     if args.action == "start":
         project_id = None if args.project_id is UNSET else args.project_id
         if project_id is not None and project_id not in state.projects:
@@ -157,7 +158,7 @@ def memory_session(host: Batch | Memory, args: MemorySession) -> TeamReply:
             purpose=None if args.purpose is UNSET else args.purpose,
             agent_id=None if args.agent_id is UNSET else args.agent_id,
             metadata={} if args.metadata is UNSET else args.metadata), new=True)
-        return reply(success=True, session=session_out(state.sessions[session_id]))
+        return object_out(success=True, session=session_out(state.sessions[session_id]))
     require("memory_session", "end", id=args.id)
     session = state.sessions.get(str(args.id))
     if session is None:
@@ -166,4 +167,4 @@ def memory_session(host: Batch | Memory, args: MemorySession) -> TeamReply:
         raise InvalidArgumentsError("memory_session", f"session {session.id} already ended ({session.status})")
     status = "completed" if args.status is UNSET or args.status == "active" else args.status
     team.emit(f"am/session/{session.id}", SessionEnded(status=status))
-    return reply(success=True, session=session_out(session))
+    return object_out(success=True, session=session_out(session))

@@ -14,8 +14,9 @@ from typing import Annotated, Any, Literal
 from chronograph.application.arguments import parse
 from chronograph.application.batch import Batch
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError
+from chronograph.application.outputs import ObjectOut, object_out
 from chronograph.application.service import Memory
-from chronograph.application.teamcore import TEAM, Short, Team, TeamArgs, TeamReply, new_id, reply
+from chronograph.application.teamcore import TEAM, Short, Team, TeamArgs, new_id
 from chronograph.application.teamentries import ARGUMENTS, KINDS, entry_fields, entry_out, is_live
 from chronograph.application.teamlinks import relation_out
 from chronograph.eventstore import clock
@@ -44,7 +45,7 @@ class MemoryExport(TeamArgs, kw_only=True):
 
 @TEAM.query("memory_export", "Export", "Export entries to JSON, Markdown or YAML (types, scopeType/scopeId, tags "
             "(any of), includeVersions, includeInactive); the text is in the reply's content")
-def memory_export(memory: Memory, args: MemoryExport) -> TeamReply:
+def memory_export(memory: Memory, args: MemoryExport) -> ObjectOut:
     team = Team.of(memory, "memory_export")
     state = team.state
     types = [PLURALS[t] for t in args.types] if args.types is not UNSET and args.types else list(KINDS)
@@ -75,7 +76,7 @@ def memory_export(memory: Memory, args: MemoryExport) -> TeamReply:
         content = _markdown(document)
     metadata = {"exportedAt": at, "entryCount": len(chosen), "types": [KINDS[t].plural for t in types],
                 "scopeType": None if args.scope_type is UNSET else args.scope_type, "scopeId": scope_id}
-    return reply(success=True, format=args.format, content=content,
+    return object_out(success=True, format=args.format, content=content,
                  metadata={k: v for k, v in metadata.items() if v is not None})
 
 
@@ -166,7 +167,7 @@ class _Item:
 @TEAM.command("memory_import", "Import", "Import entries from a JSON export: conflictStrategy skip, update "
               "(default), replace or error; scopeMapping {\"project:old\": {type, id}}; generateNewIds. All or "
               "nothing: a bad file writes nothing")
-def memory_import(batch: Batch, args: MemoryImport) -> TeamReply:
+def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
     if args.format != "json":
         raise InvalidArgumentsError(TOOL, f"only JSON can be imported ({args.format} is an export-only format)")
     team = Team.of(batch, TOOL)
@@ -219,7 +220,7 @@ def memory_import(batch: Batch, args: MemoryImport) -> TeamReply:
                 relation_id=relation_id, source_type=raw["sourceType"], source_id=source,
                 target_type=raw["targetType"], target_id=target, relation_type=raw["relationType"]), new=True)
     totals = {key: sum(d[key] for d in details.values()) for key in ("created", "updated", "skipped")}
-    return reply(success=True, **totals, errors=[], details=details)
+    return object_out(success=True, **totals, errors=[], details=details)
 
 
 def _parse(team: Team, args: MemoryImport) -> tuple[list[_Item], list[dict[str, Any]]]:

@@ -14,8 +14,7 @@ from chronograph.application import ReplyTooLargeError
 from chronograph.application.entities import AddObservationsOut
 from chronograph.application.errors import ChronographError
 from chronograph.application.graph import GraphPageOut
-from chronograph.application.outputs import DeletedOut, EntitiesOut, RelationsOut
-from chronograph.application.teamcore import TeamReply
+from chronograph.application.outputs import DeletedOut, EntitiesOut, ObjectOut, RelationsOut
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult
@@ -43,7 +42,7 @@ def text_of(output: msgspec.Struct) -> str:
         return pretty(output.results)
     if isinstance(output, DeletedOut):
         return output.message
-    if isinstance(output, TeamReply):
+    if isinstance(output, ObjectOut):
         return pretty(output.reply)
     return pretty(output)
 
@@ -79,7 +78,7 @@ def reply(output: msgspec.Struct, *, tool: str = "", limit: int | None = None) -
         size = len(_encoder.encode(text)) + len(_encoder.encode(output))
         if size > limit:
             raise ReplyTooLargeError(tool, size, limit, _hint(tool, output, size, limit))
-    return text, msgspec.to_builtins(output.reply if isinstance(output, TeamReply) else output)
+    return text, msgspec.to_builtins(output.reply if isinstance(output, ObjectOut) else output)
 
 
 def result(text: str, structured: Any) -> CallToolResult:

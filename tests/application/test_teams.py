@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 from chronograph.application import ChronographError, Memory, NotFoundError, Registry
-from chronograph.application.teamcore import Team, TeamArgs, TeamReply
+from chronograph.application.outputs import ObjectOut
+from chronograph.application.teamcore import Team, TeamArgs
 from chronograph.eventstore.teamevents import OrganizationCreated
 from freezegun import freeze_time
 
@@ -23,7 +24,7 @@ def memory(tmp_path: Path) -> Iterator[Memory]:
 
 def call(memory: Memory, tool: str, actor: str = "agent", **arguments: Any) -> dict[str, Any]:
     output = memory.call(tool, arguments, actor=actor).output
-    assert isinstance(output, TeamReply)
+    assert isinstance(output, ObjectOut)
     return output.reply
 
 
@@ -247,7 +248,7 @@ def test_a_write_that_fails_after_deciding_leaves_no_trace_in_the_team_memory(me
     failing = Registry()
 
     @failing.command("half_written", "Half written", "Decides an event, then fails")
-    def half_written(batch: Any, args: Nothing) -> TeamReply:
+    def half_written(batch: Any, args: Nothing) -> ObjectOut:
         Team.of(batch, "half_written").emit("am/org/org_x", OrganizationCreated(org_id="org_x", name="X"), new=True)
         raise NotFoundError("failed after deciding")
 
