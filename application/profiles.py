@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chronograph.application.registry import CORE, Registry
+from chronograph.application.surface_workspace import WORKSPACE, WORKSPACE_TOOLS
 from chronograph.application.teamcore import TEAM
 
 __all__ = ["DEFAULT_PROFILE", "OFFICIAL_TOOLS", "PROFILES", "SHARED_TEAM_TOOLS", "TEAM_TOOLS", "Profile", "profile"]
@@ -98,6 +99,12 @@ PROFILES: dict[str, Profile] = {
     "agent-memory": Profile("agent-memory", "the fifteen tools of Agent Memory 0.3.0: scopes, sessions, typed "
                             "entries, tags, file locks, conflicts", lambda: TEAM.select(TEAM_TOOLS),
                             TEAM_INSTRUCTIONS, errors="agent-memory"),
+    "workspace": Profile("workspace", "the four tools of the workspace upsert server: workspaceName, upserts, "
+                         "stable ids", lambda: WORKSPACE.select(WORKSPACE_TOOLS), (
+                             "A knowledge graph partitioned by workspaceName, served by Chronograph (every change "
+                             "is kept). Entities and relations are created or updated by upsert_entity and "
+                             "upsert_relation; their ids are stable. Errors are {success: false, message, code}."),
+                         errors="workspace"),
 }
 """Every profile, by name."""
 

@@ -236,13 +236,12 @@ def http_app(
     sessions_per_address: int = 100,
     session_idle: float = 300.0,
 ) -> Any:
-    """The ASGI app: MCP at /mcp, /health, /ready, all behind the `Guard`."""
+    """The ASGI app: MCP at /mcp, /health and /ready (also under /api/), all behind the `Guard`."""
 
     @server.custom_route("/health", methods=["GET"])
     async def health(_: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
-    @server.custom_route("/ready", methods=["GET"])
     async def ready(_: Request) -> Response:
         try:
             memory = runtime.memory
@@ -253,6 +252,11 @@ def http_app(
         if behind:
             return JSONResponse({"status": "catching up", "behind": behind, "storeBytes": size}, status_code=503)
         return JSONResponse({"status": "ready", "position": head, "storeBytes": size})
+
+    server.custom_route("/ready", methods=["GET"])(ready)
+    # the workspace server's clients probe these
+    server.custom_route("/api/health", methods=["GET"])(health)
+    server.custom_route("/api/ready", methods=["GET"])(ready)
 
     hosts = set(LOOPBACK) | {host} | set(allowed_hosts or ())
     # The guard checks Host and Origin for every route; the SDK's own check would only

@@ -36,6 +36,11 @@ def test_health_and_readiness_answer(open_server: str) -> None:
     assert status == 200 and body["status"] == "ready"
 
 
+def test_the_workspace_server_s_probes_answer_under_api(open_server: str) -> None:
+    assert request(open_server + "/api/health") == (200, {"status": "ok"})
+    assert request(open_server + "/api/ready")[1]["status"] == "ready"
+
+
 def test_the_server_binds_to_loopback_by_default(open_server: str) -> None:
     port = int(open_server.rsplit(":", 1)[1])
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:

@@ -1,0 +1,83 @@
+"""`--profile workspace`: the workspace upsert server's four tools through a real MCP client,
+walked through with its reference's examples and error cases."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chronograph.server.app import create_server
+from chronograph.server.config import Settings
+from mcp import Client
+from support.mcp import call
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def workspace(tmp_path: Path) -> AsyncIterator[Client]:
+    async with Client(create_server(Settings(store=tmp_path / "s", embeddings="off", profile="workspace"))) as c:
+        yield c
+
+
+async def refusal(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    shaped = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert shaped == result.structured_content and shaped["success"] is False
+    return shaped
+
+
+async def test_the_profile_offers_the_four_tools(workspace: Client) -> None:
+    assert [t.name for t in (await workspace.list_tools()).tools] == [
+        "read_graph", "upsert_entity", "upsert_relation", "get_entity_relations"]
+
+
+async def test_the_reference_examples_work_and_ids_are_stable(workspace: Client) -> None:
+    alice = await call(workspace, "upsert_entity", {
+        "workspaceName": "demo", "name": "Alice", "entityType": "Person", "observations": ["Software engineer"],
+        "metadata": "{\"dept\":\"Engineering\"}"})
+    assert (alice["success"], alice["workspace"], alice["name"], alice["created"]) == (True, "demo", "Alice", True)
+    project = await call(workspace, "upsert_entity", {"workspaceName": "demo", "name": "ProjectX",
+                                                      "entityType": "Project"})
+    by_names = await call(workspace, "upsert_relation", {"workspaceName": "demo", "from": "Alice", "to": "ProjectX",
+                                                         "relationType": "works_on"})
+    assert (by_names["fromEntityId"], by_names["toEntityId"]) == (alice["id"], project["id"])
+    by_ids = await call(workspace, "upsert_relation", {
+        "workspaceName": "demo", "fromEntityId": alice["id"], "toEntityId": project["id"],
+        "relationType": "works_on", "metadata": "{\"since\":\"2025\"}"})
+    assert by_ids["relationId"] == by_names["relationId"] and by_ids["created"] is False
+    again = await call(workspace, "upsert_entity", {"workspaceName": "demo", "name": "Alice", "entityType": "Person",
+                                                    "observations": ["Staff engineer"]})
+    assert (again["id"], again["created"], again["version"]) == (alice["id"], False, 2)
+    relations = await call(workspace, "get_entity_relations", {"workspaceName": "demo", "entityId": alice["id"]})
+    assert relations["relations"][0]["toEntityId"] == project["id"]
+    assert json.loads(relations["relations"][0]["metadata"]) == {"since": "2025"}
+    assert (await call(workspace, "get_entity_relations", {"workspaceName": "demo", "entityName": "Alice"}
+                       ))["entityId"] == alice["id"]
+    graph = await call(workspace, "read_graph", {"workspaceName": "demo"})
+    [stored] = [e for e in graph["entities"] if e["name"] == "Alice"]
+    assert stored["observations"] == ["Staff engineer"] and json.loads(stored["metadata"]) == {"dept": "Engineering"}
+    assert [r["relationType"] for r in graph["relations"]] == ["works_on"]
+    assert (await call(workspace, "read_graph", {"workspaceName": "other"}))["entities"] == []
+
+
+async def test_the_reference_s_errors_come_in_its_shape_with_a_code(workspace: Client) -> None:
+    await call(workspace, "upsert_entity", {"workspaceName": "demo", "name": "Alice", "entityType": "Person"})
+    missing = await refusal(workspace, "upsert_relation", {"workspaceName": "demo", "from": "Alice", "to": "Y",
+                                                           "relationType": "knows"})
+    assert (missing["message"], missing["code"]) == ("Target entity 'Y' not found.", "not_found")
+    vague = await refusal(workspace, "upsert_relation", {"workspaceName": "demo", "relationType": "knows"})
+    assert "Provide fromEntityId/toEntityId" in vague["message"] and vague["code"] == "invalid"
+    unknown = await refusal(workspace, "get_entity_relations", {"workspaceName": "demo", "entityId": "entity-nope"})
+    assert unknown["code"] == "not_found" and "not found in workspace 'demo'" in unknown["message"]
+    invalid = await refusal(workspace, "upsert_entity", {"workspaceName": "demo", "name": "B"})
+    assert invalid["code"] == "invalid" and "entityType" in invalid["message"]
+    bad_json = await refusal(workspace, "upsert_entity", {"workspaceName": "demo", "name": "B", "entityType": "T",
+                                                          "metadata": "{not json"})
+    assert bad_json["code"] == "invalid"
+    graph = await call(workspace, "read_graph", {"workspaceName": "demo"})
+    assert [e["name"] for e in graph["entities"]] == ["Alice"]  # nothing of a refused call was written
