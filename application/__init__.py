@@ -17,6 +17,7 @@ from chronograph.application import (  # noqa: F401 (each module declares its to
     overview,
     relations,
     search,
+    surface_kuzu,
     surface_workspace,
     teamadmin,
     teamconflicts,

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chronograph.application.registry import CORE, Registry
+from chronograph.application.surface_kuzu import KUZU, KUZU_TOOLS
 from chronograph.application.surface_workspace import WORKSPACE, WORKSPACE_TOOLS
 from chronograph.application.teamcore import TEAM
 
@@ -105,6 +106,11 @@ PROFILES: dict[str, Profile] = {
                              "is kept). Entities and relations are created or updated by upsert_entity and "
                              "upsert_relation; their ids are stable. Errors are {success: false, message, code}."),
                          errors="workspace"),
+    "kuzu": Profile("kuzu", "the seven tools of the Kuzu memory graph: databases, snake_case arguments, "
+                    "semantic search", lambda: KUZU.select(KUZU_TOOLS), (
+                        "A knowledge graph in databases (kuzu://databases/list names them), served by "
+                        "Chronograph: every change is kept, any past state can be read. Replies carry a "
+                        "status; errors are {status: \"error\", message, code}."), errors="kuzu"),
 }
 """Every profile, by name."""
 

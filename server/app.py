@@ -15,6 +15,7 @@ import anyio
 import mcp_types as types
 from chronograph.application import ReplyTooLargeError, profile
 from chronograph.application.profiles import OFFICIAL_TOOLS
+from chronograph.application.surface_kuzu import databases
 from chronograph.projections import paused_gc
 from chronograph.server.config import Settings
 from chronograph.server.results import check_text_size, pretty
@@ -88,6 +89,15 @@ def create_server(settings: Settings, runtime: Runtime | None = None, *, log_lev
     )
     async def workspace_list() -> str:
         return pretty(runtime.memory.read("list_workspaces", {}))
+
+    if surface.name == "kuzu":
+        @server.resource(
+            "kuzu://databases/list", name="databases", title="Databases",
+            description="Lists all available Kuzu databases in the workspace with metadata",
+            mime_type="application/json",
+        )
+        async def database_list() -> str:
+            return pretty(databases(runtime.memory))
 
     async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         runtime.subscribe(ctx.session, str(params.uri))
