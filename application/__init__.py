@@ -18,6 +18,7 @@ from chronograph.application import (  # noqa: F401 (each module declares its to
     relations,
     search,
     surface_kuzu,
+    surface_n2n,
     surface_workspace,
     teamadmin,
     teamconflicts,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from chronograph.application.registry import CORE, Registry
 from chronograph.application.surface_kuzu import KUZU, KUZU_TOOLS
+from chronograph.application.surface_n2n import N2N, N2N_TOOLS
 from chronograph.application.surface_workspace import WORKSPACE, WORKSPACE_TOOLS
 from chronograph.application.teamcore import TEAM
 
@@ -111,6 +112,12 @@ PROFILES: dict[str, Profile] = {
                         "A knowledge graph in databases (kuzu://databases/list names them), served by "
                         "Chronograph: every change is kept, any past state can be read. Replies carry a "
                         "status; errors are {status: \"error\", message, code}."), errors="kuzu"),
+    "n2n": Profile("n2n", "the twelve tools of n2n-memory: project-local memory found from projectPath, hot "
+                   "context, fuzzy search", lambda: N2N.select(N2N_TOOLS), (
+                       "Project-local memory (served by Chronograph: every change is kept). Every tool takes "
+                       "projectPath, the absolute project root. A root without .mcp answers "
+                       "AWAITING_CONFIRMATION with detectedRoot: call again with confirmNewProjectRoot set to it. "
+                       "Start a session with n2n_read_graph summaryMode true."), errors="n2n"),
 }
 """Every profile, by name."""
 

@@ -77,10 +77,13 @@ class Memory:
         embeddings_model: str | None = None,
         embeddings_key: str | None = None,
         embedding_threads: int = 1,
+        project_files: bool = True,
     ) -> None:
         self.lock = threading.RLock()
         self.export_dir = ExportDir(export_dir) if isinstance(export_dir, Path) else export_dir
         """Where export_graph may write files (None: nowhere)."""
+        self.project_files = project_files
+        """Whether n2n's export may write a Markdown file inside the project root a client names."""
         self.log = LmdbLog(Path(path), sync=sync, readonly=readonly, max_map_size=max_size)
         try:
             self.views = Views(self.log, progress=progress)

@@ -13,9 +13,10 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from chronograph.application import ReplyTooLargeError, profile
+from chronograph.application import ChronographError, ReplyTooLargeError, profile
 from chronograph.application.profiles import OFFICIAL_TOOLS
 from chronograph.application.surface_kuzu import databases
+from chronograph.application.surface_n2n import N2N
 from chronograph.projections import paused_gc
 from chronograph.server.config import Settings
 from chronograph.server.results import check_text_size, pretty
@@ -23,6 +24,7 @@ from chronograph.server.runtime import GRAPH_URI, EmbeddingProgress, Runtime
 from chronograph.server.sdktools import build_tools
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.server.mcpserver.resources.templates import ResourceSecurity
 
 import chronograph
 
@@ -98,6 +100,26 @@ def create_server(settings: Settings, runtime: Runtime | None = None, *, log_lev
         )
         async def database_list() -> str:
             return pretty(databases(runtime.memory))
+
+    if surface.name == "n2n":
+        @server.resource("mcp://memory/graph", name="project-graph", title="Project Graph",
+                         description="Needs a project: read mcp://memory/graph?path=<absolute project root>",
+                         mime_type="application/json")
+        async def project_graph_help() -> str:
+            return pretty({"status": "error", "code": "invalid", "message": (
+                "This resource needs a project: read mcp://memory/graph?path=<absolute project root> "
+                "(the project must have been set up through a tool: resources cannot confirm a new root)")})
+
+        @server.resource("mcp://memory/graph?path={+path}", name="project-graph-by-path",
+                         title="Project Graph", mime_type="application/json",
+                         description="The complete graph and active context of an established project",
+                         security=ResourceSecurity(reject_absolute_paths=False))
+        async def project_graph(path: str) -> str:
+            try:
+                answer = runtime.memory.read(N2N["n2n_read_graph"], {"projectPath": path})
+            except ChronographError as error:
+                raise ResourceError(str(error)) from None
+            return pretty(answer.reply)  # type: ignore[attr-defined]
 
     async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         runtime.subscribe(ctx.session, str(params.uri))

@@ -33,6 +33,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_size: int | None = None
     """Ceiling on the store's size in bytes; None: as large as the disk allows."""
     export_dir: Path | None = None
+    project_files: bool = True
+    """Whether n2n's export may write inside a client's project root (off over HTTP unless allowed)."""
     """Where export_graph may write files; None: it only returns the content."""
     export_max: int = DEFAULT_MAX_EXPORT
     """Largest file one export may write."""

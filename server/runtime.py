@@ -65,7 +65,7 @@ class Runtime:
             self._memory = Memory(
                 settings.store, sync=settings.sync, export_dir=exports, max_size=settings.max_size,
                 embeddings=settings.embeddings, embeddings_model=settings.embeddings_model,
-                embeddings_key=settings.embeddings_key,
+                embeddings_key=settings.embeddings_key, project_files=settings.project_files,
             )
             if self._memory.semantic is not None and not self._memory.log.readonly:
                 self._memory.semantic.start(EmbeddingProgress())

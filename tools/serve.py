@@ -195,6 +195,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
         actor=args.actor or os.environ.get(ACTOR_ENV) or None,
         profile=_profile(args),
         export_dir=export_dir,
+        project_files=not args.http or args.allow_http_export,
         export_max=args.export_max,
         export_budget=args.export_budget,
         max_size=args.max_size,

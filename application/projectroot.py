@@ -1,0 +1,88 @@
+"""Projects found from a path, as n2n-memory finds them: `projectPath` names the root of a
+project (never a parent is searched), recognised by a strong marker; a root without `.mcp`
+is adopted only when the client confirms it (`confirmNewProjectRoot`), and then gets one.
+
+A project's memory is a workspace named after its root (`n2n:<folder>:<digest of the real
+path>`), so every project on the machine shares the one store and log, isolated from the
+others, with history, time travel and audit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from chronograph.application.errors import ChronographError, InvalidArgumentsError, NotFoundError
+from chronograph.eventstore.keys import digest
+
+__all__ = ["STRONG_MARKERS", "AwaitingConfirmationError", "project_root", "project_workspace"]
+
+STRONG_MARKERS = (
+    ".git", ".mcp", "package.json", "tsconfig.json", "pyproject.toml", "setup.py", "setup.cfg", "Cargo.toml",
+    "go.mod", "pom.xml", "build.gradle", "build.gradle.kts", "Gemfile", "composer.json", "CMakeLists.txt",
+    "mix.exs", "deno.json", "Package.swift", "pubspec.yaml",
+)
+"""What makes a folder a project root (a language's build file or a repository)."""
+WEAK_MARKERS = ("README.md", "README", "README.txt", "readme.md")
+MARKER_FILE = "chronograph.json"
+"""What `.mcp/` holds once a root is adopted: the workspace its memory lives in."""
+
+
+class AwaitingConfirmationError(ChronographError):
+    """A project root was recognised but never adopted: call again with confirmNewProjectRoot."""
+
+    code = "awaiting_confirmation"
+
+    def __init__(self, root: str) -> None:
+        super().__init__(
+            f"{root} looks like a project root but has no .mcp folder yet. To keep this project's memory "
+            f"there, call the same tool again with confirmNewProjectRoot set to {root!r}."
+        )
+        self.details = {"status": "AWAITING_CONFIRMATION", "detectedRoot": root}
+
+
+def project_root(tool: str, project_path: str) -> Path:
+    """The real path of the project root `project_path` names, checked.
+
+    Raises:
+        InvalidArgumentsError: A relative path, NUL or `..` in it, or a folder that is no project root.
+        NotFoundError: A path that does not exist or is not a folder.
+    """
+    if "\x00" in project_path:
+        raise InvalidArgumentsError(tool, "projectPath: must not contain NUL characters")
+    if not os.path.isabs(project_path):
+        raise InvalidArgumentsError(tool, f"projectPath: {project_path!r} is not absolute; give the project "
+                                    "root's absolute path")
+    if ".." in Path(project_path).parts:
+        raise InvalidArgumentsError(tool, "projectPath: must not contain '..' (give the root itself)")
+    root = Path(os.path.realpath(project_path))
+    if not root.is_dir():
+        raise NotFoundError(f"projectPath: {project_path} does not exist or is not a folder")
+    if not any((root / marker).exists() for marker in STRONG_MARKERS):
+        weak = any((root / marker).exists() for marker in WEAK_MARKERS)
+        what = "only a weak root (a README)" if weak else "no project root"
+        raise InvalidArgumentsError(tool, f"projectPath: {root} is {what}; a root has one of "
+                                    f"{', '.join(STRONG_MARKERS[:6])}, ... (parents are not searched)")
+    return root
+
+
+def project_workspace(tool: str, project_path: str, confirmed: str | None = None) -> str:
+    """The workspace of the project at `project_path`, adopting a new root when `confirmed` names it.
+
+    Raises:
+        AwaitingConfirmationError: A recognised root without `.mcp`, not confirmed.
+    """
+    root = project_root(tool, project_path)
+    workspace = f"n2n:{root.name[:48]}:{digest(str(root).encode('utf-8', 'surrogatepass'), 8).hex()}"
+    mcp = root / ".mcp"
+    if not mcp.is_dir():
+        if confirmed is None or os.path.realpath(confirmed) != str(root):
+            raise AwaitingConfirmationError(str(root))
+        mcp.mkdir(exist_ok=True)
+    marker = mcp / MARKER_FILE
+    if not marker.exists():
+        temporary = marker.with_suffix(".tmp")
+        temporary.write_text(json.dumps({"workspace": workspace, "store": "chronograph"}) + "\n", encoding="utf-8")
+        temporary.replace(marker)
+    return workspace
