@@ -87,6 +87,15 @@ SHARED_TEAM_TOOLS = ("memory_session", "memory_file_lock")
 a connection's writes) and file locks."""
 
 
+def _everything() -> Registry:
+    """Every tool of every profile; where two surfaces use one name, ours is the one offered."""
+    tools = {tool.name: tool for tool in _own_surface()}
+    for registry in (TEAM, N2N, WORKSPACE, KUZU):
+        for tool in registry:
+            tools.setdefault(tool.name, tool)
+    return Registry(tools.values())
+
+
 def _own_surface() -> Registry:
     official = CORE.select(OFFICIAL_TOOLS)
     return Registry([*official, *(tool for tool in CORE if tool.name not in official),
@@ -118,6 +127,8 @@ PROFILES: dict[str, Profile] = {
                        "projectPath, the absolute project root. A root without .mcp answers "
                        "AWAITING_CONFIRMATION with detectedRoot: call again with confirmNewProjectRoot set to it. "
                        "Start a session with n2n_read_graph summaryMode true."), errors="n2n"),
+    "full": Profile("full", "every tool of every profile (for operators and tests); where two surfaces share a "
+                    "name, Chronograph's own tool is the one offered", _everything, INSTRUCTIONS),
 }
 """Every profile, by name."""
 

@@ -92,7 +92,7 @@ def create_server(settings: Settings, runtime: Runtime | None = None, *, log_lev
     async def workspace_list() -> str:
         return pretty(runtime.memory.read("list_workspaces", {}))
 
-    if surface.name == "kuzu":
+    if surface.name in ("kuzu", "full"):
         @server.resource(
             "kuzu://databases/list", name="databases", title="Databases",
             description="Lists all available Kuzu databases in the workspace with metadata",
@@ -101,7 +101,7 @@ def create_server(settings: Settings, runtime: Runtime | None = None, *, log_lev
         async def database_list() -> str:
             return pretty(databases(runtime.memory))
 
-    if surface.name == "n2n":
+    if surface.name in ("n2n", "full"):
         @server.resource("mcp://memory/graph", name="project-graph", title="Project Graph",
                          description="Needs a project: read mcp://memory/graph?path=<absolute project root>",
                          mime_type="application/json")
