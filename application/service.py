@@ -228,7 +228,10 @@ class Memory:
             ChronographError: If the arguments are invalid or name something unknown.
         """
         spec = _tool(tool)
-        return self._answer(spec, parse(spec.name, arguments, spec.arguments))
+        args = parse(spec.name, arguments, spec.arguments)
+        if spec.writes and getattr(args, "action", None) not in spec.reads:
+            raise ValueError(f"{spec.name} is a command: run it with Memory.write or Memory.call")
+        return self._answer(spec, args)
 
     def _answer(self, spec: Tool, args: Any) -> Out:
         with self.lock:

@@ -51,8 +51,8 @@ class KuzuArgs(Args, rename=None, kw_only=True):
 
 def _checked(tool: str, database: str) -> str:
     if not DATABASE.fullmatch(database):
-        raise InvalidArgumentsError(tool, f"Invalid parameter: database {database!r} must be letters, digits, '_' "
-                                    "or '-' (no paths)")
+        raise InvalidArgumentsError(tool, f"database: Invalid parameter: {database!r} must be letters, digits, "
+                                    "'_' or '-' (no paths)")
     return database
 
 

@@ -142,8 +142,8 @@ def _end(batch: Batch, entity_id: Any, name: Any, which: str) -> EntityRecord:
         if entity is None:
             raise NotFoundError(f"{which} entity '{name}' not found.")
         return entity
-    raise InvalidArgumentsError("upsert_relation", "Invalid relation payload. Provide fromEntityId/toEntityId or "
-                                "from/to names that exist.")
+    raise InvalidArgumentsError("upsert_relation", "fromEntityId: Invalid relation payload. Provide "
+                                "fromEntityId/toEntityId or from/to names that exist.")
 
 
 @WORKSPACE.command("upsert_relation", "Upsert Relation", "Creates or updates a relation between two existing "
@@ -185,7 +185,7 @@ def get_entity_relations(memory: Memory, args: GetEntityRelations) -> ObjectOut:
             if entity is None:
                 raise NotFoundError(f"Entity '{args.entity_name}' not found in workspace '{ws}'.")
         else:
-            raise InvalidArgumentsError("get_entity_relations", "Provide entityId or entityName.")
+            raise InvalidArgumentsError("get_entity_relations", "entityId: Provide entityId or entityName.")
         out = []
         for relation in graph.relations_of(ws, entity.name, "out"):
             other = graph.entity(ws, relation.target)

@@ -65,8 +65,8 @@ def memory_init(host: Batch | Memory, args: MemoryInit) -> ObjectOut:
         return object_out(success=True, **shared, migrationsApplied=[],
                      message="The event log needs no migrations: it is ready.")
     if not args.confirm:
-        raise InvalidArgumentsError("memory_init", "reset needs confirm: true (it empties the team memory; the "
-                                    "log keeps every earlier state, readable with asOf)")
+        raise InvalidArgumentsError("memory_init", "confirm: reset needs confirm: true (it empties the team "
+                                    "memory; the log keeps every earlier state, readable with asOf)")
     team = Team.of(host, "memory_init")
     before = team.state.position
     team.emit("am/reset", TeamMemoryReset(by=None if args.reset_by is UNSET else args.reset_by))

@@ -70,7 +70,7 @@ def memory_conflict(host: Batch | Memory, args: MemoryConflict) -> ObjectOut:
     if entry is None:
         raise NotFoundError(f"Entry {conflict.entry_id!r} of conflict {conflict.id} not found")
     if args.keep_version is not UNSET and args.merged is not UNSET:
-        raise InvalidArgumentsError("memory_conflict", "give keepVersion or merged, not both")
+        raise InvalidArgumentsError("memory_conflict", "keepVersion: give keepVersion or merged, not both")
     fields: dict[str, Any] | None = None
     kept: int | None = None
     if args.keep_version is not UNSET:

@@ -242,7 +242,7 @@ def _update(kind: EntryKind, tool: str, team: Team, args: EntryArgs, entry: Entr
     fields = entry_fields(kind, tool, args)
     if not fields:
         names = ", ".join((*kind.main, *kind.versioned))
-        raise InvalidArgumentsError(tool, f"update changes nothing: give one of {names}")
+        raise InvalidArgumentsError(tool, f"nothing to update: give one of {names}")
     previous = entry.current
     changed = {key: value for key, value in fields.items() if previous.fields.get(key) != value}
     if not changed:

@@ -164,7 +164,7 @@ def memory_session(host: Batch | Memory, args: MemorySession) -> ObjectOut:
     if session is None:
         raise NotFoundError(f"Session {args.id!r} not found")
     if session.status != "active":
-        raise InvalidArgumentsError("memory_session", f"session {session.id} already ended ({session.status})")
+        raise InvalidArgumentsError("memory_session", f"id: session {session.id} already ended ({session.status})")
     status = "completed" if args.status is UNSET or args.status == "active" else args.status
     team.emit(f"am/session/{session.id}", SessionEnded(status=status))
     return object_out(success=True, session=session_out(session))

@@ -169,7 +169,7 @@ class _Item:
               "nothing: a bad file writes nothing")
 def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
     if args.format != "json":
-        raise InvalidArgumentsError(TOOL, f"only JSON can be imported ({args.format} is an export-only format)")
+        raise InvalidArgumentsError(TOOL, f"format: only JSON can be imported ({args.format} is an export-only format)")
     team = Team.of(batch, TOOL)
     items, relations = _parse(team, args)
     state = team.state
@@ -267,7 +267,8 @@ def _parse(team: Team, args: MemoryImport) -> tuple[list[_Item], list[dict[str, 
         isinstance(r.get(k), str) for k in ("sourceType", "sourceId", "targetType", "targetId", "relationType"))]
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
-        raise InvalidArgumentsError(TOOL, f"{len(problems)} entries cannot be imported: {shown}; nothing was imported")
+        raise InvalidArgumentsError(TOOL, f"content: {len(problems)} entries cannot be imported: {shown}; nothing "
+                                    "was imported")
     return items, relations
 
 

@@ -54,7 +54,8 @@ def create_server(settings: Settings, runtime: Runtime | None = None, *, log_lev
         "chronograph",
         version=chronograph.__version__,
         instructions=surface.instructions,
-        tools=build_tools(surface.tools, runtime.call, writes_files=settings.export_dir is not None,
+        tools=build_tools(surface.tools, runtime.call, writes_files=settings.export_dir is not None or (
+                              surface.name == "n2n" and settings.project_files),
                           official=OFFICIAL_TOOLS, output_schemas=surface.name == "official",
                           errors=surface.errors),
         lifespan=lifespan,

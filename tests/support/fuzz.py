@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from chronograph.application import CORE
+from chronograph.application import PROFILES
 from chronograph.server.jsonschema import json_schema
 from hypothesis import strategies as st
 
-TOOLS = {tool.name: tool for tool in CORE}
+TOOLS = {tool.name: tool for tool in PROFILES["full"].tools}
+"""Every tool of every surface (ours where two share a name)."""
 SCHEMAS = {name: json_schema(tool.arguments) for name, tool in TOOLS.items()}
 
 nasty_text = st.one_of(
@@ -51,7 +52,7 @@ def value_for(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
         fitting = st.dictionaries(nasty_text, json_values, max_size=4)
     elif kind == "array":
         fitting = st.one_of(
-            st.lists(value_for(schema["items"]), max_size=4),
+            st.lists(value_for(schema.get("items", {})), max_size=4),
             st.integers(min_value=1001, max_value=2000).map(lambda n: ["x"] * n),
         )
     elif kind == "string":
