@@ -16,6 +16,7 @@ from chronograph.application import (  # noqa: F401 (each module declares its to
     identity,
     overview,
     relations,
+    revert,
     search,
     surface_kuzu,
     surface_n2n,

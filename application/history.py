@@ -14,23 +14,17 @@ from chronograph.application.arguments import (
     Name,
     ReadArgs,
     RelationKey,
-    Version,
     Workspace,
-    WriteArgs,
 )
-from chronograph.application.batch import Batch
-from chronograph.application.entities import entity_label
-from chronograph.application.errors import DuplicateError, InvalidArgumentsError, NotFoundError
-from chronograph.application.identity import rename
-from chronograph.application.outputs import ChangeOut, EntitiesOut, Out, entity_out, relation_out, stamp
+from chronograph.application.errors import InvalidArgumentsError, NotFoundError
+from chronograph.application.outputs import ChangeOut, Out, entity_out, relation_out, stamp
 from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
-from chronograph.eventstore import EntityCreated, EntityUpdated
 from chronograph.projections import EntityRecord, relation_stream, stream_history, versions_of
 from chronograph.projections import Version as StreamVersion
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["GetEntityHistory", "GetRelationHistory", "HistoryOut", "RevertEntity", "cursor_of"]
+__all__ = ["GetEntityHistory", "GetRelationHistory", "HistoryOut", "cursor_of"]
 
 Limit = Meta(ge=1, le=1000)
 Cursor = Annotated[str, Meta(max_length=64), D(description="The nextCursor of the previous page")]
@@ -132,52 +126,3 @@ def get_relation_history(memory: Memory, args: GetRelationHistory) -> HistoryOut
     if not versions:
         raise NotFoundError(f"No relation {args.label} ever existed in workspace {args.workspace!r}")
     return HistoryOut(versions=[version_out(v) for v in versions])
-
-
-class RevertEntity(WriteArgs, kw_only=True):
-    name: Annotated[Name, D(description="Its name, even if deleted")]
-    to_version: Annotated[int, Meta(ge=1), D(description="The version whose state to restore")]
-    expected_version: Version | UnsetType = UNSET
-
-
-@CORE.command("revert_entity", "Revert Entity",
-              "Restore an entity, a deleted one too, to its state at an earlier version (the revert "
-              "is itself recorded)")
-def revert_entity(batch: Batch, args: RevertEntity) -> EntitiesOut:
-    """Restore the state an entity had at `toVersion` by appending events (deleted ones too)."""
-    streams = batch.state.name_streams(batch.workspace, args.name)
-    if not streams:
-        raise NotFoundError(f"Entity with name {args.name} not found")
-    stream = streams[-1]  # the newest incarnation: the live one, if any is
-    top = len(batch.tx.positions(stream))
-    if args.to_version > top:
-        raise InvalidArgumentsError("revert_entity", f"toVersion: {args.name!r} has versions 1 to {top}")
-    [target] = versions_of(batch.tx, stream, [args.to_version])
-    if not isinstance(target.state, EntityRecord):
-        raise InvalidArgumentsError(
-            "revert_entity", f"toVersion: version {args.to_version} of {args.name!r} is its deletion; "
-            "choose a version at which it existed"
-        )
-    live = batch.state.get_entity(stream)  # under whatever name it has now
-    batch.check(entity_label(args.name), args.expected_version, live)
-    state = target.state
-    holder = batch.entity(state.name)
-    if holder is not None and holder.stream != stream:
-        raise DuplicateError(
-            f"Entity {args.name!r} was called {state.name!r} at version {args.to_version}, and another entity "
-            "has that name now; rename or merge that one first; nothing was written")
-    if live is not None:
-        batch.emit(stream, EntityUpdated(
-            entity_type=state.entity_type, observations=tuple(state.observations), metadata=state.metadata,
-            reverted_to=args.to_version,
-        ))
-        if live.name != state.name:  # a rename undone: the relations follow the name back
-            rename(batch, live, state.name)
-    else:
-        batch.emit(stream, EntityCreated(
-            workspace=batch.workspace, name=state.name, entity_type=state.entity_type,
-            observations=tuple(state.observations), metadata=state.metadata, reverted_to=args.to_version,
-        ))
-    restored = batch.state.get_entity(stream)
-    assert restored is not None
-    return EntitiesOut(entities=[entity_out(restored)])

@@ -1,0 +1,72 @@
+"""revert_entity: a deleted entity comes back with the relations its deletion removed, and a
+revert to the state the entity already has writes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chronograph.application import Memory
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "store", sync=False) as opened:
+        yield opened
+
+
+def write(memory: Memory, tool: str, **arguments: Any) -> Any:
+    return memory.write(tool, arguments, actor="test").output
+
+
+def triples(memory: Memory) -> list[tuple[str, str, str]]:
+    return sorted((r.source, r.relation_type, r.target) for r in memory.read("read_graph", {}).relations)
+
+
+def seed(memory: Memory) -> None:
+    write(memory, "create_entities", entities=[{"name": n, "entityType": "person", "observations": []}
+                                               for n in ("Ada", "Bob", "Cy")])
+    write(memory, "create_relations", relations=[
+        {"from": "Ada", "to": "Bob", "relationType": "knows", "confidence": 0.8, "metadata": {"since": 1843}},
+        {"from": "Cy", "to": "Ada", "relationType": "admires"},
+        {"from": "Ada", "to": "Ada", "relationType": "is"}])
+
+
+def test_restoring_a_deleted_entity_restores_the_relations_its_deletion_removed(memory: Memory) -> None:
+    seed(memory)
+    before = triples(memory)
+    write(memory, "delete_entities", entityNames=["Ada"])
+    assert triples(memory) == []
+    out = write(memory, "revert_entity", name="Ada", toVersion=1)
+    assert out.relations_restored == 3 and triples(memory) == before
+    knows = next(r for r in memory.read("read_graph", {}).relations if r.relation_type == "knows")
+    assert (knows.confidence, knows.metadata) == (0.8, {"since": 1843})
+
+
+def test_a_relation_whose_other_end_is_gone_is_not_restored(memory: Memory) -> None:
+    seed(memory)
+    write(memory, "delete_entities", entityNames=["Ada"])
+    write(memory, "delete_entities", entityNames=["Bob"])
+    write(memory, "revert_entity", name="Ada", toVersion=1)
+    assert triples(memory) == [("Ada", "is", "Ada"), ("Cy", "admires", "Ada")]
+
+
+def test_two_entities_deleted_together_get_their_shared_relation_back_with_the_second(memory: Memory) -> None:
+    seed(memory)
+    write(memory, "delete_entities", entityNames=["Ada", "Bob"])
+    write(memory, "revert_entity", name="Ada", toVersion=1)
+    assert ("Ada", "knows", "Bob") not in triples(memory)
+    write(memory, "revert_entity", name="Bob", toVersion=1)
+    assert ("Ada", "knows", "Bob") in triples(memory)
+
+
+def test_reverting_to_the_current_state_writes_nothing_and_says_so(memory: Memory) -> None:
+    seed(memory)
+    write(memory, "add_observations", observations=[{"entityName": "Bob", "contents": ["x"]}])
+    write(memory, "delete_observations", deletions=[{"entityName": "Bob", "observations": ["x"]}])
+    head = memory.log.head()
+    out = write(memory, "revert_entity", name="Bob", toVersion=1)
+    assert memory.log.head() == head and "nothing was written" in out.message
+    assert out.entities[0].version == 3
