@@ -4,6 +4,7 @@
     chronograph replay ...                   the graph at a past moment; diffs; rebuilds
     chronograph audit ...                    who changed what, when, in which call
     chronograph import FILE / export ...     move memories in and out
+    chronograph backup -o FILE / restore FILE   the whole store in one file, and back
 
 Each subcommand is a module with `add_arguments(parser)` and `run(args)`; the MCP SDK is
 imported only when a server starts.
@@ -27,6 +28,8 @@ SUBCOMMANDS = {
     "audit": ("chronograph.tools.audit", "inspect the audit log: who changed what, when, by which call"),
     "import": ("chronograph.tools.import_graph", "import a memory.jsonl / memory.json file"),
     "export": ("chronograph.tools.export_graph", "export the graph as JSONL, JSON, Markdown, Mermaid or DOT"),
+    "backup": ("chronograph.tools.backup", "back the whole store up into one sealed file, beside a running server"),
+    "restore": ("chronograph.tools.restore", "restore a store from a backup file, checked before and after"),
 }
 """name -> (module, one-line help)."""
 
