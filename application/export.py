@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 from chronograph.application.arguments import AsOf, D, ReadArgs
+from chronograph.application.context import ReadContext, read_context
 from chronograph.application.errors import InvalidArgumentsError, StorageError
 from chronograph.application.exportdir import ExportRefused
 from chronograph.application.graph import ReadGraph, read_graph
@@ -25,6 +26,9 @@ __all__ = ["FORMATS", "ExportGraph", "ExportOut", "Format", "render"]
 Format = Literal["jsonl", "json", "markdown", "mermaid", "dot"]
 FORMATS: tuple[Format, ...] = ("jsonl", "json", "markdown", "mermaid", "dot")
 
+CONTEXT_FIELDS = ("activeTask", "status", "reason", "nextSteps", "lastCommit")
+"""The context's fields an export carries (as update_context takes them)."""
+
 Graph = dict[str, Any]
 """A read_graph answer as plain data: {"entities": [...], "relations": [...]}."""
 
@@ -35,23 +39,35 @@ def render(graph: Graph, fmt: Format, workspace: str = "default") -> str:
 
 
 def _jsonl(graph: Graph, workspace: str) -> str:
-    """The official server's memory.jsonl: entities, then relations, one compact object per line."""
-    lines = [
-        json.dumps({"type": "entity", "name": e["name"], "entityType": e["entityType"],
-                    "observations": e["observations"]}, ensure_ascii=False, separators=(",", ":"))
-        for e in graph["entities"]
-    ]
-    lines += [
-        json.dumps({"type": "relation", "from": r["from"], "to": r["to"], "relationType": r["relationType"]},
-                   ensure_ascii=False, separators=(",", ":"))
-        for r in graph["relations"]
-    ]
+    """The official server's memory.jsonl: entities, then relations, one compact object per line.
+
+    What the official format has no field for rides along where it exists (an entity's
+    metadata, a relation's confidence and metadata, a last line with the workspace's
+    context), so that an import brings it back; the official server ignores it.
+    """
+    def line(record: dict[str, Any]) -> str:
+        return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+    lines = []
+    for e in graph["entities"]:
+        entity = {"type": "entity", "name": e["name"], "entityType": e["entityType"], "observations": e["observations"]}
+        if e.get("metadata"):
+            entity["metadata"] = e["metadata"]
+        lines.append(line(entity))
+    for r in graph["relations"]:
+        relation = {"type": "relation", "from": r["from"], "to": r["to"], "relationType": r["relationType"]}
+        relation.update((key, r[key]) for key in ("confidence", "metadata") if r.get(key) not in (None, {}))
+        lines.append(line(relation))
+    if graph.get("context"):
+        lines.append(line({"type": "context", **graph["context"]}))
     return "\n".join(lines)
 
 
 def _json(graph: Graph, workspace: str) -> str:
-    return json.dumps({"entities": graph["entities"], "relations": graph["relations"]}, indent=2,
-                      ensure_ascii=False)
+    document = {"entities": graph["entities"], "relations": graph["relations"]}
+    if graph.get("context"):
+        document["context"] = graph["context"]
+    return json.dumps(document, indent=2, ensure_ascii=False)
 
 
 def _markdown(graph: Graph, workspace: str) -> str:
@@ -139,6 +155,10 @@ class ExportOut(Out, kw_only=True):
 def export_graph(memory: Memory, args: ExportGraph) -> ExportOut:
     """The graph rendered in `format`, returned, or written inside the export directory."""
     graph = msgspec.to_builtins(read_graph(memory, ReadGraph(workspace=args.workspace, as_of=args.as_of)))
+    context = read_context(memory, ReadContext(workspace=args.workspace, as_of=args.as_of))
+    if context.version:
+        graph["context"] = {key: value for key, value in msgspec.to_builtins(context).items()
+                            if key in CONTEXT_FIELDS and value is not None}
     content = render(graph, args.format, args.workspace)
     size = len(content.encode())
     entities, relations = len(graph["entities"]), len(graph["relations"])

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from chronograph.application.arguments import Limits, parse
+from chronograph.application.context import UpdateContext
 from chronograph.application.entities import CreateEntities
 from chronograph.application.errors import InvalidArgumentsError
 from chronograph.application.relations import CreateRelations
 from chronograph.application.service import Memory
+from msgspec import UNSET
 
 __all__ = ["ACTOR", "ImportReport", "Plan", "check", "import_plan", "read_file"]
 
@@ -40,13 +42,17 @@ class Plan:
     """entity name -> the line it first came from"""
     relations: dict[tuple[str, str, str], int] = field(default_factory=dict)
     """(from, to, relationType) -> the line it came from"""
+    relation_fields: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    """(from, to, relationType) -> its confidence and metadata, when the file gives them"""
+    context: dict[str, Any] | None = None
+    """The workspace's context, when the file carries one (our exports do)"""
     problems: list[str] = field(default_factory=list)
     lines: int = 0
 
     @property
     def empty(self) -> bool:
         """Whether the file holds nothing to import."""
-        return not self.entities and not self.relations
+        return not self.entities and not self.relations and not self.context
 
 
 @dataclass
@@ -58,6 +64,8 @@ class ImportReport:
     observations: int = 0
     skipped: int = 0
     conflicts: list[str] = field(default_factory=list)
+    context: bool = False
+    """Whether the file's context was merged into the workspace's"""
     """Entities whose type in the file differs from the stored one (kept), with what was merged."""
 
 
@@ -78,6 +86,8 @@ def read_file(path: Path) -> Plan:
         if isinstance(document, dict) and ("entities" in document or "relations" in document):
             records = [{"type": "entity", **e} for e in document.get("entities", []) if isinstance(e, dict)]
             records += [{"type": "relation", **r} for r in document.get("relations", []) if isinstance(r, dict)]
+            if isinstance(document.get("context"), dict):
+                records.append({"type": "context", **document["context"]})
             plan.lines = len(records)
             for number, record in enumerate(records, start=1):
                 _take(plan, number, record)
@@ -99,10 +109,18 @@ def read_file(path: Path) -> Plan:
 
 
 def _take(plan: Plan, number: int, record: Any) -> None:
-    if not isinstance(record, dict) or record.get("type") not in ("entity", "relation"):
+    if not isinstance(record, dict) or record.get("type") not in ("entity", "relation", "context"):
         plan.problems.append(f'line {number}: not an entity or relation (needs "type": "entity" or "relation")')
         return
     body = {k: v for k, v in record.items() if k != "type"}
+    if record["type"] == "context":
+        try:
+            parse("import", body, UpdateContext)
+        except InvalidArgumentsError as error:
+            plan.problems.append(f"line {number}: context: {error.problem}")
+            return
+        plan.context = body
+        return
     if record["type"] == "entity":
         extra = {FORK_FIELDS[k]: body.pop(k) for k in list(body) if k in FORK_FIELDS}
         if extra:
@@ -130,7 +148,12 @@ def _take(plan: Plan, number: int, record: Any) -> None:
         except InvalidArgumentsError as error:
             plan.problems.append(f"line {number}: {error.problem}")
             return
-        plan.relations.setdefault((relation.source, relation.target, relation.relation_type), number)
+        key = (relation.source, relation.target, relation.relation_type)
+        plan.relations.setdefault(key, number)
+        extra = {"confidence": relation.confidence, "metadata": relation.metadata}
+        kept = {k: v for k, v in extra.items() if v is not UNSET and v is not None}
+        if kept:
+            plan.relation_fields.setdefault(key, kept)
 
 
 def check(plan: Plan, stored: dict[str, str]) -> None:
@@ -193,7 +216,9 @@ def import_plan(
                 f"line {plan.lines_of[name]}: {name!r} is a {theirs!r} in the file and a {stored[name]!r} in the "
                 f"store; kept {stored[name]!r}, merged {added_to.get(name, 0)} new observation(s)"
             )
-    relations = [{"from": s, "to": t, "relationType": k} for s, t, k in plan.relations]
+    _report_kept(memory, plan, workspace, stored, report)
+    relations = [{"from": s, "to": t, "relationType": k, **plan.relation_fields.get((s, t, k), {})}
+                 for s, t, k in plan.relations]
     for start in range(0, len(relations), step):
         report.related += len(write("create_relations", {"relations": relations[start : start + step]}).relations)
         if progress is not None:
@@ -201,4 +226,23 @@ def import_plan(
     report.skipped = (len(plan.entities) - report.created - len(report.conflicts)) + (
         len(plan.relations) - report.related
     )
+    if plan.context:
+        write("update_context", plan.context)
+        report.context = True
     return report
+
+
+def _report_kept(memory: Memory, plan: Plan, workspace: str, stored: dict[str, str], report: ImportReport) -> None:
+    """Say where the store keeps what it has instead of the file's metadata or confidence."""
+    with memory.views.read() as graph:
+        for name in sorted(n for n in plan.entities if n in stored):
+            theirs = plan.entities[name].get("metadata")
+            entity = graph.entity(workspace, name)
+            if theirs and entity is not None and entity.metadata != theirs:
+                report.conflicts.append(f"line {plan.lines_of[name]}: {name!r} has other metadata in the store; "
+                                        "kept the store's (update_entities replaces it)")
+        for key, fields in plan.relation_fields.items():
+            relation = graph.relation(workspace, key[0], key[2], key[1])
+            if relation is not None and any(getattr(relation, k) != v for k, v in fields.items()):
+                report.conflicts.append(f"line {plan.relations[key]}: relation {key[0]} -[{key[2]}]-> {key[1]} "
+                                        "exists with another confidence or metadata; kept the store's")

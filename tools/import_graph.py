@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(f"imported {args.file} into workspace {args.workspace!r}: {report.created} entities, "
           f"{report.related} relations, {report.observations} observations; {report.skipped} already present "
-          f"(skipped); {len(report.conflicts)} type conflict(s); {len(plan.problems)} error(s)")
+          f"(skipped); {len(report.conflicts)} conflict(s) (the store's kept); {len(plan.problems)} error(s)"
+          + ("; the workspace context merged" if report.context else ""))
     for conflict in report.conflicts[:100]:
         print(f"  conflict: {conflict}", file=sys.stderr)
     if plan.problems:

@@ -177,7 +177,7 @@ def test_an_entity_whose_type_differs_from_the_stored_one_is_reported_as_a_confl
     capsys.readouterr()
     assert import_main([str(robot), "--store", str(store)]) == 0
     captured = capsys.readouterr()
-    assert "1 type conflict(s)" in captured.out
+    assert "1 conflict(s)" in captured.out
     assert "'Ada' is a 'robot' in the file and a 'person' in the store; kept 'person', merged 1" in captured.err
     assert graph_of(store)["entities"][0] == ("Ada", "person", ["math", "ünïcode ✓", "gears"])
 
@@ -236,3 +236,46 @@ def test_a_closed_output_ends_the_command_quietly(tmp_path: Path) -> None:
         error = reader.stderr.read().decode()
         reader.stderr.close()
         assert reader.wait(timeout=60) in (0, 141) and "Traceback" not in error, (command, error)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+def test_an_export_reimports_with_metadata_confidence_and_context(tmp_path: Path, fmt: str) -> None:
+    source, target, file = tmp_path / "source", tmp_path / "target", tmp_path / f"lab.{fmt}"
+    with Memory(source, sync=False) as memory:
+        memory.write("create_entities", {"workspace": "lab", "entities": [
+            {"name": "Ada", "entityType": "person", "observations": ["math"], "metadata": {"born": 1815}},
+            {"name": "Bob", "entityType": "person", "observations": []}]}, actor="t")
+        memory.write("create_relations", {"workspace": "lab", "relations": [
+            {"from": "Ada", "to": "Bob", "relationType": "knows", "confidence": 0.7, "metadata": {"via": "letters"}}]},
+            actor="t")
+        memory.write("update_context", {"workspace": "lab", "activeTask": "round trip", "status": "IN_PROGRESS",
+                                        "nextSteps": ["check"]}, actor="t")
+    assert export_main(["--store", str(source), "--workspace", "lab", "-o", str(file)]) == 0
+    assert import_main(["--store", str(target), "--workspace", "lab", str(file)]) == 0
+    with Memory(source, sync=False) as memory:
+        before = memory.read("read_graph", {"workspace": "lab"})
+        context_before = memory.read("read_context", {"workspace": "lab"})
+    with Memory(target, sync=False) as memory:
+        after = memory.read("read_graph", {"workspace": "lab"})
+        context_after = memory.read("read_context", {"workspace": "lab"})
+    def own(metadata: Any) -> dict[str, Any]:  # a JSON export's version and times come back as imported*
+        return {k: v for k, v in (metadata or {}).items() if not k.startswith("imported")}
+
+    assert [(e.name, e.observations, own(e.metadata)) for e in after.entities] == [
+        (e.name, e.observations, own(e.metadata)) for e in before.entities]
+    assert [(r.source, r.target, r.confidence, r.metadata) for r in after.relations] == [
+        (r.source, r.target, r.confidence, r.metadata) for r in before.relations]
+    assert (context_after.active_task, context_after.status, context_after.next_steps) == (
+        context_before.active_task, context_before.status, context_before.next_steps)
+
+
+def test_an_import_that_would_drop_metadata_says_so(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    store, file = tmp_path / "store", tmp_path / "m.jsonl"
+    with Memory(store, sync=False) as memory:
+        memory.write("create_entities", {"entities": [
+            {"name": "Ada", "entityType": "person", "observations": [], "metadata": {"born": 1815}}]}, actor="t")
+    file.write_text(json.dumps({"type": "entity", "name": "Ada", "entityType": "person", "observations": [],
+                                "metadata": {"born": 1816}}) + "\n")
+    assert import_main(["--store", str(store), str(file)]) == 0
+    captured = capsys.readouterr()
+    assert "1 conflict(s)" in captured.out and "other metadata" in captured.err
