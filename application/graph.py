@@ -16,6 +16,7 @@ from chronograph.application.outputs import (
     entity_out,
     relation_out,
 )
+from chronograph.application.provenance import provenance_of
 from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
 from chronograph.projections import Graph, relations_touching
@@ -83,6 +84,7 @@ def page(graph: Graph, args: ReadGraph, as_of: int | None = None) -> GraphPageOu
 class OpenNodes(ReadArgs, kw_only=True):
     names: Annotated[Items[Name], D(description="An array of entity names to retrieve")]
     summary_mode: Annotated[bool, D(description="Names and types only")] = False
+    include_provenance: Annotated[bool, D(description="Each observation's recordedAt, actor and call")] = False
     as_of: AsOf | UnsetType = UNSET
 
 
@@ -97,6 +99,9 @@ def open_nodes(memory: Memory, args: OpenNodes) -> GraphPageOut:
             entities = [PageEntityOut(name=e.name, entity_type=e.entity_type) for e in found]
         else:
             entities = [entity_out(e, PageEntityOut) for e in found]
+            if args.include_provenance:
+                for out, record in zip(entities, found, strict=True):
+                    out.provenance = provenance_of(moment.log, record, moment.position)
         relations = relations_touching(graph, ws, (e.name for e in found))
         return GraphPageOut(entities=entities, relations=[relation_out(r) for r in relations],
                             as_of=UNSET if moment.position is None else moment.position)

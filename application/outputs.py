@@ -21,6 +21,7 @@ __all__ = [
     "EntitiesOut",
     "EntityOut",
     "ObjectOut",
+    "ObservationProvenanceOut",
     "Out",
     "PageEntityOut",
     "RelationOut",
@@ -77,6 +78,16 @@ class RelationOut(Out, kw_only=True):
     updated_at: str
 
 
+class ObservationProvenanceOut(Out, kw_only=True):
+    """Where one observation came from: the event that put it there."""
+
+    observation: str
+    recorded_at: Annotated[str, D(description="When the memory learned it")]
+    actor: Annotated[str, D(description="Who wrote it (MCP client or --actor)")]
+    correlation_id: Annotated[str, D(description="The call that wrote it (see get_audit_log)")]
+    position: Annotated[int, D(description="Its event's position in the log")]
+
+
 class PageEntityOut(Out, kw_only=True):
     """An entity of read_graph: in summaryMode, its name and type only."""
 
@@ -87,6 +98,8 @@ class PageEntityOut(Out, kw_only=True):
     version: int | UnsetType = UNSET
     created_at: str | UnsetType = UNSET
     updated_at: str | UnsetType = UNSET
+    provenance: Annotated[list[ObservationProvenanceOut], D(
+        description="Each observation's recordedAt, actor and call (with includeProvenance)")] | UnsetType = UNSET
 
 
 class EntitiesOut(Out, kw_only=True):

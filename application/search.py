@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from chronograph.application.arguments import AsOf, D, Items, Metadata, Query, ReadArgs, TypeName
 from chronograph.application.errors import InvalidArgumentsError, UnavailableError
 from chronograph.application.outputs import Out, PageEntityOut, RelationOut, entity_out, relation_out
+from chronograph.application.provenance import provenance_of
 from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
 from chronograph.application.timeline import Moment
@@ -64,6 +65,7 @@ class SearchNodes(ReadArgs, kw_only=True):
     metadata: Annotated[Metadata, D(
         description="Only entities whose metadata has each of these keys with the same value")] | UnsetType = UNSET
     summary_mode: Annotated[bool, D(description="Names and types only")] = False
+    include_provenance: Annotated[bool, D(description="Each observation's recordedAt, actor and call")] = False
     as_of: AsOf | UnsetType = UNSET
 
 
@@ -238,6 +240,9 @@ def _answer(
         entities = [PageEntityOut(name=r.name, entity_type=r.entity_type) for r, _ in page]
     else:
         entities = [entity_out(r, PageEntityOut) for r, _ in page]
+        if args.include_provenance:
+            for out, (record, _) in zip(entities, page, strict=True):
+                out.provenance = provenance_of(moment.log, record, moment.position)
     more = total is not None and args.offset + len(page) < total
     return SearchOut(
         entities=entities,
