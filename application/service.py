@@ -90,6 +90,8 @@ class Memory:
             self.timeline = Timeline(self.log, self.views)
             self.teams = TeamView()
             """The team memory (the Agent Memory surface), folded in memory."""
+            self.team_vectors: dict[str, tuple[int, Any]] = {}
+            """entry id -> (version, embedding) of the team entries semantic queries have needed"""
             self.semantic: Semantic | None = None
             """Semantic search, when an embedder is configured and installed."""
             self.semantic_off = (

@@ -17,6 +17,7 @@ from chronograph.application.service import Memory
 from chronograph.application.teamcore import TEAM, Short, Team, TeamArgs
 from chronograph.application.teamentries import KINDS, entry_out, is_live
 from chronograph.application.teamlinks import tags_of
+from chronograph.application.teamsemantic import DEFAULT_THRESHOLD, similarities
 from chronograph.projections.teamstate import Entry
 from msgspec import UNSET, Meta, UnsetType
 
@@ -72,7 +73,7 @@ def memory_query(memory: Memory | Batch, args: MemoryQuery) -> ObjectOut:
     team = Team.of(memory, "memory_query", args.as_of)
     if args.action == "context":
         return _context(team, args)
-    return _search(team, args)
+    return _search(team, args, memory if isinstance(memory, Memory) else None)
 
 
 def _scope(team: Team, args: MemoryQuery) -> tuple[list[tuple[str, str | None]] | None, dict[str, Any] | None]:
@@ -177,14 +178,25 @@ def _filtered(team: Team, args: MemoryQuery, chain: list[tuple[str, str | None]]
     return entries
 
 
-def _search(team: Team, args: MemoryQuery) -> ObjectOut:
+def _search(team: Team, args: MemoryQuery, memory: Memory | None) -> ObjectOut:
     chain, _ = _scope(team, args)
     entries = _filtered(team, args, chain)
     scored: list[tuple[float, Entry]]
+    semantic = None
     if args.search is not UNSET and args.search.strip():
         phrase = args.search.strip().lower()
         terms = phrase.split()
-        scored = [(s, e) for e in entries if (s := _score(e, phrase, terms)) > 0]
+        if args.semantic_search is True and memory is not None:  # opt-in: see docs/decisions.md
+            semantic = similarities(memory, entries, args.search)
+        threshold = DEFAULT_THRESHOLD if args.semantic_threshold is UNSET else args.semantic_threshold
+        scored = []
+        for entry in entries:
+            score = _score(entry, phrase, terms)
+            similarity = None if semantic is None else semantic[entry.id]
+            if similarity is not None and similarity >= threshold:
+                score += 10 * similarity
+            if score > 0:
+                scored.append((score, entry))
         scored.sort(key=lambda pair: -pair[0])
     else:
         scored = [(1.0 + e.current.fields.get("priority", 0) / 100, e) for e in entries]
@@ -193,8 +205,8 @@ def _search(team: Team, args: MemoryQuery) -> ObjectOut:
     more = args.offset + len(chosen) < len(scored)
     meta: dict[str, Any] = {"totalCount": len(scored), "returnedCount": len(chosen), "truncated": more,
                             "hasMore": more}
-    if args.semantic_search is True:
-        meta["semantic"] = False  # said, not pretended: team entries are matched by their words
+    if semantic is not None or args.semantic_search is True:
+        meta["semantic"] = semantic is not None  # said, not pretended: without embeddings, words only
     return object_out(results=[_item(team, e, args, s) for s, e in chosen], meta=meta)
 
 

@@ -190,3 +190,18 @@ async def test_the_default_profile_offers_file_locks(client: Client) -> None:
     await call(client, "memory_file_lock", {"action": "checkout", "file_path": "/a.py", "agent_id": "A"})
     with pytest.raises(ToolFailed, match="locked by A"):
         await call(client, "memory_file_lock", {"action": "checkout", "file_path": "/a.py", "agent_id": "B"})
+
+
+async def test_a_query_finds_entries_by_meaning_when_the_server_has_embeddings(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    settings = Settings(store=tmp_path / "store", embeddings="local", profile="agent-memory")
+    async with Client(create_server(settings)) as agent:
+        for name, content in (("auth", "Validate login tokens and passwords before any request"),
+                              ("bread", "Let sourdough rise overnight in a cool kitchen")):
+            await call(agent, "memory_knowledge", {"action": "add", "scopeType": "global", "title": name,
+                                                   "content": content})
+        found = await call(agent, "memory_query", {"action": "search", "search": "user authentication security",
+                                                   "semanticSearch": True, "semanticThreshold": 0.3})
+        words = await call(agent, "memory_query", {"action": "search", "search": "user authentication security"})
+    assert [r["knowledge"]["title"] for r in found["results"]] == ["auth"] and found["meta"]["semantic"] is True
+    assert words["results"] == []  # no word of the query is in either entry
