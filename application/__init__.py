@@ -14,6 +14,7 @@ from chronograph.application import (  # noqa: F401 (each module declares its to
     graph,
     history,
     identity,
+    invalidation,
     overview,
     relations,
     revert,

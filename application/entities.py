@@ -27,6 +27,7 @@ from chronograph.application.outputs import (
     entity_out,
 )
 from chronograph.application.registry import CORE
+from chronograph.application.validtime import span_of
 from chronograph.eventstore import (
     EntityCreated,
     EntityDeleted,
@@ -36,7 +37,7 @@ from chronograph.eventstore import (
     RelationDeleted,
 )
 from chronograph.projections import EntityRecord, new_entity_stream, unique
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET, Meta, UnsetType
 
 __all__ = [
     "AddObservations",
@@ -105,6 +106,8 @@ class ObservationAddition(Args, kw_only=True):
     entity_name: Annotated[Name, D(description="The name of the entity to add the observations to")]
     contents: Annotated[ObservationList, D(description="An array of observation contents to add")]
     expected_version: Version | UnsetType = UNSET
+    valid_from: Annotated[str, Meta(max_length=64), D(description="When they became true")] | UnsetType = UNSET
+    valid_until: Annotated[str, Meta(max_length=64), D(description="When they stopped")] | UnsetType = UNSET
 
 
 class AddObservations(WriteArgs, kw_only=True):
@@ -125,7 +128,8 @@ class AddObservationsOut(Out, kw_only=True):
 def add_observations(batch: Batch, args: AddObservations) -> AddObservationsOut:
     """New observations for existing entities; a missing entity fails the whole call."""
     results = []
-    for item in args.observations:
+    for index, item in enumerate(args.observations):
+        start, end = span_of("add_observations", f"observations[{index}].", item.valid_from, item.valid_until)
         entity = batch.entity(item.entity_name)
         if entity is None:
             raise NotFoundError(f"Entity with name {item.entity_name} not found")
@@ -133,7 +137,7 @@ def add_observations(batch: Batch, args: AddObservations) -> AddObservationsOut:
         present = set(entity.observations)
         new = [c for c in unique(item.contents) if c not in present]
         if new:
-            batch.emit(entity.stream, ObservationsAdded(observations=tuple(new)))
+            batch.emit(entity.stream, ObservationsAdded(observations=tuple(new), valid_from=start, valid_until=end))
         results.append(AddedOut(entity_name=item.entity_name, added_observations=new))
     return AddObservationsOut(results=results)
 

@@ -15,8 +15,7 @@ from chronograph.application.arguments import AsOf, D, ReadArgs
 from chronograph.application.context import ReadContext, read_context
 from chronograph.application.errors import InvalidArgumentsError, StorageError
 from chronograph.application.exportdir import ExportRefused
-from chronograph.application.graph import ReadGraph, read_graph
-from chronograph.application.outputs import Out
+from chronograph.application.outputs import Out, entity_out, relation_out
 from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
 from msgspec import UNSET, Meta, UnsetType
@@ -51,12 +50,12 @@ def _jsonl(graph: Graph, workspace: str) -> str:
     lines = []
     for e in graph["entities"]:
         entity = {"type": "entity", "name": e["name"], "entityType": e["entityType"], "observations": e["observations"]}
-        if e.get("metadata"):
-            entity["metadata"] = e["metadata"]
+        entity.update((key, e[key]) for key in ("metadata", "validity") if e.get(key))
         lines.append(line(entity))
     for r in graph["relations"]:
         relation = {"type": "relation", "from": r["from"], "to": r["to"], "relationType": r["relationType"]}
-        relation.update((key, r[key]) for key in ("confidence", "metadata") if r.get(key) not in (None, {}))
+        relation.update((key, r[key]) for key in ("confidence", "metadata", "validFrom", "validUntil")
+                        if r.get(key) not in (None, {}))
         lines.append(line(relation))
     if graph.get("context"):
         lines.append(line({"type": "context", **graph["context"]}))
@@ -154,7 +153,9 @@ class ExportOut(Out, kw_only=True):
             kind="export")
 def export_graph(memory: Memory, args: ExportGraph) -> ExportOut:
     """The graph rendered in `format`, returned, or written inside the export directory."""
-    graph = msgspec.to_builtins(read_graph(memory, ReadGraph(workspace=args.workspace, as_of=args.as_of)))
+    with memory.timeline.at("export_graph", args.as_of) as moment:  # every fact, true now or not
+        graph = {"entities": msgspec.to_builtins([entity_out(e) for e in moment.graph.entities(args.workspace)]),
+                 "relations": msgspec.to_builtins([relation_out(r) for r in moment.graph.relations(args.workspace)])}
     context = read_context(memory, ReadContext(workspace=args.workspace, as_of=args.as_of))
     if context.version:
         graph["context"] = {key: value for key, value in msgspec.to_builtins(context).items()

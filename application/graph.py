@@ -19,6 +19,7 @@ from chronograph.application.outputs import (
 from chronograph.application.provenance import provenance_of
 from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
+from chronograph.application.validtime import VALID_AT, ValidTime, hide_invalid, read_moment, valid_relation
 from chronograph.projections import Graph, relations_touching
 from msgspec import UNSET, Meta, UnsetType
 
@@ -34,6 +35,7 @@ class ReadGraph(ReadArgs, kw_only=True):
     offset: Annotated[int, Meta(ge=0), D(description="Skip this many entities first")] = 0
     summary_mode: Annotated[bool, D(description="Names and types only, for a quick index")] = False
     as_of: AsOf | UnsetType = UNSET
+    valid_at: Annotated[ValidTime, VALID_AT] | UnsetType = UNSET
 
 
 class GraphPageOut(Out, kw_only=True):
@@ -60,15 +62,19 @@ def page(graph: Graph, args: ReadGraph, as_of: int | None = None) -> GraphPageOu
     ws = args.workspace
     stamp = UNSET if as_of is None else as_of
     limit = None if args.limit is UNSET else args.limit
+    moment = read_moment("read_graph", args.valid_at)
     records = list(graph.entities(ws, args.offset, limit))
     if args.summary_mode:
         entities = [PageEntityOut(name=e.name, entity_type=e.entity_type) for e in records]
     else:
         entities = [entity_out(e, PageEntityOut) for e in records]
+        hide_invalid(entities, records, moment)
     if limit is None and args.offset == 0:
-        return GraphPageOut(entities=entities, relations=[relation_out(r) for r in graph.relations(ws)], as_of=stamp)
+        return GraphPageOut(entities=entities, as_of=stamp, relations=[
+            relation_out(r) for r in graph.relations(ws) if valid_relation(r, moment)])
     on_page = {e.name for e in records}
-    relations = [relation_out(r) for r in relations_touching(graph, ws, on_page) if r.source in on_page]
+    relations = [relation_out(r) for r in relations_touching(graph, ws, on_page)
+                 if r.source in on_page and valid_relation(r, moment)]
     totals = graph.workspace(ws)
     total = 0 if totals is None else totals.entities
     more = args.offset + len(records) < total
@@ -86,6 +92,7 @@ class OpenNodes(ReadArgs, kw_only=True):
     summary_mode: Annotated[bool, D(description="Names and types only")] = False
     include_provenance: Annotated[bool, D(description="Each observation's recordedAt, actor and call")] = False
     as_of: AsOf | UnsetType = UNSET
+    valid_at: Annotated[ValidTime, VALID_AT] | UnsetType = UNSET
 
 
 @CORE.query("open_nodes", "Open Nodes", "Open specific nodes in the knowledge graph by their names")
@@ -99,11 +106,14 @@ def open_nodes(memory: Memory, args: OpenNodes) -> GraphPageOut:
             entities = [PageEntityOut(name=e.name, entity_type=e.entity_type) for e in found]
         else:
             entities = [entity_out(e, PageEntityOut) for e in found]
+            hide_invalid(entities, found, read_moment("open_nodes", args.valid_at))
             if args.include_provenance:
                 for out, record in zip(entities, found, strict=True):
                     out.provenance = provenance_of(moment.log, record, moment.position)
         relations = relations_touching(graph, ws, (e.name for e in found))
-        return GraphPageOut(entities=entities, relations=[relation_out(r) for r in relations],
+        valid = read_moment("open_nodes", args.valid_at)
+        return GraphPageOut(entities=entities, relations=[relation_out(r) for r in relations
+                                                          if valid_relation(r, valid)],
                             as_of=UNSET if moment.position is None else moment.position)
 
 

@@ -122,6 +122,11 @@ def _take(plan: Plan, number: int, record: Any) -> None:
         plan.context = body
         return
     if record["type"] == "entity":
+        spans = body.pop("validity", None)
+        if spans is not None and not (isinstance(spans, dict) and all(
+                isinstance(s, dict) and set(s) <= {"validFrom", "validUntil"} for s in spans.values())):
+            plan.problems.append(f"line {number}: validity: expected {{observation: {{validFrom, validUntil}}}}")
+            return
         extra = {FORK_FIELDS[k]: body.pop(k) for k in list(body) if k in FORK_FIELDS}
         if extra:
             body["metadata"] = {**(body.get("metadata") or {}), **extra}
@@ -137,6 +142,8 @@ def _take(plan: Plan, number: int, record: Any) -> None:
             }
             if item.metadata:
                 entry["metadata"] = item.metadata
+            if spans:
+                entry["validity"] = {o: s for o, s in spans.items() if o in item.observations}
             plan.entities[item.name] = entry
             plan.lines_of[item.name] = number
         else:  # the same name twice in one file: one entity, every observation
@@ -150,7 +157,8 @@ def _take(plan: Plan, number: int, record: Any) -> None:
             return
         key = (relation.source, relation.target, relation.relation_type)
         plan.relations.setdefault(key, number)
-        extra = {"confidence": relation.confidence, "metadata": relation.metadata}
+        extra = {"confidence": relation.confidence, "metadata": relation.metadata,
+                 "validFrom": relation.valid_from, "validUntil": relation.valid_until}
         kept = {k: v for k, v in extra.items() if v is not UNSET and v is not None}
         if kept:
             plan.relation_fields.setdefault(key, kept)
@@ -194,14 +202,15 @@ def import_plan(
         return memory.write(tool, {**arguments, "workspace": workspace}, actor=ACTOR,
                             correlation_id=correlation).output
 
-    new = [entry for name, entry in plan.entities.items() if name not in stored]
+    spanned = _spanned(plan)  # observations with a valid time go in after, with it
+    new = [_without(entry) for name, entry in plan.entities.items() if name not in stored]
     for start in range(0, len(new), step):
         report.created += len(write("create_entities", {"entities": new[start : start + step]}).entities)
         if progress is not None:
             progress("entities", min(start + step, len(new)), len(new))
     report.observations = sum(len(entry["observations"]) for entry in new)
     existing = sorted(name for name in plan.entities if name in stored)
-    merges = [{"entityName": name, "contents": plan.entities[name]["observations"]} for name in existing]
+    merges = [{"entityName": name, "contents": _without(plan.entities[name])["observations"]} for name in existing]
     added_to: dict[str, int] = {}
     for start in range(0, len(merges), step):
         for result in write("add_observations", {"observations": merges[start : start + step]}).results:
@@ -209,6 +218,9 @@ def import_plan(
         if progress is not None:
             progress("observations", min(start + step, len(merges)), len(merges))
     report.observations += sum(added_to.values())
+    for start in range(0, len(spanned), step):
+        for result in write("add_observations", {"observations": spanned[start : start + step]}).results:
+            report.observations += len(result.added_observations)
     for name in existing:
         theirs = plan.entities[name]["entityType"]
         if theirs != stored[name]:
@@ -230,6 +242,25 @@ def import_plan(
         write("update_context", plan.context)
         report.context = True
     return report
+
+
+def _without(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entity as create_entities takes it, without the observations that carry a valid time."""
+    spans = entry.get("validity") or {}
+    shown = {k: v for k, v in entry.items() if k != "validity"}
+    shown["observations"] = [o for o in entry["observations"] if o not in spans]
+    return shown
+
+
+def _spanned(plan: Plan) -> list[dict[str, Any]]:
+    """add_observations items for the observations with a valid time, one per entity and span."""
+    items: dict[tuple[str, str | None, str | None], list[str]] = {}
+    for name, entry in plan.entities.items():
+        for observation, span in (entry.get("validity") or {}).items():
+            items.setdefault((name, span.get("validFrom"), span.get("validUntil")), []).append(observation)
+    return [{"entityName": name, "contents": contents,
+             **({"validFrom": start} if start else {}), **({"validUntil": end} if end else {})}
+            for (name, start, end), contents in items.items()]
 
 
 def _report_kept(memory: Memory, plan: Plan, workspace: str, stored: dict[str, str], report: ImportReport) -> None:

@@ -65,6 +65,8 @@ class EntityOut(Out, kw_only=True):
     version: int
     created_at: str
     updated_at: str
+    validity: Annotated[dict[str, dict[str, str]], D(
+        description="When observations were true (validFrom/validUntil), for those that say")] | UnsetType = UNSET
 
 
 class RelationOut(Out, kw_only=True):
@@ -76,6 +78,8 @@ class RelationOut(Out, kw_only=True):
     version: int
     created_at: str
     updated_at: str
+    valid_from: Annotated[str, D(description="When it started being true")] | UnsetType = UNSET
+    valid_until: Annotated[str, D(description="When it stopped being true")] | UnsetType = UNSET
 
 
 class ObservationProvenanceOut(Out, kw_only=True):
@@ -98,6 +102,8 @@ class PageEntityOut(Out, kw_only=True):
     version: int | UnsetType = UNSET
     created_at: str | UnsetType = UNSET
     updated_at: str | UnsetType = UNSET
+    validity: Annotated[dict[str, dict[str, str]], D(
+        description="When observations were true (validFrom/validUntil), for those that say")] | UnsetType = UNSET
     provenance: Annotated[list[ObservationProvenanceOut], D(
         description="Each observation's recordedAt, actor and call (with includeProvenance)")] | UnsetType = UNSET
 
@@ -135,6 +141,7 @@ def entity_out(record: EntityRecord, shape: type[Shape] = EntityOut) -> Shape:  
         version=record.version,
         created_at=isoformat(record.created_at),
         updated_at=isoformat(record.updated_at),
+        validity=spans_out(record.validity),
     )
 
 
@@ -149,7 +156,17 @@ def relation_out(record: RelationRecord) -> RelationOut:
         version=record.version,
         created_at=isoformat(record.created_at),
         updated_at=isoformat(record.updated_at),
+        valid_from=UNSET if record.valid_from is None else isoformat(record.valid_from),
+        valid_until=UNSET if record.valid_until is None else isoformat(record.valid_until),
     )
+
+
+def spans_out(validity: dict[str, tuple[int | None, int | None]]) -> dict[str, dict[str, str]] | UnsetType:
+    """An entity's observation spans as the tools show them (UNSET when none has one)."""
+    if not validity:
+        return UNSET
+    return {o: {k: isoformat(v) for k, v in (("validFrom", start), ("validUntil", end)) if v is not None}
+            for o, (start, end) in validity.items()}
 
 
 class ChangeOut(Out, kw_only=True):

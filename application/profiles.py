@@ -68,7 +68,10 @@ INSTRUCTIONS = (
     "first answer and writes nothing); `expectedVersion` on an item (the write fails, writing "
     "nothing, unless the item is at that version; 0: it must not exist); `asOf` on reads "
     '(answer from the state then: an ISO-8601 time such as "2026-11-21T14:00:00Z" or a log position); '
-    "`cursor` on paged reads (the `nextCursor` of the previous answer)."
+    "`cursor` on paged reads (the `nextCursor` of the previous answer); valid time, when a fact was true "
+    "in the world: `validFrom`/`validUntil` on observations and relations when writing (ISO-8601), "
+    "`validAt` on reads (show what was true then; default now; combines with asOf); "
+    "`includeProvenance` on reads (each observation's recordedAt, actor and call)."
 )
 
 

@@ -11,6 +11,7 @@ from chronograph.application.entities import METADATA, missing, plural
 from chronograph.application.errors import InvalidArgumentsError, NotFoundError
 from chronograph.application.outputs import DeletedOut, RelationsOut, relation_out
 from chronograph.application.registry import CORE
+from chronograph.application.validtime import span_of
 from chronograph.eventstore import RelationCreated, RelationDeleted, RelationUpdated
 from chronograph.projections import RelationRecord, relation_stream, unique
 from msgspec import UNSET, UnsetType
@@ -29,6 +30,8 @@ class NewRelation(RelationKey, kw_only=True):
     confidence: Annotated[float, CONFIDENCE] | UnsetType = UNSET
     metadata: Annotated[Metadata, METADATA] | UnsetType = UNSET
     expected_version: Version | UnsetType = UNSET
+    valid_from: Annotated[str, msgspec.Meta(max_length=64), D(description="When it became true")] | UnsetType = UNSET
+    valid_until: Annotated[str, msgspec.Meta(max_length=64), D(description="When it stopped")] | UnsetType = UNSET
 
 
 class CreateRelations(WriteArgs, kw_only=True):
@@ -48,7 +51,8 @@ def create_relations(batch: Batch, args: CreateRelations) -> RelationsOut:
             f"{batch.workspace!r}. Create the entities first; nothing was written."
         )
     created: list[RelationKey] = []
-    for item in args.relations:
+    for index, item in enumerate(args.relations):
+        start, end = span_of("create_relations", f"relations[{index}].", item.valid_from, item.valid_until)
         current = batch.relation(item.source, item.relation_type, item.target)
         batch.check(relation_label(item), item.expected_version, current)
         if current is not None:
@@ -57,7 +61,7 @@ def create_relations(batch: Batch, args: CreateRelations) -> RelationsOut:
         batch.emit(stream, RelationCreated(
             workspace=batch.workspace, source=item.source, target=item.target, relation_type=item.relation_type,
             confidence=None if item.confidence is UNSET else item.confidence,
-            metadata={} if item.metadata is UNSET else item.metadata,
+            metadata={} if item.metadata is UNSET else item.metadata, valid_from=start, valid_until=end,
         ))
         created.append(item)
     return RelationsOut(relations=[relation_out(_live(batch, key)) for key in created])

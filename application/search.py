@@ -24,6 +24,7 @@ from chronograph.application.provenance import provenance_of
 from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
 from chronograph.application.timeline import Moment
+from chronograph.application.validtime import VALID_AT, ValidTime, hide_invalid, read_moment, valid_relation
 from chronograph.projections import EntityRecord, RelationRecord, WorkspaceIndex, matches, relations_touching
 from chronograph.projections.wordindex import query_terms, terms
 from msgspec import UNSET, Meta, UnsetType
@@ -67,6 +68,7 @@ class SearchNodes(ReadArgs, kw_only=True):
     summary_mode: Annotated[bool, D(description="Names and types only")] = False
     include_provenance: Annotated[bool, D(description="Each observation's recordedAt, actor and call")] = False
     as_of: AsOf | UnsetType = UNSET
+    valid_at: Annotated[ValidTime, VALID_AT] | UnsetType = UNSET
 
 
 class SearchOut(Out, kw_only=True):
@@ -238,15 +240,17 @@ def _answer(
 ) -> SearchOut:
     if args.summary_mode:
         entities = [PageEntityOut(name=r.name, entity_type=r.entity_type) for r, _ in page]
-    else:
+    valid = read_moment("search_nodes", args.valid_at)
+    if not args.summary_mode:
         entities = [entity_out(r, PageEntityOut) for r, _ in page]
+        hide_invalid(entities, [r for r, _ in page], valid)
         if args.include_provenance:
             for out, (record, _) in zip(entities, page, strict=True):
                 out.provenance = provenance_of(moment.log, record, moment.position)
     more = total is not None and args.offset + len(page) < total
     return SearchOut(
         entities=entities,
-        relations=[relation_out(r) for r in wanted.relations(r.name for r, _ in page)],
+        relations=[relation_out(r) for r in wanted.relations(r.name for r, _ in page) if valid_relation(r, valid)],
         scores=[round(score or 0.0, 6) for _, score in page] if mode != "substring" else UNSET,
         total=UNSET if total is None else total,
         next_offset=args.offset + len(page) if more else UNSET,

@@ -34,8 +34,10 @@ __all__ = [
     "Event",
     "ObservationsAdded",
     "ObservationsDeleted",
+    "ObservationsInvalidated",
     "RelationCreated",
     "RelationDeleted",
+    "RelationInvalidated",
     "RelationUpdated",
     "event_type",
 ]
@@ -81,9 +83,22 @@ class EntityCreated(Event, frozen=True, tag="entity_created"):
 
 
 class ObservationsAdded(Event, frozen=True, tag="observations_added"):
-    """Observations were appended to an entity (only the ones it did not have yet)."""
+    """Observations were appended to an entity (only the ones it did not have yet).
+
+    `valid_from` / `valid_until` (µs) say when what they state was true in the world, when
+    the writer said so (valid time; the log's own time says when the memory learned it).
+    """
 
     observations: tuple[str, ...]
+    valid_from: int | UnsetType = UNSET
+    valid_until: int | UnsetType = UNSET
+
+
+class ObservationsInvalidated(Event, frozen=True, tag="observations_invalidated"):
+    """Observations stopped being true `at` (µs); they stay, marked, and history keeps them."""
+
+    observations: tuple[str, ...]
+    at: int
 
 
 class ObservationsDeleted(Event, frozen=True, tag="observations_deleted"):
@@ -136,6 +151,8 @@ class RelationCreated(Event, frozen=True, tag="relation_created"):
     relation_type: str
     confidence: float | None = None
     metadata: dict[str, Any] = {}
+    valid_from: int | UnsetType = UNSET
+    valid_until: int | UnsetType = UNSET
 
 
 class RelationUpdated(Event, frozen=True, tag="relation_updated"):
@@ -147,6 +164,12 @@ class RelationUpdated(Event, frozen=True, tag="relation_updated"):
 
 class RelationDeleted(Event, frozen=True, tag="relation_deleted"):
     """A relation was deleted; re-creating it continues the same stream."""
+
+
+class RelationInvalidated(Event, frozen=True, tag="relation_invalidated"):
+    """A relation stopped being true `at` (µs); it stays, marked, and history keeps it."""
+
+    at: int
 
 
 # --- context ----------------------------------------------------------------------------
@@ -175,5 +198,7 @@ GRAPH_EVENTS: tuple[type[Event], ...] = (
     ContextUpdated,
     EntityRenamed,
     EntityMerged,
+    ObservationsInvalidated,
+    RelationInvalidated,
 )
 """The knowledge graph's events, in the order they were introduced."""

@@ -27,8 +27,10 @@ from chronograph.eventstore import (
     Event,
     ObservationsAdded,
     ObservationsDeleted,
+    ObservationsInvalidated,
     RelationCreated,
     RelationDeleted,
+    RelationInvalidated,
     RelationUpdated,
 )
 from chronograph.projections.records import ContextRecord, EntityRecord, RelationRecord
@@ -98,6 +100,9 @@ def _observations_added(state: State, envelope: Envelope, event: ObservationsAdd
                 if observation not in present:
                     present.add(observation)
                     current.append(observation)
+        if event.valid_from is not UNSET or event.valid_until is not UNSET:
+            span = (event.valid_from or None, event.valid_until or None)
+            entity.validity = {**entity.validity, **dict.fromkeys(event.observations, span)}
         entity.version = envelope.version
         entity.updated_at = envelope.recorded_at
         state.changed_entity(entity, entity.entity_type)
@@ -108,6 +113,8 @@ def _observations_deleted(state: State, envelope: Envelope, event: ObservationsD
     if entity is not None:
         gone = set(event.observations)
         entity.observations = [o for o in entity.observations if o not in gone]
+        if entity.validity:
+            entity.validity = {o: span for o, span in entity.validity.items() if o not in gone}
         entity.version = envelope.version
         entity.updated_at = envelope.recorded_at
         state.changed_entity(entity, entity.entity_type)
@@ -122,11 +129,26 @@ def _entity_updated(state: State, envelope: Envelope, event: EntityUpdated) -> N
         entity.entity_type = event.entity_type
     if event.observations is not UNSET:
         entity.observations = unique(event.observations)
+        if entity.validity:
+            kept = set(entity.observations)
+            entity.validity = {o: span for o, span in entity.validity.items() if o in kept}
     if event.metadata is not UNSET:
         entity.metadata = event.metadata
     entity.version = envelope.version
     entity.updated_at = envelope.recorded_at
     state.changed_entity(entity, old_type)
+
+
+def _observations_invalidated(state: State, envelope: Envelope, event: ObservationsInvalidated) -> None:
+    entity = state.get_entity(envelope.stream)
+    if entity is None:
+        return
+    present = set(entity.observations)
+    entity.validity = {**entity.validity, **{
+        o: (entity.validity.get(o, (None, None))[0], event.at) for o in event.observations if o in present}}
+    entity.version = envelope.version
+    entity.updated_at = envelope.recorded_at
+    state.changed_entity(entity, entity.entity_type)
 
 
 def _entity_deleted(state: State, envelope: Envelope, event: EntityDeleted) -> None:
@@ -163,6 +185,7 @@ def _relation_created(state: State, envelope: Envelope, event: RelationCreated) 
         stream=envelope.stream, workspace=event.workspace, source=event.source, target=event.target,
         relation_type=event.relation_type, confidence=event.confidence, metadata=event.metadata,
         version=envelope.version, created_at=at, updated_at=at, seq=envelope.position,
+        valid_from=event.valid_from or None, valid_until=event.valid_until or None,
     ))
 
 
@@ -174,6 +197,16 @@ def _relation_updated(state: State, envelope: Envelope, event: RelationUpdated) 
         relation.confidence = event.confidence
     if event.metadata is not UNSET:
         relation.metadata = event.metadata
+    relation.version = envelope.version
+    relation.updated_at = envelope.recorded_at
+    state.changed_relation(relation)
+
+
+def _relation_invalidated(state: State, envelope: Envelope, event: RelationInvalidated) -> None:
+    relation = state.get_relation(envelope.stream)
+    if relation is None:
+        return
+    relation.valid_until = event.at
     relation.version = envelope.version
     relation.updated_at = envelope.recorded_at
     state.changed_relation(relation)
@@ -207,6 +240,8 @@ _HANDLERS: dict[type[Event], Callable[[State, Envelope, Event], None]] = {
     RelationCreated: _relation_created,  # type: ignore[dict-item]
     RelationUpdated: _relation_updated,  # type: ignore[dict-item]
     RelationDeleted: _relation_deleted,  # type: ignore[dict-item]
+    ObservationsInvalidated: _observations_invalidated,  # type: ignore[dict-item]
+    RelationInvalidated: _relation_invalidated,  # type: ignore[dict-item]
     ContextUpdated: _context_updated,  # type: ignore[dict-item]
 }
 

@@ -40,6 +40,8 @@ class EntityRecord(msgspec.Struct, array_like=True, gc=False):
     created_at: int
     updated_at: int
     seq: int
+    validity: dict[str, tuple[int | None, int | None]] = {}
+    """observation -> (valid from, valid until) in µs, for the observations that have a valid time"""
 
 
 class RelationRecord(msgspec.Struct, array_like=True, gc=False):
@@ -56,6 +58,10 @@ class RelationRecord(msgspec.Struct, array_like=True, gc=False):
     created_at: int
     updated_at: int
     seq: int
+    valid_from: int | None = None
+    """When it started being true in the world (µs), if the writer said"""
+    valid_until: int | None = None
+    """When it stopped being true (µs), if it did"""
 
 
 class ContextRecord(msgspec.Struct, array_like=True, gc=False):

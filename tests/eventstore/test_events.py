@@ -19,6 +19,8 @@ STABLE_TAGS = {
     "ContextUpdated": "context_updated",
     "EntityRenamed": "entity_renamed",
     "EntityMerged": "entity_merged",
+    "ObservationsInvalidated": "observations_invalidated",
+    "RelationInvalidated": "relation_invalidated",
     "OrganizationCreated": "organization_created",
     "ProjectCreated": "project_created",
     "ProjectUpdated": "project_updated",
@@ -55,6 +57,7 @@ def test_no_two_events_share_a_tag() -> None:
 def test_every_event_is_named_in_the_past_tense(cls: type) -> None:
     assert cls.__name__.endswith((
         "Created", "Added", "Deleted", "Updated", "Started", "Ended", "Deactivated", "Reactivated", "Renamed", "Merged",
+        "Invalidated",
         "Attached", "Detached",
         "CheckedOut", "CheckedIn", "Unlocked", "Detected", "Resolved", "Reset",
     ))

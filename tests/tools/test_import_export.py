@@ -279,3 +279,26 @@ def test_an_import_that_would_drop_metadata_says_so(tmp_path: Path, capsys) -> N
     assert import_main(["--store", str(store), str(file)]) == 0
     captured = capsys.readouterr()
     assert "1 conflict(s)" in captured.out and "other metadata" in captured.err
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+def test_valid_time_survives_an_export_and_an_import(tmp_path: Path, fmt: str) -> None:
+    source, target, file = tmp_path / "source", tmp_path / "target", tmp_path / f"g.{fmt}"
+    with Memory(source, sync=False) as memory:
+        memory.write("create_entities", {"entities": [{"name": n, "entityType": "t", "observations": ["here"]}
+                                                      for n in ("Alice", "Acme")]}, actor="t")
+        memory.write("add_observations", {"observations": [
+            {"entityName": "Alice", "contents": ["works at Acme"], "validFrom": "2019-01-01"}]}, actor="t")
+        memory.write("invalidate_observations", {"observations": [
+            {"entityName": "Alice", "observations": ["works at Acme"], "at": "2023-06-01"}]}, actor="t")
+        memory.write("create_relations", {"relations": [{"from": "Alice", "to": "Acme", "relationType": "works_at",
+                                                         "validFrom": "2019-01-01", "validUntil": "2023-06-01"}]},
+                     actor="t")
+    assert export_main(["--store", str(source), "-o", str(file)]) == 0
+    assert import_main(["--store", str(target), str(file)]) == 0
+    for store in (source, target):
+        with Memory(store, sync=False) as memory:
+            then = memory.read("open_nodes", {"names": ["Alice"], "validAt": "2020-01-01"})
+            now = memory.read("open_nodes", {"names": ["Alice"]})
+            assert then.entities[0].observations == ["here", "works at Acme"] and len(then.relations) == 1
+            assert now.entities[0].observations == ["here"] and now.relations == []
