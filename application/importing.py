@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,13 +47,17 @@ class Plan:
     """(from, to, relationType) -> its confidence and metadata, when the file gives them"""
     context: dict[str, Any] | None = None
     """The workspace's context, when the file carries one (our exports do)"""
+    sections: dict[str, Plan] = field(default_factory=dict)
+    """workspace -> what the file holds for it, when the file names workspaces (an export of
+    them all); this plan then holds what came before the first section"""
     problems: list[str] = field(default_factory=list)
     lines: int = 0
 
     @property
     def empty(self) -> bool:
         """Whether the file holds nothing to import."""
-        return not self.entities and not self.relations and not self.context
+        return not self.entities and not self.relations and not self.context and all(
+            section.empty for section in self.sections.values())
 
 
 @dataclass
@@ -83,6 +88,20 @@ def read_file(path: Path) -> Plan:
             document = json.loads(stripped)
         except ValueError:
             document = None
+        if isinstance(document, dict) and isinstance(document.get("workspaces"), dict):
+            for name, part in document["workspaces"].items():
+                section = plan.sections[str(name)] = Plan()
+                if isinstance(part, dict):
+                    records = [{"type": "entity", **e} for e in part.get("entities", []) if isinstance(e, dict)]
+                    records += [{"type": "relation", **r} for r in part.get("relations", []) if isinstance(r, dict)]
+                    if isinstance(part.get("context"), dict):
+                        records.append({"type": "context", **part["context"]})
+                    section.lines = len(records)
+                    for number, record in enumerate(records, start=1):
+                        _take(section, number, record)
+                    plan.problems += section.problems
+                    section.problems = []
+            return plan
         if isinstance(document, dict) and ("entities" in document or "relations" in document):
             records = [{"type": "entity", **e} for e in document.get("entities", []) if isinstance(e, dict)]
             records += [{"type": "relation", **r} for r in document.get("relations", []) if isinstance(r, dict)]
@@ -92,6 +111,7 @@ def read_file(path: Path) -> Plan:
             for number, record in enumerate(records, start=1):
                 _take(plan, number, record)
             return plan
+    current = plan
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -104,7 +124,13 @@ def read_file(path: Path) -> Plan:
         except RecursionError:
             plan.problems.append(f"line {number}: nested too deep")
             continue
-        _take(plan, number, record)
+        if isinstance(record, dict) and record.get("type") == "workspace" and isinstance(record.get("name"), str):
+            current = plan.sections.setdefault(record["name"], Plan())
+            continue
+        _take(current, number, record)
+        if current is not plan:
+            plan.problems += current.problems
+            current.problems = []
     return plan
 
 
@@ -174,7 +200,7 @@ def check(plan: Plan, stored: dict[str, str]) -> None:
             plan.problems.append(f"line {number}: relation {source} -[{kind}]-> {target}: no entity {names} "
                                  "in the file or the store")
             del plan.relations[(source, target, kind)]
-    plan.problems.sort(key=lambda p: int(p.split(":")[0].split()[1]))
+    plan.problems.sort(key=lambda p: int(found.group(1)) if (found := re.search(r"line (\d+)", p)) else 0)
 
 
 def stored_types(memory: Memory, plan: Plan, workspace: str) -> dict[str, str]:

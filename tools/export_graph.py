@@ -11,8 +11,11 @@ Read-only: safe beside a running server. Without -o, the export goes to stdout. 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script from a checkout
     import checkout  # type: ignore[import-not-found]  # tools/ is sys.path[0] in a script
@@ -36,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default=None,
                         help="output format (default: from the suffix of -o, else jsonl)")
     parser.add_argument("--workspace", default="default", help='workspace (default: "default")')
+    parser.add_argument("--all-workspaces", action="store_true",
+                        help="every workspace, in sections chronograph import reads back (jsonl or json)")
     parser.add_argument("--at", metavar="TIME", help="the graph as of this ISO-8601 time or log position")
     parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
 
@@ -58,29 +63,49 @@ def run(args: argparse.Namespace) -> int:
     arguments: dict[str, object] = {"format": fmt, "workspace": args.workspace}
     if args.at:
         arguments["asOf"] = int(args.at) if args.at.isdigit() else args.at
+    if args.all_workspaces and fmt not in ("jsonl", "json"):
+        print("chronograph export: --all-workspaces writes jsonl or json (what import reads back)", file=sys.stderr)
+        return 2
     try:
         with Memory(resolve_store(args.store), readonly=True) as memory:
             known = [w.name for w in memory.read("list_workspaces", {}).workspaces]  # type: ignore[attr-defined]
-            missing = missing_workspace(args.workspace, known)
-            if missing:
-                print(f"chronograph export: {missing}", file=sys.stderr)
-                return 2
-            exported = memory.read("export_graph", arguments)
+            if args.all_workspaces:
+                exported = _every_workspace(memory, known, arguments, fmt)
+            else:
+                missing = missing_workspace(args.workspace, known)
+                if missing:
+                    print(f"chronograph export: {missing}", file=sys.stderr)
+                    return 2
+                exported = memory.read("export_graph", arguments)
     except (EventStoreError, ProjectionError, ChronographError) as error:
         print(f"chronograph export: {explain(error, FLAGS)}", file=sys.stderr)
         return 2
-    content = exported.content  # type: ignore[attr-defined]
+    content = exported.content
     if args.output:
         try:
             Path(args.output).write_text(content, encoding="utf-8")
         except OSError as error:
             print(f"chronograph export: cannot write {args.output}: {error.strerror}", file=sys.stderr)
             return 2
-        print(f"wrote {exported.entities:,} entities and {exported.relations:,} relations "  # type: ignore[attr-defined]
+        print(f"wrote {exported.entities:,} entities and {exported.relations:,} relations "
               f"({fmt}) to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(content if content.endswith("\n") or not content else content + "\n")
     return 0
+
+
+def _every_workspace(memory: Memory, known: list[str], arguments: dict[str, object], fmt: str) -> Any:
+    """One export of every workspace: JSONL in sections opened by {"type": "workspace"} lines,
+    JSON as {"workspaces": {name: export}}."""
+    parts = {name: memory.read("export_graph", {**arguments, "workspace": name}) for name in known}
+    if fmt == "json":
+        content = json.dumps({"workspaces": {n: json.loads(p.content) for n, p in parts.items()}},  # type: ignore[attr-defined]
+                             indent=2, ensure_ascii=False)
+    else:
+        content = "\n".join(line for n, p in parts.items() for line in (
+            json.dumps({"type": "workspace", "name": n}, ensure_ascii=False), p.content) if line)  # type: ignore[attr-defined]
+    return SimpleNamespace(content=content, entities=sum(p.entities for p in parts.values()),  # type: ignore[attr-defined]
+                           relations=sum(p.relations for p in parts.values()))  # type: ignore[attr-defined]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,34 +54,50 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"chronograph import: cannot read {args.file}: {error.strerror}", file=sys.stderr)
         return 2
+    parts = [(args.workspace, plan), *plan.sections.items()]  # an export of every workspace has sections
     store = resolve_store(args.store)
     if not (store / DATA_FILE).exists():  # nothing is stored yet: decide before creating anything
-        check(plan, {})
+        for _, part in parts:
+            check(part, {})
+        _gather(plan, parts)
         if plan.empty or (plan.problems and args.strict):
             return _refuse(plan, args)
     try:
         with Memory(store) as memory:
-            stored = stored_types(memory, plan, args.workspace)
-            check(plan, stored)
+            stored = {workspace: stored_types(memory, part, workspace) for workspace, part in parts}
+            for workspace, part in parts:
+                check(part, stored[workspace])
+            _gather(plan, parts)
             if plan.problems and args.strict:
                 return _refuse(plan, args)
             progress = Progress()
-            report = import_plan(memory, plan, args.workspace, stored, progress)
+            reports = [(workspace, import_plan(memory, part, workspace, stored[workspace], progress))
+                       for workspace, part in parts if not part.empty]
             progress.finish()
             memory.prepare_search()  # the next server's first search loads the index
     except (EventStoreError, ProjectionError, ChronographError) as error:
         print(f"chronograph import: {error}", file=sys.stderr)
         return 2
-    print(f"imported {args.file} into workspace {args.workspace!r}: {report.created} entities, "
-          f"{report.related} relations, {report.observations} observations; {report.skipped} already present "
-          f"(skipped); {len(report.conflicts)} conflict(s) (the store's kept); {len(plan.problems)} error(s)"
-          + ("; the workspace context merged" if report.context else ""))
-    for conflict in report.conflicts[:100]:
-        print(f"  conflict: {conflict}", file=sys.stderr)
+    for workspace, report in reports:
+        print(f"imported {args.file} into workspace {workspace!r}: {report.created} entities, "
+              f"{report.related} relations, {report.observations} observations; {report.skipped} already present "
+              f"(skipped); {len(report.conflicts)} conflict(s) (the store's kept)"
+              + ("; the workspace context merged" if report.context else ""))
+        for conflict in report.conflicts[:100]:
+            print(f"  conflict: {conflict}", file=sys.stderr)
+    print(f"{len(plan.problems)} error(s)")
     if plan.problems:
         _report_problems(plan)
         return 1
     return 0
+
+
+def _gather(plan: Plan, parts: list[tuple[str, Plan]]) -> None:
+    """Every section's problems, said by the plan of the whole file."""
+    for workspace, part in parts:
+        if part is not plan:
+            plan.problems += [f"workspace {workspace!r}: {problem}" for problem in part.problems]
+            part.problems = []
 
 
 def _refuse(plan: Plan, args: argparse.Namespace) -> int:

@@ -302,3 +302,27 @@ def test_valid_time_survives_an_export_and_an_import(tmp_path: Path, fmt: str) -
             now = memory.read("open_nodes", {"names": ["Alice"]})
             assert then.entities[0].observations == ["here", "works at Acme"] and len(then.relations) == 1
             assert now.entities[0].observations == ["here"] and now.relations == []
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+def test_an_export_of_every_workspace_imports_back_into_each(tmp_path: Path, fmt: str) -> None:
+    source, target, file = tmp_path / "source", tmp_path / "target", tmp_path / f"all.{fmt}"
+    with Memory(source, sync=False) as memory:
+        for workspace, name in (("default", "Ada"), ("lab", "Bob"), ("home", "Cy")):
+            memory.write("create_entities", {"workspace": workspace, "entities": [
+                {"name": name, "entityType": "person", "observations": [workspace]}]}, actor="t")
+        memory.write("update_context", {"workspace": "lab", "activeTask": "sections"}, actor="t")
+    assert export_main(["--store", str(source), "--all-workspaces", "-o", str(file)]) == 0
+    assert import_main(["--store", str(target), str(file)]) == 0
+    with Memory(target, sync=False) as memory:
+        listed = {w.name: w.entities for w in memory.read("list_workspaces", {}).workspaces}
+        assert listed == {"default": 1, "lab": 1, "home": 1}
+        assert memory.read("read_context", {"workspace": "lab"}).active_task == "sections"
+        assert [e.name for e in memory.read("read_graph", {"workspace": "home"}).entities] == ["Cy"]
+
+
+def test_every_workspace_is_refused_in_a_format_import_cannot_read(tmp_path: Path) -> None:
+    with Memory(tmp_path / "s", sync=False) as memory:
+        memory.write("create_entities", {"entities": [{"name": "A", "entityType": "t", "observations": []}]},
+                     actor="t")
+    assert export_main(["--store", str(tmp_path / "s"), "--all-workspaces", "--format", "markdown"]) == 2
