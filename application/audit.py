@@ -13,6 +13,16 @@ from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
 from chronograph.eventstore import CATALOGUE, ContextUpdated, EntityCreated, Envelope, LogReader, RelationCreated, clock
 from chronograph.eventstore.events import event_type
+from chronograph.eventstore.teamevents import (
+    ConflictDetected,
+    EntryAdded,
+    FileCheckedOut,
+    OrganizationCreated,
+    ProjectCreated,
+    SessionStarted,
+    TagAttached,
+    TagCreated,
+)
 from chronograph.projections import changes_of
 from msgspec import UNSET, Meta, UnsetType
 
@@ -74,7 +84,24 @@ def _describe(first: Envelope) -> tuple[str, str]:
         return event.workspace, f"{event.source} -[{event.relation_type}]-> {event.target}"
     if isinstance(event, ContextUpdated):
         return event.workspace, "context"
-    return "", first.stream
+    return "", _team_subject(event) or first.stream
+
+
+def _team_subject(event: object) -> str | None:
+    """A readable subject for a team memory stream (Agent Memory's things), from its first event."""
+    if isinstance(event, EntryAdded):
+        return f"{event.entry_type} {event.name!r}"
+    if isinstance(event, FileCheckedOut):
+        return f"lock {event.file_path}"
+    if isinstance(event, OrganizationCreated | ProjectCreated):
+        return f"{'organization' if isinstance(event, OrganizationCreated) else 'project'} {event.name!r}"
+    if isinstance(event, SessionStarted):
+        return f"session {event.session_id}" + (f" of {event.agent_id}" if event.agent_id else "")
+    if isinstance(event, TagCreated | TagAttached):
+        return f"tag {event.name!r}" if isinstance(event, TagCreated) else f"tags of {event.entry_id}"
+    if isinstance(event, ConflictDetected):
+        return f"conflict on {event.entry_id}"
+    return None
 
 
 def event_out(envelope: Envelope, workspace: str, subject: str) -> AuditEventOut:

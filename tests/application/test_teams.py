@@ -302,3 +302,12 @@ def test_generate_new_ids_imports_a_copy_beside_the_original(memory: Memory) -> 
     assert copied["created"] == 1
     [copy] = call(memory, "memory_tool", action="list", scopeType="org", scopeId=org)["tools"]
     assert copy["id"] != entry and copy["name"] == "t"
+
+
+def test_the_audit_names_what_each_team_event_is_about(memory: Memory) -> None:
+    call(memory, "memory_session", "claude-code", action="start", agentId="claude")
+    call(memory, "memory_tool", "claude-code", action="add", scopeType="global", name="git")
+    call(memory, "memory_file_lock", "claude-code", action="checkout", file_path="/src/a.py", agent_id="claude")
+    events = memory.read("get_audit_log", {"allWorkspaces": True}).events
+    assert [e.subject for e in events][:2] == ["lock /src/a.py", "tool 'git'"]
+    assert events[2].subject.startswith("session sess_") and events[2].subject.endswith("of claude")
