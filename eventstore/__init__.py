@@ -18,10 +18,13 @@ from chronograph.eventstore.errors import (
     UnknownEventError,
 )
 from chronograph.eventstore.events import (
+    ERASED_NAME,
+    ContentErased,
     ContextStatus,
     ContextUpdated,
     EntityCreated,
     EntityDeleted,
+    EntityForgotten,
     EntityMerged,
     EntityRenamed,
     EntityUpdated,
@@ -39,29 +42,33 @@ from chronograph.eventstore.lmdbenv import DEFAULT_MAP_SIZE, LmdbEnv
 from chronograph.eventstore.lmdblog import FORMAT_VERSION, LmdbLog
 from chronograph.eventstore.lmdbreader import LmdbReader
 from chronograph.eventstore.lmdbwriter import LmdbTransaction
-from chronograph.eventstore.log import EventLog, InlineHook, LogReader, LogTransaction
+from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, LogReader, LogTransaction, Scrubbed
 from chronograph.eventstore.writes import ANY, EXISTS, NO_STREAM, AppendResult, ExpectedVersion, StreamWrite
 
 __all__ = [
     "ANY",
     "CATALOGUE",
     "DEFAULT_MAP_SIZE",
+    "ERASED_NAME",
     "EXISTS",
     "FORMAT_VERSION",
     "NO_STREAM",
     "UPCASTERS",
     "AppendResult",
     "Codec",
+    "ContentErased",
     "ConcurrencyError",
     "ContextStatus",
     "ContextUpdated",
     "EntityCreated",
     "EntityDeleted",
+    "EntityForgotten",
     "EntityMerged",
     "EntityRenamed",
     "EntityUpdated",
     "Envelope",
     "Event",
+    "EraseHook",
     "EventLog",
     "EventStoreError",
     "ExpectedVersion",
@@ -80,6 +87,7 @@ __all__ = [
     "RelationDeleted",
     "RelationInvalidated",
     "RelationUpdated",
+    "Scrubbed",
     "StorageFullError",
     "StoreCorruptError",
     "StoreFormatError",

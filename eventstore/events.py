@@ -23,11 +23,14 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 __all__ = [
+    "ERASED_NAME",
     "GRAPH_EVENTS",
+    "ContentErased",
     "ContextStatus",
     "ContextUpdated",
     "EntityCreated",
     "EntityDeleted",
+    "EntityForgotten",
     "EntityMerged",
     "EntityRenamed",
     "EntityUpdated",
@@ -186,6 +189,36 @@ class ContextUpdated(Event, frozen=True, tag="context_updated"):
     last_commit: str | None | UnsetType = UNSET
 
 
+# --- erasure ----------------------------------------------------------------------------
+
+
+ERASED_NAME = "(erased)"
+"""What a redacted reference to a forgotten entity's name reads (e.g. `EntityMerged.into`)."""
+
+
+class ContentErased(Event, frozen=True, tag="content_erased"):
+    """What an event said was erased when its entity was forgotten; the envelope stays
+    (position, stream, version, time, actor, call). `erased` is the tag of the event it
+    replaced, `workspace` the workspace it was about."""
+
+    erased: str
+    workspace: str = ""
+
+
+class EntityForgotten(Event, frozen=True, tag="entity_forgotten"):
+    """The record of an erasure: an entity's every event (names, observations, metadata), and
+    every event of the relations naming it, were erased from the log and from everything
+    derived from it. It says who asked (its envelope), why, and how much went; not what.
+
+    `relations` are the erased relation streams, under the opaque ids they were moved to.
+    """
+
+    workspace: str
+    reason: str
+    events: int
+    relations: tuple[str, ...] = ()
+
+
 GRAPH_EVENTS: tuple[type[Event], ...] = (
     EntityCreated,
     ObservationsAdded,
@@ -200,5 +233,7 @@ GRAPH_EVENTS: tuple[type[Event], ...] = (
     EntityMerged,
     ObservationsInvalidated,
     RelationInvalidated,
+    ContentErased,
+    EntityForgotten,
 )
 """The knowledge graph's events, in the order they were introduced."""

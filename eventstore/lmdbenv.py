@@ -11,13 +11,16 @@ from __future__ import annotations
 import errno
 import os
 import struct
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
 import lmdb
 from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreCorruptError, StoreOpenError
+from chronograph.eventstore.lmdbscrub import Pass, scrub_pass
+from chronograph.eventstore.log import Scrubbed
 
 __all__ = ["DEFAULT_MAP_SIZE", "DATA_FILE", "LmdbEnv"]
 
@@ -59,19 +62,14 @@ class LmdbEnv:
         """True when this opening created the environment."""
         if not self.fresh:
             check_data_file(self.path / DATA_FILE)
+        self._sync = sync
+        self._reopened: list[Callable[[], None]] = []
+        self.erasures: Callable[[lmdb.Transaction], int] | None = None
+        """Reads the log's erasure count in a transaction (set by the log kept here)."""
+        self._erasures_seen: int | None = None
+        self.closed = False
         try:
-            self.env = lmdb.open(
-                str(self.path),
-                map_size=map_size,
-                max_dbs=MAX_DATABASES,
-                max_readers=256,
-                max_spare_txns=1,
-                sync=sync,
-                metasync=sync,
-                readonly=readonly,
-                create=self.fresh,
-                readahead=False,
-            )
+            self.env = self._open(map_size, create=self.fresh)
         except (lmdb.InvalidError, lmdb.CorruptedError, lmdb.VersionMismatchError) as error:
             raise StoreCorruptError(f"{self.path} is not a readable LMDB store: {error}") from None
         except lmdb.Error as error:
@@ -87,7 +85,36 @@ class LmdbEnv:
 
     def close(self) -> None:
         """Close the environment; it cannot be used afterwards."""
+        self.closed = True
         self.env.close()
+
+    def _open(self, map_size: int, *, create: bool) -> lmdb.Environment:
+        return lmdb.open(str(self.path), map_size=map_size, max_dbs=MAX_DATABASES, max_readers=256,
+                         max_spare_txns=1, sync=self._sync, metasync=self._sync, readonly=self.readonly,
+                         create=create, readahead=False)
+
+    def on_reopen(self, refresh: Callable[[], None]) -> None:
+        """Call `refresh` after the environment was reopened: database handles opened before
+        are invalid then, and whoever keeps one opens it again."""
+        self._reopened.append(refresh)
+
+    def reopen(self) -> None:
+        """Close the environment and open it again, with every database handle.
+
+        LMDB keeps the buffers of the pages a process wrote and reuses them for later pages
+        without clearing them, so the unused part of a page it writes may carry bytes of an
+        earlier one. After an erasure, those bytes may be erased content: a process drops its
+        buffers (by reopening) before it writes again (`refresh`). Call it with no transaction
+        open in this process.
+        """
+        map_size = self.env.info()["map_size"]
+        self.env.close()
+        self.env = self._open(map_size, create=False)
+        for refresh in self._reopened:
+            refresh()
+        if self.erasures is not None:
+            with self.read() as txn:
+                self._erasures_seen = self.erasures(txn)
 
     def _check_path(self, *, create: bool) -> bool:
         if self.path.exists() and not self.path.is_dir():
@@ -185,6 +212,20 @@ class LmdbEnv:
                 txn.abort()
                 raise
 
+    def refresh(self) -> bool:
+        """Reopen the environment if content was erased since this process last looked (its
+        page buffers may hold it: see `reopen`); return whether it did. Call it with no
+        transaction open in this process, before work that may write."""
+        if self.erasures is None or self.readonly or self.closed:
+            return False
+        with self.read() as txn:
+            count = self.erasures(txn)
+        seen, self._erasures_seen = self._erasures_seen, count
+        if seen is None or seen == count:
+            return False
+        self.reopen()
+        return True
+
     @contextmanager
     def read(self) -> Iterator[lmdb.Transaction]:
         """A read-only snapshot of the environment for the duration of the `with` block."""
@@ -197,6 +238,72 @@ class LmdbEnv:
             yield txn
         finally:
             txn.abort()
+
+    def scrub(self, marker: bytes, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
+        """Zero every byte of the data file that no snapshot can read (see `lmdbscrub`): free
+        pages, the gaps inside pages, and branch pages holding one of `needles` (their
+        databases are repacked first).
+
+        It starts by reopening the environment (`reopen`): this process's page buffers may
+        hold what was erased, and the commits below would write them into the gaps of pages.
+        Call it with no transaction open in this process. A pass zeroes only the pages freed
+        before the last commit (the previous meta page
+        still reaches the others), so each round first makes two small commits (a key in the
+        database `marker`). The first round zeroes what was freed up to now and every gap;
+        the second, what the first had to leave to the previous meta page. Pages a reader
+        may still see are waited for, up to `timeout` seconds; those left are `held`.
+
+        Raises:
+            StoreCorruptError: If the file's pages cannot be accounted for (nothing is zeroed).
+        """
+        deadline = time.monotonic() + timeout
+
+        def mark(txn: lmdb.Transaction) -> None:  # the handle is looked up each time: a write may reopen
+            txn.put(b"scrubbed", struct.pack(">Q", time.time_ns()), db=self.env.open_db(marker, txn=txn))
+
+        zeroed = 0
+        repacked: set[bytes] = set()
+        rounds = 0
+        self.reopen()
+        through = self.env.info()["last_txnid"]
+        while True:
+            for _ in range(2):
+                self.write(mark)
+            done = self._scrub_pass(through, needles, deadline)
+            zeroed += done.zeroed
+            fresh = [name for name in done.tainted if name not in repacked]
+            for name in fresh:  # stale separators: rewrite those trees; the next round scrubs what they left
+                self._repack(name)
+            repacked.update(fresh)
+            rounds += 1
+            if done.held or (rounds >= 2 and not fresh):
+                return Scrubbed(zeroed, done.held)
+            through = self.env.info()["last_txnid"]
+
+    def _scrub_pass(self, through: int, needles: Sequence[bytes], deadline: float) -> Pass:
+        """Scrub passes until nothing freed by transaction `through` or before is held by a
+        reader, or the deadline passes."""
+        while True:
+            txn = self._begin_write()
+            try:
+                done = scrub_pass(self.env, self.path / DATA_FILE, txn, through=through, needles=needles)
+            finally:
+                txn.abort()
+            if not done.held or time.monotonic() >= deadline:
+                return done
+            time.sleep(0.02)  # a reader still sees them: wait for it to finish
+
+    def _repack(self, name: bytes) -> None:
+        """Rewrite the database `name` whole, in key order: every branch key is a key it holds."""
+        def repack(txn: lmdb.Transaction) -> None:
+            db = self.env.open_db(name, txn=txn, create=False)
+            with txn.cursor(db) as cursor:
+                items = list(cursor.iternext())
+            txn.drop(db, delete=False)
+            with txn.cursor(db) as cursor:
+                cursor.putmulti(items, append=True)
+
+        self.write(repack)
 
     def _begin_write(self) -> lmdb.Transaction:
         try:

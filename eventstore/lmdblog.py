@@ -23,7 +23,7 @@ from chronograph.eventstore.keys import pack_u32, unpack_u32
 from chronograph.eventstore.lmdbenv import DEFAULT_MAP_SIZE, LmdbEnv
 from chronograph.eventstore.lmdbreader import Databases, LmdbReader
 from chronograph.eventstore.lmdbwriter import LmdbTransaction
-from chronograph.eventstore.log import InlineHook, LogTransaction
+from chronograph.eventstore.log import EraseHook, InlineHook, LogTransaction, Scrubbed
 from chronograph.eventstore.writes import AppendResult, StreamWrite
 
 __all__ = ["FORMAT_VERSION", "LmdbLog"]
@@ -69,6 +69,7 @@ class LmdbLog:
     ) -> None:
         self.codec = codec or Codec()
         self._hooks: list[InlineHook] = []
+        self._erase_hooks: list[EraseHook] = []
         self.environment = LmdbEnv(
             path, sync=sync, map_size=map_size, max_map_size=max_map_size, readonly=readonly, create=create
         )
@@ -77,6 +78,13 @@ class LmdbLog:
         except BaseException:
             self.environment.close()
             raise
+        self.environment.on_reopen(self._reopened)
+        if not self.environment.readonly:
+            self.environment.erasures = lambda txn: self.reader(txn).erasures()
+            self.environment.refresh()  # notes the count: buffers are fresh at open
+
+    def _reopened(self) -> None:
+        self.dbs = self._open_log(False)
 
     @property
     def path(self) -> Path:
@@ -167,6 +175,19 @@ class LmdbLog:
         """Run `hook(tx, envelopes)` inside the write transaction of every append."""
         self._hooks.append(hook)
 
+    def add_erase_hook(self, hook: EraseHook) -> None:
+        """Run `hook(tx, originals)` inside the write transaction of every erasure."""
+        self._erase_hooks.append(hook)
+
+    def scrub(self, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
+        """Zero every byte of the store no snapshot can read (see `LmdbEnv.scrub`); databases
+        whose branch pages still hold one of `needles` are repacked first.
+
+        Raises:
+            StoreCorruptError: If the file's pages cannot be accounted for (nothing is zeroed).
+        """
+        return self.environment.scrub(b"meta", needles, timeout)
+
     def transact(self, work: Callable[[LmdbTransaction], T]) -> T:
         """Run `work` in one write transaction and commit it; abort it if `work` raises.
 
@@ -180,7 +201,8 @@ class LmdbLog:
 
     def transaction(self, txn: lmdb.Transaction) -> LmdbTransaction:
         """The log inside a write transaction of its environment (for views kept beside it)."""
-        return LmdbTransaction(txn, self.codec, self.dbs, self._hooks, self.environment.check_room)
+        return LmdbTransaction(txn, self.codec, self.dbs, self._hooks, self.environment.check_room,
+                               self._erase_hooks)
 
     def append(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
@@ -12,7 +13,11 @@ from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.errors import StoreCorruptError
 from chronograph.eventstore.keys import Stored, pack_u64, text_key, unpack_u64
 
-__all__ = ["Databases", "LmdbReader"]
+__all__ = ["ERASURES", "Databases", "LmdbReader"]
+
+ERASURES = b"erasures"
+"""The `meta` key counting erasures: caches of the log's content compare it to know they
+hold nothing forgotten since they were filled."""
 
 
 class Databases(NamedTuple):
@@ -30,6 +35,20 @@ class Databases(NamedTuple):
     """format version and store identity"""
     sums: lmdb._Database | None
     """pages of envelope checksums (see `checksums`); absent in a read-only store that never had them"""
+
+
+class Recorded(msgspec.Struct, frozen=True, array_like=True):
+    """What an idempotency key produced: the writes' fingerprint, the positions and versions
+    they reached, and the caller's result (None once erased by forgetting)."""
+
+    fingerprint: bytes
+    first_position: int
+    last_position: int
+    versions: dict[str, int]
+    result: bytes | None
+
+
+recorded_decoder = msgspec.msgpack.Decoder(Recorded)
 
 
 class LmdbReader:
@@ -212,6 +231,24 @@ class LmdbReader:
             else:
                 high = middle - 1
         return found
+
+    def mentions(self, needles: Sequence[bytes], from_position: int = 1) -> Iterator[Envelope]:
+        """The events from `from_position` on whose stored bytes contain one of `needles`,
+        oldest first: a scan of the raw log that decodes only what it finds."""
+        if not needles:
+            return
+        found = re.compile(b"|".join(re.escape(needle) for needle in needles)).search
+        with self.txn.cursor(self.dbs.log) as cursor:
+            if not cursor.set_range(pack_u64(max(from_position, 1))):
+                return
+            for key, value in cursor.iternext():
+                if found(value):
+                    yield self._decode(value, unpack_u64(key))
+
+    def erasures(self) -> int:
+        """How many times content was erased from this log (forgetting); 0 if never."""
+        value = self.txn.get(ERASURES, db=self.dbs.meta)
+        return 0 if value is None else unpack_u64(value)
 
     def last_recorded_at(self) -> int:
         """The timestamp of the newest event (0 when the log is empty)."""

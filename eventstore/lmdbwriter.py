@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
-from chronograph.eventstore import checksums, clock
+from chronograph.eventstore import checksums, clock, lmdberase
 from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.errors import ConcurrencyError, IdempotencyConflictError
+from chronograph.eventstore.events import Event
 from chronograph.eventstore.keys import digest, pack_u64, text_key, unpack_u64
-from chronograph.eventstore.lmdbreader import Databases, LmdbReader
-from chronograph.eventstore.log import InlineHook
+from chronograph.eventstore.lmdbreader import Databases, LmdbReader, Recorded, recorded_decoder
+from chronograph.eventstore.log import EraseHook, InlineHook
 from chronograph.eventstore.writes import ANY, EXISTS, NO_STREAM, AppendResult, ExpectedVersion, StreamWrite
 
 if TYPE_CHECKING:
@@ -21,22 +22,13 @@ if TYPE_CHECKING:
 __all__ = ["LmdbTransaction"]
 
 
-class _Recorded(msgspec.Struct, frozen=True, array_like=True):
-    fingerprint: bytes
-    first_position: int
-    last_position: int
-    versions: dict[str, int]
-    result: bytes | None
-
-
-_recorded_decoder = msgspec.msgpack.Decoder(_Recorded)
 _encoder = msgspec.msgpack.Encoder()
 
 
 class LmdbTransaction(LmdbReader):
     """A write transaction: everything appended in it commits together or not at all."""
 
-    __slots__ = ("_hooks", "_recorded_at", "_check_room")
+    __slots__ = ("_hooks", "_erase_hooks", "_recorded_at", "_check_room")
 
     def __init__(
         self,
@@ -45,9 +37,11 @@ class LmdbTransaction(LmdbReader):
         dbs: Databases,
         hooks: Sequence[InlineHook],
         check_room: Callable[[], None] | None = None,
+        erase_hooks: Sequence[EraseHook] = (),
     ) -> None:
         super().__init__(txn, codec, dbs)
         self._hooks = hooks
+        self._erase_hooks = erase_hooks
         self._recorded_at: int | None = None
         self._check_room = check_room
 
@@ -137,12 +131,33 @@ class LmdbTransaction(LmdbReader):
                 cursor.putmulti([(text_key(stream), pack_u64(v)) for stream, v in versions.items()])
 
         if idempotency_key is not None:
-            record = _Recorded(fingerprint, head + 1, position, versions, result)
+            record = Recorded(fingerprint, head + 1, position, versions, result)
             txn.put(_idempotency_key(idempotency_key), _encoder.encode(record), db=dbs.idempotency)
         if envelopes:
             for hook in self._hooks:
                 hook(self, envelopes)
         return AppendResult(head + 1, position, versions, result=result)
+
+    def erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:
+        """Replace every event of each stream (old id -> new id, the same to keep it) by
+        `redact(envelope)` in place, then run the erase hooks; return the originals, oldest first.
+
+        Raises:
+            StoreCorruptError: If a stream's events cannot be read.
+        """
+        originals = lmdberase.erase(self, streams, redact)
+        if originals:
+            for hook in self._erase_hooks:
+                hook(self, originals)
+        return originals
+
+    def rewrite(self, position: int, event: Event) -> Envelope:
+        """Replace the event at `position` by `event`, its envelope kept; return the original.
+
+        Raises:
+            StoreCorruptError: If there is no event at `position`.
+        """
+        return lmdberase.rewrite(self, position, event)
 
     def attach_result(self, idempotency_key: str, result: bytes) -> None:
         """Keep `result` with the append recorded under `idempotency_key` in this transaction.
@@ -155,15 +170,15 @@ class LmdbTransaction(LmdbReader):
         recorded = self._recorded(idempotency_key)
         if recorded is None:
             raise KeyError(idempotency_key)
-        updated = _Recorded(
+        updated = Recorded(
             recorded.fingerprint, recorded.first_position, recorded.last_position,
             recorded.versions, result,
         )
         self.txn.put(_idempotency_key(idempotency_key), _encoder.encode(updated), db=self.dbs.idempotency)
 
-    def _recorded(self, idempotency_key: str) -> _Recorded | None:
+    def _recorded(self, idempotency_key: str) -> Recorded | None:
         value = self.txn.get(_idempotency_key(idempotency_key), db=self.dbs.idempotency)
-        return None if value is None else _recorded_decoder.decode(value)
+        return None if value is None else recorded_decoder.decode(value)
 
     def _fingerprint(self, writes: Sequence[StreamWrite]) -> bytes:
         parts = [
@@ -178,7 +193,7 @@ def _idempotency_key(key: str) -> bytes:
     return text_key(key)
 
 
-def _replay(recorded: _Recorded) -> AppendResult:
+def _replay(recorded: Recorded) -> AppendResult:
     return AppendResult(
         recorded.first_position,
         recorded.last_position,

@@ -10,16 +10,26 @@ process wait for what is appended after the position it has seen. The LMDB log
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 from chronograph.eventstore.codec import Codec, Envelope
+from chronograph.eventstore.events import Event
 from chronograph.eventstore.writes import AppendResult, StreamWrite
 
-__all__ = ["EventLog", "InlineHook", "LogReader", "LogTransaction"]
+__all__ = ["EraseHook", "EventLog", "InlineHook", "LogReader", "LogTransaction", "Scrubbed"]
 
 T = TypeVar("T")
+
+
+class Scrubbed(NamedTuple):
+    """What a scrub of the storage did."""
+
+    zeroed: int
+    """Units of storage (LMDB: pages) that held old bytes and were overwritten."""
+    held: int
+    """Units left alone because a reader might still see them (a later scrub gets them)."""
 
 
 class LogReader(Protocol):
@@ -81,6 +91,16 @@ class LogReader(Protocol):
         cannot be read back)."""
         ...
 
+    def mentions(self, needles: Sequence[bytes], from_position: int = 1) -> Iterator[Envelope]:
+        """The events from `from_position` on whose stored bytes contain one of `needles`
+        (a raw scan: what forgetting looks for), oldest first."""
+        ...
+
+    def erasures(self) -> int:
+        """How many erasures the log has had: a cache of its content filled at another count
+        may hold something forgotten since."""
+        ...
+
 
 class LogTransaction(LogReader, Protocol):
     """A write transaction: everything appended in it commits together or not at all."""
@@ -111,9 +131,24 @@ class LogTransaction(LogReader, Protocol):
         """
         ...
 
+    def erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:
+        """Replace every event of each stream (old id -> new id, the same to keep it) by
+        `redact(envelope)`, in place, envelopes kept; forget the results idempotency keys
+        remember for them; count the erasure; run the erase hooks. Return the originals,
+        oldest first. The only way anything in the log changes."""
+        ...
+
+    def rewrite(self, position: int, event: Event) -> Envelope:
+        """Replace the event at `position` by `event`, its envelope kept; return the original
+        (a reference to a forgotten name in a stream that stays)."""
+        ...
+
 
 InlineHook = Callable[[LogTransaction, Sequence[Envelope]], None]
 """Called inside the write transaction with the envelopes an append just wrote."""
+
+EraseHook = Callable[[LogTransaction, Sequence[Envelope]], None]
+"""Called inside the write transaction with the original envelopes an erasure replaced."""
 
 
 class EventLog(Protocol):
@@ -159,6 +194,16 @@ class EventLog(Protocol):
 
     def add_inline_hook(self, hook: InlineHook) -> None:
         """Run `hook(tx, envelopes)` inside the write transaction of every append."""
+        ...
+
+    def add_erase_hook(self, hook: EraseHook) -> None:
+        """Run `hook(tx, originals)` inside the write transaction of every erasure."""
+        ...
+
+    def scrub(self, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
+        """Overwrite what erasures left behind in storage (old copies of changed data, and any
+        index entry still holding one of `needles`), waiting up to `timeout` seconds for
+        readers that may still see them."""
         ...
 
     def head(self) -> int:

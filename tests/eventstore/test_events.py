@@ -41,6 +41,8 @@ STABLE_TAGS = {
     "ConflictDetected": "conflict_detected",
     "ConflictResolved": "conflict_resolved",
     "TeamMemoryReset": "team_memory_reset",
+    "ContentErased": "content_erased",
+    "EntityForgotten": "entity_forgotten",
 }
 
 
@@ -59,7 +61,7 @@ def test_every_event_is_named_in_the_past_tense(cls: type) -> None:
         "Created", "Added", "Deleted", "Updated", "Started", "Ended", "Deactivated", "Reactivated", "Renamed", "Merged",
         "Invalidated",
         "Attached", "Detached",
-        "CheckedOut", "CheckedIn", "Unlocked", "Detected", "Resolved", "Reset",
+        "CheckedOut", "CheckedIn", "Unlocked", "Detected", "Resolved", "Reset", "Erased", "Forgotten",
     ))
 
 

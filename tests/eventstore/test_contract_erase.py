@@ -1,0 +1,131 @@
+"""The log contract, erasing (every backend passes it): events replaced in place with their
+envelopes kept, streams moved to new ids, idempotency results dropped, the count of erasures."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from chronograph.eventstore import (
+    ContentErased,
+    EntityCreated,
+    EntityMerged,
+    Envelope,
+    EventLog,
+    LogTransaction,
+    ObservationsAdded,
+    RelationCreated,
+    StreamWrite,
+)
+from support.logs import read_all, read_stream, stream_version
+
+
+def erased(envelope: Envelope) -> ContentErased:
+    return ContentErased(erased=envelope.type, workspace="w")
+
+
+def seed(log: EventLog) -> None:
+    log.append([StreamWrite("ada", [EntityCreated(workspace="w", name="Ada Secret", entity_type="person"),
+                                    ObservationsAdded(observations=("born 1815",))])], actor="writer")
+    log.append([StreamWrite("bob", [EntityCreated(workspace="w", name="Bob", entity_type="person")]),
+                StreamWrite("rel:ada", [RelationCreated(workspace="w", source="Bob", target="Ada Secret",
+                                                        relation_type="knows")])],
+               actor="writer", idempotency_key="call-1")
+
+
+def erase(log: EventLog, streams: dict[str, str]) -> list[Envelope]:
+    return log.transact(lambda tx: tx.erase(streams, erased))
+
+
+def test_erase_replaces_every_event_of_a_stream_and_keeps_its_envelopes(log: EventLog) -> None:
+    seed(log)
+    before = read_stream(log, "ada")
+    originals = erase(log, {"ada": "ada"})
+    after = read_stream(log, "ada")
+    assert originals == before
+    assert [e.event for e in after] == [ContentErased(erased="entity_created", workspace="w"),
+                                        ContentErased(erased="observations_added", workspace="w")]
+    keep = [(e.position, e.version, e.recorded_at, e.actor, e.correlation_id) for e in after]
+    assert keep == [(e.position, e.version, e.recorded_at, e.actor, e.correlation_id) for e in before]
+
+
+def test_erase_moves_a_stream_to_its_new_id(log: EventLog) -> None:
+    seed(log)
+    erase(log, {"rel:ada": "erased:1"})
+    assert read_stream(log, "rel:ada") == [] and stream_version(log, "rel:ada") == 0
+    moved = read_stream(log, "erased:1")
+    assert [(e.stream, e.version, e.position) for e in moved] == [("erased:1", 1, 4)]
+    log.append([StreamWrite("rel:ada", [RelationCreated(workspace="w", source="Bob", target="Cy",
+                                                        relation_type="knows")], 0)], actor="writer")
+    assert stream_version(log, "rel:ada") == 1
+
+
+def test_erased_events_pass_their_checksums(log: EventLog) -> None:
+    seed(log)
+    erase(log, {"ada": "ada", "rel:ada": "erased:1"})
+    with log.read() as reader:
+        assert list(reader.verify()) == []
+    assert [e.position for e in read_all(log)] == [1, 2, 3, 4]
+
+
+def test_erase_counts_erasures(log: EventLog) -> None:
+    seed(log)
+    with log.read() as reader:
+        assert reader.erasures() == 0
+    erase(log, {"ada": "ada"})
+    erase(log, {"bob": "bob"})
+    with log.read() as reader:
+        assert reader.erasures() == 2
+
+
+def test_erase_drops_the_results_idempotency_keys_remember_for_the_streams(log: EventLog) -> None:
+    log.append([StreamWrite("bob", [EntityCreated(workspace="w", name="Bob", entity_type="person")])],
+               actor="writer", idempotency_key="call-1")
+    log.transact(lambda tx: tx.attach_result("call-1", b"Bob and his secrets"))  # type: ignore[attr-defined]
+    erase(log, {"bob": "erased:b"})
+
+    def recall(tx: LogTransaction) -> object:
+        return tx.recall("call-1")
+
+    recalled = log.transact(recall)
+    assert recalled is not None and recalled.result is None and recalled.versions == {"erased:b": 1}
+
+
+def test_rewrite_replaces_one_event_and_keeps_its_envelope(log: EventLog) -> None:
+    log.append([StreamWrite("dup", [EntityCreated(workspace="w", name="Dup", entity_type="t"),
+                                    EntityMerged(into="Ada Secret")])], actor="writer")
+    before = read_stream(log, "dup")[1]
+    original = log.transact(lambda tx: tx.rewrite(2, EntityMerged(into="(erased)")))
+    after = read_stream(log, "dup")[1]
+    assert original == before
+    assert after.event == EntityMerged(into="(erased)") and after.recorded_at == before.recorded_at
+
+
+def test_mentions_finds_the_events_whose_bytes_hold_a_needle(log: EventLog) -> None:
+    seed(log)
+    with log.read() as reader:
+        found = list(reader.mentions([b"Ada Secret"]))
+        later = list(reader.mentions([b"Ada Secret"], 2))
+        none = list(reader.mentions([]))
+    assert [e.position for e in found] == [1, 4] and [e.position for e in later] == [4] and none == []
+
+
+def test_erase_runs_the_erase_hooks_with_the_originals(log: EventLog) -> None:
+    seed(log)
+    seen: list[Sequence[Envelope]] = []
+    log.add_erase_hook(lambda tx, originals: seen.append(originals))
+    erase(log, {"ada": "ada"})
+    assert [[e.position for e in batch] for batch in seen] == [[1, 2]]
+
+
+def test_an_erase_that_fails_writes_nothing(log: EventLog) -> None:
+    seed(log)
+    before = read_all(log)
+
+    def fail(tx: LogTransaction) -> None:
+        tx.erase({"ada": "ada"}, erased)
+        raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError):
+        log.transact(fail)
+    assert read_all(log) == before
