@@ -121,6 +121,9 @@ class DictState:
         self.contexts[context.workspace] = context
         self._seen[context.workspace] = None
 
+    def saw_workspace(self, workspace: str) -> None:
+        self._seen[workspace] = None
+
     @property
     def size(self) -> int:
         """How many records the state holds (entities, relations, contexts)."""

@@ -17,9 +17,11 @@ from typing import Protocol
 
 import msgspec
 from chronograph.eventstore import (
+    ContentErased,
     ContextUpdated,
     EntityCreated,
     EntityDeleted,
+    EntityForgotten,
     EntityMerged,
     EntityRenamed,
     EntityUpdated,
@@ -53,6 +55,9 @@ class State(Protocol):
     def remove_relation(self, relation: RelationRecord) -> None: ...
     def get_context(self, workspace: str) -> ContextRecord | None: ...
     def save_context(self, context: ContextRecord) -> None: ...
+    def saw_workspace(self, workspace: str) -> None:
+        """Note that `workspace` was written to, though nothing readable of it is left."""
+        ...
     def present(self, entity: EntityRecord) -> set[str]:
         """The entity's observations as a set the fold may add to (a state that folds long
         histories keeps it between events, so adding to a big entity costs what is added)."""
@@ -229,6 +234,20 @@ def _context_updated(state: State, envelope: Envelope, event: ContextUpdated) ->
     state.save_context(context)
 
 
+def _content_erased(state: State, envelope: Envelope, event: ContentErased) -> None:
+    if event.erased in _CREATIONS and event.workspace:  # the workspace was written to all the same
+        state.saw_workspace(event.workspace)
+
+
+_CREATIONS = frozenset({"entity_created", "relation_created"})
+
+
+def _entity_forgotten(state: State, envelope: Envelope, event: EntityForgotten) -> None:
+    entity = state.get_entity(envelope.stream)
+    if entity is not None:
+        state.remove_entity(entity)
+
+
 _HANDLERS: dict[type[Event], Callable[[State, Envelope, Event], None]] = {
     EntityCreated: _entity_created,  # type: ignore[dict-item]
     ObservationsAdded: _observations_added,  # type: ignore[dict-item]
@@ -243,6 +262,8 @@ _HANDLERS: dict[type[Event], Callable[[State, Envelope, Event], None]] = {
     ObservationsInvalidated: _observations_invalidated,  # type: ignore[dict-item]
     RelationInvalidated: _relation_invalidated,  # type: ignore[dict-item]
     ContextUpdated: _context_updated,  # type: ignore[dict-item]
+    ContentErased: _content_erased,  # type: ignore[dict-item]
+    EntityForgotten: _entity_forgotten,  # type: ignore[dict-item]
 }
 
 

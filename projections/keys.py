@@ -13,6 +13,7 @@ __all__ = [
     "INCOMING",
     "OUTGOING",
     "RELATION",
+    "VECTORS",
     "adjacency_key",
     "adjacency_prefix",
     "context_key",
@@ -23,6 +24,7 @@ __all__ = [
     "record_key",
     "totals_key",
     "type_count_key",
+    "vector_prefix",
     "workspace_key",
 ]
 
@@ -87,3 +89,13 @@ def context_key(workspace: bytes) -> bytes:
 def type_count_key(workspace: bytes, kind: bytes, type_name: str) -> bytes:
     """workspaces: how many live entities (ENTITY) or relations (RELATION) have a type."""
     return workspace + kind + text_key(type_name)
+
+
+VECTORS = "vectors.v1"
+"""The database of the embeddings: (model prefix + entity stream) -> vector, and each model
+prefix alone -> the position its vectors are current through."""
+
+
+def vector_prefix(model: str) -> bytes:
+    """vectors: the 8-byte prefix of every key of `model`."""
+    return digest(model.encode(), 8)

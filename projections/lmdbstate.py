@@ -122,6 +122,24 @@ class LmdbState(LmdbGraph):
         self.txn.put(context_key(ws), encode(context), db=self.tables.workspaces)
         self._totals(context.workspace, ws)
 
+    def saw_workspace(self, workspace: str) -> None:
+        self._totals(workspace, self._ws(workspace))
+
+    def drop_name_stream(self, workspace: str, name: str, stream: str) -> None:
+        """Take `stream` out of the streams ever created under `name` (forgetting); a name no
+        stream is left under disappears from the views."""
+        key = name_key(self._ws(workspace), name)
+        value = self.txn.get(key, db=self.tables.names)
+        if value is None:
+            return
+        known = decode_name(value)
+        streams = tuple(s for s in known.streams if s != stream)
+        live = None if known.live == stream else known.live
+        if streams or live is not None:
+            self.txn.put(key, encode(NameRecord(live, streams)), db=self.tables.names)
+        else:
+            self.txn.delete(key, db=self.tables.names)
+
     def _totals(self, workspace: str, ws: bytes) -> WorkspaceRecord:
         key = totals_key(ws)
         value = self.txn.get(key, db=self.tables.workspaces)

@@ -92,6 +92,9 @@ class Overlay:
     def save_context(self, context: ContextRecord) -> None:
         self._contexts[context.workspace] = context
 
+    def saw_workspace(self, workspace: str) -> None:
+        pass  # only erasures say so, and no command decides one: the views note it inline
+
     # --- the questions commands ask ---------------------------------------------------------
 
     def entity(self, workspace: str, name: str) -> EntityRecord | None:

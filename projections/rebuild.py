@@ -56,6 +56,7 @@ def rebuild(
         old = pointer.generation(txn)
     pending: list[tuple[int, bytes]] = []
     with log.read() as reader, paused_gc():
+        erasures = reader.erasures()
         head = reader.head()
         state = DictState()
         # Snapshots on round positions, no more than are kept (later as-of folds add others).
@@ -71,15 +72,22 @@ def rebuild(
             start = stop + 1
     state.position = head
     for position, data in pending:
-        snapshots.save_encoded(position, data)
+        snapshots.save_encoded(position, data, erasures)
 
     generation = old + 1
     tables = tables_of(generation)
     retired = tables_of(old) if old else None
 
-    def fill(txn: lmdb.Transaction) -> int:
+    def unchanged(txn: lmdb.Transaction) -> None:
         if pointer.generation(txn) != old:  # the idle slot may have become the live one
             raise RebuildError("another rebuild swapped in its views first; nothing was changed")
+        with binding.log_in(txn) as reader:
+            if reader.erasures() != erasures:
+                raise RebuildError("an entity was forgotten while the rebuild folded the log; nothing was "
+                                   "changed: run the rebuild again")
+
+    def fill(txn: lmdb.Transaction) -> int:
+        unchanged(txn)
         for database in tables.databases():  # the idle slot, and a retry after the map grew
             txn.drop(database, delete=False)
         return write_state(txn, tables, state)
@@ -93,6 +101,7 @@ def rebuild(
     def swap(txn: lmdb.Transaction) -> bool:
         if pointer.generation(txn) != old:
             return False
+        unchanged(txn)
         with binding.log_in(txn) as reader:
             catch_up(reader, txn, tables, reader.head())
         pointer.set(txn, generation)

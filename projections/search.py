@@ -14,6 +14,8 @@ would dirty dozens of B-tree pages per durable write (see docs/decisions.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import lmdb
 from chronograph.eventstore import EntityCreated, LmdbEnv, LogReader
 from chronograph.eventstore.keys import digest
@@ -31,8 +33,12 @@ class SearchIndex:
 
     NAME = f"search.v{IMAGE_FORMAT}"
 
-    def __init__(self, env: LmdbEnv) -> None:
+    def __init__(self, env: LmdbEnv, erasures_in: Callable[[lmdb.Transaction], int] | None = None) -> None:
         self.env = env
+        self.erasures_in = erasures_in
+        """The log's erasure count in a transaction (None: never erased, e.g. in tests)."""
+        self.erasures = 0
+        """The erasure count the indexes of this process were filled at."""
         absent = env.readonly and self.NAME not in env.database_names()
         self.db = None if absent else env.open_db(self.NAME)
         self._workspaces: dict[str, WorkspaceIndex] = {}
@@ -41,6 +47,10 @@ class SearchIndex:
 
     def current(self, log: LogReader, graph: LmdbGraph, workspace: str) -> WorkspaceIndex:
         """The workspace's index, brought up to the position of `graph` (same snapshot as `log`)."""
+        erasures = log.erasures()
+        if erasures != self.erasures:  # something was forgotten: indexes may hold its words
+            self.reset()
+            self.erasures = erasures
         index = self._workspaces.get(workspace)
         if index is None or index.position > graph.position:
             index = self._workspaces[workspace] = self._load(graph, workspace) or self._build(graph, workspace)
@@ -83,17 +93,25 @@ class SearchIndex:
         if not indexes:
             return 0
         images = [(index.workspace, index.position, index.image()) for index in indexes]
-        db = self.db
-        assert db is not None
 
-        def write(txn: lmdb.Transaction) -> None:
+        def write(txn: lmdb.Transaction) -> bool:
+            if self.erasures_in is not None and self.erasures_in(txn) != self.erasures:
+                return False  # the indexes may hold words forgotten since: not kept
             for workspace, _, image in images:
-                txn.put(digest(workspace.encode()), image, db=db)
+                txn.put(digest(workspace.encode()), image, db=self.db)
+            return True
 
-        self.env.write(write)
+        if not self.env.write(write):
+            self.reset()
+            return 0
         for workspace, position, _ in images:
             self._saved[workspace] = position
         return len(images)
+
+    def drop_image(self, txn: lmdb.Transaction, workspace: str) -> None:
+        """Delete the image of `workspace` (it holds words an erasure removed)."""
+        if self.db is not None:
+            txn.delete(digest(workspace.encode()), db=self.db)
 
     def forget(self, txn: lmdb.Transaction) -> None:
         """Drop every image in `txn` and every index of this process (after a rebuild)."""

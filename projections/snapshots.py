@@ -10,6 +10,8 @@ million-event log costs a fold of half a million events.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import lmdb
 import msgspec
 from chronograph.eventstore import EventLog, LmdbEnv
@@ -45,10 +47,19 @@ class Snapshots:
 
     NAME = f"snapshots.v{SNAPSHOT_FORMAT}"
 
-    def __init__(self, env: LmdbEnv, spacing: int = SPACING, keep: int = KEEP) -> None:
+    def __init__(
+        self,
+        env: LmdbEnv,
+        spacing: int = SPACING,
+        keep: int = KEEP,
+        *,
+        erasures_in: Callable[[lmdb.Transaction], int] | None = None,
+    ) -> None:
         self.env = env
         self.spacing = spacing
         self.keep = keep
+        self.erasures_in = erasures_in
+        """The log's erasure count in a transaction: a fold made at another count is not saved."""
         absent = env.readonly and self.NAME not in env.database_names()
         self.db = None if absent else env.open_db(self.NAME)
 
@@ -81,12 +92,17 @@ class Snapshots:
         if self.writable and state.position:
             self.save_encoded(state.position, encode(state))
 
-    def save_encoded(self, position: int, data: bytes) -> None:
-        """Keep an `encode`d state as the snapshot at `position`; call outside any transaction."""
-        db = self.db
-        assert db is not None
+    def save_encoded(self, position: int, data: bytes, erasures: int | None = None) -> None:
+        """Keep an `encode`d state as the snapshot at `position`; call outside any transaction.
 
+        A state folded while the log's erasure count was `erasures` is not kept once it has
+        moved: the fold may hold what was erased since.
+        """
         def write(txn: lmdb.Transaction) -> None:
+            db = self.db
+            assert db is not None
+            if erasures is not None and self.erasures_in is not None and self.erasures_in(txn) != erasures:
+                return
             txn.put(pack_u64(position), data, db=db)
             with txn.cursor(db) as cursor:
                 kept = [unpack_u64(k) for k in cursor.iternext(values=False)]
@@ -97,6 +113,15 @@ class Snapshots:
 
         self.env.write(write)
 
+    def drop_from(self, txn: lmdb.Transaction, position: int) -> None:
+        """Delete the snapshots at `position` and after (they hold what an erasure removed)."""
+        if self.db is None:
+            return
+        with txn.cursor(self.db) as cursor:
+            doomed = [bytes(key) for key in cursor.iternext(values=False) if unpack_u64(key) >= position]
+        for key in doomed:
+            txn.delete(key, db=self.db)
+
 
 def fold_to(log: EventLog, snapshots: Snapshots, position: int) -> DictState:
     """The graph after the event at `position`: the nearest snapshot, then the log from it.
@@ -105,6 +130,7 @@ def fold_to(log: EventLog, snapshots: Snapshots, position: int) -> DictState:
     """
     pending: list[tuple[int, bytes]] = []
     with log.read() as reader, paused_gc():
+        erasures = reader.erasures()
         last = min(position, reader.head())
         state = snapshots.nearest(last)
         base = state.position
@@ -118,7 +144,7 @@ def fold_to(log: EventLog, snapshots: Snapshots, position: int) -> DictState:
                 base = stop
             start = stop + 1
     for stop, data in pending:
-        snapshots.save_encoded(stop, data)
+        snapshots.save_encoded(stop, data, erasures)
     return state
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from chronograph.eventstore import (
     EntityCreated,
     EntityDeleted,
+    EntityForgotten,
     EntityMerged,
     EntityRenamed,
     EntityUpdated,
@@ -32,12 +33,13 @@ from chronograph.eventstore import (
     ObservationsAdded,
     ObservationsDeleted,
 )
-from chronograph.eventstore.keys import digest, pack_u64, unpack_u64
+from chronograph.eventstore.keys import pack_u64, unpack_u64
+from chronograph.projections.keys import VECTORS, vector_prefix
 
 __all__ = ["ENTITY_EVENTS", "Match", "Vectors", "touched_entities"]
 
 ENTITY_EVENTS = (EntityCreated, ObservationsAdded, ObservationsDeleted, EntityUpdated, EntityDeleted, EntityRenamed,
-                 EntityMerged)
+                 EntityMerged, EntityForgotten)
 """The events that change what an entity says."""
 
 Match = tuple[str, int, float]
@@ -119,19 +121,21 @@ class _Matrix:
 class Vectors:
     """The vectors of the model `model` in a store, and their in-memory matrices."""
 
-    NAME = "vectors.v1"
+    NAME = VECTORS
 
     def __init__(self, env: LmdbEnv, model: str) -> None:
         self.env = env
         self.model = model
         absent = env.readonly and self.NAME not in env.database_names()
         self.db = None if absent else env.open_db(self.NAME)
-        self._prefix = digest(model.encode(), 8)
+        self._prefix = vector_prefix(model)
         self._matrices: dict[str, _Matrix] = {}
         self._where: dict[str, str] = {}
         """stream -> workspace of its row"""
         self.position = -1
         """The checkpoint the matrices reflect; -1 until they are loaded."""
+        self.erasures = 0
+        """The log's erasure count when the matrices were loaded."""
 
     # --- the store ------------------------------------------------------------------------
 
@@ -179,10 +183,12 @@ class Vectors:
     def refresh(self, txn: lmdb.Transaction, log: LogReader) -> int:
         """Bring the matrices to the stored checkpoint (read in `txn`, with `log` of the same snapshot)."""
         checkpoint = self.checkpoint(txn)
-        if self.db is None or checkpoint == self.position:
+        erasures = log.erasures()
+        if self.db is None or (checkpoint == self.position and erasures == self.erasures):
             return checkpoint
-        if self.position < 0 or checkpoint < self.position:
+        if self.position < 0 or checkpoint < self.position or erasures != self.erasures:
             self._load_all(txn)
+            self.erasures = erasures
         else:
             streams, _ = touched_entities(log, self.position + 1, checkpoint)
             for stream in streams:

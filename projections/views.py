@@ -8,6 +8,7 @@ any process. Reads take one read transaction: a consistent snapshot of views and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple, TypeVar
@@ -16,14 +17,16 @@ import lmdb
 from chronograph.eventstore import Envelope, EventLog, LogReader, LogTransaction
 from chronograph.projections.binding import bind
 from chronograph.projections.catchup import Progress, catch_up
+from chronograph.projections.erasure import erased, purge_vectors, purge_views
 from chronograph.projections.errors import ViewsUnavailableError
 from chronograph.projections.fold import apply_all
 from chronograph.projections.graph import LmdbGraph
+from chronograph.projections.keys import VECTORS
 from chronograph.projections.lmdbstate import LmdbState
 from chronograph.projections.rebuild import RebuildReport, rebuild
 from chronograph.projections.search import SearchIndex
 from chronograph.projections.snapshots import Snapshots
-from chronograph.projections.tables import Pointer, Tables, open_tables, slot
+from chronograph.projections.tables import VIEWS_FORMAT, Pointer, Tables, open_tables, slot
 from chronograph.projections.wordindex import WorkspaceIndex
 
 __all__ = ["Snapshot", "Views"]
@@ -63,9 +66,9 @@ class Views:
         self.pointer = Pointer(self.env)
         self._slots: dict[str, Tables] = {}
         self._tables: Tables | None = None
-        self.search = SearchIndex(self.env)
+        self.search = SearchIndex(self.env, self.erasures_in)
         """The word indexes, kept in the store and caught up from the log."""
-        self.snapshots = Snapshots(self.env)
+        self.snapshots = Snapshots(self.env, erasures_in=self.erasures_in)
         """Saved folds of the log, for time travel."""
         with self.env.read() as txn:
             generation = self.pointer.generation(txn)
@@ -77,12 +80,30 @@ class Views:
                 )
             self.adopt(generation)
             return
+        self._open_erasables()
+        self.env.on_reopen(self._reopened)
         if generation == 0:
             self.rebuild(progress)
         else:
             self.adopt(generation)
             self.catch_up(progress=progress)
         log.add_inline_hook(self._on_append)
+        log.add_erase_hook(self._on_erase)
+
+    def _open_erasables(self) -> None:
+        self._vectors = self.env.open_db(VECTORS)
+        self._foreign = [self.env.open_db(name) for name in self.env.database_names() if _foreign(name)]
+        """The databases other versions of Chronograph derive from the log (other view formats)."""
+
+    def _reopened(self) -> None:
+        """Open every handle again (the environment was reopened: see `LmdbEnv.reopen`)."""
+        self._slots.clear()
+        if self._tables is not None:
+            self._tables = self._tables_of(self._tables.generation)
+        self.pointer = Pointer(self.env)
+        self.search.db = self.env.open_db(SearchIndex.NAME)
+        self.snapshots.db = self.env.open_db(Snapshots.NAME)
+        self._open_erasables()
 
     @property
     def tables(self) -> Tables:
@@ -137,6 +158,11 @@ class Views:
         """The search index of `workspace`, current at the snapshot's position."""
         return self.search.current(snapshot.log, snapshot.graph, workspace)
 
+    def erasures_in(self, txn: lmdb.Transaction) -> int:
+        """The log's erasure count, read in a transaction of the views' environment."""
+        with self.binding.log_in(txn) as log:
+            return log.erasures()
+
     def behind(self) -> int:
         """How many events of the log the views have not folded yet (0 when current)."""
         with self.binding.read() as (log, txn):
@@ -151,9 +177,9 @@ class Views:
         is folded into them before the commit. If `work` raises, nothing is written.
         """
         while True:
-            tables = self.tables
 
-            def both(tx: LogTransaction, txn: lmdb.Transaction, tables: Tables = tables) -> T:
+            def both(tx: LogTransaction, txn: lmdb.Transaction) -> T:
+                tables = self.tables
                 self._check_generation(txn, tables)
                 catch_up(tx, txn, tables, tx.head())
                 return work(tx, LmdbState(txn, tables))
@@ -167,9 +193,9 @@ class Views:
         """Fold the events the views have not seen, in chunks; return the new checkpoint."""
         while True:
             head = self.log.head()
-            tables = self.tables
 
-            def step(tx: LogTransaction, txn: lmdb.Transaction, tables: Tables = tables, head: int = head) -> int:
+            def step(tx: LogTransaction, txn: lmdb.Transaction, head: int = head) -> int:
+                tables = self.tables
                 self._check_generation(txn, tables)
                 return catch_up(tx, txn, tables, head, limit=CATCH_UP_CHUNK)
 
@@ -198,3 +224,26 @@ class Views:
             raise AssertionError(f"views at {checkpoint} cannot take events from {first}")
         apply_all(LmdbState(txn, tables), envelopes)
         tables.set_checkpoint(txn, envelopes[-1].position)
+
+    def _on_erase(self, tx: LogTransaction, originals: Sequence[Envelope]) -> None:
+        txn = self.binding.hook_txn(tx)
+        tables = self.tables
+        self._check_generation(txn, tables)
+        what = erased(originals)
+        purge_views(LmdbState(txn, tables), what)
+        self.snapshots.drop_from(txn, originals[0].position)
+        for workspace in what.workspaces:
+            self.search.drop_image(txn, workspace)
+        purge_vectors(txn, self._vectors, sorted(what.entities))
+        for database in self._foreign:  # another version rebuilds them from the erased log
+            txn.drop(database, delete=False)
+
+
+_OURS = re.compile(rf"views(\.v{VIEWS_FORMAT}\.[ab]\..*)?|{re.escape(Snapshots.NAME)}|{re.escape(SearchIndex.NAME)}|"
+                   rf"{re.escape(VECTORS)}")
+_DERIVED = re.compile(r"(views|snapshots|search|vectors)(\..*)?")
+
+
+def _foreign(name: str) -> bool:
+    """Whether the database `name` holds what another version derived from the log."""
+    return bool(_DERIVED.fullmatch(name)) and not _OURS.fullmatch(name)
