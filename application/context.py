@@ -48,18 +48,18 @@ def context_out(workspace: str, record: ContextRecord | None) -> ContextOut:
 
 
 class UpdateContext(WriteArgs, kw_only=True):
-    active_task: Annotated[Text | None, D(description="What the agent is working on")] | UnsetType = UNSET
+    active_task: Annotated[Text | None, D(description="The current task")] | UnsetType = UNSET
     status: Annotated[Status | None, D(description="Where the task stands")] | UnsetType = UNSET
     reason: Annotated[Text | None, D(description="Why it stands there")] | UnsetType = UNSET
     next_steps: Annotated[
-        Annotated[list[Text], Meta(max_length=100)] | None, D(description="What comes next, in order")
+        Annotated[list[Text], Meta(max_length=100)] | None, D(description="Next steps, in order")
     ] | UnsetType = UNSET
     last_commit: Annotated[Text | None, D(description="The last commit (hash or message)")] | UnsetType = UNSET
     expected_version: Version | UnsetType = UNSET
 
 
 @CORE.command("update_context", "Update Context",
-              "Record what you are working on here; the fields given merge into the context")
+              "Record what you work on; the fields given merge into the context")
 def update_context(batch: Batch, args: UpdateContext) -> ContextOut:
     """Merge the given fields into the workspace's context (updatedAt set by the server)."""
     changes = {field: getattr(args, field) for field in ContextRecord.FIELDS if getattr(args, field) is not UNSET}

@@ -223,8 +223,8 @@ class UpdateEntities(WriteArgs, kw_only=True):
 
 
 @CORE.command("update_entities", "Update Entities",
-              "Change existing entities: replace their type, all their observations and/or their "
-              "metadata (version + 1). Use add_observations to add without replacing")
+              "Replace entities' type, all observations and/or metadata (version + 1); add_observations "
+              "adds without replacing")
 def update_entities(batch: Batch, args: UpdateEntities) -> EntitiesOut:
     """Replace the type, observations and/or metadata of existing entities (version + 1)."""
     updated: list[str] = []

@@ -133,7 +133,7 @@ class ExportGraph(ReadArgs, kw_only=True):
         description="jsonl is the official memory.jsonl; mermaid and dot are drawings")]
     as_of: AsOf | UnsetType = UNSET
     output_path: Annotated[str, Meta(min_length=1, max_length=1024), D(
-        description="Write it to this file in the server's --export-dir instead of returning it")] | UnsetType = (
+        description="Write to this file in the server's --export-dir instead")] | UnsetType = (
         UNSET
     )
     overwrite: Annotated[bool, D(description="Replace an existing file")] = False

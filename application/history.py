@@ -66,15 +66,14 @@ def version_out(version: StreamVersion) -> VersionOut:
 
 class GetEntityHistory(ReadArgs, kw_only=True):
     name: Annotated[Name, D(description="Its name, even if deleted")]
-    limit: Annotated[int, Limit, D(description="At most this many versions per page")] = 100
+    limit: Annotated[int, Limit, D(description="Versions per page")] = 100
     cursor: Cursor | UnsetType = UNSET
     order: Literal["oldest", "newest"] = "oldest"
     as_of: AsOf | UnsetType = UNSET
 
 
 @CORE.query("get_entity_history", "Entity History",
-            "Every version of an entity, deleted and re-created ones too: who changed what, when, "
-            "in which call, and the state after")
+            "Every version of an entity (deleted ones too): who changed what, when, and the state after")
 def get_entity_history(memory: Memory, args: GetEntityHistory) -> HistoryOut:
     """Every version of every entity ever called `name`, oldest first, paged.
 
@@ -113,7 +112,7 @@ class GetRelationHistory(RelationKey, kw_only=True):
 
 
 @CORE.query("get_relation_history", "Relation History",
-            "Every version of one relation, across deletes and re-creations")
+            "Every version of one relation, deleted ones too")
 def get_relation_history(memory: Memory, args: GetRelationHistory) -> HistoryOut:
     """Every version of the relation (from, relationType, to), across deletes and re-creations.
 

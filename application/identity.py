@@ -65,7 +65,7 @@ class RenameEntity(WriteArgs, kw_only=True):
 
 
 @CORE.command("rename_entity", "Rename Entity",
-              "Give an entity a new name; its relations follow, and its history stays reachable by the old name")
+              "Rename an entity; its relations follow, its history stays reachable by the old name")
 def rename_entity(batch: Batch, args: RenameEntity) -> EntitiesOut:
     """Rename one entity (version + 1), moving its relations to the new name."""
     entity = _live(batch, args.name)
@@ -83,13 +83,13 @@ def rename_entity(batch: Batch, args: RenameEntity) -> EntitiesOut:
 
 class MergeEntities(WriteArgs, kw_only=True):
     target: Annotated[Name, D(description="The entity that stays")]
-    sources: Annotated[Items[Name], D(description="The duplicates merged into it (they leave the live graph)")]
+    sources: Annotated[Items[Name], D(description="The duplicates (they leave the graph)")]
     expected_version: Version | UnsetType = UNSET
 
 
 @CORE.command("merge_entities", "Merge Entities",
-              "Merge duplicate entities into one: their observations and relations move onto the target, "
-              "they leave the graph, every history is kept (revert_entity undoes it)")
+              "Merge duplicates into the target: observations and relations move there; histories stay "
+              "(revert_entity undoes it)")
 def merge_entities(batch: Batch, args: MergeEntities) -> EntitiesOut:
     """Move each source's observations and relations onto the target, then retire the source."""
     target = _live(batch, args.target)

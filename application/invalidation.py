@@ -16,7 +16,7 @@ from msgspec import UNSET, UnsetType
 
 __all__ = ["InvalidateObservations", "InvalidateRelations"]
 
-AT = D(description="When it stopped being true (default now)")
+AT = D(description="When it stopped being true")
 
 
 class Invalidation(Args, kw_only=True):

@@ -36,8 +36,8 @@ class RevertOut(EntitiesOut, kw_only=True):
 
 
 @CORE.command("revert_entity", "Revert Entity",
-              "Restore an entity, a deleted one too (with the relations its deletion removed), to its state at "
-              "an earlier version (the revert is itself recorded)")
+              "Restore an entity (a deleted one too, with its relations) to an earlier version; the revert "
+              "is recorded")
 def revert_entity(batch: Batch, args: RevertEntity) -> RevertOut:
     """Restore the state an entity had at `toVersion` by appending events (deleted ones too)."""
     streams = batch.state.name_streams(batch.workspace, args.name)

@@ -53,13 +53,13 @@ class SearchNodes(ReadArgs, kw_only=True):
         Query, D(description="The search query to match against entity names, types, and observation content")
     ]
     mode: Annotated[Mode, D(description=(
-        "substring (default; the official rule), ranked (BM25 on words), fuzzy (ranked, forgiving typos), "
-        "semantic (by meaning), hybrid (ranked + semantic). Ranked modes answer best first, with scores"
+        "substring (default, as officially), ranked (BM25), fuzzy (forgives typos), semantic (by meaning), "
+        "hybrid (fuzzy + semantic); all but substring answer best first, with scores"
     ))] | UnsetType = UNSET
     ranked: Annotated[bool, D(description="Same as mode ranked")] = False
     limit: Annotated[int, Meta(ge=1, le=DEPTH), D(
         description=f"At most this many entities (ranked modes: {RANKED_LIMIT} unless set)")] | UnsetType = UNSET
-    offset: Annotated[int, Meta(ge=0), D(description="Skip this many first: the nextOffset of the last page")] = 0
+    offset: Annotated[int, Meta(ge=0), D(description="Skip this many: the last page's nextOffset")] = 0
     entity_types: Annotated[Items[TypeName], D(description="Only entities of these types")] | UnsetType = UNSET
     relation_types: Annotated[Items[TypeName], D(
         description="Only entities with a relation of these types, and only those relations")] | UnsetType = UNSET

@@ -58,9 +58,9 @@ class MemoryFileLock(Page, kw_only=True):
     reason: Annotated[str, Meta(max_length=4096)] | UnsetType = UNSET
 
 
-@TEAM.command("memory_file_lock", "File Locks", "Manage file locks for multi-agent coordination (leases: a lock "
-              "is free after expires_in seconds, default 3600). Actions: checkout, checkin, status, list, "
-              "force_unlock (with a reason)", reads={"status", "list"})
+@TEAM.command("memory_file_lock", "File Locks", "Manage file locks for multi-agent coordination (leases, free "
+              "after expires_in seconds, default 3600). Actions: checkout, checkin, status, list, "
+              "force_unlock", reads={"status", "list"})
 def memory_file_lock(host: Batch | Memory, args: MemoryFileLock) -> ObjectOut:
     team = Team.of(host, "memory_file_lock")
     state, now = team.state, team.now

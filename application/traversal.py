@@ -20,7 +20,7 @@ class GetRelatedEntities(ReadArgs, kw_only=True):
     name: Annotated[Name, D(description="Where to start")]
     max_depth: Annotated[int, Meta(ge=1, le=6), D(description="How many hops at most")] = 2
     direction: Annotated[Literal["out", "in", "both"], D(
-        description="Follow relations leaving, reaching or touching each entity")] = "both"
+        description="Which way to follow relations")] = "both"
     relation_types: Annotated[Items[TypeName], D(description="Follow only these relation types")] | UnsetType = UNSET
     limit: Annotated[int, Limit, D(description="At most this many")] = 20
 
@@ -39,8 +39,7 @@ class RelatedEntitiesOut(Out, kw_only=True):
 
 
 @CORE.query("get_related_entities", "Related Entities",
-            "Entities within a few hops of one entity, nearest first, with the path, relation types "
-            "and confidences that reach them")
+            "Entities within a few hops of one, nearest first, with the paths that reach them")
 def get_related_entities(memory: Memory, args: GetRelatedEntities) -> RelatedEntitiesOut:
     """Breadth-first from `name`: nearest first, each with the path that reached it.
 
