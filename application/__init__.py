@@ -11,6 +11,7 @@ from chronograph.application import (  # noqa: F401 (each module declares its to
     context,
     entities,
     export,
+    forgetting,
     graph,
     history,
     identity,

@@ -11,7 +11,16 @@ from chronograph.application.history import Limit, cursor_of
 from chronograph.application.outputs import ChangeOut, Out, stamp
 from chronograph.application.registry import CORE
 from chronograph.application.service import Memory
-from chronograph.eventstore import CATALOGUE, ContextUpdated, EntityCreated, Envelope, LogReader, RelationCreated, clock
+from chronograph.eventstore import (
+    CATALOGUE,
+    ContentErased,
+    ContextUpdated,
+    EntityCreated,
+    Envelope,
+    LogReader,
+    RelationCreated,
+    clock,
+)
 from chronograph.eventstore.events import event_type
 from chronograph.eventstore.teamevents import (
     ConflictDetected,
@@ -34,10 +43,10 @@ EVENT_TYPES = tuple(event_type(cls) for cls in CATALOGUE)
 
 class GetAuditLog(ReadArgs, kw_only=True):
     all_workspaces: Annotated[bool, D(description="Every workspace, not only this one")] = False
-    entity_name: Annotated[Name, D(description="Only this entity (every incarnation)")] | UnsetType = UNSET
+    entity_name: Annotated[Name, D(description="Only this entity")] | UnsetType = UNSET
     actor: Annotated[Text, D(description="Only this actor's changes")] | UnsetType = UNSET
     event_types: Annotated[list[Annotated[str, Meta(max_length=64)]], Meta(max_length=32), D(
-        description="Only these, e.g. entity_created, relation_deleted")] | UnsetType = UNSET
+        description="Only these event types")] | UnsetType = UNSET
     since: Annotated[str, D(description="ISO-8601 time, inclusive")] | UnsetType = UNSET
     until: Annotated[str, D(description="ISO-8601 time, inclusive")] | UnsetType = UNSET
     after_position: Annotated[int, Meta(ge=0), D(description="Only after this log position")] | UnsetType = UNSET
@@ -84,6 +93,8 @@ def _describe(first: Envelope) -> tuple[str, str]:
         return event.workspace, f"{event.source} -[{event.relation_type}]-> {event.target}"
     if isinstance(event, ContextUpdated):
         return event.workspace, "context"
+    if isinstance(event, ContentErased):
+        return event.workspace, f"(erased {'relation' if event.erased.startswith('relation') else 'entity'})"
     return "", _team_subject(event) or first.stream
 
 
@@ -111,8 +122,7 @@ def event_out(envelope: Envelope, workspace: str, subject: str) -> AuditEventOut
 
 
 @CORE.query("get_audit_log", "Audit Log",
-            "The change log, newest first, paged: who changed what, when; filter by entity, actor, "
-            "event type or time")
+            "The change log, newest first: who changed what, when; filter by entity, actor, type or time")
 def get_audit_log(memory: Memory, args: GetAuditLog) -> AuditOut:
     """Events matching the filters, paged, in `order`."""
     with memory.timeline.at("get_audit_log") as moment:

@@ -15,7 +15,7 @@ from typing import Any
 
 from chronograph.application.errors import ConflictError
 from chronograph.application.outputs import entity_out, relation_out
-from chronograph.eventstore import NO_STREAM, AppendResult, Envelope, Event, LogTransaction, StreamWrite
+from chronograph.eventstore import NO_STREAM, AppendResult, Envelope, Event, EventLog, LogTransaction, StreamWrite
 from chronograph.eventstore.writes import ExpectedVersion
 from chronograph.projections import ContextRecord, EntityRecord, LmdbState, Overlay, RelationRecord, apply
 from chronograph.projections.teamview import TeamView
@@ -50,8 +50,13 @@ class Batch:
         self._count = 0
         self.teams: TeamView | None = None
         """The team memory of the store (set by the memory running the command)."""
+        self.log: EventLog | None = None
+        """The log itself, for work after the commit (set by the memory running the command)."""
         self.observers: list[Callable[[Envelope], None]] = []
         """Other states that fold each decided event too (the team memory's)."""
+        self.afterwards: list[Callable[[Any], Any]] = []
+        """Work that must wait for the commit, each given the answer and returning it (completed);
+        run in order, outside the transaction (see `then`)."""
 
     # --- reading, as this batch has changed things so far ------------------------------------
 
@@ -108,6 +113,11 @@ class Batch:
         for observer in self.observers:
             observer(envelope)
         return version
+
+    def then(self, work: Callable[[Any], Any]) -> None:
+        """Run `work(answer) -> answer` once this batch has committed (forgetting scrubs the
+        storage then: what it erased must first be out of every page a commit can reach)."""
+        self.afterwards.append(work)
 
     @property
     def recorded_at(self) -> int:

@@ -89,7 +89,13 @@ class RequestReplayError(ChronographError):
 
     code = "conflict"
 
-    def __init__(self, tool: str, request_id: str) -> None:
+    def __init__(self, tool: str, request_id: str, *, erased: bool = False) -> None:
+        if erased:
+            super().__init__(
+                f"requestId {request_id!r} was already used for a {tool} call whose answer named an entity "
+                "forgotten since (forget_entity erased it); nothing was written. Use a new requestId"
+            )
+            return
         super().__init__(
             f"requestId {request_id!r} was already used for a different {tool} call; "
             "use a new requestId for a new call"

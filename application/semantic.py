@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chronograph.application.errors import UnavailableError
+from chronograph.application.storelock import StoreLock
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import EntityRecord, Snapshot, Views
 from chronograph.projections.embedder import Embedder, entity_text
@@ -47,11 +48,12 @@ Progress = Callable[[int, int], None]
 class Semantic:
     """The vectors of one store under one embedder, and the projector that keeps them current."""
 
-    def __init__(self, views: Views, embedder: Embedder, lock: threading.RLock) -> None:
+    def __init__(self, views: Views, embedder: Embedder, lock: StoreLock) -> None:
         self.views = views
         self.embedder = embedder
         self.lock = lock
         self.vectors = Vectors(views.env, embedder.model)
+        views.env.on_reopen(lambda: setattr(self.vectors, "db", views.env.open_db(Vectors.NAME)))
         self.problem: str | None = None
         """Why the embedder failed last (None while it works)."""
         self._queries: OrderedDict[str, Any] = OrderedDict()
@@ -69,6 +71,7 @@ class Semantic:
         with self.lock, self.views.snapshot() as snapshot:
             txn, graph = snapshot.graph.txn, snapshot.graph
             start, head = self.vectors.checkpoint(txn), graph.position
+            erasures = snapshot.log.erasures()
             if start >= head:
                 return start, head
             streams, stop = touched_entities(snapshot.log, start + 1, head, limit)
@@ -88,6 +91,8 @@ class Semantic:
         def write(txn: Any) -> bool:
             if self.vectors.checkpoint(txn) != start:
                 return False  # another process embedded this stretch first
+            if self.views.erasures_in(txn) != erasures:
+                return False  # what was read may have been forgotten since: embed it again
             self.vectors.store(txn, put, drop, stop)
             return True
 

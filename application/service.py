@@ -10,7 +10,6 @@ stored. Nothing of a rejected call is written.
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +20,7 @@ from chronograph.application.errors import ChronographError, RequestReplayError,
 from chronograph.application.exportdir import ExportDir
 from chronograph.application.outputs import Out
 from chronograph.application.registry import CORE, Tool
+from chronograph.application.storelock import StoreLock
 from chronograph.application.teamcore import TEAM
 from chronograph.application.timeline import Timeline
 from chronograph.eventstore import ConcurrencyError, EventStoreError, LmdbLog, LogTransaction, StorageFullError
@@ -79,7 +79,7 @@ class Memory:
         embedding_threads: int = 1,
         project_files: bool = True,
     ) -> None:
-        self.lock = threading.RLock()
+        self.lock = StoreLock()
         self.export_dir = ExportDir(export_dir) if isinstance(export_dir, Path) else export_dir
         """Where export_graph may write files (None: nowhere)."""
         self.project_files = project_files
@@ -112,6 +112,7 @@ class Memory:
         except BaseException:
             self.log.close()
             raise
+        self.lock.on_first = self.log.environment.refresh
 
     def close(self) -> None:
         """Stop the embedding projector, keep the search indexes' images, close the store."""
@@ -184,7 +185,8 @@ class Memory:
             if key is not None:
                 recalled = tx.recall(key)
                 if recalled is not None:
-                    assert recalled.result is not None
+                    if recalled.result is None:
+                        raise RequestReplayError(spec.name, str(request_id), erased=True)
                     remembered = msgspec.msgpack.decode(recalled.result, type=_Remembered)
                     if remembered.arguments != fingerprint:
                         raise RequestReplayError(spec.name, str(request_id))
@@ -192,6 +194,8 @@ class Memory:
                     return Written(output, changed=False, replayed=True)
             batch = Batch(tx, views, workspace, actor=actor, correlation_id=correlation, idempotency_key=key)
             batch.teams = self.teams
+            batch.log = self.log
+            batches.append(batch)
             output = spec.handler(batch, args)
             writes = batch.writes()
             if writes or key is not None:
@@ -206,6 +210,7 @@ class Memory:
                 batch.confirm(appended)
             return Written(output, changed=bool(writes))
 
+        batches: list[Batch] = []  # the last one ran in the transaction that committed
         try:
             with self.lock:
                 try:
@@ -215,6 +220,11 @@ class Memory:
                         self.teams.discard()
                     raise
                 self.teams.committed()
+                if batches and batches[-1].afterwards and not written.replayed:
+                    output = written.output
+                    for then in batches[-1].afterwards:
+                        output = then(output)
+                    written = msgspec.structs.replace(written, output=output)
                 return written
         except StorageFullError as error:
             raise StorageError(str(error)) from None

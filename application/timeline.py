@@ -55,6 +55,8 @@ class Timeline:
         self.log = log
         self.views = views
         self._past: OrderedDict[int, DictGraph] = OrderedDict()
+        self._erasures = 0
+        """The log's erasure count when the past graphs were folded."""
 
     @contextmanager
     def at(self, tool: str, as_of: Any = UNSET) -> Iterator[Moment]:
@@ -71,6 +73,10 @@ class Timeline:
                 position = position_of(snapshot.log, as_of)
             except ValueError as error:
                 raise InvalidArgumentsError(tool, f"asOf: {error}") from None
+            erasures = snapshot.log.erasures()
+            if erasures != self._erasures:  # a past graph may hold what was forgotten since
+                self._past.clear()
+                self._erasures = erasures
             graph = snapshot.graph if position == snapshot.graph.position else self._graph_at(position)
             yield Moment(graph, snapshot, position)
 

@@ -242,11 +242,21 @@ def http_app(
     async def health(_: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
+    last: list[tuple[int, int, int]] = []
+    """(behind, head, size) of the last probe that could take the store: a probe that finds it
+    busy with a tool call answers from it rather than wait or read beside the call."""
+
     async def ready(_: Request) -> Response:
         try:
             memory = runtime.memory
-            behind = memory.views.behind()
-            head, size = memory.log.head(), memory.store_bytes()
+            if memory.lock.acquire(blocking=False):
+                try:
+                    last[:] = [(memory.views.behind(), memory.log.head(), memory.store_bytes())]
+                finally:
+                    memory.lock.release()
+            if not last:
+                return JSONResponse({"status": "catching up", "behind": None}, status_code=503)
+            behind, head, size = last[0]
         except Exception as error:  # the store is closed or unreadable
             return JSONResponse({"status": "unavailable", "reason": str(error)}, status_code=503)
         if behind:

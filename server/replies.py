@@ -44,6 +44,8 @@ class ReplyCache:
         versions = _versions("mcp", "mcp_types")
         if versions is None:  # an SDK whose version cannot be told: keep nothing rather than risk a stale answer
             self.db = None
+        elif self.db is not None:
+            env.on_reopen(lambda: setattr(self, "db", env.open_db(self.NAME)))
         published = profile(settings.profile)
         surface = msgspec.json.encode([published.instructions, *(
             [tool.name, tool.title, tool.description, tool.kind, json_schema(tool.arguments), json_schema(tool.output)]
@@ -69,10 +71,10 @@ class ReplyCache:
         store that cannot take it, full or failing, just does not keep it)."""
         if self.db is None or self.env.readonly or self.get(method, protocol) == result:
             return
-        db, key = self.db, self._key(method, protocol)
+        key = self._key(method, protocol)
         try:
             with self.lock:
-                self.env.write(lambda txn: txn.put(key, result, db=db))
+                self.env.write(lambda txn: txn.put(key, result, db=self.db))
         except (EventStoreError, lmdb.Error):
             pass
 

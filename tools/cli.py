@@ -5,6 +5,7 @@
     chronograph audit ...                    who changed what, when, in which call
     chronograph import FILE / export ...     move memories in and out
     chronograph backup -o FILE / restore FILE   the whole store in one file, and back
+    chronograph forget NAME --reason R       erase an entity for real (and `scrub`)
 
 Each subcommand is a module with `add_arguments(parser)` and `run(args)`; the MCP SDK is
 imported only when a server starts.
@@ -30,6 +31,8 @@ SUBCOMMANDS = {
     "export": ("chronograph.tools.export_graph", "export the graph as JSONL, JSON, Markdown, Mermaid or DOT"),
     "backup": ("chronograph.tools.backup", "back the whole store up into one sealed file, beside a running server"),
     "restore": ("chronograph.tools.restore", "restore a store from a backup file, checked before and after"),
+    "forget": ("chronograph.tools.forget", "erase an entity for real, from the log and everything derived from it"),
+    "scrub": ("chronograph.tools.scrub", "overwrite what erasures left that a long reader still held"),
 }
 """name -> (module, one-line help)."""
 

@@ -1,0 +1,54 @@
+"""The lock every use of a store in this process goes through, and the point where the process
+catches up with erasures other processes made.
+
+Threads of one process share the store (a server's tool calls, the embedding projector), one
+at a time. The outermost acquisition is also the one moment no transaction of this process
+is open, so it is where the store is refreshed: if content was erased since this process
+last looked, the environment is reopened before anything is written (LMDB would otherwise
+write bytes of its old page buffers, which may hold the erased content, into new pages).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from types import TracebackType
+
+__all__ = ["StoreLock"]
+
+
+class StoreLock:
+    """A re-entrant lock that runs `on_first` each time a thread takes it from free."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._depth = 0
+        self.on_first: Callable[[], object] | None = None
+        """Run when the lock is taken from free (set once the store is open)."""
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """Take the lock (see `threading.RLock.acquire`)."""
+        if not self._lock.acquire(blocking, timeout):
+            return False
+        self._depth += 1
+        if self._depth == 1 and self.on_first is not None:
+            try:
+                self.on_first()
+            except BaseException:
+                self.release()
+                raise
+        return True
+
+    def release(self) -> None:
+        """Give the lock back."""
+        self._depth -= 1
+        self._lock.release()
+
+    def __enter__(self) -> StoreLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.release()

@@ -1,0 +1,227 @@
+"""forget_entity: every byte of an entity's names, observations and metadata leaves every file of
+the store, its relations go with it, the audit keeps who, when and why, and the views equal a
+fresh fold of the erased log."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chronograph.application import ChronographError, Memory, NotFoundError
+from chronograph.projections import verify
+
+SECRETS = ("Zorgwald Quimby", "lives at 12 Flimwick Lane", "phone 555-0199-xq", "Plumtree-Sanatorium",
+           "secretvalue-8841")
+"""What the forgotten entity says: its name, observations and a metadata value."""
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "store", sync=False) as opened:
+        yield opened
+
+
+def write(memory: Memory, tool: str, **arguments: Any) -> Any:
+    return memory.write(tool, arguments, actor="test").output
+
+
+def read(memory: Memory, tool: str, **arguments: Any) -> Any:
+    return memory.read(tool, arguments)
+
+
+def residue(store: Path) -> list[tuple[str, str]]:
+    """(file, secret) for each secret found, in any spelling a store keeps, in any file of the store."""
+    found = []
+    for file in sorted(store.iterdir()):
+        data = file.read_bytes()
+        for secret in SECRETS:
+            for word in (secret, secret.lower(), *secret.split(" "), *secret.lower().split(" ")):
+                if len(word) >= 6 and not word.isdigit() and word.encode() in data:
+                    found.append((file.name, word))
+    return found
+
+
+def seed_with_churn(memory: Memory) -> None:
+    """Ten thousand-odd events around one entity that says the secrets, in every way a store keeps them."""
+    name, lives, phone, sanatorium, value = SECRETS
+    write(memory, "create_entities", requestId="first", entities=[
+        {"name": name, "entityType": "patient", "observations": [lives], "metadata": {"ward": value}},
+        {"name": "Bob", "entityType": "person", "observations": ["likes tea"]}])
+    write(memory, "create_entities", entities=[
+        {"name": f"Filler {i}", "entityType": "thing", "observations": [f"note {i}", f"more {i}"]} for i in range(600)])
+    write(memory, "create_relations", relations=[
+        {"from": "Bob", "to": name, "relationType": "visits"},
+        {"from": name, "to": "Filler 3", "relationType": "owns", "metadata": {"why": value}}])
+    for i in range(40):
+        write(memory, "add_observations", observations=[
+            {"entityName": name, "contents": [f"{phone} call {i}"]},
+            {"entityName": f"Filler {i}", "contents": [f"touched {i}"]}])
+    write(memory, "add_observations", observations=[{"entityName": name, "contents": [sanatorium]}])
+    write(memory, "delete_observations", deletions=[{"entityName": name, "observations": [lives]}])
+    read(memory, "search_nodes", query="flimwick")  # a word index with its words, kept as an image
+    read(memory, "read_graph", asOf=50)  # a past graph and, below, snapshots of the graph
+    memory.views.snapshots.spacing = 100
+    read(memory, "read_graph", asOf=memory.log.head() - 1)
+    memory.prepare_search()
+    write(memory, "rename_entity", name=name, newName=f"{name} II")
+    write(memory, "rename_entity", name=f"{name} II", newName=name)
+    write(memory, "update_entities", entities=[{"name": name, "observations": [f"{phone} call 1", sanatorium]}])
+    for i in range(600):  # churn after: pages that held the secrets are freed and rewritten
+        if i % 3 == 0:
+            write(memory, "update_entities", entities=[{"name": f"Filler {i}", "observations": [f"new {i}"]}])
+
+
+def test_forgetting_leaves_no_byte_of_what_the_entity_said_in_any_file_of_the_store(memory: Memory) -> None:
+    seed_with_churn(memory)
+    assert residue(memory.log.path)  # the secrets are there, in several spellings
+    out = write(memory, "forget_entity", name=SECRETS[0], reason="asked by the data subject")
+    assert (out.entities, out.relations, out.scrubbed) == (1, 4, True)
+    assert residue(memory.log.path) == []
+    memory.close()
+    assert residue(memory.log.path) == []
+
+
+def test_after_forgetting_the_views_equal_a_fresh_fold_of_the_erased_log(memory: Memory) -> None:
+    seed_with_churn(memory)
+    write(memory, "forget_entity", name=SECRETS[0], reason="asked")
+    assert verify(memory.views) == []
+    assert memory.views.rebuild().events == memory.log.head()
+    assert verify(memory.views) == []
+
+
+def test_the_graph_keeps_everything_else(memory: Memory) -> None:
+    seed_with_churn(memory)
+    before = read(memory, "read_graph")
+    write(memory, "forget_entity", name=SECRETS[0], reason="asked")
+    after = read(memory, "read_graph")
+    assert [e.name for e in after.entities] == [e.name for e in before.entities if e.name != SECRETS[0]]
+    assert SECRETS[0] not in {r.source for r in after.relations} | {r.target for r in after.relations}
+    assert len(after.relations) == len(before.relations) - 2
+    assert "Filler 13" in [e.name for e in read(memory, "search_nodes", query="note 13").entities]
+    assert read(memory, "search_nodes", query="flimwick").entities == []
+
+
+def test_time_travel_to_before_the_erasure_shows_none_of_it(memory: Memory) -> None:
+    seed_with_churn(memory)
+    middle = memory.log.head() // 2
+    write(memory, "forget_entity", name=SECRETS[0], reason="asked")
+    past = read(memory, "read_graph", asOf=middle)
+    assert SECRETS[0] not in [e.name for e in past.entities]
+    assert "Filler 5" in [e.name for e in past.entities]
+    assert read(memory, "open_nodes", names=[SECRETS[0]], asOf=middle).entities == []
+    with pytest.raises(NotFoundError, match="ever existed"):
+        read(memory, "get_entity_history", name=SECRETS[0])
+
+
+def test_the_audit_keeps_who_when_and_why_but_not_what(memory: Memory) -> None:
+    seed_with_churn(memory)
+    out = write(memory, "forget_entity", name=SECRETS[0], reason="asked by the data subject")
+    events = read(memory, "get_audit_log", limit=1000).events
+    record = events[0]
+    assert (record.type, record.actor, record.data["reason"]) == ("entity_forgotten", "test",
+                                                                   "asked by the data subject")
+    assert record.stream == out.streams[0] and len(record.data["relations"]) == 4
+    erased = [e for e in events if e.type == "content_erased"]
+    assert {e.data["erased"] for e in erased} >= {"entity_created", "observations_added", "entity_renamed",
+                                                 "relation_created"}
+    assert all(e.subject in ("(erased entity)", "(erased relation)") for e in erased)
+    assert not any(secret in repr(events) for secret in SECRETS)
+
+
+def test_forgetting_a_name_that_never_existed_is_refused_and_writes_nothing(memory: Memory) -> None:
+    write(memory, "create_entities", entities=[{"name": "Ada", "entityType": "person", "observations": []}])
+    head = memory.log.head()
+    with pytest.raises(NotFoundError, match="Nobody"):
+        write(memory, "forget_entity", name="Nobody", reason="asked")
+    with pytest.raises(ChronographError, match="reason"):
+        write(memory, "forget_entity", name="Ada", reason="")
+    assert memory.log.head() == head
+
+
+def test_forgetting_twice_is_refused_the_second_time(memory: Memory) -> None:
+    write(memory, "create_entities", entities=[{"name": "Ada", "entityType": "person", "observations": []}])
+    write(memory, "forget_entity", name="Ada", reason="asked")
+    with pytest.raises(NotFoundError, match="forgotten already"):
+        write(memory, "forget_entity", name="Ada", reason="again")
+
+
+def test_a_retried_call_whose_answer_named_the_entity_is_refused_not_replayed(memory: Memory) -> None:
+    seed_with_churn(memory)
+    write(memory, "forget_entity", name=SECRETS[0], reason="asked")
+    with pytest.raises(ChronographError, match="forgotten since"):
+        write(memory, "create_entities", requestId="first", entities=[
+            {"name": SECRETS[0], "entityType": "patient", "observations": [SECRETS[1]],
+             "metadata": {"ward": SECRETS[4]}},
+            {"name": "Bob", "entityType": "person", "observations": ["likes tea"]}])
+
+
+def test_a_deleted_entity_and_every_entity_ever_called_so_are_forgotten(memory: Memory) -> None:
+    write(memory, "create_entities", entities=[{"name": "Ada", "entityType": "person", "observations": ["one"]}])
+    write(memory, "delete_entities", entityNames=["Ada"])
+    write(memory, "create_entities", entities=[{"name": "Ada", "entityType": "robot", "observations": ["two"]}])
+    out = write(memory, "forget_entity", name="Ada", reason="asked")
+    assert out.entities == 2 and read(memory, "read_graph").entities == []
+
+
+def test_a_merge_into_the_forgotten_entity_stays_with_the_name_redacted(memory: Memory) -> None:
+    write(memory, "create_entities", entities=[
+        {"name": n, "entityType": "person", "observations": [f"said by {n}"]} for n in ("Ada", "Dup", "Bob")])
+    write(memory, "merge_entities", target="Ada", sources=["Dup"])
+    out = write(memory, "forget_entity", name="Ada", reason="asked")
+    assert out.redacted == 1
+    history = read(memory, "get_entity_history", name="Dup").versions
+    assert [v.event_type for v in history] == ["entity_created", "entity_merged"]
+    assert history[-1].changes == {"into": "(erased)"}
+    assert [e.name for e in read(memory, "read_graph").entities] == ["Bob"]
+
+
+def test_relations_another_entity_made_under_the_name_later_are_kept(memory: Memory) -> None:
+    write(memory, "create_entities", entities=[
+        {"name": n, "entityType": "person", "observations": []} for n in ("Ada", "Bob")])
+    write(memory, "rename_entity", name="Ada", newName="Lovelace")
+    write(memory, "create_entities", entities=[{"name": "Ada", "entityType": "robot", "observations": []}])
+    write(memory, "create_relations", relations=[{"from": "Bob", "to": "Ada", "relationType": "builds"}])
+    out = write(memory, "forget_entity", name="Lovelace", reason="asked")
+    assert (out.entities, out.relations) == (1, 0)
+    assert [(r.source, r.target) for r in read(memory, "read_graph").relations] == [("Bob", "Ada")]
+
+
+WRITER = """
+import sys
+from chronograph.application import Memory
+name, secret = sys.argv[2], sys.argv[3]
+with Memory(sys.argv[1], sync=False) as memory:
+    def write(tool, **arguments):
+        memory.write(tool, arguments, actor="other process")
+    write("create_entities", entities=[{"name": name, "entityType": "patient", "observations": [secret]}])
+    for i in range(300):
+        write("create_entities", entities=[{"name": f"Other {i}", "entityType": "t", "observations": [f"o {i}"]}])
+        write("add_observations", observations=[{"entityName": name, "contents": [f"{secret} {i}"]}])
+    print("written", flush=True)
+    sys.stdin.readline()  # another process forgets the entity meanwhile
+    for i in range(300):
+        write("update_entities", entities=[{"name": f"Other {i}", "observations": [f"changed {i}"]}])
+print("done", flush=True)
+"""
+
+
+def test_a_process_that_wrote_the_entity_writes_none_of_it_back_after_it_was_forgotten(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    Memory(store).close()
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(store), SECRETS[0], SECRETS[2]],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdin is not None
+        assert writer.stdout.readline().strip() == "written"
+        with Memory(store, sync=False) as memory:
+            assert write(memory, "forget_entity", name=SECRETS[0], reason="asked").scrubbed
+        writer.stdin.write("\n")
+        writer.stdin.flush()
+        assert writer.stdout.readline().strip() == "done"
+    finally:
+        writer.communicate(timeout=60)
+    assert residue(store) == []

@@ -1,0 +1,78 @@
+"""chronograph forget / scrub: an entity erased from the command line, with the audit saying who
+and why, `replay --verify` passing after, and clear refusals that write nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from chronograph.application import Memory
+from chronograph.tools import forget, replay, scrub
+
+SECRET = "Quentin Marsh-Ozymandias"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    path = tmp_path / "store"
+    with Memory(path, sync=False) as memory:
+        memory.write("create_entities", {"entities": [
+            {"name": SECRET, "entityType": "person", "observations": ["secret hideout 42b"]},
+            {"name": "Bob", "entityType": "person", "observations": []}]}, actor="claude")
+        memory.write("create_relations", {"relations": [{"from": "Bob", "to": SECRET, "relationType": "knows"}]},
+                     actor="claude")
+    return path
+
+
+def in_any_file(store: Path, text: str) -> bool:
+    return any(text.encode() in file.read_bytes() for file in store.iterdir())
+
+
+def test_forget_erases_the_entity_and_records_who_asked_and_why(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert forget.main(["--store", str(store), SECRET, "--reason", "GDPR request 17", "--as", "dpo",
+                        "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["entities"], out["relations"], out["scrubbed"]) == (1, 1, True)
+    assert not in_any_file(store, SECRET) and not in_any_file(store, "hideout")
+    with Memory(store) as memory:
+        record = memory.read("get_audit_log", {"eventTypes": ["entity_forgotten"]}).events[0]
+    assert (record.actor, record.data["reason"]) == ("dpo", "GDPR request 17")
+
+
+def test_replay_verify_passes_after_a_forget(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert forget.main(["--store", str(store), SECRET, "--reason", "asked"]) == 0
+    assert replay.main(["--store", str(store), "--verify"]) == 0
+    assert "erased 1 entity" in capsys.readouterr().out
+
+
+def test_forgetting_an_unknown_name_says_so_and_writes_nothing(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = (store / "data.mdb").read_bytes()
+    assert forget.main(["--store", str(store), "Nobody", "--reason", "asked"]) == 1
+    assert "No entity named 'Nobody' ever existed" in capsys.readouterr().err
+    assert (store / "data.mdb").read_bytes() == before
+
+
+def test_forget_without_a_reason_or_a_store_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        forget.main(["--store", str(tmp_path / "none"), SECRET])
+    assert exited.value.code == 2 and "--reason" in capsys.readouterr().err
+    assert forget.main(["--store", str(tmp_path / "none"), SECRET, "--reason", "asked"]) == 2
+    assert "there is no store" in capsys.readouterr().err
+    assert not (tmp_path / "none").exists()
+
+
+def test_scrub_overwrites_what_deleted_data_left(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with Memory(store, sync=False) as memory:
+        memory.write("delete_observations", {"deletions": [
+            {"entityName": SECRET, "observations": ["secret hideout 42b"]}]}, actor="claude")
+    assert scrub.main(["--store", str(store)]) == 0
+    assert "overwritten" in capsys.readouterr().out
+    with Memory(store) as memory:  # the store reads and writes as before
+        memory.write("add_observations", {"observations": [{"entityName": "Bob", "contents": ["tea"]}]},
+                     actor="claude")
+        assert memory.read("open_nodes", {"names": ["Bob"]}).entities[0].observations == ["tea"]

@@ -1,0 +1,84 @@
+"""Forget an entity for real: erase it from the log and from everything derived from it.
+
+    chronograph forget --store ~/memory "Ada Lovelace" --reason "asked by the data subject"
+    chronograph forget --workspace lab --as alice NAME --reason R --json
+
+Every entity ever called NAME in the workspace is erased: its names, observations and
+metadata, in every version and every past state, with every relation that named it. The
+events keep their place in the log (when, who, which call) and say only what kind of
+change each was; one erasure record per entity says who asked, when and why (the reason
+is kept: do not repeat what is forgotten in it). Then the store is scrubbed: the old
+copies of every changed page are overwritten, so that no file of the store keeps a byte
+of it. A server may keep running meanwhile: its reads go on, its writes wait for the
+erasure's one transaction.
+
+`chronograph scrub` finishes a scrub that a long reader held up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+if __package__ in (None, ""):  # run as a script from a checkout
+    import checkout  # type: ignore[import-not-found]  # tools/ is sys.path[0] in a script
+
+    checkout.ensure_importable()
+
+import msgspec
+from chronograph.application import Memory
+from chronograph.application.config import resolve_store
+from chronograph.application.errors import ChronographError
+from chronograph.application.forgetting import ForgetOut
+from chronograph.eventstore import EventStoreError
+from chronograph.eventstore.lmdbenv import DATA_FILE
+from chronograph.projections import ProjectionError
+from chronograph.tools.parsing import add_store_argument, explain, script_main
+
+__all__ = ["add_arguments", "main", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `forget`."""
+    parser.add_argument("name", help="the entity to erase (every entity ever called so in the workspace)")
+    parser.add_argument("--reason", required=True, help="why, kept in the audit (say why, not what)")
+    add_store_argument(parser)
+    parser.add_argument("--workspace", default="default", help='the workspace (default: "default")')
+    parser.add_argument("--as", dest="actor", default="chronograph forget",
+                        help='who asks, as the audit records it (default: "chronograph forget")')
+    parser.add_argument("--json", action="store_true", help="print the answer as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out `forget`; return the exit code."""
+    store = resolve_store(args.store)
+    if not (store / DATA_FILE).exists():
+        print(f"chronograph forget: there is no store at {store}", file=sys.stderr)
+        return 2
+    try:
+        with Memory(store) as memory:
+            out = memory.write("forget_entity", {"name": args.name, "reason": args.reason,
+                                                 "workspace": args.workspace}, actor=args.actor).output
+            assert isinstance(out, ForgetOut)
+    except ChronographError as error:
+        print(f"chronograph forget: {explain(error, {'name': 'NAME', 'reason': '--reason'})}", file=sys.stderr)
+        return 1
+    except (EventStoreError, ProjectionError) as error:
+        print(f"chronograph forget: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(msgspec.json.encode(out).decode())
+    else:
+        print(f"erased {out.entities} entit{'y' if out.entities == 1 else 'ies'} called {args.name!r} in workspace "
+              f"{args.workspace!r}, {out.relations} relation(s), {out.events} event(s)"
+              + (f"; {out.redacted} reference(s) redacted" if out.redacted else "") + f". {out.message}")
+    return 0 if out.scrubbed else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python tools/forget.py NAME --reason R` (see the module docstring)."""
+    return script_main("chronograph forget", __doc__, add_arguments, run, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""Overwrite what erasures left in a store's file that no reader can see any more.
+
+    chronograph scrub --store ~/memory
+
+`chronograph forget` scrubs by itself; a reader that held an old snapshot longer than the
+scrub waited keeps some old pages from it, and this finishes the work. Zeroes the free
+pages and the unused space inside pages; a server may keep running meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+if __package__ in (None, ""):  # run as a script from a checkout
+    import checkout  # type: ignore[import-not-found]  # tools/ is sys.path[0] in a script
+
+    checkout.ensure_importable()
+
+from chronograph.application.config import resolve_store
+from chronograph.eventstore import EventStoreError, LmdbLog
+from chronograph.eventstore.lmdbenv import DATA_FILE
+from chronograph.tools.parsing import add_store_argument, script_main
+
+__all__ = ["add_arguments", "main", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `scrub`."""
+    add_store_argument(parser)
+    parser.add_argument("--wait", type=float, default=30.0, metavar="SECONDS",
+                        help="how long to wait for readers that still see old pages (default 30)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out `scrub`; return the exit code (1 when a reader still holds pages)."""
+    store = resolve_store(args.store)
+    if not (store / DATA_FILE).exists():
+        print(f"chronograph scrub: there is no store at {store}", file=sys.stderr)
+        return 2
+    try:
+        with LmdbLog(store, create=False) as log:
+            done = log.scrub(timeout=args.wait)
+    except EventStoreError as error:
+        print(f"chronograph scrub: {error}", file=sys.stderr)
+        return 2
+    print(f"scrubbed {store}: {done.zeroed} page(s) or gaps overwritten"
+          + (f"; {done.held} page(s) still open to a reader: run it again later" if done.held else ""))
+    return 1 if done.held else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python tools/scrub.py --store S` (see the module docstring)."""
+    return script_main("chronograph scrub", __doc__, add_arguments, run, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
