@@ -217,3 +217,14 @@ def test_semantic_search_keeps_the_kuzu_shape_and_its_threshold(memory: Memory, 
     assert call(memory, "semantic_search", query="zzz qqq", threshold=0.99)["entities"] == []
     with pytest.raises(InvalidArgumentsError):
         memory.read("semantic_search", {"query": ""})
+
+
+def test_a_forgotten_entity_leaves_no_vector_and_semantic_search_goes_on(memory: Memory, words: Words) -> None:
+    assert "Bob" in names(call(memory, "search_nodes", query="cello", mode="semantic"))
+    stream = memory.read("get_audit_log", {"entityName": "Bob"}).events[0].stream
+    memory.write("forget_entity", {"name": "Bob", "reason": "asked"}, actor="t")
+    vectors = memory.views.env.open_db("vectors.v1")
+    with memory.views.env.read() as txn:
+        assert not [key for key in txn.cursor(db=vectors).iternext(values=False) if key.endswith(stream.encode())]
+    assert "Bob" not in names(call(memory, "search_nodes", query="cello", mode="semantic"))
+    assert "Cy" in names(call(memory, "search_nodes", query="keeps bees", mode="semantic"))
