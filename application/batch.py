@@ -10,12 +10,12 @@ the version it was read at.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from chronograph.application.errors import ConflictError
 from chronograph.application.outputs import entity_out, relation_out
-from chronograph.eventstore import NO_STREAM, AppendResult, Envelope, Event, EventLog, LogTransaction, StreamWrite
+from chronograph.eventstore import NO_STREAM, AppendResult, Envelope, Event, LogTransaction, Scrubbed, StreamWrite
 from chronograph.eventstore.writes import ExpectedVersion
 from chronograph.projections import ContextRecord, EntityRecord, LmdbState, Overlay, RelationRecord, apply
 from chronograph.projections.teamview import TeamView
@@ -50,8 +50,8 @@ class Batch:
         self._count = 0
         self.teams: TeamView | None = None
         """The team memory of the store (set by the memory running the command)."""
-        self.log: EventLog | None = None
-        """The log itself, for work after the commit (set by the memory running the command)."""
+        self.scrub: Callable[[Sequence[bytes]], Scrubbed] | None = None
+        """Overwrites what erasures left in the store's files (set by the memory running the command)."""
         self.observers: list[Callable[[Envelope], None]] = []
         """Other states that fold each decided event too (the team memory's)."""
         self.afterwards: list[Callable[[Any], Any]] = []

@@ -21,10 +21,12 @@ def default_store() -> Path:
     return Path(platformdirs.user_data_dir("chronograph", appauthor=False)) / "store"
 
 
-def resolve_store(flag: str | os.PathLike[str] | None) -> Path:
-    """The store path: the flag if given, else $CHRONOGRAPH_STORE, else the per-user default."""
-    if flag:
-        return Path(flag).expanduser()
-    if os.environ.get(STORE_ENV):
-        return Path(os.environ[STORE_ENV]).expanduser()
-    return default_store()
+def resolve_store(flag: str | os.PathLike[str] | None) -> Path | str:
+    """The store: the flag if given, else $CHRONOGRAPH_STORE, else the per-user default; a
+    directory, or a postgresql:// URL (returned as the text it is)."""
+    named = str(flag) if flag else os.environ.get(STORE_ENV)
+    if not named:
+        return default_store()
+    if named.startswith(("postgresql://", "postgres://")):
+        return named
+    return Path(named).expanduser()

@@ -186,10 +186,9 @@ def forget_entity(batch: Batch, args: ForgetEntity) -> ForgetOut:
 
 def _scrub(batch: Batch, keys: Sequence[bytes]) -> Any:
     def scrub(output: ForgetOut) -> ForgetOut:
-        log = batch.log
-        assert log is not None
+        assert batch.scrub is not None
         try:
-            done = log.scrub(keys)
+            done = batch.scrub(keys)
         except EventStoreError as error:
             return msgspec.structs.replace(output, message=(
                 f"Erased from the log and every view, but the store's free pages could not be scrubbed: {error}. "

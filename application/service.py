@@ -10,6 +10,8 @@ stored. Nothing of a rejected call is written.
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +23,10 @@ from chronograph.application.exportdir import ExportDir
 from chronograph.application.outputs import Out
 from chronograph.application.registry import CORE, Tool
 from chronograph.application.storelock import StoreLock
+from chronograph.application.stores import open_store
 from chronograph.application.teamcore import TEAM
 from chronograph.application.timeline import Timeline
-from chronograph.eventstore import ConcurrencyError, EventStoreError, LmdbLog, LogTransaction, StorageFullError
+from chronograph.eventstore import ConcurrencyError, EventStoreError, LogTransaction, Scrubbed, StorageFullError
 from chronograph.eventstore.keys import digest
 from chronograph.projections import LmdbState, Progress, ProjectionError, Views, paused_gc
 from chronograph.projections.embedder import open_embedder
@@ -78,15 +81,23 @@ class Memory:
         embeddings_key: str | None = None,
         embedding_threads: int = 1,
         project_files: bool = True,
+        cache: str | os.PathLike[str] | None = None,
     ) -> None:
         self.lock = StoreLock()
+        self._follower: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self.followed = 0
+        """The log position the follower last brought the views to."""
+        self.reachable: str | None = None
+        """Why the database of the store cannot be reached now, as the follower last found (None: it can)."""
         self.export_dir = ExportDir(export_dir) if isinstance(export_dir, Path) else export_dir
         """Where export_graph may write files (None: nowhere)."""
         self.project_files = project_files
         """Whether n2n's export may write a Markdown file inside the project root a client names."""
-        self.log = LmdbLog(Path(path), sync=sync, readonly=readonly, max_map_size=max_size)
+        self.log, self.cache = open_store(path, sync=sync, readonly=readonly, max_size=max_size, cache=cache)
+        """The log, and the local environment of the views when the log is in a database."""
         try:
-            self.views = Views(self.log, progress=progress)
+            self.views = Views(self.log, progress=progress, cache=self.cache)
             self.timeline = Timeline(self.log, self.views)
             self.teams = TeamView()
             """The team memory (the Agent Memory surface), folded in memory."""
@@ -110,12 +121,43 @@ class Memory:
 
                 self.semantic = Semantic(self.views, embedder, self.lock)
         except BaseException:
-            self.log.close()
+            self._close_store()
             raise
-        self.lock.on_first = self.log.environment.refresh
+        self.lock.on_first = self.views.refresh
+
+    def follow(self) -> None:
+        """Keep the views of a database store current with what other servers write: a thread
+        that wakes on the log's notifications (or every second) and folds what is new. Without
+        it, a process's views catch up at its own writes only. Nothing to do for a store folder:
+        every process reads the one set of views there."""
+        if self.cache is None or self._follower is not None:
+            return
+        self._follower = threading.Thread(target=self._follow, name="follower", daemon=True)
+        self._follower.start()
+
+    def _follow(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                with self.views.binding.read() as (_, txn):
+                    checkpoint = self.views.tables.checkpoint(txn)
+                head = self.log.wait_for_append(checkpoint, timeout=1.0)
+                with self.log.read() as reader:
+                    self.views.observed_erasures = reader.erasures()
+                self.reachable = None
+                if head > checkpoint or self.views.observed_erasures != self.views.erasures_seen:
+                    with self.lock:
+                        checkpoint = self.views.catch_up()
+                self.followed = checkpoint
+            except (EventStoreError, ProjectionError) as error:
+                self.reachable = str(error)
+                self._stopping.wait(1.0)
 
     def close(self) -> None:
-        """Stop the embedding projector, keep the search indexes' images, close the store."""
+        """Stop the embedding projector and the follower, keep the search indexes' images, close
+        the store."""
+        self._stopping.set()
+        if self._follower is not None:
+            self._follower.join(timeout=10)
         if self.semantic is not None:
             self.semantic.stop()
         with self.lock:
@@ -123,7 +165,12 @@ class Memory:
                 self.views.search.save(every=1)
             except (EventStoreError, ProjectionError):
                 pass  # an image is an optimisation: the next process builds the index instead
-            self.log.close()
+            self._close_store()
+
+    def _close_store(self) -> None:
+        self.log.close()
+        if self.cache is not None:
+            self.cache.close()
 
     def prepare_search(self) -> int:
         """Index every workspace's words and keep the images in the store, so that the first
@@ -133,6 +180,16 @@ class Memory:
                 for workspace in snapshot.graph.workspaces():
                     self.views.search_index(snapshot, workspace.name)
             return self.views.search.save(every=1)
+
+    def scrub(self, needles: Sequence[bytes] = ()) -> Scrubbed:
+        """Overwrite what erasures left in the store's files: the log's, and the views' cache
+        when they live apart (see `EventLog.scrub`). Call it holding the lock, outside any
+        transaction."""
+        done = self.log.scrub(needles)
+        if self.cache is not None:
+            local = self.cache.scrub(b"scrub", needles)
+            done = Scrubbed(done.zeroed + local.zeroed, done.held + local.held)
+        return done
 
     def store_bytes(self) -> int:
         """What the store takes on disk (log and views)."""
@@ -194,7 +251,7 @@ class Memory:
                     return Written(output, changed=False, replayed=True)
             batch = Batch(tx, views, workspace, actor=actor, correlation_id=correlation, idempotency_key=key)
             batch.teams = self.teams
-            batch.log = self.log
+            batch.scrub = self.scrub
             batches.append(batch)
             output = spec.handler(batch, args)
             writes = batch.writes()

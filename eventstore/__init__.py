@@ -15,6 +15,7 @@ from chronograph.eventstore.errors import (
     StoreCorruptError,
     StoreFormatError,
     StoreOpenError,
+    StoreUnavailableError,
     UnknownEventError,
 )
 from chronograph.eventstore.events import (
@@ -92,6 +93,7 @@ __all__ = [
     "StoreCorruptError",
     "StoreFormatError",
     "StoreOpenError",
+    "StoreUnavailableError",
     "StreamWrite",
     "UnknownEventError",
     "Upcasters",

@@ -48,6 +48,11 @@ class StorageFullError(EventStoreError):
     """The disk or the configured map ceiling is full; the write was rolled back."""
 
 
+class StoreUnavailableError(EventStoreError):
+    """The database holding the log cannot be reached now; a write in flight was rolled back,
+    or (if the connection broke at its commit) may have been stored: read before retrying."""
+
+
 class UnknownEventError(EventStoreError):
     """An event type or schema version in the log has no decoder or upcaster."""
 

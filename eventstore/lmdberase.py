@@ -18,18 +18,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import lmdb
-import msgspec
 from chronograph.eventstore import checksums
 from chronograph.eventstore.codec import Envelope
+from chronograph.eventstore.erasure import forgotten_result, reenveloped
 from chronograph.eventstore.errors import StoreCorruptError
 from chronograph.eventstore.events import Event
 from chronograph.eventstore.keys import pack_u64, text_key
-from chronograph.eventstore.lmdbreader import ERASURES, LmdbReader, Recorded, recorded_decoder
+from chronograph.eventstore.lmdbreader import ERASURES, LmdbReader
 
 __all__ = ["erase", "rewrite"]
-
-_encoder = msgspec.msgpack.Encoder()
-
 
 def erase(
     reader: LmdbReader, streams: Mapping[str, str], redact: Callable[[Envelope], Event]
@@ -75,12 +72,7 @@ def rewrite(reader: LmdbReader, position: int, event: Event) -> Envelope:
 
 
 def _put(reader: LmdbReader, original: Envelope, stream: str, event: Event) -> None:
-    codec = reader.codec
-    envelope = Envelope(
-        original.position, stream, original.version, original.recorded_at, codec.schema_of(event),
-        original.actor, original.correlation_id, original.idempotency_key, event,
-    )
-    stored = codec.encode(envelope)
+    _, stored = reenveloped(reader.codec, original, stream, event)
     reader.txn.put(pack_u64(original.position), stored, db=reader.dbs.log)
     if reader.dbs.sums is not None:
         checksums.record(reader.txn, reader.dbs.sums, original.position, [checksums.digest(stored)])
@@ -92,11 +84,8 @@ def _forget_results(txn: lmdb.Transaction, reader: LmdbReader, streams: Mapping[
     changed: list[tuple[bytes, bytes]] = []
     with txn.cursor(reader.dbs.idempotency) as cursor:
         for key, value in cursor:
-            recorded = recorded_decoder.decode(value)
-            if not any(stream in streams for stream in recorded.versions):
-                continue
-            versions = {streams.get(stream, stream): version for stream, version in recorded.versions.items()}
-            kept = Recorded(recorded.fingerprint, recorded.first_position, recorded.last_position, versions, None)
-            changed.append((bytes(key), _encoder.encode(kept)))
+            kept = forgotten_result(bytes(value), streams)
+            if kept is not None:
+                changed.append((bytes(key), kept))
     for key, value in changed:
         txn.put(key, value, db=reader.dbs.idempotency)

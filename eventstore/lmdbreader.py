@@ -37,18 +37,6 @@ class Databases(NamedTuple):
     """pages of envelope checksums (see `checksums`); absent in a read-only store that never had them"""
 
 
-class Recorded(msgspec.Struct, frozen=True, array_like=True):
-    """What an idempotency key produced: the writes' fingerprint, the positions and versions
-    they reached, and the caller's result (None once erased by forgetting)."""
-
-    fingerprint: bytes
-    first_position: int
-    last_position: int
-    versions: dict[str, int]
-    result: bytes | None
-
-
-recorded_decoder = msgspec.msgpack.Decoder(Recorded)
 
 
 class LmdbReader:
@@ -244,6 +232,23 @@ class LmdbReader:
             for key, value in cursor.iternext():
                 if found(value):
                     yield self._decode(value, unpack_u64(key))
+
+    def stored(self, from_position: int, to_position: int) -> list[bytes]:
+        """The stored bytes of the events in the range, oldest first."""
+        out: list[bytes] = []
+        with self.txn.cursor(self.dbs.log) as cursor:
+            if cursor.set_key(pack_u64(from_position)):
+                for key, value in cursor:
+                    if unpack_u64(key) > to_position:
+                        break
+                    out.append(bytes(value))
+        return out
+
+    def idempotency_records(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every idempotency key the log remembers (as stored) and its stored record."""
+        with self.txn.cursor(self.dbs.idempotency) as cursor:
+            for key, value in cursor:
+                yield bytes(key), bytes(value)
 
     def erasures(self) -> int:
         """How many times content was erased from this log (forgetting); 0 if never."""

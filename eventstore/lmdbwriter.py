@@ -9,12 +9,20 @@ from typing import TYPE_CHECKING
 import msgspec
 from chronograph.eventstore import checksums, clock, lmdberase
 from chronograph.eventstore.codec import Codec, Envelope
-from chronograph.eventstore.errors import ConcurrencyError, IdempotencyConflictError
+from chronograph.eventstore.errors import IdempotencyConflictError, StoreCorruptError
 from chronograph.eventstore.events import Event
-from chronograph.eventstore.keys import digest, pack_u64, text_key, unpack_u64
-from chronograph.eventstore.lmdbreader import Databases, LmdbReader, Recorded, recorded_decoder
+from chronograph.eventstore.keys import pack_u64, text_key, unpack_u64
+from chronograph.eventstore.lmdbreader import ERASURES, Databases, LmdbReader
 from chronograph.eventstore.log import EraseHook, InlineHook
-from chronograph.eventstore.writes import ANY, EXISTS, NO_STREAM, AppendResult, ExpectedVersion, StreamWrite
+from chronograph.eventstore.writes import (
+    AppendResult,
+    Recorded,
+    StreamWrite,
+    check_expected,
+    fingerprint_of,
+    recorded_decoder,
+    replayed,
+)
 
 if TYPE_CHECKING:
     import lmdb
@@ -56,7 +64,7 @@ class LmdbTransaction(LmdbReader):
     def recall(self, idempotency_key: str) -> AppendResult | None:
         """The append recorded under `idempotency_key`, replayed, or None if it is new."""
         recorded = self._recorded(idempotency_key)
-        return None if recorded is None else _replay(recorded)
+        return None if recorded is None else replayed(recorded)
 
     def append(
         self,
@@ -78,12 +86,12 @@ class LmdbTransaction(LmdbReader):
         """
         fingerprint = b""
         if idempotency_key is not None:
-            fingerprint = self._fingerprint(writes)
+            fingerprint = fingerprint_of(self.codec.encode_event, writes)
             recorded = self._recorded(idempotency_key)
             if recorded is not None:
                 if recorded.fingerprint != fingerprint:
                     raise IdempotencyConflictError(idempotency_key)
-                return _replay(recorded)
+                return replayed(recorded)
 
         if writes and self._check_room is not None:
             self._check_room()
@@ -104,7 +112,7 @@ class LmdbTransaction(LmdbReader):
             if current is None:
                 stored = txn.get(stream_key, db=dbs.heads)
                 current = 0 if stored is None else unpack_u64(stored)
-            _check(write.stream, write.expected, current)
+            check_expected(write.stream, write.expected, current)
             for event in write.events:
                 position += 1
                 current += 1
@@ -159,6 +167,49 @@ class LmdbTransaction(LmdbReader):
         """
         return lmdberase.rewrite(self, position, event)
 
+    def restore(self, envelopes: Sequence[Envelope]) -> None:
+        """Append `envelopes` exactly as they are, continuing the log and their streams (a copy).
+
+        Raises:
+            StoreCorruptError: If one does not continue the log or its stream.
+        """
+        if not envelopes:
+            return
+        txn, dbs = self.txn, self.dbs
+        head = self.head()
+        versions: dict[str, int] = {}
+        rows, digests, index = [], [], []
+        for offset, envelope in enumerate(envelopes):
+            current = versions.get(envelope.stream)
+            if current is None:
+                current = self.stream_version(envelope.stream)
+            if envelope.position != head + 1 + offset or envelope.version != current + 1:
+                raise StoreCorruptError(
+                    f"the event copied to position {head + 1 + offset} says position {envelope.position}, version "
+                    f"{envelope.version} of {envelope.stream!r} (which is at {current}): not a continuation")
+            stored = self.codec.encode(envelope)
+            rows.append((pack_u64(envelope.position), stored))
+            digests.append(checksums.digest(stored))
+            index.append((text_key(envelope.stream) + pack_u64(envelope.version), pack_u64(envelope.position)))
+            versions[envelope.stream] = envelope.version
+        if self._check_room is not None:
+            self._check_room()
+        with txn.cursor(dbs.log) as cursor:
+            cursor.putmulti(rows, append=True)
+        if dbs.sums is not None:
+            checksums.record(txn, dbs.sums, head + 1, digests)
+        with txn.cursor(dbs.streams) as cursor:
+            cursor.putmulti(index)
+        with txn.cursor(dbs.heads) as cursor:
+            cursor.putmulti([(text_key(stream), pack_u64(v)) for stream, v in versions.items()])
+
+    def restore_records(self, records: Sequence[tuple[bytes, bytes]], erasures: int) -> None:
+        """Keep idempotency `records` (key, record, as stored) and the count of erasures (a copy)."""
+        with self.txn.cursor(self.dbs.idempotency) as cursor:
+            cursor.putmulti(list(records))
+        if erasures:
+            self.txn.put(ERASURES, pack_u64(erasures), db=self.dbs.meta)
+
     def attach_result(self, idempotency_key: str, result: bytes) -> None:
         """Keep `result` with the append recorded under `idempotency_key` in this transaction.
 
@@ -180,40 +231,6 @@ class LmdbTransaction(LmdbReader):
         value = self.txn.get(_idempotency_key(idempotency_key), db=self.dbs.idempotency)
         return None if value is None else recorded_decoder.decode(value)
 
-    def _fingerprint(self, writes: Sequence[StreamWrite]) -> bytes:
-        parts = [
-            _encoder.encode([write.stream, write.expected])
-            + b"".join(self.codec.encode_event(event) for event in write.events)
-            for write in writes
-        ]
-        return digest(_encoder.encode(parts), 32)
-
 
 def _idempotency_key(key: str) -> bytes:
     return text_key(key)
-
-
-def _replay(recorded: Recorded) -> AppendResult:
-    return AppendResult(
-        recorded.first_position,
-        recorded.last_position,
-        recorded.versions,
-        replayed=True,
-        result=recorded.result,
-    )
-
-
-def _check(stream: str, expected: ExpectedVersion, current: int) -> None:
-    if expected == ANY:
-        return
-    if expected == NO_STREAM:
-        ok = current == 0
-    elif expected == EXISTS:
-        ok = current > 0
-    elif isinstance(expected, int) and not isinstance(expected, bool):
-        ok = current == expected
-    else:
-        raise ValueError(f"{expected!r} is not an expected version (any, no_stream, exists or an int)")
-    if not ok:
-        raise ConcurrencyError(stream, expected, current)
-

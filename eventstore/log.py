@@ -101,6 +101,14 @@ class LogReader(Protocol):
         may hold something forgotten since."""
         ...
 
+    def stored(self, from_position: int, to_position: int) -> list[bytes]:
+        """The stored bytes of the events in the range, oldest first (what a copy checks)."""
+        ...
+
+    def idempotency_records(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every idempotency key the log remembers (as stored) and its stored record."""
+        ...
+
 
 class LogTransaction(LogReader, Protocol):
     """A write transaction: everything appended in it commits together or not at all."""
@@ -141,6 +149,21 @@ class LogTransaction(LogReader, Protocol):
     def rewrite(self, position: int, event: Event) -> Envelope:
         """Replace the event at `position` by `event`, its envelope kept; return the original
         (a reference to a forgotten name in a stream that stays)."""
+        ...
+
+    def restore(self, envelopes: Sequence[Envelope]) -> None:
+        """Append `envelopes` exactly as they are (positions, versions, times, actors, calls): a
+        copy of another log. They must continue the log and each of their streams. No hook
+        runs: views of the copy are built when it is opened.
+
+        Raises:
+            StoreCorruptError: If one does not continue the log or its stream.
+        """
+        ...
+
+    def restore_records(self, records: Sequence[tuple[bytes, bytes]], erasures: int) -> None:
+        """Keep idempotency `records` (key, record, as another log stores them) and the count
+        of erasures, as a copy of another log."""
         ...
 
 

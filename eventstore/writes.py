@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import msgspec
+from chronograph.eventstore.errors import ConcurrencyError
 from chronograph.eventstore.events import Event
+from chronograph.eventstore.keys import digest
 
-__all__ = ["ANY", "EXISTS", "NO_STREAM", "AppendResult", "ExpectedVersion", "StreamWrite"]
+__all__ = [
+    "ANY", "EXISTS", "NO_STREAM", "AppendResult", "ExpectedVersion", "Recorded", "StreamWrite", "check_expected",
+    "fingerprint_of", "recorded_decoder", "replayed",
+]
 
 ANY: Literal["any"] = "any"
 """Write whatever version the stream is at."""
@@ -47,3 +52,54 @@ class AppendResult(msgspec.Struct, frozen=True):
     def count(self) -> int:
         """How many events the append wrote."""
         return self.last_position - self.first_position + 1
+
+
+class Recorded(msgspec.Struct, frozen=True, array_like=True):
+    """What an idempotency key produced: the writes' fingerprint, the positions and versions
+    they reached, and the caller's result (None once erased by forgetting)."""
+
+    fingerprint: bytes
+    first_position: int
+    last_position: int
+    versions: dict[str, int]
+    result: bytes | None
+
+
+recorded_decoder = msgspec.msgpack.Decoder(Recorded)
+
+
+_encoder = msgspec.msgpack.Encoder()
+
+
+def check_expected(stream: str, expected: ExpectedVersion, current: int) -> None:
+    """Raise ConcurrencyError unless `stream`, at version `current`, is where `expected` says.
+
+    Raises:
+        ConcurrencyError: If it is not.
+        ValueError: If `expected` is not an expected version.
+    """
+    if expected == ANY:
+        return
+    if expected == NO_STREAM:
+        ok = current == 0
+    elif expected == EXISTS:
+        ok = current > 0
+    elif isinstance(expected, int) and not isinstance(expected, bool):
+        ok = current == expected
+    else:
+        raise ValueError(f"{expected!r} is not an expected version (any, no_stream, exists or an int)")
+    if not ok:
+        raise ConcurrencyError(stream, expected, current)
+
+
+def fingerprint_of(encode_event: Callable[[Event], bytes], writes: Sequence[StreamWrite]) -> bytes:
+    """What an idempotency key remembers of the writes it was used for (a digest)."""
+    parts = [_encoder.encode([write.stream, write.expected]) + b"".join(encode_event(e) for e in write.events)
+             for write in writes]
+    return digest(_encoder.encode(parts), 32)
+
+
+def replayed(recorded: Recorded) -> AppendResult:
+    """The result of the append `recorded`, returned again for a repeated idempotency key."""
+    return AppendResult(recorded.first_position, recorded.last_position, recorded.versions, replayed=True,
+                        result=recorded.result)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import lmdb
 from chronograph.eventstore import LmdbEnv, LmdbLog, LmdbTransaction, LogReader, LogTransaction
 
-__all__ = ["Binding", "Colocated", "bind"]
+__all__ = ["Binding", "Colocated", "Remote", "bind"]
 
 T = TypeVar("T")
 
@@ -40,6 +40,11 @@ class Binding(Protocol):
 
     def log_in(self, txn: lmdb.Transaction) -> AbstractContextManager[LogReader]:
         """A log reader to use beside the views write transaction `txn`."""
+        ...
+
+    def fold(self, work: Callable[[LogReader, lmdb.Transaction], T]) -> T:
+        """Run `work(log reader, views write transaction)`: views catching up, which read the
+        log but append nothing (so no writer of the log is held up)."""
         ...
 
 
@@ -69,13 +74,63 @@ class Colocated:
     def log_in(self, txn: lmdb.Transaction) -> Iterator[LogReader]:
         yield self.log.reader(txn)
 
+    def fold(self, work: Callable[[LogReader, lmdb.Transaction], T]) -> T:
+        return self.log.transact(lambda tx: work(tx, tx.txn))
 
-def bind(log: object) -> Binding:
-    """The binding of `log` and the environment its views live in.
+
+class Remote:
+    """Views kept in a local LMDB environment (a cache) of a log in a database server.
+
+    A write decides against the database's current state: it takes the log's write
+    transaction (and lock), catches the views up inside it, decides, appends, folds inline,
+    commits the log and only then the views. If the views' commit fails after the log's,
+    the views are behind, never ahead, and catch up from their checkpoint.
+    """
+
+    def __init__(self, log: Any, env: LmdbEnv) -> None:
+        self.log = log
+        self.env = env
+
+    def write(self, work: Callable[[LogTransaction, lmdb.Transaction], T]) -> T:
+        def attempt(txn: lmdb.Transaction) -> T:  # run again from scratch if the local map grows
+            with self.log.transaction() as tx:
+                tx.views_txn = txn
+                outcome = work(tx, txn)
+                self.log.commit(tx)
+            return outcome
+
+        return self.env.write(attempt)
+
+    @contextmanager
+    def read(self) -> Iterator[tuple[LogReader, lmdb.Transaction]]:
+        with self.env.read() as txn, self.log.read(lazy=True) as reader:
+            yield reader, txn
+
+    def hook_txn(self, tx: LogTransaction) -> lmdb.Transaction:
+        txn = getattr(tx, "views_txn", None)
+        assert txn is not None, "a log transaction of a remote log opened outside its views' binding"
+        return txn
+
+    def log_in(self, txn: lmdb.Transaction) -> AbstractContextManager[LogReader]:
+        return self.log.read(lazy=True)
+
+    def fold(self, work: Callable[[LogReader, lmdb.Transaction], T]) -> T:
+        def attempt(txn: lmdb.Transaction) -> T:
+            with self.log.read() as reader:
+                return work(reader, txn)
+
+        return self.env.write(attempt)
+
+
+def bind(log: object, cache: LmdbEnv | None = None) -> Binding:
+    """The binding of `log` and the environment its views live in (`cache`, for a log that
+    keeps none of its own).
 
     Raises:
-        TypeError: If no binding knows this kind of log.
+        TypeError: If no binding knows this kind of log, or a remote log has no cache.
     """
     if isinstance(log, LmdbLog):
         return Colocated(log)
-    raise TypeError(f"no views binding for a log of type {type(log).__name__}")
+    if cache is not None and hasattr(log, "transaction") and hasattr(log, "commit"):
+        return Remote(log, cache)
+    raise TypeError(f"no views binding for a log of type {type(log).__name__} (a remote log needs a cache)")

@@ -124,6 +124,22 @@ class DictState:
     def saw_workspace(self, workspace: str) -> None:
         self._seen[workspace] = None
 
+    def forget_entity(self, stream: str, workspace: str) -> None:
+        entity = self.entities.get(stream)
+        if entity is not None:
+            for relation in [r for r in self.relations.values()
+                             if r.workspace == workspace and entity.name in (r.source, r.target)]:
+                self.remove_relation(relation)
+            self.remove_entity(entity)
+        for key, known in list(self._names.items()):
+            if key[0] == workspace and stream in known[1:]:
+                rest = [s for s in known[1:] if s != stream]
+                live = None if known[0] == stream else known[0]
+                if rest or live is not None:
+                    self._names[key] = [live, *rest]
+                else:
+                    del self._names[key]
+
     @property
     def size(self) -> int:
         """How many records the state holds (entities, relations, contexts)."""

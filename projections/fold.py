@@ -58,6 +58,10 @@ class State(Protocol):
     def saw_workspace(self, workspace: str) -> None:
         """Note that `workspace` was written to, though nothing readable of it is left."""
         ...
+    def forget_entity(self, stream: str, workspace: str) -> None:
+        """Take every trace of the entity of `stream` out: its record, the live relations
+        touching its name, its place in the history of every name it bore."""
+        ...
     def present(self, entity: EntityRecord) -> set[str]:
         """The entity's observations as a set the fold may add to (a state that folds long
         histories keeps it between events, so adding to a big entity costs what is added)."""
@@ -243,9 +247,10 @@ _CREATIONS = frozenset({"entity_created", "relation_created"})
 
 
 def _entity_forgotten(state: State, envelope: Envelope, event: EntityForgotten) -> None:
-    entity = state.get_entity(envelope.stream)
-    if entity is not None:
-        state.remove_entity(entity)
+    # Where the erasure happened, its hook has emptied the views already, and a fold of the
+    # erased log never met the entity; views elsewhere (a server's cache of a shared log)
+    # learn of the erasure from this event alone.
+    state.forget_entity(envelope.stream, event.workspace)
 
 
 _HANDLERS: dict[type[Event], Callable[[State, Envelope, Event], None]] = {

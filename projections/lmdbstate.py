@@ -125,10 +125,30 @@ class LmdbState(LmdbGraph):
     def saw_workspace(self, workspace: str) -> None:
         self._totals(workspace, self._ws(workspace))
 
+    def forget_entity(self, stream: str, workspace: str) -> None:
+        entity = self.get_entity(stream)
+        if entity is not None:
+            for relation in self.relations_of(workspace, entity.name):
+                self.remove_relation(relation)
+            self.remove_entity(entity)
+        ws = self._ws(workspace)
+        names = []
+        with self.txn.cursor(self.tables.names) as cursor:  # every name it bore: the workspace's names, scanned
+            if cursor.set_range(ws):
+                for key, value in cursor:
+                    if not bytes(key).startswith(ws):
+                        break
+                    if stream in decode_name(value).streams:
+                        names.append(bytes(key))
+        for key in names:
+            self._drop_stream(key, stream)
+
     def drop_name_stream(self, workspace: str, name: str, stream: str) -> None:
         """Take `stream` out of the streams ever created under `name` (forgetting); a name no
         stream is left under disappears from the views."""
-        key = name_key(self._ws(workspace), name)
+        self._drop_stream(name_key(self._ws(workspace), name), stream)
+
+    def _drop_stream(self, key: bytes, stream: str) -> None:
         value = self.txn.get(key, db=self.tables.names)
         if value is None:
             return

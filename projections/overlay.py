@@ -95,6 +95,13 @@ class Overlay:
     def saw_workspace(self, workspace: str) -> None:
         pass  # only erasures say so, and no command decides one: the views note it inline
 
+    def forget_entity(self, stream: str, workspace: str) -> None:
+        entity = self.get_entity(stream)  # names are the views' business: forgetting purged them inline
+        if entity is not None:
+            for relation in self.relations_of(workspace, entity.name):
+                self.remove_relation(relation)
+            self.remove_entity(entity)
+
     # --- the questions commands ask ---------------------------------------------------------
 
     def entity(self, workspace: str, name: str) -> EntityRecord | None:

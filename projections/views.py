@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from typing import NamedTuple, TypeVar
 
 import lmdb
-from chronograph.eventstore import Envelope, EventLog, LogReader, LogTransaction
-from chronograph.projections.binding import bind
+from chronograph.eventstore import Envelope, EventLog, LmdbEnv, LogReader, LogTransaction
+from chronograph.projections.binding import Colocated, bind
 from chronograph.projections.catchup import Progress, catch_up
 from chronograph.projections.erasure import erased, purge_vectors, purge_views
 from chronograph.projections.errors import ViewsUnavailableError
@@ -59,20 +59,23 @@ class Views:
         ViewsUnavailableError: If a read-only store has no views.
     """
 
-    def __init__(self, log: EventLog, *, progress: Progress | None = None) -> None:
+    def __init__(self, log: EventLog, *, progress: Progress | None = None, cache: LmdbEnv | None = None) -> None:
         self.log = log
-        self.binding = bind(log)
+        self.binding = bind(log, cache)
         self.env = self.binding.env
         self.pointer = Pointer(self.env)
         self._slots: dict[str, Tables] = {}
         self._tables: Tables | None = None
+        self._erasures_seen: int | None = None
+        self.observed_erasures: int | None = None
+        """The log's erasure count as a follower last saw it (None: no follower; ask the log)."""
         self.search = SearchIndex(self.env, self.erasures_in)
         """The word indexes, kept in the store and caught up from the log."""
         self.snapshots = Snapshots(self.env, erasures_in=self.erasures_in)
         """Saved folds of the log, for time travel."""
         with self.env.read() as txn:
             generation = self.pointer.generation(txn)
-        if log.readonly:
+        if self.env.readonly:
             if generation == 0:
                 raise ViewsUnavailableError(
                     f"the store at {log.location} has no views of this version's format yet; open it "
@@ -121,7 +124,7 @@ class Views:
     def _tables_of(self, generation: int) -> Tables:
         known = self._slots.get(slot(generation))
         if known is None:  # a slot's handles are opened once per process
-            known = self._slots[slot(generation)] = open_tables(self.env, generation, create=not self.log.readonly)
+            known = self._slots[slot(generation)] = open_tables(self.env, generation, create=not self.env.readonly)
         return known._replace(generation=generation)
 
     def rebuild(self, progress: Progress | None = None) -> RebuildReport:
@@ -157,6 +160,36 @@ class Views:
     def search_index(self, snapshot: Snapshot, workspace: str) -> WorkspaceIndex:
         """The search index of `workspace`, current at the snapshot's position."""
         return self.search.current(snapshot.log, snapshot.graph, workspace)
+
+    def refresh(self) -> None:
+        """Catch this process up with erasures made elsewhere, before it writes anything (call it
+        with no transaction open). An embedded store reopens its environment (see
+        `LmdbEnv.refresh`); a cache of a shared log also folds the erasure records, which take
+        the forgotten entities out of the views, drops the snapshots and search images it
+        derived, and scrubs its file."""
+        if isinstance(self.binding, Colocated):
+            self.env.refresh()
+            return
+        with self.log.read() as log:
+            count = log.erasures() if self.observed_erasures is None else self.observed_erasures
+        seen, self._erasures_seen = self._erasures_seen, count
+        if seen is None or seen == count:
+            return
+        self.env.reopen()
+        self.catch_up()
+
+        def drop(txn: lmdb.Transaction) -> None:
+            if self.snapshots.db is not None:
+                txn.drop(self.snapshots.db, delete=False)
+            self.search.forget(txn)
+
+        self.env.write(drop)
+        self.env.scrub(b"scrub")
+
+    @property
+    def erasures_seen(self) -> int | None:
+        """The log's erasure count these views last caught up with (None: not looked yet)."""
+        return self._erasures_seen
 
     def erasures_in(self, txn: lmdb.Transaction) -> int:
         """The log's erasure count, read in a transaction of the views' environment."""
@@ -194,13 +227,13 @@ class Views:
         while True:
             head = self.log.head()
 
-            def step(tx: LogTransaction, txn: lmdb.Transaction, head: int = head) -> int:
+            def step(log: LogReader, txn: lmdb.Transaction, head: int = head) -> int:
                 tables = self.tables
                 self._check_generation(txn, tables)
-                return catch_up(tx, txn, tables, head, limit=CATCH_UP_CHUNK)
+                return catch_up(log, txn, tables, head, limit=CATCH_UP_CHUNK)
 
             try:
-                checkpoint = self.binding.write(step)
+                checkpoint = self.binding.fold(step)
             except GenerationMoved as moved:
                 self.adopt(moved.generation)
                 continue

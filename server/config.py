@@ -23,7 +23,10 @@ MAX_MESSAGE = 32 << 20
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """How one server runs."""
 
-    store: Path
+    store: Path | str
+    """A store folder, or a postgresql:// URL."""
+    cache: Path | None = None
+    """Where the views of a database store live on this machine (None: the per-user cache)."""
     actor: str | None = None
     """Who the events are recorded as; None: the MCP client's name from its handshake."""
     profile: str = DEFAULT_PROFILE

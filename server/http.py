@@ -249,6 +249,10 @@ def http_app(
     async def ready(_: Request) -> Response:
         try:
             memory = runtime.memory
+            if memory.reachable is not None:  # the follower found the database of the store gone
+                return JSONResponse({"status": "unavailable", "reason": memory.reachable}, status_code=503)
+            if memory.cache is not None:  # a database store: the follower keeps the views current
+                return JSONResponse({"status": "ready", "position": memory.followed})
             if memory.lock.acquire(blocking=False):
                 try:
                     last[:] = [(memory.views.behind(), memory.log.head(), memory.store_bytes())]

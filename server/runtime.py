@@ -64,11 +64,13 @@ class Runtime:
                 exports = ExportDir(settings.export_dir, max_export=settings.export_max, budget=settings.export_budget)
             self._memory = Memory(
                 settings.store, sync=settings.sync, export_dir=exports, max_size=settings.max_size,
+                cache=settings.cache,
                 embeddings=settings.embeddings, embeddings_model=settings.embeddings_model,
                 embeddings_key=settings.embeddings_key, project_files=settings.project_files,
             )
             if self._memory.semantic is not None and not self._memory.log.readonly:
                 self._memory.semantic.start(EmbeddingProgress())
+            self._memory.follow()  # a database store: other servers' writes reach the views
         self._users += 1
         return self._memory
 

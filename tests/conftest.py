@@ -13,6 +13,7 @@ from chronograph.server.app import Runtime, create_server
 from chronograph.server.config import Settings
 from mcp import Client
 from mcp_types import Implementation
+from support.postgres import drop_database
 
 os.environ["CHRONOGRAPH_EMBEDDINGS"] = "off"  # servers a test spawns load no model unless the test asks
 
@@ -28,6 +29,12 @@ def store(store_path: Path) -> Iterator[LmdbLog]:
     """A new, empty event log, closed after the test."""
     with LmdbLog(store_path) as opened:
         yield opened
+
+
+@pytest.fixture(scope="session", autouse=True)
+def postgres_database() -> Iterator[None]:
+    """This run's PostgreSQL database (created when a test first needs it), dropped at the end."""
+    yield from drop_database()
 
 
 @pytest.fixture

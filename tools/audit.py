@@ -26,7 +26,8 @@ if __package__ in (None, ""):  # run as a script from a checkout
 import msgspec
 from chronograph.application.audit import EVENT_TYPES, AuditEventOut, Subjects, event_out
 from chronograph.application.config import resolve_store
-from chronograph.eventstore import Envelope, EventStoreError, LmdbLog, LogReader, clock
+from chronograph.application.stores import OpenStore, open_store
+from chronograph.eventstore import Envelope, EventStoreError, LogReader, clock
 from chronograph.projections import ProjectionError, Views
 from chronograph.tools.parsing import add_store_argument, script_main
 from chronograph.tools.terminal import print_rows
@@ -60,15 +61,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 class Filter:
     """The event filters of one `audit` run."""
 
-    def __init__(self, args: argparse.Namespace, store: LmdbLog, subjects: Subjects) -> None:
+    def __init__(self, args: argparse.Namespace, views: Views | None, subjects: Subjects) -> None:
         self.args = args
         self.subjects = subjects
         self.types = set(args.types or ())
         self.streams: set[str] | None = None
         if args.stream:
             self.streams = {args.stream}
-        if args.entity:
-            views = Views(store)
+        if args.entity and views is not None:
             with views.read() as graph:
                 found = set(graph.name_streams(args.workspace or "default", args.entity))
             self.streams = found if self.streams is None else self.streams & found
@@ -121,8 +121,13 @@ def run(args: argparse.Namespace) -> int:
                 print(f"chronograph audit: {flag}: {error}", file=sys.stderr)
                 return 2
     try:
-        with LmdbLog(resolve_store(args.store), readonly=True) as store:
+        store = open_store(resolve_store(args.store), readonly=True, cache=args.cache, create=False)
+        try:
             return _run(store, args)
+        finally:
+            store.log.close()
+            if store.cache is not None:
+                store.cache.close()
     except (EventStoreError, ProjectionError, ValueError) as error:
         print(f"chronograph audit: {error}", file=sys.stderr)
         return 2
@@ -130,10 +135,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
 
-def _run(store: LmdbLog, args: argparse.Namespace) -> int:
-    with store.read() as reader:
+def _run(store: OpenStore, args: argparse.Namespace) -> int:
+    views = Views(store.log, cache=store.cache) if args.entity else None
+    with store.log.read() as reader:
         subjects = Subjects(reader)
-        keep = Filter(args, store, subjects)
+        keep = Filter(args, views, subjects)
         events: list[Envelope] = []
         for envelope in _selected(reader, args, keep):
             events.append(envelope)
@@ -151,7 +157,7 @@ def _run(store: LmdbLog, args: argparse.Namespace) -> int:
                    [[r.position, r.recorded_at, r.actor, r.type, r.workspace, r.subject, r.version,
                      r.correlation_id[:12]] for r in rows], title="events")
     if args.follow:
-        _follow(store, args, head)
+        _follow(store, views, args, head)
     return 0
 
 
@@ -159,15 +165,15 @@ def _print_json(row: msgspec.Struct) -> None:
     print(msgspec.json.encode(row).decode(), flush=True)
 
 
-def _follow(store: LmdbLog, args: argparse.Namespace, seen: int) -> None:
+def _follow(store: OpenStore, views: Views | None, args: argparse.Namespace, seen: int) -> None:
     while True:
         time.sleep(args.interval)
-        with store.read() as reader:
+        with store.log.read() as reader:
             head = reader.head()
             if head <= seen:
                 continue
             subjects = Subjects(reader)
-            keep = Filter(args, store, subjects)  # anew: a name may have been re-created
+            keep = Filter(args, views, subjects)  # anew: a name may have been re-created
             for batch in reader.batches(seen + 1, head):
                 for envelope in batch:
                     if keep(envelope):

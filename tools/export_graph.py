@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         print("chronograph export: --all-workspaces writes jsonl or json (what import reads back)", file=sys.stderr)
         return 2
     try:
-        with Memory(resolve_store(args.store), readonly=True) as memory:
+        with Memory(resolve_store(args.store), readonly=True, cache=args.cache) as memory:
             known = [w.name for w in memory.read("list_workspaces", {}).workspaces]  # type: ignore[attr-defined]
             if args.all_workspaces:
                 exported = _every_workspace(memory, known, arguments, fmt)

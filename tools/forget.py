@@ -30,8 +30,8 @@ from chronograph.application import Memory
 from chronograph.application.config import resolve_store
 from chronograph.application.errors import ChronographError
 from chronograph.application.forgetting import ForgetOut
+from chronograph.application.stores import store_exists
 from chronograph.eventstore import EventStoreError
-from chronograph.eventstore.lmdbenv import DATA_FILE
 from chronograph.projections import ProjectionError
 from chronograph.tools.parsing import add_store_argument, explain, script_main
 
@@ -52,11 +52,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Carry out `forget`; return the exit code."""
     store = resolve_store(args.store)
-    if not (store / DATA_FILE).exists():
+    if not store_exists(store):
         print(f"chronograph forget: there is no store at {store}", file=sys.stderr)
         return 2
     try:
-        with Memory(store) as memory:
+        with Memory(store, cache=args.cache) as memory:
             out = memory.write("forget_entity", {"name": args.name, "reason": args.reason,
                                                  "workspace": args.workspace}, actor=args.actor).output
             assert isinstance(out, ForgetOut)

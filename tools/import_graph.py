@@ -30,8 +30,8 @@ from chronograph.application import Memory
 from chronograph.application.config import resolve_store
 from chronograph.application.errors import ChronographError
 from chronograph.application.importing import Plan, check, import_plan, read_file, stored_types
+from chronograph.application.stores import store_exists
 from chronograph.eventstore import EventStoreError
-from chronograph.eventstore.lmdbenv import DATA_FILE
 from chronograph.projections import ProjectionError
 from chronograph.tools.parsing import add_store_argument, script_main
 from chronograph.tools.progress import Progress
@@ -56,14 +56,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     parts = [(args.workspace, plan), *plan.sections.items()]  # an export of every workspace has sections
     store = resolve_store(args.store)
-    if not (store / DATA_FILE).exists():  # nothing is stored yet: decide before creating anything
+    if not store_exists(store):  # nothing is stored yet: decide before creating anything
         for _, part in parts:
             check(part, {})
         _gather(plan, parts)
         if plan.empty or (plan.problems and args.strict):
             return _refuse(plan, args)
     try:
-        with Memory(store) as memory:
+        with Memory(store, cache=args.cache) as memory:
             stored = {workspace: stored_types(memory, part, workspace) for workspace, part in parts}
             for workspace, part in parts:
                 check(part, stored[workspace])

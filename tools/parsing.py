@@ -26,9 +26,13 @@ class Parser(argparse.ArgumentParser):
 
 
 def add_store_argument(parser: argparse.ArgumentParser) -> None:
-    """--store, resolved by `server.config.resolve_store`."""
-    parser.add_argument("--store", metavar="PATH",
-                        help="store directory (default: $CHRONOGRAPH_STORE, else the per-user store)")
+    """--store (resolved by `application.config.resolve_store`) and --cache."""
+    parser.add_argument("--store", metavar="PATH|URL",
+                        help="store directory or postgresql:// URL (default: $CHRONOGRAPH_STORE, else the per-user "
+                             "store)")
+    parser.add_argument("--cache", metavar="DIR",
+                        help="with a postgresql:// store: where this machine keeps its views (default: the per-user "
+                             "cache)")
 
 
 def explain(error: Exception, flags: dict[str, str]) -> str:

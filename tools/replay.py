@@ -60,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
     store = resolve_store(args.store)
     try:
         if args.rebuild:
-            return _rebuild(store)
-        with Memory(store, readonly=True) as memory:
+            return _rebuild(store, args.cache)
+        with Memory(store, readonly=True, cache=args.cache) as memory:
             if args.verify:
                 return _verify(memory)
             known = [w.name for w in memory.read("list_workspaces", {}).workspaces]  # type: ignore[attr-defined]
@@ -170,14 +170,14 @@ def _entity_change(a: dict[str, Any], b: dict[str, Any]) -> str:
     return ", ".join(parts) or f"version {a['version']} -> {b['version']}"
 
 
-def _rebuild(store: Path) -> int:
+def _rebuild(store: Path | str, cache: str | None) -> int:
     """Rebuild the views, then the search images and the embeddings (with the bundled model on
     every core, unless $CHRONOGRAPH_EMBEDDINGS says otherwise; a server re-embeds in the
     background what is missing)."""
     progress = Progress()
     spec = os.environ.get(EMBEDDINGS_ENV) or "auto"
     local = spec if spec in ("auto", "local") else "off"
-    with Memory(store, progress=progress, embeddings=local, embedding_threads=0) as memory:
+    with Memory(store, progress=progress, embeddings=local, embedding_threads=0, cache=cache) as memory:
         report = memory.views.rebuild(progress)
         images = memory.prepare_search()
         embedded = memory.semantic is not None

@@ -41,6 +41,10 @@ def run(args: argparse.Namespace) -> int:
     """Carry out `restore`; return the exit code."""
     began = time.perf_counter()
     store = resolve_store(args.store)
+    if isinstance(store, str):
+        print("chronograph restore: a backup is restored into a store folder; to put it into a database, restore "
+              "it into a folder, then `chronograph copy --from FOLDER --to URL`", file=sys.stderr)
+        return 2
     try:
         info = restore_backup(Path(args.backup).expanduser(), store, replace=args.replace)
     except (EventStoreError, OSError) as error:

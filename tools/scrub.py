@@ -3,8 +3,9 @@
     chronograph scrub --store ~/memory
 
 `chronograph forget` scrubs by itself; a reader that held an old snapshot longer than the
-scrub waited keeps some old pages from it, and this finishes the work. Zeroes the free
-pages and the unused space inside pages; a server may keep running meanwhile.
+scrub waited (10 s) keeps some old pages from it, and this finishes the work. Zeroes the
+free pages and the unused space inside pages; a server may keep running meanwhile. With a
+PostgreSQL store, it rewrites the log's tables (VACUUM FULL) and scrubs this machine's cache.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ if __package__ in (None, ""):  # run as a script from a checkout
 
     checkout.ensure_importable()
 
+from chronograph.application import Memory
 from chronograph.application.config import resolve_store
-from chronograph.eventstore import EventStoreError, LmdbLog
-from chronograph.eventstore.lmdbenv import DATA_FILE
+from chronograph.application.stores import store_exists
+from chronograph.eventstore import EventStoreError
+from chronograph.projections import ProjectionError
 from chronograph.tools.parsing import add_store_argument, script_main
 
 __all__ = ["add_arguments", "main", "run"]
@@ -28,20 +31,18 @@ __all__ = ["add_arguments", "main", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `scrub`."""
     add_store_argument(parser)
-    parser.add_argument("--wait", type=float, default=30.0, metavar="SECONDS",
-                        help="how long to wait for readers that still see old pages (default 30)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Carry out `scrub`; return the exit code (1 when a reader still holds pages)."""
     store = resolve_store(args.store)
-    if not (store / DATA_FILE).exists():
+    if not store_exists(store):
         print(f"chronograph scrub: there is no store at {store}", file=sys.stderr)
         return 2
     try:
-        with LmdbLog(store, create=False) as log:
-            done = log.scrub(timeout=args.wait)
-    except EventStoreError as error:
+        with Memory(store, cache=args.cache) as memory, memory.lock:
+            done = memory.scrub()
+    except (EventStoreError, ProjectionError) as error:
         print(f"chronograph scrub: {error}", file=sys.stderr)
         return 2
     print(f"scrubbed {store}: {done.zeroed} page(s) or gaps overwritten"

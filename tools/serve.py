@@ -43,8 +43,13 @@ EMBEDDINGS_KEY_ENV = "CHRONOGRAPH_EMBEDDINGS_KEY"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `serve`."""
     parser.add_argument(
-        "--store", metavar="PATH",
-        help=f"store directory (default: ${STORE_ENV}, else {default_store()})",
+        "--store", metavar="PATH|URL",
+        help=f"store directory, or a postgresql:// URL to share one log between servers (default: ${STORE_ENV}, "
+             f"else {default_store()})",
+    )
+    parser.add_argument(
+        "--cache", metavar="DIR",
+        help="with a postgresql:// store: where this server keeps its views (default: the per-user cache)",
     )
     parser.add_argument(
         "--actor", metavar="NAME",
@@ -192,6 +197,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
         export_dir = None
     return Settings(
         store=resolve_store(args.store),
+        cache=Path(args.cache).expanduser() if args.cache else None,
         actor=args.actor or os.environ.get(ACTOR_ENV) or None,
         profile=_profile(args),
         export_dir=export_dir,

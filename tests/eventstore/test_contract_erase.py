@@ -129,3 +129,18 @@ def test_an_erase_that_fails_writes_nothing(log: EventLog) -> None:
     with pytest.raises(RuntimeError):
         log.transact(fail)
     assert read_all(log) == before
+
+
+def test_a_log_copies_into_another_event_for_event_and_resumes_where_it_stopped(log: EventLog, tmp_path) -> None:
+    from chronograph.eventstore import LmdbLog
+    from chronograph.eventstore.copying import copy_log, verify_copy
+
+    seed(log)
+    erase(log, {"bob": "erased:b"})
+    with LmdbLog(tmp_path / "copy") as target:
+        target.transact(lambda tx: tx.restore(read_all(log)[:2]))  # a copy cut off after two events
+        assert copy_log(log, target) == 2
+        assert verify_copy(log, target) == []
+        with target.read() as reader:
+            assert reader.erasures() == 1
+            assert [e.event for e in reader.all()] == [e.event for e in read_all(log)]

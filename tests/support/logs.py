@@ -7,10 +7,20 @@ from pathlib import Path
 
 from chronograph.eventstore import Envelope, EventLog, LmdbLog
 
+from support.postgres import database
+
+
+def _postgres(directory: Path) -> EventLog:
+    from chronograph.eventstore.pglog import PgLog  # noqa: PLC0415 (the postgresql extra)
+
+    return PgLog(database().log_url())
+
+
 BACKENDS: dict[str, Callable[[Path], EventLog]] = {
     "lmdb": lambda directory: LmdbLog(directory / "store"),
+    "postgresql": _postgres,
 }
-"""name -> opens a new, empty log in a fresh directory."""
+"""name -> opens a new, empty log in a fresh directory (LMDB) or schema (PostgreSQL)."""
 
 
 def read_stream(log: EventLog, stream: str, from_version: int = 1, to_version: int | None = None) -> list[Envelope]:

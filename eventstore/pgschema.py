@@ -1,0 +1,89 @@
+"""The log's tables in PostgreSQL, and the address of a log: a database URL and a schema.
+
+    postgresql://user@host:5432/dbname                   schema "chronograph"
+    postgresql://user@host/dbname?schema=team_memory     another log in the same database
+
+Four tables in the log's own schema: `events` (position, stream, version, recorded_at,
+the codec's envelope bytes and their checksum, unique per stream version), `heads` (each
+stream's version), `idempotency` (key -> what it produced) and `meta` (format, identity,
+erasure count). The envelope bytes are exactly what the LMDB log stores, so a copy between
+backends can be checked byte for byte.
+
+Positions never let a reader skip an event that commits late: every write transaction takes
+one transaction-scoped advisory lock (`pg_advisory_xact_lock`) before it reads the head,
+and holds it until it commits, so positions are assigned in commit order. (A sequence
+would hand out position 7 to a transaction that commits after the one holding 8; a reader
+following the log would pass 7 by.) It serialises writers, as LMDB does; a write
+transaction is a few milliseconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from chronograph.eventstore.keys import digest
+from psycopg import sql
+
+__all__ = ["DDL", "FORMAT_VERSION", "Schema", "is_database_url", "split_url"]
+
+FORMAT_VERSION = 1
+"""The table layout this code writes; a log with a higher one is refused."""
+
+DDL = (
+    "CREATE SCHEMA IF NOT EXISTS {schema}",
+    "CREATE TABLE IF NOT EXISTS {events} (position bigint PRIMARY KEY, stream text NOT NULL, version bigint NOT NULL, "
+    "recorded_at bigint NOT NULL, checksum bigint NOT NULL, envelope bytea NOT NULL, UNIQUE (stream, version))",
+    "CREATE INDEX IF NOT EXISTS events_by_time ON {events} (recorded_at, position)",
+    "CREATE TABLE IF NOT EXISTS {heads} (stream text PRIMARY KEY, version bigint NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {idempotency} (key bytea PRIMARY KEY, record bytea NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {meta} (key text PRIMARY KEY, value bytea NOT NULL)",
+)
+"""The tables, created if missing (each statement formatted by `Schema.sql`)."""
+
+
+def is_database_url(store: object) -> bool:
+    """Whether `store` names a PostgreSQL database rather than a directory."""
+    return isinstance(store, str) and store.startswith(("postgresql://", "postgres://"))
+
+
+def split_url(url: str) -> tuple[str, str, str]:
+    """(the connection URL for libpq, the schema, the URL to show: without a password).
+
+    Raises:
+        ValueError: If the schema named is not a plain identifier.
+    """
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((value for key, value in query if key == "schema"), "chronograph")
+    if not schema.replace("_", "").isalnum() or not schema[0].isalpha() or len(schema) > 48:
+        raise ValueError(f"schema {schema!r} is not a plain name (letters, digits, _; up to 48)")
+    rest = urlencode([(key, value) for key, value in query if key != "schema"])
+    connect = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, ""))
+    host = parts.hostname or "localhost"
+    shown = urlunsplit((parts.scheme, f"{parts.username + '@' if parts.username else ''}{host}"
+                        f"{':' + str(parts.port) if parts.port else ''}", parts.path, f"schema={schema}", ""))
+    return connect, schema, shown
+
+
+class Schema:
+    """The identifiers of one log's tables, and statements written against them."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.lock = int.from_bytes(digest(f"chronograph:{name}".encode(), 8), "big", signed=True)
+        """The advisory lock key every write transaction of this log takes."""
+        self.channel = f"chronograph_{name}"
+        """The NOTIFY channel on which appends are announced (the new head as payload)."""
+        self._names = {
+            "schema": sql.Identifier(name),
+            **{table: sql.Identifier(name, table) for table in ("events", "heads", "idempotency", "meta")},
+        }
+        self._cache: dict[str, sql.Composed] = {}
+
+    def sql(self, text: str) -> Any:
+        """`text` with {events}, {heads}, {idempotency}, {meta}, {schema} as this log's identifiers."""
+        found = self._cache.get(text)
+        if found is None:
+            found = self._cache[text] = sql.SQL(text).format(**self._names)
+        return found

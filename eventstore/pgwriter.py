@@ -1,0 +1,265 @@
+"""Appends inside one PostgreSQL write transaction: the log's lock taken, versions checked,
+positions assigned, hooks run; and the erasures forgetting makes.
+
+Expected versions are checked against `heads` under the log's advisory lock, and the
+database enforces them again: (stream, version) is unique, so even a writer that skipped
+the lock could not put two events at one version.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import msgspec
+import psycopg
+from chronograph.eventstore import checksums, clock
+from chronograph.eventstore.codec import Codec, Envelope
+from chronograph.eventstore.erasure import forgotten_result, reenveloped
+from chronograph.eventstore.errors import ConcurrencyError, IdempotencyConflictError, StoreCorruptError
+from chronograph.eventstore.events import Event
+from chronograph.eventstore.keys import text_key
+from chronograph.eventstore.log import EraseHook, InlineHook
+from chronograph.eventstore.pgreader import PgReader
+from chronograph.eventstore.pgschema import Schema
+from chronograph.eventstore.writes import (
+    AppendResult,
+    Recorded,
+    StreamWrite,
+    check_expected,
+    fingerprint_of,
+    recorded_decoder,
+    replayed,
+)
+
+__all__ = ["PgTransaction"]
+
+_encoder = msgspec.msgpack.Encoder()
+
+
+class PgTransaction(PgReader):
+    """A write transaction: everything appended in it commits together or not at all."""
+
+    def __init__(
+        self,
+        connection: psycopg.Connection[Any],
+        codec: Codec,
+        schema: Schema,
+        hooks: Sequence[InlineHook],
+        erase_hooks: Sequence[EraseHook],
+    ) -> None:
+        super().__init__(lambda: connection, codec, schema)
+        self._hooks = hooks
+        self._erase_hooks = erase_hooks
+        self._recorded_at: int | None = None
+        self.appended = False
+        """Whether this transaction appended anything (its commit is then announced)."""
+        self.views_txn: Any = None
+        """The local views' write transaction that goes with this one (set by the views' binding)."""
+
+    @property
+    def recorded_at(self) -> int:
+        """The timestamp of every event appended in this transaction (never decreasing)."""
+        if self._recorded_at is None:
+            self._recorded_at = max(clock.now_us(), self.last_recorded_at())
+        return self._recorded_at
+
+    def recall(self, idempotency_key: str) -> AppendResult | None:
+        """The append recorded under `idempotency_key`, replayed, or None if it is new."""
+        recorded = self._recorded(idempotency_key)
+        return None if recorded is None else replayed(recorded)
+
+    def append(
+        self,
+        writes: Sequence[StreamWrite],
+        *,
+        actor: str,
+        correlation_id: str | None = None,
+        idempotency_key: str | None = None,
+        result: bytes | None = None,
+    ) -> AppendResult:
+        """Append events to one or more streams, each checked against its expected version.
+
+        Raises:
+            ConcurrencyError: If a stream is not at the version its write expects.
+            IdempotencyConflictError: If the key was used for different writes.
+        """
+        fingerprint = b""
+        if idempotency_key is not None:
+            fingerprint = fingerprint_of(self.codec.encode_event, writes)
+            recorded = self._recorded(idempotency_key)
+            if recorded is not None:
+                if recorded.fingerprint != fingerprint:
+                    raise IdempotencyConflictError(idempotency_key)
+                return replayed(recorded)
+        head = self.head()
+        recorded_at = self.recorded_at
+        correlation = correlation_id or os.urandom(16).hex()
+        versions: dict[str, int] = {}
+        envelopes: list[Envelope] = []
+        rows: list[tuple[int, str, int, int, int, bytes]] = []
+        position = head
+        for write in writes:
+            current = versions.get(write.stream)
+            if current is None:
+                current = self.stream_version(write.stream)
+            check_expected(write.stream, write.expected, current)
+            for event in write.events:
+                position += 1
+                current += 1
+                envelope = Envelope(position, write.stream, current, recorded_at, self.codec.schema_of(event),
+                                    actor, correlation, idempotency_key, event)
+                stored = self.codec.encode(envelope)
+                rows.append((position, write.stream, current, recorded_at, checksums.digest(stored), stored))
+                envelopes.append(envelope)
+            versions[write.stream] = current
+        cursor = self.connection.cursor()
+        if rows:
+            try:
+                cursor.executemany(self.schema.sql(
+                    "INSERT INTO {events} (position, stream, version, recorded_at, checksum, envelope) "
+                    "VALUES (%s, %s, %s, %s, %s, %s)"), rows)
+            except psycopg.errors.UniqueViolation as error:
+                raise ConcurrencyError(str(error.diag.message_detail or "a stream"), "its next version", -1) from None
+            cursor.executemany(self.schema.sql(
+                "INSERT INTO {heads} (stream, version) VALUES (%s, %s) "
+                "ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version"), list(versions.items()))
+            self.appended = True
+        if idempotency_key is not None:
+            record = Recorded(fingerprint, head + 1, position, versions, result)
+            cursor.execute(self.schema.sql("INSERT INTO {idempotency} (key, record) VALUES (%s, %s)"),
+                           (_key(idempotency_key), _encoder.encode(record)))
+        if envelopes:
+            for hook in self._hooks:
+                hook(self, envelopes)
+        return AppendResult(head + 1, position, versions, result=result)
+
+    def restore(self, envelopes: Sequence[Envelope]) -> None:
+        """Append `envelopes` exactly as they are, continuing the log and their streams (a copy),
+        through COPY.
+
+        Raises:
+            StoreCorruptError: If one does not continue the log or its stream.
+        """
+        if not envelopes:
+            return
+        head = self.head()
+        streams = list({envelope.stream for envelope in envelopes})
+        versions: dict[str, int] = dict.fromkeys(streams, 0)
+        versions.update(self.connection.execute(  # one query: nothing else may run on the connection during COPY
+            self.schema.sql("SELECT stream, version FROM {heads} WHERE stream = ANY(%s)"), (streams,)).fetchall())
+        rows = []
+        for offset, envelope in enumerate(envelopes):
+            current = versions[envelope.stream]
+            if envelope.position != head + 1 + offset or envelope.version != current + 1:
+                raise StoreCorruptError(
+                    f"the event copied to position {head + 1 + offset} says position {envelope.position}, "
+                    f"version {envelope.version} of {envelope.stream!r} (which is at {current}): not a continuation")
+            stored = self.codec.encode(envelope)
+            rows.append((envelope.position, envelope.stream, envelope.version, envelope.recorded_at,
+                         checksums.digest(stored), stored))
+            versions[envelope.stream] = envelope.version
+        with self.connection.cursor() as cursor, cursor.copy(self.schema.sql(
+                "COPY {events} (position, stream, version, recorded_at, checksum, envelope) FROM STDIN")) as copy:
+            for row in rows:
+                copy.write_row(row)
+        self.connection.cursor().executemany(self.schema.sql(
+            "INSERT INTO {heads} (stream, version) VALUES (%s, %s) "
+            "ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version"), list(versions.items()))
+        self.appended = True
+
+    def restore_records(self, records: Sequence[tuple[bytes, bytes]], erasures: int) -> None:
+        """Keep idempotency `records` (key, record, as stored) and the count of erasures (a copy)."""
+        if records:
+            self.connection.cursor().executemany(self.schema.sql(
+                "INSERT INTO {idempotency} (key, record) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET "
+                "record = EXCLUDED.record"), list(records))
+        if erasures:
+            self.connection.execute(self.schema.sql(
+                "INSERT INTO {meta} (key, value) VALUES ('erasures', %s) ON CONFLICT (key) DO UPDATE SET value = "
+                "EXCLUDED.value"), (erasures.to_bytes(8, "big"),))
+
+    def attach_result(self, idempotency_key: str, result: bytes) -> None:
+        """Keep `result` with the append recorded under `idempotency_key` in this transaction.
+
+        Raises:
+            KeyError: If no append was recorded under the key.
+        """
+        recorded = self._recorded(idempotency_key)
+        if recorded is None:
+            raise KeyError(idempotency_key)
+        updated = Recorded(recorded.fingerprint, recorded.first_position, recorded.last_position,
+                           recorded.versions, result)
+        self.connection.execute(self.schema.sql("UPDATE {idempotency} SET record = %s WHERE key = %s"),
+                                (_encoder.encode(updated), _key(idempotency_key)))
+
+    # --- erasing --------------------------------------------------------------------------
+
+    def erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:
+        """Replace every event of each stream (old id -> new id, the same to keep it) by
+        `redact(envelope)` in place, then run the erase hooks; return the originals, oldest first."""
+        originals: list[Envelope] = []
+        cursor = self.connection.cursor()
+        for old, new in streams.items():
+            events = list(self.stream(old))
+            rows = []
+            for envelope in events:
+                _, stored = reenveloped(self.codec, envelope, new, redact(envelope))
+                rows.append((new, checksums.digest(stored), stored, envelope.position))
+            if rows:
+                cursor.executemany(self.schema.sql(
+                    "UPDATE {events} SET stream = %s, checksum = %s, envelope = %s WHERE position = %s"), rows)
+            if new != old and events:
+                cursor.execute(self.schema.sql("DELETE FROM {heads} WHERE stream = %s"), (old,))
+                cursor.execute(self.schema.sql("INSERT INTO {heads} (stream, version) VALUES (%s, %s)"),
+                               (new, events[-1].version))
+            originals.extend(events)
+        self._forget_results(streams)
+        count = self.erasures() + 1
+        cursor.execute(self.schema.sql(
+            "INSERT INTO {meta} (key, value) VALUES ('erasures', %s) ON CONFLICT (key) DO UPDATE SET value = "
+            "EXCLUDED.value"), (count.to_bytes(8, "big"),))
+        originals.sort(key=lambda envelope: envelope.position)
+        if originals:
+            for hook in self._erase_hooks:
+                hook(self, originals)
+        return originals
+
+    def rewrite(self, position: int, event: Event) -> Envelope:
+        """Replace the event at `position` by `event`, its envelope kept; return the original.
+
+        Raises:
+            StoreCorruptError: If there is no event at `position`.
+        """
+        original = self.get(position)
+        if original is None:
+            raise StoreCorruptError(f"the log has no event at position {position} to rewrite")
+        _, stored = reenveloped(self.codec, original, original.stream, event)
+        self.connection.execute(self.schema.sql(
+            "UPDATE {events} SET checksum = %s, envelope = %s WHERE position = %s"),
+            (checksums.digest(stored), stored, position))
+        return original
+
+    def _forget_results(self, streams: Mapping[str, str]) -> None:
+        """Drop the results remembered for calls that wrote to `streams` (the database finds the
+        records that name one: a record's versions spell each stream it wrote)."""
+        names = [msgspec.msgpack.encode(stream) for stream in streams]
+        test = " OR ".join(["position(%s::bytea in record) > 0"] * len(names))
+        rows = self.connection.execute(self.schema.sql(
+            "SELECT key, record FROM {idempotency} WHERE " + test), names).fetchall() if names else []
+        changed = [(kept, key) for key, record in rows if (kept := forgotten_result(bytes(record), streams))]
+        if changed:
+            self.connection.cursor().executemany(
+                self.schema.sql("UPDATE {idempotency} SET record = %s WHERE key = %s"), changed)
+
+    # --- idempotency ----------------------------------------------------------------------
+
+    def _recorded(self, idempotency_key: str) -> Recorded | None:
+        value = self._one(self.schema.sql("SELECT record FROM {idempotency} WHERE key = %s"),
+                          (_key(idempotency_key),))
+        return None if value is None else recorded_decoder.decode(value)
+
+
+def _key(idempotency_key: str) -> bytes:
+    return text_key(idempotency_key)  # as the LMDB log keys it: a copy moves records as they are

@@ -1,0 +1,94 @@
+"""The PostgreSQL log beyond the contract: a follower never skips an event that commits late,
+appends wake a waiting reader, addresses are checked, and a database that cannot be reached
+is said to be so, quickly."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from chronograph.eventstore import EntityCreated, ObservationsAdded, StoreOpenError, StoreUnavailableError, StreamWrite
+from chronograph.eventstore.pgschema import split_url
+from support.postgres import database
+
+pglog = pytest.importorskip("chronograph.eventstore.pglog")
+
+
+@pytest.fixture
+def log() -> Iterator[pglog.PgLog]:
+    opened = pglog.PgLog(database().log_url())
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def test_a_follower_reading_by_position_sees_every_event_of_racing_writers_in_order(log: pglog.PgLog) -> None:
+    writers, each = 6, 60
+    seen: list[int] = []
+    done = threading.Event()
+    problems: list[str] = []
+
+    def write(n: int) -> None:
+        try:
+            for i in range(each):
+                log.append([StreamWrite(f"s{n}", [ObservationsAdded(observations=(f"{n}/{i}",))])], actor=f"w{n}")
+        except Exception as error:  # noqa: BLE001
+            problems.append(repr(error))
+
+    def follow() -> None:
+        while True:
+            finished = done.is_set()
+            with log.read() as reader:
+                for envelope in reader.all(len(seen) + 1):
+                    if envelope.position != len(seen) + 1:
+                        problems.append(f"after {len(seen)} came {envelope.position}")
+                    seen.append(envelope.position)
+            if finished:
+                return
+
+    follower = threading.Thread(target=follow)
+    follower.start()
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    done.set()
+    follower.join(timeout=60)
+    assert problems == []
+    assert seen == list(range(1, writers * each + 1))
+
+
+def test_an_append_wakes_a_reader_waiting_for_it(log: pglog.PgLog) -> None:
+    woke: list[int] = []
+    waiter = threading.Thread(target=lambda: woke.append(log.wait_for_append(0, timeout=20)))
+    waiter.start()
+    time.sleep(0.3)
+    log.append([StreamWrite("a", [EntityCreated(workspace="w", name="A", entity_type="t")])], actor="t")
+    waiter.join(timeout=20)
+    assert woke == [1]
+
+
+def test_waiting_without_an_append_returns_the_head_when_the_time_is_up(log: pglog.PgLog) -> None:
+    assert log.wait_for_append(0, timeout=0.2) == 0
+
+
+def test_the_address_names_a_schema_and_hides_the_password() -> None:
+    connect, schema, shown = split_url("postgresql://ada:secret@db.example:5433/team?schema=memory_1&sslmode=require")
+    assert (schema, shown) == ("memory_1", "postgresql://ada@db.example:5433/team?schema=memory_1")
+    assert "schema" not in connect and "sslmode=require" in connect and "secret" in connect
+    with pytest.raises(ValueError, match="plain name"):
+        split_url("postgresql://h/db?schema=a;drop")
+
+
+def test_a_log_that_does_not_exist_is_not_created_when_told_not_to() -> None:
+    with pytest.raises(StoreOpenError, match="no Chronograph log"):
+        pglog.PgLog(database().log_url(), create=False)
+
+
+def test_a_server_that_does_not_answer_is_reported_with_its_reason() -> None:
+    with pytest.raises(StoreUnavailableError, match="cannot reach the database of .*refused"):
+        pglog.PgLog("postgresql://postgres@127.0.0.1:1/nothing")
