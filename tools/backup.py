@@ -5,14 +5,18 @@
 
 The file is a consistent, compacted copy of the whole store (every workspace, the whole
 log, the views) as of one log position, sealed with a BLAKE2b digest; it is written whole
-or not at all. `chronograph restore FILE --store DIR` brings it back.
+or not at all. `chronograph restore FILE --store DIR` brings it back. A PostgreSQL store's log
+(every event, idempotency key and erasure count, as of one snapshot) is backed up the same
+way: it restores as a store folder, which `chronograph copy` takes back into a database.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
+from contextlib import closing
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script from a checkout
@@ -21,8 +25,10 @@ if __package__ in (None, ""):  # run as a script from a checkout
     checkout.ensure_importable()
 
 from chronograph.application.config import resolve_store
+from chronograph.application.stores import open_log
 from chronograph.eventstore import EventStoreError, LmdbLog
-from chronograph.eventstore.backup import write_backup
+from chronograph.eventstore.backup import BackupInfo, write_backup
+from chronograph.eventstore.copying import copy_log
 from chronograph.tools.parsing import add_store_argument, script_main
 
 import chronograph
@@ -43,15 +49,31 @@ def run(args: argparse.Namespace) -> int:
         print(f"chronograph backup: {output} is a folder; name the file to write", file=sys.stderr)
         return 2
     began = time.perf_counter()
+    store = resolve_store(args.store)
+    writer = f"chronograph {chronograph.__version__}"
     try:
-        with LmdbLog(resolve_store(args.store), readonly=True, create=False) as log:
-            info = write_backup(log, output, writer=f"chronograph {chronograph.__version__}")
+        if isinstance(store, str):
+            info = _backup_database(store, output, writer)
+        else:
+            with LmdbLog(store, readonly=True, create=False) as log:
+                info = write_backup(log, output, writer=writer)
     except (EventStoreError, OSError) as error:
         print(f"chronograph backup: {getattr(error, 'strerror', None) or error}", file=sys.stderr)
         return 2
     print(f"wrote {output}: the store as of log position {info['head']:,} ({info['bytes'] / 2**20:.1f} MiB) "
           f"in {time.perf_counter() - began:.1f} s", file=sys.stderr)
     return 0
+
+
+def _backup_database(url: str, output: Path, writer: str) -> BackupInfo:
+    """A database log is copied, as of one snapshot, into a store folder beside the output,
+    which is then sealed: restoring it gives a store folder (`copy` takes it back to a database)."""
+    with closing(open_log(url, readonly=True, create=False)) as source, \
+            tempfile.TemporaryDirectory(prefix=".chronograph-backup-", dir=output.parent) as scratch:
+        with LmdbLog(Path(scratch) / "store") as copy:
+            copy_log(source, copy)
+        with LmdbLog(Path(scratch) / "store", readonly=True, create=False) as copy:
+            return write_backup(copy, output, writer=writer)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,10 +21,13 @@ if __package__ in (None, ""):  # run as a script from a checkout
 
     checkout.ensure_importable()
 
+from chronograph.application import Memory
 from chronograph.application.config import resolve_store
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.backup import restore_backup
+from chronograph.projections import ProjectionError
 from chronograph.tools.parsing import add_store_argument, script_main
+from chronograph.tools.progress import Progress
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -50,6 +53,13 @@ def run(args: argparse.Namespace) -> int:
     except (EventStoreError, OSError) as error:
         print(f"chronograph restore: {getattr(error, 'strerror', None) or error}; nothing was written",
               file=sys.stderr)
+        return 2
+    try:  # a backup of a database log has no views: they are built here, not by the first reader
+        progress = Progress()
+        Memory(store, progress=progress).close()
+        progress.finish()
+    except (EventStoreError, ProjectionError) as error:
+        print(f"chronograph restore: restored, but its views could not be built: {error}", file=sys.stderr)
         return 2
     aside = f"; the store that was there is now {info['replaced']}" if "replaced" in info else ""
     print(f"restored {store} as of log position {info['head']:,}, every event's checksum verified, in "

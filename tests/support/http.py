@@ -10,8 +10,13 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,17 +37,28 @@ def request(url: str, *, method: str = "GET", headers: dict[str, str] | None = N
         return error.code, json.loads(error.read() or b"{}")
 
 
-def start(tmp_path: Path, token: str | None, *extra: str) -> Iterator[str]:
+@asynccontextmanager
+async def session(base: str) -> AsyncIterator[Client]:
+    """An MCP client over streamable HTTP to the server at `base`."""
+    async with httpx2.AsyncClient(timeout=30) as http, Client(
+            streamable_http_client(base + "/mcp", http_client=http)) as client:
+        yield client
+
+
+def start(tmp_path: Path, token: str | None, *extra: str, store: str | None = None,
+          processes: list[subprocess.Popen[str]] | None = None) -> Iterator[str]:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("CHRONOGRAPH_TOKEN", None)
     if token:
         env["CHRONOGRAPH_TOKEN"] = token
     process = subprocess.Popen(
-        [sys.executable, "-m", "chronograph", "--http", "--port", str(port), "--store", str(tmp_path / "store"),
-         *extra],
+        [sys.executable, "-m", "chronograph", "--http", "--port", str(port), "--store",
+         store or str(tmp_path / "store"), *extra],
         env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
+    if processes is not None:
+        processes.append(process)
     base = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     deadline = time.monotonic() + 60

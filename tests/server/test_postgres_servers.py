@@ -1,0 +1,113 @@
+"""Servers sharing one PostgreSQL log, as on several hosts: each process with its own cache of
+views, over stdio and HTTP; writes seen by the others, races with one winner, and a database
+that goes away said to be so by /ready."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from support.http import request, session, start
+from support.mcp import ToolFailed, call, entity, names
+from support.postgres import SERVER, database
+from support.tcpproxy import TcpProxy
+
+pytestmark = [pytest.mark.anyio, pytest.mark.wire]
+pytest.importorskip("psycopg")
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def stdio(url: str, cache: Path) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "chronograph", "--store", url, "--cache",
+                                                               str(cache)], env=ENV, cwd=str(ROOT))
+
+
+@pytest.fixture
+def url() -> str:
+    return database().log_url()
+
+
+@pytest.fixture
+def servers(tmp_path: Path, url: str) -> Iterator[list[str]]:
+    """Three HTTP servers on one log, each with its own cache (as on three hosts)."""
+    with ExitStack() as stack:
+        bases = []
+        for n in range(3):
+            started = start(tmp_path, None, "--cache", str(tmp_path / f"cache-{n}"), store=url)
+            bases.append(next(started))
+            stack.callback(lambda started=started: next(started, None))
+        yield bases
+
+
+async def test_a_stdio_server_on_a_database_keeps_what_another_host_wrote(tmp_path: Path, url: str) -> None:
+    async with Client(stdio(url, tmp_path / "host-a")) as a:
+        await call(a, "create_entities", {"entities": [entity("Ada", "person", "shared")]})
+    async with Client(stdio(url, tmp_path / "host-b")) as b:
+        graph = await call(b, "read_graph")
+    assert names(graph) == ["Ada"] and graph["entities"][0]["observations"] == ["shared"]
+
+
+async def test_a_write_through_one_server_is_read_through_the_others(servers: list[str]) -> None:
+    async with session(servers[0]) as writer:
+        await call(writer, "create_entities", {"entities": [entity("Ada")]})
+    for base in servers[1:]:
+        async with session(base) as reader:
+            for _ in range(300):  # the followers need milliseconds; the loop only bounds a failure
+                if names(await call(reader, "read_graph")) == ["Ada"]:
+                    break
+                await anyio.sleep(0.02)
+            assert names(await call(reader, "read_graph")) == ["Ada"]
+
+
+async def test_racing_writers_on_two_servers_with_one_expected_version_have_one_winner(servers: list[str]) -> None:
+    async with session(servers[0]) as a, session(servers[1]) as b:
+        await call(a, "create_entities", {"entities": [entity("Ada")]})
+        for round_ in range(5):
+            version = round_ + 1
+            outcomes: list[str] = []
+
+            async def attempt(client: Client, label: str, version: int = version,
+                              outcomes: list[str] = outcomes) -> None:
+                try:
+                    await call(client, "add_observations", {"observations": [
+                        {"entityName": "Ada", "contents": [f"{label}{version}"], "expectedVersion": version}]})
+                    outcomes.append("won")
+                except ToolFailed as failed:
+                    assert f"is at version {version + 1}" in str(failed)
+                    outcomes.append("conflict")
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(attempt, a, "a")
+                group.start_soon(attempt, b, "b")
+            assert sorted(outcomes) == ["conflict", "won"]
+
+
+def test_ready_says_unavailable_while_the_database_is_cut_off_and_ready_once_it_is_back(tmp_path: Path) -> None:
+    host, port = SERVER.rsplit("@", 1)[-1].rsplit(":", 1)
+    proxy = TcpProxy((host, int(port)))
+    via_proxy = database().log_url().replace(f"{host}:{port}", f"127.0.0.1:{proxy.port}")
+    started = start(tmp_path, None, "--cache", str(tmp_path / "cache"), store=via_proxy)
+    base = next(started)
+    try:
+        assert request(base + "/ready")[1]["status"] == "ready"
+        proxy.cut()
+        deadline = time.monotonic() + 60
+        while request(base + "/ready")[0] != 503:
+            assert time.monotonic() < deadline, "/ready kept saying ready with the database cut off"
+            time.sleep(0.2)
+        assert request(base + "/health")[0] == 200  # the process itself is alive
+        proxy.mend()
+        while request(base + "/ready")[0] != 200:
+            assert time.monotonic() < deadline + 60, "the server did not find the database again"
+            time.sleep(0.2)
+    finally:
+        next(started, None)
+        proxy.close()
