@@ -138,19 +138,22 @@ class Memory:
     def _follow(self) -> None:
         while not self._stopping.is_set():
             try:
-                with self.views.binding.read() as (_, txn):
-                    checkpoint = self.views.tables.checkpoint(txn)
-                head = self.log.wait_for_append(checkpoint, timeout=1.0)
-                with self.log.read() as reader:
-                    self.views.observed_erasures = reader.erasures()
+                head, erasures = self.log.watch(self._checkpoint(), timeout=1.0)
+                self.views.observed_erasures = erasures
                 self.reachable = None
-                if head > checkpoint or self.views.observed_erasures != self.views.erasures_seen:
+                checkpoint = self._checkpoint()  # a write of this process may have brought the views there
+                if head > checkpoint or erasures != self.views.erasures_seen:
                     with self.lock:
                         checkpoint = self.views.catch_up()
                 self.followed = checkpoint
             except (EventStoreError, ProjectionError) as error:
                 self.reachable = str(error)
                 self._stopping.wait(1.0)
+
+    def _checkpoint(self) -> int:
+        """Where the views of this process stand (read from the local cache alone)."""
+        with self.lock, self.views.env.read() as txn:
+            return self.views.tables.checkpoint(txn)
 
     def close(self) -> None:
         """Stop the embedding projector and the follower, keep the search indexes' images, close

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import lmdb
 from chronograph.eventstore import EventLog, LmdbEnv, LmdbLog, StoreOpenError
 from chronograph.eventstore.lmdbenv import DATA_FILE
-from chronograph.eventstore.pgschema import is_database_url
+from chronograph.eventstore.pgaddress import is_database_url
 
 __all__ = ["OpenStore", "default_cache", "is_database_url", "open_log", "open_store", "store_exists"]
 
@@ -48,9 +48,8 @@ def open_log(location: str | os.PathLike[str], *, readonly: bool = False, create
     """
     if not is_database_url(location):
         return LmdbLog(Path(location), readonly=readonly, create=create)
-    from chronograph.eventstore.pglog import PgLog  # noqa: PLC0415 (the postgresql extra: psycopg)
-
-    return PgLog(str(location), readonly=readonly, create=create)
+    log: EventLog = _pglog()(str(location), readonly=readonly, create=create)
+    return log
 
 
 def open_store(
@@ -71,9 +70,7 @@ def open_store(
     if not is_database_url(location):
         return OpenStore(LmdbLog(Path(location), sync=sync, readonly=readonly, max_map_size=max_size,
                                  create=create), None)
-    from chronograph.eventstore.pglog import PgLog  # noqa: PLC0415 (the postgresql extra: psycopg)
-
-    log = PgLog(str(location), readonly=readonly, create=create)
+    log = _pglog()(str(location), readonly=readonly, create=create)
     try:
         folder = Path(cache).expanduser() if cache else default_cache(log.store_id)
         env = LmdbEnv(folder, sync=False, max_map_size=max_size)  # a cache: the log in the database is durable
@@ -87,6 +84,20 @@ def open_store(
         log.close()
         raise
     return OpenStore(log, env)
+
+
+def _pglog() -> Any:
+    """The PostgreSQL log class (psycopg is imported only for a database store).
+
+    Raises:
+        StoreOpenError: If the postgresql extra is not installed.
+    """
+    try:
+        from chronograph.eventstore.pglog import PgLog  # noqa: PLC0415
+    except ImportError as error:
+        raise StoreOpenError(f"a postgresql:// store needs the PostgreSQL driver ({error.name} is missing): "
+                             "pip install 'chronograph[postgresql]'") from None
+    return PgLog
 
 
 def _claim(env: LmdbEnv, store_id: str, location: str) -> None:

@@ -57,6 +57,24 @@ with open(out, "w") as file:
 """
 
 
+def forget_rounds(rounds: int, memory: Memory, workload: Any, names: list[str], windows: list[tuple[float, float]],
+                  totals: list[float], scrubs: list[float], timed: list[float], zeroed: list[str]) -> None:
+    """Forget `rounds` entities from the start of the log, timing each."""
+    for n in range(rounds):
+        name = next(name for _, name in workload.entities[10 * n + 3:]
+                    if memory.read("open_nodes", {"names": [name]}).relations)
+        names.append(name)
+        started = time.time()
+        out = memory.write("forget_entity", {"name": name, "reason": "bench"}, actor="bench").output
+        windows.append((started, time.time()))
+        totals.append(windows[-1][1] - started)
+        scrubs.append(timed[-1])
+        zeroed.append(out.message)
+        print(f"forgot {name!r}: {out.events} events, {out.relations} relations, {totals[-1]:.2f} s "
+              f"({out.message})", file=sys.stderr)
+        time.sleep(2)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -90,22 +108,12 @@ def main(argv: list[str] | None = None) -> int:
                 return done
 
             memory.log.scrub = timed_scrub  # type: ignore[method-assign]
-            names = []
-            for n in range(args.rounds):
-                name = next(name for _, name in workload.entities[10 * n + 3:]
-                            if memory.read("open_nodes", {"names": [name]}).relations)
-                names.append(name)
-                started = time.time()
-                out = memory.write("forget_entity", {"name": name, "reason": "bench"}, actor="bench").output
-                windows.append((started, time.time()))
-                totals.append(windows[-1][1] - started)
-                scrubs.append(timed[-1])
-                zeroed.append(out.message)
-                print(f"forgot {name!r}: {out.events} events, {out.relations} relations, {totals[-1]:.2f} s "
-                      f"({out.message})", file=sys.stderr)
-                time.sleep(2)
-            (Path(str(samples_file) + ".stop")).write_text("stop")
-            neighbour.wait(timeout=120)
+            names: list[str] = []
+            try:
+                forget_rounds(args.rounds, memory, workload, names, windows, totals, scrubs, timed, zeroed)
+            finally:  # the neighbour stops, whatever happened here
+                (Path(str(samples_file) + ".stop")).write_text("stop")
+                neighbour.wait(timeout=120)
         samples = json.loads(samples_file.read_text())
         data = (store / "data.mdb").read_bytes()
         residue = [name for name in names if name.encode() in data]

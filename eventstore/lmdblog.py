@@ -264,6 +264,12 @@ class LmdbLog:
         with self.read() as reader:
             return reader.position_at(recorded_at)
 
+    def watch(self, after: int, timeout: float) -> tuple[int, int]:
+        """(head, erasure count) once the head passes `after`, or when `timeout` seconds pass."""
+        head = self.wait_for_append(after, timeout)
+        with self.read() as reader:
+            return head, reader.erasures()
+
     def wait_for_append(self, after: int, timeout: float) -> int:
         """Poll the head until it passes `after` or `timeout` seconds pass; return it."""
         deadline = time.monotonic() + timeout

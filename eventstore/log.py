@@ -242,6 +242,11 @@ class EventLog(Protocol):
         pass; return the head. How readers in other processes catch up."""
         ...
 
+    def watch(self, after: int, timeout: float) -> tuple[int, int]:
+        """(head, erasure count) once the head passes `after` (appended by any process), or when
+        `timeout` seconds pass: what a follower of the log waits on."""
+        ...
+
     def close(self) -> None:
         """Release the log; it cannot be used afterwards."""
         ...

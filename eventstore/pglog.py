@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
 import psycopg
@@ -30,8 +30,9 @@ from chronograph.eventstore.errors import (
     StoreUnavailableError,
 )
 from chronograph.eventstore.log import EraseHook, InlineHook, LogTransaction, Scrubbed
+from chronograph.eventstore.pgaddress import split_url
 from chronograph.eventstore.pgreader import PgReader
-from chronograph.eventstore.pgschema import DDL, FORMAT_VERSION, Schema, split_url
+from chronograph.eventstore.pgschema import DDL, FORMAT_VERSION, Schema
 from chronograph.eventstore.pgwriter import PgTransaction
 from chronograph.eventstore.writes import AppendResult, StreamWrite
 
@@ -50,6 +51,9 @@ CONNECTION: dict[str, Any] = {
     "application_name": "chronograph",
 }
 """How every connection is opened: nothing waits on a dead peer for more than about ten seconds."""
+RETRIES = 2
+"""How many more connections a statement that starts a unit of work is tried on after the
+database dropped the one it was sent on."""
 POLL_INTERVAL = 1.0
 """How often `wait_for_append` reads the head even without a notification."""
 
@@ -72,14 +76,23 @@ class PgLog:
         except ValueError as error:
             raise StoreOpenError(f"{url}: {error}") from None
         self.schema = Schema(name)
+        self._begin = self.schema.sql(  # the head is read by a statement of its own, after the lock: a
+            # statement's snapshot is taken when it starts, before it waits for a lock
+            "BEGIN; SELECT pg_advisory_xact_lock(" + str(self.schema.lock) + "); "
+            "SELECT coalesce((SELECT max(position) FROM {events}), 0), "
+            "coalesce((SELECT recorded_at FROM {events} ORDER BY position DESC LIMIT 1), 0), "
+            "(SELECT value FROM {meta} WHERE key = 'erasures')")
+        self._begin_text = self._begin.as_string()
         self._readonly = readonly
         self._hooks: list[InlineHook] = []
         self._erase_hooks: list[EraseHook] = []
         self._listener: psycopg.Connection[Any] | None = None
         self._listen_lock = threading.Lock()
+        self._known: tuple[int, int] | None = None
+        """The (head, erasures) last announced while the listener listened, or last read."""
         self.pool = psycopg_pool.ConnectionPool(
             self._url, kwargs=CONNECTION, min_size=1, max_size=pool_size, open=False, timeout=10,
-            check=psycopg_pool.ConnectionPool.check_connection, name=f"chronograph-{name}")
+            name=f"chronograph-{name}")
         try:
             psycopg.connect(self._url, **CONNECTION).close()  # the server's own reason, at once
             self.pool.open(wait=True, timeout=10)
@@ -116,7 +129,7 @@ class PgLog:
         self.close()
 
     def _open(self, create: bool) -> str:
-        with self._connection() as connection:
+        with self._connection() as (connection, _):
             exists = connection.execute(
                 "SELECT to_regclass(%s) IS NOT NULL", (f"{self.schema.name}.meta",)).fetchone()
             if not (exists and exists[0]):
@@ -140,11 +153,29 @@ class PgLog:
         return bytes(rows["store_id"]).decode()
 
     @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection; connection failures become StoreUnavailableError."""
+    def _connection(self, first: str | None = None) -> Iterator[tuple[psycopg.Connection[Any], Any]]:
+        """A pooled connection and the cursor of its `first` statement; connection failures become
+        StoreUnavailableError.
+
+        A pooled connection is not checked before use (a round trip per call); instead a
+        `first` statement that fails on a connection the database dropped (it restarted, say)
+        is tried again on a new one: nothing had been done on the dead one.
+        """
         try:
-            with self.pool.connection() as connection:
-                yield connection
+            for attempt in range(RETRIES + 1):
+                connection = self.pool.getconn()
+                try:
+                    cursor = connection.execute(first) if first else None
+                except psycopg.OperationalError:
+                    self.pool.putconn(connection)  # broken: the pool drops it
+                    if attempt == RETRIES:
+                        raise
+                    continue
+                try:
+                    yield connection, cursor
+                finally:
+                    self.pool.putconn(connection)
+                return
         except psycopg_pool.PoolTimeout as error:
             raise StoreUnavailableError(f"the database of {self._shown} cannot be reached: {error}") from None
         except psycopg.OperationalError as error:
@@ -173,11 +204,16 @@ class PgLog:
         """
         if self._readonly:
             raise EventStoreError(f"the log at {self._shown} is open read-only")
-        with self._connection() as connection:
-            connection.execute("BEGIN")
+        with self._connection(self._begin_text) as (connection, cursor):
+            # One round trip: begin, take the lock, read where the log stands.
+            cursor.nextset()  # past BEGIN's result and the lock's, to where the log stands
+            cursor.nextset()
+            head, last, erasures = cursor.fetchone() or (0, 0, None)
             try:
-                connection.execute("SELECT pg_advisory_xact_lock(%s)", (self.schema.lock,))
-                tx = PgTransaction(connection, self.codec, self.schema, self._hooks, self._erase_hooks)
+                tx = PgTransaction(connection, self.codec, self.schema, self._hooks, self._erase_hooks,
+                                   head=int(head), last_recorded_at=int(last),
+                                   erasures=0 if erasures is None else int.from_bytes(erasures, "big"),
+                                   peek=self._versions)
                 yield tx
             finally:
                 if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
@@ -189,10 +225,9 @@ class PgLog:
         Raises:
             StoreUnavailableError: If the commit could not be confirmed (see the error).
         """
-        try:
-            if tx.appended:
-                tx.connection.execute("SELECT pg_notify(%s, %s)", (self.schema.channel, str(tx.head())))
-            tx.connection.execute("COMMIT")
+        try:  # one round trip: the announcement is delivered with the commit, or not at all
+            notify = f"NOTIFY {self.schema.channel}, '{tx.head()} {tx.erasures()}'; " if tx.appended else ""
+            tx.connection.execute(notify + "COMMIT")
         except psycopg.OperationalError as error:
             raise StoreUnavailableError(
                 f"the database of {self._shown} went away at the commit: {str(error).strip()}; the write may or "
@@ -228,13 +263,16 @@ class PgLog:
 
     @contextmanager
     def read(self, *, lazy: bool = False) -> Iterator[PgReader]:
-        """A consistent snapshot of the log for the `with` block; with `lazy`, taken at the
-        block's first query (a block that never asks costs no round trip)."""
-        with self._connection() as connection:
+        """A consistent snapshot of the log for the `with` block; with `lazy`, the connection and
+        the snapshot are taken at the block's first query (a block that never asks costs none)."""
+        with ExitStack() as stack:
+            held: list[psycopg.Connection[Any]] = []
 
             def begin() -> psycopg.Connection[Any]:
-                connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                connection.execute("SELECT 1")  # the snapshot is taken at the first statement
+                # the snapshot is taken at the first statement after BEGIN
+                connection, _ = stack.enter_context(self._connection(
+                    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1"))
+                held.append(connection)
                 return connection
 
             reader = PgReader(begin, self.codec, self.schema)
@@ -243,8 +281,8 @@ class PgLog:
             try:
                 yield reader
             finally:
-                if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                    connection.execute("ROLLBACK")
+                if held and held[0].info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    held[0].execute("ROLLBACK")
 
     def head(self) -> int:
         """The position of the newest event (0 for an empty log)."""
@@ -253,7 +291,7 @@ class PgLog:
 
     def stored_bytes(self) -> int:
         """What the log's tables take in the database, indexes included."""
-        with self._connection() as connection:
+        with self._connection() as (connection, _):
             row = connection.execute(
                 "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n "
                 "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'", (self.schema.name,)).fetchone()
@@ -262,33 +300,65 @@ class PgLog:
     def wait_for_append(self, after: int, timeout: float) -> int:
         """Wait until the head passes `after` or `timeout` seconds pass; return the head.
 
-        A NOTIFY wakes it at once; without one it looks again every POLL_INTERVAL.
+        Raises:
+            StoreUnavailableError: If the database cannot be reached.
+        """
+        return self.watch(after, timeout)[0]
+
+    def watch(self, after: int, timeout: float) -> tuple[int, int]:
+        """(head, erasure count) once the head passes `after`, or when `timeout` seconds pass.
+
+        Every commit announces both on the log's channel, so a follower learns of other
+        servers' writes without a query; without an announcement it asks every POLL_INTERVAL.
 
         Raises:
             StoreUnavailableError: If the database cannot be reached.
         """
         deadline = time.monotonic() + timeout
+        state = self._listen(0) or self._known  # listening before the first look: nothing is missed
         while True:
-            head = self.head()
+            if state is None:
+                state = self._state()
+            self._known = state
             left = deadline - time.monotonic()
-            if head > after or left <= 0:
-                return head
-            self._listen(min(left, POLL_INTERVAL))
+            if state[0] > after or left <= 0:
+                return state
+            state = self._listen(min(left, POLL_INTERVAL))
 
-    def _listen(self, seconds: float) -> None:
-        """Wait up to `seconds` for an append to be announced (on a connection of its own)."""
+    def _versions(self, streams: list[str]) -> dict[str, int]:
+        """The versions of `streams`, read on a connection of their own."""
+        with self._connection() as (connection, _):
+            rows = connection.execute(
+                self.schema.sql("SELECT stream, version FROM {heads} WHERE stream = ANY(%s)"), (streams,)).fetchall()
+        return {stream: int(version) for stream, version in rows}
+
+    def _state(self) -> tuple[int, int]:
+        with self.read() as reader:
+            return reader.head(), reader.erasures()
+
+    def _listen(self, seconds: float) -> tuple[int, int] | None:
+        """The (head, erasures) announced within `seconds`, or None (on a connection of its own)."""
         with self._listen_lock:
             try:
                 if self._listener is None or self._listener.closed:
+                    self._known = None  # what was announced before this connection listened is unknown
                     self._listener = psycopg.connect(self._url, **CONNECTION)
                     self._listener.execute(f"LISTEN {self.schema.channel}")
-                for _ in self._listener.notifies(timeout=seconds, stop_after=1):
-                    break
+                latest = None
+                for notice in self._listener.notifies(timeout=seconds, stop_after=1):
+                    head, _, erasures = notice.payload.partition(" ")
+                    latest = (int(head), int(erasures or 0))
+                for notice in self._listener.notifies(timeout=0):  # the newest of those queued
+                    head, _, erasures = notice.payload.partition(" ")
+                    latest = (int(head), int(erasures or 0))
+                return latest
             except psycopg.OperationalError:
                 if self._listener is not None:
                     self._listener.close()
                 self._listener = None
-                time.sleep(min(seconds, POLL_INTERVAL))  # the head read says why, if the database is gone
+                self._known = None
+                time.sleep(min(seconds, POLL_INTERVAL))  # the next look says why, if the database is gone
+                return None
 
     def scrub(self, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
         """Rewrite the log's tables and their indexes (VACUUM FULL), so that no page of them keeps
@@ -298,7 +368,7 @@ class PgLog:
         out: those are the database operator's (see docs/decisions.md).
         """
         del needles, timeout  # every index is rebuilt whole: no stale key survives
-        with self._connection() as connection:
+        with self._connection() as (connection, _):
             for table in ("events", "heads", "idempotency", "meta"):
                 connection.execute(self.schema.sql(f"VACUUM FULL {{{table}}}"))
             row = connection.execute(

@@ -1,7 +1,4 @@
-"""The log's tables in PostgreSQL, and the address of a log: a database URL and a schema.
-
-    postgresql://user@host:5432/dbname                   schema "chronograph"
-    postgresql://user@host/dbname?schema=team_memory     another log in the same database
+"""The log's tables in PostgreSQL (its address: `pgaddress`).
 
 Four tables in the log's own schema: `events` (position, stream, version, recorded_at,
 the codec's envelope bytes and their checksum, unique per stream version), `heads` (each
@@ -20,12 +17,11 @@ transaction is a few milliseconds.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from chronograph.eventstore.keys import digest
 from psycopg import sql
 
-__all__ = ["DDL", "FORMAT_VERSION", "Schema", "is_database_url", "split_url"]
+__all__ = ["DDL", "FORMAT_VERSION", "Schema"]
 
 FORMAT_VERSION = 1
 """The table layout this code writes; a log with a higher one is refused."""
@@ -40,30 +36,6 @@ DDL = (
     "CREATE TABLE IF NOT EXISTS {meta} (key text PRIMARY KEY, value bytea NOT NULL)",
 )
 """The tables, created if missing (each statement formatted by `Schema.sql`)."""
-
-
-def is_database_url(store: object) -> bool:
-    """Whether `store` names a PostgreSQL database rather than a directory."""
-    return isinstance(store, str) and store.startswith(("postgresql://", "postgres://"))
-
-
-def split_url(url: str) -> tuple[str, str, str]:
-    """(the connection URL for libpq, the schema, the URL to show: without a password).
-
-    Raises:
-        ValueError: If the schema named is not a plain identifier.
-    """
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    schema = next((value for key, value in query if key == "schema"), "chronograph")
-    if not schema.replace("_", "").isalnum() or not schema[0].isalpha() or len(schema) > 48:
-        raise ValueError(f"schema {schema!r} is not a plain name (letters, digits, _; up to 48)")
-    rest = urlencode([(key, value) for key, value in query if key != "schema"])
-    connect = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, ""))
-    host = parts.hostname or "localhost"
-    shown = urlunsplit((parts.scheme, f"{parts.username + '@' if parts.username else ''}{host}"
-                        f"{':' + str(parts.port) if parts.port else ''}", parts.path, f"schema={schema}", ""))
-    return connect, schema, shown
 
 
 class Schema:

@@ -24,6 +24,7 @@ from chronograph.eventstore.log import EraseHook, InlineHook
 from chronograph.eventstore.pgreader import PgReader
 from chronograph.eventstore.pgschema import Schema
 from chronograph.eventstore.writes import (
+    NO_STREAM,
     AppendResult,
     Recorded,
     StreamWrite,
@@ -48,11 +49,23 @@ class PgTransaction(PgReader):
         schema: Schema,
         hooks: Sequence[InlineHook],
         erase_hooks: Sequence[EraseHook],
+        *,
+        head: int,
+        last_recorded_at: int,
+        erasures: int = 0,
+        peek: Callable[[list[str]], dict[str, int]] | None = None,
     ) -> None:
         super().__init__(lambda: connection, codec, schema)
         self._hooks = hooks
         self._erase_hooks = erase_hooks
         self._recorded_at: int | None = None
+        self._head = head
+        self._last_recorded_at = last_recorded_at
+        self._erasures = erasures
+        self._peek = peek
+        """Reads stream versions outside this transaction (after a statement of it failed)."""
+        self._versions: dict[str, int] = {}
+        """Stream versions read or written in this transaction (the lock keeps them true)."""
         self.appended = False
         """Whether this transaction appended anything (its commit is then announced)."""
         self.views_txn: Any = None
@@ -62,8 +75,32 @@ class PgTransaction(PgReader):
     def recorded_at(self) -> int:
         """The timestamp of every event appended in this transaction (never decreasing)."""
         if self._recorded_at is None:
-            self._recorded_at = max(clock.now_us(), self.last_recorded_at())
+            self._recorded_at = max(clock.now_us(), self._last_recorded_at)
         return self._recorded_at
+
+    def head(self) -> int:
+        """The position of the last event (known: the lock keeps other writers out)."""
+        return self._head
+
+    def last_recorded_at(self) -> int:
+        return self._last_recorded_at
+
+    def erasures(self) -> int:
+        return self._erasures
+
+    def stream_version(self, stream: str) -> int:
+        found = self._versions.get(stream)
+        if found is None:
+            found = self._versions[stream] = super().stream_version(stream)
+        return found
+
+    def _known_versions(self, streams: Sequence[str]) -> None:
+        """Read the versions of `streams` not known yet, in one query."""
+        unknown = [s for s in dict.fromkeys(streams) if s not in self._versions]
+        if unknown:
+            self._versions.update(dict.fromkeys(unknown, 0))
+            self._versions.update(self.connection.execute(
+                self.schema.sql("SELECT stream, version FROM {heads} WHERE stream = ANY(%s)"), (unknown,)).fetchall())
 
     def recall(self, idempotency_key: str) -> AppendResult | None:
         """The append recorded under `idempotency_key`, replayed, or None if it is new."""
@@ -100,6 +137,12 @@ class PgTransaction(PgReader):
         envelopes: list[Envelope] = []
         rows: list[tuple[int, str, int, int, int, bytes]] = []
         position = head
+        # A new stream (NO_STREAM) is taken to be at 0 without asking: if it exists after all,
+        # its version 1 breaks the unique (stream, version) and the append fails as it should.
+        self._known_versions([write.stream for write in writes if write.expected != NO_STREAM])
+        for write in writes:
+            if write.expected == NO_STREAM:
+                self._versions.setdefault(write.stream, 0)
         for write in writes:
             current = versions.get(write.stream)
             if current is None:
@@ -116,15 +159,19 @@ class PgTransaction(PgReader):
             versions[write.stream] = current
         cursor = self.connection.cursor()
         if rows:
-            try:
-                cursor.executemany(self.schema.sql(
-                    "INSERT INTO {events} (position, stream, version, recorded_at, checksum, envelope) "
-                    "VALUES (%s, %s, %s, %s, %s, %s)"), rows)
-            except psycopg.errors.UniqueViolation as error:
-                raise ConcurrencyError(str(error.diag.message_detail or "a stream"), "its next version", -1) from None
-            cursor.executemany(self.schema.sql(
-                "INSERT INTO {heads} (stream, version) VALUES (%s, %s) "
-                "ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version"), list(versions.items()))
+            columns = [list(column) for column in zip(*rows, strict=True)]
+            try:  # one statement, one round trip, however many events: arrays unnested
+                cursor.execute(self.schema.sql(
+                    "WITH appended AS (INSERT INTO {events} (position, stream, version, recorded_at, checksum, "
+                    "envelope) SELECT * FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::bigint[], "
+                    "%s::bigint[], %s::bytea[])) "
+                    "INSERT INTO {heads} (stream, version) SELECT * FROM unnest(%s::text[], %s::bigint[]) "
+                    "ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version"),
+                    (*columns, list(versions), list(versions.values())))
+            except psycopg.errors.UniqueViolation:
+                raise self._taken(writes) from None
+            self._versions.update(versions)
+            self._head = position
             self.appended = True
         if idempotency_key is not None:
             record = Recorded(fingerprint, head + 1, position, versions, result)
@@ -164,6 +211,9 @@ class PgTransaction(PgReader):
                 "COPY {events} (position, stream, version, recorded_at, checksum, envelope) FROM STDIN")) as copy:
             for row in rows:
                 copy.write_row(row)
+        self._head = envelopes[-1].position
+        self._last_recorded_at = envelopes[-1].recorded_at
+        self._versions.update(versions)
         self.connection.cursor().executemany(self.schema.sql(
             "INSERT INTO {heads} (stream, version) VALUES (%s, %s) "
             "ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version"), list(versions.items()))
@@ -179,6 +229,14 @@ class PgTransaction(PgReader):
             self.connection.execute(self.schema.sql(
                 "INSERT INTO {meta} (key, value) VALUES ('erasures', %s) ON CONFLICT (key) DO UPDATE SET value = "
                 "EXCLUDED.value"), (erasures.to_bytes(8, "big"),))
+
+    def _taken(self, writes: Sequence[StreamWrite]) -> ConcurrencyError:
+        """The error for an append the database refused because a stream taken to be new exists
+        (this transaction is spoilt: another connection says at which version it is)."""
+        new = [write.stream for write in writes if write.expected == NO_STREAM]
+        found = self._peek(new) if self._peek is not None else {}
+        stream = next((s for s in new if found.get(s)), new[0] if new else "a stream")
+        return ConcurrencyError(stream, NO_STREAM, found.get(stream, 0))
 
     def attach_result(self, idempotency_key: str, result: bytes) -> None:
         """Keep `result` with the append recorded under `idempotency_key` in this transaction.
@@ -211,12 +269,13 @@ class PgTransaction(PgReader):
                 cursor.executemany(self.schema.sql(
                     "UPDATE {events} SET stream = %s, checksum = %s, envelope = %s WHERE position = %s"), rows)
             if new != old and events:
+                self._versions.pop(old, None)
                 cursor.execute(self.schema.sql("DELETE FROM {heads} WHERE stream = %s"), (old,))
                 cursor.execute(self.schema.sql("INSERT INTO {heads} (stream, version) VALUES (%s, %s)"),
                                (new, events[-1].version))
             originals.extend(events)
         self._forget_results(streams)
-        count = self.erasures() + 1
+        count = self._erasures = self.erasures() + 1
         cursor.execute(self.schema.sql(
             "INSERT INTO {meta} (key, value) VALUES ('erasures', %s) ON CONFLICT (key) DO UPDATE SET value = "
             "EXCLUDED.value"), (count.to_bytes(8, "big"),))

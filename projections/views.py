@@ -170,8 +170,10 @@ class Views:
         if isinstance(self.binding, Colocated):
             self.env.refresh()
             return
-        with self.log.read() as log:
-            count = log.erasures() if self.observed_erasures is None else self.observed_erasures
+        count = self.observed_erasures
+        if count is None:  # no follower to tell: ask the log
+            with self.log.read() as log:
+                count = log.erasures()
         seen, self._erasures_seen = self._erasures_seen, count
         if seen is None or seen == count:
             return

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 from chronograph.eventstore import EntityCreated, ObservationsAdded, StoreOpenError, StoreUnavailableError, StreamWrite
-from chronograph.eventstore.pgschema import split_url
+from chronograph.eventstore.pgaddress import split_url
 from support.postgres import database
 
 pglog = pytest.importorskip("chronograph.eventstore.pglog")

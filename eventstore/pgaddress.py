@@ -1,0 +1,35 @@
+"""The address of a log in PostgreSQL: a database URL and a schema; read without the driver.
+
+    postgresql://user@host:5432/dbname                   schema "chronograph"
+    postgresql://user@host/dbname?schema=team_memory     another log in the same database
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+__all__ = ["is_database_url", "split_url"]
+
+
+def is_database_url(store: object) -> bool:
+    """Whether `store` names a PostgreSQL database rather than a directory."""
+    return isinstance(store, str) and store.startswith(("postgresql://", "postgres://"))
+
+
+def split_url(url: str) -> tuple[str, str, str]:
+    """(the connection URL for libpq, the schema, the URL to show: without a password).
+
+    Raises:
+        ValueError: If the schema named is not a plain identifier.
+    """
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((value for key, value in query if key == "schema"), "chronograph")
+    if not schema.replace("_", "").isalnum() or not schema[0].isalpha() or len(schema) > 48:
+        raise ValueError(f"schema {schema!r} is not a plain name (letters, digits, _; up to 48)")
+    rest = urlencode([(key, value) for key, value in query if key != "schema"])
+    connect = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, ""))
+    host = parts.hostname or "localhost"
+    shown = urlunsplit((parts.scheme, f"{parts.username + '@' if parts.username else ''}{host}"
+                        f"{':' + str(parts.port) if parts.port else ''}", parts.path, f"schema={schema}", ""))
+    return connect, schema, shown
