@@ -4,7 +4,9 @@ The guard refuses, before anything else runs: requests without the bearer token 
 one is configured (401; the scheme is case-insensitive, RFC 7235), a Host or Origin
 that is not this server's (DNS rebinding: 421 and 403, saying how to allow a name),
 bodies over the size limit (413), and a new MCP session from an address that already
-holds its share of them (429). It covers every route, the health probes included.
+holds its share of them (429). It covers every route, the health probes included. The
+explorer's page (/ui) may present the token as a cookie, or as a `token` query on the link
+that opens it (a browser sends no Authorization header for a page).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+from urllib.parse import unquote
 
 from chronograph.server.app import Runtime
 from chronograph.server.config import DEFAULT_MAX_BODY
@@ -22,10 +25,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-__all__ = ["LOOPBACK", "Guard", "SessionQuota", "http_app"]
+__all__ = ["LOOPBACK", "TOKEN_COOKIE", "UI_PATH", "Guard", "SessionQuota", "http_app", "page_token"]
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 MCP_PATH = "/mcp"
+UI_PATH = "/ui"
+TOKEN_COOKIE = "chronograph_token"
 SESSION_HEADER = "mcp-session-id"
 
 Scope = MutableMapping[str, Any]
@@ -97,7 +102,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        refusal = self._refusal(headers)
+        refusal = self._refusal(headers, scope)
         if refusal is not None:
             await refusal(scope, receive, send)
             return
@@ -157,7 +162,7 @@ class Guard:
             if not message.get("more_body", False):
                 return b"".join(parts), True
 
-    def _refusal(self, headers: dict[str, str]) -> Response | None:
+    def _refusal(self, headers: dict[str, str], scope: Scope) -> Response | None:
         host = headers.get("host", "").lower()
         if _hostname(host) not in self.hosts:
             return _error(421, f"host {host!r} is not served here; start the server with --allow-host "
@@ -167,6 +172,8 @@ class Guard:
             return _error(403, f"origin {origin!r} is not allowed; --allow-host adds a name")
         if self.token is not None:
             scheme, _, given = headers.get("authorization", "").strip().partition(" ")
+            if scheme.lower() != "bearer" and str(scope.get("path", "")).startswith(UI_PATH):
+                given, scheme = page_token(headers, scope), "bearer"  # a browser cannot send the header
             if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token.encode()):
                 response = _error(401, "a valid bearer token is required (Authorization: Bearer ...)")
                 response.headers["WWW-Authenticate"] = "Bearer"
@@ -192,6 +199,20 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replay
+
+
+def page_token(headers: dict[str, str], scope: Scope) -> str:
+    """The token a browser presents to the explorer: the cookie the page's first link set, or
+    that link's `token` query."""
+    for part in headers.get("cookie", "").split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == TOKEN_COOKIE:
+            return value
+    for pair in scope.get("query_string", b"").decode("latin-1").split("&"):
+        name, _, value = pair.partition("=")
+        if name == "token":
+            return unquote(value)
+    return ""
 
 
 def _hostname(host: str) -> str:
@@ -236,7 +257,8 @@ def http_app(
     sessions_per_address: int = 100,
     session_idle: float = 300.0,
 ) -> Any:
-    """The ASGI app: MCP at /mcp, /health and /ready (also under /api/), all behind the `Guard`."""
+    """The ASGI app: MCP at /mcp, /health and /ready (also under /api/), the explorer at /ui, all
+    behind the `Guard`."""
 
     @server.custom_route("/health", methods=["GET"])
     async def health(_: Request) -> Response:
@@ -268,6 +290,10 @@ def http_app(
         return JSONResponse({"status": "ready", "position": head, "storeBytes": size})
 
     server.custom_route("/ready", methods=["GET"])(ready)
+    from chronograph.server.explorer import explorer_routes  # noqa: PLC0415 (explorer imports this module)
+
+    for route in explorer_routes(runtime, token=token):  # the graph explorer, read-only, behind the same guard
+        server.custom_route(route.path, methods=["GET"])(route.endpoint)
     # the workspace server's clients probe these
     server.custom_route("/api/health", methods=["GET"])(health)
     server.custom_route("/api/ready", methods=["GET"])(ready)

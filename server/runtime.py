@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from chronograph.application import Memory, Tool
 from chronograph.application.exportdir import ExportDir
@@ -32,6 +33,9 @@ LOCAL = "local"
 
 MAX_CONNECTIONS = 10_000
 """Connections whose team session is remembered at once (HTTP)."""
+
+
+T = TypeVar("T")
 
 
 class Runtime:
@@ -64,7 +68,7 @@ class Runtime:
                 exports = ExportDir(settings.export_dir, max_export=settings.export_max, budget=settings.export_budget)
             self._memory = Memory(
                 settings.store, sync=settings.sync, export_dir=exports, max_size=settings.max_size,
-                cache=settings.cache,
+                cache=settings.cache, progress=StartProgress(),
                 embeddings=settings.embeddings, embeddings_model=settings.embeddings_model,
                 embeddings_key=settings.embeddings_key, project_files=settings.project_files,
             )
@@ -131,6 +135,11 @@ class Runtime:
             await self.notify(ctx)
         return result(*outcome)
 
+    def serialised(self, work: Callable[..., T], *args: Any) -> T:
+        """Run `work(*args)` in turn with the tool calls (in a worker thread, as they are)."""
+        with self._one_at_a_time:
+            return work(*args)
+
     def _serialised(self, tool: Tool, arguments: dict[str, Any], actor: str, connection: str | None,
                     ) -> tuple[Reply, bool]:
         with self._one_at_a_time:
@@ -171,6 +180,28 @@ class Runtime:
         """Forget a subscription."""
         if uri == GRAPH_URI:
             self._subscribers.pop(id(session._connection), None)  # noqa: SLF001
+
+
+class StartProgress:
+    """Says on stderr how far a server that opens a big store has got with its views (a first
+    open, or a new cache of a database log: proportional to the events it folds), every
+    tenth or so. A terminal's progress bar would not reach an MCP client's log."""
+
+    SMALL = 20_000
+    """Events too few to mention."""
+
+    def __init__(self) -> None:
+        self._said: dict[str, float] = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if total < self.SMALL:
+            return
+        share = done / total
+        if share - self._said.get(stage, -1.0) >= 0.1 or done >= total > 0:
+            if self._said.get(stage) == 1.0:
+                return
+            self._said[stage] = share
+            print(f"chronograph: {stage}: {done:,} of {total:,} ({share:.0%})", file=sys.stderr)
 
 
 class EmbeddingProgress:

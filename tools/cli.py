@@ -7,6 +7,7 @@
     chronograph backup -o FILE / restore FILE   the whole store in one file, and back
     chronograph forget NAME --reason R       erase an entity for real (and `scrub`)
     chronograph copy --from SRC --to DST     a log from LMDB to PostgreSQL or back, checked
+    chronograph ui                           the graph and its history in a browser
 
 Each subcommand is a module with `add_arguments(parser)` and `run(args)`; the MCP SDK is
 imported only when a server starts.
@@ -34,6 +35,7 @@ SUBCOMMANDS = {
     "restore": ("chronograph.tools.restore", "restore a store from a backup file, checked before and after"),
     "forget": ("chronograph.tools.forget", "erase an entity for real, from the log and everything derived from it"),
     "scrub": ("chronograph.tools.scrub", "overwrite what erasures left that a long reader still held"),
+    "ui": ("chronograph.tools.ui", "see the graph and its history in a browser (read-only)"),
     "copy": ("chronograph.tools.copy_store", "copy a store's log between LMDB and PostgreSQL, checked event for event"),
 }
 """name -> (module, one-line help)."""

@@ -30,6 +30,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
 from chronograph.application import Memory
 from chronograph.application.config import EMBEDDINGS_ENV, resolve_store
 from chronograph.application.errors import ChronographError
+from chronograph.application.explorer import graph_diff
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError, verify
 from chronograph.projections.errors import EmbeddingsUnavailableError
@@ -111,7 +112,7 @@ def _diff(memory: Memory, args: argparse.Namespace) -> int:
     before, after = (
         _plain(memory.read("read_graph", {"asOf": _moment(m), "workspace": args.workspace})) for m in args.diff
     )
-    changes = diff(before, after)
+    changes = graph_diff(before, after)
     if args.json:
         print(json.dumps(changes, indent=2, ensure_ascii=False))
         return 0
@@ -122,52 +123,6 @@ def _diff(memory: Memory, args: argparse.Namespace) -> int:
 
 def _moment(text: str) -> Any:
     return int(text) if text.strip().isdigit() else text
-
-
-def diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
-    """What was created, changed and deleted between two read_graph answers."""
-    changes: list[dict[str, Any]] = []
-    old = {e["name"]: e for e in before["entities"]}
-    new = {e["name"]: e for e in after["entities"]}
-    for name in [*old, *(n for n in new if n not in old)]:
-        a, b = old.get(name), new.get(name)
-        if a is None:
-            changes.append({"change": "created", "kind": "entity", "what": name, "detail": b["entityType"]})  # type: ignore[index]
-        elif b is None:
-            changes.append({"change": "deleted", "kind": "entity", "what": name})
-        elif (a["version"], a["createdAt"]) != (b["version"], b["createdAt"]):
-            changes.append({"change": "changed", "kind": "entity", "what": name, "detail": _entity_change(a, b)})
-    key = lambda r: (r["from"], r["relationType"], r["to"])  # noqa: E731
-    old_r = {key(r): r for r in before["relations"]}
-    new_r = {key(r): r for r in after["relations"]}
-    for triple in [*old_r, *(t for t in new_r if t not in old_r)]:
-        a, b = old_r.get(triple), new_r.get(triple)
-        what = f"{triple[0]} -[{triple[1]}]-> {triple[2]}"
-        if a is None:
-            changes.append({"change": "created", "kind": "relation", "what": what})
-        elif b is None:
-            changes.append({"change": "deleted", "kind": "relation", "what": what})
-        elif a["version"] != b["version"]:
-            changes.append({"change": "changed", "kind": "relation", "what": what,
-                            "detail": f"version {a['version']} -> {b['version']}"})
-    return changes
-
-
-def _entity_change(a: dict[str, Any], b: dict[str, Any]) -> str:
-    parts = []
-    if a["entityType"] != b["entityType"]:
-        parts.append(f"type {a['entityType']} -> {b['entityType']}")
-    added = [o for o in b["observations"] if o not in a["observations"]]
-    removed = [o for o in a["observations"] if o not in b["observations"]]
-    if added:
-        parts.append(f"+{len(added)} observation{'s' * (len(added) != 1)}")
-    if removed:
-        parts.append(f"-{len(removed)} observation{'s' * (len(removed) != 1)}")
-    if a.get("metadata") != b.get("metadata"):
-        parts.append("metadata")
-    if a["createdAt"] != b["createdAt"]:
-        parts.append("re-created")
-    return ", ".join(parts) or f"version {a['version']} -> {b['version']}"
 
 
 def _rebuild(store: Path | str, cache: str | None) -> int:

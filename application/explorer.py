@@ -1,0 +1,266 @@
+"""What the graph explorer (the web page) asks: the core's answers in the shapes the page draws.
+
+Not tools: the page is an adapter over the core like the MCP server, and reads only. A view
+of the graph is a *neighbourhood*, never the whole of a big graph: the entities a search
+finds, the ones the page already shows, or the most connected ones, with the relations
+among them, as of any position of the log (from the snapshots, as time travel does) and
+for any valid time.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import msgspec
+from chronograph.application.errors import NotFoundError
+from chronograph.application.outputs import entity_out, relation_out
+from chronograph.application.service import Memory
+from chronograph.eventstore import RelationCreated, clock
+from chronograph.projections import ENTITY, RELATION, EntityRecord, Graph, RelationRecord, stream_history
+
+__all__ = ["LIMIT", "audit", "diff", "entity_page", "graph", "overview"]
+
+LIMIT = 80
+"""Entities a view shows at most (the page expands from there)."""
+
+
+def _plain(value: Any) -> Any:
+    return msgspec.to_builtins(value)
+
+
+def overview(memory: Memory, workspace: str) -> dict[str, Any]:
+    """The workspaces, this one's counts per type, and the log's extent (for the time slider)."""
+    with memory.lock, memory.timeline.at("explorer") as moment:
+        graph, log = moment.graph, moment.log
+        head = log.head()
+        first = log.get(1) if head else None
+        totals = graph.workspace(workspace)
+        return {
+            "workspace": workspace,
+            "workspaces": [{"name": w.name, "entities": w.entities, "relations": w.relations}
+                           for w in graph.workspaces()],
+            "entities": 0 if totals is None else totals.entities,
+            "relations": 0 if totals is None else totals.relations,
+            "entityTypes": graph.type_counts(workspace, ENTITY),
+            "relationTypes": graph.type_counts(workspace, RELATION),
+            "head": head,
+            "firstRecordedAt": clock.isoformat(first.recorded_at) if first else None,
+            "lastRecordedAt": clock.isoformat(log.last_recorded_at()) if head else None,
+            "store": memory.log.location,
+        }
+
+
+def graph(
+    memory: Memory,
+    workspace: str,
+    *,
+    query: str | None = None,
+    names: list[str] | None = None,
+    around: str | None = None,
+    as_of: int | str | None = None,
+    valid_at: str | None = None,
+    limit: int = LIMIT,
+) -> dict[str, Any]:
+    """A neighbourhood of the graph as of `as_of` (None: now): the entities called `names`, or
+    `around` one entity and its neighbours, or those a search for `query` finds, or else the
+    most connected; with every relation among them, and each entity's degree.
+
+    Raises:
+        InvalidArgumentsError: If `as_of` or `valid_at` is not a moment.
+    """
+    with memory.lock, memory.timeline.at("explorer", as_of if as_of is not None else msgspec.UNSET) as moment:
+        view = moment.graph
+        if names is not None:
+            chosen = [e for n in dict.fromkeys(names) if (e := view.entity(workspace, n)) is not None]
+        elif around is not None:
+            centre = view.entity(workspace, around)
+            if centre is None:
+                raise NotFoundError(f"Entity with name {around} not found")
+            near = [r.target if r.source == around else r.source for r in view.relations_of(workspace, around)]
+            chosen = [centre, *(e for n in dict.fromkeys(near) if (e := view.entity(workspace, n)) is not None)]
+        elif query:
+            found = memory.read("search_nodes", {"query": query, "workspace": workspace, "limit": limit,
+                                                 **({"asOf": as_of} if as_of is not None else {})})
+            chosen = [e for h in found.entities if (e := view.entity(workspace, h.name)) is not None]
+        else:
+            chosen = _most_connected(view, workspace, limit)
+        chosen = chosen[:limit] if names is None else chosen
+        shown = {e.name for e in chosen}
+        relations: dict[str, RelationRecord] = {}
+        degree: Counter[str] = Counter()
+        for entity in chosen:
+            for relation in view.relations_of(workspace, entity.name):
+                degree[entity.name] += 1
+                if relation.source in shown and relation.target in shown:
+                    relations[relation.stream] = relation
+        at_us = clock.parse_iso(valid_at) if valid_at else None
+        return {
+            "position": moment.position if moment.position is not None else moment.log.head(),
+            "head": moment.log.head(),
+            "entities": [{**_plain(entity_out(e)), "degree": degree[e.name], "valid": _valid(e, at_us)}
+                         for e in chosen],
+            "relations": [{**_plain(relation_out(r)), "valid": _valid_relation(r, at_us)}
+                          for r in relations.values()],
+        }
+
+
+def _most_connected(view: Graph, workspace: str, limit: int) -> list[EntityRecord]:
+    counts: Counter[str] = Counter()
+    for relation in view.relations(workspace):
+        counts[relation.source] += 1
+        counts[relation.target] += 1
+    chosen = [e for n, _ in counts.most_common(limit) if (e := view.entity(workspace, n)) is not None]
+    if len(chosen) < limit:  # a graph with few relations: its oldest entities fill the view
+        seen = {e.name for e in chosen}
+        chosen += [e for e in view.entities(workspace, 0, limit) if e.name not in seen][: limit - len(chosen)]
+    return chosen
+
+
+def _valid(entity: EntityRecord, at_us: int | None) -> dict[str, bool]:
+    """Per observation with a valid time: whether it holds at `at_us` (now when None)."""
+    moment = clock.now_us() if at_us is None else at_us
+    return {o: (start is None or start <= moment) and (end is None or moment < end)
+            for o, (start, end) in entity.validity.items()}
+
+
+def _valid_relation(relation: RelationRecord, at_us: int | None) -> bool:
+    moment = clock.now_us() if at_us is None else at_us
+    return (relation.valid_from is None or relation.valid_from <= moment) and (
+        relation.valid_until is None or moment < relation.valid_until)
+
+
+def entity_page(memory: Memory, workspace: str, name: str, limit: int = 500) -> dict[str, Any]:
+    """Every version of every entity ever called `name` (who, when, which call, what changed,
+    the state after), and the history of every relation that ever named it.
+
+    Raises:
+        NotFoundError: If no entity was ever called `name` in the workspace.
+    """
+    history = memory.read("get_entity_history", {"name": name, "workspace": workspace, "limit": limit})
+    versions = _plain(history.versions)
+    before: dict[str, Any] | None = None
+    for version in versions:
+        version["diff"] = _change(before, version["state"])
+        before = version["state"] or before
+    relations: list[dict[str, Any]] = []
+    with memory.lock, memory.timeline.at("explorer") as moment:
+        streams = moment.live.name_streams(workspace, name)
+        first = min((p for s in streams for p in moment.log.positions(s)[:1]), default=1)
+        found: dict[str, None] = {}
+        for envelope in moment.log.mentions([msgspec.msgpack.encode(name)], first):
+            event = envelope.event
+            if isinstance(event, RelationCreated) and event.workspace == workspace and name in (event.source,
+                                                                                                event.target):
+                found.setdefault(envelope.stream)
+        for stream in list(found)[:200]:
+            relations.append({"versions": _plain([_version(v) for v in stream_history(moment.log, stream)])})
+        live = moment.graph.entity(workspace, name)
+    return {"name": name, "live": live is not None, "versions": versions, "relations": relations,
+            "more": history.next_cursor is not msgspec.UNSET}
+
+
+def _version(version: Any) -> dict[str, Any]:
+    state = version.state
+    return {"position": version.position, "version": version.version, "eventType": version.event_type,
+            "recordedAt": clock.isoformat(version.recorded_at), "actor": version.actor,
+            "changes": version.changes,
+            "state": None if state is None else _plain(relation_out(state) if isinstance(state, RelationRecord)
+                                                       else entity_out(state))}
+
+
+def _change(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any]:
+    """What a version changed, readably: observations added and removed, the type, the name,
+    the metadata keys."""
+    if after is None:
+        return {"deleted": True}
+    if before is None:
+        return {"created": True, "added": after.get("observations", [])}
+    old, new = before.get("observations", []), after.get("observations", [])
+    change: dict[str, Any] = {"added": [o for o in new if o not in old], "removed": [o for o in old if o not in new]}
+    for field in ("name", "entityType"):
+        if before.get(field) != after.get(field):
+            change[field] = [before.get(field), after.get(field)]
+    old_meta, new_meta = before.get("metadata") or {}, after.get("metadata") or {}
+    keys = sorted(k for k in {*old_meta, *new_meta} if old_meta.get(k) != new_meta.get(k))
+    if keys:
+        change["metadata"] = keys
+    return change
+
+
+def audit(memory: Memory, workspace: str, *, actor: str | None = None, session: str | None = None,
+          types: list[str] | None = None, since: str | None = None, until: str | None = None,
+          after: int | None = None, limit: int = 100) -> dict[str, Any]:
+    """The audit feed, newest first, filtered; `after` gives only what came after a position (the
+    page polls with it to follow writes as they happen).
+
+    Raises:
+        InvalidArgumentsError: If a filter is malformed.
+    """
+    arguments: dict[str, Any] = {"workspace": workspace, "limit": limit}
+    for key, value in (("actor", actor), ("eventTypes", types), ("since", since), ("until", until),
+                       ("afterPosition", after)):
+        if value:
+            arguments[key] = value
+    events = _plain(memory.read("get_audit_log", arguments).events)
+    if session:
+        events = [e for e in events if session in e["actor"]]
+    return {"events": events}
+
+
+def diff(memory: Memory, workspace: str, before: int | str, after: int | str) -> list[dict[str, Any]]:
+    """What was created, changed and deleted between two moments of the graph.
+
+    Raises:
+        InvalidArgumentsError: If a moment is not a position or an ISO-8601 time.
+    """
+    old, new = (_plain(memory.read("read_graph", {"asOf": moment, "workspace": workspace}))
+                for moment in (before, after))
+    return graph_diff(old, new)
+
+
+def graph_diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    """What was created, changed and deleted between two read_graph answers."""
+    changes: list[dict[str, Any]] = []
+    old = {e["name"]: e for e in before["entities"]}
+    new = {e["name"]: e for e in after["entities"]}
+    for name in [*old, *(n for n in new if n not in old)]:
+        a, b = old.get(name), new.get(name)
+        if a is None:
+            changes.append({"change": "created", "kind": "entity", "what": name, "detail": b["entityType"]})  # type: ignore[index]
+        elif b is None:
+            changes.append({"change": "deleted", "kind": "entity", "what": name})
+        elif (a["version"], a["createdAt"]) != (b["version"], b["createdAt"]):
+            changes.append({"change": "changed", "kind": "entity", "what": name, "detail": _entity_change(a, b)})
+    key = lambda r: (r["from"], r["relationType"], r["to"])  # noqa: E731
+    old_r = {key(r): r for r in before["relations"]}
+    new_r = {key(r): r for r in after["relations"]}
+    for triple in [*old_r, *(t for t in new_r if t not in old_r)]:
+        a, b = old_r.get(triple), new_r.get(triple)
+        what = f"{triple[0]} -[{triple[1]}]-> {triple[2]}"
+        if a is None:
+            changes.append({"change": "created", "kind": "relation", "what": what})
+        elif b is None:
+            changes.append({"change": "deleted", "kind": "relation", "what": what})
+        elif a["version"] != b["version"]:
+            changes.append({"change": "changed", "kind": "relation", "what": what,
+                            "detail": f"version {a['version']} -> {b['version']}"})
+    return changes
+
+
+def _entity_change(a: dict[str, Any], b: dict[str, Any]) -> str:
+    parts = []
+    if a["entityType"] != b["entityType"]:
+        parts.append(f"type {a['entityType']} -> {b['entityType']}")
+    added = [o for o in b["observations"] if o not in a["observations"]]
+    removed = [o for o in a["observations"] if o not in b["observations"]]
+    if added:
+        parts.append(f"+{len(added)} observation{'s' * (len(added) != 1)}")
+    if removed:
+        parts.append(f"-{len(removed)} observation{'s' * (len(removed) != 1)}")
+    if a.get("metadata") != b.get("metadata"):
+        parts.append("metadata")
+    if a["createdAt"] != b["createdAt"]:
+        parts.append("re-created")
+    return ", ".join(parts) or f"version {a['version']} -> {b['version']}"
+

@@ -1,0 +1,246 @@
+"""The graph explorer, driven as a person would in a real headless browser (Chromium through
+Playwright): it draws the graph, finds and opens entities, travels back in time, compares two
+moments, follows writes in the audit feed, says when the server is gone, and asks for the
+token. The screenshots in docs/ are taken here."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chronograph.application import Memory
+from freezegun import freeze_time
+from support.http import free_port, request
+
+pytestmark = pytest.mark.wire
+sync_api = pytest.importorskip("playwright.sync_api")
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]
+
+
+def seed(store: Path) -> None:
+    """A small history at known times: people and a language, a fact added, Bob deleted at the end."""
+    with Memory(store, sync=False) as memory, freeze_time("2026-03-01T10:00:00Z") as clock:
+        def write(tool: str, **arguments: Any) -> None:
+            memory.write(tool, arguments, actor="claude-desktop")
+            clock.tick(60)
+
+        write("create_entities", entities=[
+            {"name": "Ada Lovelace", "entityType": "person", "observations": ["wrote the first program"]},
+            {"name": "Bob", "entityType": "person", "observations": ["likes tea"]},
+            {"name": "Python", "entityType": "language", "observations": ["dynamic typing"]},
+            {"name": "Analytical Engine", "entityType": "machine", "observations": ["designed by Babbage"]}])
+        write("create_relations", relations=[
+            {"from": "Ada Lovelace", "to": "Analytical Engine", "relationType": "programmed"},
+            {"from": "Ada Lovelace", "to": "Bob", "relationType": "knows"},
+            {"from": "Bob", "to": "Python", "relationType": "uses"}])
+        write("add_observations", observations=[{"entityName": "Ada Lovelace", "contents": ["born 1815"]}])
+        write("update_entities", entities=[{"name": "Python", "entityType": "programming language"}])
+        write("delete_entities", entityNames=["Bob"])
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        message = f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)"
+        if os.environ.get("CHRONOGRAPH_TEST_BROWSER_REQUIRED") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield launched
+        launched.close()
+
+
+def serve(store: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "chronograph", "ui", "--store", str(store), "--port",
+                                str(port), *extra], cwd=ROOT, text=True, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE,
+                               env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if request(base + "/health", headers={"Authorization": f"Bearer {(env or {}).get('CHRONOGRAPH_TOKEN')}"}
+                       )[0] == 200:
+                return process, base
+        except OSError:
+            pass
+        assert process.poll() is None, process.stderr.read() if process.stderr else ""
+        assert time.monotonic() < deadline, "chronograph ui did not come up"
+        time.sleep(0.1)
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    process.wait(timeout=30)
+    if process.stderr is not None:
+        process.stderr.close()
+
+
+@pytest.fixture
+def explorer(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    store = tmp_path / "store"
+    seed(store)
+    process, base = serve(store)
+    try:
+        yield store, base
+    finally:
+        stop(process)
+
+
+@pytest.fixture
+def page(browser: Any, explorer: tuple[Path, str]) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 760})
+    opened = context.new_page()
+    opened.goto(explorer[1] + "/ui/")
+    opened.wait_for_function("window.chronograph && window.chronograph.ready", timeout=30_000)
+    yield opened
+    context.close()
+
+
+def shown(page: Any) -> list[str]:
+    return page.eval_on_selector_all("#shown-list li > button", "buttons => buttons.map(b => b.textContent)")
+
+
+def test_the_page_draws_the_most_connected_entities_with_their_types(page: Any) -> None:
+    assert sorted(shown(page)) == ["Ada Lovelace", "Analytical Engine", "Python"]
+    assert page.evaluate("cy.edges().length") == 1  # Bob's relations went with him
+    assert "3 entities, 1 relations" in page.text_content("#legend")
+    assert "person 1" in page.text_content("#legend")
+    page.screenshot(path=str(DOCS / "explorer-graph.png"))
+
+
+def test_a_search_shows_what_it_finds(page: Any) -> None:
+    page.fill("#q", "engine")
+    page.click("#search button")
+    page.wait_for_function("document.querySelectorAll('#shown-list li').length === 1")
+    assert shown(page) == ["Analytical Engine"]
+
+
+def test_an_entity_shows_every_version_with_who_when_and_what_changed(page: Any) -> None:
+    page.click("#tab-shown")
+    page.click("#shown-list button:text('Ada Lovelace')")
+    page.wait_for_selector("#entity .version")
+    text = page.text_content("#entity")
+    assert "2 versions" in text and "+ born 1815" in text and "claude-desktop" in text
+    assert "2026-03-01T10:02:00" in text and "programmed" in text  # when, and the relations over time
+    page.screenshot(path=str(DOCS / "explorer-entity.png"))
+
+
+def test_moving_the_slider_back_shows_the_graph_as_it_was(page: Any) -> None:
+    assert "Bob" not in shown(page)
+    page.fill("#slider", "8")  # the update of Python: Bob was still alive
+    page.wait_for_function("[...document.querySelectorAll('#shown-list li > button')]"
+                           ".some(b => b.textContent === 'Bob')")
+    assert "position 8" in page.text_content("#moment")
+    assert page.evaluate("cy.edges().length") == 3
+    page.screenshot(path=str(DOCS / "explorer-time.png"))
+    page.fill("#slider", "0")
+    page.wait_for_function("document.getElementById('status').textContent.includes('Before the first event')")
+    assert shown(page) == []
+
+
+def test_comparing_two_moments_lists_what_was_created_changed_and_deleted(page: Any) -> None:
+    page.fill("#slider", "4")
+    page.check("#diffmode")
+    page.fill("#slider2", "11")  # the call that deleted Bob (and his relations) ends at 12
+    page.wait_for_function("document.getElementById('moment2').textContent === 'position 11'")
+    page.fill("#slider2", "12")
+    page.wait_for_function("document.getElementById('diff').textContent.includes('deleted entity Bob')")
+    changes = page.text_content("#diff")
+    assert "deleted entity Bob" in changes and "changed entity Python" in changes
+    assert "created relation Ada Lovelace -[programmed]-> Analytical Engine" in changes
+
+
+def test_a_deleted_entity_s_page_shows_its_history(page: Any) -> None:
+    page.fill("#slider", "8")
+    page.wait_for_function("[...document.querySelectorAll('#shown-list li > button')]"
+                           ".some(b => b.textContent === 'Bob')")
+    page.click("#tab-shown")
+    page.click("#shown-list button:text('Bob')")
+    page.wait_for_selector("#entity .badge")
+    text = page.text_content("#entity")
+    assert "deleted" in text and "entity_deleted" in text and "+ likes tea" in text
+
+
+def test_the_audit_feed_shows_a_write_made_while_the_page_is_open(page: Any, explorer: tuple[Path, str]) -> None:
+    page.click("#tab-audit")
+    assert "entity_deleted" in page.text_content("#feed")
+    with Memory(explorer[0]) as memory:  # another process writes, as an agent would
+        memory.write("create_entities", {"entities": [{"name": "Grace Hopper", "entityType": "person",
+                                                       "observations": ["COBOL"]}]}, actor="claude-code")
+    page.wait_for_selector("#feed li.new", timeout=20_000)
+    assert "Grace Hopper" in page.text_content("#feed li.new")
+    page.fill("#audit-filters input[name=actor]", "claude-code")
+    page.click("#audit-filters button")
+    page.wait_for_function("document.querySelectorAll('#feed li').length === 1")
+    page.screenshot(path=str(DOCS / "explorer-audit.png"))
+
+
+def test_every_control_has_a_name_and_the_keyboard_reaches_them(page: Any) -> None:
+    unnamed = page.evaluate("""() => [...document.querySelectorAll('input, select, button')].filter(e => {
+        const label = e.labels && e.labels.length ? e.labels[0].textContent.trim() : '';
+        return !(label || e.getAttribute('aria-label') || e.textContent.trim());
+    }).map(e => e.outerHTML)""")
+    assert unnamed == []
+    reached = set()
+    for _ in range(12):
+        page.keyboard.press("Tab")
+        reached.add(page.evaluate("document.activeElement.id || document.activeElement.textContent"))
+    assert {"workspace", "q", "top"} <= reached
+
+
+def test_a_server_that_went_away_is_said_so(browser: Any, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    seed(store)
+    process, base = serve(store)
+    context = browser.new_context()
+    opened = context.new_page()
+    try:
+        opened.goto(base + "/ui/")
+        opened.wait_for_function("window.chronograph && window.chronograph.ready", timeout=30_000)
+        stop(process)
+        opened.click("#top")
+        opened.wait_for_selector("#problem:not([hidden])")
+        assert "cannot be reached" in opened.text_content("#problem")
+    finally:
+        context.close()
+        if process.poll() is None:
+            stop(process)
+
+
+def test_with_a_token_the_page_opens_only_through_its_link(browser: Any, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    seed(store)
+    process, base = serve(store, env={"CHRONOGRAPH_TOKEN": "s3cret"})
+    context = browser.new_context()
+    opened = context.new_page()
+    try:
+        assert opened.goto(base + "/ui/").status == 401
+        assert request(base + "/ui/api/overview")[0] == 401
+        opened.goto(base + "/ui/?token=s3cret")
+        opened.wait_for_function("window.chronograph && window.chronograph.ready", timeout=30_000)
+        assert "token" not in opened.url  # it left the address bar for a cookie
+        assert request(base + "/ui/api/overview", headers={"Origin": "http://evil.example"})[0] == 403
+    finally:
+        context.close()
+        stop(process)
+
+
+def test_a_store_that_does_not_exist_is_one_clear_line(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "chronograph", "ui", "--store", str(tmp_path / "none")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2 and "there is no store" in done.stderr
