@@ -13,7 +13,7 @@ from chronograph.server.app import Runtime, create_server
 from chronograph.server.config import Settings
 from mcp import Client
 from mcp_types import Implementation
-from support.postgres import drop_database
+from support.postgres import database, drop_database
 
 os.environ["CHRONOGRAPH_EMBEDDINGS"] = "off"  # servers a test spawns load no model unless the test asks
 
@@ -35,6 +35,16 @@ def store(store_path: Path) -> Iterator[LmdbLog]:
 def postgres_database() -> Iterator[None]:
     """This run's PostgreSQL database (created when a test first needs it), dropped at the end."""
     yield from drop_database()
+
+
+@pytest.fixture(params=["lmdb", "postgresql"])
+def backend_store(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, object]:
+    """Where a test's server keeps its store, once per backend: a folder, or a PostgreSQL log (in
+    this run's database) with a local cache. For `Settings(**backend_store, ...)`."""
+    if request.param == "lmdb":
+        return {"store": tmp_path / "store"}
+    pytest.importorskip("psycopg")
+    return {"store": database().log_url(), "cache": tmp_path / "cache"}
 
 
 @pytest.fixture

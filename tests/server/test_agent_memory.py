@@ -41,8 +41,8 @@ REFERENCE_ACTIONS = {
 
 
 @pytest.fixture
-async def agent(tmp_path: Path) -> AsyncIterator[Client]:
-    server = create_server(Settings(store=tmp_path / "store", embeddings="off", profile="agent-memory"))
+async def agent(backend_store: dict[str, Any]) -> AsyncIterator[Client]:
+    server = create_server(Settings(**backend_store, embeddings="off", profile="agent-memory"))
     async with Client(server, client_info=Implementation(name="claude-code", version="1")) as c:
         yield c
 

@@ -20,8 +20,8 @@ ALICE = {"database": "memory", "name": "Alice Johnson", "entity_type": "person",
 
 
 @pytest.fixture
-async def kuzu(tmp_path: Path) -> AsyncIterator[Client]:
-    async with Client(create_server(Settings(store=tmp_path / "s", embeddings="off", profile="kuzu"))) as c:
+async def kuzu(backend_store: dict[str, Any]) -> AsyncIterator[Client]:
+    async with Client(create_server(Settings(**backend_store, embeddings="off", profile="kuzu"))) as c:
         yield c
 
 

@@ -19,8 +19,8 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-async def n2n(tmp_path: Path) -> AsyncIterator[Client]:
-    async with Client(create_server(Settings(store=tmp_path / "s", embeddings="off", profile="n2n"))) as c:
+async def n2n(backend_store: dict[str, Any]) -> AsyncIterator[Client]:
+    async with Client(create_server(Settings(**backend_store, embeddings="off", profile="n2n"))) as c:
         yield c
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,8 +17,8 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-async def workspace(tmp_path: Path) -> AsyncIterator[Client]:
-    async with Client(create_server(Settings(store=tmp_path / "s", embeddings="off", profile="workspace"))) as c:
+async def workspace(backend_store: dict[str, Any]) -> AsyncIterator[Client]:
+    async with Client(create_server(Settings(**backend_store, embeddings="off", profile="workspace"))) as c:
         yield c
 
 
