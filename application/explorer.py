@@ -11,13 +11,24 @@ from __future__ import annotations
 
 from collections import Counter
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import msgspec
-from chronograph.application.errors import NotFoundError
+from chronograph.application.errors import InvalidArgumentsError, NotFoundError
 from chronograph.application.outputs import entity_out, relation_out
 from chronograph.application.service import Memory
-from chronograph.eventstore import RelationCreated, clock
-from chronograph.projections import ENTITY, RELATION, EntityRecord, Graph, RelationRecord, stream_history
+from chronograph.eventstore import LogReader, RelationCreated, clock
+from chronograph.projections import (
+    ENTITY,
+    RELATION,
+    EntityRecord,
+    Graph,
+    RelationRecord,
+    entity_as_of,
+    position_of,
+    relation_as_of,
+    stream_history,
+)
 
 __all__ = ["LIMIT", "audit", "diff", "entity_page", "graph", "overview"]
 
@@ -69,6 +80,8 @@ def graph(
     Raises:
         InvalidArgumentsError: If `as_of` or `valid_at` is not a moment.
     """
+    if names is not None and as_of is not None:
+        return _past_neighbourhood(memory, workspace, names, as_of, valid_at, limit)
     with memory.lock, memory.timeline.at("explorer", as_of if as_of is not None else msgspec.UNSET) as moment:
         view = moment.graph
         if names is not None:
@@ -105,12 +118,87 @@ def graph(
         }
 
 
+class RelationIndex:
+    """Every relation stream that ever named an entity, by (workspace, name): what a past
+    neighbourhood needs, since the live views know only the relations alive now. Kept in
+    memory per store, caught up from the log (a scan of the events not seen yet)."""
+
+    def __init__(self) -> None:
+        self.position = 0
+        self.erasures = 0
+        self.streams: dict[tuple[str, str], set[str]] = {}
+
+    def current(self, log: LogReader) -> RelationIndex:
+        """Brought up to the head of `log` (from scratch after an erasure)."""
+        if log.erasures() != self.erasures:
+            self.position, self.erasures, self.streams = 0, log.erasures(), {}
+        head = log.head()
+        for batch in log.batches(self.position + 1, head, batch_size=4096, slim=True):
+            for envelope in batch:
+                event = envelope.event
+                if isinstance(event, RelationCreated):
+                    for end in (event.source, event.target):
+                        self.streams.setdefault((event.workspace, end), set()).add(envelope.stream)
+        self.position = head
+        return self
+
+
+_indexes: WeakKeyDictionary[Memory, RelationIndex] = WeakKeyDictionary()
+
+
+def _past_neighbourhood(
+    memory: Memory, workspace: str, names: list[str], as_of: int | str, valid_at: str | None, limit: int
+) -> dict[str, Any]:
+    """The entities called `names` as they stood at `as_of`, the relations alive then among them
+    and to their neighbours then (who join the view, up to `limit`): each folded from its own
+    streams, so the cost is the neighbourhood's, not the graph's."""
+    with memory.lock, memory.timeline.at("explorer") as moment:
+        log, live = moment.log, moment.live
+        try:
+            position = position_of(log, as_of)
+        except ValueError as error:
+            raise InvalidArgumentsError("explorer", f"asOf: {error}") from None
+        index = _indexes.setdefault(memory, RelationIndex()).current(log)
+        entities: dict[str, EntityRecord] = {}
+
+        def entity(name: str) -> EntityRecord | None:
+            if name not in entities:
+                found = entity_as_of(log, live, workspace, name, position)
+                if found is None:
+                    return None
+                entities[name] = found
+            return entities[name]
+
+        for name in dict.fromkeys(names):
+            entity(name)
+        relations: dict[str, RelationRecord] = {}
+        degree: Counter[str] = Counter()
+        for name in list(entities):
+            for stream in sorted(index.streams.get((workspace, name), ())):
+                relation = relations.get(stream) or relation_as_of(log, stream, position)
+                if relation is None:
+                    continue
+                other = relation.target if relation.source == name else relation.source
+                if other not in entities and (len(entities) >= limit or entity(other) is None):
+                    degree[name] += stream not in relations
+                    continue
+                if stream not in relations:
+                    degree[relation.source] += 1
+                    degree[relation.target] += 1 if relation.target != relation.source else 0
+                relations[stream] = relation
+        at_us = clock.parse_iso(valid_at) if valid_at else None
+        return {
+            "position": position,
+            "head": log.head(),
+            "entities": [{**_plain(entity_out(e)), "degree": degree[e.name], "valid": _valid(e, at_us)}
+                         for e in entities.values()],
+            "relations": [{**_plain(relation_out(r)), "valid": _valid_relation(r, at_us)}
+                          for r in relations.values()],
+        }
+
+
 def _most_connected(view: Graph, workspace: str, limit: int) -> list[EntityRecord]:
-    counts: Counter[str] = Counter()
-    for relation in view.relations(workspace):
-        counts[relation.source] += 1
-        counts[relation.target] += 1
-    chosen = [e for n, _ in counts.most_common(limit) if (e := view.entity(workspace, n)) is not None]
+    chosen = [e for n, _ in view.most_connected(workspace, limit) if (e := view.entity(workspace, n)) is not None]
     if len(chosen) < limit:  # a graph with few relations: its oldest entities fill the view
         seen = {e.name for e in chosen}
         chosen += [e for e in view.entities(workspace, 0, limit) if e.name not in seen][: limit - len(chosen)]

@@ -7,11 +7,12 @@ the time of printing it.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from functools import cached_property
 from itertools import islice
 
+from chronograph.eventstore.keys import digest
 from chronograph.projections.dictstate import DictState
 from chronograph.projections.graph import Direction
 from chronograph.projections.records import ContextRecord, EntityRecord, RelationRecord, WorkspaceRecord
@@ -89,6 +90,20 @@ class DictGraph:
         ways = ("out", "in") if direction == "both" else (direction,)
         found = {r.stream: r for way in ways for r in self._adjacency.get((workspace, name, way), ())}
         return sorted(found.values(), key=lambda record: record.seq)
+
+    def most_connected(self, workspace: str, limit: int) -> list[tuple[str, int]]:
+        """The `limit` names with the most relations live then, and how many, most first."""
+
+        def name_digest(name: str) -> bytes:
+            return digest(name.encode("utf-8", "surrogatepass"), 16)
+
+        counts: Counter[str] = Counter()
+        for relation in self._relations_by_workspace.get(workspace, ()):
+            counts[relation.source] += 1
+            if relation.target != relation.source:
+                counts[relation.target] += 1
+        ordered = sorted(counts.items(), key=lambda kv: (-kv[1], name_digest(kv[0])))  # as the live views tie
+        return ordered[:limit]
 
     def context(self, workspace: str) -> ContextRecord | None:
         """The workspace's context then, or None."""

@@ -6,6 +6,7 @@ answers "now" and "as of then" with the same code.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Literal, Protocol
@@ -67,6 +68,9 @@ class Graph(Protocol):
     def relations_of(
         self, workspace: str, name: str, direction: Direction = "both"
     ) -> list[RelationRecord]: ...
+    def most_connected(self, workspace: str, limit: int) -> list[tuple[str, int]]:
+        """The `limit` names with the most live relations, and how many, most first."""
+        ...
     def context(self, workspace: str) -> ContextRecord | None: ...
     def workspace(self, workspace: str) -> WorkspaceRecord | None: ...
     def workspaces(self) -> list[WorkspaceRecord]: ...
@@ -158,6 +162,32 @@ class LmdbGraph:
         if direction == "both":  # a self-relation is both outgoing and incoming
             found = list({record.stream: record for record in found}.values())
             found.sort(key=lambda record: record.seq)
+        return found
+
+    def most_connected(self, workspace: str, limit: int) -> list[tuple[str, int]]:
+        """The `limit` names with the most live relations, and how many, most first (ties in the
+        order of the names' digests, as every view orders them). Counted on
+        the adjacency index's keys (no record is read but one per name found), so it costs a
+        key scan of the workspace's relations."""
+        prefix = self._ws(workspace)
+        counts: Counter[bytes] = Counter()
+        width = len(prefix)
+        with self.txn.cursor(self.tables.adjacency) as cursor:
+            if cursor.set_range(prefix):
+                for key in cursor.iternext(values=False):
+                    if key[:width] != prefix:
+                        break
+                    counts[bytes(key[width : width + 16])] += 1  # the name's digest
+        found = []
+        for name_digest, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
+            stream_key = next(iter(self._scan_values(prefix + name_digest, self.tables.adjacency)), None)
+            if stream_key is None:
+                continue
+            record = decode_relation(self._indexed(stream_key, self.tables.relations))
+            ends = [n for n in (record.source, record.target)
+                    if adjacency_prefix(prefix, n, OUTGOING)[: width + 16] == prefix + name_digest]
+            if ends:
+                found.append((ends[0], count))
         return found
 
     def context(self, workspace: str) -> ContextRecord | None:

@@ -174,6 +174,9 @@ async function refresh({layout = "all"} = {}) {
   const asked = ++latest.graph;
   const answer = await get("graph", focusParams());
   if (asked !== latest.graph) return answer;
+  if (state.focus.mode === "names") {  // whoever joined the view stays in it as time moves on
+    state.focus.names = [...new Set([...state.focus.names, ...answer.entities.map((e) => e.name)])];
+  }
   const ms = draw(answer, {layout});
   const at = state.asOf === null ? "now" : `position ${state.asOf}`;
   if (state.asOf === 0) say("Before the first event: the memory was empty.");
@@ -196,6 +199,9 @@ async function expand(name) {
 
 let sliding = null;
 function onSlide() {
+  // Moving through time follows the neighbourhood on screen (and whoever joins it then), so that
+  // the cost is the view's, not the graph's; "Most connected" and a search ask anew at that time.
+  if (state.focus.mode !== "names") state.focus = {mode: "names", names: cy.nodes().map((n) => n.id())};
   const value = Number($("slider").value);
   state.asOf = value >= state.head ? null : value;
   $("moment").textContent = state.asOf === null ? "now" : `position ${value} of ${state.head}`;
@@ -375,6 +381,9 @@ async function start() {
     await loadFeed();
     window.chronograph.ready = true;
     performance.mark("chronograph-first-graph");
+    // Warm what moving through time needs (the server indexes the relations' history once).
+    get("graph", {names: cy.nodes().map((n) => n.id()).slice(0, 1).join("\n"), asOf: Math.max(0, state.head - 1)})
+      .catch(() => {});
   } catch (error) {
     say("");
   }

@@ -197,3 +197,21 @@ def test_two_view_formats_on_one_store_never_rebuild_each_other(store_path: Path
         assert memory.views.tables.generation == 1  # caught up, not rebuilt
         assert [e.name for e in memory.read("read_graph", {}).entities] == ["a", "b", "c"]
     assert other_version("d") == "1 ['a', 'b', 'c', 'd']"
+
+
+def test_the_most_connected_names_agree_between_the_live_views_and_a_past_graph(store: LmdbLog) -> None:
+    from chronograph.eventstore import RelationCreated
+    from chronograph.projections import graph_as_of, relation_stream
+
+    views = Views(store)
+    names = [f"N{i}" for i in range(12)]
+    store.append([StreamWrite(new_entity_stream(), [EntityCreated(workspace="w", name=n, entity_type="t")], NO_STREAM)
+                  for n in names], actor="t")
+    pairs = [(names[i], names[j]) for i in range(12) for j in range(12) if i != j and (i * j) % 5 == 1]
+    store.append([StreamWrite(relation_stream("w", a, "r", b), [RelationCreated(workspace="w", source=a, target=b,
+                                                                                relation_type="r")])
+                  for a, b in pairs], actor="t")
+    with views.read() as live:
+        now = live.most_connected("w", 5)
+    assert now == graph_as_of(store, store.head()).most_connected("w", 5)
+    assert [count for _, count in now] == sorted((count for _, count in now), reverse=True) and now[0][1] >= 4
