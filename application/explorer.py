@@ -14,8 +14,11 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 import msgspec
+from chronograph.application.audit import AuditOut
 from chronograph.application.errors import InvalidArgumentsError, NotFoundError
+from chronograph.application.history import HistoryOut
 from chronograph.application.outputs import entity_out, relation_out
+from chronograph.application.search import SearchOut
 from chronograph.application.service import Memory
 from chronograph.eventstore import LogReader, RelationCreated, clock
 from chronograph.projections import (
@@ -95,6 +98,7 @@ def graph(
         elif query:
             found = memory.read("search_nodes", {"query": query, "workspace": workspace, "limit": limit,
                                                  **({"asOf": as_of} if as_of is not None else {})})
+            assert isinstance(found, SearchOut)
             chosen = [e for h in found.entities if (e := view.entity(workspace, h.name)) is not None]
         else:
             chosen = _most_connected(view, workspace, limit)
@@ -226,6 +230,7 @@ def entity_page(memory: Memory, workspace: str, name: str, limit: int = 500) -> 
         NotFoundError: If no entity was ever called `name` in the workspace.
     """
     history = memory.read("get_entity_history", {"name": name, "workspace": workspace, "limit": limit})
+    assert isinstance(history, HistoryOut)
     versions = _plain(history.versions)
     before: dict[str, Any] | None = None
     for version in versions:
@@ -290,7 +295,9 @@ def audit(memory: Memory, workspace: str, *, actor: str | None = None, session: 
                        ("afterPosition", after)):
         if value:
             arguments[key] = value
-    events = _plain(memory.read("get_audit_log", arguments).events)
+    answer = memory.read("get_audit_log", arguments)
+    assert isinstance(answer, AuditOut)
+    events = _plain(answer.events)
     if session:
         events = [e for e in events if session in e["actor"]]
     return {"events": events}

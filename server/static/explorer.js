@@ -251,9 +251,23 @@ async function showEntity(name) {
     return;
   }
   const versions = page.versions.map((v) => version(v));
+  const trueOn = $("validAt").value;
+  let now = [];
+  if (page.live || state.asOf !== null) {  // what it says at the slider's moment, true on the chosen date
+    const shown = await get("graph", {names: name, asOf: state.asOf ?? state.head,
+                                      validAt: trueOn ? trueOn + "T12:00:00Z" : ""});
+    const entity = shown.entities.find((e) => e.name === name);
+    if (entity) {
+      now = [el("h3", {}, `What it says ${state.asOf === null ? "now" : "at position " + state.asOf}`
+                          + (trueOn ? `, true on ${trueOn}` : "")),
+             el("ul", {}, ...entity.observations.map((o) => el("li", {class: entity.valid[o] === false ? "invalid" : ""},
+                                                               o, entity.valid[o] === false ? " (not true then)" : "")))];
+    }
+  }
   panel.replaceChildren(
     el("h2", {}, name, page.live ? null : el("span", {class: "badge removed"}, "deleted")),
     el("p", {}, el("button", {type: "button", onclick: () => expand(name)}, "Show its neighbours")),
+    ...now,
     el("h3", {}, `${page.versions.length} version${page.versions.length === 1 ? "" : "s"}`),
     ...versions,
     el("h3", {}, "Relations over time"),

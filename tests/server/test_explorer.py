@@ -244,3 +244,48 @@ def test_a_store_that_does_not_exist_is_one_clear_line(tmp_path: Path) -> None:
                           cwd=ROOT, capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2 and "there is no store" in done.stderr
+
+
+def test_a_valid_time_shows_which_observations_were_true_then(browser: Any, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    with Memory(store, sync=False) as memory:
+        memory.write("create_entities", {"entities": [{"name": "Alice", "entityType": "person", "observations": []}]},
+                     actor="t")
+        memory.write("add_observations", {"observations": [
+            {"entityName": "Alice", "contents": ["works at Acme"], "validFrom": "2019-01-01T00:00:00Z",
+             "validUntil": "2023-01-01T00:00:00Z"}]}, actor="t")
+    process, base = serve(store)
+    context = browser.new_context()
+    opened = context.new_page()
+    try:
+        opened.goto(base + "/ui/")
+        opened.wait_for_function("window.chronograph && window.chronograph.ready", timeout=30_000)
+        opened.fill("#validAt", "2020-06-01")
+        opened.click("#tab-shown")
+        opened.click("#shown-list button:text('Alice')")
+        opened.wait_for_selector("#entity ul li")
+        assert "not true then" not in opened.text_content("#entity")
+        opened.fill("#validAt", "2024-06-01")
+        opened.click("#tab-shown")
+        opened.click("#shown-list button:text('Alice')")
+        opened.wait_for_selector("#entity li.invalid")
+        assert "works at Acme (not true then)" in opened.text_content("#entity")
+    finally:
+        context.close()
+        stop(process)
+
+
+def test_serve_over_http_offers_the_same_page_under_ui(tmp_path: Path) -> None:
+    from support.http import start
+
+    store = tmp_path / "store"
+    seed(store)
+    started = start(tmp_path, None)
+    base = next(started)
+    try:
+        assert request(base + "/ui/api/overview")[1]["entities"] == 3
+        status, body = request(base + "/ui/api/graph?asOf=banana")
+        assert status == 400 and body["code"] == "invalid"
+        assert request(base + "/ui/api/entity?name=Nobody")[0] == 404
+    finally:
+        next(started, None)
