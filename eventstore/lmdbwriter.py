@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import msgspec
 from chronograph.eventstore import checksums, clock, lmdberase
 from chronograph.eventstore.codec import Codec, Envelope
-from chronograph.eventstore.errors import IdempotencyConflictError, StoreCorruptError
+from chronograph.eventstore.errors import IdempotencyConflictError
 from chronograph.eventstore.events import Event
 from chronograph.eventstore.keys import pack_u64, text_key, unpack_u64
 from chronograph.eventstore.lmdbreader import ERASURES, Databases, LmdbReader
@@ -18,6 +18,7 @@ from chronograph.eventstore.writes import (
     AppendResult,
     Recorded,
     StreamWrite,
+    check_continuation,
     check_expected,
     fingerprint_of,
     recorded_decoder,
@@ -177,21 +178,13 @@ class LmdbTransaction(LmdbReader):
             return
         txn, dbs = self.txn, self.dbs
         head = self.head()
-        versions: dict[str, int] = {}
+        versions = check_continuation(envelopes, head, {e.stream: self.stream_version(e.stream) for e in envelopes})
         rows, digests, index = [], [], []
-        for offset, envelope in enumerate(envelopes):
-            current = versions.get(envelope.stream)
-            if current is None:
-                current = self.stream_version(envelope.stream)
-            if envelope.position != head + 1 + offset or envelope.version != current + 1:
-                raise StoreCorruptError(
-                    f"the event copied to position {head + 1 + offset} says position {envelope.position}, version "
-                    f"{envelope.version} of {envelope.stream!r} (which is at {current}): not a continuation")
+        for envelope in envelopes:
             stored = self.codec.encode(envelope)
             rows.append((pack_u64(envelope.position), stored))
             digests.append(checksums.digest(stored))
             index.append((text_key(envelope.stream) + pack_u64(envelope.version), pack_u64(envelope.position)))
-            versions[envelope.stream] = envelope.version
         if self._check_room is not None:
             self._check_room()
         with txn.cursor(dbs.log) as cursor:

@@ -28,6 +28,7 @@ from chronograph.eventstore.writes import (
     AppendResult,
     Recorded,
     StreamWrite,
+    check_continuation,
     check_expected,
     fingerprint_of,
     recorded_decoder,
@@ -196,17 +197,12 @@ class PgTransaction(PgReader):
         versions: dict[str, int] = dict.fromkeys(streams, 0)
         versions.update(self.connection.execute(  # one query: nothing else may run on the connection during COPY
             self.schema.sql("SELECT stream, version FROM {heads} WHERE stream = ANY(%s)"), (streams,)).fetchall())
+        check_continuation(envelopes, head, versions)
         rows = []
-        for offset, envelope in enumerate(envelopes):
-            current = versions[envelope.stream]
-            if envelope.position != head + 1 + offset or envelope.version != current + 1:
-                raise StoreCorruptError(
-                    f"the event copied to position {head + 1 + offset} says position {envelope.position}, "
-                    f"version {envelope.version} of {envelope.stream!r} (which is at {current}): not a continuation")
+        for envelope in envelopes:
             stored = self.codec.encode(envelope)
             rows.append((envelope.position, envelope.stream, envelope.version, envelope.recorded_at,
                          checksums.digest(stored), stored))
-            versions[envelope.stream] = envelope.version
         with self.connection.cursor() as cursor, cursor.copy(self.schema.sql(
                 "COPY {events} (position, stream, version, recorded_at, checksum, envelope) FROM STDIN")) as copy:
             for row in rows:

@@ -6,12 +6,14 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 import msgspec
-from chronograph.eventstore.errors import ConcurrencyError
+from chronograph.eventstore.codec import Envelope
+from chronograph.eventstore.errors import ConcurrencyError, StoreCorruptError
 from chronograph.eventstore.events import Event
 from chronograph.eventstore.keys import digest
 
 __all__ = [
-    "ANY", "EXISTS", "NO_STREAM", "AppendResult", "ExpectedVersion", "Recorded", "StreamWrite", "check_expected",
+    "ANY", "EXISTS", "NO_STREAM", "AppendResult", "ExpectedVersion", "Recorded", "StreamWrite", "check_continuation",
+    "check_expected",
     "fingerprint_of", "recorded_decoder", "replayed",
 ]
 
@@ -103,3 +105,20 @@ def replayed(recorded: Recorded) -> AppendResult:
     """The result of the append `recorded`, returned again for a repeated idempotency key."""
     return AppendResult(recorded.first_position, recorded.last_position, recorded.versions, replayed=True,
                         result=recorded.result)
+
+
+def check_continuation(envelopes: Sequence[Envelope], head: int, versions: dict[str, int]) -> dict[str, int]:
+    """Check that `envelopes` (a copy of another log's) continue a log at `head` whose streams
+    are at `versions` (each stream they name; updated in place); return `versions`.
+
+    Raises:
+        StoreCorruptError: If one does not continue the log or its stream.
+    """
+    for offset, envelope in enumerate(envelopes):
+        current = versions[envelope.stream]
+        if envelope.position != head + 1 + offset or envelope.version != current + 1:
+            raise StoreCorruptError(
+                f"the event copied to position {head + 1 + offset} says position {envelope.position}, version "
+                f"{envelope.version} of {envelope.stream!r} (which is at {current}): not a continuation")
+        versions[envelope.stream] = envelope.version
+    return versions
