@@ -1,0 +1,53 @@
+"""The command line on a PostgreSQL store: import, export, audit, replay, forget, backup and copy work
+as on a store folder (each run in its own process, as an operator runs them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.postgres import database
+
+pytest.importorskip("psycopg")
+pytestmark = pytest.mark.wire
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "chronograph", *args], capture_output=True, text=True,
+                          timeout=120, env=ENV, cwd=ROOT)
+
+
+def test_every_command_works_on_a_database_store(tmp_path: Path) -> None:
+    url, cache = database().log_url(), str(tmp_path / "cache")
+    memory_file = tmp_path / "memory.jsonl"
+    memory_file.write_text("\n".join(json.dumps(line) for line in [
+        {"type": "entity", "name": "Ada", "entityType": "person", "observations": ["math", "tea"]},
+        {"type": "entity", "name": "Bob", "entityType": "person", "observations": ["cello"]},
+        {"type": "relation", "from": "Ada", "to": "Bob", "relationType": "knows"}]) + "\n")
+    assert cli("import", str(memory_file), "--store", url, "--cache", cache).returncode == 0
+    exported = cli("export", "--store", url, "--cache", cache, "--format", "jsonl")
+    assert exported.returncode == 0 and '"name": "Ada"' in exported.stdout.replace('":"', '": "')
+    audit = cli("audit", "--store", url, "--cache", cache, "--json")
+    assert audit.returncode == 0 and audit.stdout.count("entity_created") == 2
+    assert cli("replay", "--store", url, "--cache", cache, "--verify").returncode == 0
+    forgot = cli("forget", "Bob", "--reason", "asked", "--store", url, "--cache", cache)
+    assert forgot.returncode == 0, forgot.stderr
+    backup = tmp_path / "team.chronograph"
+    assert cli("backup", "--store", url, "-o", str(backup)).returncode == 0
+    assert cli("restore", str(backup), "--store", str(tmp_path / "restored")).returncode == 0
+    back = database().log_url()
+    copied = cli("copy", "--from", str(tmp_path / "restored"), "--to", back)
+    assert copied.returncode == 0 and "identical" in copied.stdout
+    graph = cli("export", "--store", back, "--cache", str(tmp_path / "cache-2"), "--format", "json")
+    assert graph.returncode == 0 and "Ada" in graph.stdout and "Bob" not in graph.stdout
+
+
+def test_restoring_into_a_database_says_how(tmp_path: Path) -> None:
+    done = cli("restore", str(tmp_path / "x.chronograph"), "--store", database().log_url())
+    assert done.returncode == 2 and "chronograph copy" in done.stderr
