@@ -192,9 +192,11 @@ class StartProgress:
 
     def __init__(self) -> None:
         self._said: dict[str, float] = {}
+        self._first: dict[str, int] = {}
 
     def __call__(self, stage: str, done: int, total: int) -> None:
-        if total < self.SMALL:
+        first = self._first.setdefault(stage, done if stage == "catch-up" else 0)  # where a catch-up started
+        if total - first < self.SMALL:
             return
         share = done / total
         if share - self._said.get(stage, -1.0) >= 0.1 or done >= total > 0:
