@@ -6,34 +6,11 @@ Importing this package registers every tool of Chronograph's own surface in `COR
 the team memory's (the Agent Memory surface) in `TEAM`.
 """
 
-from chronograph.application import (  # noqa: F401 (each module declares its tools in CORE)
-    audit,
-    context,
-    entities,
-    export,
-    forgetting,
-    graph,
-    history,
-    identity,
-    invalidation,
-    overview,
-    relations,
-    revert,
-    search,
-    surface_kuzu,
-    surface_n2n,
-    surface_workspace,
-    teamadmin,
-    teamconflicts,
-    teamentries,
-    teamlinks,
-    teamlocks,
-    teamquery,
-    teamscopes,
-    teamtransfer,
-    traversal,
-)
-from chronograph.application.arguments import Limits, parse
+from chronograph.application import core, lifecycle, surfaces, team  # noqa: F401 (they declare the tools)
+from chronograph.application.engine.arguments import Limits, parse
+from chronograph.application.engine.outputs import Out
+from chronograph.application.engine.registry import CORE, Kind, Registry, Tool
+from chronograph.application.engine.service import Memory, Written
 from chronograph.application.errors import (
     ChronographError,
     ConflictError,
@@ -44,10 +21,7 @@ from chronograph.application.errors import (
     StorageError,
     UnavailableError,
 )
-from chronograph.application.outputs import Out
 from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES, Profile, profile
-from chronograph.application.registry import CORE, Kind, Registry, Tool
-from chronograph.application.service import Memory, Written
 
 __all__ = [
     "CORE",

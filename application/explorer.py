@@ -14,12 +14,12 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 import msgspec
-from chronograph.application.audit import AuditOut
+from chronograph.application.core.audit import AuditOut
+from chronograph.application.core.history import HistoryOut
+from chronograph.application.core.search import SearchOut
+from chronograph.application.engine.outputs import entity_out, relation_out
+from chronograph.application.engine.service import Memory
 from chronograph.application.errors import InvalidArgumentsError, NotFoundError
-from chronograph.application.history import HistoryOut
-from chronograph.application.outputs import entity_out, relation_out
-from chronograph.application.search import SearchOut
-from chronograph.application.service import Memory
 from chronograph.eventstore import LogReader, RelationCreated, clock
 from chronograph.projections import (
     ENTITY,

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from chronograph.application.registry import CORE, Registry
-from chronograph.application.surface_kuzu import KUZU, KUZU_TOOLS
-from chronograph.application.surface_n2n import N2N, N2N_TOOLS
-from chronograph.application.surface_workspace import WORKSPACE, WORKSPACE_TOOLS
-from chronograph.application.teamcore import TEAM
+from chronograph.application.engine.registry import CORE, Registry
+from chronograph.application.surfaces.kuzu import KUZU, KUZU_TOOLS
+from chronograph.application.surfaces.n2n import N2N, N2N_TOOLS
+from chronograph.application.surfaces.workspace import WORKSPACE, WORKSPACE_TOOLS
+from chronograph.application.team.common import TEAM
 
 __all__ = ["DEFAULT_PROFILE", "OFFICIAL_TOOLS", "PROFILES", "SHARED_TEAM_TOOLS", "TEAM_TOOLS", "Profile", "profile"]
 

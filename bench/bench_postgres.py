@@ -31,7 +31,7 @@ import anyio
 from chronograph.application import Memory
 from chronograph.eventstore import EntityCreated, LmdbLog, ObservationsAdded, StreamWrite
 from chronograph.eventstore.copying import copy_log
-from chronograph.eventstore.pglog import PgLog
+from chronograph.eventstore.postgres.log import PgLog
 from chronograph.projections import verify
 from mcp import Client, StdioServerParameters
 from report import print_table, write_json

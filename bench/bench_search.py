@@ -34,9 +34,9 @@ import anyio
 from anyio.abc import Process
 from bench_server import OFFICIAL_PACKAGE, checked
 from chronograph.application import Memory
-from chronograph.application.semantic import Semantic
+from chronograph.application.engine.semantic import Semantic
 from chronograph.eventstore import LmdbLog
-from chronograph.projections.minilm import LocalMiniLM
+from chronograph.projections.search.minilm import LocalMiniLM
 from mcp import Client, StdioServerParameters
 from report import print_table, write_json
 from stdio_transport import linear_stdio_client

@@ -28,7 +28,7 @@ import anyio
 from anyio.abc import Process
 from chronograph.application import Memory
 from chronograph.projections import verify
-from chronograph.tools.parsing import Parser
+from chronograph.tools.common.parsing import Parser
 from mcp import Client, StdioServerParameters
 from report import print_table, write_json
 from stdio_transport import linear_stdio_client

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import concurrency_harness
 import crash_harness
-from chronograph.tools.parsing import Parser
+from chronograph.tools.common.parsing import Parser
 from report import print_table, write_json
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -39,10 +39,10 @@ from chronograph.eventstore.events import (
     RelationUpdated,
     event_type,
 )
-from chronograph.eventstore.lmdbenv import DEFAULT_MAP_SIZE, LmdbEnv
-from chronograph.eventstore.lmdblog import FORMAT_VERSION, LmdbLog
-from chronograph.eventstore.lmdbreader import LmdbReader
-from chronograph.eventstore.lmdbwriter import LmdbTransaction
+from chronograph.eventstore.lmdb.env import DEFAULT_MAP_SIZE, LmdbEnv
+from chronograph.eventstore.lmdb.log import FORMAT_VERSION, LmdbLog
+from chronograph.eventstore.lmdb.reader import LmdbReader
+from chronograph.eventstore.lmdb.writer import LmdbTransaction
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, LogReader, LogTransaction, Scrubbed
 from chronograph.eventstore.writes import ANY, EXISTS, NO_STREAM, AppendResult, ExpectedVersion, StreamWrite
 

@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 
 from chronograph.eventstore.clock import isoformat
 from chronograph.eventstore.errors import StoreCorruptError, StoreOpenError
-from chronograph.eventstore.lmdblog import LmdbLog
+from chronograph.eventstore.lmdb.log import LmdbLog
 
 __all__ = ["BackupError", "BackupInfo", "read_backup", "restore_backup", "write_backup"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import NamedTuple, Protocol, TypeVar
+from typing import NamedTuple, Protocol, Self, TypeVar
 
 from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.events import Event
@@ -175,7 +175,11 @@ EraseHook = Callable[[LogTransaction, Sequence[Envelope]], None]
 
 
 class EventLog(Protocol):
-    """A log of events: the one thing every backend provides."""
+    """A log of events: the one thing every backend provides.
+
+    A backend subclasses it for what every log does the same way on top of `transact`
+    and `close` (`append` in a transaction of its own, `with` closing the log).
+    """
 
     codec: Codec
 
@@ -204,16 +208,21 @@ class EventLog(Protocol):
         """
         ...
 
-    def append(
-        self,
-        writes: Sequence[StreamWrite],
-        *,
-        actor: str,
-        correlation_id: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> AppendResult:
-        """Append in a transaction of its own (see `LogTransaction.append`)."""
-        ...
+    def append(self, writes: Sequence[StreamWrite], *, actor: str, correlation_id: str | None = None,
+               idempotency_key: str | None = None) -> AppendResult:
+        """Append in a transaction of its own (see `LogTransaction.append`).
+
+        Raises:
+            ConcurrencyError: If a stream is not at its expected version.
+            IdempotencyConflictError: If the key was used for different writes.
+            StorageFullError: If there is no room left; nothing is written.
+            StoreUnavailableError: If the log's database cannot be reached or goes away.
+        """
+
+        def work(tx: LogTransaction) -> AppendResult:
+            return tx.append(writes, actor=actor, correlation_id=correlation_id, idempotency_key=idempotency_key)
+
+        return self.transact(work)
 
     def add_inline_hook(self, hook: InlineHook) -> None:
         """Run `hook(tx, envelopes)` inside the write transaction of every append."""
@@ -251,3 +260,8 @@ class EventLog(Protocol):
         """Release the log; it cannot be used afterwards."""
         ...
 
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -6,17 +6,15 @@ time travel into dictionaries (`graph_as_of`, `entity_as_of`), and a command's o
 of what it is about to write (`Overlay`).
 """
 
-from chronograph.projections.asof import entity_as_of, fold_streams, graph_as_of, position_of, relation_as_of
-from chronograph.projections.catchup import Progress
-from chronograph.projections.dictgraph import DictGraph
-from chronograph.projections.dictstate import DictState, fold_log, paused_gc
 from chronograph.projections.errors import ProjectionError, RebuildError, ViewsUnavailableError
 from chronograph.projections.fold import State, apply, apply_all, unique
-from chronograph.projections.graph import Direction, Graph, LmdbGraph, relations_touching
 from chronograph.projections.keys import ENTITY, RELATION
-from chronograph.projections.lmdbstate import LmdbState
-from chronograph.projections.overlay import Overlay
-from chronograph.projections.rebuild import RebuildReport
+from chronograph.projections.live.catchup import Progress
+from chronograph.projections.live.rebuild import RebuildReport
+from chronograph.projections.live.verify import verify
+from chronograph.projections.live.views import Snapshot, Views
+from chronograph.projections.past.asof import entity_as_of, fold_streams, graph_as_of, position_of, relation_as_of
+from chronograph.projections.past.versions import Version, changes_of, stream_history, versions_of
 from chronograph.projections.records import (
     ContextRecord,
     EntityRecord,
@@ -26,12 +24,14 @@ from chronograph.projections.records import (
     WorkspaceRecord,
     copy_record,
 )
-from chronograph.projections.search import SearchIndex
+from chronograph.projections.search.indexes import SearchIndex
+from chronograph.projections.search.wordindex import WorkspaceIndex, matches
+from chronograph.projections.states.dictgraph import DictGraph
+from chronograph.projections.states.dictstate import DictState, fold_log, paused_gc
+from chronograph.projections.states.graph import Direction, Graph, LmdbGraph, relations_touching
+from chronograph.projections.states.lmdbstate import LmdbState
+from chronograph.projections.states.overlay import Overlay
 from chronograph.projections.streams import context_stream, new_entity_stream, relation_stream
-from chronograph.projections.verify import verify
-from chronograph.projections.versions import Version, changes_of, stream_history, versions_of
-from chronograph.projections.views import Snapshot, Views
-from chronograph.projections.wordindex import WorkspaceIndex, matches
 
 __all__ = [
     "ENTITY",

@@ -15,8 +15,8 @@ import anyio
 import mcp_types as types
 from chronograph.application import ChronographError, ReplyTooLargeError, profile
 from chronograph.application.profiles import OFFICIAL_TOOLS
-from chronograph.application.surface_kuzu import databases
-from chronograph.application.surface_n2n import N2N
+from chronograph.application.surfaces.kuzu import databases
+from chronograph.application.surfaces.n2n import N2N
 from chronograph.projections import paused_gc
 from chronograph.server.config import Settings
 from chronograph.server.results import check_text_size, pretty

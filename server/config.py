@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
-from chronograph.application.exportdir import DEFAULT_BUDGET, DEFAULT_MAX_EXPORT
+from chronograph.application.engine.exportdir import DEFAULT_BUDGET, DEFAULT_MAX_EXPORT
 from chronograph.application.profiles import DEFAULT_PROFILE
 
 __all__ = ["DEFAULT_MAX_BODY", "DEFAULT_MAX_REPLY", "MAX_MESSAGE", "Settings"]

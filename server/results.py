@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 from chronograph.application import ReplyTooLargeError
-from chronograph.application.entities import AddObservationsOut
+from chronograph.application.core.entities import AddObservationsOut
+from chronograph.application.core.graph import GraphPageOut
+from chronograph.application.engine.outputs import DeletedOut, EntitiesOut, ObjectOut, RelationsOut
 from chronograph.application.errors import ChronographError
-from chronograph.application.graph import GraphPageOut
-from chronograph.application.outputs import DeletedOut, EntitiesOut, ObjectOut, RelationsOut
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chronograph.application import Memory, Tool
-from chronograph.application.exportdir import ExportDir
+from chronograph.application.engine.exportdir import ExportDir
 from chronograph.projections import paused_gc
 from chronograph.server.config import Settings
 from chronograph.server.results import Reply, reply, result

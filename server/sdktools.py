@@ -3,7 +3,7 @@
 Tools are registered as SDK `Tool` objects built from our own Structs rather than from
 function signatures, so the published input schemas keep the official property names,
 descriptions and required lists, and arguments are parsed by msgspec with our own error
-messages (see `chronograph.application.arguments`). The core's errors become tool errors.
+messages (see `chronograph.application.engine.arguments`). The core's errors become tool errors.
 """
 
 from __future__ import annotations

@@ -24,13 +24,13 @@ if __package__ in (None, ""):  # run as a script from a checkout
     checkout.ensure_importable()
 
 import msgspec
-from chronograph.application.audit import EVENT_TYPES, AuditEventOut, Subjects, event_out
-from chronograph.application.config import resolve_store
-from chronograph.application.stores import OpenStore, open_store
+from chronograph.application.core.audit import EVENT_TYPES, AuditEventOut, Subjects, event_out
+from chronograph.application.engine.config import resolve_store
+from chronograph.application.engine.stores import OpenStore, open_store
 from chronograph.eventstore import Envelope, EventStoreError, LogReader, clock
 from chronograph.projections import ProjectionError, Views
-from chronograph.tools.parsing import add_store_argument, script_main
-from chronograph.tools.terminal import print_rows
+from chronograph.tools.common.parsing import add_store_argument, script_main
+from chronograph.tools.common.terminal import print_rows
 
 __all__ = ["add_arguments", "main", "run"]
 

@@ -24,12 +24,12 @@ if __package__ in (None, ""):  # run as a script from a checkout
 
     checkout.ensure_importable()
 
-from chronograph.application.config import resolve_store
-from chronograph.application.stores import open_log
+from chronograph.application.engine.config import resolve_store
+from chronograph.application.engine.stores import open_log
 from chronograph.eventstore import EventStoreError, LmdbLog
 from chronograph.eventstore.backup import BackupInfo, write_backup
 from chronograph.eventstore.copying import copy_log
-from chronograph.tools.parsing import add_store_argument, script_main
+from chronograph.tools.common.parsing import add_store_argument, script_main
 
 import chronograph
 

@@ -19,7 +19,7 @@ import argparse
 import importlib
 import sys
 
-from chronograph.tools.parsing import Parser, closed_output
+from chronograph.tools.common.parsing import Parser, closed_output
 
 import chronograph
 

@@ -23,13 +23,13 @@ if __package__ in (None, ""):  # run as a script from a checkout
     checkout.ensure_importable()
 
 from chronograph.application import Memory
-from chronograph.application.config import resolve_store
-from chronograph.application.stores import is_database_url, open_log, store_exists
+from chronograph.application.engine.config import resolve_store
+from chronograph.application.engine.stores import is_database_url, open_log, store_exists
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.copying import copy_log, verify_copy
 from chronograph.projections import ProjectionError
-from chronograph.tools.parsing import script_main
-from chronograph.tools.progress import Progress
+from chronograph.tools.common.parsing import script_main
+from chronograph.tools.common.progress import Progress
 
 __all__ = ["add_arguments", "main", "run"]
 

@@ -23,12 +23,12 @@ if __package__ in (None, ""):  # run as a script from a checkout
     checkout.ensure_importable()
 
 from chronograph.application import Memory
-from chronograph.application.config import resolve_store
+from chronograph.application.engine.config import resolve_store
 from chronograph.application.errors import ChronographError
-from chronograph.application.export import FORMATS
+from chronograph.application.lifecycle.export import FORMATS
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError
-from chronograph.tools.parsing import add_store_argument, explain, missing_workspace, script_main
+from chronograph.tools.common.parsing import add_store_argument, explain, missing_workspace, script_main
 
 __all__ = ["add_arguments", "main", "run"]
 

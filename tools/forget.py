@@ -27,13 +27,13 @@ if __package__ in (None, ""):  # run as a script from a checkout
 
 import msgspec
 from chronograph.application import Memory
-from chronograph.application.config import resolve_store
+from chronograph.application.engine.config import resolve_store
+from chronograph.application.engine.stores import store_exists
 from chronograph.application.errors import ChronographError
-from chronograph.application.forgetting import ForgetOut
-from chronograph.application.stores import store_exists
+from chronograph.application.lifecycle.forgetting import ForgetOut
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError
-from chronograph.tools.parsing import add_store_argument, explain, script_main
+from chronograph.tools.common.parsing import add_store_argument, explain, script_main
 
 __all__ = ["add_arguments", "main", "run"]
 

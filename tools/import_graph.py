@@ -27,14 +27,14 @@ if __package__ in (None, ""):  # run as a script from a checkout
     checkout.ensure_importable()
 
 from chronograph.application import Memory
-from chronograph.application.config import resolve_store
+from chronograph.application.engine.config import resolve_store
+from chronograph.application.engine.stores import store_exists
 from chronograph.application.errors import ChronographError
-from chronograph.application.importing import Plan, check, import_plan, read_file, stored_types
-from chronograph.application.stores import store_exists
+from chronograph.application.lifecycle.importing import Plan, check, import_plan, read_file, stored_types
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError
-from chronograph.tools.parsing import add_store_argument, script_main
-from chronograph.tools.progress import Progress
+from chronograph.tools.common.parsing import add_store_argument, script_main
+from chronograph.tools.common.progress import Progress
 
 __all__ = ["add_arguments", "main", "run"]
 

@@ -28,15 +28,15 @@ if __package__ in (None, ""):  # run as a script from a checkout
     checkout.ensure_importable()
 
 from chronograph.application import Memory
-from chronograph.application.config import EMBEDDINGS_ENV, resolve_store
+from chronograph.application.engine.config import EMBEDDINGS_ENV, resolve_store
 from chronograph.application.errors import ChronographError
 from chronograph.application.explorer import graph_diff
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError, verify
 from chronograph.projections.errors import EmbeddingsUnavailableError
-from chronograph.tools.parsing import add_store_argument, explain, missing_workspace, script_main
-from chronograph.tools.progress import Progress
-from chronograph.tools.terminal import print_rows
+from chronograph.tools.common.parsing import add_store_argument, explain, missing_workspace, script_main
+from chronograph.tools.common.progress import Progress
+from chronograph.tools.common.terminal import print_rows
 
 __all__ = ["add_arguments", "main", "run"]
 

@@ -22,12 +22,12 @@ if __package__ in (None, ""):  # run as a script from a checkout
     checkout.ensure_importable()
 
 from chronograph.application import Memory
-from chronograph.application.config import resolve_store
+from chronograph.application.engine.config import resolve_store
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.backup import restore_backup
 from chronograph.projections import ProjectionError
-from chronograph.tools.parsing import add_store_argument, script_main
-from chronograph.tools.progress import Progress
+from chronograph.tools.common.parsing import add_store_argument, script_main
+from chronograph.tools.common.progress import Progress
 
 __all__ = ["add_arguments", "main", "run"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chronograph.application import ChronographError, Memory
-from chronograph.application.config import (
+from chronograph.application.engine.config import (
     ACTOR_ENV,
     EMBEDDINGS_ENV,
     STORE_ENV,
@@ -25,8 +25,8 @@ from chronograph.application.config import (
     default_store,
     resolve_store,
 )
-from chronograph.application.exportdir import DEFAULT_BUDGET, DEFAULT_MAX_EXPORT
-from chronograph.application.importing import check, import_plan, read_file
+from chronograph.application.engine.exportdir import DEFAULT_BUDGET, DEFAULT_MAX_EXPORT
+from chronograph.application.lifecycle.importing import check, import_plan, read_file
 from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES
 from chronograph.server.config import DEFAULT_MAX_BODY, DEFAULT_MAX_REPLY, MAX_MESSAGE, Settings
 

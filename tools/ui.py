@@ -23,12 +23,12 @@ if __package__ in (None, ""):  # run as a script from a checkout
 
     checkout.ensure_importable()
 
-from chronograph.application.config import TOKEN_ENV, resolve_store
+from chronograph.application.engine.config import TOKEN_ENV, resolve_store
+from chronograph.application.engine.stores import store_exists
 from chronograph.application.errors import ChronographError
-from chronograph.application.stores import store_exists
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError
-from chronograph.tools.parsing import add_store_argument, script_main
+from chronograph.tools.common.parsing import add_store_argument, script_main
 
 __all__ = ["add_arguments", "main", "run"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from chronograph.application.arguments import Limits
+from chronograph.application.engine.arguments import Limits
 from chronograph.server.app import Runtime
 from mcp import Client
 from support.mcp import ToolFailed, call, entity

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from chronograph.application import Memory
-from chronograph.application.exportdir import ExportDir, ExportRefused
+from chronograph.application.engine.exportdir import ExportDir, ExportRefused
 
 
 @pytest.fixture

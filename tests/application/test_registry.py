@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from chronograph.application import CORE, PROFILES, Registry
-from chronograph.application.arguments import ReadArgs
-from chronograph.application.outputs import Out
+from chronograph.application.engine.arguments import ReadArgs
+from chronograph.application.engine.outputs import Out
 from chronograph.application.profiles import OFFICIAL_TOOLS, SHARED_TEAM_TOOLS
 
 

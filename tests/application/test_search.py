@@ -11,7 +11,7 @@ import msgspec
 import numpy as np
 import pytest
 from chronograph.application import InvalidArgumentsError, Memory, UnavailableError
-from chronograph.application.semantic import Semantic
+from chronograph.application.engine.semantic import Semantic
 from chronograph.projections.errors import EmbeddingsUnavailableError
 
 PEOPLE = [

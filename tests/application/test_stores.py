@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 from chronograph.application import ConflictError, Memory
-from chronograph.application.stores import open_store
+from chronograph.application.engine.stores import open_store
 from chronograph.eventstore import StoreOpenError, StoreUnavailableError
 from freezegun import freeze_time
 from support.postgres import database

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from chronograph.application import ChronographError, Memory, NotFoundError, Registry
-from chronograph.application.outputs import ObjectOut
-from chronograph.application.teamcore import Team, TeamArgs
+from chronograph.application.engine.outputs import ObjectOut
+from chronograph.application.team.common import Team, TeamArgs
 from chronograph.eventstore.teamevents import OrganizationCreated
 from freezegun import freeze_time
 

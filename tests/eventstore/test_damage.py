@@ -14,7 +14,7 @@ from chronograph.eventstore import (
     StoreCorruptError,
     StreamWrite,
 )
-from chronograph.eventstore.lmdbenv import LmdbEnv
+from chronograph.eventstore.lmdb.env import LmdbEnv
 
 
 def write(path: Path, marker: str) -> None:

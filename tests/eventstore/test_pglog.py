@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 from chronograph.eventstore import EntityCreated, ObservationsAdded, StoreOpenError, StoreUnavailableError, StreamWrite
-from chronograph.eventstore.pgaddress import split_url
+from chronograph.eventstore.postgres.address import split_url
 from support.postgres import database
 
-pglog = pytest.importorskip("chronograph.eventstore.pglog")
+pglog = pytest.importorskip("chronograph.eventstore.postgres.log")
 
 
 @pytest.fixture

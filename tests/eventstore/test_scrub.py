@@ -10,9 +10,10 @@ from pathlib import Path
 
 import lmdb
 import pytest
-from chronograph.eventstore import LmdbEnv, StoreCorruptError, lmdbscrub
-from chronograph.eventstore.lmdbenv import DATA_FILE
-from chronograph.eventstore.lmdbscrub import read_free_list
+from chronograph.eventstore import LmdbEnv, StoreCorruptError
+from chronograph.eventstore.lmdb import scrub as lmdbscrub
+from chronograph.eventstore.lmdb.env import DATA_FILE
+from chronograph.eventstore.lmdb.scrub import read_free_list
 
 SECRET = b"SECRET-7f3a-"
 NAME = "things"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from chronograph.projections.embedder import open_embedder
-from chronograph.projections.endpoint import Endpoint
 from chronograph.projections.errors import EmbeddingsUnavailableError
-from chronograph.projections.minilm import LocalMiniLM
+from chronograph.projections.search.embedder import open_embedder
+from chronograph.projections.search.endpoint import Endpoint
+from chronograph.projections.search.minilm import LocalMiniLM
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from chronograph.eventstore import LmdbLog, clock
 from chronograph.projections import Views, graph_as_of
-from chronograph.projections.snapshots import Snapshots, fold_to
+from chronograph.projections.past.snapshots import Snapshots, fold_to
 from freezegun import freeze_time
 from hypothesis import given, settings
 from hypothesis import strategies as st

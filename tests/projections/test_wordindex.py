@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chronograph.projections import EntityRecord, WorkspaceIndex, matches
-from chronograph.projections.wordindex import terms
+from chronograph.projections.search.wordindex import terms
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

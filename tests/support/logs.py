@@ -11,7 +11,7 @@ from support.postgres import database
 
 
 def _postgres(directory: Path) -> EventLog:
-    from chronograph.eventstore.pglog import PgLog  # noqa: PLC0415 (the postgresql extra)
+    from chronograph.eventstore.postgres.log import PgLog  # noqa: PLC0415 (the postgresql extra)
 
     return PgLog(database().log_url())
 

@@ -1,0 +1,20 @@
+"""Chronograph's own tools over the graph, the official nine among them (declared in `CORE`).
+
+One module per concept: `entities`, `relations`, `graph` (read_graph, open_nodes),
+`search`, `history`, `context`, `overview`, `traversal`, `audit`; and what reads share:
+`provenance` (where an observation came from) and `validtime` (when a fact was true).
+"""
+
+from chronograph.application.core import (  # noqa: F401 (each module declares its tools in CORE)
+    audit,
+    context,
+    entities,
+    graph,
+    history,
+    overview,
+    relations,
+    search,
+    traversal,
+)
+
+__all__ = ["audit", "context", "entities", "graph", "history", "overview", "relations", "search", "traversal"]

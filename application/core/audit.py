@@ -1,0 +1,188 @@
+"""The audit log: the log filtered and paged, each event with its workspace and subject."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Annotated, Any, Literal
+
+from chronograph.application.core.history import Limit, cursor_of
+from chronograph.application.engine.arguments import D, Name, ReadArgs
+from chronograph.application.engine.outputs import ChangeOut, Out, stamp
+from chronograph.application.engine.registry import CORE
+from chronograph.application.engine.service import Memory
+from chronograph.application.errors import InvalidArgumentsError
+from chronograph.eventstore import (
+    CATALOGUE,
+    ContentErased,
+    ContextUpdated,
+    EntityCreated,
+    Envelope,
+    LogReader,
+    RelationCreated,
+    clock,
+)
+from chronograph.eventstore.events import event_type
+from chronograph.eventstore.teamevents import (
+    ConflictDetected,
+    EntryAdded,
+    FileCheckedOut,
+    OrganizationCreated,
+    ProjectCreated,
+    SessionStarted,
+    TagAttached,
+    TagCreated,
+)
+from chronograph.projections import changes_of
+from msgspec import UNSET, Meta, UnsetType
+
+__all__ = ["AuditEventOut", "GetAuditLog", "Subjects", "event_out"]
+
+Text = Annotated[str, Meta(max_length=4096)]
+EVENT_TYPES = tuple(event_type(cls) for cls in CATALOGUE)
+
+
+class GetAuditLog(ReadArgs, kw_only=True):
+    all_workspaces: Annotated[bool, D(description="Every workspace, not only this one")] = False
+    entity_name: Annotated[Name, D(description="Only this entity")] | UnsetType = UNSET
+    actor: Annotated[Text, D(description="Only this actor's changes")] | UnsetType = UNSET
+    event_types: Annotated[list[Annotated[str, Meta(max_length=64)]], Meta(max_length=32), D(
+        description="Only these event types")] | UnsetType = UNSET
+    since: Annotated[str, D(description="ISO-8601 time, inclusive")] | UnsetType = UNSET
+    until: Annotated[str, D(description="ISO-8601 time, inclusive")] | UnsetType = UNSET
+    after_position: Annotated[int, Meta(ge=0), D(description="Only after this log position")] | UnsetType = UNSET
+    order: Literal["newest", "oldest"] = "newest"
+    limit: Annotated[int, Limit, D(description="Events per page")] = 50
+    cursor: Annotated[str, Meta(max_length=64), D(description="The nextCursor of the previous page")] | UnsetType = (
+        UNSET
+    )
+
+
+class AuditEventOut(ChangeOut, kw_only=True):
+    type: str
+    workspace: str
+    subject: Annotated[str, D(description="The entity name, the relation, or the context it changed")]
+    data: dict[str, Any]
+
+
+class AuditOut(Out, kw_only=True):
+    events: list[AuditEventOut]
+    next_cursor: Annotated[str, D(description="Pass as cursor for the next page")] | UnsetType = UNSET
+
+
+class Subjects:
+    """What each stream is about (workspace and a readable subject), from its first event."""
+
+    def __init__(self, log: LogReader) -> None:
+        self._log = log
+        self._known: dict[str, tuple[str, str]] = {}
+
+    def of(self, envelope: Envelope) -> tuple[str, str]:
+        """(workspace, subject) of the stream `envelope` belongs to."""
+        known = self._known.get(envelope.stream)
+        if known is None:
+            first = envelope if envelope.version == 1 else next(iter(self._log.stream(envelope.stream, 1, 1)))
+            known = self._known[envelope.stream] = _describe(first)
+        return known
+
+
+def _describe(first: Envelope) -> tuple[str, str]:
+    event = first.event
+    if isinstance(event, EntityCreated):
+        return event.workspace, event.name
+    if isinstance(event, RelationCreated):
+        return event.workspace, f"{event.source} -[{event.relation_type}]-> {event.target}"
+    if isinstance(event, ContextUpdated):
+        return event.workspace, "context"
+    if isinstance(event, ContentErased):
+        return event.workspace, f"(erased {'relation' if event.erased.startswith('relation') else 'entity'})"
+    return "", _team_subject(event) or first.stream
+
+
+def _team_subject(event: object) -> str | None:
+    """A readable subject for a team memory stream (Agent Memory's things), from its first event."""
+    if isinstance(event, EntryAdded):
+        return f"{event.entry_type} {event.name!r}"
+    if isinstance(event, FileCheckedOut):
+        return f"lock {event.file_path}"
+    if isinstance(event, OrganizationCreated | ProjectCreated):
+        return f"{'organization' if isinstance(event, OrganizationCreated) else 'project'} {event.name!r}"
+    if isinstance(event, SessionStarted):
+        return f"session {event.session_id}" + (f" of {event.agent_id}" if event.agent_id else "")
+    if isinstance(event, TagCreated | TagAttached):
+        return f"tag {event.name!r}" if isinstance(event, TagCreated) else f"tags of {event.entry_id}"
+    if isinstance(event, ConflictDetected):
+        return f"conflict on {event.entry_id}"
+    return None
+
+
+def event_out(envelope: Envelope, workspace: str, subject: str) -> AuditEventOut:
+    """One event as the audit log shows it."""
+    return AuditEventOut(**stamp(envelope), type=envelope.type, workspace=workspace, subject=subject,
+                         data=changes_of(envelope))
+
+
+@CORE.query("get_audit_log", "Audit Log",
+            "The change log, newest first: who changed what, when; filter by entity, actor, type or time")
+def get_audit_log(memory: Memory, args: GetAuditLog) -> AuditOut:
+    """Events matching the filters, paged, in `order`."""
+    with memory.timeline.at("get_audit_log") as moment:
+        log = moment.log
+        low, high = 1, log.head()
+        if args.since is not UNSET:
+            low = max(low, log.position_at(_moment("since", args.since) - 1) + 1)
+        if args.until is not UNSET:
+            high = min(high, log.position_at(_moment("until", args.until)))
+        if args.after_position is not UNSET:
+            low = max(low, args.after_position + 1)
+        cursor = cursor_of("get_audit_log", args.cursor, none=None)
+        newest = args.order == "newest"
+        if cursor is not None:
+            if newest:
+                high = min(high, cursor - 1)
+            else:
+                low = max(low, cursor + 1)
+
+        subjects = Subjects(log)
+        types = None if args.event_types is UNSET else set(args.event_types)
+        for index, name in enumerate([] if args.event_types is UNSET else args.event_types):
+            if name not in EVENT_TYPES:
+                raise InvalidArgumentsError("get_audit_log", f"eventTypes[{index}]: {name!r} is not an event type; "
+                                            f"the types are: {', '.join(EVENT_TYPES)}")
+        candidates: Iterable[Envelope]
+        if args.entity_name is not UNSET:
+            streams = moment.live.name_streams(args.workspace, args.entity_name)
+            found = [e for s in streams for e in log.stream(s) if low <= e.position <= high]
+            candidates = sorted(found, key=lambda e: e.position, reverse=newest)
+        else:
+            candidates = _scan(log, low, high, newest)
+
+        events: list[AuditEventOut] = []
+        more = False
+        for envelope in candidates:
+            if types is not None and envelope.type not in types:
+                continue
+            if args.actor is not UNSET and envelope.actor != args.actor:
+                continue
+            workspace, subject = subjects.of(envelope)
+            if not args.all_workspaces and workspace != args.workspace:
+                continue
+            if len(events) == args.limit:
+                more = True
+                break
+            events.append(event_out(envelope, workspace, subject))
+    return AuditOut(events=events, next_cursor=str(events[-1].position) if more else UNSET)
+
+
+def _moment(field: str, text: str) -> int:
+    try:
+        return clock.parse_iso(text)
+    except ValueError as error:
+        raise InvalidArgumentsError("get_audit_log", f"{field}: {error}") from None
+
+
+def _scan(log: LogReader, low: int, high: int, newest: bool) -> Iterator[Envelope]:
+    if low > high:
+        return
+    batches = log.batches_backward(high, low) if newest else log.batches(low, high, batch_size=256)
+    for batch in batches:
+        yield from batch

@@ -1,0 +1,306 @@
+"""Finding entities: search_nodes in five modes, with filters and pages, and semantic_search.
+
+- substring (the default): the official rule, the query inside a name, type or
+  observation, any case; entities oldest first.
+- ranked: BM25 over the query's words; fuzzy: the same, forgiving typos; semantic: by
+  meaning (embeddings); hybrid: fuzzy and semantic fused by reciprocal rank (ties go to
+  the closer meaning). Best first, each entity with its score.
+
+Filters (entityTypes, relationTypes, metadata) and the page (offset, limit) apply after
+ranking, so `total` counts what matches the filters. Ranked modes rank at most the best
+`DEPTH` entities. The relations answered are those with an end on the page (with
+relationTypes, only relations of those types).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Annotated, Any, Literal
+
+from chronograph.application.core.provenance import provenance_of
+from chronograph.application.core.validtime import VALID_AT, ValidTime, hide_invalid, read_moment, valid_relation
+from chronograph.application.engine.arguments import AsOf, D, Items, Metadata, Query, ReadArgs, TypeName
+from chronograph.application.engine.outputs import Out, PageEntityOut, RelationOut, entity_out, relation_out
+from chronograph.application.engine.registry import CORE
+from chronograph.application.engine.service import Memory
+from chronograph.application.engine.timeline import Moment
+from chronograph.application.errors import InvalidArgumentsError, UnavailableError
+from chronograph.projections import EntityRecord, RelationRecord, WorkspaceIndex, matches, relations_touching
+from chronograph.projections.search.wordindex import query_terms, terms
+from msgspec import UNSET, Meta, UnsetType
+
+__all__ = ["DEPTH", "SearchNodes", "SearchOut", "SemanticSearch", "SemanticSearchOut"]
+
+Mode = Literal["substring", "ranked", "fuzzy", "semantic", "hybrid"]
+DEPTH = 1000
+"""Ranked modes rank at most this many entities."""
+RANKED_LIMIT = 20
+"""Entities per answer in ranked modes unless `limit` says otherwise."""
+RRF_K = 60
+"""Reciprocal rank fusion's damping: a hit at rank r counts 1/(RRF_K + r) in each list."""
+SEMANTIC_FLOOR = 0.2
+"""search_nodes' semantic matches below this cosine similarity are not matches at all."""
+FUZZY_WORDS = 32
+"""Words a fuzzy query may have (each is matched against the whole vocabulary)."""
+
+Hit = tuple[EntityRecord, float | None]
+Found = tuple[str, float | None, EntityRecord | None]
+"""A stream that answers, its score, and its record if it was read on the way."""
+
+
+class SearchNodes(ReadArgs, kw_only=True):
+    query: Annotated[
+        Query, D(description="The search query to match against entity names, types, and observation content")
+    ]
+    mode: Annotated[Mode, D(description=(
+        "substring (default, as officially), ranked (BM25), fuzzy (forgives typos), semantic (by meaning), "
+        "hybrid (fuzzy + semantic); all but substring answer best first, with scores"
+    ))] | UnsetType = UNSET
+    ranked: Annotated[bool, D(description="Same as mode ranked")] = False
+    limit: Annotated[int, Meta(ge=1, le=DEPTH), D(
+        description=f"At most this many entities (ranked modes: {RANKED_LIMIT} unless set)")] | UnsetType = UNSET
+    offset: Annotated[int, Meta(ge=0), D(description="Skip this many: the last page's nextOffset")] = 0
+    entity_types: Annotated[Items[TypeName], D(description="Only entities of these types")] | UnsetType = UNSET
+    relation_types: Annotated[Items[TypeName], D(
+        description="Only entities with a relation of these types, and only those relations")] | UnsetType = UNSET
+    metadata: Annotated[Metadata, D(
+        description="Only entities whose metadata has each of these keys with the same value")] | UnsetType = UNSET
+    summary_mode: Annotated[bool, D(description="Names and types only")] = False
+    include_provenance: Annotated[bool, D(description="Each observation's recordedAt, actor and call")] = False
+    as_of: AsOf | UnsetType = UNSET
+    valid_at: Annotated[ValidTime, VALID_AT] | UnsetType = UNSET
+
+
+class SearchOut(Out, kw_only=True):
+    entities: list[PageEntityOut]
+    relations: list[RelationOut]
+    scores: list[float] | UnsetType = UNSET
+    total: int | UnsetType = UNSET
+    next_offset: int | UnsetType = UNSET
+    embedded_through: int | UnsetType = UNSET
+    head: int | UnsetType = UNSET
+    as_of: int | UnsetType = UNSET
+
+
+@CORE.query("search_nodes", "Search Nodes", "Search for nodes in the knowledge graph based on a query")
+def search_nodes(memory: Memory, args: SearchNodes) -> SearchOut:
+    """Entities matching the query in the chosen mode, filtered and paged, with their relations."""
+    mode = _mode(args)
+    paged = mode != "substring" or args.limit is not UNSET or args.offset > 0
+    limit = args.limit if args.limit is not UNSET else RANKED_LIMIT if mode != "substring" else None
+    if mode in ("semantic", "hybrid") and memory.semantic is not None and args.as_of is UNSET:
+        memory.semantic.settle()
+    with memory.timeline.at("search_nodes", args.as_of) as moment:
+        through: int | None = None
+        if mode == "substring":
+            found: Iterable[Found] = _substring(memory, moment, args)
+        elif mode in ("ranked", "fuzzy"):
+            found = _words(memory, moment, args, mode)
+        else:
+            found, through = _meaning(memory, moment, args, mode)
+        wanted = _Filter(moment, args)
+        graph = moment.graph
+        page: list[Hit] = []
+        total = 0
+        for stream, score, record in found:  # a record is read only where a filter or the page needs it
+            if wanted.active:
+                record = record or graph.entity_by_stream(stream)
+                if record is None or not wanted(record):
+                    continue
+            if args.offset <= total and (limit is None or len(page) < limit):
+                record = record or graph.entity_by_stream(stream)
+                if record is None:
+                    continue
+                page.append((record, score))
+            total += 1
+        return _answer(moment, args, page, wanted, mode, total if paged else None, through)
+
+
+def _mode(args: SearchNodes) -> Mode:
+    mode: Mode = "ranked" if args.ranked else "substring"
+    if args.mode is not UNSET:
+        if args.ranked and args.mode != "ranked":
+            raise InvalidArgumentsError("search_nodes", f"ranked: true means mode ranked, not {args.mode}; give one")
+        mode = args.mode
+    if mode == "substring":
+        return mode
+    words = terms(args.query)
+    if not words and (mode in ("ranked", "fuzzy") or not args.query.strip()):
+        raise InvalidArgumentsError("search_nodes", f"query: mode {mode} needs words to look for")
+    if mode == "fuzzy" and len(query_terms(args.query)) > FUZZY_WORDS:
+        raise InvalidArgumentsError(
+            "search_nodes", f"query: mode fuzzy takes at most {FUZZY_WORDS} distinct words, this query has "
+            f"{len(query_terms(args.query))}; use mode ranked or semantic for a long text")
+    return mode
+
+
+def _substring(memory: Memory, moment: Moment, args: SearchNodes) -> Iterator[Found]:
+    ws, query = args.workspace, args.query
+    candidates = None if moment.is_past else memory.views.search_index(moment.snapshot, ws).containing(query)
+    if candidates is None:  # the past (no standing index), or no word to look up: every entity is checked
+        yield from ((e.stream, None, e) for e in moment.graph.entities(ws) if matches(e, query))
+    elif terms(query) == [query.lower()]:
+        # One run of word characters lies in a text exactly when one of its terms contains it:
+        # the candidates are the answer, and no entity needs reading to know it.
+        yield from ((stream, None, None) for stream in candidates)
+    else:
+        for stream in candidates:
+            record = moment.live.entity_by_stream(stream)
+            if record is not None and matches(record, query):
+                yield stream, None, record
+
+
+def _index(memory: Memory, moment: Moment, workspace: str) -> WorkspaceIndex:
+    if not moment.is_past:
+        return memory.views.search_index(moment.snapshot, workspace)
+    index = WorkspaceIndex(workspace)  # no standing index for the past: one for this question
+    for record in moment.graph.entities(workspace):
+        index.put(record)
+    return index
+
+
+def _words(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode) -> list[Found]:
+    index = _index(memory, moment, args.workspace)
+    ranked = index.fuzzy(args.query) if mode == "fuzzy" else index.ranked(args.query)
+    return [(stream, score, None) for stream, score in ranked[:DEPTH]]
+
+
+def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode) -> tuple[list[Found], int]:
+    if moment.is_past:
+        raise InvalidArgumentsError(
+            "search_nodes", f"asOf: mode {mode} ranks the present only (embeddings are of current "
+            "versions); use mode substring, ranked or fuzzy with asOf")
+    near, through = nearest(memory, moment, args.workspace, args.query, SEMANTIC_FLOOR)
+    meaning: list[Found] = [(record.stream, score, record) for record, score in near]
+    if mode == "semantic":
+        return meaning, through
+    words = _words(memory, moment, args, "fuzzy" if len(query_terms(args.query)) <= FUZZY_WORDS else "ranked")
+    fused: dict[str, list[Any]] = {}  # stream -> [record or None, fused score, similarity, first rank]
+    for found in (words, meaning):
+        for rank, (stream, score, record) in enumerate(found, start=1):
+            entry = fused.setdefault(stream, [record, 0.0, 0.0, rank])
+            entry[1] += 1 / (RRF_K + rank)
+            if found is meaning:
+                entry[0], entry[2] = record, score
+    order = sorted(fused.items(), key=lambda item: (-item[1][1], -item[1][2], item[1][3]))  # ties: closer meaning
+    return [(stream, entry[1], entry[0]) for stream, entry in order[:DEPTH]], through
+
+
+def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshold: float) -> tuple[list[Hit], int]:
+    """The live entities nearest `query` in meaning, at least `threshold` similar, and the
+    position the embeddings are current through.
+
+    Raises:
+        UnavailableError: If semantic search is off, not installed, or cannot embed the query.
+    """
+    semantic = memory.semantic
+    if semantic is None:
+        raise UnavailableError(memory.semantic_off)
+    found, through = semantic.nearest(moment.snapshot, workspace, query, DEPTH)
+    hits: list[Hit] = []
+    for stream, version, score in found:
+        if score < threshold:
+            break
+        record = moment.live.entity_by_stream(stream)
+        if record is not None and record.version == version:  # never by what it used to say
+            hits.append((record, score))
+    return hits, through
+
+
+class _Filter:
+    """Whether an entity passes the filters; and the relations of the types asked for."""
+
+    def __init__(self, moment: Moment, args: SearchNodes) -> None:
+        self.graph = moment.graph
+        self.workspace = args.workspace
+        self.types = None if args.entity_types is UNSET else set(args.entity_types)
+        self.relation_types = None if args.relation_types is UNSET else set(args.relation_types)
+        self.metadata = None if args.metadata is UNSET else args.metadata
+        self.active = self.types is not None or self.relation_types is not None or self.metadata is not None
+        """Whether any filter was asked for."""
+
+    def __call__(self, record: EntityRecord) -> bool:
+        if self.types is not None and record.entity_type not in self.types:
+            return False
+        if self.metadata is not None:
+            held = record.metadata or {}
+            if any(key not in held or held[key] != value for key, value in self.metadata.items()):
+                return False
+        return self.relation_types is None or any(True for _ in self.relations([record.name]))
+
+    def relations(self, names: Iterable[str]) -> Iterator[RelationRecord]:
+        """The relations touching `names` that the filter keeps, each once, oldest first."""
+        found = relations_touching(self.graph, self.workspace, names)
+        return (r for r in found if self.relation_types is None or r.relation_type in self.relation_types)
+
+
+def _answer(
+    moment: Moment, args: SearchNodes, page: list[Hit], wanted: _Filter, mode: Mode,
+    total: int | None, through: int | None,
+) -> SearchOut:
+    if args.summary_mode:
+        entities = [PageEntityOut(name=r.name, entity_type=r.entity_type) for r, _ in page]
+    valid = read_moment("search_nodes", args.valid_at)
+    if not args.summary_mode:
+        entities = [entity_out(r, PageEntityOut) for r, _ in page]
+        hide_invalid(entities, [r for r, _ in page], valid)
+        if args.include_provenance:
+            for out, (record, _) in zip(entities, page, strict=True):
+                out.provenance = provenance_of(moment.log, record, moment.position)
+    more = total is not None and args.offset + len(page) < total
+    return SearchOut(
+        entities=entities,
+        relations=[relation_out(r) for r in wanted.relations(r.name for r, _ in page) if valid_relation(r, valid)],
+        scores=[round(score or 0.0, 6) for _, score in page] if mode != "substring" else UNSET,
+        total=UNSET if total is None else total,
+        next_offset=args.offset + len(page) if more else UNSET,
+        embedded_through=UNSET if through is None else through,
+        head=UNSET if through is None else moment.live.position,
+        as_of=UNSET if moment.position is None else moment.position,
+    )
+
+
+# --- semantic_search ----------------------------------------------------------------------------
+
+
+class SemanticSearch(ReadArgs, kw_only=True):
+    query: Annotated[Query, Meta(min_length=1), D(description="What to look for, in any words")]
+    limit: Annotated[int, Meta(ge=1, le=DEPTH), D(description="At most this many entities")] = 10
+    threshold: Annotated[float, Meta(ge=0.0, le=1.0), D(description="Minimum similarity, 0 to 1")] = 0.3
+
+
+class SimilarOut(Out, kw_only=True):
+    name: str
+    entity_type: str
+    observations: list[str]
+    similarity: float
+
+
+class SemanticSearchOut(Out, kw_only=True):
+    query: str
+    workspace: str
+    entities: list[SimilarOut]
+    count: int
+    threshold: float
+    embedded_through: int
+    head: int
+
+
+@CORE.query("semantic_search", "Semantic Search", "Find entities by meaning, most similar first")
+def semantic_search(memory: Memory, args: SemanticSearch) -> SemanticSearchOut:
+    """The entities nearest the query in meaning, each with its similarity (cosine, 0 to 1)."""
+    if not args.query.strip():
+        raise InvalidArgumentsError("semantic_search", "query: say what to look for")
+    if memory.semantic is not None:
+        memory.semantic.settle()
+    with memory.timeline.at("semantic_search") as moment:
+        hits, through = nearest(memory, moment, args.workspace, args.query, args.threshold)
+        entities = [
+            SimilarOut(name=r.name, entity_type=r.entity_type, observations=list(r.observations),
+                       similarity=round(score or 0.0, 4))
+            for r, score in hits[: args.limit]
+        ]
+        return SemanticSearchOut(
+            query=args.query, workspace=args.workspace, entities=entities, count=len(entities),
+            threshold=args.threshold, embedded_through=through, head=moment.live.position,
+        )

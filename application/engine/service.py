@@ -1,0 +1,319 @@
+"""The memory: a log and its views, and one call per tool, whatever the transport.
+
+The MCP server, the command line and the tests use it alike. A write is one command in
+one write transaction: parse, check a retried requestId, decide events against the live
+views (folding each into an overlay), append them guarded by the versions read, fold
+them into the views inline, and answer from what the overlay folded: exactly what was
+stored. Nothing of a rejected call is written.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from chronograph.application.engine.arguments import parse
+from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.exportdir import ExportDir
+from chronograph.application.engine.outputs import Out
+from chronograph.application.engine.registry import Tool, find
+from chronograph.application.engine.storelock import StoreLock
+from chronograph.application.engine.stores import open_store
+from chronograph.application.engine.timeline import Timeline
+from chronograph.application.errors import ChronographError, RequestReplayError, StorageError
+from chronograph.eventstore import ConcurrencyError, EventStoreError, LogTransaction, Scrubbed, StorageFullError
+from chronograph.eventstore.keys import digest
+from chronograph.projections import LmdbState, Progress, ProjectionError, Views, paused_gc
+from chronograph.projections.errors import EmbeddingsUnavailableError
+from chronograph.projections.search.embedder import open_embedder
+from chronograph.projections.team.view import TeamView
+from msgspec import UNSET
+
+if TYPE_CHECKING:
+    from chronograph.application.engine.semantic import Semantic
+
+__all__ = ["Memory", "Written"]
+
+
+class Written(msgspec.Struct, frozen=True):
+    """What a call returns: its output, and whether it changed the store."""
+
+    output: Out
+    changed: bool
+    replayed: bool = False
+
+
+class _Remembered(msgspec.Struct, frozen=True, array_like=True):
+    arguments: bytes
+    """digest of the call's arguments (without the requestId)"""
+    output: msgspec.Raw
+
+
+class Memory:
+    """A knowledge-graph memory on the store at `path` (created if missing).
+
+    `embeddings` chooses semantic search: "off" (the default here), "auto" (the bundled
+    model if the semantic extra is installed), "local", or the URL of an OpenAI-compatible
+    endpoint serving `embeddings_model`; the bundled model runs on `embedding_threads` cores
+    (one leaves the others to requests; 0: all). The projector does not run until
+    `semantic.start()` (a server starts it) or `semantic.catch_up()`.
+
+    Every use of the store goes through `lock`, so that other threads of the process
+    (the embedding projector) can share it.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        sync: bool = True,
+        readonly: bool = False,
+        progress: Progress | None = None,
+        export_dir: Path | ExportDir | None = None,
+        max_size: int | None = None,
+        embeddings: str = "off",
+        embeddings_model: str | None = None,
+        embeddings_key: str | None = None,
+        embedding_threads: int = 1,
+        project_files: bool = True,
+        cache: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.lock = StoreLock()
+        self._follower: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self.followed = 0
+        """The log position the follower last brought the views to."""
+        self.reachable: str | None = None
+        """Why the database of the store cannot be reached now, as the follower last found (None: it can)."""
+        self.export_dir = ExportDir(export_dir) if isinstance(export_dir, Path) else export_dir
+        """Where export_graph may write files (None: nowhere)."""
+        self.project_files = project_files
+        """Whether n2n's export may write a Markdown file inside the project root a client names."""
+        self.log, self.cache = open_store(path, sync=sync, readonly=readonly, max_size=max_size, cache=cache)
+        """The log, and the local environment of the views when the log is in a database."""
+        try:
+            self.views = Views(self.log, progress=progress, cache=self.cache)
+            self.timeline = Timeline(self.log, self.views)
+            self.teams = TeamView()
+            """The team memory (the Agent Memory surface), folded in memory."""
+            self.team_vectors: dict[str, tuple[int, Any]] = {}
+            """entry id -> (version, embedding) of the team entries semantic queries have needed"""
+            self.semantic: Semantic | None = None
+            """Semantic search, when an embedder is configured and installed."""
+            self.semantic_off = (
+                "Semantic search is off for this server (--embeddings off). Start it with "
+                "--embeddings local (needs: pip install 'chronograph[semantic]') or an endpoint URL."
+            )
+            """Why `semantic` is None."""
+            try:
+                embedder = open_embedder(embeddings, model=embeddings_model, api_key=embeddings_key,
+                                         threads=embedding_threads)
+            except EmbeddingsUnavailableError as error:
+                self.semantic_off = f"Semantic search is unavailable: {error}."
+                embedder = None
+            if embedder is not None:
+                from chronograph.application.engine.semantic import Semantic  # noqa: PLC0415 (numpy loads here)
+
+                self.semantic = Semantic(self.views, embedder, self.lock)
+        except BaseException:
+            self._close_store()
+            raise
+        self.lock.on_first = self.views.refresh
+
+    def follow(self) -> None:
+        """Keep the views of a database store current with what other servers write: a thread
+        that wakes on the log's notifications (or every second) and folds what is new. Without
+        it, a process's views catch up at its own writes only. Nothing to do for a store folder:
+        every process reads the one set of views there."""
+        if self.cache is None or self._follower is not None:
+            return
+        self._follower = threading.Thread(target=self._follow, name="follower", daemon=True)
+        self._follower.start()
+
+    def _follow(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                head, erasures = self.log.watch(self._checkpoint(), timeout=1.0)
+                self.views.observed_erasures = erasures
+                self.reachable = None
+                checkpoint = self._checkpoint()  # a write of this process may have brought the views there
+                if head > checkpoint or erasures != self.views.erasures_seen:
+                    with self.lock:
+                        checkpoint = self.views.catch_up()
+                self.followed = checkpoint
+            except (EventStoreError, ProjectionError) as error:
+                self.reachable = str(error)
+                self._stopping.wait(1.0)
+
+    def _checkpoint(self) -> int:
+        """Where the views of this process stand (read from the local cache alone)."""
+        with self.lock, self.views.env.read() as txn:
+            return self.views.tables.checkpoint(txn)
+
+    def close(self) -> None:
+        """Stop the embedding projector and the follower, keep the search indexes' images, close
+        the store."""
+        self._stopping.set()
+        if self._follower is not None:
+            self._follower.join(timeout=10)
+        if self.semantic is not None:
+            self.semantic.stop()
+        with self.lock:
+            try:
+                self.views.search.save(every=1)
+            except (EventStoreError, ProjectionError):
+                pass  # an image is an optimisation: the next process builds the index instead
+            self._close_store()
+
+    def _close_store(self) -> None:
+        self.log.close()
+        if self.cache is not None:
+            self.cache.close()
+
+    def prepare_search(self) -> int:
+        """Index every workspace's words and keep the images in the store, so that the first
+        search of the next server loads them instead of reading every entity; return how many."""
+        with self.lock:
+            with self.views.snapshot() as snapshot:
+                for workspace in snapshot.graph.workspaces():
+                    self.views.search_index(snapshot, workspace.name)
+            return self.views.search.save(every=1)
+
+    def scrub(self, needles: Sequence[bytes] = ()) -> Scrubbed:
+        """Overwrite what erasures left in the store's files: the log's, and the views' cache
+        when they live apart (see `EventLog.scrub`). Call it holding the lock, outside any
+        transaction."""
+        done = self.log.scrub(needles)
+        if self.cache is not None:
+            local = self.cache.scrub(b"scrub", needles)
+            done = Scrubbed(done.zeroed + local.zeroed, done.held + local.held)
+        return done
+
+    def store_bytes(self) -> int:
+        """What the store takes on disk (log and views)."""
+        return self.log.stored_bytes()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- calls ----------------------------------------------------------------------------
+
+    def call(self, tool: Tool | str, arguments: dict[str, Any], *, actor: str = "unknown") -> Written:
+        """Run `tool` with raw `arguments`; a command's events are recorded as `actor`'s.
+
+        Raises:
+            ChronographError: Invalid arguments, a missing item, a stale expectedVersion,
+                a reused requestId or a full store; nothing was written.
+        """
+        spec = find(tool)
+        if spec.writes:
+            return self.write(spec, arguments, actor=actor)
+        return Written(self.read(spec, arguments), changed=False)
+
+    def write(
+        self, tool: Tool | str, arguments: dict[str, Any], *, actor: str, correlation_id: str | None = None
+    ) -> Written:
+        """Run the command `tool` with raw `arguments`, recording `actor` on its events.
+
+        `correlation_id` (default: a new one) lets several calls share one, as an import does.
+
+        Raises:
+            ChronographError: Invalid arguments, a missing item, a stale expectedVersion,
+                a reused requestId or a full store; nothing was written.
+        """
+        spec = find(tool)
+        args = parse(spec.name, arguments, spec.arguments)
+        if spec.reads and getattr(args, "action", None) in spec.reads:
+            return Written(self._answer(spec, args), changed=False)
+        workspace: str = getattr(args, "workspace", "default")
+        request_id = getattr(args, "request_id", UNSET)
+        key = None if request_id is UNSET else f"{spec.name}\x00{workspace}\x00{request_id}"
+        fingerprint = b""
+        if key is not None:
+            fingerprint = digest(msgspec.msgpack.encode(msgspec.structs.replace(args, request_id=UNSET)), 32)
+        correlation = correlation_id or os.urandom(16).hex()
+
+        def work(tx: LogTransaction, views: LmdbState) -> Written:
+            if key is not None:
+                recalled = tx.recall(key)
+                if recalled is not None:
+                    if recalled.result is None:
+                        raise RequestReplayError(spec.name, str(request_id), erased=True)
+                    remembered = msgspec.msgpack.decode(recalled.result, type=_Remembered)
+                    if remembered.arguments != fingerprint:
+                        raise RequestReplayError(spec.name, str(request_id))
+                    output = msgspec.msgpack.decode(remembered.output, type=spec.output)
+                    return Written(output, changed=False, replayed=True)
+            batch = Batch(tx, views, workspace, actor=actor, correlation_id=correlation, idempotency_key=key)
+            batch.teams = self.teams
+            batch.scrub = self.scrub
+            batches.append(batch)
+            output = spec.handler(batch, args)
+            writes = batch.writes()
+            if writes or key is not None:
+                result = None
+                if key is not None:
+                    result = msgspec.msgpack.encode(
+                        _Remembered(fingerprint, msgspec.Raw(msgspec.msgpack.encode(output)))
+                    )
+                appended = tx.append(
+                    writes, actor=actor, correlation_id=correlation, idempotency_key=key, result=result
+                )
+                batch.confirm(appended)
+            return Written(output, changed=bool(writes))
+
+        batches: list[Batch] = []  # the last one ran in the transaction that committed
+        try:
+            with self.lock:
+                try:
+                    written = self.views.transact(work)
+                except BaseException:
+                    if self.teams.dirty:
+                        self.teams.discard()
+                    raise
+                self.teams.committed()
+                if batches and batches[-1].afterwards and not written.replayed:
+                    output = written.output
+                    for then in batches[-1].afterwards:
+                        output = then(output)
+                    written = msgspec.structs.replace(written, output=output)
+                return written
+        except StorageFullError as error:
+            raise StorageError(str(error)) from None
+        except ConcurrencyError as error:  # only if the views were wrong about a version
+            raise ChronographError(f"{error}; nothing was written") from None
+        except (EventStoreError, ProjectionError) as error:
+            raise StorageError(f"The store could not take the write: {error}; nothing was written") from None
+
+    def read(self, tool: Tool | str, arguments: dict[str, Any]) -> Out:
+        """Run the query `tool` with raw `arguments` (on the live views, or as of then).
+
+        Raises:
+            ChronographError: If the arguments are invalid or name something unknown.
+        """
+        spec = find(tool)
+        args = parse(spec.name, arguments, spec.arguments)
+        if spec.writes and getattr(args, "action", None) not in spec.reads:
+            raise ValueError(f"{spec.name} is a command: run it with Memory.write or Memory.call")
+        return self._answer(spec, args)
+
+    def _answer(self, spec: Tool, args: Any) -> Out:
+        with self.lock:
+            try:
+                with paused_gc():  # a whole graph's output forms no cycles; scanning it halved the speed
+                    output = spec.handler(self, args)
+            except (EventStoreError, ProjectionError) as error:
+                raise StorageError(f"The store could not answer: {error}") from None
+            try:
+                self.views.search.save()  # when an index ran far ahead of its image (outside the read)
+            except (EventStoreError, ProjectionError):
+                pass  # kept next time; the answer stands
+            return output
+

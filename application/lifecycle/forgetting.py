@@ -1,0 +1,203 @@
+"""Forgetting an entity for real: `forget_entity`.
+
+Everything else in Chronograph appends; this erases. Every entity ever called `name` in
+the workspace is forgotten: each event of its stream is replaced, in place, by a
+`ContentErased` that keeps the envelope (when, who, which call) and says which kind of
+event it was, never what it said. Relations are keyed by the names they join, so every
+relation created while a forgotten entity bore one of its names is erased whole too, and
+moved to an opaque stream id (its old id spelled the names). A merge into a forgotten
+entity keeps its event, with the target's name redacted. The views, snapshots, search
+images and embeddings drop what they derived (the log's erase hook), and after the
+commit the storage is scrubbed: the old copies of every changed page are zeroed once no
+reader can see them. One `EntityForgotten` per entity records who asked, when and why.
+
+What other entities say is theirs: an observation of Bob's that mentions Ada stays.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from typing import Annotated, Any
+
+import msgspec
+from chronograph.application.engine.arguments import D, Name, WriteArgs
+from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.outputs import Out
+from chronograph.application.engine.registry import CORE
+from chronograph.application.errors import NotFoundError
+from chronograph.eventstore import (
+    ERASED_NAME,
+    ContentErased,
+    EntityCreated,
+    EntityDeleted,
+    EntityForgotten,
+    EntityMerged,
+    EntityRenamed,
+    Envelope,
+    EventStoreError,
+    LogReader,
+    RelationCreated,
+)
+from msgspec import Meta
+
+__all__ = ["ForgetEntity", "ForgetOut", "Tenure", "tenures"]
+
+Reason = Annotated[str, Meta(min_length=1, max_length=1024)]
+
+_ENDS = (EntityDeleted, EntityMerged, EntityForgotten)
+
+
+class ForgetEntity(WriteArgs, kw_only=True):
+    name: Annotated[Name, D(description="The entity to erase")]
+    reason: Annotated[Reason, D(description="Why (kept in the audit)")]
+
+
+class ForgetOut(Out, kw_only=True):
+    entities: Annotated[int, D(description="Entities erased (every one ever called so)")]
+    relations: Annotated[int, D(description="Relations erased with them")]
+    events: Annotated[int, D(description="Events whose content was erased")]
+    redacted: Annotated[int, D(description="Events of other entities whose reference to the name was redacted")]
+    streams: Annotated[list[str], D(description="The erased entities' stream ids (the audit's subjects)")]
+    scrubbed: Annotated[bool, D(description="Whether every old copy of the erased bytes is overwritten")] = False
+    message: str = ""
+
+
+class Tenure(msgspec.Struct, frozen=True):
+    """A stretch of log positions [start, end) in which an entity was live under a name."""
+
+    workspace: str
+    name: str
+    start: int
+    end: int
+
+    def covers(self, workspace: str, name: str, position: int) -> bool:
+        """Whether `name` in `workspace` meant this entity at `position`."""
+        return self.workspace == workspace and self.name == name and self.start <= position < self.end
+
+
+def tenures(events: Sequence[Envelope]) -> Iterator[Tenure]:
+    """Every stretch of the log in which the entity of `events` (its stream) was live, by name."""
+    workspace = name = None
+    start = 0
+    for envelope in events:
+        event = envelope.event
+        if isinstance(event, EntityCreated):
+            if name is not None and workspace is not None:
+                yield Tenure(workspace, name, start, envelope.position)
+            workspace, name, start = event.workspace, event.name, envelope.position
+        elif isinstance(event, EntityRenamed) and name is not None and workspace is not None:
+            yield Tenure(workspace, name, start, envelope.position)
+            name, start = event.name, envelope.position
+        elif isinstance(event, _ENDS) and name is not None and workspace is not None:
+            yield Tenure(workspace, name, start, envelope.position)
+            name = None
+    if name is not None and workspace is not None:
+        yield Tenure(workspace, name, start, 2**63)
+
+
+class _Plan:
+    """What one forget erases, found before anything is written."""
+
+    def __init__(self, log: LogReader, streams: Sequence[str]) -> None:
+        self.entities = {stream: list(log.stream(stream)) for stream in streams}
+        held = [t for events in self.entities.values() for t in tenures(events)]
+        first = min(events[0].position for events in self.entities.values() if events)
+        needles = sorted({msgspec.msgpack.encode(t.name) for t in held})
+        self.keys = sorted({form for t in held for form in (t.name.encode("utf-8", "surrogatepass"),
+                                                            msgspec.json.encode(t.name)[1:-1])})
+        """The names as index keys spell them (raw, and inside a relation's JSON id)."""
+        self.relations: dict[str, str] = {}
+        """relation stream -> the opaque id it moves to"""
+        self.owner: dict[str, str] = {}
+        """relation stream -> the forgotten entity stream it named"""
+        self.merges: list[int] = []
+        """positions of merges into a forgotten entity (their `into` is redacted)"""
+        workspaces: dict[str, str] = {}
+        for envelope in log.mentions(needles, first):
+            event, position = envelope.event, envelope.position
+            if isinstance(event, RelationCreated) and envelope.stream not in self.relations:
+                for tenure in held:
+                    if any(tenure.covers(event.workspace, end, position) for end in (event.source, event.target)):
+                        self.relations[envelope.stream] = "erased:" + os.urandom(16).hex()
+                        self.owner[envelope.stream] = _stream_of(tenure, self.entities)
+                        break
+            elif isinstance(event, EntityMerged) and envelope.stream not in self.entities:
+                workspace = workspaces.get(envelope.stream) or workspaces.setdefault(
+                    envelope.stream, _workspace_of(log, envelope.stream))
+                if any(tenure.covers(workspace, event.into, position) for tenure in held):
+                    self.merges.append(position)
+        self.workspace_of = {stream: _first_workspace(events) for stream, events in self.entities.items()}
+
+    def redact(self, envelope: Envelope) -> ContentErased:
+        """What an erased event becomes: its kind and workspace, nothing it said."""
+        event = envelope.event
+        workspace = getattr(event, "workspace", "") or self.workspace_of.get(
+            self.owner.get(envelope.stream, envelope.stream), "")
+        return ContentErased(erased=envelope.type, workspace=workspace)
+
+
+def _stream_of(tenure: Tenure, entities: dict[str, list[Envelope]]) -> str:
+    for stream, events in entities.items():
+        if tenure in set(tenures(events)):
+            return stream
+    raise AssertionError("a tenure belongs to one of the forgotten entities")
+
+
+def _first_workspace(events: Sequence[Envelope]) -> str:
+    for envelope in events:
+        if isinstance(envelope.event, EntityCreated):
+            return envelope.event.workspace
+    return ""
+
+
+def _workspace_of(log: LogReader, stream: str) -> str:
+    return _first_workspace(list(log.stream(stream, 1, 1)))
+
+
+@CORE.command("forget_entity", "Forget Entity",
+              "Erase an entity for good (every version, its relations); the audit keeps who, when, why",
+              kind="delete")
+def forget_entity(batch: Batch, args: ForgetEntity) -> ForgetOut:
+    """Erase every entity ever called `name` in the workspace, and its relations; scrub after the commit.
+
+    Raises:
+        NotFoundError: If no entity was ever called `name` in the workspace (nothing is erased).
+    """
+    streams = batch.state.name_streams(batch.workspace, args.name)
+    if not streams:
+        raise NotFoundError(f"No entity named {args.name!r} ever existed in workspace {batch.workspace!r}, "
+                            "or it was forgotten already; nothing was erased")
+    plan = _Plan(batch.tx, streams)
+    targets = {stream: stream for stream in plan.entities} | plan.relations
+    originals = batch.tx.erase(targets, plan.redact)
+    for position in plan.merges:
+        batch.tx.rewrite(position, EntityMerged(into=ERASED_NAME))
+    for stream in plan.entities:
+        moved = tuple(new for old, new in plan.relations.items() if plan.owner[old] == stream)
+        count = len(plan.entities[stream]) + sum(
+            1 for envelope in originals if plan.owner.get(envelope.stream) == stream)
+        batch.emit(stream, EntityForgotten(workspace=plan.workspace_of[stream], reason=args.reason,
+                                           events=count, relations=moved))
+    batch.then(_scrub(batch, plan.keys))
+    return ForgetOut(entities=len(plan.entities), relations=len(plan.relations), events=len(originals),
+                     redacted=len(plan.merges), streams=list(plan.entities))
+
+
+def _scrub(batch: Batch, keys: Sequence[bytes]) -> Any:
+    def scrub(output: ForgetOut) -> ForgetOut:
+        assert batch.scrub is not None
+        try:
+            done = batch.scrub(keys)
+        except EventStoreError as error:
+            return msgspec.structs.replace(output, message=(
+                f"Erased from the log and every view, but the store's free pages could not be scrubbed: {error}. "
+                "Run `chronograph scrub --store ...` to finish"))
+        if done.held:
+            return msgspec.structs.replace(output, message=(
+                f"Erased from the log and every view; {done.held} old pages are still open to a long reader and "
+                "keep the old bytes until the next scrub (`chronograph scrub`, or the next forget)"))
+        return msgspec.structs.replace(output, scrubbed=True, message=(
+            f"Erased; {done.zeroed} old pages of the store overwritten"))
+
+    return scrub

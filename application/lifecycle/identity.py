@@ -1,0 +1,112 @@
+"""An entity's identity: renaming it, and merging duplicates into one (`rename_entity`,
+`merge_entities`).
+
+Both are events on the entities' own streams, so history keeps every name and every
+duplicate, and `revert_entity` undoes them. Relations are keyed by the names they join,
+so when a name changes each relation touching it is deleted under the old names and
+created under the new ones in the same call (its history records both).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from chronograph.application.engine.arguments import D, Items, Name, Version, WriteArgs
+from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.outputs import EntitiesOut, entity_out
+from chronograph.application.engine.registry import CORE
+from chronograph.application.errors import DuplicateError, InvalidArgumentsError, NotFoundError
+from chronograph.eventstore import EntityMerged, EntityRenamed, ObservationsAdded, RelationCreated, RelationDeleted
+from chronograph.projections import EntityRecord, relation_stream
+from msgspec import UNSET, UnsetType
+
+__all__ = ["MergeEntities", "RenameEntity", "move_relations", "rename"]
+
+
+def move_relations(batch: Batch, old: str, new: str, *, drop_loops: bool = False) -> int:
+    """Re-key every live relation touching `old` to `new`; return how many moved.
+
+    A relation the new name already has is not duplicated; with `drop_loops` (a merge), a
+    relation that would join `new` to itself is dropped rather than moved.
+    """
+    moved = 0
+    for relation in batch.relations_of(old):
+        source = new if relation.source == old else relation.source
+        target = new if relation.target == old else relation.target
+        batch.emit(relation.stream, RelationDeleted())
+        if drop_loops and source == target == new:
+            continue
+        if batch.relation(source, relation.relation_type, target) is None:
+            batch.emit(relation_stream(batch.workspace, source, relation.relation_type, target), RelationCreated(
+                workspace=batch.workspace, source=source, target=target, relation_type=relation.relation_type,
+                confidence=relation.confidence, metadata=relation.metadata))
+            moved += 1
+    return moved
+
+
+def rename(batch: Batch, entity: EntityRecord, new_name: str) -> None:
+    """Give `entity` the free name `new_name`, its relations following."""
+    old = entity.name
+    batch.emit(entity.stream, EntityRenamed(name=new_name, previous=old))
+    move_relations(batch, old, new_name)
+
+
+def _live(batch: Batch, name: str) -> EntityRecord:
+    entity = batch.entity(name)
+    if entity is None:
+        raise NotFoundError(f"Entity with name {name} not found; nothing was written")
+    return entity
+
+
+class RenameEntity(WriteArgs, kw_only=True):
+    name: Annotated[Name, D(description="The entity's current name")]
+    new_name: Annotated[Name, D(description="The name it takes (must be free)")]
+    expected_version: Version | UnsetType = UNSET
+
+
+@CORE.command("rename_entity", "Rename Entity",
+              "Rename an entity; its relations follow, its history stays reachable by the old name")
+def rename_entity(batch: Batch, args: RenameEntity) -> EntitiesOut:
+    """Rename one entity (version + 1), moving its relations to the new name."""
+    entity = _live(batch, args.name)
+    batch.check(f"entity {args.name!r}", args.expected_version, entity)
+    if args.new_name == args.name:
+        raise InvalidArgumentsError("rename_entity", "newName is the entity's name already")
+    if batch.entity(args.new_name) is not None:
+        raise DuplicateError(f"An entity named {args.new_name} exists already in workspace {batch.workspace!r}; "
+                             "merge the two with merge_entities instead; nothing was written")
+    rename(batch, entity, args.new_name)
+    renamed = batch.entity(args.new_name)
+    assert renamed is not None
+    return EntitiesOut(entities=[entity_out(renamed)])
+
+
+class MergeEntities(WriteArgs, kw_only=True):
+    target: Annotated[Name, D(description="The entity that stays")]
+    sources: Annotated[Items[Name], D(description="The duplicates (they leave the graph)")]
+    expected_version: Version | UnsetType = UNSET
+
+
+@CORE.command("merge_entities", "Merge Entities",
+              "Merge duplicates into the target: observations and relations move there; histories stay "
+              "(revert_entity undoes it)")
+def merge_entities(batch: Batch, args: MergeEntities) -> EntitiesOut:
+    """Move each source's observations and relations onto the target, then retire the source."""
+    target = _live(batch, args.target)
+    batch.check(f"entity {args.target!r}", args.expected_version, target)
+    if not args.sources:
+        raise InvalidArgumentsError("merge_entities", "sources: name at least one duplicate to merge")
+    if args.target in args.sources:
+        raise InvalidArgumentsError("merge_entities", f"sources: {args.target!r} cannot be merged into itself")
+    if len(set(args.sources)) < len(args.sources):
+        raise InvalidArgumentsError("merge_entities", "sources: a name is given twice")
+    sources = [_live(batch, name) for name in args.sources]
+    for source in sources:
+        present = set(target.observations)
+        missing = tuple(o for o in source.observations if o not in present)
+        if missing:
+            batch.emit(target.stream, ObservationsAdded(observations=missing))
+        move_relations(batch, source.name, args.target, drop_loops=True)
+        batch.emit(source.stream, EntityMerged(into=args.target))
+        target = _live(batch, args.target)
+    return EntitiesOut(entities=[entity_out(target)])

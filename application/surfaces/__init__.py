@@ -1,0 +1,11 @@
+"""Other memory servers' surfaces: their tools, names and shapes, translated to ours.
+
+`n2n` (with `projectroot`, how n2n finds a project), `workspace` and `kuzu`, each a
+registry of tools over the same commands and events. It imports nothing of `team`.
+"""
+
+from chronograph.application.surfaces.kuzu import KUZU, KUZU_TOOLS
+from chronograph.application.surfaces.n2n import N2N, N2N_TOOLS
+from chronograph.application.surfaces.workspace import WORKSPACE, WORKSPACE_TOOLS
+
+__all__ = ["KUZU", "KUZU_TOOLS", "N2N", "N2N_TOOLS", "WORKSPACE", "WORKSPACE_TOOLS"]

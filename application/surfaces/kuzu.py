@@ -1,0 +1,228 @@
+"""The Kuzu memory graph's surface (`--profile kuzu`): its seven tools, snake_case arguments
+and `{"status": ...}` replies, over our own commands and queries.
+
+A Kuzu database is a workspace of the same name (its primary, "memory", included); the
+names are checked so that no database name carries a path. The replies add nothing
+Kuzu's clients would trip over; `semantic_search` needs the embeddings of the
+retrieval work (`--embeddings local`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from chronograph.application.core import search as core_search
+from chronograph.application.core import traversal
+from chronograph.application.engine.arguments import Args, D, Limits, Name, ObservationList, TypeName
+from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.outputs import ObjectOut, object_out
+from chronograph.application.engine.registry import Registry
+from chronograph.application.engine.service import Memory
+from chronograph.application.errors import InvalidArgumentsError, NotFoundError
+from chronograph.eventstore import EntityCreated, ObservationsAdded, RelationCreated, RelationUpdated
+from chronograph.eventstore.clock import isoformat
+from chronograph.projections import ENTITY, RELATION, EntityRecord, new_entity_stream, relation_stream, unique
+from msgspec import UNSET, Meta, UnsetType
+
+__all__ = ["KUZU", "KUZU_TOOLS", "PRIMARY", "databases"]
+
+KUZU = Registry()
+"""The Kuzu memory graph's seven tools."""
+KUZU_TOOLS = ("create_entity", "create_relationship", "add_observations", "search_entities", "semantic_search",
+              "get_related_entities", "get_graph_summary")
+PRIMARY = "memory"
+"""Kuzu's primary database (a workspace of that name here)."""
+
+DATABASE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+Database = Annotated[str, Meta(min_length=1, max_length=Limits.WORKSPACE),
+                     D(description="Database name (kuzu://databases/list lists them)")]
+
+
+class KuzuArgs(Args, rename=None, kw_only=True):
+    """Kuzu spells its arguments in snake_case; `database` is the workspace."""
+
+    database: Database
+
+    @property
+    def workspace(self) -> str:
+        return self.database
+
+
+def _checked(tool: str, database: str) -> str:
+    if not DATABASE.fullmatch(database):
+        raise InvalidArgumentsError(tool, f"database: Invalid parameter: {database!r} must be letters, digits, "
+                                    "'_' or '-' (no paths)")
+    return database
+
+
+def _entity(entity: EntityRecord) -> dict[str, Any]:
+    return {"name": entity.name, "type": entity.entity_type, "observations": entity.observations,
+            "created_date": isoformat(entity.created_at)[:10]}
+
+
+class CreateEntity(KuzuArgs, kw_only=True):
+    name: Name
+    entity_type: TypeName
+    observations: ObservationList = []
+
+
+@KUZU.command("create_entity", "Create Entity", "Creates a new entity in the specified knowledge graph "
+              "(status created, or exists with the stored one)")
+def create_entity(batch: Batch, args: CreateEntity) -> ObjectOut:
+    _checked("create_entity", args.database)
+    held = batch.entity(args.name)
+    if held is not None:
+        return object_out(status="exists", database=args.database, name=held.name, type=held.entity_type,
+                          message="Entity already exists")
+    observations = tuple(unique(args.observations))
+    batch.emit(new_entity_stream(), EntityCreated(workspace=batch.workspace, name=args.name,
+                                                  entity_type=args.entity_type, observations=observations), new=True)
+    return object_out(status="created", database=args.database, name=args.name, type=args.entity_type,
+                      observations_count=len(observations), embedded=False)
+
+
+class CreateRelationship(KuzuArgs, kw_only=True):
+    from_entity: Name
+    to_entity: Name
+    relationship_type: TypeName
+    confidence: Annotated[float, Meta(ge=0.0, le=1.0)] = 1.0
+
+
+@KUZU.command("create_relationship", "Create Relationship", "Creates a relationship between two existing entities "
+              "in the specified database, with a confidence (0-1, default 1.0)")
+def create_relationship(batch: Batch, args: CreateRelationship) -> ObjectOut:
+    _checked("create_relationship", args.database)
+    missing = [name for name in (args.from_entity, args.to_entity) if batch.entity(name) is None]
+    if missing:
+        raise NotFoundError(f"One or both entities not found: {', '.join(missing)}")
+    held = batch.relation(args.from_entity, args.relationship_type, args.to_entity)
+    status = "created"
+    if held is None:
+        batch.emit(relation_stream(batch.workspace, args.from_entity, args.relationship_type, args.to_entity),
+                   RelationCreated(workspace=batch.workspace, source=args.from_entity, target=args.to_entity,
+                                   relation_type=args.relationship_type, confidence=args.confidence))
+    elif held.confidence != args.confidence:
+        batch.emit(held.stream, RelationUpdated(confidence=args.confidence))
+        status = "updated"
+    else:
+        status = "exists"
+    return object_out(status=status, database=args.database, **{"from": args.from_entity}, to=args.to_entity,
+                      relationship_type=args.relationship_type, confidence=args.confidence)
+
+
+class AddObservations(KuzuArgs, kw_only=True):
+    entity_name: Name
+    observations: ObservationList
+
+
+@KUZU.command("add_observations", "Add Observations", "Adds new observations to an existing entity in the "
+              "specified database (status updated or no_change, with the totals)")
+def add_observations(batch: Batch, args: AddObservations) -> ObjectOut:
+    _checked("add_observations", args.database)
+    entity = batch.entity(args.entity_name)
+    if entity is None:
+        raise NotFoundError(f"Entity '{args.entity_name}' not found")
+    present = set(entity.observations)
+    added = [o for o in unique(args.observations) if o not in present]
+    if added:
+        batch.emit(entity.stream, ObservationsAdded(observations=tuple(added)))
+    current = batch.entity(args.entity_name)
+    assert current is not None
+    return object_out(status="updated" if added else "no_change", database=args.database,
+                      entity_name=args.entity_name, added_observations=added,
+                      total_observations=len(current.observations), reembedded=False)
+
+
+class SearchEntities(KuzuArgs, kw_only=True):
+    query: Annotated[str, Meta(min_length=1, max_length=Limits.QUERY)]
+    limit: Annotated[int, Meta(ge=1, le=1000)] = 10
+
+
+@KUZU.query("search_entities", "Search Entities", "Searches entities by text across names, types and "
+            "observations in the specified database")
+def search_entities(memory: Memory, args: SearchEntities) -> ObjectOut:
+    _checked("search_entities", args.database)
+    found = core_search.search_nodes(memory, core_search.SearchNodes(
+        query=args.query, workspace=args.database, limit=args.limit))
+    with memory.timeline.at("search_entities") as moment:
+        records = [moment.graph.entity(args.database, e.name) for e in found.entities]
+    entities = [_entity(r) for r in records if r is not None]
+    return object_out(query=args.query, database=args.database, entities=entities, count=len(entities))
+
+
+class SemanticSearch(KuzuArgs, kw_only=True):
+    query: Annotated[str, Meta(min_length=1, max_length=Limits.QUERY)]
+    limit: Annotated[int, Meta(ge=1, le=1000)] = 10
+    threshold: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.3
+
+
+@KUZU.query("semantic_search", "Semantic Search", "Performs semantic similarity search using vector embeddings "
+            "in the specified database")
+def semantic_search(memory: Memory, args: SemanticSearch) -> ObjectOut:
+    _checked("semantic_search", args.database)
+    found = core_search.semantic_search(memory, core_search.SemanticSearch(
+        query=args.query, workspace=args.database, limit=args.limit, threshold=args.threshold))
+    entities = [{"name": e.name, "type": e.entity_type, "observations": e.observations,
+                 "similarity": e.similarity} for e in found.entities]
+    return object_out(query=args.query, database=args.database, entities=entities, count=len(entities),
+                      threshold=args.threshold, method="vector_similarity")
+
+
+class GetRelatedEntities(KuzuArgs, kw_only=True):
+    entity_name: Name
+    max_depth: Annotated[int, Meta(ge=1, le=6)] = 2
+    limit: Annotated[int, Meta(ge=1, le=1000)] = 20
+
+
+@KUZU.query("get_related_entities", "Related Entities", "Finds entities related to a specified entity through "
+            "relationship traversal in the specified database (distance, relationship and confidence paths)")
+def get_related_entities(memory: Memory, args: GetRelatedEntities) -> ObjectOut:
+    _checked("get_related_entities", args.database)
+    try:
+        related = traversal.get_related_entities(memory, traversal.GetRelatedEntities(
+            name=args.entity_name, workspace=args.database, max_depth=args.max_depth, limit=args.limit))
+    except NotFoundError:
+        raise NotFoundError(f"Entity '{args.entity_name}' not found") from None
+    entities = [{"name": r.entity.name, "type": r.entity.entity_type, "observations": r.entity.observations,
+                 "distance": r.distance, "relationship_path": r.relation_path,
+                 "confidence_path": [1.0 if c is None else c for c in r.confidence_path]} for r in related.related]
+    return object_out(entity_name=args.entity_name, database=args.database, entities=entities,
+                      count=len(entities), max_depth=args.max_depth)
+
+
+class GetGraphSummary(Args, rename=None, kw_only=True):
+    database: Database | UnsetType = UNSET
+
+
+@KUZU.query("get_graph_summary", "Graph Summary", "Statistics about one database, or about all of them when "
+            "none is named")
+def get_graph_summary(memory: Memory, args: GetGraphSummary) -> ObjectOut:
+    with memory.timeline.at("get_graph_summary") as moment:
+        graph = moment.graph
+        if args.database is UNSET:
+            every = {w.name: {"entities": w.entities, "relationships": w.relations} for w in graph.workspaces()}
+            return object_out(scope="all_databases", databases=every, total_databases=len(every))
+        database = _checked("get_graph_summary", args.database)
+        totals = graph.workspace(database)
+        types = graph.type_counts(database, ENTITY)
+        kinds = graph.type_counts(database, RELATION)
+    return object_out(
+        scope="single_database", database=database,
+        stats={"entities": 0 if totals is None else totals.entities,
+               "relationships": 0 if totals is None else totals.relations,
+               "entity_types": len(types), "relationship_types": len(kinds)},
+        entity_types=[{"type": t, "count": n} for t, n in sorted(types.items(), key=lambda item: -item[1])],
+        relationship_types=[{"type": t, "count": n} for t, n in sorted(kinds.items(), key=lambda item: -item[1])])
+
+
+def databases(memory: Memory) -> dict[str, Any]:
+    """What the kuzu://databases/list resource holds: every workspace, as a database."""
+    with memory.timeline.at("databases") as moment:
+        names = [w.name for w in moment.graph.workspaces()]
+    if PRIMARY not in names:
+        names.insert(0, PRIMARY)
+    listed = [{"name": n, "description": f"Database: {n}", "is_primary": n == PRIMARY, "is_attached": True}
+              for n in names]
+    return {"databases": listed, "count": len(listed), "primary_database": PRIMARY}
+

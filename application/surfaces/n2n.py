@@ -1,0 +1,345 @@
+"""n2n-memory's surface (`--profile n2n`): twelve `n2n_*` tools, each taking the project's
+root as `projectPath`, with its replies (`status`, `message`, `_protocol`) and its hot
+context beside the graph.
+
+Each tool translates to our own commands and queries on the project's workspace (see
+`projectroot`), so the events, history, time travel and audit are the same as ours.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+from chronograph.application.core import context as core_context
+from chronograph.application.core import entities as core_entities
+from chronograph.application.core import graph as core_graph
+from chronograph.application.core import relations as core_relations
+from chronograph.application.core import search as core_search
+from chronograph.application.engine.arguments import Args, Items, Name, ObservationList, Query, parse
+from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.outputs import ObjectOut, object_out
+from chronograph.application.engine.registry import Registry
+from chronograph.application.engine.service import Memory
+from chronograph.application.errors import InvalidArgumentsError, NotFoundError, UnavailableError
+from chronograph.application.lifecycle.export import render
+from chronograph.application.surfaces.projectroot import project_root, project_workspace
+from chronograph.eventstore import EntityCreated, ObservationsAdded
+from chronograph.projections import new_entity_stream
+from msgspec import UNSET, Meta, UnsetType
+
+__all__ = ["N2N", "N2N_TOOLS", "project_graph"]
+
+N2N = Registry()
+"""n2n-memory's twelve tools."""
+N2N_TOOLS = ("n2n_add_entities", "n2n_add_observations", "n2n_create_relations", "n2n_read_graph",
+             "n2n_get_graph_summary", "n2n_update_context", "n2n_search", "n2n_delete_entities",
+             "n2n_delete_observations", "n2n_delete_relations", "n2n_open_nodes", "n2n_export_markdown")
+REMINDER = "Remember to call n2n_update_context before 'git commit'."
+Path_ = Annotated[str, Meta(min_length=1, max_length=4096)]
+
+
+class N2nArgs(Args, kw_only=True):
+    project_path: Path_
+    confirm_new_project_root: Path_ | UnsetType = UNSET
+
+    @property
+    def workspace(self) -> str:
+        """The project's workspace (checked on every call; a new root needs confirming)."""
+        confirmed = None if self.confirm_new_project_root is UNSET else self.confirm_new_project_root
+        return project_workspace("n2n", self.project_path, confirmed)
+
+
+def _done(message: str, action: str = "MEMORY_UPDATED", **fields: Any) -> ObjectOut:
+    return object_out(status="success", message=message, **fields,
+                      _protocol={"action": action, "reminder": REMINDER})
+
+
+def _similar(text: str) -> str:
+    """What two observations share when n2n would call them the same: case, spacing, end punctuation."""
+    return re.sub(r"\s+", " ", text).strip().rstrip(".!;,").casefold()
+
+
+class Entity(Args, kw_only=True):
+    name: Name
+    entity_type: Name
+    observations: ObservationList = []
+
+
+class AddEntities(N2nArgs, kw_only=True):
+    entities: Items[Entity]
+
+
+@N2N.command("n2n_add_entities", "Add Entities", "Create new entities or merge observations into existing entities "
+             "with the same name (their type is kept; near-duplicate observations are skipped)")
+def n2n_add_entities(batch: Batch, args: AddEntities) -> ObjectOut:
+    created, merged = [], 0
+    for item in args.entities:
+        entity = batch.entity(item.name)
+        if entity is None:
+            kept: dict[str, str] = {}
+            for observation in item.observations:
+                kept.setdefault(_similar(observation), observation)
+            batch.emit(new_entity_stream(), EntityCreated(workspace=batch.workspace, name=item.name,
+                                                          entity_type=item.entity_type,
+                                                          observations=tuple(kept.values())), new=True)
+            created.append(item.name)
+        else:
+            merged += _add(batch, entity.name, item.observations)
+    return _done(f"Created {len(created)} entities; merged {merged} new observations into existing ones",
+                 created=created, mergedObservations=merged)
+
+
+def _add(batch: Batch, name: str, contents: list[str]) -> int:
+    entity = batch.entity(name)
+    assert entity is not None
+    known = {_similar(o) for o in entity.observations}
+    fresh = []
+    for content in contents:
+        key = _similar(content)
+        if key not in known:
+            known.add(key)
+            fresh.append(content)
+    if fresh:
+        batch.emit(entity.stream, ObservationsAdded(observations=tuple(fresh)))
+    return len(fresh)
+
+
+class Addition(Args, kw_only=True):
+    entity_name: Name
+    contents: ObservationList
+
+
+class AddObservations(N2nArgs, kw_only=True):
+    observations: Items[Addition]
+
+
+@N2N.command("n2n_add_observations", "Add Observations", "Append observations to existing entities (missing "
+             "entities are skipped); reports how many were added after deduplication")
+def n2n_add_observations(batch: Batch, args: AddObservations) -> ObjectOut:
+    added, skipped = 0, []
+    for item in args.observations:
+        if batch.entity(item.entity_name) is None:
+            skipped.append(item.entity_name)
+        else:
+            added += _add(batch, item.entity_name, item.contents)
+    return _done(f"Added {added} observations" + (f"; skipped missing entities {skipped}" if skipped else ""),
+                 addedCount=added, skippedEntities=skipped)
+
+
+class Relation(Args, kw_only=True):
+    source: Name = msgspec.field(name="from")
+    target: Name = msgspec.field(name="to")
+    relation_type: Name
+
+
+class CreateRelations(N2nArgs, kw_only=True):
+    relations: Items[Relation]
+
+
+def _core(tool: str, batch_or_memory: Any, handler: Any, arguments: dict[str, Any], into: type[Any], ws: str) -> Any:
+    return handler(batch_or_memory, parse(tool, {**arguments, "workspace": ws}, into))
+
+
+@N2N.command("n2n_create_relations", "Create Relations", "Create directed relations between existing entities "
+             "(duplicates ignored; a relation to a missing entity is refused)")
+def n2n_create_relations(batch: Batch, args: CreateRelations) -> ObjectOut:
+    raw = [{"from": r.source, "to": r.target, "relationType": r.relation_type} for r in args.relations]
+    made = _core("n2n_create_relations", batch, core_relations.create_relations, {"relations": raw},
+                 core_relations.CreateRelations, batch.workspace)
+    return _done(f"Created {len(made.relations)} relations", createdCount=len(made.relations))
+
+
+class ReadGraph(N2nArgs, kw_only=True):
+    summary_mode: bool = False
+    limit: Annotated[int, Meta(ge=1, le=100_000)] | UnsetType = UNSET
+    offset: Annotated[int, Meta(ge=0)] = 0
+
+
+@N2N.query("n2n_read_graph", "Read Graph", "Read the project graph and its hot context together (summaryMode: "
+           "names and types; limit/offset page the entities)")
+def n2n_read_graph(memory: Memory, args: ReadGraph) -> ObjectOut:
+    ws = args.workspace
+    arguments: dict[str, Any] = {"offset": args.offset, "summaryMode": args.summary_mode}
+    if args.limit is not UNSET:
+        arguments["limit"] = args.limit
+    page = _core("n2n_read_graph", memory, core_graph.read_graph, arguments, core_graph.ReadGraph, ws)
+    names = {e.name for e in page.entities}
+    graph = msgspec.to_builtins(page)
+    graph["relations"] = [r for r in graph["relations"] if r["from"] in names and r["to"] in names]
+    total = page.total_entities if page.total_entities is not UNSET else len(page.entities)
+    context = _core("n2n_read_graph", memory, core_context.read_context, {}, core_context.ReadContext, ws)
+    return _done("Memory loaded", "MEMORY_LOADED", graph={"entities": graph["entities"],
+                 "relations": graph["relations"]}, context=_context(context), totalEntityCount=total,
+                 isTruncated=args.offset + len(page.entities) < total)
+
+
+def _context(out: Any) -> dict[str, Any]:
+    shown = msgspec.to_builtins(out)
+    shown.pop("workspace", None)
+    return shown
+
+
+class GraphSummary(N2nArgs, kw_only=True):
+    limit: Annotated[int, Meta(ge=1, le=100_000)] | UnsetType = UNSET
+    offset: Annotated[int, Meta(ge=0)] = 0
+
+
+@N2N.query("n2n_get_graph_summary", "Graph Summary", "A lightweight entity index plus the total relation count")
+def n2n_get_graph_summary(memory: Memory, args: GraphSummary) -> ObjectOut:
+    ws = args.workspace
+    with memory.timeline.at("n2n_get_graph_summary") as moment:
+        graph = moment.graph
+        limit = None if args.limit is UNSET else args.limit
+        entities = [{"name": e.name, "type": e.entity_type} for e in graph.entities(ws, args.offset, limit)]
+        totals = graph.workspace(ws)
+    total = 0 if totals is None else totals.entities
+    return object_out(entities=entities, relationCount=0 if totals is None else totals.relations,
+                      totalEntityCount=total, isTruncated=args.offset + len(entities) < total)
+
+
+class UpdateContext(N2nArgs, kw_only=True):
+    active_task: Annotated[str, Meta(max_length=16_384)] | UnsetType = UNSET
+    status: Annotated[str, Meta(max_length=32)] | UnsetType = UNSET
+    reason: Annotated[str, Meta(max_length=16_384)] | UnsetType = UNSET
+    next_steps: Annotated[list[str], Meta(max_length=100)] | UnsetType = UNSET
+    last_commit: Annotated[str, Meta(max_length=16_384)] | UnsetType = UNSET
+
+
+@N2N.command("n2n_update_context", "Update Context", "Update the project's hot context (activeTask, status, reason, "
+             "nextSteps, lastCommit); merged with the current one, updatedAt set")
+def n2n_update_context(batch: Batch, args: UpdateContext) -> ObjectOut:
+    fields = {k: v for k, v in msgspec.to_builtins(args).items()
+              if k in ("activeTask", "status", "reason", "nextSteps", "lastCommit")}
+    out = _core("n2n_update_context", batch, core_context.update_context, fields, core_context.UpdateContext,
+                batch.workspace)
+    return _done("Context updated", "CONTEXT_SYNCED", context=_context(out))
+
+
+class Search(N2nArgs, kw_only=True):
+    query: Annotated[Query, Meta(min_length=1)]
+    limit: Annotated[int, Meta(ge=1, le=1000)] = 20
+    offset: Annotated[int, Meta(ge=0)] = 0
+    fuzzy: bool = True
+    min_score: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.3
+
+
+@N2N.query("n2n_search", "Search", "Search entities by name, type and observations; fuzzy by default (scores 0-1 "
+           "relative to the best match, minScore filters)")
+def n2n_search(memory: Memory, args: Search) -> ObjectOut:
+    ws = args.workspace
+    mode = "fuzzy" if args.fuzzy else "substring"
+    found = _core("n2n_search", memory, core_search.search_nodes,
+                  {"query": args.query, "mode": mode, "limit": 1000}, core_search.SearchNodes, ws)
+    entities = msgspec.to_builtins(found.entities)
+    scores = found.scores if found.scores is not UNSET else [1.0] * len(entities)
+    best = max(scores, default=1.0) or 1.0
+    ranked = [{**e, "score": round(s / best, 4)} for e, s in zip(entities, scores, strict=True)
+              if s / best >= args.min_score]
+    page = ranked[args.offset: args.offset + args.limit]
+    names = {e["name"] for e in page}
+    relations = [r for r in msgspec.to_builtins(found.relations) if r["from"] in names or r["to"] in names]
+    return object_out(entities=page, relations=relations, totalResults=len(ranked),
+                      isTruncated=args.offset + len(page) < len(ranked))
+
+
+class DeleteEntities(N2nArgs, kw_only=True):
+    entity_names: Items[Name]
+
+
+@N2N.command("n2n_delete_entities", "Delete Entities", "Delete entities and all relations attached to them",
+             kind="delete")
+def n2n_delete_entities(batch: Batch, args: DeleteEntities) -> ObjectOut:
+    out = _core("n2n_delete_entities", batch, core_entities.delete_entities, {"entityNames": args.entity_names},
+                core_entities.DeleteEntities, batch.workspace)
+    return _done(f"Deleted {out.deleted} entities", deletedCount=out.deleted)
+
+
+class Deletion(Args, kw_only=True):
+    entity_name: Name
+    observations: ObservationList
+
+
+class DeleteObservations(N2nArgs, kw_only=True):
+    deletions: Items[Deletion]
+
+
+@N2N.command("n2n_delete_observations", "Delete Observations", "Delete exact observation strings from entities",
+             kind="delete")
+def n2n_delete_observations(batch: Batch, args: DeleteObservations) -> ObjectOut:
+    raw = [{"entityName": d.entity_name, "observations": d.observations} for d in args.deletions]
+    out = _core("n2n_delete_observations", batch, core_entities.delete_observations, {"deletions": raw},
+                core_entities.DeleteObservations, batch.workspace)
+    return _done(f"Deleted {out.deleted} observations", deletedCount=out.deleted)
+
+
+class DeleteRelations(N2nArgs, kw_only=True):
+    relations: Items[Relation]
+
+
+@N2N.command("n2n_delete_relations", "Delete Relations", "Delete exact relation triples", kind="delete")
+def n2n_delete_relations(batch: Batch, args: DeleteRelations) -> ObjectOut:
+    raw = [{"from": r.source, "to": r.target, "relationType": r.relation_type} for r in args.relations]
+    out = _core("n2n_delete_relations", batch, core_relations.delete_relations, {"relations": raw},
+                core_relations.DeleteRelations, batch.workspace)
+    return _done(f"Deleted {out.deleted} relations", deletedCount=out.deleted)
+
+
+class OpenNodes(N2nArgs, kw_only=True):
+    names: Items[Name]
+
+
+@N2N.query("n2n_open_nodes", "Open Nodes", "Retrieve specific entities by name, with the relations among them")
+def n2n_open_nodes(memory: Memory, args: OpenNodes) -> ObjectOut:
+    out = _core("n2n_open_nodes", memory, core_graph.open_nodes, {"names": args.names}, core_graph.OpenNodes,
+                args.workspace)
+    names = {e.name for e in out.entities}
+    relations = [r for r in msgspec.to_builtins(out.relations) if r["from"] in names and r["to"] in names]
+    return object_out(entities=msgspec.to_builtins(out.entities), relations=relations)
+
+
+class ExportMarkdown(N2nArgs, kw_only=True):
+    output_path: Path_ = "KNOWLEDGE_GRAPH.md"
+
+
+@N2N.query("n2n_export_markdown", "Export Markdown", "Export the graph to Markdown inside the project root "
+           "(outputPath relative to it, default KNOWLEDGE_GRAPH.md)", kind="export")
+def n2n_export_markdown(memory: Memory, args: ExportMarkdown) -> ObjectOut:
+    ws = args.workspace
+    if not memory.project_files:
+        raise UnavailableError("This server writes no project files (HTTP without --allow-http-export)")
+    root = project_root("n2n_export_markdown", args.project_path)
+    target = _inside(root, args.output_path)
+    text = render(project_graph(memory, ws), "markdown", root.name)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(target)
+    return _done(f"Exported the graph to {target.relative_to(root)}", "MEMORY_EXPORTED",
+                 path=str(target.relative_to(root)), bytes=len(text.encode()))
+
+
+def _inside(root: Path, output_path: str) -> Path:
+    tool = "n2n_export_markdown"
+    if os.path.isabs(output_path) or "\x00" in output_path:
+        raise InvalidArgumentsError(tool, "outputPath: must be relative to the project root")
+    target = Path(os.path.realpath(root / output_path))
+    if target == root or root not in target.parents:
+        raise InvalidArgumentsError(tool, "outputPath: escapes the project root")
+    relative = target.relative_to(root)
+    if any(part.startswith(".") for part in relative.parts) or target.suffix.lower() not in (".md", ".markdown"):
+        raise InvalidArgumentsError(tool, "outputPath: must be a Markdown file (.md), not hidden, inside the root")
+    if not target.parent.is_dir():
+        raise NotFoundError(f"outputPath: the folder {target.parent.relative_to(root)} does not exist")
+    return target
+
+
+def project_graph(memory: Memory, workspace: str) -> dict[str, Any]:
+    """The project's whole graph as plain data, sorted by name: a stable export for git diffs."""
+    whole = msgspec.to_builtins(_core("n2n_export_markdown", memory, core_graph.read_graph, {}, core_graph.ReadGraph,
+                                      workspace))
+    whole["entities"].sort(key=lambda e: e["name"])
+    whole["relations"].sort(key=lambda r: (r["from"], r["relationType"], r["to"]))
+    return whole

@@ -1,0 +1,194 @@
+"""The workspace upsert server's surface (`--profile workspace`): `read_graph`,
+`upsert_entity`, `upsert_relation`, `get_entity_relations`, keyed by `workspaceName`.
+
+An entity's id is its stream (stable across renames); a relation's id is a digest of its
+stream. Metadata travels as the JSON text the workspace server uses, and objects are
+accepted too. Every write is the same events our own tools write.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import msgspec
+from chronograph.application.engine.arguments import Args, D, Name, ObservationList, TypeName, Workspace
+from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.outputs import ObjectOut, object_out
+from chronograph.application.engine.registry import Registry
+from chronograph.application.engine.service import Memory
+from chronograph.application.errors import InvalidArgumentsError, NotFoundError
+from chronograph.eventstore import EntityCreated, EntityUpdated, RelationCreated, RelationUpdated
+from chronograph.eventstore.keys import digest
+from chronograph.projections import EntityRecord, RelationRecord, new_entity_stream, relation_stream, unique
+from msgspec import UNSET, Meta, UnsetType
+
+__all__ = ["WORKSPACE", "WORKSPACE_TOOLS"]
+
+WORKSPACE = Registry()
+"""The workspace server's four tools."""
+WORKSPACE_TOOLS = ("read_graph", "upsert_entity", "upsert_relation", "get_entity_relations")
+
+Id = Annotated[str, Meta(min_length=1, max_length=128)]
+MetadataText = Annotated[str, Meta(max_length=16_384)] | dict[str, Any]
+
+
+class WorkspaceArgs(Args, kw_only=True):
+    workspace_name: Annotated[Workspace, D(description="Partition key: workspaces are isolated")]
+
+    @property
+    def workspace(self) -> str:
+        return self.workspace_name
+
+
+def relation_id(stream: str) -> str:
+    """A relation's stable id (its stream is keyed by its names)."""
+    return "rel-" + digest(stream.encode("utf-8", "surrogatepass")).hex()
+
+
+def _metadata(tool: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    try:
+        parsed = json.loads(value) if value.strip() else {}
+    except ValueError as error:
+        raise InvalidArgumentsError(tool, f"metadata: not JSON text ({error})") from None
+    if not isinstance(parsed, dict):
+        raise InvalidArgumentsError(tool, "metadata: must be a JSON object")
+    return parsed
+
+
+def entity_model(entity: EntityRecord) -> dict[str, Any]:
+    return {"workspaceName": entity.workspace, "name": entity.name, "entityType": entity.entity_type,
+            "observations": entity.observations, "metadata": json.dumps(entity.metadata), "id": entity.stream,
+            "version": entity.version}
+
+
+def relation_model(relation: RelationRecord, ids: dict[str, str]) -> dict[str, Any]:
+    return {"id": relation_id(relation.stream), "from": relation.source, "to": relation.target,
+            "fromEntityId": ids.get(relation.source), "toEntityId": ids.get(relation.target),
+            "relationType": relation.relation_type, "metadata": json.dumps(relation.metadata),
+            "version": relation.version}
+
+
+class ReadGraphArgs(WorkspaceArgs, kw_only=True):
+    pass
+
+
+@WORKSPACE.query("read_graph", "Read Graph", "Returns all entities and relations for a workspace")
+def read_graph(memory: Memory, args: ReadGraphArgs) -> ObjectOut:
+    with memory.timeline.at("read_graph") as moment:
+        graph = moment.graph
+        entities = list(graph.entities(args.workspace_name))
+        ids = {e.name: e.stream for e in entities}
+        relations = [relation_model(r, ids) for r in graph.relations(args.workspace_name)]
+    return object_out(workspaceName=args.workspace_name, entities=[entity_model(e) for e in entities],
+                      relations=relations)
+
+
+class UpsertEntity(WorkspaceArgs, kw_only=True):
+    name: Name
+    entity_type: TypeName
+    observations: ObservationList | UnsetType = UNSET
+    metadata: MetadataText | UnsetType = UNSET
+
+
+@WORKSPACE.command("upsert_entity", "Upsert Entity", "Creates or updates an entity by name within a workspace: "
+                   "the type, observations and metadata given replace the stored ones")
+def upsert_entity(batch: Batch, args: UpsertEntity) -> ObjectOut:
+    metadata = UNSET if args.metadata is UNSET else _metadata("upsert_entity", args.metadata)
+    observations = UNSET if args.observations is UNSET else tuple(unique(args.observations))
+    entity = batch.entity(args.name)
+    if entity is None:
+        stream = new_entity_stream()
+        batch.emit(stream, EntityCreated(
+            workspace=batch.workspace, name=args.name, entity_type=args.entity_type,
+            observations=() if observations is UNSET else observations,
+            metadata={} if metadata is UNSET else metadata), new=True)
+        created = True
+    else:
+        stream, created = entity.stream, False
+        change = EntityUpdated(
+            entity_type=args.entity_type if args.entity_type != entity.entity_type else UNSET,
+            observations=observations if observations is not UNSET and list(observations) != entity.observations
+            else UNSET,
+            metadata=metadata if metadata is not UNSET and metadata != entity.metadata else UNSET)
+        if (change.entity_type, change.observations, change.metadata) != (UNSET, UNSET, UNSET):
+            batch.emit(stream, change)
+    current = batch.entity(args.name)
+    assert current is not None
+    return object_out(success=True, id=stream, workspace=batch.workspace, name=args.name, created=created,
+                      version=current.version)
+
+
+class UpsertRelation(WorkspaceArgs, kw_only=True):
+    relation_type: TypeName
+    from_entity_id: Id | UnsetType = UNSET
+    to_entity_id: Id | UnsetType = UNSET
+    source: Name | UnsetType = msgspec.field(default=UNSET, name="from")
+    target: Name | UnsetType = msgspec.field(default=UNSET, name="to")
+    metadata: MetadataText | UnsetType = UNSET
+
+
+def _end(batch: Batch, entity_id: Any, name: Any, which: str) -> EntityRecord:
+    if entity_id is not UNSET:
+        entity = batch.state.get_entity(entity_id)
+        if entity is None or entity.workspace != batch.workspace:
+            raise NotFoundError(f"{which} entity '{entity_id}' not found.")
+        return entity
+    if name is not UNSET:
+        entity = batch.entity(name)
+        if entity is None:
+            raise NotFoundError(f"{which} entity '{name}' not found.")
+        return entity
+    raise InvalidArgumentsError("upsert_relation", "fromEntityId: Invalid relation payload. Provide "
+                                "fromEntityId/toEntityId or from/to names that exist.")
+
+
+@WORKSPACE.command("upsert_relation", "Upsert Relation", "Creates or updates a relation between two existing "
+                   "entities, given by fromEntityId/toEntityId or by from/to names")
+def upsert_relation(batch: Batch, args: UpsertRelation) -> ObjectOut:
+    source = _end(batch, args.from_entity_id, args.source, "Source")
+    target = _end(batch, args.to_entity_id, args.target, "Target")
+    metadata = UNSET if args.metadata is UNSET else _metadata("upsert_relation", args.metadata)
+    relation = batch.relation(source.name, args.relation_type, target.name)
+    stream = relation_stream(batch.workspace, source.name, args.relation_type, target.name)
+    created = relation is None
+    if relation is None:
+        batch.emit(stream, RelationCreated(workspace=batch.workspace, source=source.name, target=target.name,
+                                           relation_type=args.relation_type,
+                                           metadata={} if metadata is UNSET else metadata))
+    elif metadata is not UNSET and metadata != relation.metadata:
+        batch.emit(stream, RelationUpdated(metadata=metadata))
+    return object_out(success=True, relationId=relation_id(stream), workspace=batch.workspace,
+                      fromEntityId=source.stream, toEntityId=target.stream, relationType=args.relation_type,
+                      created=created)
+
+
+class GetEntityRelations(WorkspaceArgs, kw_only=True):
+    entity_id: Id | UnsetType = UNSET
+    entity_name: Name | UnsetType = UNSET
+
+
+@WORKSPACE.query("get_entity_relations", "Get Entity Relations", "Lists all relations originating from a given "
+                 "entity (entityId preferred, or entityName)")
+def get_entity_relations(memory: Memory, args: GetEntityRelations) -> ObjectOut:
+    with memory.timeline.at("get_entity_relations") as moment:
+        graph, ws = moment.graph, args.workspace_name
+        if args.entity_id is not UNSET:
+            entity = graph.entity_by_stream(args.entity_id)
+            if entity is None or entity.workspace != ws:
+                raise NotFoundError(f"Entity '{args.entity_id}' not found in workspace '{ws}'.")
+        elif args.entity_name is not UNSET:
+            entity = graph.entity(ws, args.entity_name)
+            if entity is None:
+                raise NotFoundError(f"Entity '{args.entity_name}' not found in workspace '{ws}'.")
+        else:
+            raise InvalidArgumentsError("get_entity_relations", "entityId: Provide entityId or entityName.")
+        out = []
+        for relation in graph.relations_of(ws, entity.name, "out"):
+            other = graph.entity(ws, relation.target)
+            out.append({"id": relation_id(relation.stream), "relationType": relation.relation_type,
+                        "toEntityId": None if other is None else other.stream, "to": relation.target,
+                        "metadata": json.dumps(relation.metadata)})
+    return object_out(success=True, workspaceName=ws, entityId=entity.stream, relations=out)

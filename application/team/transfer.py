@@ -1,0 +1,303 @@
+"""Moving team entries in and out (`memory_export`, `memory_import`).
+
+Export writes JSON (what import reads back), Markdown or YAML, as text in the reply.
+Import is all or nothing: the whole file is checked first (its shape, its scopes, and
+with `conflictStrategy: "error"` every existing entry), then written in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any, Literal
+
+from chronograph.application.engine.arguments import parse
+from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.outputs import ObjectOut, object_out
+from chronograph.application.engine.service import Memory
+from chronograph.application.errors import DuplicateError, InvalidArgumentsError
+from chronograph.application.team.common import TEAM, Short, Team, TeamArgs, new_id
+from chronograph.application.team.entries import ARGUMENTS, KINDS, entry_fields, entry_out, is_live
+from chronograph.application.team.links import relation_out
+from chronograph.eventstore import clock
+from chronograph.eventstore.teamevents import EntryAdded, EntryRelationCreated, EntryUpdated, TagAttached, TagCreated
+from chronograph.projections.team.state import Entry
+from msgspec import UNSET, Meta, UnsetType
+
+__all__ = ["MemoryExport", "MemoryImport", "yaml"]
+
+PLURALS = {"tools": "tool", "guidelines": "guideline", "knowledge": "knowledge"}
+Plural = Literal["tools", "guidelines", "knowledge"]
+ScopeType = Literal["global", "org", "project", "session"]
+TOOL = "memory_import"
+
+
+class MemoryExport(TeamArgs, kw_only=True):
+    action: Literal["export"]
+    types: list[Plural] | UnsetType = UNSET
+    scope_type: ScopeType | UnsetType = UNSET
+    scope_id: Short | UnsetType = UNSET
+    tags: Annotated[list[Short], Meta(max_length=100)] | UnsetType = UNSET
+    format: Literal["json", "markdown", "yaml"] = "json"
+    include_versions: bool = False
+    include_inactive: bool = False
+
+
+@TEAM.query("memory_export", "Export", "Export entries to JSON, Markdown or YAML (types, scopeType/scopeId, tags "
+            "(any of), includeVersions, includeInactive); the text is in the reply's content")
+def memory_export(memory: Memory, args: MemoryExport) -> ObjectOut:
+    team = Team.of(memory, "memory_export")
+    state = team.state
+    types = [PLURALS[t] for t in args.types] if args.types is not UNSET and args.types else list(KINDS)
+    scope_id = None
+    if args.scope_type is not UNSET:
+        scope_id = team.check_scope("memory_export", args.scope_type, args.scope_id)
+    wanted = {state.tag_names[n] for n in args.tags if n in state.tag_names} if args.tags is not UNSET else None
+    chosen: list[Entry] = [
+        e for e in state.entries.values()
+        if e.type in types and is_live(e, team.now, include_inactive=args.include_inactive)
+        and (args.scope_type is UNSET or (e.scope_type, e.scope_id) == (args.scope_type, scope_id))
+        and (wanted is None or wanted.intersection(state.tags_of.get(e.id, ())))
+    ]
+    at = clock.isoformat(team.now)
+    entries: dict[str, list[dict[str, Any]]] = {KINDS[t].plural: [] for t in types}
+    for entry in chosen:
+        out = entry_out(entry, versions=args.include_versions)
+        out["tags"] = [state.tags[t].name for t in state.tags_of.get(entry.id, ())]
+        entries[KINDS[entry.type].plural].append(out)
+    ids = {e.id for e in chosen}
+    relations = [relation_out(r) for r in state.relations.values() if r.source_id in ids or r.target_id in ids]
+    document = {"version": "1.0", "exportedAt": at, "entries": entries, "relations": relations}
+    if args.format == "json":
+        content = json.dumps(document, indent=2, ensure_ascii=False)
+    elif args.format == "yaml":
+        content = yaml(document)
+    else:
+        content = _markdown(document)
+    metadata = {"exportedAt": at, "entryCount": len(chosen), "types": [KINDS[t].plural for t in types],
+                "scopeType": None if args.scope_type is UNSET else args.scope_type, "scopeId": scope_id}
+    return object_out(success=True, format=args.format, content=content,
+                 metadata={k: v for k, v in metadata.items() if v is not None})
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""Keys YAML reads as the same string unquoted, unless they are one of `_YAML_WORDS`."""
+_YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
+
+
+def yaml(value: Any, indent: int = 0) -> str:
+    """`value` (JSON data) as block YAML; strings are double-quoted JSON strings, which YAML reads alike."""
+    pad = " " * indent
+    if isinstance(value, dict):
+        if not value:
+            return pad + "{}\n"
+        lines = []
+        for key, item in value.items():
+            text = str(key)
+            plain = _PLAIN_KEY.fullmatch(text) and text.lower() not in _YAML_WORDS
+            name = text if plain else json.dumps(text, ensure_ascii=False)
+            if isinstance(item, dict | list) and item:
+                lines.append(f"{pad}{name}:\n{yaml(item, indent + 2)}")
+            else:
+                lines.append(f"{pad}{name}: {yaml(item).strip()}\n")
+        return "".join(lines)
+    if isinstance(value, list):
+        if not value:
+            return pad + "[]\n"
+        lines = []
+        for item in value:
+            text = yaml(item, indent + 2)
+            lines.append(f"{pad}- {text.lstrip()}")
+        return "".join(lines)
+    return pad + json.dumps(value, ensure_ascii=False) + "\n"
+
+
+def _markdown(document: dict[str, Any]) -> str:
+    lines = ["# Memory export", "", f"Exported at {document['exportedAt']}.", ""]
+    for plural, entries in document["entries"].items():
+        lines += [f"## {plural.capitalize()}", ""]
+        if not entries:
+            lines += ["_None._", ""]
+        for entry in entries:
+            title = entry.get("name") or entry.get("title")
+            lines += [f"### {title}", "", f"- id: `{entry['id']}`", f"- scope: {entry['scopeType']}"
+                      + (f" `{entry['scopeId']}`" if entry.get("scopeId") else "")]
+            for key in ("category", "priority"):
+                if entry.get(key) is not None:
+                    lines.append(f"- {key}: {entry[key]}")
+            if entry.get("tags"):
+                lines.append("- tags: " + ", ".join(entry["tags"]))
+            current = entry["currentVersion"]
+            lines.append(f"- version: {current['versionNum']}")
+            for key in ("description", "content", "rationale", "constraints", "source", "validUntil"):
+                if current.get(key) is not None:
+                    lines += ["", f"**{key}**: {current[key]}"]
+            lines.append("")
+    return "\n".join(lines)
+
+
+class ScopeTarget(TeamArgs, kw_only=True):
+    type: ScopeType
+    id: Short | UnsetType = UNSET
+
+
+class MemoryImport(TeamArgs, kw_only=True):
+    action: Literal["import"]
+    content: Annotated[str, Meta(max_length=32 * 2**20)]
+    format: Literal["json", "markdown", "yaml"] = "json"
+    conflict_strategy: Literal["skip", "update", "replace", "error"] = "update"
+    scope_mapping: dict[str, ScopeTarget] = {}
+    generate_new_ids: bool = False
+    imported_by: Short | UnsetType = UNSET
+
+
+class _Item:
+    """One entry of the file, checked."""
+
+    def __init__(self, entry_type: str, raw: dict[str, Any], scope: tuple[str, str | None], fields: dict[str, Any],
+                 tags: list[str]) -> None:
+        self.type = entry_type
+        self.id = raw.get("id") if isinstance(raw.get("id"), str) else None
+        self.name: str = raw[KINDS[entry_type].label]
+        self.scope = scope
+        self.fields = fields
+        self.tags = tags
+
+
+@TEAM.command("memory_import", "Import", "Import entries from a JSON export: conflictStrategy skip, update "
+              "(default), replace or error; scopeMapping {\"project:old\": {type, id}}; generateNewIds. All or "
+              "nothing: a bad file writes nothing")
+def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
+    if args.format != "json":
+        raise InvalidArgumentsError(TOOL, f"format: only JSON can be imported ({args.format} is an export-only format)")
+    team = Team.of(batch, TOOL)
+    items, relations = _parse(team, args)
+    state = team.state
+    existing = {id(item): _existing(team, item, args) for item in items}
+    if args.conflict_strategy == "error":
+        clashes = [f"{item.type} {item.name!r}" for item in items if existing[id(item)] is not None]
+        if clashes:
+            raise DuplicateError(f"{len(clashes)} entries already exist ({', '.join(clashes[:5])}"
+                                 f"{', ...' if len(clashes) > 5 else ''}); nothing was imported")
+    by = None if args.imported_by is UNSET else args.imported_by
+    details = {kind.plural: {"created": 0, "updated": 0, "skipped": 0} for kind in KINDS.values()}
+    new_ids: dict[str, str] = {}
+    for item in items:
+        counts = details[KINDS[item.type].plural]
+        entry = existing[id(item)]
+        if entry is None:
+            entry_id = item.id if item.id and not args.generate_new_ids and item.id not in state.entries else None
+            entry_id = entry_id or new_id(KINDS[item.type].prefix)
+            team.emit(f"am/entry/{entry_id}", EntryAdded(
+                entry_type=item.type, entry_id=entry_id, scope_type=item.scope[0], scope_id=item.scope[1],  # type: ignore[arg-type]
+                name=item.name, fields=item.fields, created_by=by), new=True)
+            counts["created"] += 1
+            entry = state.entries[entry_id]
+        elif args.conflict_strategy == "skip":
+            counts["skipped"] += 1
+            continue
+        else:
+            fields = dict(item.fields)
+            if args.conflict_strategy == "replace":
+                fields = {key: None for key in entry.current.fields} | fields
+            changed = {k: v for k, v in fields.items() if entry.current.fields.get(k) != v}
+            if changed:
+                team.emit(f"am/entry/{entry.id}", EntryUpdated(
+                    fields=changed, change_reason=f"Imported ({args.conflict_strategy})", created_by=by))
+            counts["updated" if changed else "skipped"] += 1
+        if item.id:
+            new_ids[item.id] = entry.id
+        _tag(team, entry, item.tags)
+    for raw in relations:
+        source, target = new_ids.get(raw["sourceId"], raw["sourceId"]), new_ids.get(raw["targetId"], raw["targetId"])
+        ends = [(raw["sourceType"], source), (raw["targetType"], target)]
+        if all(end in state.projects or end in state.entries for _, end in ends) and not any(
+            (r.source_id, r.target_id, r.relation_type) == (source, target, raw["relationType"])
+            for r in state.relations.values()
+        ):
+            relation_id = new_id("rel")
+            team.emit(f"am/relation/{relation_id}", EntryRelationCreated(
+                relation_id=relation_id, source_type=raw["sourceType"], source_id=source,
+                target_type=raw["targetType"], target_id=target, relation_type=raw["relationType"]), new=True)
+    totals = {key: sum(d[key] for d in details.values()) for key in ("created", "updated", "skipped")}
+    return object_out(success=True, **totals, errors=[], details=details)
+
+
+def _parse(team: Team, args: MemoryImport) -> tuple[list[_Item], list[dict[str, Any]]]:
+    try:
+        document = json.loads(args.content)
+    except (ValueError, RecursionError) as error:
+        raise InvalidArgumentsError(TOOL, f"content is not JSON: {error}; nothing was imported") from None
+    if not isinstance(document, dict) or not isinstance(document.get("entries"), dict):
+        raise InvalidArgumentsError(TOOL, "content must be a JSON object with an `entries` object (what "
+                                    "memory_export writes); nothing was imported")
+    items, problems = [], []
+    for plural, entries in document["entries"].items():
+        if plural not in PLURALS or not isinstance(entries, list):
+            problems.append(f"entries.{plural}: expected tools, guidelines or knowledge, each a list")
+            continue
+        kind = KINDS[PLURALS[plural]]
+        for index, raw in enumerate(entries):
+            where = f"entries.{plural}[{index}]"
+            problem = _problem(kind.label, raw)
+            if problem:
+                problems.append(f"{where}: {problem}")
+                continue
+            key = f"{raw['scopeType']}:{raw.get('scopeId') or ''}"
+            mapped = args.scope_mapping.get(key)
+            scope_type = mapped.type if mapped else raw["scopeType"]
+            scope_id = (None if mapped.id is UNSET else mapped.id) if mapped else raw.get("scopeId")
+            try:
+                checked = team.check_scope(TOOL, scope_type, scope_id)
+            except Exception as error:  # noqa: BLE001 (collected, reported together below)
+                problems.append(f"{where}: {error} (map it with scopeMapping {{\"{key}\": {{...}}}})")
+                continue
+            current = raw.get("currentVersion") or {}
+            known = (*kind.main, *kind.versioned)
+            given = {k: v for k, v in {**raw, **current}.items() if k in known and v is not None}
+            try:
+                parsed = parse(TOOL, {"action": "add", kind.label: raw[kind.label], **given}, ARGUMENTS[kind.type])
+                fields = entry_fields(kind, TOOL, parsed)
+            except InvalidArgumentsError as error:
+                problems.append(f"{where}: {error.problem}")
+                continue
+            tags = [t for t in raw.get("tags", []) if isinstance(t, str) and t]
+            items.append(_Item(kind.type, raw, (scope_type, checked), fields, tags))
+    relations = [r for r in document.get("relations", []) if isinstance(r, dict) and all(
+        isinstance(r.get(k), str) for k in ("sourceType", "sourceId", "targetType", "targetId", "relationType"))]
+    if problems:
+        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+        raise InvalidArgumentsError(TOOL, f"content: {len(problems)} entries cannot be imported: {shown}; nothing "
+                                    "was imported")
+    return items, relations
+
+
+def _problem(label: str, raw: Any) -> str | None:
+    if not isinstance(raw, dict):
+        return "expected an object"
+    if not isinstance(raw.get(label), str) or not raw[label].strip():
+        return f"{label} is missing"
+    if raw.get("scopeType") not in ("global", "org", "project", "session"):
+        return "scopeType must be global, org, project or session"
+    if "currentVersion" in raw and not isinstance(raw["currentVersion"], dict):
+        return "currentVersion must be an object"
+    return None
+
+
+def _existing(team: Team, item: _Item, args: MemoryImport) -> Entry | None:
+    if item.id and not args.generate_new_ids:
+        entry = team.state.entries.get(item.id)
+        if entry is not None and entry.type == item.type:
+            return entry
+    return team.state.entry_named(item.type, item.scope[0], item.scope[1], item.name)
+
+
+def _tag(team: Team, entry: Entry, names: list[str]) -> None:
+    state = team.state
+    for name in names:
+        tag_id = state.tag_names.get(name)
+        if tag_id is None:
+            tag_id = new_id("tag")
+            team.emit(f"am/tag/{tag_id}", TagCreated(tag_id=tag_id, name=name), new=True)
+        if tag_id not in state.tags_of.get(entry.id, ()):
+            team.emit(f"am/tagging/{entry.id}", TagAttached(entry_type=entry.type, entry_id=entry.id, tag_id=tag_id))

@@ -1,0 +1,371 @@
+"""One LMDB environment: a directory that processes share, growing itself when it fills.
+
+The log (`LmdbLog`) keeps its databases here, and so do the views folded from it when
+they sit beside the log; a log elsewhere (PostgreSQL) keeps its views in an environment
+of their own. Write transactions are serialised by LMDB across processes; a full map
+grows and the whole transaction is run again, so callers never see half a write.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import struct
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import lmdb
+from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreCorruptError, StoreOpenError
+from chronograph.eventstore.lmdb.scrub import Pass, scrub_pass
+from chronograph.eventstore.log import Scrubbed
+
+__all__ = ["DEFAULT_MAP_SIZE", "DATA_FILE", "LmdbEnv"]
+
+T = TypeVar("T")
+
+DEFAULT_MAP_SIZE = 64 << 20
+"""Initial map size; the map doubles whenever it fills."""
+MAX_DATABASES = 64
+DATA_FILE = "data.mdb"
+_FAILING_DISK = ("Input/output error", "No space left", "Disk quota exceeded")
+"""What LMDB says when a commit cannot reach the disk (it reports some as plain errors)."""
+
+
+class LmdbEnv:
+    """An LMDB environment at `path` (a directory), opened for this process.
+
+    Raises (on construction):
+        StoreOpenError: If `path` cannot be used (missing when not creating, a file, not
+            empty and not an environment, unreadable, locked).
+        StoreCorruptError: If the files are damaged or are not LMDB.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        sync: bool = True,
+        map_size: int = DEFAULT_MAP_SIZE,
+        max_map_size: int | None = None,
+        readonly: bool = False,
+        create: bool = True,
+    ) -> None:
+        self.path = Path(path)
+        self.readonly = readonly
+        self.max_map_size = max_map_size
+        if max_map_size is not None:
+            map_size = min(map_size, max_map_size)
+        self.fresh = self._check_path(create=create and not readonly)
+        """True when this opening created the environment."""
+        if not self.fresh:
+            check_data_file(self.path / DATA_FILE)
+        self._sync = sync
+        self._reopened: list[Callable[[], None]] = []
+        self.erasures: Callable[[lmdb.Transaction], int] | None = None
+        """Reads the log's erasure count in a transaction (set by the log kept here)."""
+        self._erasures_seen: int | None = None
+        self.closed = False
+        try:
+            self.env = self._open(map_size, create=self.fresh)
+        except (lmdb.InvalidError, lmdb.CorruptedError, lmdb.VersionMismatchError) as error:
+            raise StoreCorruptError(f"{self.path} is not a readable LMDB store: {error}") from None
+        except lmdb.Error as error:
+            raise StoreOpenError(f"cannot open the store at {self.path}: {error}") from None
+        try:
+            self.stale_readers_cleared = self.env.reader_check()
+            """Reader slots of dead processes that opening this environment released."""
+        except BaseException:
+            self.env.close()
+            raise
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the environment; it cannot be used afterwards."""
+        self.closed = True
+        self.env.close()
+
+    def _open(self, map_size: int, *, create: bool) -> lmdb.Environment:
+        return lmdb.open(str(self.path), map_size=map_size, max_dbs=MAX_DATABASES, max_readers=256,
+                         max_spare_txns=1, sync=self._sync, metasync=self._sync, readonly=self.readonly,
+                         create=create, readahead=False)
+
+    def on_reopen(self, refresh: Callable[[], None]) -> None:
+        """Call `refresh` after the environment was reopened: database handles opened before
+        are invalid then, and whoever keeps one opens it again."""
+        self._reopened.append(refresh)
+
+    def reopen(self) -> None:
+        """Close the environment and open it again, with every database handle.
+
+        LMDB keeps the buffers of the pages a process wrote and reuses them for later pages
+        without clearing them, so the unused part of a page it writes may carry bytes of an
+        earlier one. After an erasure, those bytes may be erased content: a process drops its
+        buffers (by reopening) before it writes again (`refresh`). Call it with no transaction
+        open in this process.
+        """
+        map_size = self.env.info()["map_size"]
+        self.env.close()
+        self.env = self._open(map_size, create=False)
+        for refresh in self._reopened:
+            refresh()
+        if self.erasures is not None:
+            with self.read() as txn:
+                self._erasures_seen = self.erasures(txn)
+
+    def _check_path(self, *, create: bool) -> bool:
+        if self.path.exists() and not self.path.is_dir():
+            raise StoreOpenError(f"{self.path} is a file; a store is a directory")
+        if (self.path / DATA_FILE).exists():
+            return False
+        if not create:
+            raise StoreOpenError(f"there is no store at {self.path}")
+        if self.path.exists() and any(self.path.iterdir()):
+            raise StoreOpenError(
+                f"{self.path} is not empty and holds no Chronograph store; "
+                "choose an empty or new directory"
+            )
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreOpenError(f"cannot create the store at {self.path}: {error.strerror}") from None
+        return True
+
+    def check_room(self) -> None:
+        """Refuse to take more once the data file has reached the size ceiling.
+
+        The map alone cannot hold the ceiling when a store is already larger than it (a
+        ceiling lowered after the fact): the file size is checked before every append.
+
+        Raises:
+            StorageFullError: If the data file is at or over `max_map_size`.
+        """
+        if self.max_map_size is not None and (size := self.file_bytes()) >= self.max_map_size:
+            raise StorageFullError(
+                f"the store at {self.path} takes {size:,} bytes, at or over its size ceiling of "
+                f"{self.max_map_size:,}; no write is taken, deletions included (every change is appended). "
+                "Raise the ceiling (--max-size) to write again; reads go on"
+            )
+
+    def file_bytes(self) -> int:
+        """The size of the data file on disk."""
+        try:
+            return (self.path / DATA_FILE).stat().st_size
+        except OSError:
+            return 0
+
+    # --- databases ------------------------------------------------------------------------
+
+    def open_db(self, name: str, *, dupsort: bool = False, create: bool = True) -> lmdb._Database:
+        """Open (creating if needed) a named database; call it outside any transaction.
+
+        Raises:
+            lmdb.NotFoundError: If the database does not exist and may not be created.
+        """
+        return self.env.open_db(name.encode(), dupsort=dupsort, create=create and not self.readonly)
+
+    def database_names(self) -> list[str]:
+        """The names of every named database in the environment."""
+        with self.read() as txn:
+            return [bytes(name).decode() for name, _ in txn.cursor()]
+
+    # --- transactions ---------------------------------------------------------------------
+
+    def write(self, work: Callable[[lmdb.Transaction], T]) -> T:
+        """Run `work` in one write transaction and commit it; abort it if `work` raises.
+
+        A full map is grown and `work` is run again from the start, so it must decide
+        everything from what it reads in the transaction it is given.
+
+        Raises:
+            StorageFullError: If the disk or `max_map_size` leaves no room; nothing is written.
+        """
+        if self.readonly:
+            raise EventStoreError(f"the store at {self.path} is open read-only")
+        while True:
+            txn = self._begin_write()
+            try:
+                outcome = work(txn)
+                txn.commit()
+                return outcome
+            except lmdb.MapFullError:
+                txn.abort()
+                self._grow()
+            except lmdb.DiskError:
+                txn.abort()
+                raise StorageFullError(
+                    f"the disk holding {self.path} is full; nothing was written. "
+                    "Free some space and retry"
+                ) from None
+            except lmdb.Error as error:
+                txn.abort()
+                if any(sign in str(error) for sign in _FAILING_DISK):
+                    raise StorageFullError(
+                        f"the disk holding {self.path} is full or failing ({error}); nothing was written. "
+                        "Free some space (or check the disk) and retry"
+                    ) from None
+                raise
+            except BaseException:
+                txn.abort()
+                raise
+
+    def refresh(self) -> bool:
+        """Reopen the environment if content was erased since this process last looked (its
+        page buffers may hold it: see `reopen`); return whether it did. Call it with no
+        transaction open in this process, before work that may write."""
+        if self.erasures is None or self.readonly or self.closed:
+            return False
+        with self.read() as txn:
+            count = self.erasures(txn)
+        seen, self._erasures_seen = self._erasures_seen, count
+        if seen is None or seen == count:
+            return False
+        self.reopen()
+        return True
+
+    @contextmanager
+    def read(self) -> Iterator[lmdb.Transaction]:
+        """A read-only snapshot of the environment for the duration of the `with` block."""
+        try:
+            txn = self.env.begin()
+        except lmdb.MapResizedError:
+            self.env.set_mapsize(0)
+            txn = self.env.begin()
+        try:
+            yield txn
+        finally:
+            txn.abort()
+
+    def scrub(self, marker: bytes, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
+        """Zero every byte of the data file that no snapshot can read (see `lmdbscrub`): free
+        pages, the gaps inside pages, and branch pages holding one of `needles` (their
+        databases are repacked first).
+
+        It starts by reopening the environment (`reopen`): this process's page buffers may
+        hold what was erased, and the commits below would write them into the gaps of pages.
+        Call it with no transaction open in this process. A pass zeroes only the pages freed
+        before the last commit (the previous meta page
+        still reaches the others), so each round first makes two small commits (a key in the
+        database `marker`). The first round zeroes what was freed up to now and every gap;
+        the second, what the first had to leave to the previous meta page. Pages a reader
+        may still see are waited for, up to `timeout` seconds; those left are `held`.
+
+        Raises:
+            StoreCorruptError: If the file's pages cannot be accounted for (nothing is zeroed).
+        """
+        deadline = time.monotonic() + timeout
+
+        def mark(txn: lmdb.Transaction) -> None:  # the handle is looked up each time: a write may reopen
+            txn.put(b"scrubbed", struct.pack(">Q", time.time_ns()), db=self.env.open_db(marker, txn=txn))
+
+        zeroed = 0
+        repacked: set[bytes] = set()
+        rounds = 0
+        self.reopen()
+        through = self.env.info()["last_txnid"]
+        while True:
+            for _ in range(2):
+                self.write(mark)
+            done = self._scrub_pass(through, needles, deadline)
+            zeroed += done.zeroed
+            fresh = [name for name in done.tainted if name not in repacked]
+            for name in fresh:  # stale separators: rewrite those trees; the next round scrubs what they left
+                self._repack(name)
+            repacked.update(fresh)
+            rounds += 1
+            if done.held or (rounds >= 2 and not fresh):
+                return Scrubbed(zeroed, done.held)
+            through = self.env.info()["last_txnid"]
+
+    def _scrub_pass(self, through: int, needles: Sequence[bytes], deadline: float) -> Pass:
+        """Scrub passes until nothing freed by transaction `through` or before is held by a
+        reader, or the deadline passes."""
+        while True:
+            txn = self._begin_write()
+            try:
+                done = scrub_pass(self.env, self.path / DATA_FILE, txn, through=through, needles=needles)
+            finally:
+                txn.abort()
+            if not done.held or time.monotonic() >= deadline:
+                return done
+            time.sleep(0.02)  # a reader still sees them: wait for it to finish
+
+    def _repack(self, name: bytes) -> None:
+        """Rewrite the database `name` whole, in key order: every branch key is a key it holds."""
+        def repack(txn: lmdb.Transaction) -> None:
+            db = self.env.open_db(name, txn=txn, create=False)
+            with txn.cursor(db) as cursor:
+                items = list(cursor.iternext())
+            txn.drop(db, delete=False)
+            with txn.cursor(db) as cursor:
+                cursor.putmulti(items, append=True)
+
+        self.write(repack)
+
+    def _begin_write(self) -> lmdb.Transaction:
+        try:
+            return self.env.begin(write=True)
+        except lmdb.MapResizedError:
+            self.env.set_mapsize(0)
+            return self.env.begin(write=True)
+
+    def _grow(self) -> None:
+        current = self.env.info()["map_size"]
+        target = current * 2
+        if self.max_map_size is not None:
+            if current >= self.max_map_size:
+                raise StorageFullError(
+                    f"the store at {self.path} reached its size ceiling of {self.max_map_size} "
+                    "bytes; nothing was written. Raise the ceiling to write more"
+                )
+            target = min(target, self.max_map_size)
+        try:
+            self.env.set_mapsize(target)
+        except lmdb.Error as error:
+            if getattr(error, "errno", None) == errno.ENOSPC:
+                raise StorageFullError(f"no room to grow the store at {self.path}") from None
+            raise
+
+
+_META = struct.Struct("<II8xQI44x48xQQ")
+"""An LMDB meta page after its 16-byte page header (64-bit builds): magic, version,
+(address), map size, page size (the free database's md_pad), (the rest of both
+databases), last page number, transaction id."""
+_MAGIC = 0xBEEFC0DE
+
+
+def check_data_file(path: Path) -> None:
+    """Refuse a data file shorter than its own newest meta page says it is.
+
+    LMDB maps the file and would die of SIGBUS reading a page past its end (a file cut
+    short by a bad copy or a full disk), so the length is checked before it is mapped.
+
+    Raises:
+        StoreCorruptError: If the file is truncated or its meta pages are unreadable.
+    """
+    try:
+        with path.open("rb") as file:
+            first = file.read(16 + _META.size)
+            magic, _, _, page_size, last_page, txnid = _META.unpack_from(first, 16)
+            if magic != _MAGIC or page_size < 512 or page_size & (page_size - 1):
+                raise StoreCorruptError(f"{path} is not an LMDB data file (its first page is not a meta page)")
+            file.seek(page_size)
+            second = file.read(16 + _META.size)
+            size = os.fstat(file.fileno()).st_size
+    except OSError as error:
+        raise StoreOpenError(f"cannot read {path}: {error.strerror}") from None
+    except struct.error:
+        raise StoreCorruptError(f"{path} is truncated: {len(first)} bytes, shorter than its meta pages") from None
+    if len(second) == 16 + _META.size:
+        other = _META.unpack_from(second, 16)
+        if other[0] == _MAGIC and other[5] > txnid:
+            last_page = other[4]
+    needed = (last_page + 1) * page_size
+    if size < needed:
+        raise StoreCorruptError(
+            f"{path} is truncated: {size:,} bytes where its last commit needs {needed:,}; "
+            "restore the store from a backup"
+        )

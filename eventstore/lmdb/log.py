@@ -1,0 +1,252 @@
+"""The log in LMDB: named databases of one environment, shared safely by many processes.
+
+`log` maps big-endian positions to envelopes and is written with `append=True`;
+`streams` maps (stream, version) to positions; `heads` gives a stream's version in one
+lookup; `idempotency` remembers what each idempotency key produced. Commits are
+synchronous by default: an acknowledged append survives a power loss.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import lmdb
+from chronograph.eventstore.codec import Codec, Envelope
+from chronograph.eventstore.errors import StoreCorruptError, StoreFormatError
+from chronograph.eventstore.keys import pack_u32, unpack_u32
+from chronograph.eventstore.lmdb.env import DEFAULT_MAP_SIZE, LmdbEnv
+from chronograph.eventstore.lmdb.reader import Databases, LmdbReader
+from chronograph.eventstore.lmdb.writer import LmdbTransaction
+from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
+
+__all__ = ["FORMAT_VERSION", "LmdbLog"]
+
+T = TypeVar("T")
+
+FORMAT_VERSION = 1
+"""On-disk format this code writes; a store with a higher one is refused, never guessed at."""
+
+_LOG_DATABASES = (b"log", b"streams", b"heads", b"idempotency", b"meta")
+_SUMS = b"sums"
+"""Checksums of the stored envelopes: added after the first stores, created when a store is opened
+for writing, and absent (nothing to verify) in a read-only store that never had them."""
+_FORMAT = b"format"
+_STORE_ID = b"store_id"
+POLL_INTERVAL = 0.05
+"""How often `wait_for_append` looks at the head (LMDB cannot notify other processes)."""
+
+
+class LmdbLog(EventLog):
+    """An append-only log of events in the LMDB environment at `path` (a directory).
+
+    The environment (`self.environment`) is the log's own; views folded from the log
+    may keep their databases in it too, and fold inside the log's write transactions.
+
+    Raises (on construction):
+        StoreOpenError: If `path` cannot be used (missing when not creating, not a
+            directory, not empty and not a store, unreadable).
+        StoreCorruptError: If the files are damaged or are not a Chronograph store.
+        StoreFormatError: If a newer version of Chronograph wrote the store.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        codec: Codec | None = None,
+        sync: bool = True,
+        map_size: int = DEFAULT_MAP_SIZE,
+        max_map_size: int | None = None,
+        readonly: bool = False,
+        create: bool = True,
+    ) -> None:
+        self.codec = codec or Codec()
+        self._hooks: list[InlineHook] = []
+        self._erase_hooks: list[EraseHook] = []
+        self.environment = LmdbEnv(
+            path, sync=sync, map_size=map_size, max_map_size=max_map_size, readonly=readonly, create=create
+        )
+        try:
+            self.dbs = self._open_log(self.environment.fresh)
+        except BaseException:
+            self.environment.close()
+            raise
+        self.environment.on_reopen(self._reopened)
+        if not self.environment.readonly:
+            self.environment.erasures = lambda txn: self.reader(txn).erasures()
+            self.environment.refresh()  # notes the count: buffers are fresh at open
+
+    def _reopened(self) -> None:
+        self.dbs = self._open_log(False)
+
+    @property
+    def path(self) -> Path:
+        """The store's directory."""
+        return self.environment.path
+
+    @property
+    def location(self) -> str:
+        return str(self.environment.path)
+
+    @property
+    def readonly(self) -> bool:
+        return self.environment.readonly
+
+    def stored_bytes(self) -> int:
+        """What the store takes on disk."""
+        return self.environment.file_bytes()
+
+    @property
+    def stale_readers_cleared(self) -> int:
+        """Reader slots of dead processes that opening this store released."""
+        return self.environment.stale_readers_cleared
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the environment; the log cannot be used afterwards."""
+        self.environment.close()
+
+    def _open_log(self, fresh: bool) -> Databases:
+        env = self.environment
+        try:
+            if fresh:
+                return env.write(self._create_log)
+            with env.read() as txn:
+                existing = {bytes(name) for name, _ in txn.cursor()}
+            if not set(_LOG_DATABASES) <= existing:
+                raise StoreCorruptError(f"{self.path} holds an LMDB environment that is not a Chronograph store")
+            sums = None
+            if _SUMS in existing or not env.readonly:
+                sums = env.env.open_db(_SUMS, create=not env.readonly)
+            log, streams, heads, idempotency, meta = (env.env.open_db(name, create=False) for name in _LOG_DATABASES)
+            dbs = Databases(log, streams, heads, idempotency, meta, sums)
+            with env.read() as txn:
+                self._check_format(txn, dbs)
+                self._check_tail(LmdbReader(txn, self.codec, dbs))
+            return dbs
+        except lmdb.Error as error:
+            raise StoreCorruptError(f"{self.path} is damaged: {error}") from None
+
+    def _create_log(self, txn: lmdb.Transaction) -> Databases:
+        log, streams, heads, idempotency, meta, sums = (
+            self.environment.env.open_db(name, txn=txn) for name in (*_LOG_DATABASES, _SUMS)
+        )
+        dbs = Databases(log, streams, heads, idempotency, meta, sums)
+        txn.put(_FORMAT, pack_u32(FORMAT_VERSION), db=dbs.meta)
+        txn.put(_STORE_ID, uuid.uuid4().hex.encode(), db=dbs.meta)
+        return dbs
+
+    def _check_tail(self, reader: LmdbReader) -> None:
+        head = reader.head()
+        newest = reader.get(head) if head else None
+        if newest is not None and newest.position != head:
+            raise StoreCorruptError(
+                f"{self.path} is damaged: the event stored at position {head} claims position {newest.position}"
+            )
+
+    def _check_format(self, txn: lmdb.Transaction, dbs: Databases) -> None:
+        value = txn.get(_FORMAT, db=dbs.meta)
+        if value is None or len(value) != 4:
+            raise StoreCorruptError(f"{self.path} has no readable format version")
+        version = unpack_u32(value)
+        if version > FORMAT_VERSION:
+            raise StoreFormatError(
+                f"{self.path} was written in store format {version}, newer than this "
+                f"Chronograph reads ({FORMAT_VERSION}); upgrade Chronograph"
+            )
+
+    # --- writing --------------------------------------------------------------------------
+
+    def add_inline_hook(self, hook: InlineHook) -> None:
+        """Run `hook(tx, envelopes)` inside the write transaction of every append."""
+        self._hooks.append(hook)
+
+    def add_erase_hook(self, hook: EraseHook) -> None:
+        """Run `hook(tx, originals)` inside the write transaction of every erasure."""
+        self._erase_hooks.append(hook)
+
+    def scrub(self, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
+        """Zero every byte of the store no snapshot can read (see `LmdbEnv.scrub`); databases
+        whose branch pages still hold one of `needles` are repacked first.
+
+        Raises:
+            StoreCorruptError: If the file's pages cannot be accounted for (nothing is zeroed).
+        """
+        return self.environment.scrub(b"meta", needles, timeout)
+
+    def transact(self, work: Callable[[LmdbTransaction], T]) -> T:
+        """Run `work` in one write transaction and commit it; abort it if `work` raises.
+
+        A full map is grown and `work` is run again from the start, so it must decide
+        everything from what it reads in the transaction it is given.
+
+        Raises:
+            StorageFullError: If the disk or `max_map_size` leaves no room; nothing is written.
+        """
+        return self.environment.write(lambda txn: work(self.transaction(txn)))
+
+    def transaction(self, txn: lmdb.Transaction) -> LmdbTransaction:
+        """The log inside a write transaction of its environment (for views kept beside it)."""
+        return LmdbTransaction(txn, self.codec, self.dbs, self._hooks, self.environment.check_room,
+                               self._erase_hooks)
+
+    # --- reading --------------------------------------------------------------------------
+
+    @contextmanager
+    def read(self) -> Iterator[LmdbReader]:
+        """A read-only snapshot of the log for the duration of the `with` block."""
+        with self.environment.read() as txn:
+            yield LmdbReader(txn, self.codec, self.dbs)
+
+    def reader(self, txn: lmdb.Transaction) -> LmdbReader:
+        """The log inside a transaction of its environment (for views kept beside it)."""
+        return LmdbReader(txn, self.codec, self.dbs)
+
+    def head(self) -> int:
+        """The position of the newest event (0 for an empty log)."""
+        with self.read() as reader:
+            return reader.head()
+
+    def stream_version(self, stream: str) -> int:
+        """The current version of `stream` (0 when it has no events)."""
+        with self.read() as reader:
+            return reader.stream_version(stream)
+
+    def read_stream(self, stream: str, from_version: int = 1, to_version: int | None = None) -> list[Envelope]:
+        """The events of one stream, oldest first."""
+        with self.read() as reader:
+            return list(reader.stream(stream, from_version, to_version))
+
+    def read_all(
+        self, from_position: int = 1, to_position: int | None = None, batch_size: int = 1024
+    ) -> Iterator[Envelope]:
+        """Every event in a position range from one snapshot, decoded a batch at a time."""
+        with self.read() as reader:
+            yield from reader.all(from_position, to_position, batch_size)
+
+    def position_at(self, recorded_at: int) -> int:
+        """The last position recorded at or before `recorded_at` (µs since epoch), 0 if none."""
+        with self.read() as reader:
+            return reader.position_at(recorded_at)
+
+    def watch(self, after: int, timeout: float) -> tuple[int, int]:
+        """(head, erasure count) once the head passes `after`, or when `timeout` seconds pass."""
+        head = self.wait_for_append(after, timeout)
+        with self.read() as reader:
+            return head, reader.erasures()
+
+    def wait_for_append(self, after: int, timeout: float) -> int:
+        """Poll the head until it passes `after` or `timeout` seconds pass; return it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            head = self.head()
+            if head > after or time.monotonic() >= deadline:
+                return head
+            time.sleep(min(POLL_INTERVAL, max(0.0, deadline - time.monotonic())))

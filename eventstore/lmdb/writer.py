@@ -1,0 +1,98 @@
+"""Appends inside one LMDB write transaction: the rows `Appender` decided, stored in the
+log, its checksums, the stream index and the heads; and erasures, through `erase`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from chronograph.eventstore import checksums
+from chronograph.eventstore.codec import Codec, Envelope
+from chronograph.eventstore.events import Event
+from chronograph.eventstore.keys import pack_u64, text_key
+from chronograph.eventstore.lmdb import erase as lmdberase
+from chronograph.eventstore.lmdb.reader import ERASURES, Databases, LmdbReader
+from chronograph.eventstore.log import EraseHook, InlineHook
+from chronograph.eventstore.writes import Appender, Recorded, Row, StreamWrite, recorded_decoder
+
+if TYPE_CHECKING:
+    import lmdb
+
+__all__ = ["LmdbTransaction"]
+
+
+class LmdbTransaction(LmdbReader, Appender):
+    """A write transaction: everything appended in it commits together or not at all."""
+
+    __slots__ = ("_hooks", "_erase_hooks", "_recorded_at", "_check_room")
+
+    def __init__(
+        self,
+        txn: lmdb.Transaction,
+        codec: Codec,
+        dbs: Databases,
+        hooks: Sequence[InlineHook],
+        check_room: Callable[[], None] | None = None,
+        erase_hooks: Sequence[EraseHook] = (),
+    ) -> None:
+        super().__init__(txn, codec, dbs)
+        self._hooks = hooks
+        self._erase_hooks = erase_hooks
+        self._recorded_at: int | None = None
+        self._check_room = check_room
+
+    def _prepare(self, writes: Sequence[StreamWrite]) -> None:
+        if self._check_room is not None:
+            self._check_room()
+
+    def _store(self, rows: list[Row], versions: dict[str, int], writes: Sequence[StreamWrite]) -> None:
+        txn, dbs = self.txn, self.dbs
+        with txn.cursor(dbs.log) as cursor:
+            if cursor.putmulti([(pack_u64(row[0]), row[5]) for row in rows], append=True)[1] != len(rows):
+                raise AssertionError(f"log positions after {rows[0][0] - 1} were already taken")
+        if dbs.sums is not None:
+            checksums.record(txn, dbs.sums, rows[0][0], [row[4] for row in rows])
+        with txn.cursor(dbs.streams) as cursor:
+            cursor.putmulti([(text_key(row[1]) + pack_u64(row[2]), pack_u64(row[0])) for row in rows])
+        with txn.cursor(dbs.heads) as cursor:
+            cursor.putmulti([(text_key(stream), pack_u64(v)) for stream, v in versions.items()])
+
+    def _store_copy(self, rows: list[Row], versions: dict[str, int]) -> None:
+        if self._check_room is not None:
+            self._check_room()
+        self._store(rows, versions, ())
+
+    def _recorded(self, idempotency_key: str) -> Recorded | None:
+        value = self.txn.get(text_key(idempotency_key), db=self.dbs.idempotency)
+        return None if value is None else recorded_decoder.decode(value)
+
+    def _remember(self, idempotency_key: str, record: bytes, *, new: bool) -> None:
+        self.txn.put(text_key(idempotency_key), record, db=self.dbs.idempotency)
+
+    def erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:
+        """Replace every event of each stream (old id -> new id, the same to keep it) by
+        `redact(envelope)` in place, then run the erase hooks; return the originals, oldest first.
+
+        Raises:
+            StoreCorruptError: If a stream's events cannot be read.
+        """
+        originals = lmdberase.erase(self, streams, redact)
+        if originals:
+            for hook in self._erase_hooks:
+                hook(self, originals)
+        return originals
+
+    def rewrite(self, position: int, event: Event) -> Envelope:
+        """Replace the event at `position` by `event`, its envelope kept; return the original.
+
+        Raises:
+            StoreCorruptError: If there is no event at `position`.
+        """
+        return lmdberase.rewrite(self, position, event)
+
+    def restore_records(self, records: Sequence[tuple[bytes, bytes]], erasures: int) -> None:
+        """Keep idempotency `records` (key, record, as stored) and the count of erasures (a copy)."""
+        with self.txn.cursor(self.dbs.idempotency) as cursor:
+            cursor.putmulti(list(records))
+        if erasures:
+            self.txn.put(ERASURES, pack_u64(erasures), db=self.dbs.meta)

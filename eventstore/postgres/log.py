@@ -1,0 +1,355 @@
+"""The log in PostgreSQL: one database shared by many servers on many hosts.
+
+Connections come from a pool (psycopg_pool) and are checked before use, so a server finds
+its feet again by itself after the database restarts. Every connection has a connect
+timeout and TCP keepalives with a user timeout: a network cut becomes an error within
+seconds, never a hang. Writes run in one transaction holding the log's advisory lock (see
+`pgschema`), and announce the new head with NOTIFY when they commit; `wait_for_append`
+LISTENs for it, polling once a second as well in case a notification is lost.
+
+Reads take a REPEATABLE READ snapshot at their first query (`PgReader`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import Any, TypeVar
+
+import psycopg
+import psycopg_pool
+from chronograph.eventstore.codec import Codec
+from chronograph.eventstore.errors import (
+    EventStoreError,
+    StoreCorruptError,
+    StoreFormatError,
+    StoreOpenError,
+    StoreUnavailableError,
+)
+from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
+from chronograph.eventstore.postgres.address import split_url
+from chronograph.eventstore.postgres.reader import PgReader
+from chronograph.eventstore.postgres.schema import DDL, FORMAT_VERSION, Schema
+from chronograph.eventstore.postgres.writer import PgTransaction
+
+__all__ = ["PgLog"]
+
+T = TypeVar("T")
+
+CONNECTION: dict[str, Any] = {
+    "autocommit": True,  # transactions are begun and ended explicitly: a write commits when its views allow
+    "connect_timeout": 5,
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 2,
+    "tcp_user_timeout": 10_000,
+    "application_name": "chronograph",
+}
+"""How every connection is opened: nothing waits on a dead peer for more than about ten seconds."""
+RETRIES = 2
+"""How many more connections a statement that starts a unit of work is tried on after the
+database dropped the one it was sent on."""
+POLL_INTERVAL = 1.0
+"""How often `wait_for_append` reads the head even without a notification."""
+
+
+class PgLog(EventLog):
+    """An append-only log of events in the PostgreSQL database at `url` (see `pgschema`).
+
+    Raises (on construction):
+        StoreOpenError: If `url` is not a usable address, or the log does not exist and may
+            not be created.
+        StoreUnavailableError: If the database cannot be reached.
+        StoreFormatError: If a newer version of Chronograph wrote the log.
+    """
+
+    def __init__(self, url: str, *, codec: Codec | None = None, create: bool = True, readonly: bool = False,
+                 pool_size: int = 8) -> None:
+        self.codec = codec or Codec()
+        try:
+            self._url, name, self._shown = split_url(url)
+        except ValueError as error:
+            raise StoreOpenError(f"{url}: {error}") from None
+        self.schema = Schema(name)
+        self._begin = self.schema.sql(  # the head is read by a statement of its own, after the lock: a
+            # statement's snapshot is taken when it starts, before it waits for a lock
+            "BEGIN; SELECT pg_advisory_xact_lock(" + str(self.schema.lock) + "); "
+            "SELECT coalesce((SELECT max(position) FROM {events}), 0), "
+            "coalesce((SELECT recorded_at FROM {events} ORDER BY position DESC LIMIT 1), 0), "
+            "(SELECT value FROM {meta} WHERE key = 'erasures')")
+        self._begin_text = self._begin.as_string()
+        self._readonly = readonly
+        self._hooks: list[InlineHook] = []
+        self._erase_hooks: list[EraseHook] = []
+        self._listener: psycopg.Connection[Any] | None = None
+        self._listen_lock = threading.Lock()
+        self._known: tuple[int, int] | None = None
+        """The (head, erasures) last announced while the listener listened, or last read."""
+        self.pool = psycopg_pool.ConnectionPool(
+            self._url, kwargs=CONNECTION, min_size=1, max_size=pool_size, open=False, timeout=10,
+            name=f"chronograph-{name}")
+        try:
+            psycopg.connect(self._url, **CONNECTION).close()  # the server's own reason, at once
+            self.pool.open(wait=True, timeout=10)
+            self.store_id = self._open(create)
+        except BaseException as error:
+            self.pool.close()
+            if isinstance(error, psycopg.OperationalError | psycopg_pool.PoolTimeout):
+                reason = " ".join(str(error).split()) or type(error).__name__
+                raise StoreUnavailableError(f"cannot reach the database of {self._shown}: {reason}") from None
+            raise
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    @property
+    def location(self) -> str:
+        return self._shown
+
+    @property
+    def readonly(self) -> bool:
+        return self._readonly
+
+    def close(self) -> None:
+        """Close every connection; the log cannot be used afterwards."""
+        with self._listen_lock:
+            if self._listener is not None:
+                self._listener.close()
+                self._listener = None
+        self.pool.close()
+
+    def _open(self, create: bool) -> str:
+        with self._connection() as (connection, _):
+            exists = connection.execute(
+                "SELECT to_regclass(%s) IS NOT NULL", (f"{self.schema.name}.meta",)).fetchone()
+            if not (exists and exists[0]):
+                if not create or self._readonly:
+                    raise StoreOpenError(f"there is no Chronograph log at {self._shown}")
+                with connection.transaction():
+                    connection.execute("SELECT pg_advisory_xact_lock(%s)", (self.schema.lock,))
+                    for statement in DDL:
+                        connection.execute(self.schema.sql(statement))
+                    connection.execute(self.schema.sql(
+                        "INSERT INTO {meta} (key, value) VALUES ('format', %s), ('store_id', %s) "
+                        "ON CONFLICT (key) DO NOTHING"),
+                        (FORMAT_VERSION.to_bytes(4, "big"), uuid.uuid4().hex.encode()))
+            rows = dict(connection.execute(self.schema.sql("SELECT key, value FROM {meta}")).fetchall())
+        if "format" not in rows or "store_id" not in rows:
+            raise StoreCorruptError(f"{self._shown} holds tables that are not a Chronograph log")
+        version = int.from_bytes(rows["format"], "big")
+        if version > FORMAT_VERSION:
+            raise StoreFormatError(f"{self._shown} was written in log format {version}, newer than this "
+                                   f"Chronograph reads ({FORMAT_VERSION}); upgrade Chronograph")
+        return bytes(rows["store_id"]).decode()
+
+    @contextmanager
+    def _connection(self, first: str | None = None) -> Iterator[tuple[psycopg.Connection[Any], Any]]:
+        """A pooled connection and the cursor of its `first` statement; connection failures become
+        StoreUnavailableError.
+
+        A pooled connection is not checked before use (a round trip per call); instead a
+        `first` statement that fails on a connection the database dropped (it restarted, say)
+        is tried again on a new one: nothing had been done on the dead one.
+        """
+        try:
+            for attempt in range(RETRIES + 1):
+                connection = self.pool.getconn()
+                try:
+                    cursor = connection.execute(first) if first else None
+                except psycopg.OperationalError:
+                    self.pool.putconn(connection)  # broken: the pool drops it
+                    if attempt == RETRIES:
+                        raise
+                    continue
+                try:
+                    yield connection, cursor
+                finally:
+                    self.pool.putconn(connection)
+                return
+        except psycopg_pool.PoolTimeout as error:
+            raise StoreUnavailableError(f"the database of {self._shown} cannot be reached: {error}") from None
+        except psycopg.OperationalError as error:
+            raise StoreUnavailableError(
+                f"the database of {self._shown} went away: {str(error).strip()}; anything not acknowledged was "
+                "not written (a write whose commit was cut off may have been: read before retrying)") from None
+
+    # --- writing --------------------------------------------------------------------------
+
+    def add_inline_hook(self, hook: InlineHook) -> None:
+        """Run `hook(tx, envelopes)` inside the write transaction of every append."""
+        self._hooks.append(hook)
+
+    def add_erase_hook(self, hook: EraseHook) -> None:
+        """Run `hook(tx, originals)` inside the write transaction of every erasure."""
+        self._erase_hooks.append(hook)
+
+    @contextmanager
+    def transaction(self) -> Iterator[PgTransaction]:
+        """A write transaction holding the log's lock. It commits only through `commit(tx)`,
+        so that whoever keeps views beside it can commit the log first and the views after;
+        leaving the block without that rolls it back.
+
+        Raises:
+            StoreUnavailableError: If the database cannot be reached or goes away.
+        """
+        if self._readonly:
+            raise EventStoreError(f"the log at {self._shown} is open read-only")
+        with self._connection(self._begin_text) as (connection, cursor):
+            # One round trip: begin, take the lock, read where the log stands.
+            cursor.nextset()  # past BEGIN's result and the lock's, to where the log stands
+            cursor.nextset()
+            head, last, erasures = cursor.fetchone() or (0, 0, None)
+            try:
+                tx = PgTransaction(connection, self.codec, self.schema, self._hooks, self._erase_hooks,
+                                   head=int(head), last_recorded_at=int(last),
+                                   erasures=0 if erasures is None else int.from_bytes(erasures, "big"),
+                                   peek=self._versions)
+                yield tx
+            finally:
+                if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    connection.execute("ROLLBACK")
+
+    def commit(self, tx: PgTransaction) -> None:
+        """Commit `tx`, announcing its new head if it appended.
+
+        Raises:
+            StoreUnavailableError: If the commit could not be confirmed (see the error).
+        """
+        try:  # one round trip: the announcement is delivered with the commit, or not at all
+            notify = f"NOTIFY {self.schema.channel}, '{tx.head()} {tx.erasures()}'; " if tx.appended else ""
+            tx.connection.execute(notify + "COMMIT")
+        except psycopg.OperationalError as error:
+            raise StoreUnavailableError(
+                f"the database of {self._shown} went away at the commit: {str(error).strip()}; the write may or "
+                "may not have been stored: read before retrying") from None
+
+    def transact(self, work: Callable[[PgTransaction], T]) -> T:
+        """Run `work` in one write transaction and commit it; roll it back if `work` raises.
+
+        Raises:
+            StoreUnavailableError: If the database cannot be reached or goes away.
+        """
+        with self.transaction() as tx:
+            outcome = work(tx)
+            self.commit(tx)
+            return outcome
+
+    # --- reading --------------------------------------------------------------------------
+
+    @contextmanager
+    def read(self, *, lazy: bool = False) -> Iterator[PgReader]:
+        """A consistent snapshot of the log for the `with` block; with `lazy`, the connection and
+        the snapshot are taken at the block's first query (a block that never asks costs none)."""
+        with ExitStack() as stack:
+            held: list[psycopg.Connection[Any]] = []
+
+            def begin() -> psycopg.Connection[Any]:
+                # the snapshot is taken at the first statement after BEGIN
+                connection, _ = stack.enter_context(self._connection(
+                    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1"))
+                held.append(connection)
+                return connection
+
+            reader = PgReader(begin, self.codec, self.schema)
+            if not lazy:
+                reader.connection  # noqa: B018 (takes the snapshot now)
+            try:
+                yield reader
+            finally:
+                if held and held[0].info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    held[0].execute("ROLLBACK")
+
+    def head(self) -> int:
+        """The position of the newest event (0 for an empty log)."""
+        with self.read() as reader:
+            return reader.head()
+
+    def stored_bytes(self) -> int:
+        """What the log's tables take in the database, indexes included."""
+        with self._connection() as (connection, _):
+            row = connection.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n "
+                "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'", (self.schema.name,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def wait_for_append(self, after: int, timeout: float) -> int:
+        """Wait until the head passes `after` or `timeout` seconds pass; return the head.
+
+        Raises:
+            StoreUnavailableError: If the database cannot be reached.
+        """
+        return self.watch(after, timeout)[0]
+
+    def watch(self, after: int, timeout: float) -> tuple[int, int]:
+        """(head, erasure count) once the head passes `after`, or when `timeout` seconds pass.
+
+        Every commit announces both on the log's channel, so a follower learns of other
+        servers' writes without a query; without an announcement it asks every POLL_INTERVAL.
+
+        Raises:
+            StoreUnavailableError: If the database cannot be reached.
+        """
+        deadline = time.monotonic() + timeout
+        state = self._listen(0) or self._known  # listening before the first look: nothing is missed
+        while True:
+            if state is None:
+                state = self._state()
+            self._known = state
+            left = deadline - time.monotonic()
+            if state[0] > after or left <= 0:
+                return state
+            state = self._listen(min(left, POLL_INTERVAL))
+
+    def _versions(self, streams: list[str]) -> dict[str, int]:
+        """The versions of `streams`, read on a connection of their own."""
+        with self._connection() as (connection, _):
+            rows = connection.execute(
+                self.schema.sql("SELECT stream, version FROM {heads} WHERE stream = ANY(%s)"), (streams,)).fetchall()
+        return {stream: int(version) for stream, version in rows}
+
+    def _state(self) -> tuple[int, int]:
+        with self.read() as reader:
+            return reader.head(), reader.erasures()
+
+    def _listen(self, seconds: float) -> tuple[int, int] | None:
+        """The (head, erasures) announced within `seconds`, or None (on a connection of its own)."""
+        with self._listen_lock:
+            try:
+                if self._listener is None or self._listener.closed:
+                    self._known = None  # what was announced before this connection listened is unknown
+                    self._listener = psycopg.connect(self._url, **CONNECTION)
+                    self._listener.execute(f"LISTEN {self.schema.channel}")
+                latest = None
+                for notice in self._listener.notifies(timeout=seconds, stop_after=1):
+                    head, _, erasures = notice.payload.partition(" ")
+                    latest = (int(head), int(erasures or 0))
+                for notice in self._listener.notifies(timeout=0):  # the newest of those queued
+                    head, _, erasures = notice.payload.partition(" ")
+                    latest = (int(head), int(erasures or 0))
+                return latest
+            except psycopg.OperationalError:
+                if self._listener is not None:
+                    self._listener.close()
+                self._listener = None
+                self._known = None
+                time.sleep(min(seconds, POLL_INTERVAL))  # the next look says why, if the database is gone
+                return None
+
+    def scrub(self, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
+        """Rewrite the log's tables and their indexes (VACUUM FULL), so that no page of them keeps
+        what an erasure replaced; return the pages the rewritten tables take.
+
+        The write-ahead log, replicas and base backups keep their own copies until they age
+        out: those are the database operator's (see docs/decisions.md).
+        """
+        del needles, timeout  # every index is rebuilt whole: no stale key survives
+        with self._connection() as (connection, _):
+            for table in ("events", "heads", "idempotency", "meta"):
+                connection.execute(self.schema.sql(f"VACUUM FULL {{{table}}}"))
+            row = connection.execute(
+                "SELECT coalesce(sum(relpages), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s", (self.schema.name,)).fetchone()
+        return Scrubbed(int(row[0]) if row else 0, 0)

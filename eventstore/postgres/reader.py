@@ -1,0 +1,196 @@
+"""Reads of the PostgreSQL log inside one database transaction: a consistent snapshot.
+
+A reader takes its connection (from the log's pool) at its first query, not before, and
+starts a REPEATABLE READ transaction there: every query after it sees the same snapshot.
+Views kept locally read the log only when they must (history, audit, time travel), so a
+read that answers from the views alone never costs a round trip to the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import psycopg
+from chronograph.eventstore import checksums
+from chronograph.eventstore.codec import Codec, Envelope
+from chronograph.eventstore.errors import StoreCorruptError
+from chronograph.eventstore.postgres.schema import Schema
+
+__all__ = ["PgReader"]
+
+
+class PgReader:
+    """Read access to the log within one PostgreSQL transaction (read-only or write)."""
+
+    def __init__(self, connect: Callable[[], psycopg.Connection[Any]], codec: Codec, schema: Schema) -> None:
+        self._connect = connect
+        self._connection: psycopg.Connection[Any] | None = None
+        self.codec = codec
+        self.schema = schema
+
+    @property
+    def connection(self) -> psycopg.Connection[Any]:
+        """The connection of this snapshot, taken (and its transaction begun) at first use."""
+        if self._connection is None:
+            self._connection = self._connect()
+        return self._connection
+
+    def _one(self, query: Any, params: Sequence[Any] = ()) -> Any:
+        row = self.connection.execute(query, params).fetchone()
+        return None if row is None else row[0]
+
+    def head(self) -> int:
+        """The position of the last event in the log (0 when the log is empty)."""
+        return int(self._one(self.schema.sql("SELECT coalesce(max(position), 0) FROM {events}")))
+
+    def stream_version(self, stream: str) -> int:
+        """The current version of `stream` (0 when it has no events)."""
+        version = self._one(self.schema.sql("SELECT version FROM {heads} WHERE stream = %s"), (stream,))
+        return 0 if version is None else int(version)
+
+    def get(self, position: int) -> Envelope | None:
+        """The envelope at `position`, or None if there is none."""
+        row = self.connection.execute(
+            self.schema.sql("SELECT position, envelope, checksum FROM {events} WHERE position = %s"), (position,)
+        ).fetchone()
+        return None if row is None else self._decode(*row)
+
+    def verify(self, from_position: int = 1, to_position: int | None = None) -> Iterator[int]:
+        """Positions in the range whose stored bytes do not match their checksum, or that cannot
+        be decoded at all (the stored envelope is damaged)."""
+        for batch in self._rows(from_position, to_position):
+            for position, stored, digest in batch:
+                if digest and checksums.digest(stored) != digest:
+                    yield position
+                    continue
+                try:
+                    if self.codec.decode(stored).position != position:
+                        yield position
+                except Exception:  # noqa: BLE001 (any failure to read it back is damage)
+                    yield position
+
+    def stream(self, stream: str, from_version: int = 1, to_version: int | None = None) -> Iterator[Envelope]:
+        """The events of `stream` from `from_version` to `to_version` (inclusive), in order."""
+        rows = self.connection.execute(self.schema.sql(
+            "SELECT position, envelope, checksum FROM {events} WHERE stream = %s AND version >= %s "
+            "AND version <= %s ORDER BY version"), (stream, max(from_version, 1), to_version or 2**62)).fetchall()
+        for row in rows:
+            yield self._decode(*row)
+
+    def positions(self, stream: str) -> list[int]:
+        """The log position of each version of `stream`, version 1 first (nothing is decoded)."""
+        rows = self.connection.execute(
+            self.schema.sql("SELECT position FROM {events} WHERE stream = %s ORDER BY version"), (stream,)
+        ).fetchall()
+        return [int(row[0]) for row in rows]
+
+    def stream_backward(self, stream: str, from_version: int | None = None) -> Iterator[Envelope]:
+        """The events of `stream` from `from_version` (default: its newest) down to version 1."""
+        rows = self.connection.execute(self.schema.sql(
+            "SELECT position, envelope, checksum FROM {events} WHERE stream = %s AND version <= %s "
+            "ORDER BY version DESC"), (stream, from_version or 2**62)).fetchall()
+        for row in rows:
+            yield self._decode(*row)
+
+    def batches(
+        self, from_position: int = 1, to_position: int | None = None, batch_size: int = 1024, *, slim: bool = False
+    ) -> Iterator[list[Envelope]]:
+        """The log from `from_position` to `to_position` (inclusive), decoded in batches."""
+        for rows in self._rows(from_position, to_position, batch_size):
+            self._check(rows)
+            try:
+                yield self.codec.decode_many([row[1] for row in rows], slim=slim)
+            except Exception as error:  # noqa: BLE001
+                raise StoreCorruptError(f"an event in the log is unreadable: {error}") from None
+
+    def batches_backward(
+        self, from_position: int | None = None, to_position: int = 1, batch_size: int = 256
+    ) -> Iterator[list[Envelope]]:
+        """The log from `from_position` (default: the head) down to `to_position`, newest first."""
+        high = self.head() if from_position is None else from_position
+        while high >= max(to_position, 1):
+            low = max(high - batch_size + 1, to_position, 1)
+            rows = self.connection.execute(self.schema.sql(
+                "SELECT position, envelope, checksum FROM {events} WHERE position >= %s AND position <= %s "
+                "ORDER BY position DESC"), (low, high)).fetchall()
+            if not rows:
+                return
+            yield [self._decode(*row) for row in rows]
+            high = low - 1
+
+    def all(self, from_position: int = 1, to_position: int | None = None, batch_size: int = 1024) -> Iterator[Envelope]:
+        """Every event from `from_position` to `to_position`, one at a time, never all in memory."""
+        for batch in self.batches(from_position, to_position, batch_size):
+            yield from batch
+
+    def position_at(self, recorded_at: int) -> int:
+        """The last position recorded at or before `recorded_at` (µs), 0 if none."""
+        found = self._one(self.schema.sql(
+            "SELECT position FROM {events} WHERE recorded_at <= %s ORDER BY recorded_at DESC, position DESC LIMIT 1"),
+            (recorded_at,))
+        return 0 if found is None else int(found)
+
+    def last_recorded_at(self) -> int:
+        """The timestamp of the newest event (0 when the log is empty)."""
+        found = self._one(self.schema.sql("SELECT recorded_at FROM {events} ORDER BY position DESC LIMIT 1"))
+        return 0 if found is None else int(found)
+
+    def mentions(self, needles: Sequence[bytes], from_position: int = 1) -> Iterator[Envelope]:
+        """The events from `from_position` on whose stored bytes contain one of `needles`,
+        oldest first (the database scans; only matches travel and are decoded)."""
+        if not needles:
+            return
+        test = " OR ".join(["position(%s::bytea in envelope) > 0"] * len(needles))
+        rows = self.connection.execute(self.schema.sql(
+            "SELECT position, envelope, checksum FROM {events} WHERE position >= %s AND (" + test + ") "
+            "ORDER BY position"), (from_position, *needles)).fetchall()
+        for row in rows:
+            yield self._decode(*row)
+
+    def stored(self, from_position: int, to_position: int) -> list[bytes]:
+        """The stored bytes of the events in the range, oldest first."""
+        return [stored for batch in self._rows(from_position, to_position) for _, stored, _ in batch]
+
+    def idempotency_records(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every idempotency key the log remembers (as stored) and its stored record."""
+        for key, record in self.connection.execute(self.schema.sql("SELECT key, record FROM {idempotency}")):
+            yield bytes(key), bytes(record)
+
+    def erasures(self) -> int:
+        """How many times content was erased from this log (forgetting); 0 if never."""
+        value = self._one(self.schema.sql("SELECT value FROM {meta} WHERE key = 'erasures'"))
+        return 0 if value is None else int.from_bytes(value, "big")
+
+    # --- rows -----------------------------------------------------------------------------
+
+    def _rows(
+        self, from_position: int, to_position: int | None, batch_size: int = 4096
+    ) -> Iterator[list[tuple[int, bytes, int]]]:
+        """(position, stored bytes, checksum) in position order, a batch at a time, streamed by
+        a server-side cursor (a million events never sit in memory at once)."""
+        last = self.head() if to_position is None else to_position
+        if max(from_position, 1) > last:
+            return
+        with self.connection.cursor(name=f"chronograph_rows_{id(self)}") as cursor:
+            cursor.itersize = batch_size
+            cursor.execute(self.schema.sql(
+                "SELECT position, envelope, checksum FROM {events} WHERE position >= %s AND position <= %s "
+                "ORDER BY position"), (max(from_position, 1), last))
+            while rows := cursor.fetchmany(batch_size):
+                yield [(int(p), bytes(e), int(c)) for p, e, c in rows]
+
+    def _check(self, rows: Sequence[tuple[int, bytes, int]]) -> None:
+        for position, stored, digest in rows:
+            if digest and checksums.digest(stored) != digest:
+                raise StoreCorruptError(
+                    f"the event at position {position} does not match its checksum: the log is damaged there; "
+                    "`chronograph replay --verify` lists every damaged position")
+
+    def _decode(self, position: int, stored: bytes, digest: int) -> Envelope:
+        stored = bytes(stored)
+        self._check([(position, stored, digest)])
+        try:
+            return self.codec.decode(stored)
+        except Exception as error:  # noqa: BLE001
+            raise StoreCorruptError(f"the event at position {position} is unreadable: {error}") from None

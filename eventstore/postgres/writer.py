@@ -1,0 +1,220 @@
+"""Appends inside one PostgreSQL write transaction: the log's lock taken, versions checked,
+positions assigned, hooks run; and the erasures forgetting makes.
+
+Expected versions are checked against `heads` under the log's advisory lock, and the
+database enforces them again: (stream, version) is unique, so even a writer that skipped
+the lock could not put two events at one version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import msgspec
+import psycopg
+from chronograph.eventstore import checksums
+from chronograph.eventstore.codec import Codec, Envelope
+from chronograph.eventstore.erasure import forgotten_result, reenveloped
+from chronograph.eventstore.errors import ConcurrencyError, StoreCorruptError
+from chronograph.eventstore.events import Event
+from chronograph.eventstore.keys import text_key
+from chronograph.eventstore.log import EraseHook, InlineHook
+from chronograph.eventstore.postgres.reader import PgReader
+from chronograph.eventstore.postgres.schema import Schema
+from chronograph.eventstore.writes import NO_STREAM, Appender, Recorded, Row, StreamWrite, recorded_decoder
+
+__all__ = ["PgTransaction"]
+
+
+
+class PgTransaction(PgReader, Appender):
+    """A write transaction: everything appended in it commits together or not at all."""
+
+    def __init__(
+        self,
+        connection: psycopg.Connection[Any],
+        codec: Codec,
+        schema: Schema,
+        hooks: Sequence[InlineHook],
+        erase_hooks: Sequence[EraseHook],
+        *,
+        head: int,
+        last_recorded_at: int,
+        erasures: int = 0,
+        peek: Callable[[list[str]], dict[str, int]] | None = None,
+    ) -> None:
+        super().__init__(lambda: connection, codec, schema)
+        self._hooks = hooks
+        self._erase_hooks = erase_hooks
+        self._recorded_at: int | None = None
+        self._head = head
+        self._last_recorded_at = last_recorded_at
+        self._erasures = erasures
+        self._peek = peek
+        """Reads stream versions outside this transaction (after a statement of it failed)."""
+        self._versions: dict[str, int] = {}
+        """Stream versions read or written in this transaction (the lock keeps them true)."""
+        self.appended = False
+        """Whether this transaction appended anything (its commit is then announced)."""
+        self.views_txn: Any = None
+        """The local views' write transaction that goes with this one (set by the views' binding)."""
+
+    def head(self) -> int:
+        """The position of the last event (known: the lock keeps other writers out)."""
+        return self._head
+
+    def last_recorded_at(self) -> int:
+        return self._last_recorded_at
+
+    def erasures(self) -> int:
+        return self._erasures
+
+    def stream_version(self, stream: str) -> int:
+        found = self._versions.get(stream)
+        if found is None:
+            found = self._versions[stream] = super().stream_version(stream)
+        return found
+
+    def _known_versions(self, streams: Sequence[str]) -> None:
+        """Read the versions of `streams` not known yet, in one query."""
+        unknown = [s for s in dict.fromkeys(streams) if s not in self._versions]
+        if unknown:
+            self._versions.update(dict.fromkeys(unknown, 0))
+            self._versions.update(self.connection.execute(
+                self.schema.sql("SELECT stream, version FROM {heads} WHERE stream = ANY(%s)"), (unknown,)).fetchall())
+
+    def _prepare(self, writes: Sequence[StreamWrite]) -> None:
+        # A new stream (NO_STREAM) is taken to be at 0 without asking: if it exists after all,
+        # its version 1 breaks the unique (stream, version) and the append fails as it should.
+        self._known_versions([write.stream for write in writes if write.expected != NO_STREAM])
+        for write in writes:
+            if write.expected == NO_STREAM:
+                self._versions.setdefault(write.stream, 0)
+
+    def _store(self, rows: list[Row], versions: dict[str, int], writes: Sequence[StreamWrite]) -> None:
+        columns = [list(column) for column in zip(*rows, strict=True)]
+        try:  # one statement, one round trip, however many events: arrays unnested
+            self.connection.execute(self.schema.sql(
+                "WITH appended AS (INSERT INTO {events} (position, stream, version, recorded_at, checksum, "
+                "envelope) SELECT * FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::bigint[], "
+                "%s::bigint[], %s::bytea[])) "
+                "INSERT INTO {heads} (stream, version) SELECT * FROM unnest(%s::text[], %s::bigint[]) "
+                "ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version"),
+                (*columns, list(versions), list(versions.values())))
+        except psycopg.errors.UniqueViolation:
+            raise self._taken(writes) from None
+        self._versions.update(versions)
+        self._head = rows[-1][0]
+        self.appended = True
+
+    def _recorded(self, idempotency_key: str) -> Recorded | None:
+        value = self._one(self.schema.sql("SELECT record FROM {idempotency} WHERE key = %s"),
+                          (_key(idempotency_key),))
+        return None if value is None else recorded_decoder.decode(value)
+
+    def _remember(self, idempotency_key: str, record: bytes, *, new: bool) -> None:
+        statement = ("INSERT INTO {idempotency} (record, key) VALUES (%s, %s)" if new
+                     else "UPDATE {idempotency} SET record = %s WHERE key = %s")
+        self.connection.execute(self.schema.sql(statement), (record, _key(idempotency_key)))
+
+    def _versions_of(self, streams: set[str]) -> dict[str, int]:
+        versions = dict.fromkeys(streams, 0)
+        versions.update(self.connection.execute(  # one query: nothing else may run on the connection during COPY
+            self.schema.sql("SELECT stream, version FROM {heads} WHERE stream = ANY(%s)"), (list(streams),)).fetchall())
+        return versions
+
+    def _store_copy(self, rows: list[Row], versions: dict[str, int]) -> None:
+        with self.connection.cursor() as cursor, cursor.copy(self.schema.sql(
+                "COPY {events} (position, stream, version, recorded_at, checksum, envelope) FROM STDIN")) as copy:
+            for row in rows:
+                copy.write_row(row)
+        self._head, self._last_recorded_at = rows[-1][0], rows[-1][3]
+        self._versions.update(versions)
+        self.connection.cursor().executemany(self.schema.sql(
+            "INSERT INTO {heads} (stream, version) VALUES (%s, %s) "
+            "ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version"), list(versions.items()))
+        self.appended = True
+
+    def restore_records(self, records: Sequence[tuple[bytes, bytes]], erasures: int) -> None:
+        """Keep idempotency `records` (key, record, as stored) and the count of erasures (a copy)."""
+        if records:
+            self.connection.cursor().executemany(self.schema.sql(
+                "INSERT INTO {idempotency} (key, record) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET "
+                "record = EXCLUDED.record"), list(records))
+        if erasures:
+            self.connection.execute(self.schema.sql(
+                "INSERT INTO {meta} (key, value) VALUES ('erasures', %s) ON CONFLICT (key) DO UPDATE SET value = "
+                "EXCLUDED.value"), (erasures.to_bytes(8, "big"),))
+
+    def _taken(self, writes: Sequence[StreamWrite]) -> ConcurrencyError:
+        """The error for an append the database refused because a stream taken to be new exists
+        (this transaction is spoilt: another connection says at which version it is)."""
+        new = [write.stream for write in writes if write.expected == NO_STREAM]
+        found = self._peek(new) if self._peek is not None else {}
+        stream = next((s for s in new if found.get(s)), new[0] if new else "a stream")
+        return ConcurrencyError(stream, NO_STREAM, found.get(stream, 0))
+
+    # --- erasing --------------------------------------------------------------------------
+
+    def erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:
+        """Replace every event of each stream (old id -> new id, the same to keep it) by
+        `redact(envelope)` in place, then run the erase hooks; return the originals, oldest first."""
+        originals: list[Envelope] = []
+        cursor = self.connection.cursor()
+        for old, new in streams.items():
+            events = list(self.stream(old))
+            rows = []
+            for envelope in events:
+                _, stored = reenveloped(self.codec, envelope, new, redact(envelope))
+                rows.append((new, checksums.digest(stored), stored, envelope.position))
+            if rows:
+                cursor.executemany(self.schema.sql(
+                    "UPDATE {events} SET stream = %s, checksum = %s, envelope = %s WHERE position = %s"), rows)
+            if new != old and events:
+                self._versions.pop(old, None)
+                cursor.execute(self.schema.sql("DELETE FROM {heads} WHERE stream = %s"), (old,))
+                cursor.execute(self.schema.sql("INSERT INTO {heads} (stream, version) VALUES (%s, %s)"),
+                               (new, events[-1].version))
+            originals.extend(events)
+        self._forget_results(streams)
+        count = self._erasures = self.erasures() + 1
+        cursor.execute(self.schema.sql(
+            "INSERT INTO {meta} (key, value) VALUES ('erasures', %s) ON CONFLICT (key) DO UPDATE SET value = "
+            "EXCLUDED.value"), (count.to_bytes(8, "big"),))
+        originals.sort(key=lambda envelope: envelope.position)
+        if originals:
+            for hook in self._erase_hooks:
+                hook(self, originals)
+        return originals
+
+    def rewrite(self, position: int, event: Event) -> Envelope:
+        """Replace the event at `position` by `event`, its envelope kept; return the original.
+
+        Raises:
+            StoreCorruptError: If there is no event at `position`.
+        """
+        original = self.get(position)
+        if original is None:
+            raise StoreCorruptError(f"the log has no event at position {position} to rewrite")
+        _, stored = reenveloped(self.codec, original, original.stream, event)
+        self.connection.execute(self.schema.sql(
+            "UPDATE {events} SET checksum = %s, envelope = %s WHERE position = %s"),
+            (checksums.digest(stored), stored, position))
+        return original
+
+    def _forget_results(self, streams: Mapping[str, str]) -> None:
+        """Drop the results remembered for calls that wrote to `streams` (the database finds the
+        records that name one: a record's versions spell each stream it wrote)."""
+        names = [msgspec.msgpack.encode(stream) for stream in streams]
+        test = " OR ".join(["position(%s::bytea in record) > 0"] * len(names))
+        rows = self.connection.execute(self.schema.sql(
+            "SELECT key, record FROM {idempotency} WHERE " + test), names).fetchall() if names else []
+        changed = [(kept, key) for key, record in rows if (kept := forgotten_result(bytes(record), streams))]
+        if changed:
+            self.connection.cursor().executemany(
+                self.schema.sql("UPDATE {idempotency} SET record = %s WHERE key = %s"), changed)
+
+
+def _key(idempotency_key: str) -> bytes:
+    return text_key(idempotency_key)  # as the LMDB log keys it: a copy moves records as they are

@@ -1,0 +1,98 @@
+"""Forgetting, as the views see it: every trace of erased streams taken out of what the log fed.
+
+The log runs the views' erase hook inside the erasure's own transaction, with the events
+as they were before they were erased. From them the hook learns what the views may hold
+(the names an entity bore, the relations) and removes it: the live records with their
+indexes and counts, the streams from every name's history, the embeddings, the saved
+search index of each workspace concerned, and the snapshots from the first erased event
+on (a snapshot before it never saw the erased content). What is left equals a fold of the
+erased log, which is what a rebuild would produce.
+
+Caches that live outside the transaction (a process's search indexes, past graphs,
+vector matrices, snapshots and images about to be saved) compare the log's erasure count
+with the one they were filled at, and let go of what they hold when it moved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import lmdb
+from chronograph.eventstore import EntityCreated, EntityRenamed, Envelope, RelationCreated
+from chronograph.projections.states.lmdbstate import LmdbState
+
+__all__ = ["Erased", "erased", "purge_views", "purge_vectors"]
+
+
+class Erased:
+    """What the original events of an erasure say the views may hold."""
+
+    def __init__(self) -> None:
+        self.entities: dict[str, set[tuple[str, str]]] = {}
+        """entity stream -> every (workspace, name) it bore"""
+        self.relations: set[str] = set()
+        """relation streams, under the ids they had"""
+        self.workspaces: set[str] = set()
+
+    @property
+    def streams(self) -> set[str]:
+        """Every erased stream, under the id it had."""
+        return {*self.entities, *self.relations}
+
+
+def erased(originals: Iterable[Envelope]) -> Erased:
+    """What `originals` (an erasure's events as they were, oldest first) put in the views."""
+    found = Erased()
+    workspace_of: dict[str, str] = {}
+    for envelope in originals:
+        event = envelope.event
+        if isinstance(event, EntityCreated):
+            workspace_of[envelope.stream] = event.workspace
+            found.entities.setdefault(envelope.stream, set()).add((event.workspace, event.name))
+            found.workspaces.add(event.workspace)
+        elif isinstance(event, EntityRenamed) and envelope.stream in workspace_of:
+            workspace = workspace_of[envelope.stream]
+            found.entities[envelope.stream].update({(workspace, event.name), (workspace, event.previous)})
+        elif isinstance(event, RelationCreated):
+            found.relations.add(envelope.stream)
+            found.workspaces.add(event.workspace)
+    return found
+
+
+def purge_views(state: LmdbState, what: Erased) -> None:
+    """Remove the erased entities and relations from the live views: records, indexes,
+    counts, and each stream from the history of every name it bore."""
+    for stream in what.entities:
+        entity = state.get_entity(stream)
+        if entity is not None:
+            state.remove_entity(entity)
+    for stream in what.relations:
+        relation = state.get_relation(stream)
+        if relation is not None:
+            state.remove_relation(relation)
+    for stream, names in what.entities.items():
+        for workspace, name in names:
+            state.drop_name_stream(workspace, name, stream)
+
+
+def purge_vectors(txn: lmdb.Transaction, db: lmdb._Database, streams: Sequence[str]) -> int:
+    """Delete the embeddings of `streams` under every model in the vectors database; return
+    how many went. A model's keys share an 8-byte prefix, so each model is one seek."""
+    gone = 0
+    with txn.cursor(db) as cursor:
+        found = cursor.first()
+        while found:
+            prefix = bytes(cursor.key())[:8]
+            for stream in streams:
+                if txn.delete(prefix + stream.encode(), db=db):
+                    gone += 1
+            following = _after(prefix)
+            found = following is not None and cursor.set_range(following)
+    return gone
+
+
+def _after(prefix: bytes) -> bytes | None:
+    """The smallest key greater than every key that starts with `prefix` (None: there is none)."""
+    stripped = prefix.rstrip(b"\xff")
+    return stripped[:-1] + bytes([stripped[-1] + 1]) if stripped else None
+

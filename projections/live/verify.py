@@ -1,0 +1,67 @@
+"""Verification: the log against its checksums, then the live views against the log folded
+afresh, at the same position.
+
+Works on a read-only store while a server writes: both sides come from one snapshot.
+"""
+
+from __future__ import annotations
+
+import msgspec
+from chronograph.projections.live.catchup import Progress
+from chronograph.projections.live.views import Views
+from chronograph.projections.states.dictstate import DictState, paused_gc
+from chronograph.projections.states.lmdbstate import rows
+
+__all__ = ["verify"]
+
+
+def verify(views: Views, progress: Progress | None = None, shown: int = 50) -> list[str]:
+    """The damaged events of the log, else the differences between the live views and a fresh
+    fold of the log (none: the store is whole and the views agree with it)."""
+    with views.snapshot() as (live, log):
+        damaged = []
+        for position in log.verify(1, live.position):
+            damaged.append(f"log: the event at position {position} is damaged (its bytes fail their checksum "
+                           "or cannot be read)")
+        if progress is not None:
+            progress("checksums", live.position, live.position)
+        if damaged:
+            return _first(damaged, shown)
+        state = DictState()
+        with paused_gc():
+            for batch in log.batches(1, live.position, batch_size=4096, slim=True):
+                state.fold(batch)
+                if progress is not None:
+                    progress("fold", state.position, live.position)
+        state.position = live.position
+        differences = []
+        for table, expected in rows(state).items():
+            with live.txn.cursor(getattr(live.tables, table)) as cursor:
+                actual = {bytes(key): bytes(value) for key, value in cursor}
+            wanted = dict(expected)
+            for key in sorted(wanted.keys() | actual.keys()):
+                have, want = actual.get(key), wanted.get(key)
+                if have == want:
+                    continue
+                if have is None:
+                    differences.append(f"{table}: {_show(key)} is missing; the log says {_show(want)}")
+                elif want is None:
+                    differences.append(f"{table}: {_show(key)} should not exist; it holds {_show(have)}")
+                else:
+                    differences.append(f"{table}: {_show(key)} holds {_show(have)}; the log says {_show(want)}")
+    return _first(differences, shown)
+
+
+def _first(lines: list[str], shown: int) -> list[str]:
+    if len(lines) > shown:
+        return [*lines[:shown], f"... and {len(lines) - shown} more"]
+    return lines
+
+
+def _show(data: bytes | None) -> str:
+    if data is None:
+        return "nothing"
+    try:
+        return msgspec.json.encode(msgspec.msgpack.decode(data)).decode()[:200]
+    except (msgspec.DecodeError, TypeError, UnicodeDecodeError):
+        return data[:64].hex() + ("..." if len(data) > 64 else "")

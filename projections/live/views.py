@@ -1,0 +1,284 @@
+"""The live views of a log: opened (built or caught up if needed), kept current inline.
+
+Every write goes through `Views.transact`: the work reads the views and appends in one
+write transaction, and the inline hook folds the new events into the views with their
+checkpoint before that transaction commits, so a writer reads its own write at once, in
+any process. Reads take one read transaction: a consistent snapshot of views and log.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import NamedTuple, TypeVar
+
+import lmdb
+from chronograph.eventstore import Envelope, EventLog, LmdbEnv, LogReader, LogTransaction
+from chronograph.projections.errors import ViewsUnavailableError
+from chronograph.projections.fold import apply_all
+from chronograph.projections.keys import VECTORS
+from chronograph.projections.live.binding import Colocated, bind
+from chronograph.projections.live.catchup import Progress, catch_up
+from chronograph.projections.live.erasure import erased, purge_vectors, purge_views
+from chronograph.projections.live.rebuild import RebuildReport, rebuild
+from chronograph.projections.past.snapshots import Snapshots
+from chronograph.projections.search.indexes import SearchIndex
+from chronograph.projections.search.wordindex import WorkspaceIndex
+from chronograph.projections.states.graph import LmdbGraph
+from chronograph.projections.states.lmdbstate import LmdbState
+from chronograph.projections.tables import VIEWS_FORMAT, Pointer, Tables, open_tables, slot
+
+__all__ = ["Snapshot", "Views"]
+
+T = TypeVar("T")
+
+CATCH_UP_CHUNK = 50_000
+"""Events folded per transaction when catching up at open (other writers get turns)."""
+
+
+class GenerationMoved(Exception):
+    """A rebuild swapped in another generation of the views; retry with it."""
+
+    def __init__(self, generation: int) -> None:
+        super().__init__(f"the views moved to generation {generation}; retry")
+        self.generation = generation
+
+
+class Snapshot(NamedTuple):
+    """The live views and the log, read together."""
+
+    graph: LmdbGraph
+    log: LogReader
+
+
+class Views:
+    """The views of `log`. Opening builds them if absent and catches them up if behind.
+
+    Raises (on construction):
+        ViewsUnavailableError: If a read-only store has no views.
+    """
+
+    def __init__(self, log: EventLog, *, progress: Progress | None = None, cache: LmdbEnv | None = None) -> None:
+        self.log = log
+        self.binding = bind(log, cache)
+        self.env = self.binding.env
+        self.pointer = Pointer(self.env)
+        self._slots: dict[str, Tables] = {}
+        self._tables: Tables | None = None
+        self._erasures_seen: int | None = None
+        self.observed_erasures: int | None = None
+        """The log's erasure count as a follower last saw it (None: no follower; ask the log)."""
+        self.search = SearchIndex(self.env, self.erasures_in)
+        """The word indexes, kept in the store and caught up from the log."""
+        self.snapshots = Snapshots(self.env, erasures_in=self.erasures_in)
+        """Saved folds of the log, for time travel."""
+        with self.env.read() as txn:
+            generation = self.pointer.generation(txn)
+        if self.env.readonly:
+            if generation == 0:
+                raise ViewsUnavailableError(
+                    f"the store at {log.location} has no views of this version's format yet; open it "
+                    "once for writing (chronograph serve, or any command without a read-only open) to build them"
+                )
+            self.adopt(generation)
+            return
+        self._open_erasables()
+        self.env.on_reopen(self._reopened)
+        if generation == 0:
+            self.rebuild(progress)
+        else:
+            self.adopt(generation)
+            self.catch_up(progress=progress)
+        log.add_inline_hook(self._on_append)
+        log.add_erase_hook(self._on_erase)
+
+    def _open_erasables(self) -> None:
+        self._vectors = self.env.open_db(VECTORS)
+        self._foreign = [self.env.open_db(name) for name in self.env.database_names() if _foreign(name)]
+        """The databases other versions of Chronograph derive from the log (other view formats)."""
+
+    def _reopened(self) -> None:
+        """Open every handle again (the environment was reopened: see `LmdbEnv.reopen`)."""
+        self._slots.clear()
+        if self._tables is not None:
+            self._tables = self._tables_of(self._tables.generation)
+        self.pointer = Pointer(self.env)
+        self.search.db = self.env.open_db(SearchIndex.NAME)
+        self.snapshots.db = self.env.open_db(Snapshots.NAME)
+        self._open_erasables()
+
+    @property
+    def tables(self) -> Tables:
+        """The tables of the generation this process currently uses."""
+        assert self._tables is not None
+        return self._tables
+
+    def adopt(self, generation: int) -> None:
+        """Use the tables of `generation` from now on (after a rebuild swapped it in)."""
+        if self._tables is None or self._tables.generation != generation:
+            if self._tables is not None:
+                self.search.reset()  # indexes and images of other views may disagree with these
+            self._tables = self._tables_of(generation)
+
+    def _tables_of(self, generation: int) -> Tables:
+        known = self._slots.get(slot(generation))
+        if known is None:  # a slot's handles are opened once per process
+            known = self._slots[slot(generation)] = open_tables(self.env, generation, create=not self.env.readonly)
+        return known._replace(generation=generation)
+
+    def rebuild(self, progress: Progress | None = None) -> RebuildReport:
+        """Rebuild every view from the log into the idle slot and swap it in.
+
+        Raises:
+            RebuildError: If another rebuild swapped in first.
+        """
+        report = rebuild(self.log, self.binding, self.pointer, self.snapshots, self._tables_of, progress)
+        self.adopt(report.generation)
+        self.env.write(self.search.forget)
+        return report
+
+    # --- reading --------------------------------------------------------------------------
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Snapshot]:
+        """The live views and the log as one consistent snapshot, for the `with` block."""
+        while True:
+            with self.binding.read() as (log, txn):
+                generation = self.pointer.generation(txn)
+                if generation == self.tables.generation:
+                    yield Snapshot(LmdbGraph(txn, self.tables), log)
+                    return
+            self.adopt(generation)
+
+    @contextmanager
+    def read(self) -> Iterator[LmdbGraph]:
+        """A consistent snapshot of the live views for the duration of the `with` block."""
+        with self.snapshot() as snapshot:
+            yield snapshot.graph
+
+    def search_index(self, snapshot: Snapshot, workspace: str) -> WorkspaceIndex:
+        """The search index of `workspace`, current at the snapshot's position."""
+        return self.search.current(snapshot.log, snapshot.graph, workspace)
+
+    def refresh(self) -> None:
+        """Catch this process up with erasures made elsewhere, before it writes anything (call it
+        with no transaction open). An embedded store reopens its environment (see
+        `LmdbEnv.refresh`); a cache of a shared log also folds the erasure records, which take
+        the forgotten entities out of the views, drops the snapshots and search images it
+        derived, and scrubs its file."""
+        if isinstance(self.binding, Colocated):
+            self.env.refresh()
+            return
+        count = self.observed_erasures
+        if count is None:  # no follower to tell: ask the log
+            with self.log.read() as log:
+                count = log.erasures()
+        seen, self._erasures_seen = self._erasures_seen, count
+        if seen is None or seen == count:
+            return
+        self.env.reopen()
+        self.catch_up()
+
+        def drop(txn: lmdb.Transaction) -> None:
+            if self.snapshots.db is not None:
+                txn.drop(self.snapshots.db, delete=False)
+            self.search.forget(txn)
+
+        self.env.write(drop)
+        self.env.scrub(b"scrub")
+
+    @property
+    def erasures_seen(self) -> int | None:
+        """The log's erasure count these views last caught up with (None: not looked yet)."""
+        return self._erasures_seen
+
+    def erasures_in(self, txn: lmdb.Transaction) -> int:
+        """The log's erasure count, read in a transaction of the views' environment."""
+        with self.binding.log_in(txn) as log:
+            return log.erasures()
+
+    def behind(self) -> int:
+        """How many events of the log the views have not folded yet (0 when current)."""
+        with self.binding.read() as (log, txn):
+            return log.head() - self.tables.checkpoint(txn)
+
+    # --- writing --------------------------------------------------------------------------
+
+    def transact(self, work: Callable[[LogTransaction, LmdbState], T]) -> T:
+        """Run `work(tx, state)` in one write transaction, with views current and updated inline.
+
+        `state` reads the live views in the same transaction; anything `work` appends
+        is folded into them before the commit. If `work` raises, nothing is written.
+        """
+        while True:
+
+            def both(tx: LogTransaction, txn: lmdb.Transaction) -> T:
+                tables = self.tables
+                self._check_generation(txn, tables)
+                catch_up(tx, txn, tables, tx.head())
+                return work(tx, LmdbState(txn, tables))
+
+            try:
+                return self.binding.write(both)
+            except GenerationMoved as moved:
+                self.adopt(moved.generation)
+
+    def catch_up(self, progress: Progress | None = None) -> int:
+        """Fold the events the views have not seen, in chunks; return the new checkpoint."""
+        while True:
+            head = self.log.head()
+
+            def step(log: LogReader, txn: lmdb.Transaction, head: int = head) -> int:
+                tables = self.tables
+                self._check_generation(txn, tables)
+                return catch_up(log, txn, tables, head, limit=CATCH_UP_CHUNK)
+
+            try:
+                checkpoint = self.binding.fold(step)
+            except GenerationMoved as moved:
+                self.adopt(moved.generation)
+                continue
+            if progress is not None:
+                progress("catch-up", checkpoint, head)
+            if checkpoint >= head:
+                return checkpoint
+
+    def _check_generation(self, txn: lmdb.Transaction, tables: Tables) -> None:
+        live = self.pointer.generation(txn)
+        if live != tables.generation:
+            raise GenerationMoved(live)
+
+    def _on_append(self, tx: LogTransaction, envelopes: Sequence[Envelope]) -> None:
+        txn = self.binding.hook_txn(tx)
+        tables = self.tables
+        self._check_generation(txn, tables)
+        first = envelopes[0].position
+        checkpoint = catch_up(tx, txn, tables, first - 1)
+        if checkpoint != first - 1:
+            raise AssertionError(f"views at {checkpoint} cannot take events from {first}")
+        apply_all(LmdbState(txn, tables), envelopes)
+        tables.set_checkpoint(txn, envelopes[-1].position)
+
+    def _on_erase(self, tx: LogTransaction, originals: Sequence[Envelope]) -> None:
+        txn = self.binding.hook_txn(tx)
+        tables = self.tables
+        self._check_generation(txn, tables)
+        what = erased(originals)
+        purge_views(LmdbState(txn, tables), what)
+        self.snapshots.drop_from(txn, originals[0].position)
+        for workspace in what.workspaces:
+            self.search.drop_image(txn, workspace)
+        purge_vectors(txn, self._vectors, sorted(what.entities))
+        for database in self._foreign:  # another version rebuilds them from the erased log
+            txn.drop(database, delete=False)
+
+
+_OURS = re.compile(rf"views(\.v{VIEWS_FORMAT}\.[ab]\..*)?|{re.escape(Snapshots.NAME)}|{re.escape(SearchIndex.NAME)}|"
+                   rf"{re.escape(VECTORS)}")
+_DERIVED = re.compile(r"(views|snapshots|search|vectors)(\..*)?")
+
+
+def _foreign(name: str) -> bool:
+    """Whether the database `name` holds what another version derived from the log."""
+    return bool(_DERIVED.fullmatch(name)) and not _OURS.fullmatch(name)

@@ -1,0 +1,146 @@
+"""The word indexes of a store, one per workspace: kept in the store, caught up from the log.
+
+A process loads a workspace's index from its image in the store (the `search.v1`
+database), brings it up to the snapshot it answers from by re-indexing the entities the
+log changed since the image's position, and keeps it in memory from then on. Only a
+workspace without an image is indexed from every entity, once; its image is saved
+right after, again every `SAVE_EVERY` events and when the store closes. An image is a
+fold of the log up to its position, which never changes, so an old one is only slower
+to catch up, never wrong; a rebuild of the views drops them all.
+
+The images are not written inline with each write on purpose: a posting list per term
+would dirty dozens of B-tree pages per durable write (see docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import lmdb
+from chronograph.eventstore import EntityCreated, LmdbEnv, LogReader
+from chronograph.eventstore.keys import digest
+from chronograph.projections.search.wordindex import IMAGE_FORMAT, WorkspaceIndex
+from chronograph.projections.states.graph import LmdbGraph
+
+__all__ = ["SAVE_EVERY", "SearchIndex"]
+
+SAVE_EVERY = 10_000
+"""Events an index may run ahead of its saved image before it is saved again."""
+
+
+class SearchIndex:
+    """The word indexes of one store in this process."""
+
+    NAME = f"search.v{IMAGE_FORMAT}"
+
+    def __init__(self, env: LmdbEnv, erasures_in: Callable[[lmdb.Transaction], int] | None = None) -> None:
+        self.env = env
+        self.erasures_in = erasures_in
+        """The log's erasure count in a transaction (None: never erased, e.g. in tests)."""
+        self.erasures = 0
+        """The erasure count the indexes of this process were filled at."""
+        absent = env.readonly and self.NAME not in env.database_names()
+        self.db = None if absent else env.open_db(self.NAME)
+        self._workspaces: dict[str, WorkspaceIndex] = {}
+        self._saved: dict[str, int] = {}
+        """workspace -> the position of its image in the store (-1: none)"""
+
+    def current(self, log: LogReader, graph: LmdbGraph, workspace: str) -> WorkspaceIndex:
+        """The workspace's index, brought up to the position of `graph` (same snapshot as `log`)."""
+        erasures = log.erasures()
+        if erasures != self.erasures:  # something was forgotten: indexes may hold its words
+            self.reset()
+            self.erasures = erasures
+        index = self._workspaces.get(workspace)
+        if index is None or index.position > graph.position:
+            index = self._workspaces[workspace] = self._load(graph, workspace) or self._build(graph, workspace)
+        if index.position < graph.position:
+            _catch_up(index, log, graph)
+        return index
+
+    def _load(self, graph: LmdbGraph, workspace: str) -> WorkspaceIndex | None:
+        if self.db is None:
+            return None
+        data = graph.txn.get(digest(workspace.encode()), db=self.db)
+        index = None if data is None else WorkspaceIndex.from_image(bytes(data))
+        if index is None or index.workspace != workspace or index.position > graph.position:
+            return None
+        self._saved[workspace] = index.position
+        return index
+
+    def _build(self, graph: LmdbGraph, workspace: str) -> WorkspaceIndex:
+        index = WorkspaceIndex(workspace)
+        for record in graph.entities(workspace):
+            index.put(record)
+        index.position = graph.position
+        self._saved[workspace] = -1
+        return index
+
+    # --- keeping images -------------------------------------------------------------------
+
+    def due(self, *, every: int = SAVE_EVERY) -> list[WorkspaceIndex]:
+        """The indexes whose image is missing or `every` events or more behind them."""
+        if self.db is None or self.env.readonly:
+            return []
+        return [
+            index for workspace, index in self._workspaces.items()
+            if (saved := self._saved.get(workspace, -1)) < 0 or index.position - saved >= every
+        ]
+
+    def save(self, *, every: int = SAVE_EVERY) -> int:
+        """Save the images that are `due`; return how many. Call it outside any transaction."""
+        indexes = self.due(every=every)
+        if not indexes:
+            return 0
+        images = [(index.workspace, index.position, index.image()) for index in indexes]
+
+        def write(txn: lmdb.Transaction) -> bool:
+            if self.erasures_in is not None and self.erasures_in(txn) != self.erasures:
+                return False  # the indexes may hold words forgotten since: not kept
+            for workspace, _, image in images:
+                txn.put(digest(workspace.encode()), image, db=self.db)
+            return True
+
+        if not self.env.write(write):
+            self.reset()
+            return 0
+        for workspace, position, _ in images:
+            self._saved[workspace] = position
+        return len(images)
+
+    def drop_image(self, txn: lmdb.Transaction, workspace: str) -> None:
+        """Delete the image of `workspace` (it holds words an erasure removed)."""
+        if self.db is not None:
+            txn.delete(digest(workspace.encode()), db=self.db)
+
+    def forget(self, txn: lmdb.Transaction) -> None:
+        """Drop every image in `txn` and every index of this process (after a rebuild)."""
+        if self.db is not None:
+            txn.drop(self.db, delete=False)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget this process's indexes, and keep none of them: the views were rebuilt under
+        it (the rebuild keeps images of its own), so they may have been built from views that
+        were wrong."""
+        self._workspaces.clear()
+        self._saved.clear()
+
+
+def _catch_up(index: WorkspaceIndex, log: LogReader, graph: LmdbGraph) -> None:
+    """Re-index the entities of the index's workspace that changed after its position."""
+    touched: set[str] = set()
+    for envelope in log.all(index.position + 1, graph.position):
+        event = envelope.event
+        if isinstance(event, EntityCreated):
+            if event.workspace == index.workspace:
+                touched.add(envelope.stream)
+        elif index.knows(envelope.stream):
+            touched.add(envelope.stream)
+    for stream in touched:
+        found = graph.entity_by_stream(stream)
+        if found is None:
+            index.remove(stream)
+        else:
+            index.put(found)
+    index.position = graph.position

@@ -1,0 +1,257 @@
+"""The fold's `State` on LMDB: record writes with their indexes, inside one write transaction.
+
+`write_state` lays a whole `DictState` into empty tables in key order (a rebuild);
+`LmdbState` updates the same tables one event at a time (inline). Both produce
+byte-identical databases, which the tests check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import lmdb
+from chronograph.projections.keys import (
+    ENTITY,
+    INCOMING,
+    OUTGOING,
+    RELATION,
+    adjacency_key,
+    context_key,
+    name_key,
+    order_key,
+    record_key,
+    totals_key,
+    type_count_key,
+    workspace_key,
+)
+from chronograph.projections.records import (
+    ContextRecord,
+    EntityRecord,
+    NameRecord,
+    RelationRecord,
+    TypeCount,
+    WorkspaceRecord,
+    decode_name,
+    decode_type_count,
+    decode_workspace,
+    encode,
+)
+from chronograph.projections.states.dictstate import DictState
+from chronograph.projections.states.graph import LmdbGraph
+from chronograph.projections.tables import Tables
+
+__all__ = ["LmdbState", "rows", "write_state"]
+
+_NO_NAME = encode(NameRecord(None, ()))
+
+
+class LmdbState(LmdbGraph):
+    """Reads and writes the live views inside a write transaction."""
+
+    __slots__ = ()
+
+    def get_entity(self, stream: str) -> EntityRecord | None:
+        return self.entity_by_stream(stream)
+
+    def live_entity(self, workspace: str, name: str) -> EntityRecord | None:
+        return self.entity(workspace, name)
+
+    def add_entity(self, entity: EntityRecord) -> None:
+        txn, tables = self.txn, self.tables
+        stream_key = record_key(entity.stream)
+        txn.put(stream_key, encode(entity), db=tables.entities)
+        ws = self._ws(entity.workspace)
+        key = name_key(ws, entity.name)
+        known = decode_name(txn.get(key, db=tables.names) or _NO_NAME).streams
+        streams = known if entity.stream in known else (*known, entity.stream)
+        txn.put(key, encode(NameRecord(entity.stream, streams)), db=tables.names)
+        txn.put(order_key(ws, ENTITY, entity.seq), stream_key, db=tables.order)
+        self._count(entity.workspace, ws, ENTITY, entity.entity_type, +1)
+
+    def changed_entity(self, entity: EntityRecord, old_type: str) -> None:
+        self.txn.put(record_key(entity.stream), encode(entity), db=self.tables.entities)
+        if old_type != entity.entity_type:
+            ws = self._ws(entity.workspace)
+            self._count(entity.workspace, ws, ENTITY, old_type, -1, total=False)
+            self._count(entity.workspace, ws, ENTITY, entity.entity_type, +1, total=False)
+
+    def remove_entity(self, entity: EntityRecord) -> None:
+        txn, tables = self.txn, self.tables
+        txn.delete(record_key(entity.stream), db=tables.entities)
+        ws = self._ws(entity.workspace)
+        key = name_key(ws, entity.name)
+        known = decode_name(txn.get(key, db=tables.names) or _NO_NAME)
+        if known.live == entity.stream:
+            txn.put(key, encode(NameRecord(None, known.streams)), db=tables.names)
+        txn.delete(order_key(ws, ENTITY, entity.seq), db=tables.order)
+        self._count(entity.workspace, ws, ENTITY, entity.entity_type, -1)
+
+    def present(self, entity: EntityRecord) -> set[str]:
+        return set(entity.observations)  # the record was decoded whole anyway
+
+    def get_relation(self, stream: str) -> RelationRecord | None:
+        return self.relation_by_stream(stream)
+
+    def add_relation(self, relation: RelationRecord) -> None:
+        txn, tables = self.txn, self.tables
+        stream_key = record_key(relation.stream)
+        txn.put(stream_key, encode(relation), db=tables.relations)
+        ws = self._ws(relation.workspace)
+        txn.put(order_key(ws, RELATION, relation.seq), stream_key, db=tables.order)
+        for name, way in ((relation.source, OUTGOING), (relation.target, INCOMING)):
+            txn.put(adjacency_key(ws, name, way, relation.seq), stream_key, db=tables.adjacency)
+        self._count(relation.workspace, ws, RELATION, relation.relation_type, +1)
+
+    def changed_relation(self, relation: RelationRecord) -> None:
+        self.txn.put(record_key(relation.stream), encode(relation), db=self.tables.relations)
+
+    def remove_relation(self, relation: RelationRecord) -> None:
+        txn, tables = self.txn, self.tables
+        txn.delete(record_key(relation.stream), db=tables.relations)
+        ws = self._ws(relation.workspace)
+        txn.delete(order_key(ws, RELATION, relation.seq), db=tables.order)
+        for name, way in ((relation.source, OUTGOING), (relation.target, INCOMING)):
+            txn.delete(adjacency_key(ws, name, way, relation.seq), db=tables.adjacency)
+        self._count(relation.workspace, ws, RELATION, relation.relation_type, -1)
+
+    def get_context(self, workspace: str) -> ContextRecord | None:
+        return self.context(workspace)
+
+    def save_context(self, context: ContextRecord) -> None:
+        ws = self._ws(context.workspace)
+        self.txn.put(context_key(ws), encode(context), db=self.tables.workspaces)
+        self._totals(context.workspace, ws)
+
+    def saw_workspace(self, workspace: str) -> None:
+        self._totals(workspace, self._ws(workspace))
+
+    def forget_entity(self, stream: str, workspace: str) -> None:
+        entity = self.get_entity(stream)
+        if entity is not None:
+            for relation in self.relations_of(workspace, entity.name):
+                self.remove_relation(relation)
+            self.remove_entity(entity)
+        ws = self._ws(workspace)
+        names = []
+        with self.txn.cursor(self.tables.names) as cursor:  # every name it bore: the workspace's names, scanned
+            if cursor.set_range(ws):
+                for key, value in cursor:
+                    if not bytes(key).startswith(ws):
+                        break
+                    if stream in decode_name(value).streams:
+                        names.append(bytes(key))
+        for key in names:
+            self._drop_stream(key, stream)
+
+    def drop_name_stream(self, workspace: str, name: str, stream: str) -> None:
+        """Take `stream` out of the streams ever created under `name` (forgetting); a name no
+        stream is left under disappears from the views."""
+        self._drop_stream(name_key(self._ws(workspace), name), stream)
+
+    def _drop_stream(self, key: bytes, stream: str) -> None:
+        value = self.txn.get(key, db=self.tables.names)
+        if value is None:
+            return
+        known = decode_name(value)
+        streams = tuple(s for s in known.streams if s != stream)
+        live = None if known.live == stream else known.live
+        if streams or live is not None:
+            self.txn.put(key, encode(NameRecord(live, streams)), db=self.tables.names)
+        else:
+            self.txn.delete(key, db=self.tables.names)
+
+    def _totals(self, workspace: str, ws: bytes) -> WorkspaceRecord:
+        key = totals_key(ws)
+        value = self.txn.get(key, db=self.tables.workspaces)
+        if value is not None:
+            return decode_workspace(value)
+        record = WorkspaceRecord(workspace)
+        self.txn.put(key, encode(record), db=self.tables.workspaces)
+        return record
+
+    def _count(
+        self, workspace: str, ws: bytes, kind: bytes, type_name: str, delta: int, total: bool = True
+    ) -> None:
+        txn, db = self.txn, self.tables.workspaces
+        key = type_count_key(ws, kind, type_name)
+        value = txn.get(key, db=db)
+        count = (0 if value is None else decode_type_count(value).count) + delta
+        if count:
+            txn.put(key, encode(TypeCount(type_name, count)), db=db)
+        else:
+            txn.delete(key, db=db)
+        if total:
+            record = self._totals(workspace, ws)
+            if kind == ENTITY:
+                record = WorkspaceRecord(record.name, record.entities + delta, record.relations)
+            else:
+                record = WorkspaceRecord(record.name, record.entities, record.relations + delta)
+            txn.put(totals_key(ws), encode(record), db=db)
+
+
+def rows(state: DictState) -> dict[str, list[tuple[bytes, bytes]]]:
+    """Every key and value the view tables should hold for `state`, per table, in key order.
+
+    (Not the `meta` table: its checkpoint is the position folded.)
+    """
+    return {
+        "entities": sorted(_entities(state)),
+        "relations": sorted(_relations(state)),
+        "names": sorted(_names(state)),
+        "order": sorted(_order(state)),
+        "adjacency": sorted(_adjacency(state)),
+        "workspaces": sorted(_workspaces(state)),
+    }
+
+
+def write_state(txn: lmdb.Transaction, tables: Tables, state: DictState) -> int:
+    """Write every record and index of `state` into empty `tables`; return the keys written."""
+    written = 0
+    for table, items in rows(state).items():
+        with txn.cursor(getattr(tables, table)) as cursor:
+            consumed, added = cursor.putmulti(items, append=True)
+        if added != len(items):
+            raise AssertionError(f"rebuild wrote {added} of {len(items)} {table} keys: duplicate keys")
+        written += added
+    tables.set_checkpoint(txn, state.position)
+    return written
+
+
+def _entities(state: DictState) -> Iterator[tuple[bytes, bytes]]:
+    for stream, entity in state.entities.items():
+        yield record_key(stream), encode(entity)
+
+
+def _relations(state: DictState) -> Iterator[tuple[bytes, bytes]]:
+    for stream, relation in state.relations.items():
+        yield record_key(stream), encode(relation)
+
+
+def _names(state: DictState) -> Iterator[tuple[bytes, bytes]]:
+    for (workspace, name), record in state.names().items():
+        yield name_key(workspace_key(workspace), name), encode(record)
+
+
+def _order(state: DictState) -> Iterator[tuple[bytes, bytes]]:
+    keys: dict[str, bytes] = {}
+    for kind, records in ((ENTITY, state.entities.values()), (RELATION, state.relations.values())):
+        for record in records:
+            ws = keys.get(record.workspace) or keys.setdefault(record.workspace, workspace_key(record.workspace))
+            yield order_key(ws, kind, record.seq), record_key(record.stream)
+
+
+def _adjacency(state: DictState) -> Iterator[tuple[bytes, bytes]]:
+    for record in state.relations.values():
+        ws = workspace_key(record.workspace)
+        stream_key = record_key(record.stream)
+        yield adjacency_key(ws, record.source, OUTGOING, record.seq), stream_key
+        yield adjacency_key(ws, record.target, INCOMING, record.seq), stream_key
+
+
+def _workspaces(state: DictState) -> Iterator[tuple[bytes, bytes]]:
+    for workspace, record in state.workspaces.items():
+        yield totals_key(workspace_key(workspace)), encode(record)
+    for workspace, context in state.contexts.items():
+        yield context_key(workspace_key(workspace)), encode(context)
+    for (workspace, kind, type_name), count in state.type_counts.items():
+        yield type_count_key(workspace_key(workspace), kind, type_name), encode(TypeCount(type_name, count))
