@@ -49,15 +49,16 @@ def fuzz(test: str, label: str, env: dict[str, str]) -> dict[str, int]:
 REPROS = {
     "rebuilds beside a running server (12 in a row)":
         "tests/tools/test_replay.py::test_a_server_keeps_working_through_many_rebuilds_run_beside_it",
-    "exports aimed at a store, a dotfile, outside": "tests/application/test_exportdir.py",
-    "history and revert of a long entity": "tests/application/test_history_pages.py tests/server/test_time_travel.py",
+    "exports aimed at a store, a dotfile, outside": "tests/application/engine/test_exportdir.py",
+    "history and revert of a long entity":
+        "tests/application/core/test_history_pages.py tests/server/test_time_travel.py",
     "slow headers, connection floods, session floods": "tests/server/test_http_edge.py",
     "malformed, oversized and non-UTF-8 stdio lines": "tests/server/test_stdio_wire.py",
-    "integers past 64 bits": "tests/application/test_arguments.py",
-    "a full or failing disk": "tests/application/test_storage.py tests/eventstore/test_damage.py",
+    "integers past 64 bits": "tests/application/engine/test_arguments.py",
+    "a full or failing disk": "tests/application/engine/test_storage.py tests/eventstore/test_damage.py",
     "a truncated data.mdb, flipped bytes": "tests/eventstore/test_damage.py tests/tools/test_replay.py",
-    "two view formats on one store": "tests/projections/test_views.py",
-    "an unknown event in the middle of the log": "tests/application/test_unknown_events.py",
+    "two view formats on one store": "tests/projections/live/test_views.py",
+    "an unknown event in the middle of the log": "tests/application/engine/test_unknown_events.py",
 }
 """The adversary's repros (issue 19), as the tests that replay them."""
 

@@ -5,6 +5,7 @@ knows who uses it: higher layers register inline hooks that run inside the appen
 write transaction, and may keep their own databases in the log's LMDB environment.
 """
 
+from chronograph.eventstore import events
 from chronograph.eventstore.catalogue import CATALOGUE
 from chronograph.eventstore.codec import UPCASTERS, Codec, Envelope, Upcasters
 from chronograph.eventstore.errors import (
@@ -18,27 +19,7 @@ from chronograph.eventstore.errors import (
     StoreUnavailableError,
     UnknownEventError,
 )
-from chronograph.eventstore.events import (
-    ERASED_NAME,
-    ContentErased,
-    ContextStatus,
-    ContextUpdated,
-    EntityCreated,
-    EntityDeleted,
-    EntityForgotten,
-    EntityMerged,
-    EntityRenamed,
-    EntityUpdated,
-    Event,
-    ObservationsAdded,
-    ObservationsDeleted,
-    ObservationsInvalidated,
-    RelationCreated,
-    RelationDeleted,
-    RelationInvalidated,
-    RelationUpdated,
-    event_type,
-)
+from chronograph.eventstore.events import *  # noqa: F403 (the events, as `events.__all__` names them)
 from chronograph.eventstore.lmdb.env import DEFAULT_MAP_SIZE, LmdbEnv
 from chronograph.eventstore.lmdb.log import FORMAT_VERSION, LmdbLog
 from chronograph.eventstore.lmdb.reader import LmdbReader
@@ -50,25 +31,14 @@ __all__ = [
     "ANY",
     "CATALOGUE",
     "DEFAULT_MAP_SIZE",
-    "ERASED_NAME",
     "EXISTS",
     "FORMAT_VERSION",
     "NO_STREAM",
     "UPCASTERS",
     "AppendResult",
     "Codec",
-    "ContentErased",
     "ConcurrencyError",
-    "ContextStatus",
-    "ContextUpdated",
-    "EntityCreated",
-    "EntityDeleted",
-    "EntityForgotten",
-    "EntityMerged",
-    "EntityRenamed",
-    "EntityUpdated",
     "Envelope",
-    "Event",
     "EraseHook",
     "EventLog",
     "EventStoreError",
@@ -81,13 +51,6 @@ __all__ = [
     "LmdbTransaction",
     "LogReader",
     "LogTransaction",
-    "ObservationsAdded",
-    "ObservationsDeleted",
-    "ObservationsInvalidated",
-    "RelationCreated",
-    "RelationDeleted",
-    "RelationInvalidated",
-    "RelationUpdated",
     "Scrubbed",
     "StorageFullError",
     "StoreCorruptError",
@@ -97,5 +60,5 @@ __all__ = [
     "StreamWrite",
     "UnknownEventError",
     "Upcasters",
-    "event_type",
+    *events.__all__,
 ]

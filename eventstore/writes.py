@@ -10,7 +10,7 @@ it and provides only what touches its storage (`_store`, `_store_copy`, `_record
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, cast
 
 import msgspec
@@ -21,7 +21,7 @@ from chronograph.eventstore.events import Event
 from chronograph.eventstore.keys import digest
 
 if TYPE_CHECKING:
-    from chronograph.eventstore.log import InlineHook, LogTransaction
+    from chronograph.eventstore.log import EraseHook, InlineHook, LogTransaction
 
 __all__ = [
     "ANY", "EXISTS", "NO_STREAM", "AppendResult", "Appender", "ExpectedVersion", "Recorded", "Row", "StreamWrite",
@@ -148,6 +148,7 @@ class Appender:
 
     codec: Codec
     _hooks: Sequence[InlineHook]
+    _erase_hooks: Sequence[EraseHook]
     _recorded_at: int | None
 
     # --- what the backend provides ------------------------------------------------------
@@ -177,6 +178,12 @@ class Appender:
 
     def _remember(self, idempotency_key: str, record: bytes, *, new: bool) -> None:
         """Keep `record` under `idempotency_key` (`new`: the key has none yet)."""
+        raise NotImplementedError
+
+    def _erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:
+        """Re-envelope every event of `streams` (old id -> new id) with `redact(envelope)` in
+        place, forget what idempotency records remember of them, count the erasure; return the
+        originals."""
         raise NotImplementedError
 
     # --- the rules ------------------------------------------------------------------------
@@ -278,6 +285,20 @@ class Appender:
             rows.append((envelope.position, envelope.stream, envelope.version, envelope.recorded_at,
                          checksums.digest(stored), stored))
         self._store_copy(rows, versions)
+
+    def erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:
+        """Replace every event of each stream (old id -> new id, the same to keep it) by
+        `redact(envelope)` in place, then run the erase hooks; return the originals, oldest first.
+
+        Raises:
+            StoreCorruptError: If a stream's events cannot be read.
+        """
+        originals = sorted(self._erase(streams, redact), key=lambda envelope: envelope.position)
+        if originals:
+            transaction = cast("LogTransaction", self)
+            for hook in self._erase_hooks:
+                hook(transaction, originals)
+        return originals
 
     def _versions_of(self, streams: set[str]) -> dict[str, int]:
         """The current version of each of `streams`."""

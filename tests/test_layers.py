@@ -1,5 +1,8 @@
 """The import rule: tools -> server -> application -> projections -> eventstore, never upwards,
-all under the one root `chronograph`, and no MCP below the server."""
+all under the one root `chronograph`, and no MCP below the server. Inside a layer, the same
+rule between its rooms (subpackages): each has a rank, imports only from its own room and
+the rooms it is allowed to (so the team memory and the other servers' surfaces, say, never
+import each other)."""
 
 from __future__ import annotations
 
@@ -80,7 +83,72 @@ def test_the_core_and_the_command_line_load_without_the_mcp_sdk() -> None:
     assert done.stdout.strip() == "[]"
 
 
+ROOMS: dict[str, dict[str, set[str]]] = {
+    "eventstore": {"": set(), "lmdb": {""}, "postgres": {""}},
+    "projections": {
+        "": set(), "states": {""}, "team": {""}, "past": {"", "states"}, "search": {"", "states"},
+        "live": {"", "states", "past", "search"},
+    },
+    "application": {
+        "": set(), "engine": {""}, "core": {"", "engine"}, "team": {"", "engine"},
+        "lifecycle": {"", "engine", "core"}, "surfaces": {"", "engine", "core", "lifecycle"},
+    },
+    "server": {"": set()},
+    "tools": {"common": set(), "": {"common"}},
+}
+"""Each layer's rooms ("" for the modules at its top level) and the rooms each may import."""
+
+OVER_ROOMS = {"eventstore/__init__.py", "projections/__init__.py", "application/__init__.py",
+              "application/profiles.py", "application/explorer.py"}
+"""Modules that name what a layer offers, or choose among its rooms, and so see all of them."""
+
+
+def room_of(module: str) -> tuple[str, str] | None:
+    """(layer, room) of a `chronograph.<layer>[.<room>].<module>` name (None: not ours)."""
+    layer = layer_of(module)
+    if layer is None:
+        return None
+    parts = module.split(".")
+    room = parts[2] if len(parts) > 3 or (len(parts) == 3 and (ROOT / layer / parts[2]).is_dir()) else ""
+    return layer, room
+
+
+def sideways_imports(layer: str) -> list[str]:
+    allowed = ROOMS[layer]
+    found = []
+    for path in sorted((ROOT / layer).rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        if str(relative) in OVER_ROOMS:
+            continue
+        room = relative.parts[1] if len(relative.parts) > 2 else ""
+        for name in sorted(imported_modules(path)):
+            target = room_of(name)
+            if target is None or target[0] != layer or target[1] == room:
+                continue
+            if target[1] not in allowed[room]:
+                found.append(f"{relative} ({room or 'top'}) imports {name} ({target[1] or 'top'})")
+    return found
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_every_room_of_a_layer_says_what_it_may_import(layer: str) -> None:
+    rooms = {path.parent.name for path in (ROOT / layer).glob("*/__init__.py")}
+    assert rooms | {""} == set(ROOMS[layer])
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_no_room_imports_a_room_it_may_not(layer: str) -> None:
+    assert sideways_imports(layer) == []
+
+
 def test_the_layer_check_catches_an_upward_import(tmp_path: Path) -> None:
     module = tmp_path / "bad.py"
     module.write_text("import chronograph.server.app\nfrom chronograph.tools import cli\nfrom . import sibling\n")
     assert {layer_of(name) for name in imported_modules(module)} == {"server", "tools"}
+
+
+def test_the_room_check_tells_a_room_from_a_module() -> None:
+    assert room_of("chronograph.application.team.common") == ("application", "team")
+    assert room_of("chronograph.application.team") == ("application", "team")
+    assert room_of("chronograph.application.errors") == ("application", "")
+    assert room_of("chronograph.eventstore.lmdb") == ("eventstore", "lmdb")

@@ -27,8 +27,8 @@ if __package__ in (None, ""):  # run as a script from a checkout
 from chronograph.application.engine.config import resolve_store
 from chronograph.application.engine.stores import open_log
 from chronograph.eventstore import EventStoreError, LmdbLog
-from chronograph.eventstore.backup import BackupInfo, write_backup
 from chronograph.eventstore.copying import copy_log
+from chronograph.eventstore.lmdb.backup import BackupInfo, write_backup
 from chronograph.tools.common.parsing import add_store_argument, script_main
 
 import chronograph

@@ -24,7 +24,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
 from chronograph.application import Memory
 from chronograph.application.engine.config import resolve_store
 from chronograph.eventstore import EventStoreError
-from chronograph.eventstore.backup import restore_backup
+from chronograph.eventstore.lmdb.backup import restore_backup
 from chronograph.projections import ProjectionError
 from chronograph.tools.common.parsing import add_store_argument, script_main
 from chronograph.tools.common.progress import Progress

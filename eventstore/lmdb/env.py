@@ -15,14 +15,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import TypedDict, TypeVar
 
 import lmdb
 from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreCorruptError, StoreOpenError
 from chronograph.eventstore.lmdb.scrub import Pass, scrub_pass
 from chronograph.eventstore.log import Scrubbed
 
-__all__ = ["DEFAULT_MAP_SIZE", "DATA_FILE", "LmdbEnv"]
+__all__ = ["DEFAULT_MAP_SIZE", "DATA_FILE", "EnvOptions", "LmdbEnv"]
 
 T = TypeVar("T")
 
@@ -32,6 +32,16 @@ MAX_DATABASES = 64
 DATA_FILE = "data.mdb"
 _FAILING_DISK = ("Input/output error", "No space left", "Disk quota exceeded")
 """What LMDB says when a commit cannot reach the disk (it reports some as plain errors)."""
+
+
+class EnvOptions(TypedDict, total=False):
+    """How to open an environment (`LmdbEnv`'s keywords), as a log passes them on."""
+
+    sync: bool
+    map_size: int
+    max_map_size: int | None
+    readonly: bool
+    create: bool
 
 
 class LmdbEnv:

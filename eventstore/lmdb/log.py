@@ -14,13 +14,13 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, Unpack
 
 import lmdb
 from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.errors import StoreCorruptError, StoreFormatError
 from chronograph.eventstore.keys import pack_u32, unpack_u32
-from chronograph.eventstore.lmdb.env import DEFAULT_MAP_SIZE, LmdbEnv
+from chronograph.eventstore.lmdb.env import EnvOptions, LmdbEnv
 from chronograph.eventstore.lmdb.reader import Databases, LmdbReader
 from chronograph.eventstore.lmdb.writer import LmdbTransaction
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
@@ -60,18 +60,12 @@ class LmdbLog(EventLog):
         path: str | os.PathLike[str],
         *,
         codec: Codec | None = None,
-        sync: bool = True,
-        map_size: int = DEFAULT_MAP_SIZE,
-        max_map_size: int | None = None,
-        readonly: bool = False,
-        create: bool = True,
+        **options: Unpack[EnvOptions],
     ) -> None:
         self.codec = codec or Codec()
         self._hooks: list[InlineHook] = []
         self._erase_hooks: list[EraseHook] = []
-        self.environment = LmdbEnv(
-            path, sync=sync, map_size=map_size, max_map_size=max_map_size, readonly=readonly, create=create
-        )
+        self.environment = LmdbEnv(path, **options)
         try:
             self.dbs = self._open_log(self.environment.fresh)
         except BaseException:

@@ -69,25 +69,11 @@ class LmdbTransaction(LmdbReader, Appender):
     def _remember(self, idempotency_key: str, record: bytes, *, new: bool) -> None:
         self.txn.put(text_key(idempotency_key), record, db=self.dbs.idempotency)
 
-    def erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:
-        """Replace every event of each stream (old id -> new id, the same to keep it) by
-        `redact(envelope)` in place, then run the erase hooks; return the originals, oldest first.
-
-        Raises:
-            StoreCorruptError: If a stream's events cannot be read.
-        """
-        originals = lmdberase.erase(self, streams, redact)
-        if originals:
-            for hook in self._erase_hooks:
-                hook(self, originals)
-        return originals
+    def _erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:
+        return lmdberase.erase(self, streams, redact)
 
     def rewrite(self, position: int, event: Event) -> Envelope:
-        """Replace the event at `position` by `event`, its envelope kept; return the original.
-
-        Raises:
-            StoreCorruptError: If there is no event at `position`.
-        """
+        """See `LogTransaction.rewrite` (in the LMDB log: `erase.rewrite`)."""
         return lmdberase.rewrite(self, position, event)
 
     def restore_records(self, records: Sequence[tuple[bytes, bytes]], erasures: int) -> None:

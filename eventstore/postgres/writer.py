@@ -157,9 +157,7 @@ class PgTransaction(PgReader, Appender):
 
     # --- erasing --------------------------------------------------------------------------
 
-    def erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:
-        """Replace every event of each stream (old id -> new id, the same to keep it) by
-        `redact(envelope)` in place, then run the erase hooks; return the originals, oldest first."""
+    def _erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:
         originals: list[Envelope] = []
         cursor = self.connection.cursor()
         for old, new in streams.items():
@@ -182,10 +180,6 @@ class PgTransaction(PgReader, Appender):
         cursor.execute(self.schema.sql(
             "INSERT INTO {meta} (key, value) VALUES ('erasures', %s) ON CONFLICT (key) DO UPDATE SET value = "
             "EXCLUDED.value"), (count.to_bytes(8, "big"),))
-        originals.sort(key=lambda envelope: envelope.position)
-        if originals:
-            for hook in self._erase_hooks:
-                hook(self, originals)
         return originals
 
     def rewrite(self, position: int, event: Event) -> Envelope:

@@ -18,7 +18,7 @@ from mcp import Client, StdioServerParameters
 from support.mcp import call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.wire]
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 AGENTS = 5
 ROUNDS = 12

@@ -14,7 +14,7 @@ from chronograph.eventstore.keys import pack_u32
 from chronograph.projections import Views, ViewsUnavailableError, new_entity_stream
 from chronograph.projections.tables import table_names
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def create(views: Views, name: str, workspace: str = "default") -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from chronograph.eventstore import LmdbLog
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 WORKER = textwrap.dedent("""
     import sys
