@@ -1,13 +1,14 @@
 """What the README's two commands install, and how long their first run takes, on a fresh clone.
 
-    python bench/bench_install.py [--rev HEAD] [--cold-cache] [--json FILE]
+    python bench/bench_install.py [--rev A [--rev B ...]] [--rounds 3] [--cold-cache] [--json FILE]
 
-Clones this checkout at --rev into a temporary folder (committed files only, no .venv), reads
-the Run and Test commands from that clone's README, and runs each on its own fresh clone, as a
+Clones this checkout at each --rev (default HEAD; give two to compare them side by side, in
+turn, round after round) into a temporary folder (committed files only, no .venv), reads the
+Run and Test commands from that clone's README, and runs each on its own fresh clone, as a
 newcomer would: the run command until the server answers `initialize` over stdio (on a store in
 the temporary folder, through $CHRONOGRAPH_STORE), the test command with `--version` appended
 (the environment built and pytest started; the suite itself is timed elsewhere). For each it
-reports the first run's time, the size of the `.venv` it left and which test tools that
+reports the median first run's time, the size of the `.venv` it left and which test tools that
 environment holds. --cold-cache gives uv an empty cache, so every wheel is downloaded;
 otherwise uv's own cache is used and the time is mostly installing.
 """
@@ -19,6 +20,7 @@ import json
 import os
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -103,25 +105,36 @@ def measure(kind: str, rev: str, work: Path, cold: bool) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rev", default="HEAD", help="the commit to clone (default HEAD)")
+    parser.add_argument("--rev", action="append", help="a commit to clone (default HEAD; repeat to compare)")
+    parser.add_argument("--rounds", type=int, default=3, help="fresh clones per command and commit (default 3)")
     parser.add_argument("--cold-cache", action="store_true", help="an empty uv cache: download every wheel")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
-    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.rev], check=True,
-                         capture_output=True, text=True).stdout.strip()
-    with tempfile.TemporaryDirectory(prefix="bench-install-") as tmp:
-        results = {kind: measure(kind, rev, Path(tmp), args.cold_cache) for kind in ("run", "test")}
+    revs = [subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], check=True, capture_output=True,
+                           text=True).stdout.strip() for rev in args.rev or ["HEAD"]]
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {rev: {"run": [], "test": []} for rev in revs}
+    for n in range(args.rounds):
+        for rev in revs:
+            for kind in ("run", "test"):
+                with tempfile.TemporaryDirectory(prefix="bench-install-") as tmp:
+                    runs[rev][kind].append(measure(kind, rev, Path(tmp), args.cold_cache))
+                print(f"round {n + 1}, {rev}, {kind}: {runs[rev][kind][-1]['seconds']} s", file=sys.stderr)
+    results = {rev: {kind: {**found[-1], "seconds": statistics.median(r["seconds"] for r in found),
+                            "rounds": [r["seconds"] for r in found]}
+                     for kind, found in kinds.items()} for rev, kinds in runs.items()}
     rows: list[tuple[str, str, str]] = []
-    for kind, result in results.items():
-        rows.append((f"{kind}: {result['command']}", "", ""))
-        rows.append(("  first run, s", f"{result['seconds']:.1f}", ""))
-        rows.append(("  .venv, MB", f"{result['venv_bytes'] / 1e6:.0f}", ""))
-        rows.append(("  test tools in it", ", ".join(result["test_tools"]) or "none",
-                     "none" if kind == "run" else "all"))
+    for kind in ("run", "test"):
+        for rev in revs:
+            result = results[rev][kind]
+            rows.append((f"{kind} at {rev}: {result['command']}", "", ""))
+            rows.append(("  first run, median s", f"{result['seconds']:.1f}", ""))
+            rows.append(("  .venv, MB", f"{result['venv_bytes'] / 1e6:.0f}", ""))
+            rows.append(("  test tools in it", ", ".join(result["test_tools"]) or "none",
+                         "none" if kind == "run" else "all"))
     cache = "cold uv cache" if args.cold_cache else "warm uv cache"
-    print_table(f"the README's commands on a fresh clone of {rev} ({cache})", rows)
+    print_table(f"the README's commands on fresh clones ({cache}, {args.rounds} rounds)", rows)
     if args.json:
-        write_json(args.json, {"rev": rev, "cold_cache": args.cold_cache, "results": results})
+        write_json(args.json, {"revs": revs, "cold_cache": args.cold_cache, "results": results})
     return 0
 
 
