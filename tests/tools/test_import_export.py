@@ -326,3 +326,14 @@ def test_every_workspace_is_refused_in_a_format_import_cannot_read(tmp_path: Pat
         memory.write("create_entities", {"entities": [{"name": "A", "entityType": "t", "observations": []}]},
                      actor="t")
     assert export_main(["--store", str(tmp_path / "s"), "--all-workspaces", "--format", "markdown"]) == 2
+
+
+def test_an_export_past_the_end_of_the_log_says_where_the_log_ends(
+    official_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    assert import_main([str(official_file), "--store", str(store)]) == 0
+    capsys.readouterr()
+    assert export_main(["--store", str(store), "--at", "999"]) == 0
+    assert "chronograph export: position 999 is past the end of the log: it ends at position 5" in \
+        capsys.readouterr().err
