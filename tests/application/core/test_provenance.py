@@ -31,3 +31,15 @@ def test_each_observation_names_the_event_that_put_it_there_now_and_as_of_then(t
         assert found.provenance == ada.provenance
         [plain] = memory.read("open_nodes", {"names": ["Ada"]}).entities
         assert plain.provenance is UNSET
+
+
+def test_a_restored_entity_s_observations_keep_where_they_were_learned(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory, freeze_time("2026-03-01T10:00:00Z") as clock:
+        memory.write("create_entities", {"entities": [
+            {"name": "Ada", "entityType": "person", "observations": ["math"]}]}, actor="alice")
+        clock.move_to("2026-03-02T10:00:00Z")
+        memory.write("delete_entities", {"entityNames": ["Ada"]}, actor="bob")
+        memory.write("revert_entity", {"name": "Ada", "toVersion": 1}, actor="carol")
+        [ada] = memory.read("open_nodes", {"names": ["Ada"], "includeProvenance": True}).entities
+        assert [(p.observation, p.actor, p.recorded_at[:10]) for p in ada.provenance] == [
+            ("math", "alice", "2026-03-01")]
