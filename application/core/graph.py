@@ -6,7 +6,7 @@ open, the relations with at least one end among the entities found.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from chronograph.application.core.provenance import provenance_of
 from chronograph.application.core.validtime import VALID_AT, ValidTime, hide_invalid, read_moment, valid_relation
@@ -20,10 +20,12 @@ from chronograph.application.engine.outputs import (
 )
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
+from chronograph.application.engine.timeline import Moment
+from chronograph.eventstore import EntityCreated, EntityDeleted, EntityMerged, EntityRenamed, clock
 from chronograph.projections import Graph, relations_touching
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["GraphPageOut", "OpenNodes", "ReadGraph"]
+__all__ = ["GoneOut", "GraphPageOut", "OpenNodes", "ReadGraph"]
 
 
 # --- read_graph ---------------------------------------------------------------------------------
@@ -38,12 +40,29 @@ class ReadGraph(ReadArgs, kw_only=True):
     valid_at: Annotated[ValidTime, VALID_AT] | UnsetType = UNSET
 
 
+class GoneOut(Out, kw_only=True):
+    """A name asked for that names no entity now (or at asOf) but has history: what ended it."""
+
+    name: str
+    event: Annotated[str, D(description="What ended it: entity_deleted, entity_merged or entity_renamed")]
+    position: Annotated[int, D(description="The log position of that event")]
+    recorded_at: str
+    into: Annotated[str, D(description="The entity it became: its new name, or the one it was merged into")] | (
+        UnsetType) = UNSET
+    hint: str
+
+
 class GraphPageOut(Out, kw_only=True):
     entities: list[PageEntityOut]
     relations: list[RelationOut]
     total_entities: int | UnsetType = UNSET
     next_offset: int | UnsetType = UNSET
     as_of: int | UnsetType = UNSET
+    gone: Annotated[list[GoneOut], D(description="Names asked for that have history but no entity")] | (
+        UnsetType) = UNSET
+
+    ASIDE: ClassVar[tuple[str, ...]] = ("gone",)
+    """Fields a profile that keeps the reference server's shape moves to the result's `_meta`."""
 
 
 @CORE.query("read_graph", "Read Graph", "Read the entire knowledge graph")
@@ -112,8 +131,56 @@ def open_nodes(memory: Memory, args: OpenNodes) -> GraphPageOut:
                     out.provenance = provenance_of(moment.log, record, moment.position)
         relations = relations_touching(graph, ws, (e.name for e in found))
         valid = read_moment("open_nodes", args.valid_at)
+        gone = _gone(moment, ws, [n for n in dict.fromkeys(args.names) if n not in {e.name for e in found}])
         return GraphPageOut(entities=entities, relations=[relation_out(r) for r in relations
                                                           if valid_relation(r, valid)],
-                            as_of=UNSET if moment.position is None else moment.position)
+                            as_of=UNSET if moment.position is None else moment.position, gone=gone or UNSET)
+
+
+def _gone(moment: Moment, ws: str, names: list[str]) -> list[GoneOut]:
+    """For each name that answered nothing but has history (up to the moment read), the event
+    that ended its last tenure: so an agent learns the entity was deleted, merged or renamed,
+    and how to reach it, rather than that it never was."""
+    end = moment.position if moment.position is not None else moment.log.head()
+    gone = []
+    for name in names:
+        ended = None
+        for stream in moment.live.name_streams(ws, name):  # oldest first: the newest tenure wins
+            ended = _ending(moment, stream, name, end) or ended
+        if ended is not None:
+            gone.append(ended)
+    return gone
+
+
+def _ending(moment: Moment, stream: str, name: str, end: int) -> GoneOut | None:
+    """What ended `stream`'s last tenure under `name` up to position `end` (None: it has none, or
+    it still holds the name)."""
+    current: str | None = None
+    ended: GoneOut | None = None
+    for envelope in moment.log.stream(stream):
+        if envelope.position > end:
+            break
+        event, into = envelope.event, UNSET
+        if isinstance(event, EntityCreated):  # a restore too
+            current, ended = event.name, None if event.name == name else ended
+            continue
+        if isinstance(event, EntityRenamed):
+            into = event.name
+        elif isinstance(event, EntityMerged):
+            into = event.into
+        elif not isinstance(event, EntityDeleted):
+            continue
+        if current == name:
+            ended = GoneOut(name=name, event=envelope.type, position=envelope.position,
+                            recorded_at=clock.isoformat(envelope.recorded_at), into=into, hint=_HINTS[envelope.type])
+        current = into if isinstance(event, EntityRenamed) else None
+    return ended
+
+
+_HINTS = {
+    "entity_deleted": "get_entity_history shows its versions; revert_entity brings it back",
+    "entity_merged": "open the entity it was merged into; revert_entity undoes the merge",
+    "entity_renamed": "open it by its new name (into); its history stays reachable by this one",
+}
 
 
