@@ -68,7 +68,8 @@ def test_a_file_named_by_the_old_variable_that_is_no_memory_file_is_not_imported
     from chronograph.tools.serve import MEMORY_FILE_ENV, adopt_memory_file
 
     notes = tmp_path / "notes.md"
-    notes.write_text("# Notes\n\n- one\n- two\n" + '{"type":"entity","name":"Ada","entityType":"p","observations":[]}\n')
+    notes.write_text("# Notes\n\n- one\n- two\n"
+                     '{"type":"entity","name":"Ada","entityType":"p","observations":[]}\n')
     monkeypatch.setenv(MEMORY_FILE_ENV, str(notes))
     with Memory(tmp_path / "store") as memory:
         adopt_memory_file(memory)
