@@ -14,15 +14,15 @@ from chronograph.application.engine.arguments import AsOf, D, Items, Name, ReadA
 from chronograph.application.engine.outputs import (
     Out,
     PageEntityOut,
-    RelationOut,
+    PageRelationOut,
     entity_out,
-    relation_out,
+    page_relations,
 )
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
 from chronograph.application.engine.timeline import Moment
 from chronograph.eventstore import EntityCreated, EntityDeleted, EntityMerged, EntityRenamed, clock
-from chronograph.projections import Graph, relations_touching
+from chronograph.projections import ENTITY, RELATION, Graph, relations_touching
 from msgspec import UNSET, Meta, UnsetType
 
 __all__ = ["GoneOut", "GraphPageOut", "OpenNodes", "ReadGraph"]
@@ -35,7 +35,7 @@ class ReadGraph(ReadArgs, kw_only=True):
     limit: Annotated[int, Meta(ge=1, le=100_000), D(
         description="At most this many entities, oldest first, with the relations from them")] | UnsetType = UNSET
     offset: Annotated[int, Meta(ge=0), D(description="Skip this many entities first")] = 0
-    summary_mode: Annotated[bool, D(description="Names and types only, for a quick index")] = False
+    summary_mode: Annotated[bool, D(description="Names, types and counts only, for a quick index")] = False
     as_of: AsOf | UnsetType = UNSET
     valid_at: Annotated[ValidTime, VALID_AT] | UnsetType = UNSET
 
@@ -54,8 +54,11 @@ class GoneOut(Out, kw_only=True):
 
 class GraphPageOut(Out, kw_only=True):
     entities: list[PageEntityOut]
-    relations: list[RelationOut]
+    relations: list[PageRelationOut]
     total_entities: int | UnsetType = UNSET
+    total_relations: int | UnsetType = UNSET
+    entity_types: Annotated[dict[str, int], D(description="Entities per type (summaryMode)")] | UnsetType = UNSET
+    relation_types: Annotated[dict[str, int], D(description="Relations per type (summaryMode)")] | UnsetType = UNSET
     next_offset: int | UnsetType = UNSET
     as_of: int | UnsetType = UNSET
     gone: Annotated[list[GoneOut], D(description="Names asked for that have history but no entity")] | (
@@ -70,7 +73,9 @@ def read_graph(memory: Memory, args: ReadGraph) -> GraphPageOut:
     """The workspace's entities (a page of them, with limit/offset) and their relations.
 
     A page lists the relations whose `from` entity is on it, so paging through the
-    whole graph lists every relation once. summaryMode leaves out all but names and types.
+    whole graph lists every relation once. summaryMode answers names, types and counts:
+    each entity's name and type, each relation's ends and type, the workspace's totals
+    and counts per type.
     """
     with memory.timeline.at("read_graph", args.as_of) as moment:
         return page(moment.graph, args, moment.position)
@@ -83,24 +88,32 @@ def page(graph: Graph, args: ReadGraph, as_of: int | None = None) -> GraphPageOu
     limit = None if args.limit is UNSET else args.limit
     moment = read_moment("read_graph", args.valid_at)
     records = list(graph.entities(ws, args.offset, limit))
-    if args.summary_mode:
+    summary = args.summary_mode
+    if summary:
         entities = [PageEntityOut(name=e.name, entity_type=e.entity_type) for e in records]
     else:
         entities = [entity_out(e, PageEntityOut) for e in records]
         hide_invalid(entities, records, moment)
-    if limit is None and args.offset == 0:
-        return GraphPageOut(entities=entities, as_of=stamp, relations=[
-            relation_out(r) for r in graph.relations(ws) if valid_relation(r, moment)])
-    on_page = {e.name for e in records}
-    relations = [relation_out(r) for r in relations_touching(graph, ws, on_page)
-                 if r.source in on_page and valid_relation(r, moment)]
     totals = graph.workspace(ws)
     total = 0 if totals is None else totals.entities
-    more = args.offset + len(records) < total
-    return GraphPageOut(
-        entities=entities, relations=relations, total_entities=total,
-        next_offset=args.offset + len(records) if more else UNSET, as_of=stamp,
-    )
+    paged = limit is not None or args.offset > 0
+    if paged:
+        on_page = {e.name for e in records}
+        relations = page_relations((r for r in relations_touching(graph, ws, on_page)
+                                    if r.source in on_page and valid_relation(r, moment)), summary)
+    else:
+        relations = page_relations((r for r in graph.relations(ws) if valid_relation(r, moment)), summary)
+    answer = GraphPageOut(entities=entities, relations=relations, as_of=stamp)
+    if paged:
+        answer.total_entities = total
+        if args.offset + len(records) < total:
+            answer.next_offset = args.offset + len(records)
+    if summary:
+        answer.total_entities = total
+        answer.total_relations = 0 if totals is None else totals.relations
+        answer.entity_types = graph.type_counts(ws, ENTITY)
+        answer.relation_types = graph.type_counts(ws, RELATION)
+    return answer
 
 
 # --- open_nodes ---------------------------------------------------------------------------------
@@ -132,8 +145,8 @@ def open_nodes(memory: Memory, args: OpenNodes) -> GraphPageOut:
         relations = relations_touching(graph, ws, (e.name for e in found))
         valid = read_moment("open_nodes", args.valid_at)
         gone = _gone(moment, ws, [n for n in dict.fromkeys(args.names) if n not in {e.name for e in found}])
-        return GraphPageOut(entities=entities, relations=[relation_out(r) for r in relations
-                                                          if valid_relation(r, valid)],
+        return GraphPageOut(entities=entities, relations=page_relations(
+                                (r for r in relations if valid_relation(r, valid)), args.summary_mode),
                             as_of=UNSET if moment.position is None else moment.position, gone=gone or UNSET)
 
 
@@ -160,7 +173,8 @@ def _ending(moment: Moment, stream: str, name: str, end: int) -> GoneOut | None:
     for envelope in moment.log.stream(stream):
         if envelope.position > end:
             break
-        event, into = envelope.event, UNSET
+        event = envelope.event
+        into: str | UnsetType = UNSET
         if isinstance(event, EntityCreated):  # a restore too
             current, ended = event.name, None if event.name == name else ended
             continue
@@ -173,7 +187,7 @@ def _ending(moment: Moment, stream: str, name: str, end: int) -> GoneOut | None:
         if current == name:
             ended = GoneOut(name=name, event=envelope.type, position=envelope.position,
                             recorded_at=clock.isoformat(envelope.recorded_at), into=into, hint=_HINTS[envelope.type])
-        current = into if isinstance(event, EntityRenamed) else None
+        current = event.name if isinstance(event, EntityRenamed) else None
     return ended
 
 
