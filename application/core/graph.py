@@ -35,7 +35,7 @@ class ReadGraph(ReadArgs, kw_only=True):
     limit: Annotated[int, Meta(ge=1, le=100_000), D(
         description="At most this many entities, oldest first, with the relations from them")] | UnsetType = UNSET
     offset: Annotated[int, Meta(ge=0), D(description="Skip this many entities first")] = 0
-    summary_mode: Annotated[bool, D(description="Names, types and counts only, for a quick index")] = False
+    summary_mode: Annotated[bool, D(description="Names and types only, for a quick index")] = False
     as_of: AsOf | UnsetType = UNSET
     valid_at: Annotated[ValidTime, VALID_AT] | UnsetType = UNSET
 

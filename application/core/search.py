@@ -53,7 +53,7 @@ class SearchNodes(ReadArgs, kw_only=True):
         Query, D(description="The search query to match against entity names, types, and observation content")
     ]
     mode: Annotated[Mode, D(description=(
-        "substring (default, as officially), ranked (BM25), fuzzy (forgives typos), semantic (by meaning), "
+        "substring (default), ranked (BM25), fuzzy (forgives typos), semantic (by meaning), "
         "hybrid (fuzzy + semantic); all but substring answer best first, with scores"
     ))] | UnsetType = UNSET
     ranked: Annotated[bool, D(description="Same as mode ranked")] = False
@@ -64,7 +64,7 @@ class SearchNodes(ReadArgs, kw_only=True):
     relation_types: Annotated[Items[TypeName], D(
         description="Only entities with a relation of these types, and only those relations")] | UnsetType = UNSET
     metadata: Annotated[Metadata, D(
-        description="Only entities whose metadata has each of these keys with the same value")] | UnsetType = UNSET
+        description="Only entities whose metadata has these key-value pairs")] | UnsetType = UNSET
     summary_mode: Annotated[bool, D(description="Names and types only")] = False
     include_provenance: Annotated[bool, D(description="Each observation's recordedAt, actor and call")] = False
     as_of: AsOf | UnsetType = UNSET

@@ -25,7 +25,7 @@ def test_each_observation_names_the_event_that_put_it_there_now_and_as_of_then(t
             ("tea", "bob", "2026-03-02"), ("poetry", "carol", "2026-03-03")]
         [past] = memory.read("open_nodes", {"names": ["Ada"], "includeProvenance": True, "asOf": then}).entities
         assert [(p.observation, p.actor) for p in past.provenance] == [("math", "alice"), ("tea", "bob")]
-        audit = memory.read("get_audit_log", {"limit": 10}).events
+        audit = memory.read("get_audit_log", {"limit": 10, "includeIds": True}).events
         assert ada.provenance[1].correlation_id == audit[0].correlation_id
         [found] = memory.read("search_nodes", {"query": "poetry", "includeProvenance": True}).entities
         assert found.provenance == ada.provenance
