@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from chronograph.application.core.history import Limit, cursor_of
 from chronograph.application.engine.arguments import D, Name, ReadArgs
-from chronograph.application.engine.outputs import ChangeOut, Out, stamp
+from chronograph.application.engine.outputs import Out, stamp
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
 from chronograph.application.errors import InvalidArgumentsError
@@ -58,9 +58,15 @@ class GetAuditLog(ReadArgs, kw_only=True):
     include_ids: Annotated[bool, D(description="Stream and call ids too")] | UnsetType = UNSET
 
 
-class AuditEventOut(ChangeOut, kw_only=True):
+class AuditEventOut(Out, kw_only=True):
+    """A `ChangeOut` whose stream and call ids are there only when asked for."""
+
+    position: Annotated[int, D(description="Position of the change in the log")]
     stream: Annotated[str, D(description="The stable id of the entity, relation or context changed")] | (
         UnsetType) = UNSET
+    version: int
+    recorded_at: str
+    actor: Annotated[str, D(description="Who made the change (MCP client or --actor)")]
     correlation_id: Annotated[str, D(description="Shared by every change of one tool call")] | UnsetType = UNSET
     type: str
     workspace: str

@@ -146,7 +146,9 @@ async def test_the_audit_log_filters_and_pages_newest_first(client: Client, cloc
     assert [e["position"] for e in after["events"]] == [4]
 
 
-async def test_the_audit_log_leaves_the_internal_ids_out_unless_asked(client: Client, clock: FrozenDateTimeFactory) -> None:
+async def test_the_audit_log_leaves_the_internal_ids_out_unless_asked(
+    client: Client, clock: FrozenDateTimeFactory
+) -> None:
     await ada_lifecycle(client, clock)
     [brief] = (await call(client, "get_audit_log", {"limit": 1}))["events"]
     assert set(brief) == {"position", "version", "recordedAt", "actor", "type", "workspace", "subject", "data"}
