@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from chronograph.application import ChronographError, ReplyTooLargeError, profile
+from chronograph.application import ChronographError, Files, ReplyTooLargeError, profile
 from chronograph.application.profiles import OFFICIAL_TOOLS
 from chronograph.application.surfaces.kuzu import databases
 from chronograph.application.surfaces.n2n import N2N
@@ -28,9 +28,16 @@ from mcp.server.mcpserver.resources.templates import ResourceSecurity
 
 import chronograph
 
-__all__ = ["GRAPH_URI", "EmbeddingProgress", "Runtime", "create_server"]
+__all__ = ["GRAPH_URI", "EmbeddingProgress", "Runtime", "create_server", "writable"]
 
 WORKSPACES_URI = "memory://workspaces"
+
+
+def writable(settings: Settings) -> tuple[Files, ...]:
+    """Where this server's tools may write files: the export directory when there is one; a
+    project root always (adopting a root writes its `.mcp` marker even where
+    `project_files` keeps n2n's export from writing)."""
+    return ("project", "export-dir") if settings.export_dir is not None else ("project",)
 
 
 def create_server(settings: Settings, runtime: Runtime | None = None, *, log_level: str = "WARNING") -> MCPServer:
@@ -54,10 +61,8 @@ def create_server(settings: Settings, runtime: Runtime | None = None, *, log_lev
         "chronograph",
         version=chronograph.__version__,
         instructions=surface.instructions,
-        tools=build_tools(surface.tools, runtime.call, writes_files=settings.export_dir is not None or (
-                              surface.name == "n2n" and settings.project_files),
-                          official=OFFICIAL_TOOLS, output_schemas=surface.name == "official",
-                          errors=surface.errors),
+        tools=build_tools(surface.tools, runtime.call, files=writable(settings), official=OFFICIAL_TOOLS,
+                          output_schemas=surface.name == "official", errors=surface.errors),
         lifespan=lifespan,
         log_level=log_level,  # type: ignore[arg-type]
     )
