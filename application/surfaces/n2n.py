@@ -204,7 +204,7 @@ def n2n_get_graph_summary(memory: Memory, args: GraphSummary) -> ObjectOut:
 
 class UpdateContext(N2nArgs, kw_only=True):
     active_task: Annotated[str, Meta(max_length=16_384)] | UnsetType = UNSET
-    status: Annotated[str, Meta(max_length=32)] | UnsetType = UNSET
+    status: core_context.Status | UnsetType = UNSET
     reason: Annotated[str, Meta(max_length=16_384)] | UnsetType = UNSET
     next_steps: Annotated[list[str], Meta(max_length=100)] | UnsetType = UNSET
     last_commit: Annotated[str, Meta(max_length=16_384)] | UnsetType = UNSET
