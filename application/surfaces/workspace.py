@@ -30,7 +30,8 @@ WORKSPACE = Registry()
 WORKSPACE_TOOLS = ("read_graph", "upsert_entity", "upsert_relation", "get_entity_relations")
 
 Id = Annotated[str, Meta(min_length=1, max_length=128)]
-MetadataText = Annotated[str, Meta(max_length=16_384)] | dict[str, Any]
+MetadataText = Annotated[Annotated[str, Meta(max_length=16_384)] | dict[str, Any],
+                         D(description="A JSON object, or its JSON text")]
 
 
 class WorkspaceArgs(Args, kw_only=True):
