@@ -28,6 +28,9 @@ def json_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
     """The JSON schema of `struct`: inlined (no $ref), compact."""
     document = msgspec.json.schema(struct)
     definitions = document.pop("$defs", {})
+    # A surface whose instructions do not explain the shared fields (the workspace server's)
+    # sets `schema_explains_shared` on its arguments: their descriptions stay.
+    explained = not getattr(struct, "schema_explains_shared", False)
 
     def inline(node: Any) -> Any:
         if isinstance(node, list):
@@ -46,7 +49,8 @@ def json_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
         for name, field in out.get("properties", {}).items() if out.get("type") == "object" else ():
             if name in SHARED:
                 field.pop("default", None)
-                field.pop("description", None)
+                if explained:
+                    field.pop("description", None)
         return _plain_union(out)
 
     root = inline(document)
