@@ -254,6 +254,8 @@ class Memory:
             batch = Batch(tx, views, workspace, actor=actor, correlation_id=correlation, idempotency_key=key)
             batch.teams = self.teams
             batch.scrub = self.scrub
+            if self.semantic is not None:
+                batch.embed_now = self.semantic.embed_now
             batches.append(batch)
             output = spec.handler(batch, args)
             writes = batch.writes()

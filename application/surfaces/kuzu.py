@@ -8,6 +8,8 @@ the Kuzu server refuses a database it has no folder for, so that a misspelt name
 split an agent's memory in two. `create_entity` with `create: true` is the one call that
 makes a new database. The replies add nothing Kuzu's clients would trip over;
 `semantic_search` needs the embeddings of the retrieval work (`--embeddings local`).
+With them, `create_entity` and `add_observations` embed the entity in the call once the
+model is loaded and answer `embedded` / `reembedded` truthfully.
 """
 
 from __future__ import annotations
@@ -124,8 +126,23 @@ def create_entity(batch: Batch, args: CreateEntity) -> ObjectOut:
     observations = tuple(unique(args.observations))
     batch.emit(new_entity_stream(), EntityCreated(workspace=batch.workspace, name=args.name,
                                                   entity_type=args.entity_type, observations=observations), new=True)
+    _embed_afterwards(batch, args.name, "embedded")
     return object_out(status="created", database=args.database, name=args.name, type=args.entity_type,
                       observations_count=len(observations), embedded=False)
+
+
+def _embed_afterwards(batch: Batch, name: str, field: str) -> None:
+    """Once the batch has committed, embed the entity `name` as it now stands and answer in
+    `field` whether it is embedded (false: semantic search is off, the model is not loaded
+    yet, or it failed; the background projector embeds it then)."""
+    embed, record = batch.embed_now, batch.entity(name)
+    if embed is None or record is None:
+        return
+
+    def then(answer: ObjectOut) -> ObjectOut:
+        return ObjectOut(reply={**answer.reply, field: embed([record])})
+
+    batch.then(then)
 
 
 class CreateRelationship(KuzuArgs, kw_only=True):
@@ -173,6 +190,7 @@ def add_observations(batch: Batch, args: AddObservations) -> ObjectOut:
     added = [o for o in unique(args.observations) if o not in present]
     if added:
         batch.emit(entity.stream, ObservationsAdded(observations=tuple(added)))
+        _embed_afterwards(batch, args.entity_name, "reembedded")
     current = batch.entity(args.entity_name)
     assert current is not None
     return object_out(status="updated" if added else "no_change", database=args.database,

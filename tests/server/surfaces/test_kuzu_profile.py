@@ -148,3 +148,31 @@ async def test_create_true_creates_a_database_which_is_listed_from_then_on(kuzu:
     assert empty["count"] == 0  # the primary exists before anything is written to it
     tools = {t.name: t.input_schema for t in (await kuzu.list_tools()).tools}
     assert "database" in tools["create_entity"]["properties"]["create"]["description"]
+
+
+async def test_with_the_model_loaded_writes_answer_embedded_true_and_are_found_at_once(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    settings = Settings(store=tmp_path / "s", embeddings="local", profile="kuzu")
+    async with Client(create_server(settings)) as kuzu:
+        warm = await call(kuzu, "semantic_search", {"database": "memory", "query": "anything"})  # loads the model
+        assert warm["count"] == 0
+        created = await call(kuzu, "create_entity", ALICE)
+        assert created == {"status": "created", "database": "memory", "name": "Alice Johnson", "type": "person",
+                           "observations_count": 3, "embedded": True}
+        found = await call(kuzu, "semantic_search", {"database": "memory", "query": "AI programming expertise",
+                                                     "limit": 5, "threshold": 0.2})
+        assert [e["name"] for e in found["entities"]] == ["Alice Johnson"]
+        added = await call(kuzu, "add_observations", {"database": "memory", "entity_name": "Alice Johnson",
+                                                      "observations": ["Recently completed TensorFlow certification"]})
+        assert (added["status"], added["reembedded"]) == ("updated", True)
+        again = await call(kuzu, "semantic_search", {"database": "memory", "query": "TensorFlow certificate",
+                                                     "limit": 5, "threshold": 0.2})
+        assert "Recently completed TensorFlow certification" in again["entities"][0]["observations"]
+
+
+async def test_without_embeddings_writes_answer_embedded_false(kuzu: Client) -> None:
+    created = await call(kuzu, "create_entity", ALICE)
+    assert created["embedded"] is False
+    added = await call(kuzu, "add_observations", {"database": "memory", "entity_name": "Alice Johnson",
+                                                  "observations": ["Contributing to open source projects"]})
+    assert added["reembedded"] is False
