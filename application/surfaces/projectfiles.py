@@ -1,0 +1,389 @@
+"""n2n's project files: a project's memory mirrored into `<root>/.mcp/memory.json` and
+`.mcp/context.json` in n2n's own format, and folded back from them into the log.
+
+With `--project-files` (or `"projectFiles": true` in the project's `.mcp/chronograph.json`),
+every n2n call that changed a project rewrites its two files (sorted, as n2n writes them,
+so a team commits them beside the code), and every n2n call first looks whether the files
+changed under it since this process last wrote or read them (the first call after a
+start, a `git pull`, a checkout). If they did, what they hold that the log does not is
+folded into the log in one command whose events are recorded as the actor "project file":
+new entities, observations and relations, and a hot context a teammate wrote after ours.
+What cannot be folded without overwriting is parked, never dropped: it becomes an
+observation of the entity "Project file conflicts" (type CONFLICT), which both clones then
+show, until someone resolves it and deletes it. Parked are: an entity the file holds that
+this log deleted; an entity the file types differently; a relation whose end is missing;
+a hot context both sides changed.
+
+Which context is newer is told by lineage, not clocks: `context.json` carries, beside
+n2n's fields, the `revision` of the context (a digest of its fields) and the revisions it
+descends from (`basedOn`). A file whose revision this log has held is stale; a file based
+on our current context is a teammate's next step (taken); anything else was written while
+ours changed too (parked). n2n ignores the two extra fields.
+
+Writes go through `write_project_file`, the one place that writes into a project (atomic:
+a temporary file, synced, renamed over the target; never through a symbolic link).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+from chronograph.application.engine.arguments import Args, Name, Observation, TypeName, WriteArgs
+from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.outputs import ObjectOut, object_out
+from chronograph.application.engine.registry import Registry, Tool
+from chronograph.application.engine.service import Memory, Written
+from chronograph.application.errors import ChronographError, StorageError
+from chronograph.application.surfaces.n2n import N2N, project_graph
+from chronograph.application.surfaces.projectroot import MARKER_FILE, project_root
+from chronograph.eventstore import (
+    ContextUpdated,
+    EntityCreated,
+    LogReader,
+    ObservationsAdded,
+    RelationCreated,
+    clock,
+)
+from chronograph.eventstore.events import ContextStatus
+from chronograph.eventstore.keys import digest
+from chronograph.projections import ContextRecord, context_stream, new_entity_stream, relation_stream
+from msgspec import Meta
+
+__all__ = ["ACTOR", "CONFLICTS", "FILES", "ProjectFiles", "write_project_file"]
+
+ACTOR = "project file"
+"""Who the events folded from a project's files are recorded as."""
+CONFLICTS = "Project file conflicts"
+"""The entity what could not be folded is parked in (type CONFLICT)."""
+MEMORY_FILE = "memory.json"
+CONTEXT_FILE = "context.json"
+CONTEXT_FIELDS = {"active_task": "activeTask", "status": "status", "reason": "reason", "next_steps": "nextSteps",
+                  "last_commit": "lastCommit"}
+LINEAGE = 32
+"""Revisions a context file names as its ancestors."""
+FILES = Registry()
+"""The command that folds a project's files into its workspace (offered by no profile)."""
+
+
+class ProjectFileError(ChronographError):
+    """A project file exists but cannot be read as n2n's format; nothing was folded."""
+
+    code = "invalid"
+
+
+# --- the files' format -------------------------------------------------------------------
+
+
+Text = Annotated[str, Meta(max_length=4096)]
+
+
+class FileEntity(msgspec.Struct, rename="camel"):
+    name: Name
+    entity_type: TypeName
+    observations: list[Observation] = []
+
+
+class FileRelation(msgspec.Struct):
+    source: Name = msgspec.field(name="from")
+    target: Name = msgspec.field(name="to")
+    relationType: TypeName  # noqa: N815 (n2n's spelling)
+
+
+class FileGraph(msgspec.Struct):
+    entities: list[FileEntity] = []
+    relations: list[FileRelation] = []
+
+
+class FileContext(msgspec.Struct, rename="camel"):
+    active_task: Text | None = None
+    status: ContextStatus | None = None
+    reason: Text | None = None
+    next_steps: Annotated[list[Text], Meta(max_length=100)] | None = None
+    last_commit: Text | None = None
+    updated_at: str | None = None
+    revision: str | None = None
+    based_on: list[str] = []
+
+
+def revision(fields: dict[str, Any]) -> str:
+    """A context's identity across clones: a digest of its n2n fields."""
+    canonical = json.dumps({k: fields.get(k) for k in CONTEXT_FIELDS}, sort_keys=True, ensure_ascii=False)
+    return digest(canonical.encode("utf-8", "surrogatepass"), 8).hex()
+
+
+def _fields(record: ContextRecord | FileContext) -> dict[str, Any]:
+    out = {k: getattr(record, k) for k in CONTEXT_FIELDS}
+    if out["next_steps"] is not None:
+        out["next_steps"] = list(out["next_steps"])
+    return out
+
+
+# --- folding -----------------------------------------------------------------------------
+
+
+class FoldArgs(WriteArgs, kw_only=True):
+    graph: dict[str, Any]
+    context: dict[str, Any] | None = None
+
+
+class _Folded(Args, kw_only=True):
+    graph: FileGraph
+    context: FileContext | None
+
+
+@FILES.command("fold_project_files", "Fold Project Files", "Fold what a project's .mcp files hold that the log "
+               "does not into the log (conflicts parked)")
+def fold_project_files(batch: Batch, args: FoldArgs) -> ObjectOut:
+    try:
+        folded = msgspec.convert({"graph": args.graph, "context": args.context}, _Folded)
+    except msgspec.ValidationError as error:
+        raise ProjectFileError(f"A project file is not in n2n's format: {error}") from None
+    parked: list[str] = []
+    counts = {"entities": 0, "observations": 0, "relations": 0, "context": 0}
+    for item in folded.graph.entities:
+        live = batch.entity(item.name)
+        observations = tuple(dict.fromkeys(item.observations))
+        if live is None:
+            if batch.state.name_streams(batch.workspace, item.name):
+                parked.append(f"The project file holds entity {item.name!r} ({item.entity_type}), which this "
+                              f"memory deleted; its observations: {json.dumps(list(observations))}")
+                continue
+            batch.emit(new_entity_stream(), EntityCreated(workspace=batch.workspace, name=item.name,
+                                                          entity_type=item.entity_type,
+                                                          observations=observations), new=True)
+            counts["entities"] += 1
+            continue
+        if live.entity_type != item.entity_type and item.name != CONFLICTS:
+            parked.append(f"The project file gives entity {item.name!r} the type {item.entity_type!r}; this "
+                          f"memory has {live.entity_type!r}")
+        held = set(live.observations)
+        fresh = tuple(o for o in observations if o not in held)
+        if fresh:
+            batch.emit(live.stream, ObservationsAdded(observations=fresh))
+            counts["observations"] += len(fresh)
+    for relation in folded.graph.relations:
+        if batch.relation(relation.source, relation.relationType, relation.target) is not None:
+            continue
+        if batch.entity(relation.source) is None or batch.entity(relation.target) is None:
+            parked.append(f"The project file holds relation {relation.source!r} -[{relation.relationType}]-> "
+                          f"{relation.target!r}, but an end of it is not in this memory")
+            continue
+        batch.emit(relation_stream(batch.workspace, relation.source, relation.relationType, relation.target),
+                   RelationCreated(workspace=batch.workspace, source=relation.source, target=relation.target,
+                                   relation_type=relation.relationType))
+        counts["relations"] += 1
+    if folded.context is not None:
+        counts["context"] = _fold_context(batch, folded.context, parked)
+    if parked:
+        _park(batch, parked)
+    return object_out(status="success", folded=counts, parked=parked)
+
+
+def _fold_context(batch: Batch, file: FileContext, parked: list[str]) -> int:
+    theirs = _fields(file)
+    current = batch.context()
+    ours = None if current is None else _fields(current)
+    if ours == theirs or all(v is None for v in theirs.values()):
+        return 0
+    seen = {revision(values) for values in context_values(batch.tx, batch.workspace)}
+    if revision(theirs) in seen:
+        return 0  # a context this memory held before: the file is behind, the mirror brings it up
+    if ours is None or revision(ours) in file.based_on:
+        changes: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in theirs.items()
+                                   if ours is None or ours[k] != v}
+        batch.emit(context_stream(batch.workspace), ContextUpdated(workspace=batch.workspace, **changes))
+        return 1
+    shown = {CONTEXT_FIELDS[k]: v for k, v in theirs.items() if v is not None}
+    parked.append(f"The project file holds a hot context written while this memory's changed too: "
+                  f"{json.dumps(shown, ensure_ascii=False, sort_keys=True)}")
+    return 0
+
+
+def context_values(log: LogReader, workspace: str) -> list[dict[str, Any]]:
+    """Every value the workspace's context has had, oldest first (its fields, n2n's names aside)."""
+    values: dict[str, Any] = dict.fromkeys(CONTEXT_FIELDS)
+    history = []
+    for envelope in log.stream(context_stream(workspace)):
+        event = envelope.event
+        if isinstance(event, ContextUpdated):
+            for field in CONTEXT_FIELDS:
+                value = getattr(event, field)
+                if value is not msgspec.UNSET:
+                    values[field] = list(value) if isinstance(value, tuple) else value
+            history.append(dict(values))
+    return history
+
+
+def _park(batch: Batch, parked: list[str]) -> None:
+    entity = batch.entity(CONFLICTS)
+    if entity is None:
+        batch.emit(new_entity_stream(), EntityCreated(workspace=batch.workspace, name=CONFLICTS,
+                                                      entity_type="CONFLICT",
+                                                      observations=tuple(dict.fromkeys(parked))), new=True)
+        return
+    fresh = tuple(p for p in dict.fromkeys(parked) if p not in set(entity.observations))
+    if fresh:
+        batch.emit(entity.stream, ObservationsAdded(observations=fresh))
+
+
+# --- the files ---------------------------------------------------------------------------
+
+
+def write_project_file(path: Path, text: str) -> bool:
+    """Write `text` to `path` whole (a temporary file beside it, synced, renamed over it);
+    return whether anything changed (an identical file is left alone).
+
+    This is the one place the project files are written; it refuses a symbolic link at the
+    target or as the `.mcp` folder, so a repository cannot aim the write elsewhere.
+
+    Raises:
+        OSError: If the file system refuses; nothing is left half-written.
+    """
+    if path.is_symlink() or path.parent.is_symlink():
+        raise OSError(f"{path} (or its folder) is a symbolic link; the project files are not written through one")
+    data = text.encode("utf-8")
+    try:
+        if path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    temporary = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
+    try:
+        with temporary.open("xb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return True
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise ProjectFileError(
+            f"The project file .mcp/{path.name} is not valid JSON ({error}); nothing was folded. After a git "
+            f"merge conflict, take theirs (git checkout --theirs .mcp/{path.name}): your side is in the log, "
+            "and the next call folds theirs in and writes both back") from None
+
+
+def _signature(mcp: Path) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for name in (MEMORY_FILE, CONTEXT_FILE):
+        try:
+            stat = (mcp / name).stat()
+            out.append((stat.st_mtime_ns, stat.st_size, stat.st_ino))
+        except FileNotFoundError:
+            out.append(None)
+    return tuple(out)
+
+
+class ProjectFiles:
+    """Keeps the projects' `.mcp` files and their workspaces in step, around n2n's calls."""
+
+    def __init__(self, *, always: bool = False) -> None:
+        self.always = always
+        """Mirror every project (--project-files); otherwise only those whose marker asks."""
+        self._seen: dict[str, tuple[Any, ...]] = {}
+        """project root -> the files' signature when this process last wrote or read them"""
+
+    def enabled(self, root: Path) -> bool:
+        """Whether `root`'s files are kept: the server says so, or the project's marker does."""
+        if self.always:
+            return True
+        try:
+            marker = json.loads((root / ".mcp" / MARKER_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return isinstance(marker, dict) and marker.get("projectFiles") is True
+
+    def _project(self, tool: Tool, args: Any) -> tuple[Path, str] | None:
+        if tool.name not in N2N or not hasattr(args, "project_path"):
+            return None
+        try:
+            workspace = args.workspace  # checks the root (and adopts a confirmed one), as the tool will
+            root = project_root(tool.name, args.project_path)
+        except ChronographError:
+            return None  # the tool itself reports it
+        return (root, workspace) if self.enabled(root) else None
+
+    def before(self, memory: Memory, tool: Tool, args: Any) -> None:
+        """Fold the project's files into the log if they changed since this process last saw them.
+
+        Raises:
+            ProjectFileError: If a file is not n2n's JSON (a merge conflict left in it, say).
+        """
+        project = self._project(tool, args)
+        if project is None:
+            return
+        root, workspace = project
+        mcp = root / ".mcp"
+        if self._seen.get(str(root)) == _signature(mcp):
+            return
+        graph, context = _read_json(mcp / MEMORY_FILE), _read_json(mcp / CONTEXT_FILE)
+        if graph is not None or context is not None:
+            if graph is not None and not isinstance(graph, dict) or context is not None and not isinstance(context,
+                                                                                                             dict):
+                raise ProjectFileError("A project file in .mcp is not a JSON object; nothing was folded")
+            memory.write(FILES["fold_project_files"], {"workspace": workspace, "graph": graph or {},
+                                                       "context": context}, actor=ACTOR)
+        self.mirror(memory, root, workspace)
+
+    def after(self, memory: Memory, tool: Tool, args: Any, written: Written) -> None:
+        """Mirror the project into its files after a call that changed it.
+
+        Raises:
+            StorageError: If the files cannot be written (the change itself is in the log).
+        """
+        if not written.changed:
+            return
+        project = self._project(tool, args)
+        if project is not None:
+            self.mirror(memory, *project)
+
+    def mirror(self, memory: Memory, root: Path, workspace: str) -> None:
+        """Write the project's graph and hot context into its `.mcp` files, in n2n's format."""
+        with memory.lock:
+            graph = project_graph(memory, workspace)
+        entities = [{"name": e["name"], "entityType": e["entityType"], "observations": sorted(e["observations"])}
+                    for e in graph["entities"]]
+        relations = sorted(({"from": r["from"], "to": r["to"], "relationType": r["relationType"]}
+                            for r in graph["relations"]), key=lambda r: (r["from"], r["to"], r["relationType"]))
+        mcp = root / ".mcp"
+        try:
+            write_project_file(mcp / MEMORY_FILE, json.dumps({"entities": entities, "relations": relations},
+                                                             indent=2, ensure_ascii=False) + "\n")
+            context = self._context(memory, workspace)
+            if context is not None:
+                write_project_file(mcp / CONTEXT_FILE, json.dumps(context, indent=2, ensure_ascii=False) + "\n")
+        except OSError as error:
+            raise StorageError(f"The change is in the log, but the project files in {mcp} could not be written: "
+                               f"{error}. The next call tries again") from None
+        self._seen[str(root)] = _signature(mcp)
+
+    def _context(self, memory: Memory, workspace: str) -> dict[str, Any] | None:
+        with memory.lock, memory.timeline.at("mirror") as moment:
+            record = moment.graph.context(workspace)
+            if record is None:
+                return None
+            history = [dict.fromkeys(CONTEXT_FIELDS), *context_values(moment.log, workspace)][:-1]
+            ancestors = [revision(values) for values in history]
+        fields = _fields(record)
+        out = {CONTEXT_FIELDS[k]: v for k, v in fields.items() if v is not None}
+        out.setdefault("status", "PLANNING")
+        out.setdefault("nextSteps", [])
+        out["updatedAt"] = clock.isoformat(record.updated_at)
+        out["revision"] = revision(fields)
+        out["basedOn"] = list(dict.fromkeys(reversed(ancestors)))[:LINEAGE]
+        return out
+
