@@ -264,6 +264,9 @@ def write_project_file(path: Path, text: str) -> bool:
 
 
 def _read_json(path: Path) -> Any:
+    if path.is_symlink() or path.parent.is_symlink():  # a repository could point it at any file of the user's
+        raise ProjectFileError(f"The project file .mcp/{path.name} (or .mcp) is a symbolic link; project files "
+                               "are not read or written through one")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -296,26 +299,42 @@ class ProjectFiles:
         """Mirror every project (--project-files); otherwise only those whose marker asks."""
         self._seen: dict[str, tuple[Any, ...]] = {}
         """project root -> the files' signature when this process last wrote or read them"""
+        self._markers: dict[str, tuple[tuple[int, int, int], bool]] = {}
+        """project root -> (its marker's signature, whether it asks for project files)"""
 
     def enabled(self, root: Path) -> bool:
-        """Whether `root`'s files are kept: the server says so, or the project's marker does."""
+        """Whether the files of the project at `root` are kept: the server says so, or the
+        project's marker does (read again only when the marker changed)."""
         if self.always:
             return True
+        marker = root / ".mcp" / MARKER_FILE
         try:
-            marker = json.loads((root / ".mcp" / MARKER_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            stat = marker.stat()
+        except (OSError, ValueError):  # absent, or a path no file can have (NUL): the tool says why
             return False
-        return isinstance(marker, dict) and marker.get("projectFiles") is True
+        key = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        known = self._markers.get(str(root))
+        if known is not None and known[0] == key:
+            return known[1]
+        try:
+            content = json.loads(marker.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            content = None
+        asks = isinstance(content, dict) and content.get("projectFiles") is True
+        self._markers[str(root)] = (key, asks)
+        return asks
 
     def _project(self, tool: Tool, args: Any) -> tuple[Path, str] | None:
         if tool.name not in N2N or not hasattr(args, "project_path"):
             return None
         try:
+            if not self.always and not self.enabled(Path(args.project_path)):  # the common case: one stat
+                return None
             workspace = args.workspace  # checks the root (and adopts a confirmed one), as the tool will
             root = project_root(tool.name, args.project_path)
         except ChronographError:
             return None  # the tool itself reports it
-        return (root, workspace) if self.enabled(root) else None
+        return root, workspace
 
     def before(self, memory: Memory, tool: Tool, args: Any) -> None:
         """Fold the project's files into the log if they changed since this process last saw them.
@@ -328,16 +347,16 @@ class ProjectFiles:
             return
         root, workspace = project
         mcp = root / ".mcp"
-        if self._seen.get(str(root)) == _signature(mcp):
-            return
-        graph, context = _read_json(mcp / MEMORY_FILE), _read_json(mcp / CONTEXT_FILE)
-        if graph is not None or context is not None:
-            if graph is not None and not isinstance(graph, dict) or context is not None and not isinstance(context,
-                                                                                                             dict):
-                raise ProjectFileError("A project file in .mcp is not a JSON object; nothing was folded")
-            memory.write(FILES["fold_project_files"], {"workspace": workspace, "graph": graph or {},
-                                                       "context": context}, actor=ACTOR)
-        self.mirror(memory, root, workspace)
+        with memory.lock:  # one fold at a time, and no mirror between reading the files and folding them
+            if self._seen.get(str(root)) == _signature(mcp):
+                return
+            graph, context = _read_json(mcp / MEMORY_FILE), _read_json(mcp / CONTEXT_FILE)
+            if graph is not None or context is not None:
+                if not isinstance(graph or {}, dict) or not isinstance(context or {}, dict):
+                    raise ProjectFileError("A project file in .mcp is not a JSON object; nothing was folded")
+                memory.write(FILES["fold_project_files"], {"workspace": workspace, "graph": graph or {},
+                                                           "context": context}, actor=ACTOR)
+            self.mirror(memory, root, workspace)
 
     def after(self, memory: Memory, tool: Tool, args: Any, written: Written) -> None:
         """Mirror the project into its files after a call that changed it.
@@ -352,9 +371,15 @@ class ProjectFiles:
             self.mirror(memory, *project)
 
     def mirror(self, memory: Memory, root: Path, workspace: str) -> None:
-        """Write the project's graph and hot context into its `.mcp` files, in n2n's format."""
+        """Write the project's graph and hot context into its `.mcp` files, in n2n's format.
+
+        Holding the store's lock throughout, so that two calls' mirrors cannot land out of order.
+        """
         with memory.lock:
-            graph = project_graph(memory, workspace)
+            self._mirror(memory, root, workspace)
+
+    def _mirror(self, memory: Memory, root: Path, workspace: str) -> None:
+        graph = project_graph(memory, workspace)
         entities = [{"name": e["name"], "entityType": e["entityType"], "observations": sorted(e["observations"])}
                     for e in graph["entities"]]
         relations = sorted(({"from": r["from"], "to": r["to"], "relationType": r["relationType"]}

@@ -171,3 +171,31 @@ async def test_a_file_left_unreadable_by_a_merge_is_refused_with_what_to_do(
     assert result.is_error
     message = json.loads(result.content[0].text)["message"]  # type: ignore[union-attr]
     assert "not valid JSON" in message and "git checkout --theirs" in message
+
+
+async def test_a_project_can_ask_for_its_files_without_the_server_flag(tmp_path: Path) -> None:
+    asks, quiet = tmp_path / "asks", tmp_path / "quiet"
+    for root in (asks, quiet):
+        (root / ".git").mkdir(parents=True)
+    (asks / ".mcp").mkdir()
+    (asks / ".mcp" / "chronograph.json").write_text('{"projectFiles": true}\n')
+    settings = Settings(store=tmp_path / "store", embeddings="off", profile="n2n")
+    async with Client(create_server(settings)) as client:
+        for root in (asks, quiet):
+            await call(client, "n2n_add_entities", {"projectPath": str(root), "confirmNewProjectRoot": str(root),
+                                                    "entities": [{"name": "Cache", "entityType": "MODULE"}]})
+    assert json.loads((asks / ".mcp" / "memory.json").read_text())["entities"][0]["name"] == "Cache"
+    assert not (quiet / ".mcp" / "memory.json").exists()
+
+
+async def test_the_files_are_never_written_through_a_symbolic_link(tmp_path: Path) -> None:
+    root, elsewhere = tmp_path / "project", tmp_path / "elsewhere.json"
+    (root / ".mcp").mkdir(parents=True)
+    elsewhere.write_text("keep\n")
+    (root / ".mcp" / "memory.json").symlink_to(elsewhere)
+    settings = Settings(store=tmp_path / "store", embeddings="off", profile="n2n", mirror_projects=True)
+    async with Client(create_server(settings)) as client:
+        result = await client.call_tool("n2n_add_entities", {"projectPath": str(root), "entities": [
+            {"name": "Cache", "entityType": "MODULE"}]})
+    assert result.is_error and "symbolic link" in result.content[0].text  # type: ignore[union-attr]
+    assert elsewhere.read_text() == "keep\n"
