@@ -199,3 +199,33 @@ async def test_the_files_are_never_written_through_a_symbolic_link(tmp_path: Pat
             {"name": "Cache", "entityType": "MODULE"}]})
     assert result.is_error and "symbolic link" in result.content[0].text  # type: ignore[union-attr]
     assert elsewhere.read_text() == "keep\n"
+
+
+async def test_what_would_overwrite_or_resurrect_is_parked_and_the_rest_folded(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    settings = Settings(store=tmp_path / "store", embeddings="off", profile="n2n", mirror_projects=True)
+    async with Client(create_server(settings)) as client:
+        await call(client, "n2n_add_entities", {"projectPath": str(root), "confirmNewProjectRoot": str(root),
+                                                "entities": [{"name": "Cache", "entityType": "MODULE"},
+                                                             {"name": "Old", "entityType": "MODULE"}]})
+        await call(client, "n2n_delete_entities", {"projectPath": str(root), "entityNames": ["Old"]})
+        teammate = {"entities": [
+            {"name": "Cache", "entityType": "CLASS", "observations": ["Evicts least recently used"]},
+            {"name": "Old", "entityType": "MODULE", "observations": ["Still here?"]},
+            {"name": "Queue", "entityType": "MODULE", "observations": []}],
+            "relations": [{"from": "Queue", "to": "Cache", "relationType": "FEEDS"},
+                          {"from": "Queue", "to": "Ghost", "relationType": "HAUNTS"}]}
+        (root / ".mcp" / "memory.json").write_text(json.dumps(teammate))
+        graph, _ = await memory_of(client, root)
+    by_name = {e["name"]: e for e in graph["entities"]}
+    assert set(by_name) == {"Cache", "Queue", "Project file conflicts"}  # Old stays deleted
+    assert by_name["Cache"] == {"name": "Cache", "entityType": "MODULE", "observations": [
+        "Evicts least recently used"]}  # its observation folded, its type kept
+    assert graph["relations"] == [("Queue", "FEEDS", "Cache")]
+    parked = by_name["Project file conflicts"]["observations"]
+    assert len(parked) == 3
+    assert any("'Old'" in p and "deleted" in p and "Still here?" in p for p in parked)
+    assert any("'Cache'" in p and "'CLASS'" in p for p in parked)
+    assert any("HAUNTS" in p and "Ghost" in p for p in parked)
+    assert json.loads((root / ".mcp" / "memory.json").read_text())["entities"][0]["name"] == "Cache"  # written back
