@@ -110,8 +110,9 @@ class FileContext(msgspec.Struct, rename="camel"):
 
 
 def revision(fields: dict[str, Any]) -> str:
-    """A context's identity across clones: a digest of its n2n fields."""
-    canonical = json.dumps({k: fields.get(k) for k in CONTEXT_FIELDS}, sort_keys=True, ensure_ascii=False)
+    """A context's identity across clones: a digest of its n2n fields, as n2n reads them (no
+    status is PLANNING, no next steps an empty list), so a file and the log agree on it."""
+    canonical = json.dumps(_as_n2n_reads(fields), sort_keys=True, ensure_ascii=False)
     return digest(canonical.encode("utf-8", "surrogatepass"), 8).hex()
 
 
@@ -119,6 +120,13 @@ def _fields(record: ContextRecord | FileContext) -> dict[str, Any]:
     out = {k: getattr(record, k) for k in CONTEXT_FIELDS}
     if out["next_steps"] is not None:
         out["next_steps"] = list(out["next_steps"])
+    return out
+
+
+def _as_n2n_reads(fields: dict[str, Any]) -> dict[str, Any]:
+    out = {k: fields.get(k) for k in CONTEXT_FIELDS}
+    out["status"] = out["status"] or "PLANNING"
+    out["next_steps"] = list(out["next_steps"] or [])
     return out
 
 
@@ -187,7 +195,7 @@ def _fold_context(batch: Batch, file: FileContext, parked: list[str]) -> int:
     theirs = _fields(file)
     current = batch.context()
     ours = None if current is None else _fields(current)
-    if ours == theirs or all(v is None for v in theirs.values()):
+    if ours is not None and revision(ours) == revision(theirs) or all(v is None for v in theirs.values()):
         return 0
     seen = {revision(values) for values in context_values(batch.tx, batch.workspace)}
     if revision(theirs) in seen:

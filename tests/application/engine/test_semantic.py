@@ -4,39 +4,16 @@ which then passes over it."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import numpy as np
 import pytest
 from chronograph.application import Memory
 from chronograph.application.engine.semantic import Semantic
 from chronograph.application.surfaces.kuzu import KUZU
-
-
-class Words:
-    """A stand-in embedder: a vector per word, a text is their mean; counts what it embeds."""
-
-    model = "test-words"
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    def load(self) -> None:
-        pass
-
-    def embed(self, texts: Sequence[str]) -> Any:
-        self.texts.extend(texts)
-        rows = []
-        for text in texts:
-            row = np.zeros(64, dtype=np.float32)
-            for word in text.lower().replace(".", " ").replace("(", " ").replace(")", " ").split():
-                row[hashlib.blake2b(word.encode(), digest_size=1).digest()[0] % 64] += 1
-            rows.append(row / (np.linalg.norm(row) or 1.0))
-        return np.array(rows, dtype=np.float32)
+from support.embedders import Words
 
 
 @pytest.fixture

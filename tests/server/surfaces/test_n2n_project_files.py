@@ -229,3 +229,19 @@ async def test_what_would_overwrite_or_resurrect_is_parked_and_the_rest_folded(t
     assert any("'Cache'" in p and "'CLASS'" in p for p in parked)
     assert any("HAUNTS" in p and "Ghost" in p for p in parked)
     assert json.loads((root / ".mcp" / "memory.json").read_text())["entities"][0]["name"] == "Cache"  # written back
+
+
+async def test_a_restarted_server_finds_its_own_files_in_step_with_its_log(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    settings = Settings(store=tmp_path / "store", embeddings="off", profile="n2n", mirror_projects=True)
+    async with Client(create_server(settings)) as client:
+        await call(client, "n2n_update_context", {"projectPath": str(root), "confirmNewProjectRoot": str(root),
+                                                  "activeTask": "Only a task"})
+        await call(client, "n2n_update_context", {"projectPath": str(root), "reason": "and a reason"})
+    written = json.loads((root / ".mcp" / "context.json").read_text())
+    assert (written["status"], written["nextSteps"]) == ("PLANNING", [])  # n2n's reader needs them
+    async with Client(create_server(settings)) as client:  # a new process: it folds the files first
+        graph, context = await memory_of(client, root)
+    assert graph == {"entities": [], "relations": []}  # nothing parked: the file is the log's own
+    assert (context["activeTask"], context["reason"]) == ("Only a task", "and a reason")
