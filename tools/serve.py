@@ -200,6 +200,9 @@ def settings_of(args: argparse.Namespace) -> Settings:
         print("chronograph: export files are off over HTTP (any client could write them); "
               "add --allow-http-export to allow them", file=sys.stderr)
         export_dir = None
+    if args.project_files and args.http and not args.allow_http_export:
+        print("chronograph: project files are off over HTTP (any client could write into a project); "
+              "add --allow-http-export to allow them", file=sys.stderr)
     return Settings(
         store=resolve_store(args.store),
         cache=Path(args.cache).expanduser() if args.cache else None,
