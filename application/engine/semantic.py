@@ -28,7 +28,7 @@ from chronograph.application.engine.storelock import StoreLock
 from chronograph.application.errors import UnavailableError
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import EntityRecord, LmdbGraph, Snapshot, Views
-from chronograph.projections.errors import EmbeddingsUnavailableError
+from chronograph.projections.errors import EmbeddingsUnavailableError, ProjectionError
 from chronograph.projections.search.embedder import Embedder, entity_text
 from chronograph.projections.search.vectors import Match, Vectors, touched_entities
 
@@ -114,9 +114,10 @@ class Semantic:
         """Embed `records`, just committed, if the model is loaded and working; return whether
         each one's vector is now stored for the version given (so a search finds it at once).
 
-        Called holding the store's lock, outside any transaction. A record that changed or went
-        since is left to the projector (False); a vector the projector stored of a later version
-        is never replaced by an older one.
+        Called outside any transaction, best without holding the store's lock (it takes it only
+        to store the vectors). A record that changed or went since is left to the projector
+        (False); a vector the projector stored of a later version is never replaced by an older
+        one; a store that cannot take the vectors answers False too (the projector retries).
         """
         if not records or not self.loaded or self.problem is not None or self.vectors.db is None:
             return False
@@ -141,8 +142,11 @@ class Semantic:
 
         if self.views.env.readonly:
             return False
-        with self.lock:
-            return bool(self.views.env.write(write))
+        try:
+            with self.lock:
+                return bool(self.views.env.write(write))
+        except (EventStoreError, ProjectionError):
+            return False  # derived data: the projector stores them when the store takes writes again
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Embed until the vectors are current with the head; return their checkpoint.

@@ -299,13 +299,18 @@ class Memory:
                     for then in batches[-1].afterwards:
                         output = then(output)
                     written = msgspec.structs.replace(written, output=output)
-                return written
         except StorageFullError as error:
             raise StorageError(str(error)) from None
         except ConcurrencyError as error:  # only if the views were wrong about a version
             raise ChronographError(f"{error}; nothing was written") from None
         except (EventStoreError, ProjectionError) as error:
             raise StorageError(f"The store could not take the write: {error}; nothing was written") from None
+        if batches and batches[-1].unlocked and not written.replayed:
+            output = written.output
+            for then in batches[-1].unlocked:
+                output = then(output)
+            written = msgspec.structs.replace(written, output=output)
+        return written
 
     def read(self, tool: Tool | str, arguments: dict[str, Any]) -> Out:
         """Run the query `tool` with raw `arguments` (on the live views, or as of then).

@@ -142,7 +142,7 @@ def _embed_afterwards(batch: Batch, name: str, field: str) -> None:
     def then(answer: ObjectOut) -> ObjectOut:
         return ObjectOut(reply={**answer.reply, field: embed([record])})
 
-    batch.then(then)
+    batch.unlocked.append(then)
 
 
 class CreateRelationship(KuzuArgs, kw_only=True):

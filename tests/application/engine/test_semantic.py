@@ -4,6 +4,7 @@ which then passes over it."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,3 +78,27 @@ def test_a_vector_of_a_later_version_is_never_replaced_by_an_older_one(memory: t
     assert store.semantic.embed_now([msgspec.structs.replace(old, version=1)]) is False  # not the live one
     assert stored(store)[0] == {"Ada": 2}
     assert store.semantic.embed_now([old]) is True and stored(store)[0] == {"Ada": 2}
+
+
+def test_a_write_embeds_without_holding_the_store_so_other_calls_go_on(memory: tuple[Memory, Words]) -> None:
+    store, words = memory
+    store.read("semantic_search", {"query": "warm up"})
+    taken: list[bool] = []
+    embed = words.embed
+
+    def probe() -> None:
+        if store.lock.acquire(timeout=5):
+            store.lock.release()
+            taken.append(True)
+        else:
+            taken.append(False)
+
+    def watching(texts: Any) -> Any:
+        other = threading.Thread(target=probe)
+        other.start()
+        other.join()  # another thread takes the store's lock while this one embeds
+        return embed(texts)
+
+    words.embed = watching  # type: ignore[method-assign]
+    created = write(store, "create_entity", database="memory", name="Ada", entity_type="person")
+    assert created["embedded"] is True and taken == [True]
