@@ -45,6 +45,7 @@ from chronograph.eventstore import (
     EntityCreated,
     LogReader,
     ObservationsAdded,
+    ObservationsDeleted,
     RelationCreated,
     clock,
 )
@@ -169,26 +170,42 @@ def fold_project_files(batch: Batch, args: FoldArgs) -> ObjectOut:
             parked.append(f"The project file gives entity {item.name!r} the type {item.entity_type!r}; this "
                           f"memory has {live.entity_type!r}")
         held = set(live.observations)
-        fresh = tuple(o for o in observations if o not in held)
+        fresh = [o for o in observations if o not in held]
         if fresh:
-            batch.emit(live.stream, ObservationsAdded(observations=fresh))
+            deleted = _deleted_observations(batch, live.stream)
+            for observation in (o for o in fresh if o in deleted):
+                parked.append(f"The project file holds observation {observation!r} of entity {item.name!r}, "
+                              "which this memory deleted")
+            fresh = [o for o in fresh if o not in deleted]
+        if fresh:
+            batch.emit(live.stream, ObservationsAdded(observations=tuple(fresh)))
             counts["observations"] += len(fresh)
     for relation in folded.graph.relations:
         if batch.relation(relation.source, relation.relationType, relation.target) is not None:
+            continue
+        stream = relation_stream(batch.workspace, relation.source, relation.relationType, relation.target)
+        if batch.tx.stream_version(stream) > 0:
+            parked.append(f"The project file holds relation {relation.source!r} -[{relation.relationType}]-> "
+                          f"{relation.target!r}, which this memory deleted")
             continue
         if batch.entity(relation.source) is None or batch.entity(relation.target) is None:
             parked.append(f"The project file holds relation {relation.source!r} -[{relation.relationType}]-> "
                           f"{relation.target!r}, but an end of it is not in this memory")
             continue
-        batch.emit(relation_stream(batch.workspace, relation.source, relation.relationType, relation.target),
-                   RelationCreated(workspace=batch.workspace, source=relation.source, target=relation.target,
-                                   relation_type=relation.relationType))
+        batch.emit(stream, RelationCreated(workspace=batch.workspace, source=relation.source,
+                                           target=relation.target, relation_type=relation.relationType))
         counts["relations"] += 1
     if folded.context is not None:
         counts["context"] = _fold_context(batch, folded.context, parked)
     if parked:
         _park(batch, parked)
     return object_out(status="success", folded=counts, parked=parked)
+
+
+def _deleted_observations(batch: Batch, stream: str) -> set[str]:
+    """The observations ever deleted from the entity `stream` (a file may not bring them back)."""
+    return {o for envelope in batch.tx.stream(stream) if isinstance(envelope.event, ObservationsDeleted)
+            for o in envelope.event.observations}
 
 
 def _fold_context(batch: Batch, file: FileContext, parked: list[str]) -> int:

@@ -20,12 +20,22 @@ from support.mcp import call
 
 pytestmark = pytest.mark.anyio
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+           "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+@pytest.fixture(autouse=True)
+def own_git_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """git reads an empty global configuration of the test's own (not the user's, not /dev/null)."""
+    config = tmp_path / "gitconfig"
+    config.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
 
 
 def git(where: Path, *arguments: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *arguments], cwd=where, env={**os.environ, **GIT_ENV}, capture_output=True,
-                          text=True, check=check)
+    done = subprocess.run(["git", *arguments], cwd=where, env={**os.environ, **GIT_ENV}, capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0 or not check, f"git {' '.join(arguments)}: {done.stderr}"
+    return done
 
 
 def commit_and_push(clone: Path, message: str) -> None:
@@ -210,11 +220,20 @@ async def test_what_would_overwrite_or_resurrect_is_parked_and_the_rest_folded(t
                                                 "entities": [{"name": "Cache", "entityType": "MODULE"},
                                                              {"name": "Old", "entityType": "MODULE"}]})
         await call(client, "n2n_delete_entities", {"projectPath": str(root), "entityNames": ["Old"]})
+        await call(client, "n2n_add_entities", {"projectPath": str(root), "entities": [
+            {"name": "Queue", "entityType": "MODULE", "observations": ["Was blocking"]}]})
+        await call(client, "n2n_create_relations", {"projectPath": str(root), "relations": [
+            {"from": "Queue", "to": "Cache", "relationType": "BLOCKS"}]})
+        await call(client, "n2n_delete_observations", {"projectPath": str(root), "deletions": [
+            {"entityName": "Queue", "observations": ["Was blocking"]}]})
+        await call(client, "n2n_delete_relations", {"projectPath": str(root), "relations": [
+            {"from": "Queue", "to": "Cache", "relationType": "BLOCKS"}]})
         teammate = {"entities": [
             {"name": "Cache", "entityType": "CLASS", "observations": ["Evicts least recently used"]},
             {"name": "Old", "entityType": "MODULE", "observations": ["Still here?"]},
-            {"name": "Queue", "entityType": "MODULE", "observations": []}],
+            {"name": "Queue", "entityType": "MODULE", "observations": ["Was blocking", "Batches writes"]}],
             "relations": [{"from": "Queue", "to": "Cache", "relationType": "FEEDS"},
+                          {"from": "Queue", "to": "Cache", "relationType": "BLOCKS"},
                           {"from": "Queue", "to": "Ghost", "relationType": "HAUNTS"}]}
         (root / ".mcp" / "memory.json").write_text(json.dumps(teammate))
         graph, _ = await memory_of(client, root)
@@ -223,8 +242,11 @@ async def test_what_would_overwrite_or_resurrect_is_parked_and_the_rest_folded(t
     assert by_name["Cache"] == {"name": "Cache", "entityType": "MODULE", "observations": [
         "Evicts least recently used"]}  # its observation folded, its type kept
     assert graph["relations"] == [("Queue", "FEEDS", "Cache")]
+    assert by_name["Queue"]["observations"] == ["Batches writes"]
     parked = by_name["Project file conflicts"]["observations"]
-    assert len(parked) == 3
+    assert len(parked) == 5
+    assert any("'Was blocking'" in p and "deleted" in p for p in parked)
+    assert any("BLOCKS" in p and "deleted" in p for p in parked)
     assert any("'Old'" in p and "deleted" in p and "Still here?" in p for p in parked)
     assert any("'Cache'" in p and "'CLASS'" in p for p in parked)
     assert any("HAUNTS" in p and "Ghost" in p for p in parked)
