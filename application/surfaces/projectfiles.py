@@ -10,9 +10,7 @@ folded into the log in one command whose events are recorded as the actor "proje
 new entities, observations and relations, and a hot context a teammate wrote after ours.
 What cannot be folded without overwriting is parked, never dropped: it becomes an
 observation of the entity "Project file conflicts" (type CONFLICT), which both clones then
-show, until someone resolves it and deletes it. Parked are: an entity the file holds that
-this log deleted; an entity the file types differently; a relation whose end is missing;
-a hot context both sides changed.
+show, until someone resolves it and deletes it (what is parked: see `projectfold`).
 
 Which context is newer is told by lineage, not clocks: `context.json` carries, beside
 n2n's fields, the `revision` of the context (a digest of its fields) and the revisions it
@@ -29,230 +27,30 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import msgspec
-from chronograph.application.engine.arguments import Args, Name, Observation, TypeName, WriteArgs
-from chronograph.application.engine.batch import Batch
-from chronograph.application.engine.outputs import ObjectOut, object_out
-from chronograph.application.engine.registry import Registry, Tool
+from chronograph.application.engine.registry import Tool
 from chronograph.application.engine.service import Memory, Written
 from chronograph.application.errors import ChronographError, StorageError
 from chronograph.application.surfaces.n2n import N2N, project_graph
-from chronograph.application.surfaces.projectroot import MARKER_FILE, project_root
-from chronograph.eventstore import (
-    ContextUpdated,
-    EntityCreated,
-    LogReader,
-    ObservationsAdded,
-    ObservationsDeleted,
-    RelationCreated,
-    clock,
+from chronograph.application.surfaces.projectfold import (
+    ACTOR,
+    CONTEXT_FIELDS,
+    FILES,
+    ProjectFileError,
+    context_values,
+    fields_of,
+    revision,
 )
-from chronograph.eventstore.events import ContextStatus
-from chronograph.eventstore.keys import digest
-from chronograph.projections import ContextRecord, context_stream, new_entity_stream, relation_stream
-from msgspec import Meta
+from chronograph.application.surfaces.projectroot import MARKER_FILE, project_root
+from chronograph.eventstore import clock
 
-__all__ = ["ACTOR", "CONFLICTS", "FILES", "ProjectFiles", "write_project_file"]
+__all__ = ["ProjectFiles", "write_project_file"]
 
-ACTOR = "project file"
-"""Who the events folded from a project's files are recorded as."""
-CONFLICTS = "Project file conflicts"
-"""The entity what could not be folded is parked in (type CONFLICT)."""
 MEMORY_FILE = "memory.json"
 CONTEXT_FILE = "context.json"
-CONTEXT_FIELDS = {"active_task": "activeTask", "status": "status", "reason": "reason", "next_steps": "nextSteps",
-                  "last_commit": "lastCommit"}
 LINEAGE = 32
 """Revisions a context file names as its ancestors."""
-FILES = Registry()
-"""The command that folds a project's files into its workspace (offered by no profile)."""
-
-
-class ProjectFileError(ChronographError):
-    """A project file exists but cannot be read as n2n's format; nothing was folded."""
-
-    code = "invalid"
-
-
-# --- the files' format -------------------------------------------------------------------
-
-
-Text = Annotated[str, Meta(max_length=4096)]
-
-
-class FileEntity(msgspec.Struct, rename="camel"):
-    name: Name
-    entity_type: TypeName
-    observations: list[Observation] = []
-
-
-class FileRelation(msgspec.Struct):
-    source: Name = msgspec.field(name="from")
-    target: Name = msgspec.field(name="to")
-    relationType: TypeName  # noqa: N815 (n2n's spelling)
-
-
-class FileGraph(msgspec.Struct):
-    entities: list[FileEntity] = []
-    relations: list[FileRelation] = []
-
-
-class FileContext(msgspec.Struct, rename="camel"):
-    active_task: Text | None = None
-    status: ContextStatus | None = None
-    reason: Text | None = None
-    next_steps: Annotated[list[Text], Meta(max_length=100)] | None = None
-    last_commit: Text | None = None
-    updated_at: str | None = None
-    revision: str | None = None
-    based_on: list[str] = []
-
-
-def revision(fields: dict[str, Any]) -> str:
-    """A context's identity across clones: a digest of its n2n fields, as n2n reads them (no
-    status is PLANNING, no next steps an empty list), so a file and the log agree on it."""
-    canonical = json.dumps(_as_n2n_reads(fields), sort_keys=True, ensure_ascii=False)
-    return digest(canonical.encode("utf-8", "surrogatepass"), 8).hex()
-
-
-def _fields(record: ContextRecord | FileContext) -> dict[str, Any]:
-    out = {k: getattr(record, k) for k in CONTEXT_FIELDS}
-    if out["next_steps"] is not None:
-        out["next_steps"] = list(out["next_steps"])
-    return out
-
-
-def _as_n2n_reads(fields: dict[str, Any]) -> dict[str, Any]:
-    out = {k: fields.get(k) for k in CONTEXT_FIELDS}
-    out["status"] = out["status"] or "PLANNING"
-    out["next_steps"] = list(out["next_steps"] or [])
-    return out
-
-
-# --- folding -----------------------------------------------------------------------------
-
-
-class FoldArgs(WriteArgs, kw_only=True):
-    graph: dict[str, Any]
-    context: dict[str, Any] | None = None
-
-
-class _Folded(Args, kw_only=True):
-    graph: FileGraph
-    context: FileContext | None
-
-
-@FILES.command("fold_project_files", "Fold Project Files", "Fold what a project's .mcp files hold that the log "
-               "does not into the log (conflicts parked)")
-def fold_project_files(batch: Batch, args: FoldArgs) -> ObjectOut:
-    try:
-        folded = msgspec.convert({"graph": args.graph, "context": args.context}, _Folded)
-    except msgspec.ValidationError as error:
-        raise ProjectFileError(f"A project file is not in n2n's format: {error}") from None
-    parked: list[str] = []
-    counts = {"entities": 0, "observations": 0, "relations": 0, "context": 0}
-    for item in folded.graph.entities:
-        live = batch.entity(item.name)
-        observations = tuple(dict.fromkeys(item.observations))
-        if live is None:
-            if batch.state.name_streams(batch.workspace, item.name):
-                parked.append(f"The project file holds entity {item.name!r} ({item.entity_type}), which this "
-                              f"memory deleted; its observations: {json.dumps(list(observations))}")
-                continue
-            batch.emit(new_entity_stream(), EntityCreated(workspace=batch.workspace, name=item.name,
-                                                          entity_type=item.entity_type,
-                                                          observations=observations), new=True)
-            counts["entities"] += 1
-            continue
-        if live.entity_type != item.entity_type and item.name != CONFLICTS:
-            parked.append(f"The project file gives entity {item.name!r} the type {item.entity_type!r}; this "
-                          f"memory has {live.entity_type!r}")
-        held = set(live.observations)
-        fresh = [o for o in observations if o not in held]
-        if fresh:
-            deleted = _deleted_observations(batch, live.stream)
-            for observation in (o for o in fresh if o in deleted):
-                parked.append(f"The project file holds observation {observation!r} of entity {item.name!r}, "
-                              "which this memory deleted")
-            fresh = [o for o in fresh if o not in deleted]
-        if fresh:
-            batch.emit(live.stream, ObservationsAdded(observations=tuple(fresh)))
-            counts["observations"] += len(fresh)
-    for relation in folded.graph.relations:
-        if batch.relation(relation.source, relation.relationType, relation.target) is not None:
-            continue
-        stream = relation_stream(batch.workspace, relation.source, relation.relationType, relation.target)
-        if batch.tx.stream_version(stream) > 0:
-            parked.append(f"The project file holds relation {relation.source!r} -[{relation.relationType}]-> "
-                          f"{relation.target!r}, which this memory deleted")
-            continue
-        if batch.entity(relation.source) is None or batch.entity(relation.target) is None:
-            parked.append(f"The project file holds relation {relation.source!r} -[{relation.relationType}]-> "
-                          f"{relation.target!r}, but an end of it is not in this memory")
-            continue
-        batch.emit(stream, RelationCreated(workspace=batch.workspace, source=relation.source,
-                                           target=relation.target, relation_type=relation.relationType))
-        counts["relations"] += 1
-    if folded.context is not None:
-        counts["context"] = _fold_context(batch, folded.context, parked)
-    if parked:
-        _park(batch, parked)
-    return object_out(status="success", folded=counts, parked=parked)
-
-
-def _deleted_observations(batch: Batch, stream: str) -> set[str]:
-    """The observations ever deleted from the entity `stream` (a file may not bring them back)."""
-    return {o for envelope in batch.tx.stream(stream) if isinstance(envelope.event, ObservationsDeleted)
-            for o in envelope.event.observations}
-
-
-def _fold_context(batch: Batch, file: FileContext, parked: list[str]) -> int:
-    theirs = _fields(file)
-    current = batch.context()
-    ours = None if current is None else _fields(current)
-    if ours is not None and revision(ours) == revision(theirs) or all(v is None for v in theirs.values()):
-        return 0
-    seen = {revision(values) for values in context_values(batch.tx, batch.workspace)}
-    if revision(theirs) in seen:
-        return 0  # a context this memory held before: the file is behind, the mirror brings it up
-    if ours is None or revision(ours) in file.based_on:
-        changes: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in theirs.items()
-                                   if ours is None or ours[k] != v}
-        batch.emit(context_stream(batch.workspace), ContextUpdated(workspace=batch.workspace, **changes))
-        return 1
-    shown = {CONTEXT_FIELDS[k]: v for k, v in theirs.items() if v is not None}
-    parked.append(f"The project file holds a hot context written while this memory's changed too: "
-                  f"{json.dumps(shown, ensure_ascii=False, sort_keys=True)}")
-    return 0
-
-
-def context_values(log: LogReader, workspace: str) -> list[dict[str, Any]]:
-    """Every value the workspace's context has had, oldest first (its fields, n2n's names aside)."""
-    values: dict[str, Any] = dict.fromkeys(CONTEXT_FIELDS)
-    history = []
-    for envelope in log.stream(context_stream(workspace)):
-        event = envelope.event
-        if isinstance(event, ContextUpdated):
-            for field in CONTEXT_FIELDS:
-                value = getattr(event, field)
-                if value is not msgspec.UNSET:
-                    values[field] = list(value) if isinstance(value, tuple) else value
-            history.append(dict(values))
-    return history
-
-
-def _park(batch: Batch, parked: list[str]) -> None:
-    entity = batch.entity(CONFLICTS)
-    if entity is None:
-        batch.emit(new_entity_stream(), EntityCreated(workspace=batch.workspace, name=CONFLICTS,
-                                                      entity_type="CONFLICT",
-                                                      observations=tuple(dict.fromkeys(parked))), new=True)
-        return
-    fresh = tuple(p for p in dict.fromkeys(parked) if p not in set(entity.observations))
-    if fresh:
-        batch.emit(entity.stream, ObservationsAdded(observations=fresh))
 
 
 # --- the files ---------------------------------------------------------------------------
@@ -428,7 +226,7 @@ class ProjectFiles:
                 return None
             history = [dict.fromkeys(CONTEXT_FIELDS), *context_values(moment.log, workspace)][:-1]
             ancestors = [revision(values) for values in history]
-        fields = _fields(record)
+        fields = fields_of(record)
         out = {CONTEXT_FIELDS[k]: v for k, v in fields.items() if v is not None}
         out.setdefault("status", "PLANNING")
         out.setdefault("nextSteps", [])
