@@ -40,6 +40,9 @@ def json_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
     """The JSON schema of `struct`: inlined (no $ref), compact."""
     document = msgspec.json.schema(struct)
     definitions = document.pop("$defs", {})
+    # A surface whose instructions do not explain the shared fields (the workspace server's)
+    # sets `schema_explains_shared` on its arguments: their descriptions stay.
+    explained = not getattr(struct, "schema_explains_shared", False)
 
     def schema(node: Any) -> Any:
         if not isinstance(node, dict):  # `true`/`false` schemas
@@ -59,7 +62,7 @@ def json_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
             elif key in SCHEMA_LISTS:
                 value = [schema(option) for option in value]
             elif key in SCHEMA_MAPS:
-                value = {name: _shared(name, schema(field)) if key == "properties" else schema(field)
+                value = {name: _shared(name, schema(field), explained) if key == "properties" else schema(field)
                          for name, field in value.items()}
             out[key] = value
         return _plain_union(out)
@@ -73,10 +76,12 @@ def json_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
     return root
 
 
-def _shared(name: str, field: Any) -> Any:
-    """A shared field by type alone (the instructions say what it means and defaults to)."""
+def _shared(name: str, field: Any, explained: bool = True) -> Any:
+    """A shared field by type alone (the instructions say what it means and defaults to), its
+    description kept where the profile's instructions do not explain it (`explained` False)."""
     if name in SHARED and isinstance(field, dict):
-        return {k: v for k, v in field.items() if k not in ("default", "description")}
+        dropped = ("default", "description") if explained else ("default",)
+        return {k: v for k, v in field.items() if k not in dropped}
     return field
 
 
