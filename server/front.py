@@ -189,8 +189,8 @@ class Front:
             return False  # what the SDK adds to a result at this version is not known yet
         runtime = self.runtime
         try:
-            (text, structured), _ = runtime.run(tool, arguments, runtime.actor(client), LOCAL)
-            result = plain(text, structured)
+            (text, structured, meta), _ = runtime.run(tool, arguments, runtime.actor(client), LOCAL)
+            result = plain(text, structured, meta=meta)
         except ChronographError as error:
             text, structured, meta = failure(error, self.errors, schema=self.schemas)
             result = plain(text, structured, error=True, meta=meta)

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from chronograph.application import Memory, Tool
+from chronograph.application import PROFILES, Memory, Tool
 from chronograph.application.engine.exportdir import ExportDir
 from chronograph.application.surfaces.projectfiles import ProjectFiles
 from chronograph.projections import paused_gc
@@ -52,6 +52,8 @@ class Runtime:
         self._subscribers: dict[int, Any] = {}
         self._sessions: dict[str, str] = {}
         """connection -> the team session it started: its writes are recorded as actor/session"""
+        self.exact = settings.profile in PROFILES and PROFILES[settings.profile].exact
+        """Whether answers keep the reference server's shape (what we add rides in `_meta`)."""
 
     @property
     def memory(self) -> Memory:
@@ -152,7 +154,7 @@ class Runtime:
 
     def run(self, tool: Tool, arguments: dict[str, Any], actor: str, connection: str | None = None,
             ) -> tuple[Reply, bool]:
-        """Run `tool`: its reply (text and structured content) and whether it changed the store.
+        """Run `tool`: its reply (text, structured content, `_meta`) and whether it changed the store.
 
         A write of a `connection` that started a team session is recorded as the actor's
         within that session (``claude-code/sess_…``).
@@ -165,7 +167,8 @@ class Runtime:
             self._follow_session(tool, arguments, written.output, connection)
             return reply(written.output), written.changed
         with paused_gc():
-            return reply(self.memory.read(tool, arguments), tool=tool.name, limit=self.settings.max_reply), False
+            return reply(self.memory.read(tool, arguments), tool=tool.name, limit=self.settings.max_reply,
+                         exact=self.exact), False
 
     async def notify(self, ctx: Context) -> None:
         """Tell subscribers the knowledge graph changed (both protocol generations)."""

@@ -77,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
                     print(f"chronograph export: {missing}", file=sys.stderr)
                     return 2
                 exported = memory.read("export_graph", arguments)
+            note = memory.timeline.past_the_end(arguments["asOf"]) if "asOf" in arguments else None  # type: ignore[arg-type]
+            if note:
+                print(f"chronograph export: {note}", file=sys.stderr)
     except (EventStoreError, ProjectionError, ChronographError) as error:
         print(f"chronograph export: {explain(error, FLAGS)}", file=sys.stderr)
         return 2

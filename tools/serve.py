@@ -245,6 +245,10 @@ def adopt_memory_file(memory: Memory) -> None:
         return
     plan = read_file(path)
     check(plan, {})
+    if plan.foreign:
+        print(f"chronograph: ${MEMORY_FILE_ENV} ({path}) is not a memory file (most of its lines are not JSON); "
+              "nothing was imported", file=sys.stderr)
+        return
     if plan.empty:
         print(f"chronograph: ${MEMORY_FILE_ENV} ({path}) holds nothing to import", file=sys.stderr)
         return

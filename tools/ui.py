@@ -82,11 +82,13 @@ def run(args: argparse.Namespace) -> int:
 
         app = Starlette(routes=[Route("/", home), Route("/health", health), *explorer_routes(runtime, token=token)])
         guarded = Guard(app, token=token, hosts={*LOOPBACK, args.host, *args.allow_host})
-        link = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}/ui/"
-        print(f"chronograph ui: {store} at {link}{'?token=...' if token else ''} (read-only)", file=sys.stderr)
+        port = sock.getsockname()[1]  # the one bound (--port 0: any free one)
+        link = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{port}/ui/"
+        print(f"chronograph ui: {store} at {link}{'?token=...' if token else ''} (read-only)", file=sys.stderr,
+              flush=True)  # whatever stderr is (a pipe, a file, a terminal): the link is needed now
         if token:
             print("chronograph ui: open the link with ?token= and your $CHRONOGRAPH_TOKEN once; the page keeps it "
-                  "as a cookie", file=sys.stderr)
+                  "as a cookie", file=sys.stderr, flush=True)
         serve(guarded, sock)
         return 0
     finally:

@@ -70,3 +70,19 @@ def test_an_official_memory_file_named_by_the_old_variable_is_imported_once_into
         assert [e.name for e in memory.read("read_graph", {}).entities] == ["Ada"]  # type: ignore[attr-defined]
         actors = {e.actor for e in memory.read("get_audit_log", {}).events}  # type: ignore[attr-defined]
     assert actors == {"import"}
+
+
+def test_a_file_named_by_the_old_variable_that_is_no_memory_file_is_not_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chronograph.application import Memory
+    from chronograph.tools.serve import MEMORY_FILE_ENV, adopt_memory_file
+
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\n- one\n- two\n"
+                     '{"type":"entity","name":"Ada","entityType":"p","observations":[]}\n')
+    monkeypatch.setenv(MEMORY_FILE_ENV, str(notes))
+    with Memory(tmp_path / "store") as memory:
+        adopt_memory_file(memory)
+        assert memory.log.head() == 0
+    assert "is not a memory file" in capsys.readouterr().err

@@ -194,7 +194,7 @@ def test_semantic_search_keeps_the_kuzu_shape_and_its_threshold(memory: Memory, 
 
 def test_a_forgotten_entity_leaves_no_vector_and_semantic_search_goes_on(memory: Memory, words: Words) -> None:
     assert "Bob" in names(call(memory, "search_nodes", query="cello", mode="semantic"))
-    stream = memory.read("get_audit_log", {"entityName": "Bob"}).events[0].stream
+    stream = memory.read("get_audit_log", {"entityName": "Bob", "includeIds": True}).events[0].stream
     memory.write("forget_entity", {"name": "Bob", "reason": "asked"}, actor="t")
     vectors = memory.views.env.open_db("vectors.v1")
     with memory.views.env.read() as txn:
