@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-TEST_TOOLS = {"pytest", "playwright", "mypy", "ruff", "hypothesis", "freezegun"}
+TEST_TOOLS = {"playwright", "mypy", "ruff", "hypothesis", "freezegun"}
+"""What the run environment must not hold (pytest it holds, so that the README's test command
+starts; tests/conftest.py adds the test group then)."""
 
 
 def lock() -> dict[str, dict[str, Any]]:
@@ -68,7 +70,10 @@ def test_the_run_command_installs_semantic_search_and_the_postgresql_driver_and_
 def test_the_test_command_installs_every_test_tool() -> None:
     command = readme_command("Test")
     assert command.endswith(" pytest")
-    assert TEST_TOOLS | {"onnxruntime", "psycopg"} <= installed(groups_of(command))
+    assert command == "uv run --locked pytest"
+    assert TEST_TOOLS | {"pytest", "onnxruntime", "psycopg"} <= installed(groups_of(command) + ["test"])
+    conftest = (ROOT / "tests" / "conftest.py").read_text(encoding="utf-8")
+    assert '"--group", "test", "pytest"' in conftest
 
 
 def test_ci_runs_the_readme_s_test_command_and_fails_on_a_dirty_checkout() -> None:
