@@ -249,8 +249,8 @@ def test_a_backup_crafted_to_crash_its_reader_is_refused_in_one_line_and_the_old
     of SIGBUS (before: the restore itself, leaving its staging folder behind)."""
     store = tmp_path / "big"
     with Memory(store, sync=False) as memory:
-        memory.write("create_entities", {"entities": [{"name": "Big", "entityType": "p", "observations": ["y" * 5000]}]},
-                     actor="a")
+        memory.write("create_entities", {"entities": [{"name": "Big", "entityType": "p",
+                                                       "observations": ["y" * 5000]}]}, actor="a")
     assert cli("backup", "--store", str(store), "-o", str(tmp_path / "big.chronograph")).returncode == 0
 
     def oversize(data: bytearray, start: int, size: int) -> None:
@@ -299,7 +299,7 @@ def test_every_page_of_a_backup_damaged_and_sealed_again_restores_whole_or_is_re
             verified = cli("replay", "--store", str(target), "--verify")
             assert verified.returncode == 0, (offset, verified.stdout + verified.stderr)
             outcomes["restored"] = outcomes.get("restored", 0) + 1
-    print(f"crafted backups: {outcomes}")
+    print(f"crafted backups: {dict(outcomes)}")
     assert not [p for p in tmp_path.iterdir() if "restoring" in p.name]
 
 
