@@ -41,6 +41,7 @@ HEADER_BYTES = 512
 KEYED = "keyed"
 """The header's `seal` of a backup sealed with a key (no `seal`: the unkeyed digest of the data)."""
 MIN_KEY_BYTES = 16
+MAX_KEY_BYTES = 1 << 16
 
 BackupInfo = dict[str, Any]
 """What a backup's header says: head, recordedAt, bytes, what wrote it (and the seal's key)."""
@@ -57,9 +58,12 @@ def key_of(path: Path) -> bytes:
         BackupError: If it cannot be read or is too short to be a secret.
     """
     try:
-        secret = Path(path).read_bytes()
+        with Path(path).open("rb") as file:
+            secret = file.read(MAX_KEY_BYTES + 1)  # /dev/zero is no key either
     except OSError as error:
         raise BackupError(f"cannot read the key file {path}: {error.strerror}") from None
+    if len(secret) > MAX_KEY_BYTES:
+        raise BackupError(f"the key file {path} holds over {MAX_KEY_BYTES:,} bytes; a key is a short secret")
     if len(secret.strip()) < MIN_KEY_BYTES:
         raise BackupError(f"the key file {path} holds {len(secret.strip())} bytes; a key is at least {MIN_KEY_BYTES} "
                           "(make one with: head -c 32 /dev/urandom > KEYFILE)")
