@@ -17,6 +17,7 @@ from pathlib import Path
 from chronograph.application.engine.service import Memory
 from chronograph.eventstore import LmdbLog, StoreCorruptError
 from chronograph.eventstore.copying import copy_log, verify_copy
+from chronograph.eventstore.lmdb.staging import make_durable
 
 __all__ = ["rebuild_from_log"]
 
@@ -40,9 +41,10 @@ def rebuild_from_log(extracted: Path, fresh: Path, head: int,
             if damaged is not None:
                 raise StoreCorruptError(f"the event at position {damaged:,} of its log is damaged (it fails its "
                                         "checksum or cannot be read)")
-        with LmdbLog(fresh) as copy:
+        with LmdbLog(fresh, sync=False) as copy:  # made durable once, whole, below
             copy_log(source, copy, None if progress is None else lambda done, total: progress("copy", done, total))
             problems = verify_copy(source, copy)
         if problems:
             raise StoreCorruptError(f"its log did not copy faithfully: {problems[0]}")
-    Memory(fresh, progress=progress).close()  # folds the views from the copied log
+    Memory(fresh, sync=False, progress=progress).close()  # folds the views from the copied log
+    make_durable(fresh)

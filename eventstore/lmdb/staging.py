@@ -25,7 +25,7 @@ from chronograph.eventstore.lmdb.backup import CHUNK, BackupError, BackupInfo
 from chronograph.eventstore.lmdb.env import check_data_file
 from chronograph.eventstore.lmdb.holders import exclusively
 
-__all__ = ["check_place", "extract", "put_in_place", "staging"]
+__all__ = ["check_place", "extract", "make_durable", "put_in_place", "staging"]
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
@@ -80,6 +80,18 @@ def extract(backup: Path, info: BackupInfo, start: int, folder: Path) -> None:
         target.flush()
         os.fsync(target.fileno())
     check_data_file(folder / DATA_FILE)
+
+
+def make_durable(folder: Path) -> None:
+    """Flush a store built without synchronous commits to the disk, files and folder, before it
+    is put in place (one flush instead of one per transaction)."""
+    for name in (DATA_FILE, "lock.mdb"):
+        fd = os.open(folder / name, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    _sync_folder(folder)
 
 
 def put_in_place(built: Path, store: Path, *, replace: bool) -> Path | None:
