@@ -77,9 +77,10 @@ def project_workspace(tool: str, project_path: str, confirmed: str | None = None
     root = project_root(tool, project_path)
     workspace = f"n2n:{root.name[:48]}:{digest(str(root).encode('utf-8', 'surrogatepass'), 8).hex()}"
     mcp = root / ".mcp"
-    if mcp.is_symlink():
-        raise InvalidArgumentsError(tool, f"projectPath: {mcp} is a symbolic link; Chronograph writes a project's "
-                                    "files only inside it, never through a link (remove it and call again)")
+    if mcp.is_symlink() or (os.path.lexists(mcp) and not mcp.is_dir()):
+        raise InvalidArgumentsError(tool, f"projectPath: {mcp} is a symbolic link or not a folder; Chronograph "
+                                    "writes a project's files only inside it, never through a link (remove it and "
+                                    "call again)")
     if not mcp.is_dir():
         if confirmed is None or os.path.realpath(confirmed) != str(root):
             raise AwaitingConfirmationError(str(root))

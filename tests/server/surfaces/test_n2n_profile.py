@@ -187,6 +187,10 @@ async def test_an_mcp_folder_that_is_a_link_is_refused_and_a_marker_that_is_one_
     shaped = await refusal(n2n, "n2n_read_graph", {"projectPath": str(repo), "confirmNewProjectRoot": str(repo)})
     assert shaped["code"] == "invalid" and "link" in shaped["message"]
     (repo / ".mcp").unlink()
+    (repo / ".mcp").write_text("a file")
+    shaped = await refusal(n2n, "n2n_read_graph", {"projectPath": str(repo), "confirmNewProjectRoot": str(repo)})
+    assert shaped["code"] == "invalid" and (repo / ".mcp").read_text() == "a file"
+    (repo / ".mcp").unlink()
     (repo / ".mcp").mkdir()
     (repo / ".mcp" / "chronograph.json").symlink_to(victim / "chronograph.json")  # dangling
     await call(n2n, "n2n_read_graph", {"projectPath": str(repo)})
