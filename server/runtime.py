@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from chronograph.application import Memory, Tool
 from chronograph.application.engine.exportdir import ExportDir
+from chronograph.application.surfaces.projectfiles import ProjectFiles
 from chronograph.projections import paused_gc
 from chronograph.server.config import Settings
 from chronograph.server.results import Reply, reply, result
@@ -72,6 +73,10 @@ class Runtime:
                 embeddings=settings.embeddings, embeddings_model=settings.embeddings_model,
                 embeddings_key=settings.embeddings_key, project_files=settings.project_files,
             )
+            if settings.project_files and settings.profile in ("n2n", "full"):
+                files = ProjectFiles(always=settings.mirror_projects)
+                self._memory.before_call.append(files.before)
+                self._memory.after_write.append(files.after)
             if self._memory.semantic is not None and not self._memory.log.readonly:
                 self._memory.semantic.start(EmbeddingProgress())
             self._memory.follow()  # a database store: other servers' writes reach the views

@@ -74,6 +74,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --http and --export-dir: let HTTP clients write export files too",
     )
     parser.add_argument(
+        "--project-files", action="store_true",
+        help="n2n profile: keep each project's memory in its .mcp/memory.json and .mcp/context.json too "
+        "(n2n's format, for git), and fold what a git pull brings into the log",
+    )
+    parser.add_argument(
         "--export-max", type=_bytes, default=DEFAULT_MAX_EXPORT, metavar="SIZE",
         help="largest file one export may write (default: 64M)",
     )
@@ -195,6 +200,9 @@ def settings_of(args: argparse.Namespace) -> Settings:
         print("chronograph: export files are off over HTTP (any client could write them); "
               "add --allow-http-export to allow them", file=sys.stderr)
         export_dir = None
+    if args.project_files and args.http and not args.allow_http_export:
+        print("chronograph: project files are off over HTTP (any client could write into a project); "
+              "add --allow-http-export to allow them", file=sys.stderr)
     return Settings(
         store=resolve_store(args.store),
         cache=Path(args.cache).expanduser() if args.cache else None,
@@ -202,6 +210,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
         profile=_profile(args),
         export_dir=export_dir,
         project_files=not args.http or args.allow_http_export,
+        mirror_projects=args.project_files,
         export_max=args.export_max,
         export_budget=args.export_budget,
         max_size=args.max_size,

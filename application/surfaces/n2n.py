@@ -35,8 +35,9 @@ from msgspec import UNSET, Meta, UnsetType
 
 __all__ = ["N2N", "N2N_TOOLS", "project_graph"]
 
-N2N = Registry()
-"""n2n-memory's twelve tools."""
+N2N = Registry(files="project")
+"""n2n-memory's twelve tools. Any of them may write inside the project root: adopting a new one
+(`confirmNewProjectRoot`) writes its `.mcp` marker, and n2n_export_markdown its Markdown."""
 N2N_TOOLS = ("n2n_add_entities", "n2n_add_observations", "n2n_create_relations", "n2n_read_graph",
              "n2n_get_graph_summary", "n2n_update_context", "n2n_search", "n2n_delete_entities",
              "n2n_delete_observations", "n2n_delete_relations", "n2n_open_nodes", "n2n_export_markdown")
@@ -205,7 +206,7 @@ def n2n_get_graph_summary(memory: Memory, args: GraphSummary) -> ObjectOut:
 
 class UpdateContext(N2nArgs, kw_only=True):
     active_task: Annotated[str, Meta(max_length=16_384)] | UnsetType = UNSET
-    status: Annotated[str, Meta(max_length=32)] | UnsetType = UNSET
+    status: core_context.Status | UnsetType = UNSET
     reason: Annotated[str, Meta(max_length=16_384)] | UnsetType = UNSET
     next_steps: Annotated[list[str], Meta(max_length=100)] | UnsetType = UNSET
     last_commit: Annotated[str, Meta(max_length=16_384)] | UnsetType = UNSET

@@ -159,16 +159,18 @@ class Vectors:
         txn: lmdb.Transaction,
         put: Iterable[tuple[str, str, int, Any]],
         drop: Iterable[str],
-        checkpoint: int,
+        checkpoint: int | None,
     ) -> None:
-        """Keep (stream, workspace, version, vector) for each of `put`, forget `drop`, move the checkpoint."""
+        """Keep (stream, workspace, version, vector) for each of `put`, forget `drop`, move the
+        checkpoint (None: leave it, for vectors made ahead of it)."""
         assert self.db is not None
         for stream, workspace, version, vector in put:
             data = np.asarray(vector, dtype="<f2").tobytes()
             txn.put(self._prefix + stream.encode(), _encoder.encode(_Vector(workspace, version, data)), db=self.db)
         for stream in drop:
             txn.delete(self._prefix + stream.encode(), db=self.db)
-        txn.put(self._prefix, pack_u64(checkpoint), db=self.db)
+        if checkpoint is not None:
+            txn.put(self._prefix, pack_u64(checkpoint), db=self.db)
 
     def forget(self, txn: lmdb.Transaction) -> None:
         """Drop every stored vector of every model (a rebuild re-embeds) and the matrices."""

@@ -39,6 +39,17 @@ def test_export_limits_take_sizes(tmp_path: Path) -> None:
     assert (settings.export_max, settings.export_budget) == (2 << 20, 1 << 30)
 
 
+def test_project_files_are_asked_for_by_flag_and_never_written_over_http_unless_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert settings_of(options("--store", str(tmp_path))).mirror_projects is False
+    local = settings_of(options("--store", str(tmp_path), "--profile", "n2n", "--project-files"))
+    assert (local.mirror_projects, local.project_files) == (True, True)
+    remote = settings_of(options("--store", str(tmp_path), "--profile", "n2n", "--project-files", "--http"))
+    assert remote.project_files is False  # no file of a client's project is written for HTTP clients
+    assert "project files are off over HTTP" in capsys.readouterr().err
+
+
 def test_the_tools_option_still_chooses_the_official_profile(tmp_path: Path) -> None:
     assert settings_of(options("--store", str(tmp_path), "--tools", "official")).profile == "official"
     assert settings_of(options("--store", str(tmp_path))).profile == "chronograph"
