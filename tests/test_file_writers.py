@@ -58,7 +58,7 @@ class Writer:
     agent: bool = False
     """Its path comes from an agent: a dotfile is refused even when new."""
     replaces: bool = True
-    """It may replace a file when asked (the marker never does)."""
+    """It may replace a file when asked (the marker never does; the mirror replaces only its own)."""
     fixed: str | None = None
     """The one file it writes, relative to the area (the marker), instead of any name."""
     suffix: str = ".md"
@@ -97,6 +97,12 @@ async def n2n_marker(scene: Scene, target: Path, force: bool) -> bool:
                                                                 "confirmNewProjectRoot": str(scene.area)})
 
 
+async def n2n_mirror(scene: Scene, target: Path, force: bool) -> bool:
+    return await tool(scene.clients["n2n-mirror"], "n2n_add_entities", {
+        "projectPath": str(scene.area), "confirmNewProjectRoot": str(scene.area),
+        "entities": [{"name": "Mirrored", "entityType": "t", "observations": []}]})
+
+
 async def export_command(scene: Scene, target: Path, force: bool) -> bool:
     return command("export", "--store", str(scene.source), "-o", str(target), *(["--force"] if force else []))
 
@@ -110,6 +116,8 @@ WRITERS = [
     Writer("n2n_export_markdown (tool)", ("application/surfaces/n2n.py",), n2n_export, agent=True),
     Writer("the n2n marker", ("application/surfaces/projectroot.py",), n2n_marker, agent=True, replaces=False,
            fixed=".mcp/chronograph.json"),
+    Writer("the n2n project files (--project-files)", ("application/surfaces/projectfiles.py",), n2n_mirror,
+           agent=True, replaces=False, fixed=".mcp/memory.json"),
     Writer("chronograph export -o", ("tools/export_graph.py",), export_command),
     Writer("chronograph backup -o", ("tools/backup.py", "eventstore/lmdb/backup.py"), backup_command,
            suffix=".chronograph"),
@@ -165,9 +173,10 @@ async def scene(tmp_path: Path) -> AsyncIterator[Scene]:
                          actor="t")
     (tmp_path / "outside.txt").write_text("the user's own\n")
     async with AsyncExitStack() as stack:
-        clients = {profile: await stack.enter_async_context(Client(create_server(Settings(
-            store=tmp_path / f"server-{profile}", profile=profile, export_dir=area, embeddings="off"))))
-            for profile in ("chronograph", "n2n")}
+        clients = {name: await stack.enter_async_context(Client(create_server(Settings(
+            store=tmp_path / f"server-{name}", profile=name.split("-")[0], export_dir=area, embeddings="off",
+            mirror_projects=name.endswith("mirror")))))
+            for name in ("chronograph", "n2n", "n2n-mirror")}
         await tool(clients["n2n"], "n2n_read_graph", {"projectPath": str(area), "confirmNewProjectRoot": str(area)})
         yield Scene(tmp_path, area, victim, tmp_path / "outside.txt", source, clients)
 
