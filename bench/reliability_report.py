@@ -8,7 +8,10 @@
    entities (bench/concurrency_harness.py);
 3. fuzz: --fuzz hostile tool calls (the slow test in tests/server/test_fuzz.py);
 4. wire fuzz: --wire hostile messages over stdio and over HTTP (tests/server/test_wire_fuzz.py);
-5. the adversary's repros of issue 19, each replayed by the tests named in REPROS.
+5. the adversary's repros of issues 19 and 27, each replayed by the tests named in REPROS;
+6. file commands aimed at a live server's store (bench/files_harness.py), every path argument
+   of every command and profile fuzzed (tests/test_path_fuzz.py), and every page of a backup
+   damaged and sealed again (the slow test in tests/tools/test_backup.py).
 Exit code 0 only if every harness held.
 """
 
@@ -25,6 +28,7 @@ from pathlib import Path
 
 import concurrency_harness
 import crash_harness
+import files_harness
 from chronograph.tools.common.parsing import Parser
 from report import print_table, write_json
 
@@ -59,8 +63,34 @@ REPROS = {
     "a truncated data.mdb, flipped bytes": "tests/eventstore/test_damage.py tests/tools/test_replay.py",
     "two view formats on one store": "tests/projections/live/test_views.py",
     "an unknown event in the middle of the log": "tests/application/engine/test_unknown_events.py",
+    # issue 27, data loss (and 33.3): one guarded writer, stores held while they are replaced
+    "27.1 a cloned repository's link planted in .mcp (n2n)":
+        "tests/server/surfaces/test_n2n_profile.py::test_a_cloned_repository_cannot_overwrite_the_store_of_a_stdio_server"
+        " tests/server/surfaces/test_n2n_profile.py::"
+        "test_a_planted_temporary_file_link_in_a_cloned_repository_is_never_written_through",
+    "27.2 export -o STORE/data.mdb":
+        "tests/tools/test_import_export.py::test_export_never_writes_into_a_store_even_when_forced",
+    "27.3 backup -o STORE/data.mdb, STORE/lock.mdb":
+        "tests/tools/test_backup.py::test_backup_never_writes_into_a_store_even_when_forced",
+    "27.3/27.4 backup and restore --replace under a live server":
+        "tests/tools/test_backup.py::"
+        "test_backup_and_restore_aimed_at_a_live_server_s_store_are_refused_and_no_acknowledged_write_is_lost"
+        " tests/eventstore/lmdb/test_holders.py",
+    "27.5 n2n_export_markdown over a project's NOTES.md":
+        "tests/server/surfaces/test_n2n_profile.py::test_the_markdown_export_replaces_an_existing_file_only_when_asked"
+        " tests/server/surfaces/test_n2n_profile.py::test_the_markdown_export_never_writes_through_a_link",
+    "27 the class: every writer, the same attacks": "tests/test_file_writers.py tests/eventstore/test_files.py",
+    "27.16 damaged, crafted and forged backups":
+        "tests/tools/test_backup.py::test_a_backup_with_damaged_views_restores_with_views_rebuilt_from_its_log"
+        " tests/tools/test_backup.py::"
+        "test_a_backup_crafted_to_crash_its_reader_is_refused_in_one_line_and_the_old_store_stays"
+        " tests/tools/test_backup.py::test_a_keyed_backup_restores_only_with_its_key"
+        " tests/tools/test_backup.py::test_a_keyed_backup_altered_and_sealed_again_without_the_key_is_refused",
+    "33.3 export and backup over an existing file":
+        "tests/tools/test_backup.py::test_backup_refuses_an_existing_file_unless_forced_and_names_the_flag"
+        " tests/tools/test_import_export.py::test_export_refuses_an_existing_file_unless_forced_and_names_the_flag",
 }
-"""The adversary's repros (issue 19), as the tests that replay them."""
+"""The adversary's repros (issues 19 and 27), as the tests that replay them."""
 
 
 def repros() -> dict[str, tuple[int, int]]:
@@ -113,13 +143,23 @@ def main(argv: list[str] | None = None) -> int:
             f"tests/server/test_wire_fuzz.py::test_thousands_of_hostile_messages_over_{transport}_are_all_answered",
             rf"wire fuzz outcomes \({transport}\)", {"CHRONOGRAPH_WIRE_EXAMPLES": str(args.wire)})
     wire_cases = {t: sum(v for k, v in counts.items() if k != "failures") for t, counts in wire.items()}
+    print("file commands aimed at live servers' stores ...", file=sys.stderr)
+    files = files_harness.run(20)
+    print("every path argument, hostile paths ...", file=sys.stderr)
+    paths = {scope: fuzz(f"tests/test_path_fuzz.py::test_every_path_argument_of_every_{test}_leaves_every_store_intact",
+                         f"{scope} path fuzz outcomes", {})
+             for scope, test in (("command", "command"), ("tool", "profile_s_tools"))}
+    crafted = fuzz("tests/tools/test_backup.py::"
+                   "test_every_page_of_a_backup_damaged_and_sealed_again_restores_whole_or_is_refused",
+                   "crafted backups", {})
     print("the adversary's repros ...", file=sys.stderr)
     held = repros()
 
     errors = (crash.lost + crash.partial + crash.mismatches + crash.gaps + crash.duplicates
               + races.lost + (races.races - races.races_with_one_winner) + races.bad_conflicts
               + races.mismatches + fuzzed["failures"] + sum(w["failures"] for w in wire.values())
-              + sum(failed for _, failed in held.values()))
+              + sum(not files_harness.held(o) for o in files) + sum(p["failures"] for p in paths.values())
+              + crafted["failures"] + sum(failed for _, failed in held.values()))
     rows = [
         ("load held: concurrent writes acknowledged",
          f"{races.acknowledged:,} of {races.writes:,} ({races.acknowledged / race_seconds:,.0f}/s, "
@@ -139,6 +179,14 @@ def main(argv: list[str] | None = None) -> int:
         *((f"wire fuzz over {t} (answered, log unchanged when refused)",
            f"{wire_cases[t]:,} ({', '.join(f'{v:,} {k}' for k, v in wire[t].items() if k != 'failures')})",
            f">= {args.wire:,}") for t in wire),
+        *((f"file command at a live server's store: {o.fault}",
+           f"{'refused' if o.refused else 'RAN'}; {o.attempted} attempted, {o.acknowledged} acknowledged, "
+           f"{o.found} found", "refused; all found") for o in files),
+        *((f"path fuzz: every path argument of every {scope} (stores intact after)",
+           ", ".join(f"{v:,} {k}" for k, v in counts.items() if k != "failures"), "no failure")
+          for scope, counts in paths.items()),
+        ("crafted backups (every page damaged, sealed again)",
+         ", ".join(f"{v:,} {k}" for k, v in crafted.items() if k != "failures"), "restored whole or refused"),
         *((f"repro: {case}", f"{passed} held" + (f", {failed} FAILED" if failed else ""), "all held")
           for case, (passed, failed) in held.items()),
         ("errors (any of the above going wrong)", f"{errors}", "0"),
@@ -152,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         "bad_conflicts": races.bad_conflicts, "mismatches": crash.mismatches + races.mismatches,
         "concurrent_writes": races.acknowledged, "fuzz": fuzzed, "wire_fuzz": wire,
         "repros": {case: {"passed": p, "failed": f} for case, (p, f) in held.items()}, "errors": errors,
+        "file_commands": [o.__dict__ for o in files], "path_fuzz": paths, "crafted_backups": crafted,
     })
     enough = cases >= args.fuzz and all(count >= args.wire for count in wire_cases.values())
     return 0 if errors == 0 and enough else 1

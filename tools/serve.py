@@ -262,10 +262,15 @@ def adopt_memory_file(memory: Memory) -> None:
 def run(args: argparse.Namespace) -> int:
     """Open the store, then serve until the client (stdio) or a signal (HTTP) stops us."""
     from chronograph.eventstore import EventStoreError
+    from chronograph.eventstore.files import store_of
     from chronograph.projections import ProjectionError
     from chronograph.server.runtime import Runtime
 
     settings = settings_of(args)
+    if settings.export_dir is not None and (inside := store_of(settings.export_dir)) is not None:
+        print(f"chronograph: --export-dir {settings.export_dir} lies inside the store at {inside}; name a folder "
+              "outside every store", file=sys.stderr)
+        return 2
     if settings.embeddings.startswith(("http://", "https://")) and not settings.embeddings_model:
         print("chronograph: --embeddings with an endpoint URL needs --embeddings-model NAME (the model to ask for)",
               file=sys.stderr)

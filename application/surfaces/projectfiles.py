@@ -25,7 +25,6 @@ a temporary file, synced, renamed over the target; never through a symbolic link
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ from chronograph.application.surfaces.projectfold import (
 )
 from chronograph.application.surfaces.projectroot import MARKER_FILE, project_root
 from chronograph.eventstore import clock
+from chronograph.eventstore.files import WriteRefused, write_file
 
 __all__ = ["ProjectFiles", "write_project_file"]
 
@@ -57,14 +57,15 @@ LINEAGE = 32
 
 
 def write_project_file(path: Path, text: str) -> bool:
-    """Write `text` to `path` whole (a temporary file beside it, synced, renamed over it);
-    return whether anything changed (an identical file is left alone).
+    """Write `text` to `path` whole, through the guarded writer (`eventstore.files`: never
+    through a link, never into a store, a temporary file created exclusively, synced, renamed
+    over the old file); return whether anything changed (an identical file is left alone).
 
     This is the one place the project files are written; it refuses a symbolic link at the
     target or as the `.mcp` folder, so a repository cannot aim the write elsewhere.
 
     Raises:
-        OSError: If the file system refuses; nothing is left half-written.
+        OSError: If the file system or the guarded writer refuses; nothing is left half-written.
     """
     if path.is_symlink() or path.parent.is_symlink():
         raise OSError(f"{path} (or its folder) is a symbolic link; the project files are not written through one")
@@ -74,15 +75,10 @@ def write_project_file(path: Path, text: str) -> bool:
             return False
     except FileNotFoundError:
         pass
-    temporary = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
-    try:
-        with temporary.open("xb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    try:  # these two files are the mirror's own: replacing them is what it is for
+        write_file(path, data, overwrite=True, within=path.parent.parent)
+    except WriteRefused as error:
+        raise OSError(str(error)) from None
     return True
 
 

@@ -19,6 +19,8 @@ from typing import TypedDict, TypeVar
 
 import lmdb
 from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreCorruptError, StoreOpenError
+from chronograph.eventstore.files import DATA_FILE, store_of
+from chronograph.eventstore.lmdb.holders import hold, release
 from chronograph.eventstore.lmdb.scrub import Pass, scrub_pass
 from chronograph.eventstore.log import Scrubbed
 
@@ -29,7 +31,6 @@ T = TypeVar("T")
 DEFAULT_MAP_SIZE = 64 << 20
 """Initial map size; the map doubles whenever it fills."""
 MAX_DATABASES = 64
-DATA_FILE = "data.mdb"
 _FAILING_DISK = ("Input/output error", "No space left", "Disk quota exceeded")
 """What LMDB says when a commit cannot reach the disk (it reports some as plain errors)."""
 
@@ -78,25 +79,34 @@ class LmdbEnv:
         """Reads the log's erasure count in a transaction (set by the log kept here)."""
         self._erasures_seen: int | None = None
         self.closed = False
+        self._held = hold(self.path)  # before LMDB opens it: a restore in progress is waited for
         try:
             self.env = self._open(map_size, create=self.fresh)
         except (lmdb.InvalidError, lmdb.CorruptedError, lmdb.VersionMismatchError) as error:
+            release(self._held)
             raise StoreCorruptError(f"{self.path} is not a readable LMDB store: {error}") from None
         except lmdb.Error as error:
+            release(self._held)
             raise StoreOpenError(f"cannot open the store at {self.path}: {error}") from None
+        except BaseException:
+            release(self._held)
+            raise
         try:
             self.stale_readers_cleared = self.env.reader_check()
             """Reader slots of dead processes that opening this environment released."""
         except BaseException:
-            self.env.close()
+            self.close()
             raise
 
     # --- lifecycle ------------------------------------------------------------------------
 
     def close(self) -> None:
         """Close the environment; it cannot be used afterwards."""
+        if self.closed:
+            return
         self.closed = True
         self.env.close()
+        release(self._held)
 
     def _open(self, map_size: int, *, create: bool) -> lmdb.Environment:
         return lmdb.open(str(self.path), map_size=map_size, max_dbs=MAX_DATABASES, max_readers=256,
@@ -133,6 +143,9 @@ class LmdbEnv:
             return False
         if not create:
             raise StoreOpenError(f"there is no store at {self.path}")
+        outer = store_of(self.path.parent)
+        if outer is not None:
+            raise StoreOpenError(f"{self.path} lies inside the store at {outer}; a store goes in a folder of its own")
         if self.path.exists() and any(self.path.iterdir()):
             raise StoreOpenError(
                 f"{self.path} is not empty and holds no Chronograph store; "

@@ -369,3 +369,33 @@ def test_many_lines_with_one_problem_are_one_line_with_their_count(tmp_path: Pat
     assert import_main([str(path), "--store", str(tmp_path / "store")]) == 1
     problems = [line for line in capsys.readouterr().err.splitlines() if line.startswith("  ")]
     assert problems == ["  entity observations[]: expected `str`, got `int`: 30 lines (2, 3, 4, 5, 6 and 25 more)"]
+def test_export_refuses_an_existing_file_unless_forced_and_names_the_flag(
+    official_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 33.3: `export -o EXISTING.md` replaced it without a word."""
+    store, notes = tmp_path / "store", tmp_path / "NOTES.md"
+    import_main(["--store", str(store), str(official_file)])
+    notes.write_text("# my notes\n")
+    capsys.readouterr()
+    assert export_main(["--store", str(store), "-o", str(notes)]) == 2
+    assert "--force" in capsys.readouterr().err and notes.read_text() == "# my notes\n"
+    assert export_main(["--store", str(store), "-o", str(notes), "--force"]) == 0
+    assert "Ada" in notes.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no temporary file left
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]])
+@pytest.mark.parametrize("aim", ["store/data.mdb", "store/lock.mdb", "store/graph.jsonl", "link.md"])
+def test_export_never_writes_into_a_store_even_when_forced(
+    official_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], aim: str, force: list[str],
+) -> None:
+    """Issue 27.2: `export -o STORE/data.mdb` exited 0 and replaced the log."""
+    store = tmp_path / "store"
+    import_main(["--store", str(store), str(official_file)])
+    (tmp_path / "link.md").symlink_to(store / "data.mdb")
+    before = (store / "data.mdb").read_bytes()
+    assert export_main(["--store", str(store), "-o", str(tmp_path / aim), *force]) == 2
+    assert "store" in capsys.readouterr().err or aim == "link.md"
+    assert (store / "data.mdb").read_bytes() == before
+    assert sorted(p.name for p in store.iterdir()) == ["data.mdb", "lock.mdb"]
+    assert graph_of(store)["entities"]

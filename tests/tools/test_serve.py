@@ -24,6 +24,16 @@ def test_file_exports_are_off_over_http_unless_allowed(tmp_path: Path, capsys: p
     assert allowed.export_dir == Path(exports)
 
 
+def test_an_export_directory_inside_a_store_is_refused_at_start(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from chronograph.application import Memory
+    from chronograph.tools.serve import run
+
+    Memory(tmp_path / "store").close()
+    assert run(options("--store", str(tmp_path / "other"), "--export-dir", str(tmp_path / "store"))) == 2
+    assert "lies inside the store" in capsys.readouterr().err and not (tmp_path / "other").exists()
+
+
 def test_export_limits_take_sizes(tmp_path: Path) -> None:
     settings = settings_of(options("--store", str(tmp_path), "--export-max", "2M", "--export-budget", "1G"))
     assert (settings.export_max, settings.export_budget) == (2 << 20, 1 << 30)
