@@ -219,6 +219,8 @@ async def _streams(
                         protocol = f"{HANDSHAKE}:{settled}"
                     if method == "tools/call":  # the front makes the result; it learns what the SDK adds
                         result = tool_result_extras(result)
+                        if result is None:
+                            continue  # a refusal says nothing about the protocol, only about its call
                     cache.put(method, protocol, msgspec.json.encode(result))
 
     async with anyio.create_task_group() as group:

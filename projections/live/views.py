@@ -20,7 +20,7 @@ from chronograph.projections.fold import apply_all
 from chronograph.projections.keys import VECTORS
 from chronograph.projections.live.binding import Colocated, bind
 from chronograph.projections.live.catchup import Progress, catch_up
-from chronograph.projections.live.erasure import erased, purge_vectors, purge_views
+from chronograph.projections.live.erasure import drop_answers, erased, purge_vectors, purge_views
 from chronograph.projections.live.rebuild import RebuildReport, rebuild
 from chronograph.projections.past.snapshots import Snapshots
 from chronograph.projections.search.indexes import SearchIndex
@@ -272,6 +272,7 @@ class Views:
         purge_vectors(txn, self._vectors, sorted(what.entities))
         for database in self._foreign:  # another version rebuilds them from the erased log
             txn.drop(database, delete=False)
+        drop_answers(self.env, txn)
 
 
 _OURS = re.compile(rf"views(\.v{VIEWS_FORMAT}\.[ab]\..*)?|{re.escape(Snapshots.NAME)}|{re.escape(SearchIndex.NAME)}|"
