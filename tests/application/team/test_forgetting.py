@@ -85,8 +85,9 @@ def test_forget_entry_erases_every_version_from_the_past_and_every_byte_from_the
         assert erased == ["content_erased"] * 4 + ["entry_forgotten"] + ["content_erased"] * 4
         assert call(memory, "memory_guideline", action="get", name="kept", asOf=before)["guideline"]["name"] == "kept"
         [record] = memory.read("get_audit_log", {"allWorkspaces": True, "eventTypes": ["entry_forgotten"]}).events
-    assert (record.actor, record.subject) == ("chronograph forget", "(erased entry)") and record.data == {
-        "entryType": "knowledge", "reason": "asked by HR", "events": 8, "streams": tuple(answer["forgotten"]["streams"])}
+    assert (record.actor, record.subject) == ("chronograph forget", "(erased entry)")
+    assert record.data == {"entryType": "knowledge", "reason": "asked by HR", "events": 8,
+                           "streams": tuple(answer["forgotten"]["streams"])}
     assert residue(store) == []
 
 
