@@ -188,6 +188,8 @@ class Memory:
         done = self.log.scrub(needles)
         if self.cache is not None:
             local = self.cache.scrub(b"scrub", needles)
+            if not local.held:
+                self.views.scrubbed()
             done = Scrubbed(done.zeroed + local.zeroed, done.held + local.held, done.unreached)
         return done
 

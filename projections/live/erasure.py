@@ -24,7 +24,7 @@ from chronograph.eventstore import EntityCreated, EntityRenamed, Envelope, LmdbE
 from chronograph.projections.keys import ANSWER_CACHES
 from chronograph.projections.states.lmdbstate import LmdbState
 
-__all__ = ["Erased", "drop_answers", "erased", "purge_views", "purge_vectors"]
+__all__ = ["Erased", "drop_answers", "erased", "purge_orphan_vectors", "purge_views", "purge_vectors"]
 
 
 class Erased:
@@ -92,6 +92,20 @@ def purge_vectors(txn: lmdb.Transaction, db: lmdb._Database, streams: Sequence[s
             following = _after(prefix)
             found = following is not None and cursor.set_range(following)
     return gone
+
+
+def purge_orphan_vectors(txn: lmdb.Transaction, db: lmdb._Database, state: LmdbState) -> int:
+    """Delete the embeddings of entities the views no longer hold (forgotten while these views
+    were away, or gone otherwise: no answer uses them); return how many went."""
+    orphans = []
+    with txn.cursor(db) as cursor:
+        for key in cursor.iternext(values=False):
+            stream = bytes(key)[8:]  # after the model's prefix; a prefix alone is its checkpoint
+            if stream and state.get_entity(stream.decode("utf-8", "surrogatepass")) is None:
+                orphans.append(bytes(key))
+    for key in orphans:
+        txn.delete(key, db=db)
+    return len(orphans)
 
 
 def drop_answers(env: LmdbEnv, txn: lmdb.Transaction) -> int:
