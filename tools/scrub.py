@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"chronograph scrub: {error}", file=sys.stderr)
         return 2
     print(f"scrubbed {store}: {done.zeroed} page(s) or gaps overwritten"
-          + (f"; {done.held} page(s) still open to a reader: run it again later" if done.held else "")
+          + (f"; {done.held} old copies still visible to a reader: run it again later" if done.held else "")
           + (f"; {done.unreached}" if done.unreached else ""))
     return 1 if done.held or done.unreached else 0
 

@@ -37,8 +37,9 @@ def scrub_after(batch: Batch, needles: Sequence[bytes], finish: Callable[[T, boo
                 "Run `chronograph scrub --store ...` to finish"))
         if done.held:
             return finish(output, False, (
-                f"Erased from the log and every view; {done.held} old pages are still open to a long reader and "
-                "keep the old bytes until the next scrub (`chronograph scrub`, or the next forget)"))
+                f"Erased from the log and every view; {done.held} old copies are still visible to a long reader (an "
+                "open transaction) and keep the old bytes until the next scrub (`chronograph scrub`, or the next "
+                "forget)"))
         if done.unreached:
             return finish(output, False, f"Erased from the log and every view; {done.unreached}")
         return finish(output, True, f"Erased; {done.zeroed} old pages of the store overwritten")

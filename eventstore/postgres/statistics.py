@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from chronograph.eventstore.postgres.schema import CONTENT, Schema
+from chronograph.eventstore.postgres.vacuum import vacuum_full
 
 __all__ = ["FLAG", "dirty", "rewrite_catalog", "seal"]
 
@@ -73,8 +74,12 @@ def rewrite_catalog(connection: Any, schema: Schema) -> str:
     then = dirty(connection, schema)
     if then is None:
         return ""
+    kept = 0
     if _filenode(connection) == then:
-        connection.execute("VACUUM FULL pg_catalog.pg_statistic")  # PostgreSQL only warns when it may not
+        kept = vacuum_full(connection, "pg_catalog.pg_statistic")  # PostgreSQL only warns when it may not
+    if kept:
+        return (f"PostgreSQL's statistics catalog (pg_statistic) kept {kept} dead row version(s) an open transaction "
+                "may still see; run `chronograph scrub` again once it has ended")
     if _filenode(connection) == then:
         return ("PostgreSQL's statistics catalog (pg_statistic) may still hold samples of the log that an earlier "
                 "version let ANALYZE collect; only the database's owner or a superuser can rewrite it: ask them to run "

@@ -73,6 +73,19 @@ def drop_database() -> Iterator[None]:
         _database.drop()
 
 
+def _schema(url: str) -> str:
+    return dict(part.split("=", 1) for part in url.split("?", 1)[1].split("&"))["schema"]
+
+
+def analyse(url: str) -> None:
+    """ANALYZE every table of the log at `url`, as autovacuum does once a table changed enough."""
+    import psycopg  # noqa: PLC0415
+
+    with psycopg.connect(url.split("?", 1)[0], autocommit=True, connect_timeout=3) as connection:
+        for table in ("events", "heads", "idempotency", "meta"):
+            connection.execute(f'ANALYZE "{_schema(url)}".{table}')
+
+
 def server_bytes(url: str) -> dict[str, bytes]:
     """What the server keeps on disk of the log at `url`, by relation: every table, index and
     TOAST table of its schema, and `pg_statistic` (the planner's samples) with its TOAST table
@@ -81,7 +94,7 @@ def server_bytes(url: str) -> dict[str, bytes]:
     not readable in them, which is why the tests keep their logs small."""
     import psycopg  # noqa: PLC0415
 
-    schema = dict(part.split("=", 1) for part in url.split("?", 1)[1].split("&"))["schema"]
+    schema = _schema(url)
     with psycopg.connect(url.split("?", 1)[0], autocommit=True, connect_timeout=3) as connection:
         connection.execute("CHECKPOINT")
         rows = connection.execute(
