@@ -43,6 +43,7 @@ STABLE_TAGS = {
     "TeamMemoryReset": "team_memory_reset",
     "ContentErased": "content_erased",
     "EntityForgotten": "entity_forgotten",
+    "EntryForgotten": "entry_forgotten",
 }
 
 
