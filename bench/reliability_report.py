@@ -8,7 +8,7 @@
    entities (bench/concurrency_harness.py);
 3. fuzz: --fuzz hostile tool calls (the slow test in tests/server/test_fuzz.py);
 4. wire fuzz: --wire hostile messages over stdio and over HTTP (tests/server/test_wire_fuzz.py);
-5. the adversary's repros of issue 19, each replayed by the tests named in REPROS.
+5. the adversary's repros of issues 19 and 27, each replayed by the tests named in REPROS.
 Exit code 0 only if every harness held.
 """
 
@@ -59,8 +59,17 @@ REPROS = {
     "a truncated data.mdb, flipped bytes": "tests/eventstore/test_damage.py tests/tools/test_replay.py",
     "two view formats on one store": "tests/projections/live/test_views.py",
     "an unknown event in the middle of the log": "tests/application/engine/test_unknown_events.py",
+    # issue 27, erasure that leaked
+    "27.6 a conflict's reply kept and served after forget": "tests/server/test_replies.py",
+    "27.7 forgotten text in PostgreSQL's statistics, old snapshots":
+        "tests/eventstore/postgres/test_statistics.py tests/eventstore/postgres/test_vacuum.py",
+    "27.8 a cache that was offline during a forget":
+        "tests/application/engine/test_stores.py::"
+        "test_a_cache_that_was_offline_during_a_forget_keeps_nothing_of_it_when_it_comes_back",
+    "27.9 a team entry that could not be forgotten": "tests/application/team/test_forgetting.py",
+    "27 erasure through every profile, both backends, every byte": "tests/server/test_erasure_everywhere.py",
 }
-"""The adversary's repros (issue 19), as the tests that replay them."""
+"""The adversary's repros (issues 19 and 27), as the tests that replay them."""
 
 
 def repros() -> dict[str, tuple[int, int]]:
