@@ -5,31 +5,17 @@ any file of the store; deactivation and reset keep their history."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from chronograph.application import ChronographError, Memory
-from chronograph.application.engine.outputs import ObjectOut
 from chronograph.tools.cli import main as cli
 from freezegun import freeze_time
 from support.postgres import database
+from support.team import call
 
 TITLE, SSN, LATER = "Payroll contact Ravindra Okonkwo-Bell", "SSN 078-05-1120-zq", "moved to Quillhaven Close"
 SECRETS = (TITLE, SSN, LATER, "Ravindra", "Okonkwo-Bell", "078-05-1120", "Quillhaven")
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    with Memory(tmp_path / "store", sync=False) as opened:
-        yield opened
-
-
-def call(memory: Memory, tool: str, actor: str = "agent", **arguments: Any) -> dict[str, Any]:
-    output = memory.call(tool, arguments, actor=actor).output
-    assert isinstance(output, ObjectOut)
-    return output.reply
 
 
 def residue(folder: Path) -> list[tuple[str, str]]:
