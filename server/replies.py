@@ -92,8 +92,9 @@ class ReplyCache:
 
 
 def _drop(memory: Memory, names: list[str]) -> None:
-    """Delete the databases `names` and overwrite what they held (a failure leaves them for the
-    next open: the session goes on)."""
+    """Delete the databases `names` and overwrite what they held in the file that keeps them (the
+    store's, or a database log's cache); a failure leaves them for the next open: the session
+    goes on."""
     env = memory.views.env
     try:
         handles = [env.open_db(name, create=False) for name in names]
@@ -103,7 +104,7 @@ def _drop(memory: Memory, names: list[str]) -> None:
                 txn.drop(handle, delete=True)
 
         env.write(drop)
-        memory.scrub()
+        env.scrub(b"meta" if memory.cache is None else b"scrub")  # the markers the log and a cache use
     except (EventStoreError, lmdb.Error):
         pass
 

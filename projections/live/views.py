@@ -204,8 +204,8 @@ class Views:
             purge_orphan_vectors(txn, self._vectors, LmdbState(txn, self.tables))
 
         self.env.write(drop)
-        self.env.scrub(b"scrub")
-        self.env.write(lambda txn: self.pointer.set_erasures(txn, count))
+        if not self.env.scrub(b"scrub").held:  # else the next open scrubs again
+            self.env.write(lambda txn: self.pointer.set_erasures(txn, count))
         self._erasures_seen = count
 
     def scrubbed(self) -> None:
