@@ -17,7 +17,8 @@ from chronograph.application.surfaces.n2n import N2N, N2N_TOOLS
 from chronograph.application.surfaces.workspace import WORKSPACE, WORKSPACE_TOOLS
 from chronograph.application.team.common import TEAM
 
-__all__ = ["DEFAULT_PROFILE", "OFFICIAL_TOOLS", "PROFILES", "SHARED_TEAM_TOOLS", "TEAM_TOOLS", "Profile", "profile"]
+__all__ = ["DEFAULT_PROFILE", "OFFICIAL_TOOLS", "PROFILES", "SHARED_TEAM_TOOLS", "TEAM_ADDITIONS", "TEAM_TOOLS",
+           "Profile", "profile"]
 
 OFFICIAL_TOOLS = (
     "create_entities",
@@ -38,6 +39,8 @@ TEAM_TOOLS = (
     "memory_init", "memory_export", "memory_import",
 )
 """Agent Memory's fifteen tools, in the order of its reference."""
+TEAM_ADDITIONS = ("memory_forget",)
+"""Tools the agent-memory profile offers beyond the reference's: erasing an entry for real."""
 
 
 @dataclass(frozen=True)
@@ -113,8 +116,9 @@ PROFILES: dict[str, Profile] = {
                            "travel, audit, context", _own_surface, INSTRUCTIONS),
     "official": Profile("official", "exactly the nine tools of the official MCP memory server",
                         lambda: CORE.select(OFFICIAL_TOOLS), INSTRUCTIONS, exact=True),
-    "agent-memory": Profile("agent-memory", "the fifteen tools of Agent Memory 0.3.0: scopes, sessions, typed "
-                            "entries, tags, file locks, conflicts", lambda: TEAM.select(TEAM_TOOLS),
+    "agent-memory": Profile("agent-memory", "the fifteen tools of Agent Memory 0.3.0 (scopes, sessions, typed "
+                            "entries, tags, file locks, conflicts) and memory_forget",
+                            lambda: TEAM.select((*TEAM_TOOLS, *TEAM_ADDITIONS)),
                             TEAM_INSTRUCTIONS, errors="agent-memory"),
     "workspace": Profile("workspace", "the four tools of the workspace upsert server: workspaceName, upserts, "
                          "stable ids", lambda: WORKSPACE.select(WORKSPACE_TOOLS), (

@@ -89,6 +89,15 @@ REPROS = {
     "33.3 export and backup over an existing file":
         "tests/tools/test_backup.py::test_backup_refuses_an_existing_file_unless_forced_and_names_the_flag"
         " tests/tools/test_import_export.py::test_export_refuses_an_existing_file_unless_forced_and_names_the_flag",
+    # issue 27, erasure that leaked
+    "27.6 a conflict's reply kept and served after forget": "tests/server/test_replies.py",
+    "27.7 forgotten text in PostgreSQL's statistics, old snapshots":
+        "tests/eventstore/postgres/test_statistics.py tests/eventstore/postgres/test_vacuum.py",
+    "27.8 a cache that was offline during a forget":
+        "tests/application/engine/test_stores.py::"
+        "test_a_cache_that_was_offline_during_a_forget_keeps_nothing_of_it_when_it_comes_back",
+    "27.9 a team entry that could not be forgotten": "tests/application/team/test_forgetting.py",
+    "27 erasure through every profile, both backends, every byte": "tests/server/test_erasure_everywhere.py",
 }
 """The adversary's repros (issues 19 and 27), as the tests that replay them."""
 

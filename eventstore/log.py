@@ -30,6 +30,8 @@ class Scrubbed(NamedTuple):
     """Units of storage (LMDB: pages) that held old bytes and were overwritten."""
     held: int
     """Units left alone because a reader might still see them (a later scrub gets them)."""
+    unreached: str = ""
+    """What the scrub could not overwrite for want of a right, and who can (empty: nothing)."""
 
 
 class LogReader(Protocol):

@@ -21,6 +21,7 @@ __all__ = [
     "ConflictResolved",
     "EntryAdded",
     "EntryDeactivated",
+    "EntryForgotten",
     "EntryReactivated",
     "EntryRelationCreated",
     "EntryRelationDeleted",
@@ -216,6 +217,20 @@ class TeamMemoryReset(Event, frozen=True, tag="team_memory_reset"):
     by: str | None = None
 
 
+class EntryForgotten(Event, frozen=True, tag="entry_forgotten"):
+    """The record of an erasure: an entry's every event (name, content, every version), and every
+    event of its tags, relations and conflicts, were erased from the log and from everything
+    derived from it. It says who asked (its envelope), why, and how much went; not what.
+
+    `streams` are the other erased streams (the entry's tagging, relations, conflicts).
+    """
+
+    entry_type: str
+    reason: str
+    events: int
+    streams: tuple[str, ...] = ()
+
+
 TEAM_EVENTS: tuple[type[Event], ...] = (
     OrganizationCreated,
     ProjectCreated,
@@ -237,5 +252,6 @@ TEAM_EVENTS: tuple[type[Event], ...] = (
     ConflictDetected,
     ConflictResolved,
     TeamMemoryReset,
+    EntryForgotten,
 )
 """The team memory's events, in the order they were introduced."""

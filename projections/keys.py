@@ -6,9 +6,12 @@ keys are contiguous and another's can never be reached by a prefix scan.
 
 from __future__ import annotations
 
+import re
+
 from chronograph.eventstore.keys import digest, pack_u64, text_key
 
 __all__ = [
+    "ANSWER_CACHES",
     "ENTITY",
     "INCOMING",
     "OUTGOING",
@@ -99,3 +102,9 @@ prefix alone -> the position its vectors are current through."""
 def vector_prefix(model: str) -> bytes:
     """vectors: the 8-byte prefix of every key of `model`."""
     return digest(model.encode(), 8)
+
+
+ANSWER_CACHES = re.compile(r"replies\.v\d+")
+"""The databases that keep answers a server gave (the stdio front's `replies.v<n>`). They are
+derived from the code, not the log, but an answer may quote what the store held: every
+erasure drops them whole, wherever it happens (a cache refills by itself)."""

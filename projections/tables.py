@@ -98,3 +98,16 @@ class Pointer:
         """Make `generation` the live one."""
         assert self.db is not None
         txn.put(self.KEY, pack_u32(generation), db=self.db)
+
+    ERASURES = b"erasures"
+    """The log's erasure count these views (a cache of a log elsewhere) were last scrubbed at."""
+
+    def erasures(self, txn: lmdb.Transaction) -> int | None:
+        """The erasure count these views were last scrubbed at (None: never said)."""
+        found = None if self.db is None else txn.get(self.ERASURES, db=self.db)
+        return None if found is None else unpack_u64(found)
+
+    def set_erasures(self, txn: lmdb.Transaction, count: int) -> None:
+        """Record that these views hold nothing of the log's first `count` erasures."""
+        assert self.db is not None
+        txn.put(self.ERASURES, pack_u64(count), db=self.db)

@@ -51,6 +51,8 @@ KEPT = frozenset({"server/discover", "ping", "tools/list"})
 PROTOCOL, CLIENT, CAPABILITIES = (f"io.modelcontextprotocol/{name}"
                                   for name in ("protocolVersion", "clientInfo", "clientCapabilities"))
 _TOOL_RESULT = frozenset({"content", "structuredContent", "isError"})
+OURS = "chronograph/"
+"""The prefix of the `_meta` keys Chronograph sets on a tool result (an error's code)."""
 _CALL_PARAMS = frozenset({"name", "arguments", "_meta"})
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
@@ -197,7 +199,7 @@ class Front:
         except Exception:  # what the SDK does with a failure that is not ours: log it, say little
             traceback.print_exc(file=sys.stderr)
             result = plain(f"Error executing tool {tool.name}", error=True)
-        added = _decoder.decode(extras)
+        added = _without_ours(_decoder.decode(extras))  # what the SDK adds, never an answer of ours
         if "_meta" in result and "_meta" in added:  # ours (an error's code) beside the SDK's
             added["_meta"] = {**added["_meta"], **result["_meta"]}
         result.update(added)
@@ -211,9 +213,21 @@ class Front:
             view = view[os.write(self.stdout, view):]
 
 
-def tool_result_extras(result: dict[str, Any]) -> dict[str, Any]:
-    """What the SDK adds to a tool result besides content, structured content and isError."""
-    return {key: value for key, value in result.items() if key not in _TOOL_RESULT}
+def tool_result_extras(result: dict[str, Any]) -> dict[str, Any] | None:
+    """What the SDK adds to a successful tool result besides content, structured content and
+    isError, without anything of ours; None for a refused call (its `_meta` is the error's: an
+    answer to that call alone, which may quote what the store held)."""
+    if result.get("isError") is not False:
+        return None
+    return _without_ours({key: value for key, value in result.items() if key not in _TOOL_RESULT})
+
+
+def _without_ours(extras: dict[str, Any]) -> dict[str, Any]:
+    """`extras` without the `_meta` keys Chronograph itself sets (`chronograph/...`)."""
+    meta = extras.get("_meta")
+    if isinstance(meta, dict) and any(key.startswith(OURS) for key in meta):
+        extras = {**extras, "_meta": {key: value for key, value in meta.items() if not key.startswith(OURS)}}
+    return extras
 
 
 def _is_client(client: Any) -> bool:

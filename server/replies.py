@@ -5,10 +5,16 @@ They depend only on the code (the SDK's version, and what Chronograph publishes:
 profile's instructions and each tool's name, title, description and argument schema),
 whether exports write files, the protocol generation (a handshake, or 2026-07-28's
 requests that each name their version) and the protocol version. The first session
-served by the SDK keeps them (`replies.v1`); later sessions' front answers with the very
+served by the SDK keeps them (`replies.v2`); later sessions' front answers with the very
 same JSON without importing the SDK. A change of any of those is a new key, so a kept
 answer is never stale; the database is a cache, dropped with nothing lost, and a failure
 to keep an answer is no failure of the session.
+
+Nothing a call said is kept: of a tool result, only what the SDK adds to a *successful* one
+(the fields of the protocol version), never the content nor our own `_meta` (an error's
+code and message, which may quote an entity). Every erasure drops the database whole
+(`ANSWER_CACHES`), so that no answer outlives what it could have quoted. `replies.v1`,
+whose tool-call entry could hold an error's message, is dropped and scrubbed at open.
 """
 
 from __future__ import annotations
@@ -32,14 +38,20 @@ __all__ = ["ReplyCache"]
 class ReplyCache:
     """Kept answers for one server's settings, in its store."""
 
-    NAME = "replies.v1"
+    NAME = "replies.v2"
+    LEGACY = ("replies.v1",)
+    """Databases of earlier versions that may hold what a call said: dropped and scrubbed at open."""
 
     def __init__(self, memory: Memory, settings: Settings) -> None:
         env = memory.views.env
         self.env = env
         self.lock = memory.lock
         with self.lock:
-            absent = env.readonly and self.NAME not in env.database_names()
+            names = env.database_names()
+            legacy = [name for name in self.LEGACY if name in names]
+            if legacy and not env.readonly:
+                _drop(memory, legacy)  # first: the scrub reopens the environment
+            absent = env.readonly and self.NAME not in names
             self.db = None if absent else env.open_db(self.NAME)
         versions = _versions("mcp", "mcp_types")
         if versions is None:  # an SDK whose version cannot be told: keep nothing rather than risk a stale answer
@@ -78,6 +90,24 @@ class ReplyCache:
                 self.env.write(lambda txn: txn.put(key, result, db=self.db))
         except (EventStoreError, lmdb.Error):
             pass
+
+
+def _drop(memory: Memory, names: list[str]) -> None:
+    """Delete the databases `names` and overwrite what they held in the file that keeps them (the
+    store's, or a database log's cache); a failure leaves them for the next open: the session
+    goes on."""
+    env = memory.views.env
+    try:
+        handles = [env.open_db(name, create=False) for name in names]
+
+        def drop(txn: lmdb.Transaction) -> None:
+            for handle in handles:
+                txn.drop(handle, delete=True)
+
+        env.write(drop)
+        env.scrub(b"meta" if memory.cache is None else b"scrub")  # the markers the log and a cache use
+    except (EventStoreError, lmdb.Error):
+        pass
 
 
 def _versions(*packages: str) -> list[str] | None:

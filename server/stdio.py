@@ -218,7 +218,10 @@ async def _streams(
                             continue  # answered before any handshake: nothing to key it by
                         protocol = f"{HANDSHAKE}:{settled}"
                     if method == "tools/call":  # the front makes the result; it learns what the SDK adds
-                        result = tool_result_extras(result)
+                        extras = tool_result_extras(result)
+                        if extras is None:
+                            continue  # a refusal says nothing about the protocol, only about its call
+                        result = extras
                     cache.put(method, protocol, msgspec.json.encode(result))
 
     async with anyio.create_task_group() as group:

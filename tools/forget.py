@@ -1,13 +1,17 @@
-"""Forget an entity for real: erase it from the log and from everything derived from it.
+"""Forget an entity or a team entry for real: erase it from the log and from everything derived from it.
 
     chronograph forget --store ~/memory "Ada Lovelace" --reason "asked by the data subject"
     chronograph forget --workspace lab --as alice NAME --reason R --json
+    chronograph forget --entry kn_3f9a1c2b7d4e --reason "holds a customer's SSN"
 
 Every entity ever called NAME in the workspace is erased: its names, observations and
 metadata, in every version and every past state, with every relation that named it. The
 events keep their place in the log (when, who, which call) and say only what kind of
 change each was; one erasure record per entity says who asked, when and why (the reason
-is kept: do not repeat what is forgotten in it). Then the store is scrubbed: the old
+is kept: do not repeat what is forgotten in it). `--entry ID` erases a tool, guideline or
+knowledge entry of the team memory instead (the Agent Memory surface; deactivating it or
+`memory_init reset` keep its history, this does not): every version, its tags, relations
+and conflicts, with one erasure record. Then the store is scrubbed: the old
 copies of every changed page are overwritten, so that no file of the store keeps a byte
 of it. A server may keep running meanwhile: its reads go on, its writes wait for the
 erasure's one transaction.
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script from a checkout
     import checkout  # type: ignore[import-not-found]  # tools/ is sys.path[0] in a script
@@ -28,6 +33,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
 import msgspec
 from chronograph.application import Memory
 from chronograph.application.engine.config import resolve_store
+from chronograph.application.engine.outputs import ObjectOut
 from chronograph.application.engine.stores import store_exists
 from chronograph.application.errors import ChronographError
 from chronograph.application.lifecycle.forgetting import ForgetOut
@@ -40,7 +46,8 @@ __all__ = ["add_arguments", "main", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `forget`."""
-    parser.add_argument("name", help="the entity to erase (every entity ever called so in the workspace)")
+    parser.add_argument("name", nargs="?", help="the entity to erase (every entity ever called so in the workspace)")
+    parser.add_argument("--entry", metavar="ID", help="erase this team entry (tool_..., gl_..., kn_...) instead")
     parser.add_argument("--reason", required=True, help="why, kept in the audit (say why, not what)")
     add_store_argument(parser)
     parser.add_argument("--workspace", default="default", help='the workspace (default: "default")')
@@ -51,17 +58,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Carry out `forget`; return the exit code."""
+    if (args.name is None) == (args.entry is None):
+        print("chronograph forget: name the entity to erase, or give --entry ID (one of them)", file=sys.stderr)
+        return 2
     store = resolve_store(args.store)
     if not store_exists(store):
         print(f"chronograph forget: there is no store at {store}", file=sys.stderr)
         return 2
     try:
         with Memory(store, cache=args.cache) as memory:
+            if args.entry is not None:
+                asked = {"id": args.entry, "reason": args.reason}
+                entry = memory.write("memory_forget", asked, actor=args.actor).output
+                assert isinstance(entry, ObjectOut)
+                return _report_entry(entry.reply, args.json)
             out = memory.write("forget_entity", {"name": args.name, "reason": args.reason,
                                                  "workspace": args.workspace}, actor=args.actor).output
             assert isinstance(out, ForgetOut)
     except ChronographError as error:
-        print(f"chronograph forget: {explain(error, {'name': 'NAME', 'reason': '--reason'})}", file=sys.stderr)
+        print(f"chronograph forget: {explain(error, {'name': 'NAME', 'id': '--entry', 'reason': '--reason'})}",
+              file=sys.stderr)
         return 1
     except (EventStoreError, ProjectionError) as error:
         print(f"chronograph forget: {error}", file=sys.stderr)
@@ -75,8 +91,18 @@ def run(args: argparse.Namespace) -> int:
     return 0 if out.scrubbed else 1
 
 
+def _report_entry(reply: dict[str, Any], as_json: bool) -> int:
+    if as_json:
+        print(msgspec.json.encode(reply).decode())
+    else:
+        gone = reply["forgotten"]
+        print(f"erased {gone['type']} entry {gone['id']}: {gone['events']} event(s), with "
+              f"{len(gone['streams'])} stream(s) of its tags, relations and conflicts. {reply['message']}")
+    return 0 if reply["scrubbed"] else 1
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`python tools/forget.py NAME --reason R` (see the module docstring)."""
+    """`python tools/forget.py NAME --reason R`, or `--entry ID --reason R` (see the module docstring)."""
     return script_main("chronograph forget", __doc__, add_arguments, run, argv)
 
 

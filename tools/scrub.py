@@ -5,7 +5,9 @@
 `chronograph forget` scrubs by itself; a reader that held an old snapshot longer than the
 scrub waited (10 s) keeps some old pages from it, and this finishes the work. Zeroes the
 free pages and the unused space inside pages; a server may keep running meanwhile. With a
-PostgreSQL store, it rewrites the log's tables (VACUUM FULL) and scrubs this machine's cache.
+PostgreSQL store, it rewrites the log's tables (VACUUM FULL), keeps the planner's statistics
+free of what the log says, and scrubs this machine's cache; it exits 1 when something is
+left for someone else (a reader, or the database's owner: it says what).
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"chronograph scrub: {error}", file=sys.stderr)
         return 2
     print(f"scrubbed {store}: {done.zeroed} page(s) or gaps overwritten"
-          + (f"; {done.held} page(s) still open to a reader: run it again later" if done.held else ""))
-    return 1 if done.held else 0
+          + (f"; {done.held} old copies still visible to a reader: run it again later" if done.held else "")
+          + (f"; {done.unreached}" if done.unreached else ""))
+    return 1 if done.held or done.unreached else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -104,8 +104,13 @@ def _describe(first: Envelope) -> tuple[str, str]:
     if isinstance(event, ContextUpdated):
         return event.workspace, "context"
     if isinstance(event, ContentErased):
-        return event.workspace, f"(erased {'relation' if event.erased.startswith('relation') else 'entity'})"
+        return event.workspace, f"(erased {_ERASED.get(event.erased, 'entity')})"
     return "", _team_subject(event) or first.stream
+
+
+_ERASED = {"relation_created": "relation", "entry_added": "entry", "tag_attached": "entry's tags",
+           "entry_relation_created": "entry relation", "conflict_detected": "conflict"}
+"""What a stream whose first event was erased was, by the kind of that event (else an entity)."""
 
 
 def _team_subject(event: object) -> str | None:

@@ -100,8 +100,6 @@ class Memory:
             self.timeline = Timeline(self.log, self.views)
             self.teams = TeamView()
             """The team memory (the Agent Memory surface), folded in memory."""
-            self.team_vectors: dict[str, tuple[int, Any]] = {}
-            """entry id -> (version, embedding) of the team entries semantic queries have needed"""
             self.semantic: Semantic | None = None
             """Semantic search, when an embedder is configured and installed."""
             self.semantic_off = (
@@ -195,7 +193,9 @@ class Memory:
         done = self.log.scrub(needles)
         if self.cache is not None:
             local = self.cache.scrub(b"scrub", needles)
-            done = Scrubbed(done.zeroed + local.zeroed, done.held + local.held)
+            if not local.held:
+                self.views.scrubbed()
+            done = Scrubbed(done.zeroed + local.zeroed, done.held + local.held, done.unreached)
         return done
 
     def store_bytes(self) -> int:

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 from chronograph.application.engine.arguments import D, Name, WriteArgs
 from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.erasing import Reason, scrub_after
 from chronograph.application.engine.outputs import Out
 from chronograph.application.engine.registry import CORE
 from chronograph.application.errors import NotFoundError
@@ -35,15 +36,11 @@ from chronograph.eventstore import (
     EntityMerged,
     EntityRenamed,
     Envelope,
-    EventStoreError,
     LogReader,
     RelationCreated,
 )
-from msgspec import Meta
 
 __all__ = ["ForgetEntity", "ForgetOut", "Tenure", "tenures"]
-
-Reason = Annotated[str, Meta(min_length=1, max_length=1024)]
 
 _ENDS = (EntityDeleted, EntityMerged, EntityForgotten)
 
@@ -179,25 +176,10 @@ def forget_entity(batch: Batch, args: ForgetEntity) -> ForgetOut:
             1 for envelope in originals if plan.owner.get(envelope.stream) == stream)
         batch.emit(stream, EntityForgotten(workspace=plan.workspace_of[stream], reason=args.reason,
                                            events=count, relations=moved))
-    batch.then(_scrub(batch, plan.keys))
+    scrub_after(batch, plan.keys, _finished)
     return ForgetOut(entities=len(plan.entities), relations=len(plan.relations), events=len(originals),
                      redacted=len(plan.merges), streams=list(plan.entities))
 
 
-def _scrub(batch: Batch, keys: Sequence[bytes]) -> Any:
-    def scrub(output: ForgetOut) -> ForgetOut:
-        assert batch.scrub is not None
-        try:
-            done = batch.scrub(keys)
-        except EventStoreError as error:
-            return msgspec.structs.replace(output, message=(
-                f"Erased from the log and every view, but the store's free pages could not be scrubbed: {error}. "
-                "Run `chronograph scrub --store ...` to finish"))
-        if done.held:
-            return msgspec.structs.replace(output, message=(
-                f"Erased from the log and every view; {done.held} old pages are still open to a long reader and "
-                "keep the old bytes until the next scrub (`chronograph scrub`, or the next forget)"))
-        return msgspec.structs.replace(output, scrubbed=True, message=(
-            f"Erased; {done.zeroed} old pages of the store overwritten"))
-
-    return scrub
+def _finished(output: ForgetOut, scrubbed: bool, message: str) -> ForgetOut:
+    return msgspec.structs.replace(output, scrubbed=scrubbed, message=message)

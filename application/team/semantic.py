@@ -38,7 +38,7 @@ def similarities(memory: Memory, entries: list[Entry], query: str) -> dict[str, 
     if memory.semantic is None or not entries:
         return None
     embedder = memory.semantic.embedder
-    kept: dict[str, tuple[int, Any]] = memory.team_vectors
+    kept: dict[str, tuple[int, Any]] = memory.teams.vectors
     try:
         todo = [e for e in entries if kept.get(e.id, (0, None))[0] != e.current.number]
         for start in range(0, len(todo), BATCH):

@@ -33,6 +33,8 @@ from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
 from chronograph.eventstore.postgres.address import split_url
 from chronograph.eventstore.postgres.reader import PgReader
 from chronograph.eventstore.postgres.schema import DDL, FORMAT_VERSION, Schema
+from chronograph.eventstore.postgres.statistics import rewrite_catalog, seal
+from chronograph.eventstore.postgres.vacuum import vacuum_full, wait_for_snapshots
 from chronograph.eventstore.postgres.writer import PgTransaction
 
 __all__ = ["PgLog"]
@@ -137,6 +139,9 @@ class PgLog(EventLog):
                         "ON CONFLICT (key) DO NOTHING"),
                         (FORMAT_VERSION.to_bytes(4, "big"), uuid.uuid4().hex.encode()))
             rows = dict(connection.execute(self.schema.sql("SELECT key, value FROM {meta}")).fetchall())
+            if not self._readonly and "format" in rows and int.from_bytes(rows["format"], "big") <= FORMAT_VERSION \
+                    and seal(connection, self.schema):  # a log an earlier version made: statistics may hold content
+                rewrite_catalog(connection, self.schema)  # what cannot be done now, the next scrub says
         if "format" not in rows or "store_id" not in rows:
             raise StoreCorruptError(f"{self._shown} holds tables that are not a Chronograph log")
         version = int.from_bytes(rows["format"], "big")
@@ -339,17 +344,27 @@ class PgLog(EventLog):
                 return None
 
     def scrub(self, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
-        """Rewrite the log's tables and their indexes (VACUUM FULL), so that no page of them keeps
-        what an erasure replaced; return the pages the rewritten tables take.
+        """Rewrite the log's tables and their indexes (VACUUM FULL) once no snapshot taken before
+        can see what an erasure replaced (waiting up to `timeout` seconds), and keep the planner's
+        statistics free of content (see `pgstatistics`); return the pages the rewritten tables
+        take, the dead row versions a snapshot still held (a later scrub gets them), and what the
+        statistics catalog still needs if this role may not rewrite it.
 
         The write-ahead log, replicas and base backups keep their own copies until they age
         out: those are the database operator's (see docs/decisions.md).
         """
-        del needles, timeout  # every index is rebuilt whole: no stale key survives
+        del needles  # every index is rebuilt whole: no stale key survives
+        deadline = time.monotonic() + timeout
         with self._connection() as (connection, _):
-            for table in ("events", "heads", "idempotency", "meta"):
-                connection.execute(self.schema.sql(f"VACUUM FULL {{{table}}}"))
+            seal(connection, self.schema)
+            while True:
+                wait_for_snapshots(connection, deadline)
+                held = sum(vacuum_full(connection, self.schema.sql(f"{{{table}}}"))
+                           for table in ("events", "heads", "idempotency", "meta"))
+                if not held or time.monotonic() >= deadline:
+                    break
+            unreached = rewrite_catalog(connection, self.schema)
             row = connection.execute(
                 "SELECT coalesce(sum(relpages), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = %s", (self.schema.name,)).fetchone()
-        return Scrubbed(int(row[0]) if row else 0, 0)
+        return Scrubbed(int(row[0]) if row else 0, held, unreached)

@@ -21,10 +21,19 @@ from typing import Any
 from chronograph.eventstore.keys import digest
 from psycopg import sql
 
-__all__ = ["DDL", "FORMAT_VERSION", "Schema"]
+__all__ = ["CONTENT", "DDL", "FORMAT_VERSION", "Schema"]
 
 FORMAT_VERSION = 1
 """The table layout this code writes; a log with a higher one is refused."""
+
+CONTENT: dict[str, tuple[tuple[str, str], ...]] = {
+    "events": (("stream", "text"), ("envelope", "bytea")),
+    "heads": (("stream", "text"),),
+    "idempotency": (("key", "bytea"), ("record", "bytea")),
+    "meta": (("key", "text"), ("value", "bytea")),
+}
+"""The columns that hold what the store says (or name it: a relation's stream spells its names),
+with their types, by table. The planner keeps no statistics of them (see `pgstatistics`)."""
 
 DDL = (
     "CREATE SCHEMA IF NOT EXISTS {schema}",
@@ -34,6 +43,8 @@ DDL = (
     "CREATE TABLE IF NOT EXISTS {heads} (stream text PRIMARY KEY, version bigint NOT NULL)",
     "CREATE TABLE IF NOT EXISTS {idempotency} (key bytea PRIMARY KEY, record bytea NOT NULL)",
     "CREATE TABLE IF NOT EXISTS {meta} (key text PRIMARY KEY, value bytea NOT NULL)",
+    *(f"ALTER TABLE {{{table}}} " + ", ".join(f"ALTER COLUMN {column} SET STATISTICS 0" for column, _ in columns)
+      for table, columns in CONTENT.items()),
 )
 """The tables, created if missing (each statement formatted by `Schema.sql`)."""
 

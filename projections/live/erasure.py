@@ -8,6 +8,8 @@ search index of each workspace concerned, and the snapshots from the first erase
 on (a snapshot before it never saw the erased content). What is left equals a fold of the
 erased log, which is what a rebuild would produce.
 
+Databases of kept answers (`ANSWER_CACHES`) are emptied whole: an answer may quote anything.
+
 Caches that live outside the transaction (a process's search indexes, past graphs,
 vector matrices, snapshots and images about to be saved) compare the log's erasure count
 with the one they were filled at, and let go of what they hold when it moved.
@@ -18,10 +20,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import lmdb
-from chronograph.eventstore import EntityCreated, EntityRenamed, Envelope, RelationCreated
+from chronograph.eventstore import EntityCreated, EntityRenamed, Envelope, LmdbEnv, RelationCreated
+from chronograph.projections.keys import ANSWER_CACHES
 from chronograph.projections.states.lmdbstate import LmdbState
 
-__all__ = ["Erased", "erased", "purge_views", "purge_vectors"]
+__all__ = ["Erased", "drop_answers", "erased", "purge_orphan_vectors", "purge_views", "purge_vectors"]
 
 
 class Erased:
@@ -89,6 +92,31 @@ def purge_vectors(txn: lmdb.Transaction, db: lmdb._Database, streams: Sequence[s
             following = _after(prefix)
             found = following is not None and cursor.set_range(following)
     return gone
+
+
+def purge_orphan_vectors(txn: lmdb.Transaction, db: lmdb._Database, state: LmdbState) -> int:
+    """Delete the embeddings of entities the views no longer hold (forgotten while these views
+    were away, or gone otherwise: no answer uses them); return how many went."""
+    orphans = []
+    with txn.cursor(db) as cursor:
+        for key in cursor.iternext(values=False):
+            stream = bytes(key)[8:]  # after the model's prefix; a prefix alone is its checkpoint
+            if stream and state.get_entity(stream.decode("utf-8", "surrogatepass")) is None:
+                orphans.append(bytes(key))
+    for key in orphans:
+        txn.delete(key, db=db)
+    return len(orphans)
+
+
+def drop_answers(env: LmdbEnv, txn: lmdb.Transaction) -> int:
+    """Empty every database of kept answers (`ANSWER_CACHES`) in `txn`, found by name, whoever
+    opened them; return how many there were."""
+    with txn.cursor() as cursor:  # the main database: one key per named database
+        names = [bytes(key) for key, _ in cursor]
+    found = [name for name in names if ANSWER_CACHES.fullmatch(name.decode("utf-8", "replace"))]
+    for name in found:
+        txn.drop(env.env.open_db(name, txn=txn, create=False), delete=False)
+    return len(found)
 
 
 def _after(prefix: bytes) -> bytes | None:

@@ -20,7 +20,13 @@ from chronograph.projections.fold import apply_all
 from chronograph.projections.keys import VECTORS
 from chronograph.projections.live.binding import Colocated, bind
 from chronograph.projections.live.catchup import Progress, catch_up
-from chronograph.projections.live.erasure import erased, purge_vectors, purge_views
+from chronograph.projections.live.erasure import (
+    drop_answers,
+    erased,
+    purge_orphan_vectors,
+    purge_vectors,
+    purge_views,
+)
 from chronograph.projections.live.rebuild import RebuildReport, rebuild
 from chronograph.projections.past.snapshots import Snapshots
 from chronograph.projections.search.indexes import SearchIndex
@@ -92,6 +98,15 @@ class Views:
             self.catch_up(progress=progress)
         log.add_inline_hook(self._on_append)
         log.add_erase_hook(self._on_erase)
+        if not isinstance(self.binding, Colocated):  # a cache that was away may hold what was erased meanwhile
+            with self.env.read() as txn:
+                self._erasures_seen = self.pointer.erasures(txn)
+            if self._erasures_seen is None:  # a new cache (built from the erased log), or one of an earlier version
+                count = self._log_erasures()
+                if self.env.fresh or count == 0:
+                    self.env.write(lambda txn: self.pointer.set_erasures(txn, count))
+                    self._erasures_seen = count
+            self.refresh()
 
     def _open_erasables(self) -> None:
         self._vectors = self.env.open_db(VECTORS)
@@ -164,18 +179,19 @@ class Views:
     def refresh(self) -> None:
         """Catch this process up with erasures made elsewhere, before it writes anything (call it
         with no transaction open). An embedded store reopens its environment (see
-        `LmdbEnv.refresh`); a cache of a shared log also folds the erasure records, which take
-        the forgotten entities out of the views, drops the snapshots and search images it
-        derived, and scrubs its file."""
+        `LmdbEnv.refresh`). A cache of a shared log compares the log's erasure count with the one
+        its file was last scrubbed at (kept in it: a cache that was away when an entity was
+        forgotten knows when it comes back): if they differ, it folds the erasure records, which
+        take the forgotten entities out of the views, drops what it derived (snapshots, search
+        images, kept answers, embeddings of entities it no longer holds), scrubs its file, and
+        only then records the count."""
         if isinstance(self.binding, Colocated):
             self.env.refresh()
             return
         count = self.observed_erasures
         if count is None:  # no follower to tell: ask the log
-            with self.log.read() as log:
-                count = log.erasures()
-        seen, self._erasures_seen = self._erasures_seen, count
-        if seen is None or seen == count:
+            count = self._log_erasures()
+        if count == self._erasures_seen:
             return
         self.env.reopen()
         self.catch_up()
@@ -184,9 +200,24 @@ class Views:
             if self.snapshots.db is not None:
                 txn.drop(self.snapshots.db, delete=False)
             self.search.forget(txn)
+            drop_answers(self.env, txn)
+            purge_orphan_vectors(txn, self._vectors, LmdbState(txn, self.tables))
 
         self.env.write(drop)
-        self.env.scrub(b"scrub")
+        if not self.env.scrub(b"scrub").held:  # else the next open scrubs again
+            self.env.write(lambda txn: self.pointer.set_erasures(txn, count))
+        self._erasures_seen = count
+
+    def scrubbed(self) -> None:
+        """Record, in a cache of a log elsewhere, that its file was just scrubbed of every erasure
+        these views have seen (by `Memory.scrub`, after a forget or `chronograph scrub`)."""
+        seen = self._erasures_seen
+        if not isinstance(self.binding, Colocated) and seen is not None:
+            self.env.write(lambda txn: self.pointer.set_erasures(txn, seen))
+
+    def _log_erasures(self) -> int:
+        with self.log.read() as log:
+            return log.erasures()
 
     @property
     def erasures_seen(self) -> int | None:
@@ -272,6 +303,9 @@ class Views:
         purge_vectors(txn, self._vectors, sorted(what.entities))
         for database in self._foreign:  # another version rebuilds them from the erased log
             txn.drop(database, delete=False)
+        drop_answers(self.env, txn)
+        if not isinstance(self.binding, Colocated):  # its cache is scrubbed after the commit (`scrubbed` says so)
+            self._erasures_seen = tx.erasures()
 
 
 _OURS = re.compile(rf"views(\.v{VIEWS_FORMAT}\.[ab]\..*)?|{re.escape(Snapshots.NAME)}|{re.escape(SearchIndex.NAME)}|"

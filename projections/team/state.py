@@ -19,6 +19,7 @@ from chronograph.eventstore.teamevents import (
     ConflictResolved,
     EntryAdded,
     EntryDeactivated,
+    EntryForgotten,
     EntryReactivated,
     EntryRelationCreated,
     EntryRelationDeleted,
@@ -347,6 +348,21 @@ def _reset(state: TeamState, envelope: Envelope, event: TeamMemoryReset) -> None
     state.clear()
 
 
+def _entry_forgotten(state: TeamState, envelope: Envelope, event: EntryForgotten) -> None:
+    # A fold of the erased log never met the entry; a state folded before the erasure (a
+    # command's own, until the next use drops it) lets go of it here.
+    entry = state.entries.pop(stream_id(envelope.stream), None)
+    if entry is None:
+        return
+    state.names.pop((entry.type, entry.scope_type, entry.scope_id, entry.name), None)
+    state.in_scope.get((entry.scope_type, entry.scope_id), {}).pop(entry.id, None)
+    state.tags_of.pop(entry.id, None)
+    for relation_id in [r.id for r in state.relations.values() if entry.id in (r.source_id, r.target_id)]:
+        del state.relations[relation_id]
+    for conflict_id in [c.id for c in state.conflicts.values() if c.entry_id == entry.id]:
+        del state.conflicts[conflict_id]
+
+
 _HANDLERS: dict[type[Event], Callable[[TeamState, Envelope, Any], None]] = {
     OrganizationCreated: _org_created,
     ProjectCreated: _project_created,
@@ -368,6 +384,7 @@ _HANDLERS: dict[type[Event], Callable[[TeamState, Envelope, Any], None]] = {
     ConflictDetected: _conflict_detected,
     ConflictResolved: _conflict_resolved,
     TeamMemoryReset: _reset,
+    EntryForgotten: _entry_forgotten,
 }
 
 

@@ -44,6 +44,7 @@ STABLE_TAGS = {
     "ContentErased": "content_erased",
     "EntityForgotten": "entity_forgotten",
     "EntityRestored": "entity_restored",
+    "EntryForgotten": "entry_forgotten",
 }
 
 

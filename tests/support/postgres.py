@@ -71,3 +71,40 @@ def drop_database() -> Iterator[None]:
     yield
     if _database is not None:
         _database.drop()
+
+
+def _schema(url: str) -> str:
+    return dict(part.split("=", 1) for part in url.split("?", 1)[1].split("&"))["schema"]
+
+
+def analyse(url: str) -> None:
+    """ANALYZE every table of the log at `url`, as autovacuum does once a table changed enough."""
+    import psycopg  # noqa: PLC0415
+
+    with psycopg.connect(url.split("?", 1)[0], autocommit=True, connect_timeout=3) as connection:
+        for table in ("events", "heads", "idempotency", "meta"):
+            connection.execute(f'ANALYZE "{_schema(url)}".{table}')
+
+
+def server_bytes(url: str) -> dict[str, bytes]:
+    """What the server keeps on disk of the log at `url`, by relation: every table, index and
+    TOAST table of its schema, and `pg_statistic` (the planner's samples) with its TOAST table
+    and index, read from their files after a checkpoint (superuser only: pg_read_binary_file).
+    Dead row versions are in these bytes; values large enough for PostgreSQL to compress are
+    not readable in them, which is why the tests keep their logs small."""
+    import psycopg  # noqa: PLC0415
+
+    schema = _schema(url)
+    with psycopg.connect(url.split("?", 1)[0], autocommit=True, connect_timeout=3) as connection:
+        connection.execute("CHECKPOINT")
+        rows = connection.execute(
+            "WITH ours AS (SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "  WHERE n.nspname = %s OR c.oid = 'pg_catalog.pg_statistic'::regclass), "
+            "toasts AS (SELECT reltoastrelid AS oid FROM pg_class WHERE oid IN (SELECT oid FROM ours) "
+            "  AND reltoastrelid <> 0), "
+            "tables AS (SELECT oid FROM ours UNION SELECT oid FROM toasts) "
+            "SELECT c.oid::regclass::text, pg_read_binary_file(pg_relation_filepath(c.oid)) FROM pg_class c "
+            "WHERE (c.oid IN (SELECT oid FROM tables) OR c.oid IN (SELECT indexrelid FROM pg_index "
+            "  WHERE indrelid IN (SELECT oid FROM tables))) AND pg_relation_filepath(c.oid) IS NOT NULL",
+            (schema,)).fetchall()
+    return {name: bytes(data) for name, data in rows}

@@ -137,6 +137,34 @@ def test_forgetting_on_one_server_empties_the_caches_of_the_others(tmp_path: Pat
             assert b"Quistmoor" not in file.read_bytes() and secret.encode() not in file.read_bytes()
 
 
+def test_a_cache_that_was_offline_during_a_forget_keeps_nothing_of_it_when_it_comes_back(
+    tmp_path: Path, url: str
+) -> None:
+    secret, said = "Zebulon Fairweather-Quist", "hides at Quistmoor Hall"
+    with Memory(url, cache=tmp_path / "a") as a:
+        a.write("create_entities", {"entities": [{"name": secret, "entityType": "p", "observations": [said]}]},
+                actor="a")
+        for i in range(30):
+            a.write("create_entities", {"entities": [{"name": f"Other {i}", "entityType": "t",
+                                                      "observations": [f"note {i}"]}]}, actor="a")
+        a.write("add_observations", {"observations": [{"entityName": secret, "contents": ["again"]}]}, actor="a")
+        before = a.log.head()
+        a.views.snapshots.spacing = 10
+        assert a.read("read_graph", {"asOf": before}).entities  # a snapshot of the past, kept in the cache
+        assert a.read("search_nodes", {"query": "quistmoor"}).entities
+        a.prepare_search()  # a search image, kept in the cache
+    with Memory(url, cache=tmp_path / "b") as b:  # a is offline meanwhile
+        assert b.write("forget_entity", {"name": secret, "reason": "asked"}, actor="b").output.scrubbed
+    assert any(b"Quistmoor" in file.read_bytes() for file in (tmp_path / "a").iterdir())
+    with Memory(url, cache=tmp_path / "a") as a:
+        for file in (tmp_path / "a").iterdir():  # at open, before any call
+            assert b"Quistmoor" not in file.read_bytes() and secret.encode() not in file.read_bytes()
+        assert a.read("search_nodes", {"query": "quistmoor"}).entities == []
+        assert secret not in [e.name for e in a.read("read_graph", {"asOf": before}).entities]
+    for file in (tmp_path / "a").iterdir():
+        assert b"Quistmoor" not in file.read_bytes() and secret.encode() not in file.read_bytes()
+
+
 def test_a_cache_of_another_log_is_refused(tmp_path: Path, url: str) -> None:
     Memory(url, cache=tmp_path / "cache").close()
     with pytest.raises(StoreOpenError, match="views of another log"):

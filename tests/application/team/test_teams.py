@@ -4,7 +4,6 @@ conflicts, time travel and bad input, through `Memory` as every transport calls 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,18 +13,7 @@ from chronograph.application.engine.outputs import ObjectOut
 from chronograph.application.team.common import Team, TeamArgs
 from chronograph.eventstore.teamevents import OrganizationCreated
 from freezegun import freeze_time
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    with Memory(tmp_path / "store", sync=False) as opened:
-        yield opened
-
-
-def call(memory: Memory, tool: str, actor: str = "agent", **arguments: Any) -> dict[str, Any]:
-    output = memory.call(tool, arguments, actor=actor).output
-    assert isinstance(output, ObjectOut)
-    return output.reply
+from support.team import call
 
 
 def refused(memory: Memory, tool: str, **arguments: Any) -> ChronographError:

@@ -1,0 +1,41 @@
+"""A scrub of a PostgreSQL log rewrites its tables once no older snapshot can see what was erased:
+it waits for the transactions that could, and says how many old row versions one still holds."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from chronograph.eventstore import ContentErased, EntityCreated, Envelope, StreamWrite
+from support.postgres import database, server_bytes
+
+psycopg = pytest.importorskip("psycopg")
+from chronograph.eventstore.postgres.log import PgLog  # noqa: E402 (needs the driver)
+
+SECRET = "Ignatius Fenwhistle-Oduya"
+
+
+def holding(url: str) -> list[str]:
+    return sorted(name for name, data in server_bytes(url).items() if SECRET.encode() in data)
+
+
+def redact(envelope: Envelope) -> ContentErased:
+    return ContentErased(erased=envelope.type, workspace="w")
+
+
+def test_a_scrub_waits_for_older_snapshots_and_says_what_one_still_holds() -> None:
+    url = database().log_url()
+    with PgLog(url) as log, psycopg.connect(url.split("?", 1)[0], autocommit=True) as reader:
+        log.append([StreamWrite("ada", [EntityCreated(workspace="w", name=SECRET, entity_type="p")])], actor="t")
+        reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        reader.execute("SELECT 1")  # a snapshot from before the erasure, whatever it reads
+        log.transact(lambda tx: tx.erase({"ada": "ada"}, redact))
+        held = log.scrub(timeout=0.2)
+        assert held.held > 0 and holding(url)  # the rewrite had to keep what that snapshot can see
+        ended = threading.Timer(0.3, reader.execute, ("ROLLBACK",))
+        ended.start()
+        try:
+            assert log.scrub().held == 0  # waited for the reader, then rewrote
+        finally:
+            ended.join()
+    assert holding(url) == []
