@@ -6,10 +6,11 @@ answers "now" and "as of then" with the same code.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeVar
 
 import lmdb
 from chronograph.eventstore.keys import Stored
@@ -43,7 +44,20 @@ from chronograph.projections.records import (
 from chronograph.projections.streams import relation_stream
 from chronograph.projections.tables import Tables
 
-__all__ = ["Direction", "Graph", "LmdbGraph"]
+__all__ = ["Direction", "Graph", "LmdbGraph", "page"]
+
+
+T = TypeVar("T")
+
+
+def page(items: Iterable[T], offset: int, limit: int | None) -> Iterator[T]:
+    """`limit` items of `items` after the first `offset` (all the rest when `limit` is None),
+    whatever the size of the numbers: a page past the end is empty, never an error."""
+    if offset >= sys.maxsize:  # islice's bounds stop there; nothing is that long
+        return iter(())
+    stop = None if limit is None or offset + limit >= sys.maxsize else offset + limit
+    return islice(items, offset, stop)
+
 
 Direction = Literal["out", "in", "both"]
 
@@ -234,9 +248,7 @@ class LmdbGraph:
         return value
 
     def _ordered(self, workspace: str, kind: bytes, offset: int, limit: int | None) -> Iterator[Stored]:
-        streams = self._scan_values(order_prefix(self._ws(workspace), kind), self.tables.order)
-        stop = None if limit is None else offset + limit
-        return islice(streams, offset, stop)
+        return page(self._scan_values(order_prefix(self._ws(workspace), kind), self.tables.order), offset, limit)
 
     def _scan_values(self, prefix: bytes, db: lmdb._Database) -> Iterator[Stored]:
         with self.txn.cursor(db) as cursor:
