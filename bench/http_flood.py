@@ -1,13 +1,14 @@
 """A slowloris flood against a real HTTP server, and how a real client fares meanwhile.
 
-    python bench/http_flood.py [--sockets 1050] [--seconds 45] [--token] [--json FILE]
+    python bench/http_flood.py [--sockets 1050] [--seconds 45] [--token] [--silent] [--json FILE]
 
 Starts `chronograph serve --http` in its own process, measures a client asking `/ready`
 (a new connection each time, as a load balancer's probe does) for a few seconds, then
 opens --sockets connections that send half a request and never the rest, reopening every
 one the server closes, for --seconds while the client goes on asking. Prints the client's
 success rate and p50/p99 latency before and during the flood, and what the flood managed.
-With --token the server requires a bearer token, which the client has and the flood has not.
+With --token the server requires a bearer token, which the client has and the flood has not;
+with --silent the flood's sockets send nothing at all (connect and wait).
 """
 
 from __future__ import annotations
@@ -110,8 +111,10 @@ class Flood:
     """`sockets` connections that each send half a request and wait, reopened when the server
     closes them, until stopped."""
 
-    def __init__(self, host: str, port: int, sockets: int) -> None:
+    def __init__(self, host: str, port: int, sockets: int, *, silent: bool = False) -> None:
         self.address = (host, port)
+        self.opening = b"" if silent else HALF
+        """What each socket sends: half a request, or nothing at all."""
         self.wanted = sockets
         self.opened = 0
         self.cut = 0
@@ -144,7 +147,7 @@ class Flood:
         sock.settimeout(2.0)
         try:
             sock.connect(self.address)
-            sock.sendall(HALF)
+            sock.sendall(self.opening)
         except OSError:
             sock.close()
             return False
@@ -183,7 +186,8 @@ class Flood:
             selector.close()
 
 
-def run(sockets: int, seconds: float, token: str | None, before: float = 5.0, *extra: str) -> dict[str, object]:
+def run(sockets: int, seconds: float, token: str | None, before: float = 5.0, *extra: str,
+        silent: bool = False) -> dict[str, object]:
     """Probe, flood while probing, and return the figures."""
     with tempfile.TemporaryDirectory(prefix="bench-flood-") as base:
         port = free_port()
@@ -192,7 +196,7 @@ def run(sockets: int, seconds: float, token: str | None, before: float = 5.0, *e
             url = f"http://127.0.0.1:{port}/ready"
             headers = {"Authorization": f"Bearer {token}"} if token else {}
             quiet = probe(url, headers, before)
-            with Flood("127.0.0.1", port, sockets) as flood:
+            with Flood("127.0.0.1", port, sockets, silent=silent) as flood:
                 flood.filled(int(sockets * 0.9))  # let the flood reach its size first
                 loud = probe(url, headers, seconds)
                 figures = {"flood_opened": flood.opened, "flood_cut": flood.cut, "flood_peak": flood.peak}
@@ -201,7 +205,8 @@ def run(sockets: int, seconds: float, token: str | None, before: float = 5.0, *e
             server.terminate()
             server.wait(30)
     return {
-        "sockets": sockets, "seconds": seconds, "token": bool(token), "server_alive": alive, **figures,
+        "sockets": sockets, "seconds": seconds, "token": bool(token), "silent": silent, "server_alive": alive,
+        **figures,
         **{f"{phase}_{name}": value for phase, seen in (("before", quiet), ("during", loud)) for name, value in (
             ("ok", seen.ok), ("failed", seen.failed), ("rate", seen.rate),
             ("p50_ms", seen.quantile(0.5) * 1000), ("p99_ms", seen.quantile(0.99) * 1000))},
@@ -214,11 +219,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sockets", type=int, default=1050)
     parser.add_argument("--seconds", type=float, default=45.0)
     parser.add_argument("--token", action="store_true", help="the server requires a token (the client has it)")
+    parser.add_argument("--silent", action="store_true", help="flood sockets send nothing at all (not half a request)")
     parser.add_argument("--json", type=Path, default=Path("bench-flood.json"))
     parser.add_argument("extra", nargs="*", help="more options for the server (after --)")
     args = parser.parse_args(argv)
     token = secrets.token_hex(16) if args.token else None
-    figures = run(args.sockets, args.seconds, token, 5.0, *args.extra)
+    figures = run(args.sockets, args.seconds, token, 5.0, *args.extra, silent=args.silent)
     rows = [
         ("flood sockets held at once (peak)", f"{figures['flood_peak']:,}", f"{args.sockets:,} wanted"),
         ("flood sockets opened / cut off by the server",
@@ -230,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
            "") for phase in ("before", "during")),
         ("server alive after the flood", "yes" if figures["server_alive"] else "NO", "yes"),
     ]
-    print_table(f"slowloris: {args.sockets:,} half-open sockets for {args.seconds:.0f} s"
+    print_table(f"slowloris: {args.sockets:,} {'silent' if args.silent else 'half-open'} sockets for "
+                f"{args.seconds:.0f} s"
                 f"{' (token required; the client has it)' if token else ''}", rows)
     write_json(args.json, figures)
     return 0 if figures["server_alive"] and figures["during_rate"] >= 0.99 else 1  # type: ignore[operator]

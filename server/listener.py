@@ -5,12 +5,13 @@ arriving: half-sent headers (slowloris) or a trickled body hold a socket forever
 enough of them exhaust the file descriptors before any guard above HTTP runs. The
 protocol here gives every request a deadline from its first byte to its last and caps
 the open connections below the descriptor limit. At the cap a new connection is not
-refused: it takes the place of the connection that has owed us its request longest (or
-the one resting longest between requests), so a flood of half-open sockets can only
-crowd out itself. Under pressure (half the cap open) a request has a short deadline
-until its headers carry the server's token; a request that carries it (vouched for) keeps
-the full deadline and is never the one evicted. A flood is logged once a minute, not once
-per socket.
+refused: it takes the place of the connection that began a request longest ago without
+finishing it, else of the one resting longest between requests, else of the oldest that
+has said nothing yet (a real client's, between its connect and its request, is among
+those only for a moment), so a flood of half-open sockets can only crowd out itself.
+Under pressure (half the cap open) a request has a short deadline until its headers carry
+the server's token; a request that carries it (vouched for) keeps the full deadline and
+is never the one evicted. A flood is logged once a minute, not once per socket.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ class _Flood:
 
 
 _OVER_CAP = _Flood("refused over the open-connection cap (every open one busy)")
-_EVICTED = _Flood("closed to make room at the open-connection cap (owing a request, or resting)")
+_EVICTED = _Flood("closed to make room at the open-connection cap (a request begun, resting or silent)")
 _TOO_SLOW = _Flood("closed for not finishing a request in time")
 
 
@@ -72,10 +73,14 @@ class Rules:
     deadline: float = REQUEST_DEADLINE
     pressed_deadline: float = PRESSED_DEADLINE
     vouch: Vouch | None = None
-    owing: dict[GuardedH11Protocol, None] = field(default_factory=dict)
-    """Connections owing the rest of a request no token vouched for, longest owing first."""
+    begun: dict[GuardedH11Protocol, None] = field(default_factory=dict)
+    """Connections owing the rest of a request they began (no token vouched for it), in the
+    order they began: the slowloris signature, closed first."""
     resting: dict[GuardedH11Protocol, None] = field(default_factory=dict)
     """Connections between requests (keep-alive), longest resting first."""
+    silent: dict[GuardedH11Protocol, None] = field(default_factory=dict)
+    """Connections that have sent nothing yet, oldest first: a real client's is among them for
+    the moment between its connect and its request, so they are closed last."""
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -94,6 +99,8 @@ class GuardedH11Protocol(H11Protocol):
         self._vetted: object = None
         """The request whose headers were judged (uvicorn's scope of it)."""
         self._vouched = False
+        self._begun = False
+        """Bytes of the current request arrived."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         if len(self.connections) >= self.rules.max_connections and not self._evict():
@@ -108,21 +115,27 @@ class GuardedH11Protocol(H11Protocol):
         if self._refused:
             return
         self._stop()
-        self.rules.owing.pop(self, None)
-        self.rules.resting.pop(self, None)
+        self._unregister()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        self._begun = True
         super().data_received(data)
         self._watch()
 
     def on_response_complete(self) -> None:
+        self._begun = False
         super().on_response_complete()
         self._watch()
 
+    def _unregister(self) -> None:
+        for register in (self.rules.begun, self.rules.resting, self.rules.silent):
+            register.pop(self, None)
+
     def _evict(self) -> bool:
-        """Close the connection that has owed a request longest, else the one resting longest."""
-        for register in (self.rules.owing, self.rules.resting):
+        """Close the connection that has owed a request it began longest, else the one resting
+        longest, else the oldest that has said nothing yet; False if every one is busy."""
+        for register in (self.rules.begun, self.rules.resting, self.rules.silent):
             for victim in register:
                 del register[victim]
                 victim._stop()
@@ -149,14 +162,14 @@ class GuardedH11Protocol(H11Protocol):
             self._deadline = self.loop.call_later(rules.pressed_deadline if pressed else rules.deadline, self._expire)
         elif not owing:
             self._stop()
-        if owing and not (self._vouched and self.conn.their_state is h11.SEND_BODY):
-            rules.owing.setdefault(self, None)
-        else:
-            rules.owing.pop(self, None)
-        if resting and not closing:
-            rules.resting.setdefault(self, None)
-        else:
-            rules.resting.pop(self, None)
+        evictable = owing and not (self._vouched and self.conn.their_state is h11.SEND_BODY)
+        for register, belongs in ((rules.begun, evictable and self._begun),
+                                  (rules.silent, evictable and not self._begun),
+                                  (rules.resting, resting and not closing)):
+            if belongs:
+                register.setdefault(self, None)
+            else:
+                register.pop(self, None)
 
     def _stop(self) -> None:
         if self._deadline is not None:
@@ -167,7 +180,7 @@ class GuardedH11Protocol(H11Protocol):
         self._deadline = None
         if self.conn.their_state in (h11.IDLE, h11.SEND_BODY) and not self.transport.is_closing():
             _TOO_SLOW.note()
-            self.rules.owing.pop(self, None)
+            self._unregister()
             self.transport.abort()
 
 

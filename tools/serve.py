@@ -122,7 +122,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-connections", type=int, default=None, metavar="N",
         help="open HTTP connections at once (default: 1000, or fewer if file descriptors are short); a new one "
-        "beyond takes the place of the one that has owed its request longest",
+        "beyond takes the place of the one that began a request longest ago without finishing it",
     )
     parser.add_argument(
         "--request-timeout", type=float, default=30.0, metavar="SECONDS",
