@@ -1,15 +1,19 @@
 """Run the long reliability harnesses and print one table.
 
     python bench/reliability_report.py [--kills 100] [--servers 8] [--writes 1000] [--races 50]
-                                       [--fuzz 10000] [--wire 5000] [--json FILE]
+                                       [--fuzz 10000] [--wire 5000] [--flood 1050] [--damage 100]
+                                       [--json FILE]
 
 1. crash: --kills SIGKILLs of a stdio server under write load (bench/crash_harness.py);
 2. concurrency: --servers processes x --writes writes with --races races on shared
    entities (bench/concurrency_harness.py);
 3. fuzz: --fuzz hostile tool calls (the slow test in tests/server/test_fuzz.py);
 4. wire fuzz: --wire hostile messages over stdio and over HTTP (tests/server/test_wire_fuzz.py);
-5. the adversary's repros of issues 19 and 27, each replayed by the tests named in REPROS;
-6. file commands aimed at a live server's store (bench/files_harness.py), every path argument
+5. a slowloris flood (--flood half-open sockets, bench/http_flood.py) while a real client
+   asks /ready, and bytes flipped anywhere in a store file (--damage seeds, the slow test in
+   tests/tools/test_damaged_stores.py);
+6. the adversary's repros of issues 19 and 27, each replayed by the tests named in REPROS;
+7. file commands aimed at a live server's store (bench/files_harness.py), every path argument
    of every command and profile fuzzed (tests/test_path_fuzz.py), and every page of a backup
    damaged and sealed again (the slow test in tests/tools/test_backup.py).
 Exit code 0 only if every harness held.
@@ -29,6 +33,7 @@ from pathlib import Path
 import concurrency_harness
 import crash_harness
 import files_harness
+import http_flood
 from chronograph.tools.common.parsing import Parser
 from report import print_table, write_json
 
@@ -98,6 +103,20 @@ REPROS = {
         "test_a_cache_that_was_offline_during_a_forget_keeps_nothing_of_it_when_it_comes_back",
     "27.9 a team entry that could not be forgotten": "tests/application/team/test_forgetting.py",
     "27 erasure through every profile, both backends, every byte": "tests/server/test_erasure_everywhere.py",
+    # issue 27, points 10-15
+    "27.10 listening beyond loopback without a token; Host: localhost from elsewhere":
+        "tests/server/test_addresses.py",
+    "27.11 one client's sessions locking its address out; openings racing the count":
+        "tests/server/test_sessions.py tests/server/test_http_edge.py::test_one_client_opening_session_after_session_"
+        "does_not_lock_out_the_others tests/server/test_http_edge.py::test_sessions_opened_all_at_once_are_admitted_"
+        "at_most_to_the_share tests/server/test_http_edge.py::test_a_busy_session_is_never_the_one_closed",
+    "27.12 a slowloris flood keeping real clients out":
+        "tests/server/test_http_edge.py::test_a_slowloris_flood_does_not_keep_a_real_client_out "
+        "tests/server/test_http_edge.py::test_a_connection_over_the_cap_takes_the_place_of_the_one_that_owed_a_"
+        "request_longest",
+    "27.13 stdio ids: too deep, 2.5, null": "tests/server/test_stdio_wire.py",
+    "27.14 every integer argument of every tool at its edges": "tests/application/engine/test_integer_edges.py",
+    "27.15 flipped bytes in view records and the log": "tests/tools/test_damaged_stores.py",
 }
 """The adversary's repros (issues 19 and 27), as the tests that replay them."""
 
@@ -126,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--races", type=int, default=50)
     parser.add_argument("--fuzz", type=int, default=10_000)
     parser.add_argument("--wire", type=int, default=5_000, help="hostile messages per transport (stdio, HTTP)")
+    parser.add_argument("--flood", type=int, default=1050, help="half-open sockets of the slowloris flood")
+    parser.add_argument("--damage", type=int, default=100, help="stores with bytes flipped anywhere in the file")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--json", type=Path, default=Path("reliability.json"))
     args = parser.parse_args(argv)
@@ -161,6 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     crafted = fuzz("tests/tools/test_backup.py::"
                    "test_every_page_of_a_backup_damaged_and_sealed_again_restores_whole_or_is_refused",
                    "crafted backups", {})
+    print(f"slowloris: {args.flood} half-open sockets for 30 s ...", file=sys.stderr)
+    flood = http_flood.run(args.flood, 30.0, "reliability-token")
+    print(f"damage: {args.damage} stores with bytes flipped anywhere ...", file=sys.stderr)
+    damaged = fuzz("tests/tools/test_damaged_stores.py::test_bytes_flipped_anywhere_in_the_file_never_end_in_a_"
+                   "traceback", "raw damage outcomes", {"CHRONOGRAPH_RAW_DAMAGE_SEEDS": str(args.damage)})
+    flood_failed = int(not flood["server_alive"] or float(flood["during_rate"]) < 0.99)  # type: ignore[arg-type]
     print("the adversary's repros ...", file=sys.stderr)
     held = repros()
 
@@ -168,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
               + races.lost + (races.races - races.races_with_one_winner) + races.bad_conflicts
               + races.mismatches + fuzzed["failures"] + sum(w["failures"] for w in wire.values())
               + sum(not files_harness.held(o) for o in files) + sum(p["failures"] for p in paths.values())
-              + crafted["failures"] + sum(failed for _, failed in held.values()))
+              + crafted["failures"] + sum(failed for _, failed in held.values()) + flood_failed
+              + damaged["failures"])
     rows = [
         ("load held: concurrent writes acknowledged",
          f"{races.acknowledged:,} of {races.writes:,} ({races.acknowledged / race_seconds:,.0f}/s, "
@@ -196,6 +224,13 @@ def main(argv: list[str] | None = None) -> int:
           for scope, counts in paths.items()),
         ("crafted backups (every page damaged, sealed again)",
          ", ".join(f"{v:,} {k}" for k, v in crafted.items() if k != "failures"), "restored whole or refused"),
+        ("slowloris: /ready answered during the flood",
+         f"{flood['during_ok']:,} of {flood['during_ok'] + flood['during_failed']:,} "  # type: ignore[operator]
+         f"({flood['during_rate']:.1%}; p50 {flood['during_p50_ms']:.1f} ms, p99 {flood['during_p99_ms']:.1f} ms; "
+         f"{args.flood:,} half-open sockets)", ">= 99%"),
+        ("stores with bytes flipped anywhere: runs ending in a traceback",
+         f"{damaged['failures']} ({sum(v for k, v in damaged.items() if k != 'failures'):,} runs of "
+         f"{args.damage:,} stores)", "0"),
         *((f"repro: {case}", f"{passed} held" + (f", {failed} FAILED" if failed else ""), "all held")
           for case, (passed, failed) in held.items()),
         ("errors (any of the above going wrong)", f"{errors}", "0"),
@@ -207,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         "partial": crash.partial, "retries": crash.retries, "races": races.races,
         "races_with_one_winner": races.races_with_one_winner, "conflicts": races.conflicts,
         "bad_conflicts": races.bad_conflicts, "mismatches": crash.mismatches + races.mismatches,
-        "concurrent_writes": races.acknowledged, "fuzz": fuzzed, "wire_fuzz": wire,
+        "concurrent_writes": races.acknowledged, "fuzz": fuzzed, "wire_fuzz": wire, "flood": flood,
+        "raw_damage": damaged,
         "repros": {case: {"passed": p, "failed": f} for case, (p, f) in held.items()}, "errors": errors,
         "file_commands": [o.__dict__ for o in files], "path_fuzz": paths, "crafted_backups": crafted,
     })

@@ -113,7 +113,7 @@ class Front:
             return False
         try:
             message = _decoder.decode(line)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # the transport answers what it cannot read
             return False
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not message.keys() <= _ENVELOPE:
             return False

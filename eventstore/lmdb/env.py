@@ -45,6 +45,11 @@ class EnvOptions(TypedDict, total=False):
     create: bool
 
 
+_DAMAGE = (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.PanicError, lmdb.BadValsizeError, lmdb.BadTxnError,
+           lmdb.IncompatibleError, lmdb.BadDbiError, lmdb.InvalidError)
+"""LMDB's errors for a file whose pages do not hold what they should (a page of the wrong
+kind, a database's flags changed, a transaction left unusable by one of those)."""
+
 class LmdbEnv:
     """An LMDB environment at `path` (a directory), opened for this process.
 
@@ -187,8 +192,12 @@ class LmdbEnv:
 
         Raises:
             lmdb.NotFoundError: If the database does not exist and may not be created.
+            StoreCorruptError: If the file is damaged where the database's root is kept.
         """
-        return self.env.open_db(name.encode(), dupsort=dupsort, create=create and not self.readonly)
+        try:
+            return self.env.open_db(name.encode(), dupsort=dupsort, create=create and not self.readonly)
+        except _DAMAGE as error:
+            raise self.damaged(error) from None
 
     def database_names(self) -> list[str]:
         """The names of every named database in the environment."""
@@ -223,6 +232,12 @@ class LmdbEnv:
                     f"the disk holding {self.path} is full; nothing was written. "
                     "Free some space and retry"
                 ) from None
+            except _DAMAGE as error:
+                txn.abort()
+                raise self.damaged(error) from None
+            except StoreCorruptError as error:
+                txn.abort()
+                raise self.located(error) from None
             except lmdb.Error as error:
                 txn.abort()
                 if any(sign in str(error) for sign in _FAILING_DISK):
@@ -259,8 +274,24 @@ class LmdbEnv:
             txn = self.env.begin()
         try:
             yield txn
+        except _DAMAGE as error:
+            raise self.damaged(error) from None
+        except StoreCorruptError as error:
+            raise self.located(error) from None
         finally:
             txn.abort()
+
+    def located(self, error: StoreCorruptError) -> StoreCorruptError:
+        """`error`, naming this store if it does not yet."""
+        return error if str(self.path) in str(error) else StoreCorruptError(f"the store at {self.path}: {error}")
+
+    def damaged(self, error: lmdb.Error) -> StoreCorruptError:
+        """What LMDB's own signs of a damaged file mean, and what to do."""
+        return StoreCorruptError(
+            f"the store's file at {self.path} is damaged (LMDB: {error}); `chronograph replay --verify --store "
+            f"{self.path}` tells whether its log is whole (then `chronograph replay --rebuild` rebuilds the views); "
+            "if it is not, restore from a backup"
+        )
 
     def scrub(self, marker: bytes, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
         """Zero every byte of the data file that no snapshot can read (see `lmdbscrub`): free

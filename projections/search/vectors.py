@@ -33,7 +33,7 @@ from chronograph.eventstore import (
     ObservationsAdded,
     ObservationsDeleted,
 )
-from chronograph.eventstore.keys import pack_u64, unpack_u64
+from chronograph.eventstore.keys import Stored, pack_u64, unpack_u64
 from chronograph.projections.keys import VECTORS, vector_prefix
 
 __all__ = ["ENTITY_EVENTS", "Match", "Vectors", "touched_entities"]
@@ -55,6 +55,15 @@ class _Vector(msgspec.Struct, array_like=True, gc=False):
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(_Vector)
+
+
+def _read(value: Stored) -> _Vector | None:
+    """A stored vector, or None if its bytes cannot be read (damaged: as if never embedded,
+    so that it is embedded again; a flipped byte inside the numbers is not noticed)."""
+    try:
+        return _decoder.decode(value)
+    except msgspec.DecodeError:
+        return None
 
 
 def touched_entities(log: LogReader, start: int, stop: int, limit: int | None = None) -> tuple[list[str], int]:
@@ -150,8 +159,9 @@ class Vectors:
         if self.db is not None:
             for stream in streams:
                 value = txn.get(self._prefix + stream.encode(), db=self.db)
-                if value is not None:
-                    found[stream] = _decoder.decode(value).version
+                vector = None if value is None else _read(value)
+                if vector is not None:
+                    found[stream] = vector.version
         return found
 
     def store(
@@ -195,10 +205,11 @@ class Vectors:
             streams, _ = touched_entities(log, self.position + 1, checkpoint)
             for stream in streams:
                 value = txn.get(self._prefix + stream.encode(), db=self.db)
-                if value is None:
+                vector = None if value is None else _read(value)
+                if vector is None:
                     self._remove(stream)
                 else:
-                    self._set(stream, _decoder.decode(value))
+                    self._set(stream, vector)
         self.position = checkpoint
         return checkpoint
 
@@ -213,7 +224,9 @@ class Vectors:
             for key, value in cursor:
                 if not bytes(key).startswith(prefix):
                     break
-                self._set(bytes(key[len(prefix):]).decode(), _decoder.decode(value), capacity)
+                vector = _read(value)
+                if vector is not None:
+                    self._set(bytes(key[len(prefix):]).decode(), vector, capacity)
 
     def _set(self, stream: str, vector: _Vector, capacity: int = 256) -> None:
         values = np.frombuffer(vector.data, dtype="<f2")
