@@ -9,7 +9,7 @@ the team memory's (the Agent Memory surface) in `TEAM`.
 from chronograph.application import core, lifecycle, surfaces, team  # noqa: F401 (they declare the tools)
 from chronograph.application.engine.arguments import Limits, parse
 from chronograph.application.engine.outputs import Out
-from chronograph.application.engine.registry import CORE, Kind, Registry, Tool
+from chronograph.application.engine.registry import CORE, Files, Kind, Registry, Tool
 from chronograph.application.engine.service import Memory, Written
 from chronograph.application.errors import (
     ChronographError,
@@ -30,6 +30,7 @@ __all__ = [
     "ChronographError",
     "ConflictError",
     "InvalidArgumentsError",
+    "Files",
     "Kind",
     "Limits",
     "Memory",

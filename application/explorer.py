@@ -2,7 +2,8 @@
 
 Not tools: the page is an adapter over the core like the MCP server, and reads only. A view
 of the graph is a *neighbourhood*, never the whole of a big graph: the entities a search
-finds, the ones the page already shows, or the most connected ones, with the relations
+finds (with those that relate two or more of them, marked `bridge`), the ones the page
+already shows, or the most connected ones, with the relations
 among them, as of any position of the log (from the snapshots, as time travel does) and
 for any valid time.
 """
@@ -43,15 +44,21 @@ def _plain(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
 
-def overview(memory: Memory, workspace: str) -> dict[str, Any]:
-    """The workspaces, this one's counts per type, and the log's extent (for the time slider)."""
-    with memory.lock, memory.timeline.at("explorer") as moment:
+def overview(memory: Memory, workspace: str, as_of: int | str | None = None) -> dict[str, Any]:
+    """The workspaces, this one's counts per type as of `as_of` (None: now; the legend under a
+    graph shown as it was counts what was there then), and the log's extent (for the slider).
+
+    Raises:
+        InvalidArgumentsError: If `as_of` is not a moment.
+    """
+    with memory.lock, memory.timeline.at("explorer", msgspec.UNSET if as_of is None else as_of) as moment:
         graph, log = moment.graph, moment.log
         head = log.head()
         first = log.get(1) if head else None
         totals = graph.workspace(workspace)
         return {
             "workspace": workspace,
+            "position": head if moment.position is None else moment.position,
             "workspaces": [{"name": w.name, "entities": w.entities, "relations": w.relations}
                            for w in graph.workspaces()],
             "entities": 0 if totals is None else totals.entities,
@@ -87,6 +94,7 @@ def graph(
         return _past_neighbourhood(memory, workspace, names, as_of, valid_at, limit)
     with memory.lock, memory.timeline.at("explorer", as_of if as_of is not None else msgspec.UNSET) as moment:
         view = moment.graph
+        hits: set[str] | None = None
         if names is not None:
             chosen = [e for n in dict.fromkeys(names) if (e := view.entity(workspace, n)) is not None]
         elif around is not None:
@@ -100,6 +108,8 @@ def graph(
                                                  **({"asOf": as_of} if as_of is not None else {})})
             assert isinstance(found, SearchOut)
             chosen = [e for h in found.entities if (e := view.entity(workspace, h.name)) is not None]
+            hits = {e.name for e in chosen}
+            chosen += _bridges(view, workspace, chosen, limit - len(chosen))
         else:
             chosen = _most_connected(view, workspace, limit)
         chosen = chosen[:limit] if names is None else chosen
@@ -115,11 +125,24 @@ def graph(
         return {
             "position": moment.position if moment.position is not None else moment.log.head(),
             "head": moment.log.head(),
-            "entities": [{**_plain(entity_out(e)), "degree": degree[e.name], "valid": _valid(e, at_us)}
+            "entities": [{**_plain(entity_out(e)), "degree": degree[e.name], "valid": _valid(e, at_us),
+                          **({"bridge": True} if hits is not None and e.name not in hits else {})}
                          for e in chosen],
             "relations": [{**_plain(relation_out(r)), "valid": _valid_relation(r, at_us)}
                           for r in relations.values()],
         }
+
+
+def _bridges(view: Graph, workspace: str, hits: list[EntityRecord], room: int) -> list[EntityRecord]:
+    """The entities a search did not find that relate two or more of its hits (most first, up to
+    `room`): what shows how the hits hang together, where few of them relate directly."""
+    found = {e.name for e in hits}
+    touching: Counter[str] = Counter()
+    for hit in hits:
+        near = {r.target if r.source == hit.name else r.source for r in view.relations_of(workspace, hit.name)}
+        touching.update(n for n in near if n not in found)
+    ranked = [name for name, count in touching.most_common() if count >= 2][:max(room, 0)]
+    return [e for name in ranked if (e := view.entity(workspace, name)) is not None]
 
 
 class RelationIndex:
@@ -235,6 +258,12 @@ def entity_page(memory: Memory, workspace: str, name: str, limit: int = 500) -> 
     before: dict[str, Any] | None = None
     for version in versions:
         version["diff"] = _change(before, version["state"])
+        changes = version["changes"]
+        if version["eventType"] == "entity_restored":  # back from a deletion: say so, and from where
+            version["diff"] = {**version["diff"], "created": False, "restored": changes.get("revertedTo"),
+                               "restores": changes.get("restores")}
+        elif version["eventType"] == "entity_merged":
+            version["diff"] = {"merged": changes.get("into")}
         before = version["state"] or before
     relations: list[dict[str, Any]] = []
     with memory.lock, memory.timeline.at("explorer") as moment:

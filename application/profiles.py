@@ -55,6 +55,9 @@ class Profile:
     errors: str = "text"
     """How a refused call reads: "text" (the error's own words, as the official server) or the
     JSON object of the server the profile mirrors ("agent-memory", "workspace", "kuzu", "n2n")."""
+    exact: bool = False
+    """Whether answers keep the mirrored server's shape exactly: what Chronograph adds to an
+    answer unasked (a deleted name's history) rides in the result's `_meta` instead."""
 
     @property
     def tools(self) -> Registry:
@@ -112,7 +115,7 @@ PROFILES: dict[str, Profile] = {
     "chronograph": Profile("chronograph", "Chronograph's own tools: the official nine and history, time "
                            "travel, audit, context", _own_surface, INSTRUCTIONS),
     "official": Profile("official", "exactly the nine tools of the official MCP memory server",
-                        lambda: CORE.select(OFFICIAL_TOOLS), INSTRUCTIONS),
+                        lambda: CORE.select(OFFICIAL_TOOLS), INSTRUCTIONS, exact=True),
     "agent-memory": Profile("agent-memory", "the fifteen tools of Agent Memory 0.3.0 (scopes, sessions, typed "
                             "entries, tags, file locks, conflicts) and memory_forget",
                             lambda: TEAM.select((*TEAM_TOOLS, *TEAM_ADDITIONS)),

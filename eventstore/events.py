@@ -33,6 +33,7 @@ __all__ = [
     "EntityForgotten",
     "EntityMerged",
     "EntityRenamed",
+    "EntityRestored",
     "EntityUpdated",
     "Event",
     "ObservationsAdded",
@@ -74,7 +75,8 @@ class EntityCreated(Event, frozen=True, tag="entity_created"):
     """An entity came into being under a name that was free in its workspace.
 
     On a stream that already has events (a deleted entity), it restores the entity;
-    `reverted_to` then names the version whose state it restored.
+    `reverted_to` then names the version whose state it restored. (Reverts wrote that
+    until 2026-11-25; they write `EntityRestored` now.)
     """
 
     workspace: str
@@ -83,6 +85,19 @@ class EntityCreated(Event, frozen=True, tag="entity_created"):
     observations: tuple[str, ...] = ()
     metadata: dict[str, Any] = {}
     reverted_to: int | UnsetType = UNSET
+
+
+class EntityRestored(EntityCreated, frozen=True, kw_only=True, tag="entity_restored"):
+    """A deleted or merged entity came back, by a revert, on its own stream: the state it had
+    at version `reverted_to`, recorded at log position `restores`, under the name it had
+    then. `created_at` (µs) is when that state's entity was created, which it keeps.
+
+    An `EntityCreated` in every way a reader of names needs (search, erasure, history).
+    """
+
+    reverted_to: int
+    restores: int
+    created_at: int
 
 
 class ObservationsAdded(Event, frozen=True, tag="observations_added"):
@@ -235,5 +250,6 @@ GRAPH_EVENTS: tuple[type[Event], ...] = (
     RelationInvalidated,
     ContentErased,
     EntityForgotten,
+    EntityRestored,
 )
 """The knowledge graph's events, in the order they were introduced."""

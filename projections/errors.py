@@ -16,7 +16,19 @@ class RebuildError(ProjectionError):
 
 
 class ViewsDamagedError(ProjectionError):
-    """An index of the views points at a record that is not there; a rebuild repairs it."""
+    """A value of the views fails its checksum, or an index points at a record that is not
+    there; a rebuild from the log repairs it. The message names the store once it is known."""
+
+    def __init__(self, detail: str, store: str | None = None) -> None:
+        self.detail = detail
+        self.store = store
+        where = f"the views of the store at {store}" if store else "the views"
+        fix = f"chronograph replay --rebuild --store {store}" if store else "chronograph replay --rebuild"
+        super().__init__(f"{where} are damaged ({detail}); rebuild them from the log: `{fix}`")
+
+    def at(self, store: str) -> ViewsDamagedError:
+        """The same damage, naming `store`."""
+        return self if self.store is not None else ViewsDamagedError(self.detail, store)
 
 
 class EmbeddingsUnavailableError(ProjectionError):

@@ -24,6 +24,7 @@ from chronograph.eventstore import (
     EntityForgotten,
     EntityMerged,
     EntityRenamed,
+    EntityRestored,
     EntityUpdated,
     Envelope,
     Event,
@@ -73,7 +74,7 @@ def unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def _entity_created(state: State, envelope: Envelope, event: EntityCreated) -> None:
+def _entity_created(state: State, envelope: Envelope, event: EntityCreated, created_at: int | None = None) -> None:
     stale = state.get_entity(envelope.stream)
     if stale is not None:
         state.remove_entity(stale)
@@ -86,9 +87,15 @@ def _entity_created(state: State, envelope: Envelope, event: EntityCreated) -> N
         observations = unique(observations)
     state.add_entity(EntityRecord(
         stream=envelope.stream, workspace=event.workspace, name=event.name, entity_type=event.entity_type,
-        observations=observations, metadata=event.metadata,
-        version=envelope.version, created_at=at, updated_at=at, seq=envelope.position,
+        observations=observations, metadata=event.metadata, version=envelope.version,
+        created_at=at if created_at is None else created_at, updated_at=at, seq=envelope.position,
     ))
+
+
+def _entity_restored(state: State, envelope: Envelope, event: EntityRestored) -> None:
+    # A creation that keeps the restored state's createdAt (its place in creation order, `seq`,
+    # is the restore's, as it always was for an entity that came back).
+    _entity_created(state, envelope, event, event.created_at)
 
 
 SCAN = 16
@@ -243,7 +250,7 @@ def _content_erased(state: State, envelope: Envelope, event: ContentErased) -> N
         state.saw_workspace(event.workspace)
 
 
-_CREATIONS = frozenset({"entity_created", "relation_created"})
+_CREATIONS = frozenset({"entity_created", "entity_restored", "relation_created"})
 
 
 def _entity_forgotten(state: State, envelope: Envelope, event: EntityForgotten) -> None:
@@ -255,6 +262,7 @@ def _entity_forgotten(state: State, envelope: Envelope, event: EntityForgotten) 
 
 _HANDLERS: dict[type[Event], Callable[[State, Envelope, Event], None]] = {
     EntityCreated: _entity_created,  # type: ignore[dict-item]
+    EntityRestored: _entity_restored,  # type: ignore[dict-item]
     ObservationsAdded: _observations_added,  # type: ignore[dict-item]
     ObservationsDeleted: _observations_deleted,  # type: ignore[dict-item]
     EntityUpdated: _entity_updated,  # type: ignore[dict-item]

@@ -12,9 +12,12 @@ and relations the way the official server orders its file: oldest first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 import msgspec
+from chronograph.eventstore.keys import Stored
+from chronograph.projections.sealed import seal_array, sealed_decoder
 
 __all__ = [
     "ContextRecord",
@@ -103,6 +106,7 @@ class TypeCount(msgspec.Struct, frozen=True, array_like=True, gc=False):
 
 
 R = TypeVar("R", EntityRecord, RelationRecord, ContextRecord)
+D = TypeVar("D", bound=msgspec.Struct)
 
 
 def copy_record(record: R) -> R:
@@ -117,12 +121,24 @@ def copy_record(record: R) -> R:
 
 
 _encoder = msgspec.msgpack.Encoder()
-encode = _encoder.encode
-"""The stored bytes of any record."""
 
-decode_entity = msgspec.msgpack.Decoder(EntityRecord).decode
-decode_relation = msgspec.msgpack.Decoder(RelationRecord).decode
-decode_context = msgspec.msgpack.Decoder(ContextRecord).decode
-decode_name = msgspec.msgpack.Decoder(NameRecord).decode
-decode_workspace = msgspec.msgpack.Decoder(WorkspaceRecord).decode
-decode_type_count = msgspec.msgpack.Decoder(TypeCount).decode
+
+def encode(record: msgspec.Struct) -> bytes:
+    """The stored bytes of any record: a msgpack array, sealed (see `projections.sealed`)."""
+    return seal_array(_encoder.encode(record))
+
+
+def _decoder(kind: type[D]) -> Callable[[Stored], D]:
+    return sealed_decoder(msgspec.msgpack.Decoder(kind).decode, f"a stored {kind.__name__}")
+
+
+entity_decoder = msgspec.msgpack.Decoder(EntityRecord)
+relation_decoder = msgspec.msgpack.Decoder(RelationRecord)
+"""Without the checksum check: for readers that check it themselves (`LmdbGraph`'s hot loops)."""
+
+decode_entity = sealed_decoder(entity_decoder.decode, "a stored EntityRecord")
+decode_relation = sealed_decoder(relation_decoder.decode, "a stored RelationRecord")
+decode_context = _decoder(ContextRecord)
+decode_name = _decoder(NameRecord)
+decode_workspace = _decoder(WorkspaceRecord)
+decode_type_count = _decoder(TypeCount)

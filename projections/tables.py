@@ -19,6 +19,7 @@ from typing import NamedTuple
 import lmdb
 from chronograph.eventstore import LmdbEnv
 from chronograph.eventstore.keys import pack_u32, pack_u64, unpack_u32, unpack_u64
+from chronograph.projections.sealed import seal, unseal
 
 __all__ = [
     "TABLES",
@@ -29,8 +30,9 @@ __all__ = [
     "table_names",
 ]
 
-VIEWS_FORMAT = 2
-"""Bump when a view's layout changes: a new format builds its own views beside the old ones."""
+VIEWS_FORMAT = 3
+"""Bump when a view's layout changes: a new format builds its own views beside the old ones.
+(3: every value sealed with its checksum, see `projections.sealed`.)"""
 
 TABLES = ("entities", "relations", "names", "order", "adjacency", "workspaces", "meta")
 
@@ -52,11 +54,11 @@ class Tables(NamedTuple):
     def checkpoint(self, txn: lmdb.Transaction) -> int:
         """The position of the last event folded into this generation."""
         value = txn.get(_CHECKPOINT, db=self.meta)
-        return 0 if value is None else unpack_u64(value)
+        return 0 if value is None else unpack_u64(unseal(value, "the checkpoint"))
 
     def set_checkpoint(self, txn: lmdb.Transaction, position: int) -> None:
         """Record that every event up to `position` is folded in (same transaction!)."""
-        txn.put(_CHECKPOINT, pack_u64(position), db=self.meta)
+        txn.put(_CHECKPOINT, seal(pack_u64(position)), db=self.meta)
 
     def databases(self) -> tuple[lmdb._Database, ...]:
         """The databases, in `TABLES` order."""

@@ -38,6 +38,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     export_dir: Path | None = None
     project_files: bool = True
     """Whether n2n's export may write inside a client's project root (off over HTTP unless allowed)."""
+    mirror_projects: bool = False
+    """--project-files: keep every n2n project's graph and hot context in its `.mcp/memory.json`
+    and `.mcp/context.json` too, and fold what those files gain (a git pull) into the log.
+    Without it, only projects whose `.mcp/chronograph.json` says `"projectFiles": true`."""
     """Where export_graph may write files; None: it only returns the content."""
     export_max: int = DEFAULT_MAX_EXPORT
     """Largest file one export may write."""

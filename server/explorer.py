@@ -6,10 +6,12 @@ that the page's first link, `/ui/?token=...`, sets), the same Host and Origin ru
 endpoint is a GET; nothing here writes.
 
     GET /ui/                            the page (static, shipped in the package: no CDN)
-    GET /ui/api/overview?workspace=     workspaces, counts per type, the log's extent
+    GET /ui/api/overview?workspace=&asOf=
+                                        workspaces, counts per type (as of then), the log's extent
     GET /ui/api/graph?workspace=&q=&names=&around=&asOf=&validAt=&limit=
-                                        a neighbourhood: found by q, the names given, one
-                                        entity and its neighbours, or the most connected
+                                        a neighbourhood: found by q (with the entities that
+                                        relate two or more hits: `bridge`), the names given,
+                                        one entity and its neighbours, or the most connected
     GET /ui/api/entity?workspace=&name= every version (who, when, which call, what changed)
                                         and the history of every relation that named it
     GET /ui/api/audit?workspace=&actor=&session=&types=&since=&until=&after=&limit=
@@ -96,7 +98,7 @@ def explorer_routes(runtime: Runtime, *, token: str | None) -> list[Route]:
         return int(text)
 
     def overview(request: Request) -> Any:
-        return explorer.overview(memory(), workspace(request))
+        return explorer.overview(memory(), workspace(request), as_of=moment(request.query_params.get("asOf")))
 
     def graph(request: Request) -> Any:
         q = request.query_params

@@ -113,7 +113,7 @@ class Front:
             return False
         try:
             message = _decoder.decode(line)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # the transport answers what it cannot read
             return False
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not message.keys() <= _ENVELOPE:
             return False
@@ -191,8 +191,8 @@ class Front:
             return False  # what the SDK adds to a result at this version is not known yet
         runtime = self.runtime
         try:
-            (text, structured), _ = runtime.run(tool, arguments, runtime.actor(client), LOCAL)
-            result = plain(text, structured)
+            (text, structured, meta), _ = runtime.run(tool, arguments, runtime.actor(client), LOCAL)
+            result = plain(text, structured, meta=meta)
         except ChronographError as error:
             text, structured, meta = failure(error, self.errors, schema=self.schemas)
             result = plain(text, structured, error=True, meta=meta)

@@ -3,8 +3,9 @@
 The guard refuses, before anything else runs: requests without the bearer token when
 one is configured (401; the scheme is case-insensitive, RFC 7235), a Host or Origin
 that is not this server's (DNS rebinding: 421 and 403, saying how to allow a name),
-bodies over the size limit (413), and a new MCP session from an address that already
-holds its share of them (429). It covers every route, the health probes included. The
+bodies over the size limit (413). It covers every route, the health probes included, and
+counts the MCP sessions each address holds (server/sessions.py): at its share, a new one
+takes the place of the least recently used idle one (429 only when all are busy). The
 explorer's page (/ui) may present the token as a cookie, or as a `token` query on the link
 that opens it (a browser sends no Authorization header for a page).
 """
@@ -12,22 +13,25 @@ that opens it (a browser sends no Authorization header for a page).
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 from urllib.parse import unquote
 
+from chronograph.server.addresses import LOOPBACK, WILDCARDS, is_ip, is_loopback, served_names
 from chronograph.server.app import Runtime
 from chronograph.server.config import DEFAULT_MAX_BODY
+from chronograph.server.sessions import Sessions
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-__all__ = ["LOOPBACK", "TOKEN_COOKIE", "UI_PATH", "Guard", "SessionQuota", "http_app", "page_token"]
+__all__ = ["LOOPBACK", "TOKEN_COOKIE", "UI_PATH", "Guard", "http_app", "page_token"]
 
-LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 MCP_PATH = "/mcp"
 UI_PATH = "/ui"
 TOKEN_COOKIE = "chronograph_token"
@@ -39,44 +43,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-
-class SessionQuota:
-    """The MCP sessions each client address holds, so that one address cannot take them all.
-
-    Sessions are seen from outside the SDK: opened when a response carries a new session
-    id, touched by every request that names one, closed by a DELETE or after the SDK's
-    own idle timeout.
-    """
-
-    def __init__(self, per_address: int, idle: float) -> None:
-        self.per_address = per_address
-        self.idle = idle
-        self._sessions: dict[str, dict[str, float]] = {}
-
-    def full(self, address: str) -> bool:
-        """Whether `address` holds all the sessions it may."""
-        held = self._sessions.get(address)
-        if not held:
-            return False
-        cutoff = time.monotonic() - self.idle
-        for session in [s for s, seen in held.items() if seen < cutoff]:
-            del held[session]
-        return len(held) >= self.per_address
-
-    def opened(self, address: str, session: str) -> None:
-        self._sessions.setdefault(address, {})[session] = time.monotonic()
-
-    def touched(self, address: str, session: str) -> None:
-        held = self._sessions.get(address)
-        if held is not None and session in held:
-            held[session] = time.monotonic()
-
-    def closed(self, address: str, session: str) -> None:
-        held = self._sessions.get(address)
-        if held is not None:
-            held.pop(session, None)
-            if not held:
-                del self._sessions[address]
+_log = logging.getLogger("chronograph.http")
 
 
 class Guard:
@@ -89,11 +56,14 @@ class Guard:
         token: str | None,
         hosts: set[str],
         max_body: int = DEFAULT_MAX_BODY,
-        sessions: SessionQuota | None = None,
+        sessions: Sessions | None = None,
+        any_ip: bool = False,
     ) -> None:
         self.app = app
         self.token = token
         self.hosts = {h.lower() for h in hosts}
+        self.any_ip = any_ip
+        """Answer to any IP address as Host (a server listening on every address)."""
         self.max_body = max_body
         self.sessions = sessions
 
@@ -114,38 +84,89 @@ class Guard:
                 return
             receive = _replay(body, receive)
         if self.sessions is not None and scope.get("path", "").rstrip("/") == MCP_PATH:
-            counted = await self._count_sessions(scope, headers, send)
-            if counted is None:
-                return
-            send = counted
+            await self._with_sessions(self.sessions, scope, headers, receive, send)
+            return
         await self.app(scope, receive, send)
 
-    async def _count_sessions(self, scope: Scope, headers: dict[str, str], send: Send) -> Send | None:
-        assert self.sessions is not None
-        quota = self.sessions
-        address = (scope.get("client") or ("unknown", 0))[0]
+    async def _with_sessions(
+        self, sessions: Sessions, scope: Scope, headers: dict[str, str], receive: Receive, send: Send
+    ) -> None:
+        """Serve an MCP request, keeping `sessions` current (see server/sessions.py)."""
         session = headers.get(SESSION_HEADER)
         if session is not None:
-            if scope.get("method") == "DELETE":
-                quota.closed(address, session)
-            else:
-                quota.touched(address, session)
-            return send
-        if scope.get("method") == "POST" and quota.full(address):
-            response = _error(429, f"this address holds {quota.per_address} MCP sessions already; close one "
-                                   "(DELETE /mcp) or let an idle one expire")
-            response.headers["Retry-After"] = "60"
+            sessions.began(session)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                sessions.ended(session)
+                if scope.get("method") == "DELETE":
+                    sessions.closed(session)
+            return
+        version = headers.get("mcp-protocol-version")
+        if scope.get("method") != "POST" or (version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS):
+            await self.app(scope, receive, send)  # opens no session (the stateless protocol has none)
+            return
+        body, whole = await self._read_at_most(receive)
+        if not whole:
+            await _error(413, f"request bodies are limited to {self.max_body} bytes")(scope, receive, send)
+            return
+        receive = _replay(body, receive)
+        if not _initializes(body):
+            await self.app(scope, receive, send)  # the SDK refuses it: only `initialize` opens a session
+            return
+        address = (scope.get("client") or ("unknown", 0))[0]
+        admission = sessions.admit(address)  # counted and reserved in one step: no await in between
+        if not admission.admitted:
+            response = _error(429 if "address" in admission.reason else 503,
+                              f"{admission.reason}; close one (DELETE /mcp) or retry later")
+            response.headers["Retry-After"] = "5"
             await response(scope, _nothing, send)
-            return None
+            return
+        opened: list[str] = []
 
         async def counting(message: Message) -> None:
             if message["type"] == "http.response.start":
                 for name, value in message.get("headers", []):
-                    if name.decode("latin-1").lower() == SESSION_HEADER:
-                        quota.opened(address, value.decode("latin-1"))
+                    if name.decode("latin-1").lower() == SESSION_HEADER and not opened:
+                        opened.append(value.decode("latin-1"))
+                        sessions.opened(address, opened[0])
             await send(message)
 
-        return counting
+        try:
+            for victim in admission.evict:
+                await self._close_session(scope, victim)
+            await self.app(scope, receive, counting)
+        finally:
+            if opened:
+                sessions.ended(opened[0])
+            else:
+                sessions.abandoned(address)
+
+    async def _close_session(self, scope: Scope, session: str) -> None:
+        """Close `session` as its client would: DELETE /mcp with its id (the SDK forgets it at once)."""
+        headers = [(b"host", b"127.0.0.1"), (SESSION_HEADER.encode(), session.encode("latin-1"))]
+        closing = {**scope, "method": "DELETE", "headers": headers, "query_string": b""}
+        _log.info("closing MCP session %s, the least recently used idle one, for a new session", session[:12])
+
+        async def discard(_: Message) -> None:
+            return None
+
+        await self.app(closing, _nothing, discard)
+
+    def vouches(self, headers: Iterable[tuple[bytes, bytes]]) -> bool:
+        """Whether a request's raw headers carry this server's bearer token (the listener keeps
+        the requests that do, under a flood, and closes the others first)."""
+        if self.token is None:
+            return False
+        for name, value in headers:
+            if name.lower() == b"authorization":
+                scheme, _, given = value.decode("latin-1").strip().partition(" ")
+                return scheme.lower() == "bearer" and self._token_is(given)
+        return False
+
+    def _token_is(self, given: str) -> bool:
+        assert self.token is not None
+        return hmac.compare_digest(given.strip().encode(), self.token.encode())
 
     async def _read_at_most(self, receive: Receive) -> tuple[bytes, bool]:
         parts: list[bytes] = []
@@ -162,19 +183,29 @@ class Guard:
             if not message.get("more_body", False):
                 return b"".join(parts), True
 
+    def _serves(self, name: str, peer: str) -> bool:
+        """Whether a request from `peer` may call this server `name` (see server/addresses.py)."""
+        if name in LOOPBACK or (name and name in WILDCARDS):
+            return is_loopback(peer)  # this machine's names, from this machine only
+        return name in self.hosts or (self.any_ip and is_ip(name))
+
     def _refusal(self, headers: dict[str, str], scope: Scope) -> Response | None:
         host = headers.get("host", "").lower()
-        if _hostname(host) not in self.hosts:
+        peer = str((scope.get("client") or ("", 0))[0])
+        if not self._serves(_hostname(host), peer):
+            if _hostname(host) in LOOPBACK:
+                return _error(421, f"host {host!r} names the server's own machine, but this request came from "
+                                   f"{peer or 'elsewhere'}; use the server's name or address")
             return _error(421, f"host {host!r} is not served here; start the server with --allow-host "
                                f"{_hostname(host) or 'NAME'} to serve it")
         origin = headers.get("origin")
-        if origin is not None and _hostname(origin.split("://", 1)[-1].lower()) not in self.hosts:
+        if origin is not None and not self._serves(_hostname(origin.split("://", 1)[-1].lower()), peer):
             return _error(403, f"origin {origin!r} is not allowed; --allow-host adds a name")
         if self.token is not None:
             scheme, _, given = headers.get("authorization", "").strip().partition(" ")
             if scheme.lower() != "bearer" and str(scope.get("path", "")).startswith(UI_PATH):
                 given, scheme = page_token(headers, scope), "bearer"  # a browser cannot send the header
-            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token.encode()):
+            if scheme.lower() != "bearer" or not self._token_is(given):
                 response = _error(401, "a valid bearer token is required (Authorization: Bearer ...)")
                 response.headers["WWW-Authenticate"] = "Bearer"
                 return response
@@ -213,6 +244,15 @@ def page_token(headers: dict[str, str], scope: Scope) -> str:
         if name == "token":
             return unquote(value)
     return ""
+
+
+def _initializes(body: bytes) -> bool:
+    """Whether `body` is an `initialize` request (the one request that opens a session)."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(message, dict) and message.get("method") == "initialize" and "id" in message
 
 
 def _hostname(host: str) -> str:
@@ -298,7 +338,7 @@ def http_app(
     server.custom_route("/api/health", methods=["GET"])(health)
     server.custom_route("/api/ready", methods=["GET"])(ready)
 
-    hosts = set(LOOPBACK) | {host} | set(allowed_hosts or ())
+    hosts = served_names(host, allowed_hosts or [])
     # The guard checks Host and Origin for every route; the SDK's own check would only
     # know the MCP endpoint, so it is told to let through what the guard let through.
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -307,5 +347,5 @@ def http_app(
         session_idle_timeout=session_idle, max_sessions=max_sessions,
     )
     logging.getLogger("mcp.server.streamable_http_manager").addFilter(_OncePerMinute())
-    quota = SessionQuota(sessions_per_address, session_idle)
-    return Guard(app, token=token, hosts=hosts, max_body=max_body, sessions=quota)
+    sessions = Sessions(sessions_per_address, max_sessions, session_idle)
+    return Guard(app, token=token, hosts=hosts, max_body=max_body, sessions=sessions, any_ip=host in WILDCARDS)

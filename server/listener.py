@@ -3,9 +3,15 @@
 Uvicorn times out idle keep-alive connections but not a request that never finishes
 arriving: half-sent headers (slowloris) or a trickled body hold a socket forever, and
 enough of them exhaust the file descriptors before any guard above HTTP runs. The
-protocol here gives every request a deadline from its first byte to its last, caps the
-open connections below the descriptor limit, and logs a flood once a minute, not once
-per socket.
+protocol here gives every request a deadline from its first byte to its last and caps
+the open connections below the descriptor limit. At the cap a new connection is not
+refused: it takes the place of the connection that began a request longest ago without
+finishing it, else of the one resting longest between requests, else of the oldest that
+has said nothing yet (a real client's, between its connect and its request, is among
+those only for a moment), so a flood of half-open sockets can only crowd out itself.
+Under pressure (half the cap open) a request has a short deadline until its headers carry
+the server's token; a request that carries it (vouched for) keeps the full deadline and
+is never the one evicted. A flood is logged once a minute, not once per socket.
 """
 
 from __future__ import annotations
@@ -15,18 +21,25 @@ import logging
 import resource
 import socket
 import time
-from typing import Any
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import h11
 from uvicorn import Config, Server
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["GuardedH11Protocol", "bind", "connection_cap", "serve"]
+__all__ = ["GuardedH11Protocol", "Rules", "Vouch", "bind", "connection_cap", "serve"]
 
 REQUEST_DEADLINE = 30.0
 """Seconds a client has from a request's first byte to its last (headers and body)."""
+PRESSED_DEADLINE = 2.0
+"""The same, under pressure, for a request its headers have not vouched for (yet)."""
 KEEP_ALIVE = 5
 """Seconds an idle keep-alive connection stays open."""
+
+Vouch = Callable[[Iterable[tuple[bytes, bytes]]], bool]
+"""Whether a request's headers carry what the server asks of its clients (its token)."""
 
 _log = logging.getLogger("chronograph.http")
 
@@ -47,23 +60,50 @@ class _Flood:
             self.said, self.count = now, 0
 
 
-_OVER_CAP = _Flood("refused over the open-connection cap")
+_OVER_CAP = _Flood("refused over the open-connection cap (every open one busy)")
+_EVICTED = _Flood("closed to make room at the open-connection cap (a request begun, resting or silent)")
 _TOO_SLOW = _Flood("closed for not finishing a request in time")
 
 
-class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a per-request deadline and a cap on open connections."""
+@dataclass
+class Rules:
+    """What one server's connections obey, and the registers of those it may close for another."""
 
-    max_connections = 1000
-    deadline = REQUEST_DEADLINE
+    max_connections: int = 1000
+    deadline: float = REQUEST_DEADLINE
+    pressed_deadline: float = PRESSED_DEADLINE
+    vouch: Vouch | None = None
+    begun: dict[GuardedH11Protocol, None] = field(default_factory=dict)
+    """Connections owing the rest of a request they began (no token vouched for it), in the
+    order they began: the slowloris signature, closed first."""
+    resting: dict[GuardedH11Protocol, None] = field(default_factory=dict)
+    """Connections between requests (keep-alive), longest resting first."""
+    silent: dict[GuardedH11Protocol, None] = field(default_factory=dict)
+    """Connections that have sent nothing yet, oldest first: a real client's is among them for
+    the moment between its connect and its request, so they are closed last."""
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a per-request deadline and a cap on open connections that
+    evicts the connection doing least for its place (see the module docstring).
+
+    `serve` makes a subclass per server, with its own `Rules`.
+    """
+
+    rules: ClassVar[Rules] = Rules()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
         self._refused = False
+        self._vetted: object = None
+        """The request whose headers were judged (uvicorn's scope of it)."""
+        self._vouched = False
+        self._begun = False
+        """Bytes of the current request arrived."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        if len(self.connections) >= self.max_connections:
+        if len(self.connections) >= self.rules.max_connections and not self._evict():
             self._refused = True
             _OVER_CAP.note()
             transport.abort()
@@ -75,26 +115,61 @@ class GuardedH11Protocol(H11Protocol):
         if self._refused:
             return
         self._stop()
+        self._unregister()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        self._begun = True
         super().data_received(data)
         self._watch()
 
     def on_response_complete(self) -> None:
+        self._begun = False
         super().on_response_complete()
         self._watch()
 
+    def _unregister(self) -> None:
+        for register in (self.rules.begun, self.rules.resting, self.rules.silent):
+            register.pop(self, None)
+
+    def _evict(self) -> bool:
+        """Close the connection that has owed a request it began longest, else the one resting
+        longest, else the oldest that has said nothing yet; False if every one is busy."""
+        for register in (self.rules.begun, self.rules.resting, self.rules.silent):
+            for victim in register:
+                del register[victim]
+                victim._stop()
+                _EVICTED.note()
+                victim.transport.abort()
+                return True
+        return False
+
     def _watch(self) -> None:
         """Run the deadline while the client owes us the rest of a request it has begun
-        (or, on a new connection, its first one); stop it once the request is whole."""
-        owing = self.conn.their_state in (h11.IDLE, h11.SEND_BODY) and not self.transport.is_closing()
-        if self.conn.their_state is h11.IDLE and self.timeout_keep_alive_task is not None:
+        (or, on a new connection, its first one); stop it once the request is whole.
+        Keep the registers of evictable connections current."""
+        rules = self.rules
+        if self.conn.their_state is not h11.IDLE and self.scope is not self._vetted:  # new headers: judge them
+            self._vetted = self.scope
+            self._vouched = rules.vouch is not None and self.scope is not None and rules.vouch(self.scope["headers"])
+        closing = self.transport.is_closing()
+        owing = self.conn.their_state in (h11.IDLE, h11.SEND_BODY) and not closing
+        resting = self.conn.their_state is h11.IDLE and self.timeout_keep_alive_task is not None
+        if resting:
             owing = False  # between requests: uvicorn's keep-alive timeout is in charge
         if owing and self._deadline is None:
-            self._deadline = self.loop.call_later(self.deadline, self._expire)
+            pressed = len(self.connections) * 2 >= rules.max_connections and not self._vouched
+            self._deadline = self.loop.call_later(rules.pressed_deadline if pressed else rules.deadline, self._expire)
         elif not owing:
             self._stop()
+        evictable = owing and not (self._vouched and self.conn.their_state is h11.SEND_BODY)
+        for register, belongs in ((rules.begun, evictable and self._begun),
+                                  (rules.silent, evictable and not self._begun),
+                                  (rules.resting, resting and not closing)):
+            if belongs:
+                register.setdefault(self, None)
+            else:
+                register.pop(self, None)
 
     def _stop(self) -> None:
         if self._deadline is not None:
@@ -105,6 +180,7 @@ class GuardedH11Protocol(H11Protocol):
         self._deadline = None
         if self.conn.their_state in (h11.IDLE, h11.SEND_BODY) and not self.transport.is_closing():
             _TOO_SLOW.note()
+            self._unregister()
             self.transport.abort()
 
 
@@ -142,12 +218,14 @@ def bind(host: str, port: int) -> socket.socket:
 
 def serve(
     app: Any, sock: socket.socket, *, log_level: str = "warning", max_connections: int | None = None,
-    request_timeout: float = REQUEST_DEADLINE,
+    request_timeout: float = REQUEST_DEADLINE, vouch: Vouch | None = None,
 ) -> None:
-    """Serve `app` on the bound `sock` until a signal stops the server."""
+    """Serve `app` on the bound `sock` until a signal stops the server; `vouch` says which
+    requests carry the server's token (see `GuardedH11Protocol`)."""
     cap = connection_cap()
-    GuardedH11Protocol.max_connections = cap if max_connections is None else min(max_connections, cap)
-    GuardedH11Protocol.deadline = request_timeout
-    config = Config(app, http=GuardedH11Protocol, log_level=log_level, timeout_keep_alive=KEEP_ALIVE,
+    rules = Rules(max_connections=cap if max_connections is None else min(max_connections, cap),
+                  deadline=request_timeout, pressed_deadline=min(request_timeout, PRESSED_DEADLINE), vouch=vouch)
+    protocol = type("ServedH11Protocol", (GuardedH11Protocol,), {"rules": rules})
+    config = Config(app, http=protocol, log_level=log_level, timeout_keep_alive=KEEP_ALIVE,
                     lifespan="on", ws="none")
     Server(config).run(sockets=[sock])

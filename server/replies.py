@@ -60,7 +60,8 @@ class ReplyCache:
             env.on_reopen(lambda: setattr(self, "db", env.open_db(self.NAME)))
         published = profile(settings.profile)
         surface = msgspec.json.encode([published.instructions, *(
-            [tool.name, tool.title, tool.description, tool.kind, json_schema(tool.arguments), json_schema(tool.output)]
+            [tool.name, tool.title, tool.description, tool.kind, tool.files, json_schema(tool.arguments),
+             json_schema(tool.output)]
             for tool in published.tools)])
         self._code = "|".join([chronograph.__version__, *(versions or []), settings.profile,
                                "exports" if settings.export_dir is not None else "no-exports",

@@ -21,8 +21,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Reply", "check_text_size", "error_reply", "plain", "pretty", "reply", "result", "text_of"]
 
-Reply = tuple[str, Any]
-"""A successful call's text block and structured content."""
+Reply = tuple[str, Any, dict[str, Any] | None]
+"""A successful call's text block, structured content and `_meta` (None: none)."""
+
+ASIDE_META = "chronograph/{}"
+"""The `_meta` key of an output field a reference-shaped profile sets aside (`chronograph/gone`)."""
 
 _encoder = msgspec.json.Encoder()
 
@@ -67,25 +70,35 @@ def error_reply(error: ChronographError, style: str = "text") -> tuple[str, dict
     return pretty(shaped), shaped
 
 
-def reply(output: msgspec.Struct, *, tool: str = "", limit: int | None = None) -> Reply:
-    """`output` as the official text block and as structured content.
+def reply(output: msgspec.Struct, *, tool: str = "", limit: int | None = None, exact: bool = False) -> Reply:
+    """`output` as the official text block and as structured content; with `exact` (a profile
+    that keeps the reference server's shape), the fields the output sets aside (its `ASIDE`)
+    go to `_meta` instead.
 
     Raises:
         ReplyTooLargeError: If the two would take more than `limit` bytes on the wire.
     """
+    meta: dict[str, Any] | None = None
+    if exact:
+        aside = {name: value for name in getattr(output, "ASIDE", ())
+                 if (value := getattr(output, name)) is not msgspec.UNSET}
+        if aside:
+            meta = {ASIDE_META.format(name): msgspec.to_builtins(value) for name, value in aside.items()}
+            output = msgspec.structs.replace(output, **dict.fromkeys(aside, msgspec.UNSET))
     text = text_of(output)
     if limit is not None:
         size = len(_encoder.encode(text)) + len(_encoder.encode(output))
         if size > limit:
             raise ReplyTooLargeError(tool, size, limit, _hint(tool, output, size, limit))
-    return text, msgspec.to_builtins(output.reply if isinstance(output, ObjectOut) else output)
+    return text, msgspec.to_builtins(output.reply if isinstance(output, ObjectOut) else output), meta
 
 
-def result(text: str, structured: Any) -> CallToolResult:
+def result(text: str, structured: Any, meta: dict[str, Any] | None = None) -> CallToolResult:
     """The SDK's tool result for a reply."""
     from mcp_types import CallToolResult, TextContent  # noqa: PLC0415 (the SDK loads only where it serves)
 
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured,
+                          _meta=meta)
 
 
 def plain(text: str, structured: Any = None, *, error: bool = False, meta: Any = None) -> dict[str, Any]:

@@ -13,8 +13,9 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from chronograph.application import Memory, Tool
+from chronograph.application import PROFILES, Memory, Tool
 from chronograph.application.engine.exportdir import ExportDir
+from chronograph.application.surfaces.projectfiles import ProjectFiles
 from chronograph.projections import paused_gc
 from chronograph.server.config import Settings
 from chronograph.server.results import Reply, reply, result
@@ -51,6 +52,8 @@ class Runtime:
         self._subscribers: dict[int, Any] = {}
         self._sessions: dict[str, str] = {}
         """connection -> the team session it started: its writes are recorded as actor/session"""
+        self.exact = settings.profile in PROFILES and PROFILES[settings.profile].exact
+        """Whether answers keep the reference server's shape (what we add rides in `_meta`)."""
 
     @property
     def memory(self) -> Memory:
@@ -72,6 +75,10 @@ class Runtime:
                 embeddings=settings.embeddings, embeddings_model=settings.embeddings_model,
                 embeddings_key=settings.embeddings_key, project_files=settings.project_files,
             )
+            if settings.project_files and settings.profile in ("n2n", "full"):
+                files = ProjectFiles(always=settings.mirror_projects)
+                self._memory.before_call.append(files.before)
+                self._memory.after_write.append(files.after)
             if self._memory.semantic is not None and not self._memory.log.readonly:
                 self._memory.semantic.start(EmbeddingProgress())
             self._memory.follow()  # a database store: other servers' writes reach the views
@@ -147,7 +154,7 @@ class Runtime:
 
     def run(self, tool: Tool, arguments: dict[str, Any], actor: str, connection: str | None = None,
             ) -> tuple[Reply, bool]:
-        """Run `tool`: its reply (text and structured content) and whether it changed the store.
+        """Run `tool`: its reply (text, structured content, `_meta`) and whether it changed the store.
 
         A write of a `connection` that started a team session is recorded as the actor's
         within that session (``claude-code/sess_…``).
@@ -160,7 +167,8 @@ class Runtime:
             self._follow_session(tool, arguments, written.output, connection)
             return reply(written.output), written.changed
         with paused_gc():
-            return reply(self.memory.read(tool, arguments), tool=tool.name, limit=self.settings.max_reply), False
+            return reply(self.memory.read(tool, arguments), tool=tool.name, limit=self.settings.max_reply,
+                         exact=self.exact), False
 
     async def notify(self, ctx: Context) -> None:
         """Tell subscribers the knowledge graph changed (both protocol generations)."""

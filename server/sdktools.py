@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from chronograph.application import ChronographError, Kind, Tool
+from chronograph.application import ChronographError, Files, Tool
 from chronograph.server.jsonschema import json_schema
 from chronograph.server.results import failure
 from mcp.server.mcpserver import Context
@@ -19,20 +19,10 @@ from mcp.server.mcpserver.tools import Tool as SdkTool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
-__all__ = ["Handler", "build_tools"]
+__all__ = ["Handler", "build_tools", "hints"]
 
 Handler = Callable[[Tool, dict[str, Any], Context], Awaitable[CallToolResult]]
 """handler(tool, raw arguments, ctx): runs one call."""
-
-_ANNOTATIONS: dict[Kind, ToolAnnotations] = {
-    "read": ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
-    "write": ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                             open_world_hint=False),
-    "delete": ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
-                              open_world_hint=False),
-    "export": ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
-                              open_world_hint=False),
-}
 
 
 class _RawArguments(FuncMetadata):
@@ -46,35 +36,48 @@ class _NoArguments(ArgModelBase):
     pass
 
 
-_BRIEF: dict[Kind, ToolAnnotations] = {  # MCP's defaults: not read-only, destructive, not idempotent, open world
-    "read": ToolAnnotations(read_only_hint=True, open_world_hint=False),
-    "write": ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
-    "delete": ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False),
-    "export": ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False),
-}
-"""What a tool changes, said in as few hints as the defaults allow (and always whether it writes)."""
-
-
 def build_tools(
-    tools: Iterable[Tool], handler: Handler, *, writes_files: bool = False, official: Iterable[str] = (),
+    tools: Iterable[Tool], handler: Handler, *, files: Iterable[Files] = (), official: Iterable[str] = (),
     output_schemas: bool = False, errors: str = "text",
 ) -> list[SdkTool]:
     """SDK tools for `tools`, each calling `handler(tool, arguments, ctx)`.
 
-    Without `writes_files` (no export directory), an export only reads: so its annotations
-    say. The `official` tools publish the official server's four hints, and with
-    `output_schemas` (the official profile) its output schemas too; Chronograph's own
-    tools publish the hints that differ from MCP's defaults (and always whether they
-    write) and no output schema: answers are JSON objects whose fields say what they
-    hold, and a schema costs every conversation its bytes (see docs/decisions.md).
+    `files` says where this server lets tools write files; the annotations follow (see
+    `hints`). The `official` tools publish all four hints, as the official server
+    does, and with `output_schemas` (the official profile) its output schemas too;
+    Chronograph's own tools publish the hints that differ from MCP's defaults (and always
+    whether they write) and no output schema: answers are JSON objects whose fields say
+    what they hold, and a schema costs every conversation its bytes (see docs/decisions.md).
     """
-    mirrored = set(official)
-    return [_sdk_tool(tool, handler, "read" if tool.kind == "export" and not writes_files else tool.kind,
-                      tool.name in mirrored, output_schemas and tool.name in mirrored, errors)
+    mirrored, allowed = set(official), frozenset(files)
+    return [_sdk_tool(tool, handler, hints(tool, allowed, full=tool.name in mirrored),
+                      output_schemas and tool.name in mirrored, errors)
             for tool in tools]
 
 
-def _sdk_tool(tool: Tool, handler: Handler, kind: Kind, mirrored: bool, schema: bool, errors: str) -> SdkTool:
+def hints(tool: Tool, files: frozenset[Files], *, full: bool = False) -> ToolAnnotations:
+    """What `tool` does, as MCP's hints, from its declaration and the files this server lets it write.
+
+    Read-only: it neither appends events nor may write a file here. Destructive: it may
+    delete (kind delete), or replace a file (an export). Idempotent: anything but a plain
+    write. Never open-world: a tool touches this memory and the files named, nothing else.
+    Unless `full`, only the hints that differ from MCP's defaults (destructive, not
+    idempotent, open world) and always readOnlyHint.
+    """
+    writes_files = tool.files is not None and tool.files in files
+    read_only = not tool.writes and not writes_files
+    destructive = tool.kind == "delete" or (tool.kind == "export" and writes_files)
+    idempotent = tool.kind != "write"
+    if full:
+        return ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, idempotent_hint=idempotent,
+                               open_world_hint=False)
+    if read_only:  # the other two hints mean nothing for a tool that changes nothing
+        return ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    return ToolAnnotations(read_only_hint=False, destructive_hint=None if destructive else False,
+                           idempotent_hint=True if idempotent else None, open_world_hint=False)
+
+
+def _sdk_tool(tool: Tool, handler: Handler, said: ToolAnnotations, schema: bool, errors: str) -> SdkTool:
     async def run(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         try:
             return await handler(tool, arguments, ctx)
@@ -95,5 +98,5 @@ def _sdk_tool(tool: Tool, handler: Handler, kind: Kind, mirrored: bool, schema: 
         fn_metadata=_RawArguments(arg_model=_NoArguments, output_schema=json_schema(tool.output) if schema else None),
         is_async=True,
         context_kwarg="ctx",
-        annotations=(_ANNOTATIONS if mirrored else _BRIEF)[kind],
+        annotations=said,
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import re
 import stat
@@ -37,7 +38,6 @@ __all__ = ["MAX_LINE", "Oversized", "framed", "parse_line", "run_stdio", "stdio_
 MAX_LINE = MAX_MESSAGE
 DRAIN = 60.0
 """Seconds the requests read before stdin closed may take to be answered before the server exits."""
-_ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)')
 
 
 async def framed(chunks: AsyncIterator[bytes], limit: int, lines: Lines | None = None) -> AsyncIterator[bytes]:
@@ -50,33 +50,114 @@ async def framed(chunks: AsyncIterator[bytes], limit: int, lines: Lines | None =
         yield line
 
 
-def _error(code: int, message: str, request_id: Any = None) -> SessionMessage:
-    return SessionMessage(types.JSONRPCError(
-        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message),
-    ))
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[{]+|[\]}]+|[:,]|[^\s"\[\]{}:,]+')
+"""JSON's tokens, a run of brackets as one (so a deep nesting is one token, not millions)."""
+_UNREAD = object()
 
 
-def parse_line(line: bytes, limit: int = MAX_LINE) -> tuple[SessionMessage, bool]:
-    """A line as (a message for the server, False), or as (the error reply it deserves, True)."""
-    if isinstance(line, Oversized):
-        found = _ID.search(line)
-        request_id = json.loads(found.group(1)) if found else None
-        message = f"Invalid request: the message is longer than {limit:,} bytes (see --max-message)"
-        return _error(types.INVALID_REQUEST, message, request_id), True
+def top_level_id(text: str) -> Any:
+    """The `id` of the JSON object `text` begins, read without parsing what it nests (too deep for
+    the parser, or cut short); `_UNREAD` unless it is there, whole, and a string, number or null.
+
+    Linear in the text, without recursion. Only a value followed by `,` or `}` counts, so that
+    an id cut off by the end of the text (`"id": 7` of `"id": 78`) is never taken for another.
+    """
+    found: Any = _UNREAD
+    depth, key, value, expect = 0, None, _UNREAD, "{"
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        head = token[0]
+        if depth == 0:
+            if token != "{" and not token.startswith("{"):
+                return found
+            depth, expect = len(token), "key"
+            if depth > 1:
+                return found  # `{[`: not an object with keys
+            continue
+        if head in "[{":
+            if depth == 1 and expect == "value":
+                value, expect = _UNREAD, "comma"  # an object or array: no id of JSON-RPC's
+            depth += len(token)
+        elif head in "]}":
+            depth -= len(token)
+            if depth <= 1 and expect == "comma" and key == "id" and value is not _UNREAD:
+                found = value
+            if depth <= 0:
+                return found
+        elif depth > 1:
+            continue
+        elif token == ":":
+            expect = "value" if expect == "colon" else "bad"
+        elif token == ",":
+            if expect == "comma" and key == "id" and value is not _UNREAD:
+                found = value
+            key, value, expect = None, _UNREAD, "key"
+        elif expect == "key" and head == '"':
+            key, expect = _json(token), "colon"
+        elif expect == "value":
+            value, expect = _json(token), "comma"
+            if isinstance(value, bool) or not isinstance(value, str | int | float | None):
+                value = _UNREAD
+        else:
+            expect = "bad"
+    return found
+
+
+def _json(token: str) -> Any:
+    try:
+        return json.loads(token)
+    except ValueError:
+        return _UNREAD
+
+
+def _valid_id(request_id: Any) -> bool:
+    """An id MCP allows (a string or an integer); JSON-RPC also allows null and fractions."""
+    return isinstance(request_id, str | int) and not isinstance(request_id, bool)
+
+
+def _echoable(request_id: Any) -> Any:
+    """The id an answer repeats: the request's, if JSON-RPC lets it be one, else null."""
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int | float):
+        return None
+    return None if isinstance(request_id, float) and not math.isfinite(request_id) else request_id
+
+
+def refusal(code: int, message: str, request_id: Any = None) -> bytes:
+    """The line answering a message the server never sees, under `request_id` (any JSON-RPC
+    id, which the SDK's types cannot all hold: 2.5 and null among them)."""
+    error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    return json.dumps(error, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
+
+
+def parse_line(line: bytes, limit: int = MAX_LINE) -> SessionMessage | bytes:
+    """A line as a message for the server, or as the line that answers it (an error).
+
+    Every request is answered, under its id whenever the id can be read (JSON-RPC 2.0 asks
+    for null only when it cannot): a line too long or too deeply nested to parse keeps the
+    id its start carries; a request whose id MCP does not allow (null, 2.5) is refused
+    under that id, where the SDK would have taken it for a notification and said nothing.
+    """
     text = line.decode("utf-8", "surrogateescape")  # undecodable bytes reach the argument check
+    if isinstance(line, Oversized):
+        message = f"Invalid request: the message is longer than {limit:,} bytes (see --max-message)"
+        return refusal(types.INVALID_REQUEST, message, _echoable(top_level_id(text)))
     try:
         data = json.loads(text)
-    except (ValueError, RecursionError) as error:
-        return _error(types.PARSE_ERROR, f"Parse error: {str(error)[:200]}"), True
+    except RecursionError:
+        message = "Parse error: the message nests deeper than the server reads"
+        return refusal(types.PARSE_ERROR, message, _echoable(top_level_id(text)))
+    except ValueError as error:  # the id counts only if it came whole before what broke
+        read = top_level_id(text[: error.pos]) if isinstance(error, json.JSONDecodeError) else _UNREAD
+        return refusal(types.PARSE_ERROR, f"Parse error: {str(error)[:200]}", _echoable(read))
+    if isinstance(data, dict) and "method" in data and "id" in data and not _valid_id(data["id"]):
+        message = "Invalid request: an id must be a string or an integer (MCP); a request with none is a notification"
+        return refusal(types.INVALID_REQUEST, message, _echoable(data["id"]))
     try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_python(data, by_name=False)), False
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(data, by_name=False))
     except (ValidationError, RecursionError):
-        request_id = data.get("id") if isinstance(data, dict) else None
-        if not isinstance(request_id, str | int) or isinstance(request_id, bool):
-            request_id = None
-        reply = _error(types.INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 request, notification or response",
-                       request_id)
-        return reply, True
+        request_id = _echoable(data.get("id")) if isinstance(data, dict) else None
+        return refusal(types.INVALID_REQUEST,
+                       "Invalid request: not a JSON-RPC 2.0 request, notification or response", request_id)
 
 
 def encode(message: SessionMessage) -> bytes:
@@ -142,7 +223,9 @@ async def _streams(
 ) -> AsyncIterator[Streams]:
     read_in, read_out = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
-    replies = write_in.clone()
+    out = os.fdopen(stdout, "wb", buffering=1 << 16, closefd=False)
+    """Written by the writer, and by the reader for the lines it refuses (each write whole, on
+    the one event loop, so lines never interleave)."""
     unanswered: set[Any] = set()
     kept: dict[Any, Kept] = {}
     settled = ""
@@ -176,17 +259,21 @@ async def _streams(
 
     async def reader() -> None:
         nonlocal answered
-        async with read_in, replies:
+        async with read_in:
             async for line in source():
                 if not line.strip():
                     continue  # a blank line says nothing
-                message, reply = parse_line(line, limit)
+                message = parse_line(line, limit)
+                if isinstance(message, bytes):  # the transport answers what it refuses
+                    out.write(message)
+                    out.flush()
+                    continue
                 request = message.message
                 if isinstance(request, types.JSONRPCRequest):
                     unanswered.add(request.id)
                     if cache is not None:
                         note(request)
-                await (replies if reply else read_in).send(message)  # the transport answers what it refuses
+                await read_in.send(message)
             with anyio.move_on_after(DRAIN):  # stdin closed: answer what was asked, then stop
                 while unanswered:
                     answered = anyio.Event()
@@ -194,7 +281,6 @@ async def _streams(
 
     async def writer() -> None:
         nonlocal settled
-        out = os.fdopen(stdout, "wb", buffering=1 << 16, closefd=False)
         async with write_out:
             async for message in write_out:
                 response = message.message

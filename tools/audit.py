@@ -155,7 +155,7 @@ def _run(store: OpenStore, args: argparse.Namespace) -> int:
     else:
         print_rows(["position", "recorded", "actor", "type", "workspace", "subject", "version", "call"],
                    [[r.position, r.recorded_at, r.actor, r.type, r.workspace, r.subject, r.version,
-                     r.correlation_id[:12]] for r in rows], title="events")
+                     str(r.correlation_id)[:12]] for r in rows], title="events")
     if args.follow:
         _follow(store, views, args, head)
     return 0

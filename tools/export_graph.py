@@ -6,6 +6,8 @@
 
 Read-only: safe beside a running server. Without -o, the export goes to stdout. Without
 --format, a file's suffix says it (.jsonl, .json, .md, .mmd/.mermaid, .dot/.gv), else jsonl.
+A file is written whole or not at all, never inside a store, through a symbolic link or
+over an existing file (unless --force).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from chronograph.application.engine.config import resolve_store
 from chronograph.application.errors import ChronographError
 from chronograph.application.lifecycle.export import FORMATS
 from chronograph.eventstore import EventStoreError
+from chronograph.eventstore.files import check_target, write_file
 from chronograph.projections import ProjectionError
 from chronograph.tools.common.parsing import add_store_argument, explain, missing_workspace, script_main
 
@@ -43,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="every workspace, in sections chronograph import reads back (jsonl or json)")
     parser.add_argument("--at", metavar="TIME", help="the graph as of this ISO-8601 time or log position")
     parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    parser.add_argument("--force", action="store_true", help="replace the output file if it exists")
 
 
 SUFFIXES = {".jsonl": "jsonl", ".json": "json", ".md": "markdown", ".markdown": "markdown",
@@ -67,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         print("chronograph export: --all-workspaces writes jsonl or json (what import reads back)", file=sys.stderr)
         return 2
     try:
+        if args.output:
+            check_target(Path(args.output).expanduser(), overwrite=args.force)  # before reading the store
         with Memory(resolve_store(args.store), readonly=True, cache=args.cache) as memory:
             known = [w.name for w in memory.read("list_workspaces", {}).workspaces]  # type: ignore[attr-defined]
             if args.all_workspaces:
@@ -77,13 +83,19 @@ def run(args: argparse.Namespace) -> int:
                     print(f"chronograph export: {missing}", file=sys.stderr)
                     return 2
                 exported = memory.read("export_graph", arguments)
+            note = memory.timeline.past_the_end(arguments["asOf"]) if "asOf" in arguments else None  # type: ignore[arg-type]
+            if note:
+                print(f"chronograph export: {note}", file=sys.stderr)
     except (EventStoreError, ProjectionError, ChronographError) as error:
         print(f"chronograph export: {explain(error, FLAGS)}", file=sys.stderr)
         return 2
     content = exported.content
     if args.output:
         try:
-            Path(args.output).write_text(content, encoding="utf-8")
+            write_file(Path(args.output).expanduser(), content.encode("utf-8"), overwrite=args.force)
+        except EventStoreError as error:
+            print(f"chronograph export: {error}", file=sys.stderr)
+            return 2
         except OSError as error:
             print(f"chronograph export: cannot write {args.output}: {error.strerror}", file=sys.stderr)
             return 2

@@ -8,17 +8,20 @@ Everything becomes ordinary events, recorded as actor "import" under one correla
 Importing the same file again changes nothing: existing entities only gain observations
 they lack, existing relations are skipped. The fork's createdAt/version are kept in each
 entity's metadata (importedCreatedAt, importedVersion). Bad lines are reported with their
-line numbers, relations whose ends exist nowhere are reported, not dropped in silence,
-and an entity whose type differs from the stored one is reported as a conflict (the
-stored type is kept, its observations merged). Without --strict the good lines are
+line numbers (one line per kind of problem: its count and first lines), relations whose
+ends exist nowhere are reported, not dropped in silence, and an entity whose type differs
+from the stored one is reported as a conflict (the stored type is kept, its observations
+merged). Without --strict the good lines are
 imported (exit code 1 if any line was bad); with --strict, any problem aborts the import
-before anything is written. A file with nothing to import creates no store.
+before anything is written. A file with nothing to import creates no store, and one that
+is no memory file at all (most of its lines are not JSON) is refused whole.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script from a checkout
@@ -30,13 +33,24 @@ from chronograph.application import Memory
 from chronograph.application.engine.config import resolve_store
 from chronograph.application.engine.stores import store_exists
 from chronograph.application.errors import ChronographError
-from chronograph.application.lifecycle.importing import Plan, check, import_plan, read_file, stored_types
+from chronograph.application.lifecycle.importing import (
+    NOT_JSON,
+    Plan,
+    Problem,
+    check,
+    import_plan,
+    read_file,
+    stored_types,
+)
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError
 from chronograph.tools.common.parsing import add_store_argument, script_main
 from chronograph.tools.common.progress import Progress
 
 __all__ = ["add_arguments", "main", "run"]
+
+FIRST = 5
+"""Line numbers a report names for a kind of problem met on many lines."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,6 +68,12 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"chronograph import: cannot read {args.file}: {error.strerror}", file=sys.stderr)
         return 2
+    if plan.foreign:
+        bad = sum(problem.kind == NOT_JSON for problem in plan.problems)
+        print(f"chronograph import: {args.file} is not a memory file (JSONL or JSON): {bad:,} of its "
+              f"{plan.lines:,} lines are not JSON; nothing was written", file=sys.stderr)
+        _report_problems(plan)
+        return 1
     parts = [(args.workspace, plan), *plan.sections.items()]  # an export of every workspace has sections
     store = resolve_store(args.store)
     if not store_exists(store):  # nothing is stored yet: decide before creating anything
@@ -96,7 +116,8 @@ def _gather(plan: Plan, parts: list[tuple[str, Plan]]) -> None:
     """Every section's problems, said by the plan of the whole file."""
     for workspace, part in parts:
         if part is not plan:
-            plan.problems += [f"workspace {workspace!r}: {problem}" for problem in part.problems]
+            plan.problems += [replace(problem, kind=f"workspace {workspace!r}: {problem.kind}")
+                              for problem in part.problems]
             part.problems = []
 
 
@@ -110,10 +131,18 @@ def _refuse(plan: Plan, args: argparse.Namespace) -> int:
 
 
 def _report_problems(plan: Plan) -> None:
-    for problem in plan.problems[:100]:
-        print(f"  {problem}", file=sys.stderr)
-    if len(plan.problems) > 100:
-        print(f"  ... and {len(plan.problems) - 100} more", file=sys.stderr)
+    """One line per kind of problem: a kind met once with its line and detail, a kind met more
+    often with its count and its first line numbers."""
+    kinds: dict[str, list[Problem]] = {}
+    for problem in plan.problems:
+        kinds.setdefault(problem.kind, []).append(problem)
+    for kind, problems in kinds.items():
+        if len(problems) == 1:
+            print(f"  {problems[0]}", file=sys.stderr)
+            continue
+        lines = ", ".join(str(problem.line) for problem in problems[:FIRST])
+        more = f" and {len(problems) - FIRST:,} more" if len(problems) > FIRST else ""
+        print(f"  {kind}: {len(problems):,} lines ({lines}{more})", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _at(memory: Memory, args: argparse.Namespace) -> int:
     moment: Any = args.position if args.position is not None else args.at
+    _say_past_the_end(memory, [moment])
     if args.entity is not None:
         graph = memory.read("open_nodes", {"names": [args.entity], "asOf": moment, "workspace": args.workspace})
     else:
@@ -108,7 +109,16 @@ def _plain(output: Any) -> dict[str, Any]:
     return {"entities": full["entities"], "relations": full["relations"]}
 
 
+def _say_past_the_end(memory: Memory, moments: list[int | str]) -> None:
+    """A note on stderr for each moment past the end of the log (the output stays parseable)."""
+    for moment in moments:
+        note = memory.timeline.past_the_end(moment)
+        if note:
+            print(f"chronograph replay: {note}", file=sys.stderr)
+
+
 def _diff(memory: Memory, args: argparse.Namespace) -> int:
+    _say_past_the_end(memory, list(args.diff))
     before, after = (
         _plain(memory.read("read_graph", {"asOf": _moment(m), "workspace": args.workspace})) for m in args.diff
     )

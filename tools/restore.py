@@ -2,16 +2,24 @@
 
     chronograph restore team.chronograph --store ~/team/restored
     chronograph restore team.chronograph --store ~/team/store --replace
+    chronograph restore team.chronograph --store ~/team/restored --key-file ~/.chronograph.key
 
-The whole file is checked against its seal before anything is written; the restored log
-is checked event by event (checksums) and must end where the backup says. The target must
-be a new or empty folder; --replace keeps the store that was there beside it, renamed
-`<store>.replaced-N`, and restores in its place (stop the servers using it first).
+Nothing reaches the store's place before the whole restore has been checked: the file
+against its seal (with --key-file, its keyed seal: nobody without the key can have altered
+it); then, beside the target, every event's checksum and the head, the log copied event by
+event into a fresh store and compared back, and that store's views folded from its log (the
+backup's own views and free pages are never used, so damage hiding there cannot come back).
+Only then is it moved into place. The target must be a new or empty folder; --replace keeps
+the store that was there beside it, renamed `<store>.replaced-N`, and is refused while any
+process (a server, a command) has that store open.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -21,15 +29,18 @@ if __package__ in (None, ""):  # run as a script from a checkout
 
     checkout.ensure_importable()
 
-from chronograph.application import Memory
 from chronograph.application.engine.config import resolve_store
 from chronograph.eventstore import EventStoreError
-from chronograph.eventstore.lmdb.backup import restore_backup
-from chronograph.projections import ProjectionError
+from chronograph.eventstore.lmdb.backup import BackupInfo, key_of, read_backup
+from chronograph.eventstore.lmdb.holders import exclusively
+from chronograph.eventstore.lmdb.staging import check_place, extract, put_in_place, staging
 from chronograph.tools.common.parsing import add_store_argument, script_main
-from chronograph.tools.common.progress import Progress
 
 __all__ = ["add_arguments", "main", "run"]
+
+REBUILD = "--rebuild-staged"
+"""How this script is started as the process that reads an extracted backup (not a user flag)."""
+DAMAGED = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("backup", metavar="FILE", help="a file written by chronograph backup")
     add_store_argument(parser)
     parser.add_argument("--replace", action="store_true",
-                        help="restore over a store that exists (it is kept beside, renamed)")
+                        help="restore over a store that exists (it is kept beside, renamed); refused while a process "
+                             "has it open")
+    parser.add_argument("--key-file", metavar="FILE",
+                        help="the key the backup was sealed with (backup --key-file): refuse a backup that is not "
+                             "sealed with it")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,21 +64,58 @@ def run(args: argparse.Namespace) -> int:
               "it into a folder, then `chronograph copy --from FOLDER --to URL`", file=sys.stderr)
         return 2
     try:
-        info = restore_backup(Path(args.backup).expanduser(), store, replace=args.replace)
+        key = key_of(Path(args.key_file).expanduser()) if args.key_file else None
+        backup = Path(args.backup).expanduser()
+        info, start = read_backup(backup, key)
+        if check_place(store, replace=args.replace):
+            with exclusively(store):  # refused now, before the long work, if a process has it open
+                pass
+        with staging(store) as folder:
+            extract(backup, info, start, folder / "extracted")
+            problem = _rebuild_apart(folder / "extracted", folder / "store", info)
+            if problem:
+                print(f"chronograph restore: {backup}: {problem}; nothing was written", file=sys.stderr)
+                return 2
+            aside = put_in_place(folder / "store", store, replace=args.replace)
     except (EventStoreError, OSError) as error:
         print(f"chronograph restore: {getattr(error, 'strerror', None) or error}; nothing was written",
               file=sys.stderr)
         return 2
-    try:  # a backup of a database log has no views: they are built here, not by the first reader
-        progress = Progress()
-        Memory(store, progress=progress).close()
+    sealed = "its keyed seal" if key else "its seal"
+    was = f"; the store that was there is now {aside}" if aside else ""
+    print(f"restored {store} as of log position {info['head']:,} in {time.perf_counter() - began:.1f} s: {sealed}, "
+          f"every event's checksum and the head verified, the views rebuilt from the log{was}", file=sys.stderr)
+    return 0
+
+
+def _rebuild_apart(extracted: Path, fresh: Path, info: BackupInfo) -> str | None:
+    """Run `rebuild_from_log` in a process of its own; what went wrong, or None."""
+    child = subprocess.run([sys.executable, os.path.abspath(__file__), REBUILD, str(extracted), str(fresh),
+                            str(info["head"])], stdout=subprocess.PIPE, text=True, check=False)
+    if child.returncode == 0:
+        return None
+    said = child.stdout.strip().splitlines()
+    if child.returncode < 0:
+        name = signal.Signals(-child.returncode).name
+        return f"reading its store crashed the check ({name}): the backup is damaged"
+    return said[-1] if said else f"the check failed (exit code {child.returncode})"
+
+
+def _rebuild(argv: list[str]) -> int:
+    """The process that reads an extracted backup: rebuild it; say what was wrong on stdout."""
+    from chronograph.application.lifecycle.restoring import rebuild_from_log  # noqa: PLC0415
+    from chronograph.tools.common.progress import Progress  # noqa: PLC0415
+
+    extracted, fresh, head = argv
+    progress = Progress()
+    try:
+        rebuild_from_log(Path(extracted), Path(fresh), int(head), progress)
+    except Exception as error:  # noqa: BLE001 (whatever reading a damaged file raises is one line, never a traceback)
         progress.finish()
-    except (EventStoreError, ProjectionError) as error:
-        print(f"chronograph restore: restored, but its views could not be built: {error}", file=sys.stderr)
-        return 2
-    aside = f"; the store that was there is now {info['replaced']}" if "replaced" in info else ""
-    print(f"restored {store} as of log position {info['head']:,}, every event's checksum verified, in "
-          f"{time.perf_counter() - began:.1f} s{aside}", file=sys.stderr)
+        kind = "" if isinstance(error, EventStoreError) else f"{type(error).__name__}: "
+        print(f"its store is damaged: {kind}{error}")
+        return DAMAGED
+    progress.finish()
     return 0
 
 
@@ -73,4 +125,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == [REBUILD]:
+        raise SystemExit(_rebuild(sys.argv[2:]))
     raise SystemExit(main())

@@ -29,6 +29,7 @@ from chronograph.application.engine.exportdir import DEFAULT_BUDGET, DEFAULT_MAX
 from chronograph.application.lifecycle.importing import check, import_plan, read_file
 from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES
 from chronograph.server.config import DEFAULT_MAX_BODY, DEFAULT_MAX_REPLY, MAX_MESSAGE, Settings
+from chronograph.tools.common.listening import add_network_argument, may_listen
 
 import chronograph
 
@@ -74,6 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --http and --export-dir: let HTTP clients write export files too",
     )
     parser.add_argument(
+        "--project-files", action="store_true",
+        help="n2n profile: keep each project's memory in its .mcp/memory.json and .mcp/context.json too "
+        "(n2n's format, for git), and fold what a git pull brings into the log",
+    )
+    parser.add_argument(
         "--export-max", type=_bytes, default=DEFAULT_MAX_EXPORT, metavar="SIZE",
         help="largest file one export may write (default: 64M)",
     )
@@ -113,26 +119,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--allow-host", action="append", default=[], metavar="HOST",
         help="an extra Host/Origin name HTTP clients may use (repeatable)",
     )
+    add_network_argument(parser)
     parser.add_argument(
         "--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
         help=f"largest HTTP request body accepted (default: {DEFAULT_MAX_BODY})",
     )
     parser.add_argument(
         "--max-connections", type=int, default=None, metavar="N",
-        help="open HTTP connections at once (default: 1000, or fewer if file descriptors are short)",
+        help="open HTTP connections at once (default: 1000, or fewer if file descriptors are short); a new one "
+        "beyond takes the place of the one that began a request longest ago without finishing it",
     )
     parser.add_argument(
         "--request-timeout", type=float, default=30.0, metavar="SECONDS",
         help="close an HTTP connection whose request has not arrived whole this long after it began "
-        "(default: 30)",
+        "(default: 30; 2 while half the connections are taken, unless the request carries the token)",
     )
     parser.add_argument(
         "--max-sessions", type=int, default=1000, metavar="N",
-        help="MCP sessions open at once over HTTP (default: 1000); more are refused until one closes",
+        help="MCP sessions open at once over HTTP (default: 1000); a new one beyond closes the least recently "
+        "used idle one",
     )
     parser.add_argument(
         "--sessions-per-address", type=int, default=100, metavar="N",
-        help="MCP sessions one client address may hold (default: 100)",
+        help="MCP sessions one client address may hold (default: 100); a new one beyond closes that address's "
+        "least recently used idle one (refused only when all are busy)",
     )
     parser.add_argument(
         "--session-idle", type=float, default=300.0, metavar="SECONDS",
@@ -195,6 +205,9 @@ def settings_of(args: argparse.Namespace) -> Settings:
         print("chronograph: export files are off over HTTP (any client could write them); "
               "add --allow-http-export to allow them", file=sys.stderr)
         export_dir = None
+    if args.project_files and args.http and not args.allow_http_export:
+        print("chronograph: project files are off over HTTP (any client could write into a project); "
+              "add --allow-http-export to allow them", file=sys.stderr)
     return Settings(
         store=resolve_store(args.store),
         cache=Path(args.cache).expanduser() if args.cache else None,
@@ -202,6 +215,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
         profile=_profile(args),
         export_dir=export_dir,
         project_files=not args.http or args.allow_http_export,
+        mirror_projects=args.project_files,
         export_max=args.export_max,
         export_budget=args.export_budget,
         max_size=args.max_size,
@@ -236,6 +250,10 @@ def adopt_memory_file(memory: Memory) -> None:
         return
     plan = read_file(path)
     check(plan, {})
+    if plan.foreign:
+        print(f"chronograph: ${MEMORY_FILE_ENV} ({path}) is not a memory file (most of its lines are not JSON); "
+              "nothing was imported", file=sys.stderr)
+        return
     if plan.empty:
         print(f"chronograph: ${MEMORY_FILE_ENV} ({path}) holds nothing to import", file=sys.stderr)
         return
@@ -249,10 +267,15 @@ def adopt_memory_file(memory: Memory) -> None:
 def run(args: argparse.Namespace) -> int:
     """Open the store, then serve until the client (stdio) or a signal (HTTP) stops us."""
     from chronograph.eventstore import EventStoreError
+    from chronograph.eventstore.files import store_of
     from chronograph.projections import ProjectionError
     from chronograph.server.runtime import Runtime
 
     settings = settings_of(args)
+    if settings.export_dir is not None and (inside := store_of(settings.export_dir)) is not None:
+        print(f"chronograph: --export-dir {settings.export_dir} lies inside the store at {inside}; name a folder "
+              "outside every store", file=sys.stderr)
+        return 2
     if settings.embeddings.startswith(("http://", "https://")) and not settings.embeddings_model:
         print("chronograph: --embeddings with an endpoint URL needs --embeddings-model NAME (the model to ask for)",
               file=sys.stderr)
@@ -265,6 +288,10 @@ def run(args: argparse.Namespace) -> int:
             sock = bind(args.host, args.port)
         except OSError as error:
             print(f"chronograph: cannot listen on {args.host}:{args.port}: {error.strerror}", file=sys.stderr)
+            return 2
+        token = os.environ.get(TOKEN_ENV) or None
+        if not may_listen("chronograph", sock, token, args.allow_network_without_token, "read and write the memory"):
+            sock.close()
             return 2
     runtime = Runtime(settings, offload=args.http)
     try:
@@ -279,8 +306,9 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             _serve_stdio(runtime, args)
             return 0
+        from chronograph.server.addresses import announced
         from chronograph.server.app import create_server  # the MCP SDK loads here
-        from chronograph.server.http import LOOPBACK, http_app
+        from chronograph.server.http import http_app
 
         server = create_server(settings, runtime, log_level=args.log_level)
         from chronograph.server.listener import serve
@@ -289,16 +317,14 @@ def run(args: argparse.Namespace) -> int:
         app = http_app(server, runtime, host=args.host, token=token, allowed_hosts=args.allow_host,
                        max_body=args.max_body, max_sessions=args.max_sessions,
                        sessions_per_address=args.sessions_per_address, session_idle=args.session_idle)
-        hosts = sorted({*LOOPBACK, args.host, *args.allow_host} - {"[::1]"})
-        print(f"chronograph {version}: serving {settings.store} at http://{args.host}:{args.port}/mcp "
+        hosts = sorted(app.hosts - {"[::1]"})
+        print(f"chronograph {version}: serving {settings.store} at {announced(args.host, args.port, '/mcp')} "
               f"(profile {settings.profile}{'; bearer token required' if token else ''})", file=sys.stderr)
-        print(f"chronograph: answering requests whose Host is {', '.join(hosts)}; add a name with --allow-host NAME",
-              file=sys.stderr)
-        if args.host not in LOOPBACK and not token:
-            print(f"chronograph: warning: listening beyond loopback ({args.host}) without ${TOKEN_ENV}: "
-                  "anyone who reaches this port can read and write the memory", file=sys.stderr)
+        print(f"chronograph: answering requests whose Host is {', '.join(hosts)}"
+              f"{' or any IP address' if app.any_ip else ''} (this machine's names only from "
+              "this machine); add a name with --allow-host NAME", file=sys.stderr)
         serve(app, sock, log_level=args.log_level.lower(), max_connections=args.max_connections,
-              request_timeout=args.request_timeout)
+              request_timeout=args.request_timeout, vouch=app.vouches)
         return 0
     finally:
         runtime.close()

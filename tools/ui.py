@@ -6,9 +6,10 @@
 The page draws a neighbourhood of the graph (a search, or the most connected entities,
 expanded from there), moves through time with a slider over the log (and compares two
 moments), shows every version of an entity (who, when, which call, what changed) and the
-audit feed as agents write. It only reads. Bound to loopback unless --host says otherwise;
-with $CHRONOGRAPH_TOKEN set it prints the one link that opens it (the token travels once,
-then as a cookie), and foreign Host and Origin headers are refused, as for the MCP server.
+audit feed as agents write. It only reads. Bound to loopback unless --host says otherwise,
+and beyond loopback only with $CHRONOGRAPH_TOKEN (or --allow-network-without-token); with
+the token set it prints the one link that opens it (the token travels once, then as a
+cookie), and foreign Host and Origin headers are refused, as for the MCP server.
 `chronograph serve --http` serves the same page under /ui beside /mcp.
 """
 
@@ -28,6 +29,7 @@ from chronograph.application.engine.stores import store_exists
 from chronograph.application.errors import ChronographError
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError
+from chronograph.tools.common.listening import add_network_argument, may_listen
 from chronograph.tools.common.parsing import add_store_argument, script_main
 
 __all__ = ["add_arguments", "main", "run"]
@@ -40,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8766, help="port (default: 8766)")
     parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                         help="also answer requests whose Host is NAME (repeatable)")
+    add_network_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"chronograph ui: cannot listen on {args.host}:{args.port}: {error.strerror}", file=sys.stderr)
         return 2
+    token = os.environ.get(TOKEN_ENV) or None
+    if not may_listen("chronograph ui", sock, token, args.allow_network_without_token, "read the whole memory"):
+        sock.close()
+        return 2
     from pathlib import Path
 
     runtime = Runtime(Settings(store=store, cache=Path(args.cache).expanduser() if args.cache else None,
@@ -67,9 +74,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"chronograph ui: {error}", file=sys.stderr)
         return 2
     try:
-        token = os.environ.get(TOKEN_ENV) or None
+        from chronograph.server.addresses import WILDCARDS, announced, served_names
         from chronograph.server.explorer import explorer_routes
-        from chronograph.server.http import LOOPBACK, Guard
+        from chronograph.server.http import Guard
         from starlette.applications import Starlette
         from starlette.responses import JSONResponse, RedirectResponse
         from starlette.routing import Route
@@ -81,13 +88,15 @@ def run(args: argparse.Namespace) -> int:
             return RedirectResponse("/ui/")
 
         app = Starlette(routes=[Route("/", home), Route("/health", health), *explorer_routes(runtime, token=token)])
-        guarded = Guard(app, token=token, hosts={*LOOPBACK, args.host, *args.allow_host})
-        link = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}/ui/"
-        print(f"chronograph ui: {store} at {link}{'?token=...' if token else ''} (read-only)", file=sys.stderr)
+        guarded = Guard(app, token=token, hosts=served_names(args.host, args.allow_host),
+                        any_ip=args.host in WILDCARDS)
+        link = announced(args.host, sock.getsockname()[1], "/ui/")  # the port bound (--port 0: any free one)
+        print(f"chronograph ui: {store} at {link}{'?token=...' if token else ''} (read-only)", file=sys.stderr,
+              flush=True)  # whatever stderr is (a pipe, a file, a terminal): the link is needed now
         if token:
             print("chronograph ui: open the link with ?token= and your $CHRONOGRAPH_TOKEN once; the page keeps it "
-                  "as a cookie", file=sys.stderr)
-        serve(guarded, sock)
+                  "as a cookie", file=sys.stderr, flush=True)
+        serve(guarded, sock, vouch=guarded.vouches)
         return 0
     finally:
         runtime.close()

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from chronograph.application.core.history import Limit, cursor_of
 from chronograph.application.engine.arguments import D, Name, ReadArgs
-from chronograph.application.engine.outputs import ChangeOut, Out, stamp
+from chronograph.application.engine.outputs import Out, stamp
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
 from chronograph.application.errors import InvalidArgumentsError
@@ -42,22 +42,32 @@ EVENT_TYPES = tuple(event_type(cls) for cls in CATALOGUE)
 
 
 class GetAuditLog(ReadArgs, kw_only=True):
-    all_workspaces: Annotated[bool, D(description="Every workspace, not only this one")] = False
+    all_workspaces: Annotated[bool, D(description="Every workspace")] = False
     entity_name: Annotated[Name, D(description="Only this entity")] | UnsetType = UNSET
-    actor: Annotated[Text, D(description="Only this actor's changes")] | UnsetType = UNSET
+    actor: Annotated[Text, D(description="Only this actor")] | UnsetType = UNSET
     event_types: Annotated[list[Annotated[str, Meta(max_length=64)]], Meta(max_length=32), D(
         description="Only these event types")] | UnsetType = UNSET
-    since: Annotated[str, D(description="ISO-8601 time, inclusive")] | UnsetType = UNSET
-    until: Annotated[str, D(description="ISO-8601 time, inclusive")] | UnsetType = UNSET
-    after_position: Annotated[int, Meta(ge=0), D(description="Only after this log position")] | UnsetType = UNSET
+    since: Annotated[str, D(description="ISO-8601, inclusive")] | UnsetType = UNSET
+    until: Annotated[str, D(description="ISO-8601, inclusive")] | UnsetType = UNSET
+    after_position: Annotated[int, Meta(ge=0), D(description="After this log position")] | UnsetType = UNSET
     order: Literal["newest", "oldest"] = "newest"
     limit: Annotated[int, Limit, D(description="Events per page")] = 50
     cursor: Annotated[str, Meta(max_length=64), D(description="The nextCursor of the previous page")] | UnsetType = (
         UNSET
     )
+    include_ids: Annotated[bool, D(description="Stream and call ids too")] | UnsetType = UNSET
 
 
-class AuditEventOut(ChangeOut, kw_only=True):
+class AuditEventOut(Out, kw_only=True):
+    """A `ChangeOut` whose stream and call ids are there only when asked for."""
+
+    position: Annotated[int, D(description="Position of the change in the log")]
+    stream: Annotated[str, D(description="The stable id of the entity, relation or context changed")] | (
+        UnsetType) = UNSET
+    version: int
+    recorded_at: str
+    actor: Annotated[str, D(description="Who made the change (MCP client or --actor)")]
+    correlation_id: Annotated[str, D(description="Shared by every change of one tool call")] | UnsetType = UNSET
     type: str
     workspace: str
     subject: Annotated[str, D(description="The entity name, the relation, or the context it changed")]
@@ -120,10 +130,14 @@ def _team_subject(event: object) -> str | None:
     return None
 
 
-def event_out(envelope: Envelope, workspace: str, subject: str) -> AuditEventOut:
-    """One event as the audit log shows it."""
-    return AuditEventOut(**stamp(envelope), type=envelope.type, workspace=workspace, subject=subject,
-                         data=changes_of(envelope))
+def event_out(envelope: Envelope, workspace: str, subject: str, *, ids: bool = True) -> AuditEventOut:
+    """One event as the audit log shows it; without `ids`, leaving out the stream and call ids
+    (internal: an agent pays for their tokens and has no tool that takes them)."""
+    out = AuditEventOut(**stamp(envelope), type=envelope.type, workspace=workspace, subject=subject,
+                        data=changes_of(envelope))
+    if not ids:
+        out.stream = out.correlation_id = UNSET
+    return out
 
 
 @CORE.query("get_audit_log", "Audit Log",
@@ -174,7 +188,7 @@ def get_audit_log(memory: Memory, args: GetAuditLog) -> AuditOut:
             if len(events) == args.limit:
                 more = True
                 break
-            events.append(event_out(envelope, workspace, subject))
+            events.append(event_out(envelope, workspace, subject, ids=args.include_ids is True))
     return AuditOut(events=events, next_cursor=str(events[-1].position) if more else UNSET)
 
 

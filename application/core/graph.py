@@ -6,7 +6,7 @@ open, the relations with at least one end among the entities found.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from chronograph.application.core.provenance import provenance_of
 from chronograph.application.core.validtime import VALID_AT, ValidTime, hide_invalid, read_moment, valid_relation
@@ -14,16 +14,18 @@ from chronograph.application.engine.arguments import AsOf, D, Items, Name, ReadA
 from chronograph.application.engine.outputs import (
     Out,
     PageEntityOut,
-    RelationOut,
+    PageRelationOut,
     entity_out,
-    relation_out,
+    page_relations,
 )
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
-from chronograph.projections import Graph, relations_touching
+from chronograph.application.engine.timeline import Moment
+from chronograph.eventstore import EntityCreated, EntityDeleted, EntityMerged, EntityRenamed, clock
+from chronograph.projections import ENTITY, RELATION, Graph, relations_touching
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["GraphPageOut", "OpenNodes", "ReadGraph"]
+__all__ = ["GoneOut", "GraphPageOut", "OpenNodes", "ReadGraph"]
 
 
 # --- read_graph ---------------------------------------------------------------------------------
@@ -38,12 +40,32 @@ class ReadGraph(ReadArgs, kw_only=True):
     valid_at: Annotated[ValidTime, VALID_AT] | UnsetType = UNSET
 
 
+class GoneOut(Out, kw_only=True):
+    """A name asked for that names no entity now (or at asOf) but has history: what ended it."""
+
+    name: str
+    event: Annotated[str, D(description="What ended it: entity_deleted, entity_merged or entity_renamed")]
+    position: Annotated[int, D(description="The log position of that event")]
+    recorded_at: str
+    into: Annotated[str, D(description="The entity it became: its new name, or the one it was merged into")] | (
+        UnsetType) = UNSET
+    hint: str
+
+
 class GraphPageOut(Out, kw_only=True):
     entities: list[PageEntityOut]
-    relations: list[RelationOut]
+    relations: list[PageRelationOut]
     total_entities: int | UnsetType = UNSET
+    total_relations: int | UnsetType = UNSET
+    entity_types: Annotated[dict[str, int], D(description="Entities per type (summaryMode)")] | UnsetType = UNSET
+    relation_types: Annotated[dict[str, int], D(description="Relations per type (summaryMode)")] | UnsetType = UNSET
     next_offset: int | UnsetType = UNSET
     as_of: int | UnsetType = UNSET
+    gone: Annotated[list[GoneOut], D(description="Names asked for that have history but no entity")] | (
+        UnsetType) = UNSET
+
+    ASIDE: ClassVar[tuple[str, ...]] = ("gone",)
+    """Fields a profile that keeps the reference server's shape moves to the result's `_meta`."""
 
 
 @CORE.query("read_graph", "Read Graph", "Read the entire knowledge graph")
@@ -51,7 +73,9 @@ def read_graph(memory: Memory, args: ReadGraph) -> GraphPageOut:
     """The workspace's entities (a page of them, with limit/offset) and their relations.
 
     A page lists the relations whose `from` entity is on it, so paging through the
-    whole graph lists every relation once. summaryMode leaves out all but names and types.
+    whole graph lists every relation once. summaryMode answers names, types and counts:
+    each entity's name and type, each relation's ends and type, the workspace's totals
+    and counts per type.
     """
     with memory.timeline.at("read_graph", args.as_of) as moment:
         return page(moment.graph, args, moment.position)
@@ -64,24 +88,32 @@ def page(graph: Graph, args: ReadGraph, as_of: int | None = None) -> GraphPageOu
     limit = None if args.limit is UNSET else args.limit
     moment = read_moment("read_graph", args.valid_at)
     records = list(graph.entities(ws, args.offset, limit))
-    if args.summary_mode:
+    summary = args.summary_mode
+    if summary:
         entities = [PageEntityOut(name=e.name, entity_type=e.entity_type) for e in records]
     else:
         entities = [entity_out(e, PageEntityOut) for e in records]
         hide_invalid(entities, records, moment)
-    if limit is None and args.offset == 0:
-        return GraphPageOut(entities=entities, as_of=stamp, relations=[
-            relation_out(r) for r in graph.relations(ws) if valid_relation(r, moment)])
-    on_page = {e.name for e in records}
-    relations = [relation_out(r) for r in relations_touching(graph, ws, on_page)
-                 if r.source in on_page and valid_relation(r, moment)]
     totals = graph.workspace(ws)
     total = 0 if totals is None else totals.entities
-    more = args.offset + len(records) < total
-    return GraphPageOut(
-        entities=entities, relations=relations, total_entities=total,
-        next_offset=args.offset + len(records) if more else UNSET, as_of=stamp,
-    )
+    paged = limit is not None or args.offset > 0
+    if paged:
+        on_page = {e.name for e in records}
+        relations = page_relations((r for r in relations_touching(graph, ws, on_page)
+                                    if r.source in on_page and valid_relation(r, moment)), summary)
+    else:
+        relations = page_relations((r for r in graph.relations(ws) if valid_relation(r, moment)), summary)
+    answer = GraphPageOut(entities=entities, relations=relations, as_of=stamp)
+    if paged:
+        answer.total_entities = total
+        if args.offset + len(records) < total:
+            answer.next_offset = args.offset + len(records)
+    if summary:
+        answer.total_entities = total
+        answer.total_relations = 0 if totals is None else totals.relations
+        answer.entity_types = graph.type_counts(ws, ENTITY)
+        answer.relation_types = graph.type_counts(ws, RELATION)
+    return answer
 
 
 # --- open_nodes ---------------------------------------------------------------------------------
@@ -112,8 +144,57 @@ def open_nodes(memory: Memory, args: OpenNodes) -> GraphPageOut:
                     out.provenance = provenance_of(moment.log, record, moment.position)
         relations = relations_touching(graph, ws, (e.name for e in found))
         valid = read_moment("open_nodes", args.valid_at)
-        return GraphPageOut(entities=entities, relations=[relation_out(r) for r in relations
-                                                          if valid_relation(r, valid)],
-                            as_of=UNSET if moment.position is None else moment.position)
+        gone = _gone(moment, ws, [n for n in dict.fromkeys(args.names) if n not in {e.name for e in found}])
+        return GraphPageOut(entities=entities, relations=page_relations(
+                                (r for r in relations if valid_relation(r, valid)), args.summary_mode),
+                            as_of=UNSET if moment.position is None else moment.position, gone=gone or UNSET)
+
+
+def _gone(moment: Moment, ws: str, names: list[str]) -> list[GoneOut]:
+    """For each name that answered nothing but has history (up to the moment read), the event
+    that ended its last tenure: so an agent learns the entity was deleted, merged or renamed,
+    and how to reach it, rather than that it never was."""
+    end = moment.position if moment.position is not None else moment.log.head()
+    gone = []
+    for name in names:
+        ended = None
+        for stream in moment.live.name_streams(ws, name):  # oldest first: the newest tenure wins
+            ended = _ending(moment, stream, name, end) or ended
+        if ended is not None:
+            gone.append(ended)
+    return gone
+
+
+def _ending(moment: Moment, stream: str, name: str, end: int) -> GoneOut | None:
+    """What ended `stream`'s last tenure under `name` up to position `end` (None: it has none, or
+    it still holds the name)."""
+    current: str | None = None
+    ended: GoneOut | None = None
+    for envelope in moment.log.stream(stream):
+        if envelope.position > end:
+            break
+        event = envelope.event
+        into: str | UnsetType = UNSET
+        if isinstance(event, EntityCreated):  # a restore too
+            current, ended = event.name, None if event.name == name else ended
+            continue
+        if isinstance(event, EntityRenamed):
+            into = event.name
+        elif isinstance(event, EntityMerged):
+            into = event.into
+        elif not isinstance(event, EntityDeleted):
+            continue
+        if current == name:
+            ended = GoneOut(name=name, event=envelope.type, position=envelope.position,
+                            recorded_at=clock.isoformat(envelope.recorded_at), into=into, hint=_HINTS[envelope.type])
+        current = event.name if isinstance(event, EntityRenamed) else None
+    return ended
+
+
+_HINTS = {
+    "entity_deleted": "get_entity_history shows its versions; revert_entity brings it back",
+    "entity_merged": "open the entity it was merged into; revert_entity undoes the merge",
+    "entity_renamed": "open it by its new name (into); its history stays reachable by this one",
+}
 
 

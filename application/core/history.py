@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 from chronograph.application.engine.arguments import (
+    INT64,
     AsOf,
     D,
     Name,
@@ -38,9 +39,10 @@ def cursor_of(tool: str, cursor: Any, none: int | None = 0) -> Any:
     """
     if cursor is UNSET:
         return none
-    if not str(cursor).isdigit():
+    text = str(cursor)
+    if not (text.isascii() and text.isdigit()) or int(text) > INT64[1]:  # "²".isdigit(), and int() refuses it
         raise InvalidArgumentsError(tool, f"cursor: {cursor!r} is not a cursor this tool returned")
-    return int(cursor)
+    return int(text)
 
 
 class VersionOut(ChangeOut, kw_only=True):

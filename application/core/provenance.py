@@ -11,6 +11,7 @@ from __future__ import annotations
 from chronograph.application.engine.outputs import ObservationProvenanceOut
 from chronograph.eventstore import (
     EntityCreated,
+    EntityRestored,
     EntityUpdated,
     Envelope,
     LogReader,
@@ -31,7 +32,9 @@ def provenance_of(log: LogReader, entity: EntityRecord, position: int | None = N
         if position is not None and envelope.position > position:
             break
         event = envelope.event
-        if isinstance(event, EntityCreated):
+        if isinstance(event, EntityRestored):  # what it says again, it said since then
+            since = {o: since.get(o, envelope) for o in event.observations}
+        elif isinstance(event, EntityCreated):
             since = {o: envelope for o in event.observations}
         elif isinstance(event, ObservationsAdded):
             for observation in event.observations:

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from chronograph.application.core.provenance import provenance_of
 from chronograph.application.core.validtime import VALID_AT, ValidTime, hide_invalid, read_moment, valid_relation
 from chronograph.application.engine.arguments import AsOf, D, Items, Metadata, Query, ReadArgs, TypeName
-from chronograph.application.engine.outputs import Out, PageEntityOut, RelationOut, entity_out, relation_out
+from chronograph.application.engine.outputs import Out, PageEntityOut, PageRelationOut, entity_out, page_relations
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
 from chronograph.application.engine.timeline import Moment
@@ -53,7 +53,7 @@ class SearchNodes(ReadArgs, kw_only=True):
         Query, D(description="The search query to match against entity names, types, and observation content")
     ]
     mode: Annotated[Mode, D(description=(
-        "substring (default, as officially), ranked (BM25), fuzzy (forgives typos), semantic (by meaning), "
+        "substring (default), ranked (BM25), fuzzy (forgives typos), semantic (by meaning), "
         "hybrid (fuzzy + semantic); all but substring answer best first, with scores"
     ))] | UnsetType = UNSET
     ranked: Annotated[bool, D(description="Same as mode ranked")] = False
@@ -64,7 +64,7 @@ class SearchNodes(ReadArgs, kw_only=True):
     relation_types: Annotated[Items[TypeName], D(
         description="Only entities with a relation of these types, and only those relations")] | UnsetType = UNSET
     metadata: Annotated[Metadata, D(
-        description="Only entities whose metadata has each of these keys with the same value")] | UnsetType = UNSET
+        description="Only entities whose metadata has these key-value pairs")] | UnsetType = UNSET
     summary_mode: Annotated[bool, D(description="Names and types only")] = False
     include_provenance: Annotated[bool, D(description="Each observation's recordedAt, actor and call")] = False
     as_of: AsOf | UnsetType = UNSET
@@ -73,7 +73,7 @@ class SearchNodes(ReadArgs, kw_only=True):
 
 class SearchOut(Out, kw_only=True):
     entities: list[PageEntityOut]
-    relations: list[RelationOut]
+    relations: list[PageRelationOut]
     scores: list[float] | UnsetType = UNSET
     total: int | UnsetType = UNSET
     next_offset: int | UnsetType = UNSET
@@ -250,7 +250,8 @@ def _answer(
     more = total is not None and args.offset + len(page) < total
     return SearchOut(
         entities=entities,
-        relations=[relation_out(r) for r in wanted.relations(r.name for r, _ in page) if valid_relation(r, valid)],
+        relations=page_relations((r for r in wanted.relations(r.name for r, _ in page) if valid_relation(r, valid)),
+                                 args.summary_mode),
         scores=[round(score or 0.0, 6) for _, score in page] if mode != "substring" else UNSET,
         total=UNSET if total is None else total,
         next_offset=args.offset + len(page) if more else UNSET,

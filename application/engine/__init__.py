@@ -8,7 +8,7 @@ answers `asOf`; `semantic` runs the embedding projector; `exportdir` is where ex
 """
 
 from chronograph.application.engine.batch import Batch
-from chronograph.application.engine.registry import CORE, TEAM, Kind, Registry, Tool
+from chronograph.application.engine.registry import CORE, TEAM, Files, Kind, Registry, Tool
 from chronograph.application.engine.service import Memory, Written
 
-__all__ = ["CORE", "TEAM", "Batch", "Kind", "Memory", "Registry", "Tool", "Written"]
+__all__ = ["CORE", "TEAM", "Batch", "Files", "Kind", "Memory", "Registry", "Tool", "Written"]

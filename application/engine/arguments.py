@@ -23,6 +23,7 @@ __all__ = [
     "Args",
     "AsOf",
     "D",
+    "INT64",
     "Limits",
     "Metadata",
     "Name",

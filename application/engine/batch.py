@@ -54,9 +54,16 @@ class Batch:
         """Overwrites what erasures left in the store's files (set by the memory running the command)."""
         self.observers: list[Callable[[Envelope], None]] = []
         """Other states that fold each decided event too (the team memory's)."""
+        self.embed_now: Callable[[Sequence[EntityRecord]], bool] | None = None
+        """Embeds committed entities at once, when semantic search is on (set by the memory
+        running the command; see `Semantic.embed_now`): call it from `unlocked`."""
         self.afterwards: list[Callable[[Any], Any]] = []
         """Work that must wait for the commit, each given the answer and returning it (completed);
         run in order, outside the transaction (see `then`)."""
+        self.unlocked: list[Callable[[Any], Any]] = []
+        """Slow work after the commit that needs no hold of the store (embedding), run as
+        `afterwards` is but once the store's lock is released, so other calls go on meanwhile;
+        it takes the lock itself for what it stores, and must not raise for a failure of its own."""
 
     # --- reading, as this batch has changed things so far ------------------------------------
 

@@ -1,17 +1,18 @@
-"""The export directory: where export_graph may write files, and how it writes them safely.
+"""The export directory: where export_graph may write files, and what it may not write there.
 
-A prompt-injected agent must not be able to turn an export into damage: a target inside
-any Chronograph store (overwriting `data.mdb` kills a running server and leaves the store
-unreadable), a dotfile (`.bashrc` runs what an entity name says), or a file that exists
-(unless the call says `overwrite: true`) is refused. A file is written whole or not at
-all (a temporary file, synced, then linked or renamed into place), and both one export
-and all exports of a process are capped in bytes.
+A prompt-injected agent must not be able to turn an export into damage. On top of what the
+guarded writer refuses to anyone (`eventstore.files`: a target inside any store, through a
+symbolic link, over a file unless `overwrite: true`, anything but whole files), an agent's
+path must be relative, stay inside the directory, and name no dotfile or hidden folder
+(`.bashrc` runs what an entity name says); both one export and all exports of a process
+are capped in bytes.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from chronograph.eventstore.files import WriteRefused, guarded_file
 
 __all__ = ["DEFAULT_BUDGET", "DEFAULT_MAX_EXPORT", "ExportDir", "ExportRefused"]
 
@@ -19,7 +20,18 @@ DEFAULT_MAX_EXPORT = 64 << 20
 """Largest file one export may write."""
 DEFAULT_BUDGET = 1 << 30
 """Bytes all exports of one server process may write together."""
-STORE_FILES = ("data.mdb", "lock.mdb")
+OVERWRITE = "overwrite: true"
+"""How a tool call asks to replace a file (what a refusal tells the agent to pass)."""
+REFUSALS = {
+    "store": "lies inside a Chronograph store; export somewhere else",
+    "outside": "leads outside the export directory",
+    "link": "is a symbolic link; exports are never written through one",
+    "folder": "is a folder, or its folder is not one; give a file name",
+    "special": "exists and is not a regular file",
+    "exists": f"exists; pass {OVERWRITE} to replace it",
+    "name": "names no file; give a file name",
+}
+"""What the guarded writer's refusals say to an agent, naming its outputPath (not this machine's paths)."""
 
 
 class ExportRefused(ValueError):
@@ -37,11 +49,10 @@ class ExportDir:
         """Bytes written by this process so far."""
 
     def target(self, relative: str) -> Path:
-        """Where `relative` leads inside the directory.
+        """Where `relative` leads inside the directory (not resolved: the writer checks links).
 
         Raises:
-            ExportRefused: If it is empty, absolute, leads out, names a dotfile or a hidden
-                folder, or lies inside a Chronograph store.
+            ExportRefused: If it is empty, absolute, leads out, or names a dotfile or a hidden folder.
         """
         if not relative or "\x00" in relative:
             raise ExportRefused("outputPath must be a non-empty relative path")
@@ -55,22 +66,16 @@ class ExportDir:
                 f"outputPath {relative!r} names a dotfile or a hidden folder (shell and tool configuration "
                 "lives there); choose a plain file name"
             )
-        root = self.root.resolve()
-        target = (root / candidate).resolve()
-        if target == root:
+        if candidate.name == "" or candidate == Path():
             raise ExportRefused("outputPath names the export directory itself; give a file name")
-        if root not in target.parents:
-            raise ExportRefused(f"outputPath {relative!r} leads outside the export directory")
-        if target.name in STORE_FILES or any((folder / "data.mdb").exists() for folder in target.parents):
-            raise ExportRefused(f"outputPath {relative!r} lies inside a Chronograph store; export somewhere else")
-        return target
+        return self.root / candidate
 
     def write(self, relative: str, content: str, *, overwrite: bool = False) -> tuple[Path, int]:
         """Write `content` to `relative` whole; return the path and the bytes written.
 
         Raises:
-            ExportRefused: If the target is refused (see `target`), exists and `overwrite` is
-                not set, is not a regular file, or the content passes a limit.
+            ExportRefused: If the target is refused (see `target` and `eventstore.files`), exists
+                and `overwrite` is not set, or the content passes a limit.
             OSError: If the file system refuses the write; nothing is left behind.
         """
         target = self.target(relative)
@@ -85,25 +90,11 @@ class ExportDir:
                 f"this server has written {self.written:,} bytes of exports; another {len(data):,} would pass its "
                 f"budget of {self.budget:,}; restart it or export with the CLI"
             )
-        if target.is_symlink() or (target.exists() and not target.is_file()):
-            raise ExportRefused(f"outputPath {relative!r} exists and is not a regular file")
-        if target.exists() and not overwrite:
-            raise ExportRefused(f"outputPath {relative!r} exists; pass overwrite: true to replace it")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.parent / f".{target.name}.{os.urandom(6).hex()}.partial"
+        self.root.mkdir(parents=True, exist_ok=True)
         try:
-            with temporary.open("xb") as file:
+            with guarded_file(target, overwrite=overwrite, flag=OVERWRITE, within=self.root, parents=True) as file:
                 file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
-            if overwrite:
-                os.replace(temporary, target)
-            else:
-                try:
-                    os.link(temporary, target)  # fails if the name was taken meanwhile
-                except FileExistsError:
-                    raise ExportRefused(f"outputPath {relative!r} exists; pass overwrite: true to replace it") from None
-        finally:
-            temporary.unlink(missing_ok=True)
+        except WriteRefused as error:
+            raise ExportRefused(f"outputPath {relative!r} {REFUSALS.get(error.reason, 'cannot be written')}") from None
         self.written += len(data)
         return target, len(data)

@@ -6,6 +6,7 @@ JSON text of an answer reads as the official one does.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, TypeVar
 
 import msgspec
@@ -24,10 +25,12 @@ __all__ = [
     "ObservationProvenanceOut",
     "Out",
     "PageEntityOut",
+    "PageRelationOut",
     "RelationOut",
     "RelationsOut",
     "entity_out",
     "object_out",
+    "page_relations",
     "relation_out",
     "stamp",
 ]
@@ -108,6 +111,22 @@ class PageEntityOut(Out, kw_only=True):
         description="Each observation's recordedAt, actor and call (with includeProvenance)")] | UnsetType = UNSET
 
 
+class PageRelationOut(Out, kw_only=True):
+    """A relation of a graph answer (read_graph, open_nodes, search_nodes): in summaryMode, its
+    ends and type only."""
+
+    source: Annotated[str, FROM] = msgspec.field(name="from")
+    target: Annotated[str, TO] = msgspec.field(name="to")
+    relation_type: Annotated[str, RELATION_TYPE]
+    confidence: float | UnsetType = UNSET
+    metadata: dict[str, Any] | UnsetType = UNSET
+    version: int | UnsetType = UNSET
+    created_at: str | UnsetType = UNSET
+    updated_at: str | UnsetType = UNSET
+    valid_from: Annotated[str, D(description="When it started being true")] | UnsetType = UNSET
+    valid_until: Annotated[str, D(description="When it stopped being true")] | UnsetType = UNSET
+
+
 class EntitiesOut(Out, kw_only=True):
     entities: list[EntityOut]
 
@@ -125,6 +144,7 @@ class DeletedOut(Out, kw_only=True):
 
 
 Shape = TypeVar("Shape", EntityOut, PageEntityOut)
+RelationShape = TypeVar("RelationShape", RelationOut, PageRelationOut)
 
 
 def entity_out(record: EntityRecord, shape: type[Shape] = EntityOut) -> Shape:  # type: ignore[assignment]
@@ -145,9 +165,13 @@ def entity_out(record: EntityRecord, shape: type[Shape] = EntityOut) -> Shape:  
     )
 
 
-def relation_out(record: RelationRecord) -> RelationOut:
-    """The official relation shape, plus confidence and metadata (when set), version, timestamps."""
-    return RelationOut(
+def relation_out(record: RelationRecord, shape: type[RelationShape] = RelationOut) -> RelationShape:  # type: ignore[assignment]
+    """The official relation shape, plus confidence and metadata (when set), version, timestamps.
+
+    `shape` is `PageRelationOut` in a graph answer, whose schema lets summaryMode leave all
+    but the ends and the type out.
+    """
+    return shape(
         source=record.source,
         target=record.target,
         relation_type=record.relation_type,
@@ -159,6 +183,13 @@ def relation_out(record: RelationRecord) -> RelationOut:
         valid_from=UNSET if record.valid_from is None else isoformat(record.valid_from),
         valid_until=UNSET if record.valid_until is None else isoformat(record.valid_until),
     )
+
+
+def page_relations(records: Iterable[RelationRecord], summary: bool) -> list[PageRelationOut]:
+    """Relations as a graph answer lists them: whole, or in summaryMode their ends and type only."""
+    if summary:
+        return [PageRelationOut(source=r.source, target=r.target, relation_type=r.relation_type) for r in records]
+    return [relation_out(r, PageRelationOut) for r in records]
 
 
 def spans_out(validity: dict[str, tuple[int | None, int | None]]) -> dict[str, dict[str, str]] | UnsetType:

@@ -16,11 +16,15 @@ from typing import Any, Literal, TypeVar, get_type_hints
 from chronograph.application.engine.arguments import Args
 from chronograph.application.engine.outputs import Out
 
-__all__ = ["CORE", "TEAM", "Kind", "Registry", "Tool", "find"]
+__all__ = ["CORE", "TEAM", "Files", "Kind", "Registry", "Tool", "find"]
 
 Kind = Literal["read", "write", "delete", "export"]
-"""read: answers without writing; write: appends events; delete: appends deletions;
-export: reads, and may write a file when the server allows it."""
+"""read: answers without writing; write: appends events; delete: appends deletions (or
+empties something); export: reads, and may write a file when the server allows it."""
+
+Files = Literal["export-dir", "project"]
+"""Where a tool may write files, whatever its kind: the server's --export-dir, or the project
+root a call names (n2n: its export, and the `.mcp` marker that adopts a new root)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,6 +43,8 @@ class Tool:
     reads: frozenset[str] = frozenset()
     """The `action` values of a command that only read: they run as a query (no write
     transaction), with the handler given the memory instead of a batch."""
+    files: Files | None = None
+    """Where the tool may write files (None: nowhere); its annotations say so where the server allows it."""
 
     @property
     def writes(self) -> bool:
@@ -49,7 +55,10 @@ class Tool:
 class Registry:
     """Tools by name, in the order they were declared."""
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+    def __init__(self, tools: Iterable[Tool] = (), *, files: Files | None = None) -> None:
+        self.files = files
+        """Where every tool declared through this registry may write files (an export, whatever
+        else its own declaration says, writes into the export directory)."""
         self._tools: dict[str, Tool] = {}
         for tool in tools:
             self.add(tool)
@@ -86,7 +95,8 @@ class Registry:
                 raise TypeError(f"{handler.__qualname__}: annotate its `args` parameter with an Args Struct")
             if not (isinstance(output, type) and issubclass(output, Out)):
                 raise TypeError(f"{handler.__qualname__}: annotate its return with an Out Struct")
-            self.add(Tool(name, title, description, arguments, output, kind, handler, reads))
+            files = self.files or ("export-dir" if kind == "export" else None)
+            self.add(Tool(name, title, description, arguments, output, kind, handler, reads, files))
             return handler
 
         return decorator

@@ -6,6 +6,11 @@ entities changed since (in one read snapshot), embeds them without holding anyth
 (the slow part), then stores the vectors and the new checkpoint in one write
 transaction, unless another process got there first. A write never waits for it.
 
+A tool whose answer promises that an entity is embedded (Kuzu's create_entity) embeds it
+itself right after its commit, once the model is loaded (`embed_now`): the vector is
+stored ahead of the checkpoint, and the projector, reaching that stretch, finds it current
+and passes over it. Bulk loads and catch-up stay with the projector.
+
 Every use of the store in this process goes through the memory's lock (the projector's
 reads and writes too): LMDB may only resize its map while no transaction of the process
 is open.
@@ -16,14 +21,14 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from chronograph.application.engine.storelock import StoreLock
 from chronograph.application.errors import UnavailableError
 from chronograph.eventstore import EventStoreError
-from chronograph.projections import EntityRecord, Snapshot, Views
-from chronograph.projections.errors import EmbeddingsUnavailableError
+from chronograph.projections import EntityRecord, LmdbGraph, Snapshot, Views
+from chronograph.projections.errors import EmbeddingsUnavailableError, ProjectionError
 from chronograph.projections.search.embedder import Embedder, entity_text
 from chronograph.projections.search.vectors import Match, Vectors, touched_entities
 
@@ -56,6 +61,8 @@ class Semantic:
         views.env.on_reopen(lambda: setattr(self.vectors, "db", views.env.open_db(Vectors.NAME)))
         self.problem: str | None = None
         """Why the embedder failed last (None while it works)."""
+        self.loaded = False
+        """Whether the embedder has loaded and embedded once (a write embeds in the call only then)."""
         self._queries: OrderedDict[str, Any] = OrderedDict()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -86,6 +93,7 @@ class Semantic:
                 elif known.get(stream) != record.version:
                     todo.append(record)
         vectors: Any = self.embedder.embed([entity_text(r) for r in todo]) if todo else []
+        self.loaded = self.loaded or bool(todo)
         put = [(r.stream, r.workspace, r.version, vectors[i]) for i, r in enumerate(todo)]
 
         def write(txn: Any) -> bool:
@@ -101,6 +109,44 @@ class Semantic:
                 self.views.env.write(write)
         self.problem = None
         return stop, head
+
+    def embed_now(self, records: Sequence[EntityRecord]) -> bool:
+        """Embed `records`, just committed, if the model is loaded and working; return whether
+        each one's vector is now stored for the version given (so a search finds it at once).
+
+        Called outside any transaction, best without holding the store's lock (it takes it only
+        to store the vectors). A record that changed or went since is left to the projector
+        (False); a vector the projector stored of a later version is never replaced by an older
+        one; a store that cannot take the vectors answers False too (the projector retries).
+        """
+        if not records or not self.loaded or self.problem is not None or self.vectors.db is None:
+            return False
+        try:
+            vectors = self.embedder.embed([entity_text(r) for r in records])
+        except EmbeddingsUnavailableError as error:
+            self.problem = str(error)
+            return False
+
+        def write(txn: Any) -> bool:
+            graph = LmdbGraph(txn, self.views.tables)
+            stored = self.vectors.versions(txn, [r.stream for r in records])
+            put = []
+            for record, vector in zip(records, vectors, strict=True):
+                live = graph.entity_by_stream(record.stream)
+                if live is None or live.version != record.version:
+                    return False  # changed (or forgotten) since: the projector embeds what it says now
+                if stored.get(record.stream, 0) < record.version:
+                    put.append((record.stream, record.workspace, record.version, vector))
+            self.vectors.store(txn, put, (), None)
+            return True
+
+        if self.views.env.readonly:
+            return False
+        try:
+            with self.lock:
+                return bool(self.views.env.write(write))
+        except (EventStoreError, ProjectionError):
+            return False  # derived data: the projector stores them when the store takes writes again
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Embed until the vectors are current with the head; return their checkpoint.
@@ -157,6 +203,7 @@ class Semantic:
         while not self._stop.wait(wait):
             try:
                 self.embedder.load()
+                self.loaded = True
                 checkpoint, head = self.step()
             except EmbeddingsUnavailableError as error:
                 self.problem = str(error)
@@ -201,6 +248,7 @@ class Semantic:
                 raise UnavailableError(f"Semantic search is unavailable: {error}. "
                                        "The other modes (substring, ranked, fuzzy) work.") from None
             self._queries[query] = vector
+            self.loaded = True
             while len(self._queries) > QUERIES_KEPT:
                 self._queries.popitem(last=False)
         else:

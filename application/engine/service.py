@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,6 +121,11 @@ class Memory:
             self._close_store()
             raise
         self.lock.on_first = self.views.refresh
+        self.before_call: list[Callable[[Memory, Tool, Any], None]] = []
+        """Work before a tool runs (given its parsed arguments), outside the store's lock: an
+        adapter's, such as folding n2n's project files into the log first."""
+        self.after_write: list[Callable[[Memory, Tool, Any, Written], None]] = []
+        """Work after a command committed, outside the store's lock (mirroring project files)."""
 
     def follow(self) -> None:
         """Keep the views of a database store current with what other servers write: a thread
@@ -230,8 +235,16 @@ class Memory:
         """
         spec = find(tool)
         args = parse(spec.name, arguments, spec.arguments)
+        for before in self.before_call:
+            before(self, spec, args)
         if spec.reads and getattr(args, "action", None) in spec.reads:
             return Written(self._answer(spec, args), changed=False)
+        written = self._write(spec, args, actor=actor, correlation_id=correlation_id)
+        for after in self.after_write:
+            after(self, spec, args, written)
+        return written
+
+    def _write(self, spec: Tool, args: Any, *, actor: str, correlation_id: str | None) -> Written:
         workspace: str = getattr(args, "workspace", "default")
         request_id = getattr(args, "request_id", UNSET)
         key = None if request_id is UNSET else f"{spec.name}\x00{workspace}\x00{request_id}"
@@ -254,6 +267,8 @@ class Memory:
             batch = Batch(tx, views, workspace, actor=actor, correlation_id=correlation, idempotency_key=key)
             batch.teams = self.teams
             batch.scrub = self.scrub
+            if self.semantic is not None:
+                batch.embed_now = self.semantic.embed_now
             batches.append(batch)
             output = spec.handler(batch, args)
             writes = batch.writes()
@@ -284,13 +299,18 @@ class Memory:
                     for then in batches[-1].afterwards:
                         output = then(output)
                     written = msgspec.structs.replace(written, output=output)
-                return written
         except StorageFullError as error:
             raise StorageError(str(error)) from None
         except ConcurrencyError as error:  # only if the views were wrong about a version
             raise ChronographError(f"{error}; nothing was written") from None
         except (EventStoreError, ProjectionError) as error:
             raise StorageError(f"The store could not take the write: {error}; nothing was written") from None
+        if batches and batches[-1].unlocked and not written.replayed:
+            output = written.output
+            for then in batches[-1].unlocked:
+                output = then(output)
+            written = msgspec.structs.replace(written, output=output)
+        return written
 
     def read(self, tool: Tool | str, arguments: dict[str, Any]) -> Out:
         """Run the query `tool` with raw `arguments` (on the live views, or as of then).
@@ -302,6 +322,8 @@ class Memory:
         args = parse(spec.name, arguments, spec.arguments)
         if spec.writes and getattr(args, "action", None) not in spec.reads:
             raise ValueError(f"{spec.name} is a command: run it with Memory.write or Memory.call")
+        for before in self.before_call:
+            before(self, spec, args)
         return self._answer(spec, args)
 
     def _answer(self, spec: Tool, args: Any) -> Out:

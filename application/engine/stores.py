@@ -104,8 +104,11 @@ def _claim(env: LmdbEnv, store_id: str, location: str) -> None:
     """Mark the cache `env` as holding views of the log `store_id`, or refuse one of another log.
 
     Raises:
-        StoreOpenError: If the cache holds the views of another log.
+        StoreOpenError: If the cache holds the views of another log, or is a store.
     """
+    if "log" in env.database_names():
+        raise StoreOpenError(f"{env.path} holds a store's log, not a cache; name another --cache (the views of a "
+                             "postgresql:// store are kept apart from any store)")
     db = env.open_db("cache")
 
     def claim(txn: lmdb.Transaction) -> bytes:

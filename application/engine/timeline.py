@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from chronograph.application.errors import InvalidArgumentsError
-from chronograph.eventstore import EventLog, LogReader
+from chronograph.eventstore import EventLog, LogReader, clock
 from chronograph.projections import DictGraph, Graph, LmdbGraph, Snapshot, Views, graph_as_of, position_of
 from msgspec import UNSET
 
@@ -79,6 +79,30 @@ class Timeline:
                 self._erasures = erasures
             graph = snapshot.graph if position == snapshot.graph.position else self._graph_at(position)
             yield Moment(graph, snapshot, position)
+
+    def past_the_end(self, as_of: int | str) -> str | None:
+        """What a reader should be told when `as_of` lies past the end of the log (a position
+        after the head, a time still to come): the answer is the graph where the log ends, and
+        this says where that is. None for a moment the log reaches, or one that is no moment
+        (the read itself says what is wrong with it)."""
+        with self.views.snapshot() as snapshot:
+            log = snapshot.log
+            head = log.head()
+            if isinstance(as_of, int) or as_of.strip().isdigit():
+                if int(as_of) <= head:
+                    return None
+                asked = f"position {int(as_of):,} is past the end of the log"
+            else:
+                try:
+                    if clock.parse_iso(as_of) <= clock.now_us():
+                        return None
+                except ValueError:
+                    return None
+                asked = f"{as_of.strip()} has not happened yet"
+            if not head:
+                return f"{asked}: the log is empty"
+            return (f"{asked}: it ends at position {head:,} ({clock.isoformat(log.last_recorded_at())}), "
+                    "so this is the graph as it stands there")
 
     def _graph_at(self, position: int) -> DictGraph:
         graph = self._past.get(position)

@@ -27,11 +27,25 @@ from chronograph.application.engine.service import Memory
 from chronograph.application.errors import InvalidArgumentsError
 from msgspec import UNSET
 
-__all__ = ["ACTOR", "ImportReport", "Plan", "check", "import_plan", "read_file"]
+__all__ = ["ACTOR", "NOT_JSON", "ImportReport", "Plan", "Problem", "check", "import_plan", "read_file"]
 
 ACTOR = "import"
+NOT_JSON = "not JSON"
 FORK_FIELDS = {"createdAt": "importedCreatedAt", "version": "importedVersion", "updatedAt": "importedUpdatedAt"}
 Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A line of the file that cannot be imported: where, what kind of problem (the same words
+    for every line with it, so a report can count them) and, for this line, the detail."""
+
+    line: int
+    kind: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.kind}" + (f" ({self.detail})" if self.detail else "")
 
 
 @dataclass
@@ -50,14 +64,21 @@ class Plan:
     sections: dict[str, Plan] = field(default_factory=dict)
     """workspace -> what the file holds for it, when the file names workspaces (an export of
     them all); this plan then holds what came before the first section"""
-    problems: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
     lines: int = 0
+    """Its lines that are not blank (its records, for a JSON document)"""
 
     @property
     def empty(self) -> bool:
         """Whether the file holds nothing to import."""
         return not self.entities and not self.relations and not self.context and all(
             section.empty for section in self.sections.values())
+
+    @property
+    def foreign(self) -> bool:
+        """Whether the file is no memory file at all: most of its lines are not JSON (notes, a
+        picture, a CSV). Importing the few lines that happen to be is never what was meant."""
+        return sum(problem.kind == NOT_JSON for problem in self.problems) * 2 > self.lines
 
 
 @dataclass
@@ -119,10 +140,10 @@ def read_file(path: Path) -> Plan:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            plan.problems.append(f"line {number}: not JSON ({error.msg})")
+            plan.problems.append(Problem(number, NOT_JSON, error.msg))
             continue
         except RecursionError:
-            plan.problems.append(f"line {number}: nested too deep")
+            plan.problems.append(Problem(number, "nested too deep"))
             continue
         if isinstance(record, dict) and record.get("type") == "workspace" and isinstance(record.get("name"), str):
             current = plan.sections.setdefault(record["name"], Plan())
@@ -136,14 +157,14 @@ def read_file(path: Path) -> Plan:
 
 def _take(plan: Plan, number: int, record: Any) -> None:
     if not isinstance(record, dict) or record.get("type") not in ("entity", "relation", "context"):
-        plan.problems.append(f'line {number}: not an entity or relation (needs "type": "entity" or "relation")')
+        plan.problems.append(Problem(number, 'not an entity or relation (needs "type": "entity" or "relation")'))
         return
     body = {k: v for k, v in record.items() if k != "type"}
     if record["type"] == "context":
         try:
             parse("import", body, UpdateContext)
         except InvalidArgumentsError as error:
-            plan.problems.append(f"line {number}: context: {error.problem}")
+            plan.problems.append(_invalid(number, "context", error.problem))
             return
         plan.context = body
         return
@@ -151,7 +172,7 @@ def _take(plan: Plan, number: int, record: Any) -> None:
         spans = body.pop("validity", None)
         if spans is not None and not (isinstance(spans, dict) and all(
                 isinstance(s, dict) and set(s) <= {"validFrom", "validUntil"} for s in spans.values())):
-            plan.problems.append(f"line {number}: validity: expected {{observation: {{validFrom, validUntil}}}}")
+            plan.problems.append(Problem(number, "validity: expected {observation: {validFrom, validUntil}}"))
             return
         extra = {FORK_FIELDS[k]: body.pop(k) for k in list(body) if k in FORK_FIELDS}
         if extra:
@@ -159,7 +180,7 @@ def _take(plan: Plan, number: int, record: Any) -> None:
         try:
             [item] = parse("import", {"entities": [body]}, CreateEntities).entities
         except InvalidArgumentsError as error:
-            plan.problems.append(f"line {number}: {error.problem}")
+            plan.problems.append(_invalid(number, "entity", error.problem.removeprefix("entities[0]")))
             return
         known = plan.entities.get(item.name)
         if known is None:
@@ -179,7 +200,7 @@ def _take(plan: Plan, number: int, record: Any) -> None:
         try:
             [relation] = parse("import", {"relations": [body]}, CreateRelations).relations
         except InvalidArgumentsError as error:
-            plan.problems.append(f"line {number}: {error.problem}")
+            plan.problems.append(_invalid(number, "relation", error.problem.removeprefix("relations[0]")))
             return
         key = (relation.source, relation.target, relation.relation_type)
         plan.relations.setdefault(key, number)
@@ -197,10 +218,18 @@ def check(plan: Plan, stored: dict[str, str]) -> None:
         missing = [n for n in (source, target) if n not in plan.entities and n not in stored]
         if missing:
             names = " and ".join(repr(n) for n in missing)
-            plan.problems.append(f"line {number}: relation {source} -[{kind}]-> {target}: no entity {names} "
-                                 "in the file or the store")
+            plan.problems.append(Problem(number, "a relation whose end is in neither the file nor the store",
+                                         f"{source} -[{kind}]-> {target}: no entity {names}"))
             del plan.relations[(source, target, kind)]
-    plan.problems.sort(key=lambda p: int(found.group(1)) if (found := re.search(r"line (\d+)", p)) else 0)
+    plan.problems.sort(key=lambda problem: problem.line)
+
+
+def _invalid(number: int, what: str, problem: str) -> Problem:
+    """A record the tool's own parser refused: the kind is its message with the item's indexes
+    left out (`observations[3]` and `observations[0]` are one kind), the detail the message."""
+    text = problem.lstrip(".: ")
+    kind = re.sub(r"\[\d+\]", "[]", text)
+    return Problem(number, f"{what}{' ' if problem.startswith('.') else ': '}{kind}", text if kind != text else "")
 
 
 def stored_types(memory: Memory, plan: Plan, workspace: str) -> dict[str, str]:

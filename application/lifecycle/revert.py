@@ -2,8 +2,11 @@
 
 A revert appends events; it never rewrites. It restores the state of the version asked
 for: type, observations, metadata and name (a rename undone moves the relations back).
-Restoring a deleted entity also restores the relations its deletion removed, where their
-other end exists now. A revert to the state the entity already has writes nothing.
+A live entity gets an `EntityUpdated` naming the version (`revertedTo`); a deleted or
+merged one comes back with an `EntityRestored`, which names the version and the log
+position it restores and keeps the entity's createdAt, and with the relations its
+deletion removed, where their other end exists now. A revert to the state the entity
+already has writes nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from chronograph.application.engine.outputs import EntitiesOut, entity_out
 from chronograph.application.engine.registry import CORE
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError, NotFoundError
 from chronograph.application.lifecycle.identity import rename
-from chronograph.eventstore import EntityCreated, EntityDeleted, EntityUpdated, RelationCreated, RelationDeleted
+from chronograph.eventstore import EntityDeleted, EntityRestored, EntityUpdated, RelationCreated, RelationDeleted
 from chronograph.projections import EntityRecord, RelationRecord, relation_stream, versions_of
 from msgspec import UNSET, Meta, UnsetType
 
@@ -74,9 +77,10 @@ def revert_entity(batch: Batch, args: RevertEntity) -> RevertOut:
             rename(batch, live, state.name)
     else:
         removed = _removed_with(batch, stream)
-        batch.emit(stream, EntityCreated(
+        batch.emit(stream, EntityRestored(
             workspace=batch.workspace, name=state.name, entity_type=state.entity_type,
             observations=tuple(state.observations), metadata=state.metadata, reverted_to=args.to_version,
+            restores=target.position, created_at=state.created_at,
         ))
         restored_relations = _restore(batch, removed, state.name)
     restored = batch.state.get_entity(stream)

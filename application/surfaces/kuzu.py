@@ -2,9 +2,14 @@
 and `{"status": ...}` replies, over our own commands and queries.
 
 A Kuzu database is a workspace of the same name (its primary, "memory", included); the
-names are checked so that no database name carries a path. The replies add nothing
-Kuzu's clients would trip over; `semantic_search` needs the embeddings of the
-retrieval work (`--embeddings local`).
+names are checked so that no database name carries a path. A database exists once
+something was written to it (the primary always does); any other name is refused as
+the Kuzu server refuses a database it has no folder for, so that a misspelt name cannot
+split an agent's memory in two. `create_entity` with `create: true` is the one call that
+makes a new database. The replies add nothing Kuzu's clients would trip over;
+`semantic_search` needs the embeddings of the retrieval work (`--embeddings local`).
+With them, `create_entity` and `add_observations` embed the entity in the call once the
+model is loaded and answer `embedded` / `reembedded` truthfully.
 """
 
 from __future__ import annotations
@@ -22,7 +27,15 @@ from chronograph.application.engine.service import Memory
 from chronograph.application.errors import InvalidArgumentsError, NotFoundError
 from chronograph.eventstore import EntityCreated, ObservationsAdded, RelationCreated, RelationUpdated
 from chronograph.eventstore.clock import isoformat
-from chronograph.projections import ENTITY, RELATION, EntityRecord, new_entity_stream, relation_stream, unique
+from chronograph.projections import (
+    ENTITY,
+    RELATION,
+    EntityRecord,
+    Graph,
+    new_entity_stream,
+    relation_stream,
+    unique,
+)
 from msgspec import UNSET, Meta, UnsetType
 
 __all__ = ["KUZU", "KUZU_TOOLS", "PRIMARY", "databases"]
@@ -49,11 +62,41 @@ class KuzuArgs(Args, rename=None, kw_only=True):
         return self.database
 
 
+LISTED = 20
+"""Databases an unknown-database error names (the resource lists them all)."""
+
+
 def _checked(tool: str, database: str) -> str:
     if not DATABASE.fullmatch(database):
         raise InvalidArgumentsError(tool, f"database: Invalid parameter: {database!r} must be letters, digits, "
                                     "'_' or '-' (no paths)")
     return database
+
+
+def _existing(tool: str, graph: Graph, database: str) -> str:
+    """`database`, if it is a well-formed name of a database that exists.
+
+    Raises:
+        InvalidArgumentsError: If the name could be a path.
+        NotFoundError: If no database has that name (nothing is created).
+    """
+    _checked(tool, database)
+    if database == PRIMARY or graph.workspace(database) is not None:
+        return database
+    names = _names(graph)
+    shown = ", ".join(names[:LISTED]) + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
+    raise NotFoundError(f"Database '{database}' not found. Available databases: {shown}. To create it, call "
+                        "create_entity with create: true.")
+
+
+def _names(graph: Graph) -> list[str]:
+    names = [w.name for w in graph.workspaces() if w.name != PRIMARY]
+    return [PRIMARY, *names]
+
+
+def _known(memory: Memory, tool: str, database: str) -> str:
+    with memory.timeline.at(tool) as moment:
+        return _existing(tool, moment.graph, database)
 
 
 def _entity(entity: EntityRecord) -> dict[str, Any]:
@@ -65,12 +108,17 @@ class CreateEntity(KuzuArgs, kw_only=True):
     name: Name
     entity_type: TypeName
     observations: ObservationList = []
+    create: Annotated[bool, D(description="Create the database if it does not exist yet (without it an unknown "
+                                          "database is refused, so a misspelt name cannot start a new one)")] = False
 
 
 @KUZU.command("create_entity", "Create Entity", "Creates a new entity in the specified knowledge graph "
               "(status created, or exists with the stored one)")
 def create_entity(batch: Batch, args: CreateEntity) -> ObjectOut:
-    _checked("create_entity", args.database)
+    if args.create:
+        _checked("create_entity", args.database)
+    else:
+        _existing("create_entity", batch.state.base, args.database)
     held = batch.entity(args.name)
     if held is not None:
         return object_out(status="exists", database=args.database, name=held.name, type=held.entity_type,
@@ -78,8 +126,23 @@ def create_entity(batch: Batch, args: CreateEntity) -> ObjectOut:
     observations = tuple(unique(args.observations))
     batch.emit(new_entity_stream(), EntityCreated(workspace=batch.workspace, name=args.name,
                                                   entity_type=args.entity_type, observations=observations), new=True)
+    _embed_afterwards(batch, args.name, "embedded")
     return object_out(status="created", database=args.database, name=args.name, type=args.entity_type,
                       observations_count=len(observations), embedded=False)
+
+
+def _embed_afterwards(batch: Batch, name: str, field: str) -> None:
+    """Once the batch has committed, embed the entity `name` as it now stands and answer in
+    `field` whether it is embedded (false: semantic search is off, the model is not loaded
+    yet, or it failed; the background projector embeds it then)."""
+    embed, record = batch.embed_now, batch.entity(name)
+    if embed is None or record is None:
+        return
+
+    def then(answer: ObjectOut) -> ObjectOut:
+        return ObjectOut(reply={**answer.reply, field: embed([record])})
+
+    batch.unlocked.append(then)
 
 
 class CreateRelationship(KuzuArgs, kw_only=True):
@@ -92,7 +155,7 @@ class CreateRelationship(KuzuArgs, kw_only=True):
 @KUZU.command("create_relationship", "Create Relationship", "Creates a relationship between two existing entities "
               "in the specified database, with a confidence (0-1, default 1.0)")
 def create_relationship(batch: Batch, args: CreateRelationship) -> ObjectOut:
-    _checked("create_relationship", args.database)
+    _existing("create_relationship", batch.state.base, args.database)
     missing = [name for name in (args.from_entity, args.to_entity) if batch.entity(name) is None]
     if missing:
         raise NotFoundError(f"One or both entities not found: {', '.join(missing)}")
@@ -119,7 +182,7 @@ class AddObservations(KuzuArgs, kw_only=True):
 @KUZU.command("add_observations", "Add Observations", "Adds new observations to an existing entity in the "
               "specified database (status updated or no_change, with the totals)")
 def add_observations(batch: Batch, args: AddObservations) -> ObjectOut:
-    _checked("add_observations", args.database)
+    _existing("add_observations", batch.state.base, args.database)
     entity = batch.entity(args.entity_name)
     if entity is None:
         raise NotFoundError(f"Entity '{args.entity_name}' not found")
@@ -127,6 +190,7 @@ def add_observations(batch: Batch, args: AddObservations) -> ObjectOut:
     added = [o for o in unique(args.observations) if o not in present]
     if added:
         batch.emit(entity.stream, ObservationsAdded(observations=tuple(added)))
+        _embed_afterwards(batch, args.entity_name, "reembedded")
     current = batch.entity(args.entity_name)
     assert current is not None
     return object_out(status="updated" if added else "no_change", database=args.database,
@@ -142,7 +206,7 @@ class SearchEntities(KuzuArgs, kw_only=True):
 @KUZU.query("search_entities", "Search Entities", "Searches entities by text across names, types and "
             "observations in the specified database")
 def search_entities(memory: Memory, args: SearchEntities) -> ObjectOut:
-    _checked("search_entities", args.database)
+    _known(memory, "search_entities", args.database)
     found = core_search.search_nodes(memory, core_search.SearchNodes(
         query=args.query, workspace=args.database, limit=args.limit))
     with memory.timeline.at("search_entities") as moment:
@@ -160,7 +224,7 @@ class SemanticSearch(KuzuArgs, kw_only=True):
 @KUZU.query("semantic_search", "Semantic Search", "Performs semantic similarity search using vector embeddings "
             "in the specified database")
 def semantic_search(memory: Memory, args: SemanticSearch) -> ObjectOut:
-    _checked("semantic_search", args.database)
+    _known(memory, "semantic_search", args.database)
     found = core_search.semantic_search(memory, core_search.SemanticSearch(
         query=args.query, workspace=args.database, limit=args.limit, threshold=args.threshold))
     entities = [{"name": e.name, "type": e.entity_type, "observations": e.observations,
@@ -178,7 +242,7 @@ class GetRelatedEntities(KuzuArgs, kw_only=True):
 @KUZU.query("get_related_entities", "Related Entities", "Finds entities related to a specified entity through "
             "relationship traversal in the specified database (distance, relationship and confidence paths)")
 def get_related_entities(memory: Memory, args: GetRelatedEntities) -> ObjectOut:
-    _checked("get_related_entities", args.database)
+    _known(memory, "get_related_entities", args.database)
     try:
         related = traversal.get_related_entities(memory, traversal.GetRelatedEntities(
             name=args.entity_name, workspace=args.database, max_depth=args.max_depth, limit=args.limit))
@@ -203,7 +267,7 @@ def get_graph_summary(memory: Memory, args: GetGraphSummary) -> ObjectOut:
         if args.database is UNSET:
             every = {w.name: {"entities": w.entities, "relationships": w.relations} for w in graph.workspaces()}
             return object_out(scope="all_databases", databases=every, total_databases=len(every))
-        database = _checked("get_graph_summary", args.database)
+        database = _existing("get_graph_summary", graph, args.database)
         totals = graph.workspace(database)
         types = graph.type_counts(database, ENTITY)
         kinds = graph.type_counts(database, RELATION)
@@ -219,9 +283,7 @@ def get_graph_summary(memory: Memory, args: GetGraphSummary) -> ObjectOut:
 def databases(memory: Memory) -> dict[str, Any]:
     """What the kuzu://databases/list resource holds: every workspace, as a database."""
     with memory.timeline.at("databases") as moment:
-        names = [w.name for w in moment.graph.workspaces()]
-    if PRIMARY not in names:
-        names.insert(0, PRIMARY)
+        names = _names(moment.graph)
     listed = [{"name": n, "description": f"Database: {n}", "is_primary": n == PRIMARY, "is_attached": True}
               for n in names]
     return {"databases": listed, "count": len(listed), "primary_database": PRIMARY}

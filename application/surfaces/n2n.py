@@ -19,8 +19,9 @@ from chronograph.application.core import entities as core_entities
 from chronograph.application.core import graph as core_graph
 from chronograph.application.core import relations as core_relations
 from chronograph.application.core import search as core_search
-from chronograph.application.engine.arguments import Args, Items, Name, ObservationList, Query, parse
+from chronograph.application.engine.arguments import Args, D, Items, Name, ObservationList, Query, parse
 from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.exportdir import REFUSALS
 from chronograph.application.engine.outputs import ObjectOut, object_out
 from chronograph.application.engine.registry import Registry
 from chronograph.application.engine.service import Memory
@@ -28,13 +29,15 @@ from chronograph.application.errors import InvalidArgumentsError, NotFoundError,
 from chronograph.application.lifecycle.export import render
 from chronograph.application.surfaces.projectroot import project_root, project_workspace
 from chronograph.eventstore import EntityCreated, ObservationsAdded
+from chronograph.eventstore.files import WriteRefused, write_file
 from chronograph.projections import new_entity_stream
 from msgspec import UNSET, Meta, UnsetType
 
 __all__ = ["N2N", "N2N_TOOLS", "project_graph"]
 
-N2N = Registry()
-"""n2n-memory's twelve tools."""
+N2N = Registry(files="project")
+"""n2n-memory's twelve tools. Any of them may write inside the project root: adopting a new one
+(`confirmNewProjectRoot`) writes its `.mcp` marker, and n2n_export_markdown its Markdown."""
 N2N_TOOLS = ("n2n_add_entities", "n2n_add_observations", "n2n_create_relations", "n2n_read_graph",
              "n2n_get_graph_summary", "n2n_update_context", "n2n_search", "n2n_delete_entities",
              "n2n_delete_observations", "n2n_delete_relations", "n2n_open_nodes", "n2n_export_markdown")
@@ -203,7 +206,7 @@ def n2n_get_graph_summary(memory: Memory, args: GraphSummary) -> ObjectOut:
 
 class UpdateContext(N2nArgs, kw_only=True):
     active_task: Annotated[str, Meta(max_length=16_384)] | UnsetType = UNSET
-    status: Annotated[str, Meta(max_length=32)] | UnsetType = UNSET
+    status: core_context.Status | UnsetType = UNSET
     reason: Annotated[str, Meta(max_length=16_384)] | UnsetType = UNSET
     next_steps: Annotated[list[str], Meta(max_length=100)] | UnsetType = UNSET
     last_commit: Annotated[str, Meta(max_length=16_384)] | UnsetType = UNSET
@@ -303,6 +306,7 @@ def n2n_open_nodes(memory: Memory, args: OpenNodes) -> ObjectOut:
 
 class ExportMarkdown(N2nArgs, kw_only=True):
     output_path: Path_ = "KNOWLEDGE_GRAPH.md"
+    overwrite: Annotated[bool, D(description="Replace an existing file")] = False
 
 
 @N2N.query("n2n_export_markdown", "Export Markdown", "Export the graph to Markdown inside the project root "
@@ -314,25 +318,33 @@ def n2n_export_markdown(memory: Memory, args: ExportMarkdown) -> ObjectOut:
     root = project_root("n2n_export_markdown", args.project_path)
     target = _inside(root, args.output_path)
     text = render(project_graph(memory, ws), "markdown", root.name)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(target)
+    try:
+        write_file(target, text.encode("utf-8"), overwrite=args.overwrite, flag="overwrite: true", within=root)
+    except WriteRefused as error:
+        raise InvalidArgumentsError("n2n_export_markdown", f"outputPath: {target.relative_to(root)} "
+                                    f"{REFUSALS.get(error.reason, 'cannot be written')}") from None
     return _done(f"Exported the graph to {target.relative_to(root)}", "MEMORY_EXPORTED",
                  path=str(target.relative_to(root)), bytes=len(text.encode()))
 
 
 def _inside(root: Path, output_path: str) -> Path:
+    """The Markdown file `output_path` names inside `root`: its folder resolved, its own name not
+    (a link there is refused by the writer, never followed)."""
     tool = "n2n_export_markdown"
     if os.path.isabs(output_path) or "\x00" in output_path:
         raise InvalidArgumentsError(tool, "outputPath: must be relative to the project root")
-    target = Path(os.path.realpath(root / output_path))
-    if target == root or root not in target.parents:
+    named = Path(output_path)
+    if named.name in ("", ".", ".."):
+        raise InvalidArgumentsError(tool, "outputPath: must name a Markdown file (.md) inside the root")
+    folder = Path(os.path.realpath(root / named.parent))
+    target = folder / named.name
+    if folder != root and root not in folder.parents:
         raise InvalidArgumentsError(tool, "outputPath: escapes the project root")
     relative = target.relative_to(root)
     if any(part.startswith(".") for part in relative.parts) or target.suffix.lower() not in (".md", ".markdown"):
         raise InvalidArgumentsError(tool, "outputPath: must be a Markdown file (.md), not hidden, inside the root")
-    if not target.parent.is_dir():
-        raise NotFoundError(f"outputPath: the folder {target.parent.relative_to(root)} does not exist")
+    if not folder.is_dir():
+        raise NotFoundError(f"outputPath: the folder {folder.relative_to(root)} does not exist")
     return target
 
 

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from chronograph.application.errors import ChronographError, InvalidArgumentsError, NotFoundError
+from chronograph.eventstore.files import WriteRefused, write_file
 from chronograph.eventstore.keys import digest
 
 __all__ = ["STRONG_MARKERS", "AwaitingConfirmationError", "project_root", "project_workspace"]
@@ -76,13 +77,20 @@ def project_workspace(tool: str, project_path: str, confirmed: str | None = None
     root = project_root(tool, project_path)
     workspace = f"n2n:{root.name[:48]}:{digest(str(root).encode('utf-8', 'surrogatepass'), 8).hex()}"
     mcp = root / ".mcp"
+    if mcp.is_symlink() or (os.path.lexists(mcp) and not mcp.is_dir()):
+        raise InvalidArgumentsError(tool, f"projectPath: {mcp} is a symbolic link or not a folder; Chronograph "
+                                    "writes a project's files only inside it, never through a link (remove it and "
+                                    "call again)")
     if not mcp.is_dir():
         if confirmed is None or os.path.realpath(confirmed) != str(root):
             raise AwaitingConfirmationError(str(root))
         mcp.mkdir(exist_ok=True)
     marker = mcp / MARKER_FILE
-    if not marker.exists():
-        temporary = marker.with_suffix(".tmp")
-        temporary.write_text(json.dumps({"workspace": workspace, "store": "chronograph"}) + "\n", encoding="utf-8")
-        temporary.replace(marker)
+    if not os.path.lexists(marker):
+        data = json.dumps({"workspace": workspace, "store": "chronograph"}) + "\n"
+        try:  # the guarded writer: a random temporary name, created exclusively, never a planted link
+            write_file(marker, data.encode("utf-8"), within=root)
+        except WriteRefused as error:
+            if error.reason != "exists":  # another call wrote it meanwhile: fine
+                raise InvalidArgumentsError(tool, f"projectPath: cannot write {marker}: {error}") from None
     return workspace

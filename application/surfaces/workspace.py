@@ -4,15 +4,21 @@
 An entity's id is its stream (stable across renames); a relation's id is a digest of its
 stream. Metadata travels as the JSON text the workspace server uses, and objects are
 accepted too. Every write is the same events our own tools write.
+
+Entities come back in exactly the workspace server's shape (`{workspaceName, name,
+entityType, observations, metadata, id}`: clients deserialise them into a fixed class).
+Versions are ours alone: an upsert answers the version it left, and takes an optional
+`expectedVersion` (described in the schema, since this profile's instructions do not
+explain the fields our own tools share) to refuse a write over a change it has not seen.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import msgspec
-from chronograph.application.engine.arguments import Args, D, Name, ObservationList, TypeName, Workspace
+from chronograph.application.engine.arguments import Args, D, Name, ObservationList, TypeName, Version, Workspace
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.outputs import ObjectOut, object_out
 from chronograph.application.engine.registry import Registry
@@ -30,11 +36,21 @@ WORKSPACE = Registry()
 WORKSPACE_TOOLS = ("read_graph", "upsert_entity", "upsert_relation", "get_entity_relations")
 
 Id = Annotated[str, Meta(min_length=1, max_length=128)]
-MetadataText = Annotated[str, Meta(max_length=16_384)] | dict[str, Any]
+MetadataText = Annotated[Annotated[str, Meta(max_length=16_384)] | dict[str, Any],
+                         D(description="A JSON object, or its JSON text")]
+
+
+EXPECTED = D(description="Optional: write only if the item is still at this version (the `version` an upsert "
+                         "answered; 0: it must not exist yet); otherwise the call fails with code conflict and "
+                         "writes nothing. Without it, the last write wins.")
 
 
 class WorkspaceArgs(Args, kw_only=True):
     workspace_name: Annotated[Workspace, D(description="Partition key: workspaces are isolated")]
+
+    schema_explains_shared: ClassVar[bool] = True
+    """The instructions of this profile do not explain the fields Chronograph's tools share
+    (expectedVersion): the schema describes them (read by `server/jsonschema.py`)."""
 
     @property
     def workspace(self) -> str:
@@ -60,8 +76,7 @@ def _metadata(tool: str, value: Any) -> dict[str, Any]:
 
 def entity_model(entity: EntityRecord) -> dict[str, Any]:
     return {"workspaceName": entity.workspace, "name": entity.name, "entityType": entity.entity_type,
-            "observations": entity.observations, "metadata": json.dumps(entity.metadata), "id": entity.stream,
-            "version": entity.version}
+            "observations": entity.observations, "metadata": json.dumps(entity.metadata), "id": entity.stream}
 
 
 def relation_model(relation: RelationRecord, ids: dict[str, str]) -> dict[str, Any]:
@@ -91,6 +106,7 @@ class UpsertEntity(WorkspaceArgs, kw_only=True):
     entity_type: TypeName
     observations: ObservationList | UnsetType = UNSET
     metadata: MetadataText | UnsetType = UNSET
+    expected_version: Annotated[Version, EXPECTED] | UnsetType = UNSET
 
 
 @WORKSPACE.command("upsert_entity", "Upsert Entity", "Creates or updates an entity by name within a workspace: "
@@ -99,6 +115,7 @@ def upsert_entity(batch: Batch, args: UpsertEntity) -> ObjectOut:
     metadata = UNSET if args.metadata is UNSET else _metadata("upsert_entity", args.metadata)
     observations = UNSET if args.observations is UNSET else tuple(unique(args.observations))
     entity = batch.entity(args.name)
+    batch.check(f"entity {args.name!r}", args.expected_version, entity)
     if entity is None:
         stream = new_entity_stream()
         batch.emit(stream, EntityCreated(
@@ -128,6 +145,7 @@ class UpsertRelation(WorkspaceArgs, kw_only=True):
     source: Name | UnsetType = msgspec.field(default=UNSET, name="from")
     target: Name | UnsetType = msgspec.field(default=UNSET, name="to")
     metadata: MetadataText | UnsetType = UNSET
+    expected_version: Annotated[Version, EXPECTED] | UnsetType = UNSET
 
 
 def _end(batch: Batch, entity_id: Any, name: Any, which: str) -> EntityRecord:
@@ -152,6 +170,8 @@ def upsert_relation(batch: Batch, args: UpsertRelation) -> ObjectOut:
     target = _end(batch, args.to_entity_id, args.target, "Target")
     metadata = UNSET if args.metadata is UNSET else _metadata("upsert_relation", args.metadata)
     relation = batch.relation(source.name, args.relation_type, target.name)
+    batch.check(f"relation {source.name!r} -[{args.relation_type}]-> {target.name!r}", args.expected_version,
+                relation)
     stream = relation_stream(batch.workspace, source.name, args.relation_type, target.name)
     created = relation is None
     if relation is None:
@@ -160,9 +180,11 @@ def upsert_relation(batch: Batch, args: UpsertRelation) -> ObjectOut:
                                            metadata={} if metadata is UNSET else metadata))
     elif metadata is not UNSET and metadata != relation.metadata:
         batch.emit(stream, RelationUpdated(metadata=metadata))
+    current = batch.relation(source.name, args.relation_type, target.name)
+    assert current is not None
     return object_out(success=True, relationId=relation_id(stream), workspace=batch.workspace,
                       fromEntityId=source.stream, toEntityId=target.stream, relationType=args.relation_type,
-                      created=created)
+                      created=created, version=current.version)
 
 
 class GetEntityRelations(WorkspaceArgs, kw_only=True):

@@ -56,7 +56,7 @@ class MemoryInit(TeamArgs, kw_only=True):
 
 @TEAM.command("memory_init", "Initialization", "Database initialization status (an event log needs no "
               "migrations). Actions: init, status, reset (confirm: true; recorded as an event, the past stays "
-              "readable with asOf)", reads={"init", "status"})
+              "readable with asOf)", kind="delete", reads={"init", "status"})
 def memory_init(host: Batch | Memory, args: MemoryInit) -> ObjectOut:
     if args.action in ("init", "status"):
         shared = {"initialized": True, "totalMigrations": 0, "pendingMigrations": []}

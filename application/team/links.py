@@ -70,7 +70,7 @@ class MemoryTag(Page, kw_only=True):
 
 @TEAM.command("memory_tag", "Tags", "Manage tags for categorizing entries. Actions: create (returns the existing "
               "tag with existed: true), list, attach (tagId or tagName, created if missing), detach, for_entry",
-              reads={"list", "for_entry"})
+              kind="delete", reads={"list", "for_entry"})
 def memory_tag(host: Batch | Memory, args: MemoryTag) -> ObjectOut:
     team = Team.of(host, "memory_tag")
     state = team.state
@@ -133,7 +133,7 @@ class MemoryRelation(Page, kw_only=True):
 
 @TEAM.command("memory_relation", "Entry Relations", "Create explicit links between entries (applies_to, depends_on, "
               "conflicts_with, related_to). Actions: create, list, delete (by id or by its fields)",
-              reads={"list"})
+              kind="delete", reads={"list"})
 def memory_relation(host: Batch | Memory, args: MemoryRelation) -> ObjectOut:
     team = Team.of(host, "memory_relation")
     matching = [r for r in team.state.relations.values() if _matches(r, args)]

@@ -1,88 +1,124 @@
 """A store in one file: a consistent, compacted copy of its LMDB environment, sealed.
 
     CHRONOGRAPH BACKUP 1\\n
-    {"head": N, "recordedAt": "...", "bytes": B, ...}\\n      one JSON line
+    {"head": N, "recordedAt": "...", "bytes": B, ...}\\n      one JSON line (padded)
     <B bytes: the environment, compacted>                        mdb_env_copyfd
-    END <B as 16 hex digits> <BLAKE2b-256 of the B bytes>\\n    fixed size
+    END <B as 16 hex digits> <the seal: 64 hex digits>\\n        fixed size
 
 The copy is taken in one read transaction, so it is the store as of one position while a
-server keeps writing (readers never block writers in LMDB). A file that is cut short,
-altered or not a backup at all is refused before anything is written where it would be
-restored; the store it restores is the original byte for byte in what it answers, log,
-views and checksums included.
+server keeps writing (readers never block writers in LMDB). The seal is BLAKE2b-256 of the
+B bytes: it detects damage (a bad disk, a cut-short copy), not forgery, since anyone can
+compute it again. A backup sealed with a key (`key_of(key file)`; the header says
+`"seal": "keyed"` and the key's fingerprint) carries keyed BLAKE2b of everything before
+the seal, header included: only a holder of the key can make one that verifies, so a
+backup that travelled can be restored knowing nobody altered it. A file that is cut
+short, altered or not a backup at all is refused before anything is written where it
+would be restored (see `staging.py` for what restoring checks after that).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from chronograph.eventstore.clock import isoformat
-from chronograph.eventstore.errors import StoreCorruptError, StoreOpenError
+from chronograph.eventstore.errors import StoreOpenError
+from chronograph.eventstore.files import guarded_file
 from chronograph.eventstore.lmdb.log import LmdbLog
 
-__all__ = ["BackupError", "BackupInfo", "read_backup", "restore_backup", "write_backup"]
+__all__ = ["BackupError", "BackupInfo", "key_of", "read_backup", "write_backup"]
 
 MAGIC = b"CHRONOGRAPH BACKUP 1\n"
 TRAILER = re.compile(rb"END ([0-9a-f]{16}) ([0-9a-f]{64})\n")
 TRAILER_BYTES = len(b"END ") + 16 + 1 + 64 + 1
 CHUNK = 1 << 20
-DATA_FILE = "data.mdb"
+HEADER_BYTES = 512
+KEYED = "keyed"
+"""The header's `seal` of a backup sealed with a key (no `seal`: the unkeyed digest of the data)."""
+MIN_KEY_BYTES = 16
+MAX_KEY_BYTES = 1 << 16
 
 BackupInfo = dict[str, Any]
-"""What a backup's header says: head, recordedAt, bytes, and what wrote it."""
+"""What a backup's header says: head, recordedAt, bytes, what wrote it (and the seal's key)."""
 
 
 class BackupError(StoreOpenError):
-    """A backup cannot be written or restored (damaged file, occupied target); nothing was written."""
+    """A backup cannot be written or restored (damaged file, wrong key, occupied target); nothing was written."""
 
 
-def write_backup(log: LmdbLog, output: Path, *, writer: str = "chronograph") -> BackupInfo:
-    """Seal a consistent copy of `log`'s store into `output` (written whole or not at all)."""
-    env = log.environment.env
-    output = Path(output)
-    temporary = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+def key_of(path: Path) -> bytes:
+    """The sealing key kept in the file at `path` (any bytes, at least 16: `head -c 32 /dev/urandom`).
+
+    Raises:
+        BackupError: If it cannot be read or is too short to be a secret.
+    """
     try:
-        with temporary.open("w+b") as file:
-            with log.environment.read() as txn:  # one snapshot: the position reported is the one copied
-                reader = log.reader(txn)
-                head, last = reader.head(), reader.last_recorded_at()
-                file.write(MAGIC)
-                header_at = file.tell()
-                file.write(b" " * 512 + b"\n")  # the header line, filled in once the size is known
-                start = file.tell()
-                file.flush()
-                env.copyfd(file.fileno(), compact=True, txn=txn)
-            file.seek(0, os.SEEK_END)
-            size = file.tell() - start
-            digest = _digest(file, start, size)
-            info = {"head": head, "recordedAt": isoformat(last) if last else None, "bytes": size, "writer": writer}
-            line = json.dumps(info).encode()
-            if len(line) > 512:
-                raise BackupError("the backup header is too long")
-            file.seek(header_at)
-            file.write(line.ljust(512) + b"\n")
-            file.seek(0, os.SEEK_END)
-            file.write(b"END %016x %s\n" % (size, digest.encode()))
+        with Path(path).open("rb") as file:
+            secret = file.read(MAX_KEY_BYTES + 1)  # /dev/zero is no key either
+    except OSError as error:
+        raise BackupError(f"cannot read the key file {path}: {error.strerror}") from None
+    if len(secret) > MAX_KEY_BYTES:
+        raise BackupError(f"the key file {path} holds over {MAX_KEY_BYTES:,} bytes; a key is a short secret")
+    if len(secret.strip()) < MIN_KEY_BYTES:
+        raise BackupError(f"the key file {path} holds {len(secret.strip())} bytes; a key is at least {MIN_KEY_BYTES} "
+                          "(make one with: head -c 32 /dev/urandom > KEYFILE)")
+    return hashlib.blake2b(secret, digest_size=32, person=b"chronograph-key").digest()
+
+
+def fingerprint(key: bytes) -> str:
+    """What a backup's header says about its key: enough to tell keys apart, nothing of the key."""
+    return hashlib.blake2b(key, digest_size=8, person=b"chronograph-kid").hexdigest()
+
+
+def write_backup(log: LmdbLog, output: Path, *, writer: str = "chronograph", overwrite: bool = False,
+                 key: bytes | None = None, flag: str = "--force") -> BackupInfo:
+    """Seal a consistent copy of `log`'s store into `output`, written whole or not at all
+    through the guarded writer (never into a store, through a link, or over a file unless
+    `overwrite`); sealed with `key` when given.
+
+    Raises:
+        WriteRefused: If `output` may not be written (the message names `flag`).
+    """
+    env = log.environment.env
+    with guarded_file(output, overwrite=overwrite, flag=flag, mode=0o600) as file:
+        with log.environment.read() as txn:  # one snapshot: the position reported is the one copied
+            reader = log.reader(txn)
+            head, last = reader.head(), reader.last_recorded_at()
+            file.write(MAGIC)
+            header_at = file.tell()
+            file.write(b" " * HEADER_BYTES + b"\n")  # the header line, filled in once the size is known
+            start = file.tell()
             file.flush()
-            os.fsync(file.fileno())
-        temporary.replace(output)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+            env.copyfd(file.fileno(), compact=True, txn=txn)
+        file.seek(0, os.SEEK_END)
+        size = file.tell() - start
+        info: BackupInfo = {"head": head, "recordedAt": isoformat(last) if last else None, "bytes": size,
+                            "writer": writer}
+        if key is not None:
+            info |= {"seal": KEYED, "key": fingerprint(key)}
+        line = json.dumps(info).encode()
+        if len(line) > HEADER_BYTES:
+            raise BackupError("the backup header is too long")
+        file.seek(header_at)
+        file.write(line.ljust(HEADER_BYTES) + b"\n")
+        file.flush()
+        seal = _seal(file, start, size, key)
+        file.seek(0, os.SEEK_END)
+        file.write(b"END %016x %s\n" % (size, seal.encode()))
     return info
 
 
-def _digest(file: BinaryIO, start: int, size: int) -> str:
-    hasher = hashlib.blake2b(digest_size=32)
-    file.seek(start)
-    remaining = size
+def _seal(file: BinaryIO, start: int, size: int, key: bytes | None) -> str:
+    """Unkeyed: BLAKE2b-256 of the data. Keyed: keyed BLAKE2b-256 of the file up to the seal."""
+    hasher = hashlib.blake2b(digest_size=32) if key is None else hashlib.blake2b(digest_size=32, key=key)
+    first = start if key is None else 0
+    file.seek(first)
+    remaining = start + size - first
     while remaining:
         chunk = file.read(min(CHUNK, remaining))
         if not chunk:
@@ -92,11 +128,14 @@ def _digest(file: BinaryIO, start: int, size: int) -> str:
     return hasher.hexdigest()
 
 
-def read_backup(path: Path) -> tuple[BackupInfo, int]:
-    """The header of the backup at `path` and where its data starts, after checking it whole.
+def read_backup(path: Path, key: bytes | None = None) -> tuple[BackupInfo, int]:
+    """The header of the backup at `path` and where its data starts, after checking it whole,
+    against `key` when given (a keyed seal is then required).
 
     Raises:
-        BackupError: If it is not a backup, is cut short, or its data does not match its seal.
+        BackupError: If it is not a backup, is cut short, its data does not match its seal, it
+            is sealed with a key that was not given (or another one), or a key was given and
+            it has no keyed seal.
     """
     try:
         file = Path(path).open("rb")
@@ -106,72 +145,35 @@ def read_backup(path: Path) -> tuple[BackupInfo, int]:
         if file.read(len(MAGIC)) != MAGIC:
             raise BackupError(f"{path} is not a Chronograph backup")
         try:
-            info = json.loads(file.readline(600))
+            info = json.loads(file.readline(HEADER_BYTES + 88))
         except ValueError:
             raise BackupError(f"{path}: its header is damaged") from None
         start = file.tell()
         total = os.fstat(file.fileno()).st_size
         size = info.get("bytes") if isinstance(info, dict) else None
-        if not isinstance(size, int) or total != start + size + TRAILER_BYTES:
+        if not isinstance(size, int) or size < 0 or total != start + size + TRAILER_BYTES:
             raise BackupError(f"{path} is cut short or padded ({total:,} bytes; its header says "
-                              f"{start + (size or 0) + TRAILER_BYTES:,}): it cannot be restored")
+                              f"{start + (size if isinstance(size, int) else 0) + TRAILER_BYTES:,}): it cannot be "
+                              "restored")
+        _check_key(path, info, key)
         file.seek(start + size)
         sealed = TRAILER.fullmatch(file.read(TRAILER_BYTES))
         if sealed is None or int(sealed.group(1), 16) != size:
             raise BackupError(f"{path}: its seal is missing or damaged")
-        if _digest(file, start, size) != sealed.group(2).decode():
-            raise BackupError(f"{path}: its data does not match its seal (damaged in storage or transit)")
+        if not hmac.compare_digest(_seal(file, start, size, key), sealed.group(2).decode()):
+            what = "was altered or damaged (it does not match its keyed seal)" if key else \
+                "does not match its seal (damaged in storage or transit)"
+            raise BackupError(f"{path}: its data {what}")
     return info, start
 
 
-def restore_backup(path: Path, store: Path, *, replace: bool = False) -> BackupInfo:
-    """Restore the backup at `path` as the store at `store` and check every event's checksum.
-
-    Raises:
-        BackupError: A damaged backup, or a `store` that holds anything (unless `replace`,
-            which keeps the old one beside it as `<store>.replaced-<n>`); nothing was written.
-        StoreCorruptError: If the restored log fails its checksums (it is removed again).
-    """
-    info, start = read_backup(path)
-    store = Path(store)
-    occupied = store.exists() and (not store.is_dir() or any(store.iterdir()))
-    if occupied and not replace:
-        raise BackupError(f"{store} is not empty; restore into a new folder, or pass --replace to keep the "
-                          "current store beside it and restore in its place")
-    store.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{store.name}.restoring-", dir=store.parent))
-    try:
-        with Path(path).open("rb") as source, (staging / DATA_FILE).open("wb") as target:
-            source.seek(start)
-            remaining = info["bytes"]
-            while remaining:
-                chunk = source.read(min(CHUNK, remaining))
-                target.write(chunk)
-                remaining -= len(chunk)
-            target.flush()
-            os.fsync(target.fileno())
-        with LmdbLog(staging, create=False) as restored:
-            with restored.read() as reader:
-                damaged = next(iter(reader.verify()), None)
-                head = reader.head()
-            if damaged is not None or head != info["head"]:
-                raise StoreCorruptError(f"the restored log fails its checks (position {damaged}, head {head} of "
-                                        f"{info['head']})")
-        if occupied:
-            aside = _free_name(store)
-            store.rename(aside)
-            info["replaced"] = str(aside)
-        elif store.exists():
-            store.rmdir()
-        staging.rename(store)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return info
-
-
-def _free_name(store: Path) -> Path:
-    n = 1
-    while (candidate := store.with_name(f"{store.name}.replaced-{n}")).exists():
-        n += 1
-    return candidate
+def _check_key(path: Path, info: BackupInfo, key: bytes | None) -> None:
+    keyed = info.get("seal") == KEYED
+    if keyed and key is None:
+        raise BackupError(f"{path} is sealed with a key (fingerprint {info.get('key')}); pass --key-file with it")
+    if not keyed and key is not None:
+        raise BackupError(f"{path} has no keyed seal, so it cannot be told apart from a forgery; restore it without "
+                          "--key-file only if you trust where it came from")
+    if keyed and key is not None and info.get("key") != fingerprint(key):
+        raise BackupError(f"{path} is sealed with another key (fingerprint {info.get('key')}, yours "
+                          f"{fingerprint(key)})")

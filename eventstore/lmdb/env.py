@@ -19,6 +19,8 @@ from typing import TypedDict, TypeVar
 
 import lmdb
 from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreCorruptError, StoreOpenError
+from chronograph.eventstore.files import DATA_FILE, store_of
+from chronograph.eventstore.lmdb.holders import hold, release
 from chronograph.eventstore.lmdb.scrub import Pass, scrub_pass
 from chronograph.eventstore.log import Scrubbed
 
@@ -29,7 +31,6 @@ T = TypeVar("T")
 DEFAULT_MAP_SIZE = 64 << 20
 """Initial map size; the map doubles whenever it fills."""
 MAX_DATABASES = 64
-DATA_FILE = "data.mdb"
 _FAILING_DISK = ("Input/output error", "No space left", "Disk quota exceeded")
 """What LMDB says when a commit cannot reach the disk (it reports some as plain errors)."""
 
@@ -43,6 +44,11 @@ class EnvOptions(TypedDict, total=False):
     readonly: bool
     create: bool
 
+
+_DAMAGE = (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.PanicError, lmdb.BadValsizeError, lmdb.BadTxnError,
+           lmdb.IncompatibleError, lmdb.BadDbiError, lmdb.InvalidError)
+"""LMDB's errors for a file whose pages do not hold what they should (a page of the wrong
+kind, a database's flags changed, a transaction left unusable by one of those)."""
 
 class LmdbEnv:
     """An LMDB environment at `path` (a directory), opened for this process.
@@ -78,25 +84,34 @@ class LmdbEnv:
         """Reads the log's erasure count in a transaction (set by the log kept here)."""
         self._erasures_seen: int | None = None
         self.closed = False
+        self._held = hold(self.path)  # before LMDB opens it: a restore in progress is waited for
         try:
             self.env = self._open(map_size, create=self.fresh)
         except (lmdb.InvalidError, lmdb.CorruptedError, lmdb.VersionMismatchError) as error:
+            release(self._held)
             raise StoreCorruptError(f"{self.path} is not a readable LMDB store: {error}") from None
         except lmdb.Error as error:
+            release(self._held)
             raise StoreOpenError(f"cannot open the store at {self.path}: {error}") from None
+        except BaseException:
+            release(self._held)
+            raise
         try:
             self.stale_readers_cleared = self.env.reader_check()
             """Reader slots of dead processes that opening this environment released."""
         except BaseException:
-            self.env.close()
+            self.close()
             raise
 
     # --- lifecycle ------------------------------------------------------------------------
 
     def close(self) -> None:
         """Close the environment; it cannot be used afterwards."""
+        if self.closed:
+            return
         self.closed = True
         self.env.close()
+        release(self._held)
 
     def _open(self, map_size: int, *, create: bool) -> lmdb.Environment:
         return lmdb.open(str(self.path), map_size=map_size, max_dbs=MAX_DATABASES, max_readers=256,
@@ -133,6 +148,9 @@ class LmdbEnv:
             return False
         if not create:
             raise StoreOpenError(f"there is no store at {self.path}")
+        outer = store_of(self.path.parent)
+        if outer is not None:
+            raise StoreOpenError(f"{self.path} lies inside the store at {outer}; a store goes in a folder of its own")
         if self.path.exists() and any(self.path.iterdir()):
             raise StoreOpenError(
                 f"{self.path} is not empty and holds no Chronograph store; "
@@ -174,8 +192,12 @@ class LmdbEnv:
 
         Raises:
             lmdb.NotFoundError: If the database does not exist and may not be created.
+            StoreCorruptError: If the file is damaged where the database's root is kept.
         """
-        return self.env.open_db(name.encode(), dupsort=dupsort, create=create and not self.readonly)
+        try:
+            return self.env.open_db(name.encode(), dupsort=dupsort, create=create and not self.readonly)
+        except _DAMAGE as error:
+            raise self.damaged(error) from None
 
     def database_names(self) -> list[str]:
         """The names of every named database in the environment."""
@@ -210,6 +232,12 @@ class LmdbEnv:
                     f"the disk holding {self.path} is full; nothing was written. "
                     "Free some space and retry"
                 ) from None
+            except _DAMAGE as error:
+                txn.abort()
+                raise self.damaged(error) from None
+            except StoreCorruptError as error:
+                txn.abort()
+                raise self.located(error) from None
             except lmdb.Error as error:
                 txn.abort()
                 if any(sign in str(error) for sign in _FAILING_DISK):
@@ -246,8 +274,24 @@ class LmdbEnv:
             txn = self.env.begin()
         try:
             yield txn
+        except _DAMAGE as error:
+            raise self.damaged(error) from None
+        except StoreCorruptError as error:
+            raise self.located(error) from None
         finally:
             txn.abort()
+
+    def located(self, error: StoreCorruptError) -> StoreCorruptError:
+        """`error`, naming this store if it does not yet."""
+        return error if str(self.path) in str(error) else StoreCorruptError(f"the store at {self.path}: {error}")
+
+    def damaged(self, error: lmdb.Error) -> StoreCorruptError:
+        """What LMDB's own signs of a damaged file mean, and what to do."""
+        return StoreCorruptError(
+            f"the store's file at {self.path} is damaged (LMDB: {error}); `chronograph replay --verify --store "
+            f"{self.path}` tells whether its log is whole (then `chronograph replay --rebuild` rebuilds the views); "
+            "if it is not, restore from a backup"
+        )
 
     def scrub(self, marker: bytes, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
         """Zero every byte of the data file that no snapshot can read (see `lmdbscrub`): free

@@ -86,51 +86,78 @@ class LmdbReader:
     def stream(
         self, stream: str, from_version: int = 1, to_version: int | None = None
     ) -> Iterator[Envelope]:
-        """The events of `stream` from `from_version` to `to_version` (inclusive), in order."""
+        """The events of `stream` from `from_version` to `to_version` (inclusive), in order.
+
+        Raises:
+            StoreCorruptError: If the stream index misses a version, or points at another event.
+        """
         prefix = text_key(stream)
         width = len(prefix)
         last = to_version if to_version is not None else 2**64 - 1
+        expected = max(from_version, 1)
         log, get = self.dbs.log, self.txn.get
         with self.txn.cursor(self.dbs.streams) as cursor:
-            if not cursor.set_range(prefix + pack_u64(max(from_version, 1))):
-                return
-            for key, value in cursor:
+            found = cursor.set_range(prefix + pack_u64(expected))
+            for key, value in cursor if found else ():
                 if len(key) != width + 8 or key[:width] != prefix:
-                    return
-                if unpack_u64(key[width:]) > last:
-                    return
-                position = unpack_u64(value)
-                yield self._decode(get(value, db=log), position)
+                    break
+                version = unpack_u64(key[width:])
+                if version > last:
+                    break
+                if version != expected:
+                    raise self._missing(stream, expected)
+                yield self._indexed(stream, version, self._decode(get(value, db=log), unpack_u64(value)))
+                expected += 1
+        if expected <= last and expected <= self.stream_version(stream):  # it ended short of its head
+            raise self._missing(stream, expected)
 
     def positions(self, stream: str) -> list[int]:
-        """The log position of each version of `stream`, version 1 first (nothing is decoded)."""
+        """The log position of each version of `stream`, version 1 first (nothing is decoded).
+
+        Raises:
+            StoreCorruptError: If the stream index misses a version.
+        """
         prefix = text_key(stream)
         width = len(prefix)
         found: list[int] = []
         with self.txn.cursor(self.dbs.streams) as cursor:
-            if not cursor.set_range(prefix + pack_u64(1)):
-                return found
-            for key, value in cursor:
-                if len(key) != width + 8 or key[:width] != prefix:
-                    break
-                found.append(unpack_u64(value))
+            if cursor.set_range(prefix + pack_u64(1)):
+                for key, value in cursor:
+                    if len(key) != width + 8 or key[:width] != prefix:
+                        break
+                    if unpack_u64(key[width:]) != len(found) + 1:
+                        raise self._missing(stream, len(found) + 1)
+                    found.append(unpack_u64(value))
+        if len(found) != self.stream_version(stream):
+            raise self._missing(stream, len(found) + 1)
         return found
 
     def stream_backward(self, stream: str, from_version: int | None = None) -> Iterator[Envelope]:
-        """The events of `stream` from `from_version` (default: its newest) down to version 1."""
+        """The events of `stream` from `from_version` (default: its newest) down to version 1.
+
+        Raises:
+            StoreCorruptError: If the stream index misses a version, or points at another event.
+        """
         prefix = text_key(stream)
         width = len(prefix)
         top = self.stream_version(stream) if from_version is None else min(from_version, self.stream_version(stream))
         if top < 1:
             return
         log, get = self.dbs.log, self.txn.get
+        expected = top
         with self.txn.cursor(self.dbs.streams) as cursor:
             if not cursor.set_key(prefix + pack_u64(top)):
-                raise StoreCorruptError(f"stream {stream!r} has no version {top} in the stream index")
+                raise self._missing(stream, top)
             for key, value in cursor.iterprev():
                 if len(key) != width + 8 or key[:width] != prefix:
-                    return
-                yield self._decode(get(value, db=log), unpack_u64(value))
+                    break
+                version = unpack_u64(key[width:])
+                if version != expected:
+                    raise self._missing(stream, expected)
+                yield self._indexed(stream, version, self._decode(get(value, db=log), unpack_u64(value)))
+                expected -= 1
+        if expected:
+            raise self._missing(stream, expected)
 
     def batches(
         self,
@@ -259,6 +286,24 @@ class LmdbReader:
         """The timestamp of the newest event (0 when the log is empty)."""
         with self.txn.cursor(self.dbs.log) as cursor:
             return self.codec.recorded_at(cursor.value()) if cursor.last() else 0
+
+    @staticmethod
+    def _missing(stream: str, version: int) -> StoreCorruptError:
+        return StoreCorruptError(
+            f"the stream index is damaged: it has no version {version} of {stream!r}; restore from a backup, or "
+            "copy the log into a new store (`chronograph copy`) to rebuild its indexes"
+        )
+
+    @staticmethod
+    def _indexed(stream: str, version: int, envelope: Envelope) -> Envelope:
+        """`envelope`, found through the stream index as `version` of `stream`: it must be that."""
+        if envelope.stream != stream or envelope.version != version:
+            raise StoreCorruptError(
+                f"the stream index is damaged: version {version} of {stream!r} points at position "
+                f"{envelope.position}, which holds version {envelope.version} of {envelope.stream!r}; restore "
+                "from a backup, or copy the log into a new store (`chronograph copy`) to rebuild its indexes"
+            )
+        return envelope
 
     def _stored(self, value: Stored | None, position: int) -> Stored:
         if value is None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from chronograph.eventstore import checksums
 from chronograph.eventstore.codec import Codec, Envelope
+from chronograph.eventstore.errors import StoreCorruptError
 from chronograph.eventstore.events import Event
 from chronograph.eventstore.keys import pack_u64, text_key
 from chronograph.eventstore.lmdb import erase as lmdberase
@@ -52,8 +53,13 @@ class LmdbTransaction(LmdbReader, Appender):
                 raise AssertionError(f"log positions after {rows[0][0] - 1} were already taken")
         if dbs.sums is not None:
             checksums.record(txn, dbs.sums, rows[0][0], [row[4] for row in rows])
-        with txn.cursor(dbs.streams) as cursor:
-            cursor.putmulti([(text_key(row[1]) + pack_u64(row[2]), pack_u64(row[0])) for row in rows])
+        with txn.cursor(dbs.streams) as cursor:  # a version already indexed: the heads said less than the truth
+            if cursor.putmulti([(text_key(row[1]) + pack_u64(row[2]), pack_u64(row[0])) for row in rows],
+                               overwrite=False)[1] != len(rows):
+                raise StoreCorruptError(
+                    "the stream heads are damaged (a stream's head is below a version it already has); nothing "
+                    "was written; restore from a backup, or copy the log into a new store (`chronograph copy`)"
+                )
         with txn.cursor(dbs.heads) as cursor:
             cursor.putmulti([(text_key(stream), pack_u64(v)) for stream, v in versions.items()])
 

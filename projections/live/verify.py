@@ -9,6 +9,7 @@ from __future__ import annotations
 import msgspec
 from chronograph.projections.live.catchup import Progress
 from chronograph.projections.live.views import Views
+from chronograph.projections.sealed import sound
 from chronograph.projections.states.dictstate import DictState, paused_gc
 from chronograph.projections.states.lmdbstate import rows
 
@@ -62,6 +63,8 @@ def _show(data: bytes | None) -> str:
     if data is None:
         return "nothing"
     try:
-        return msgspec.json.encode(msgspec.msgpack.decode(data)).decode()[:200]
-    except (msgspec.DecodeError, TypeError, UnicodeDecodeError):
+        if not sound(data):
+            raise ValueError("it fails its checksum")
+        return msgspec.json.encode(msgspec.msgpack.decode(data)[:-1]).decode()[:200]  # the CRC left out
+    except (msgspec.DecodeError, TypeError, ValueError):  # damaged, or a stream key
         return data[:64].hex() + ("..." if len(data) > 64 else "")

@@ -15,7 +15,7 @@ from typing import NamedTuple, TypeVar
 
 import lmdb
 from chronograph.eventstore import Envelope, EventLog, LmdbEnv, LogReader, LogTransaction
-from chronograph.projections.errors import ViewsUnavailableError
+from chronograph.projections.errors import ViewsDamagedError, ViewsUnavailableError
 from chronograph.projections.fold import apply_all
 from chronograph.projections.keys import VECTORS
 from chronograph.projections.live.binding import Colocated, bind
@@ -162,7 +162,10 @@ class Views:
             with self.binding.read() as (log, txn):
                 generation = self.pointer.generation(txn)
                 if generation == self.tables.generation:
-                    yield Snapshot(LmdbGraph(txn, self.tables), log)
+                    try:
+                        yield Snapshot(LmdbGraph(txn, self.tables), log)
+                    except ViewsDamagedError as damage:
+                        raise damage.at(self.log.location) from None
                     return
             self.adopt(generation)
 
@@ -254,6 +257,8 @@ class Views:
                 return self.binding.write(both)
             except GenerationMoved as moved:
                 self.adopt(moved.generation)
+            except ViewsDamagedError as damage:
+                raise damage.at(self.log.location) from None
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Fold the events the views have not seen, in chunks; return the new checkpoint."""
@@ -270,6 +275,8 @@ class Views:
             except GenerationMoved as moved:
                 self.adopt(moved.generation)
                 continue
+            except ViewsDamagedError as damage:
+                raise damage.at(self.log.location) from None
             if progress is not None:
                 progress("catch-up", checkpoint, head)
             if checkpoint >= head:

@@ -15,13 +15,15 @@ from collections.abc import Callable
 import lmdb
 import msgspec
 from chronograph.eventstore import EventLog, LmdbEnv
-from chronograph.eventstore.keys import pack_u64, unpack_u64
+from chronograph.eventstore.keys import Stored, pack_u64, unpack_u64
 from chronograph.projections.records import ContextRecord, EntityRecord, RelationRecord
+from chronograph.projections.sealed import seal_array, sound
 from chronograph.projections.states.dictstate import DictState, paused_gc
 
 __all__ = ["KEEP", "SPACING", "Snapshots", "encode", "fold_to"]
 
-SNAPSHOT_FORMAT = 2
+SNAPSHOT_FORMAT = 3
+"""3: sealed with a checksum (see `projections.sealed`); a damaged snapshot is passed over."""
 SPACING = 100_000
 """Events between snapshot positions."""
 KEEP = 8
@@ -76,10 +78,12 @@ class Snapshots:
             with self.env.read() as txn, txn.cursor(self.db) as cursor:
                 found = cursor.set_range(pack_u64(position + 1))
                 found = cursor.prev() if found else cursor.last()
-                if found:
-                    snapshot = _decoder.decode(cursor.value())
-                    if snapshot.format == SNAPSHOT_FORMAT:
+                while found:  # the latest one that is whole (a damaged one is as if never taken)
+                    value = cursor.value()
+                    snapshot = _decoded(value) if sound(value) else None
+                    if snapshot is not None and snapshot.format == SNAPSHOT_FORMAT:
                         return _restore(snapshot)
+                    found = cursor.prev()
         return DictState()
 
     @property
@@ -157,10 +161,17 @@ def _stops(after: int, last: int, spacing: int) -> list[int]:
 def encode(state: DictState) -> bytes:
     """The snapshot bytes of `state` as it is now."""
     names = [(ws, name, known) for (ws, name), known in state._names.items()]  # noqa: SLF001
-    return _encoder.encode(_Snapshot(
+    return seal_array(_encoder.encode(_Snapshot(
         SNAPSHOT_FORMAT, state.position, list(state.entities.values()), list(state.relations.values()),
         list(state.contexts.values()), names, list(state._seen),  # noqa: SLF001
-    ))
+    )))
+
+
+def _decoded(body: Stored) -> _Snapshot | None:
+    try:
+        return _decoder.decode(body)
+    except msgspec.DecodeError:  # passed its checksum, yet unreadable: another shape
+        return None
 
 
 def _restore(snapshot: _Snapshot) -> DictState:

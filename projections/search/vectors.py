@@ -33,7 +33,7 @@ from chronograph.eventstore import (
     ObservationsAdded,
     ObservationsDeleted,
 )
-from chronograph.eventstore.keys import pack_u64, unpack_u64
+from chronograph.eventstore.keys import Stored, pack_u64, unpack_u64
 from chronograph.projections.keys import VECTORS, vector_prefix
 
 __all__ = ["ENTITY_EVENTS", "Match", "Vectors", "touched_entities"]
@@ -55,6 +55,15 @@ class _Vector(msgspec.Struct, array_like=True, gc=False):
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(_Vector)
+
+
+def _read(value: Stored) -> _Vector | None:
+    """A stored vector, or None if its bytes cannot be read (damaged: as if never embedded,
+    so that it is embedded again; a flipped byte inside the numbers is not noticed)."""
+    try:
+        return _decoder.decode(value)
+    except msgspec.DecodeError:
+        return None
 
 
 def touched_entities(log: LogReader, start: int, stop: int, limit: int | None = None) -> tuple[list[str], int]:
@@ -150,8 +159,9 @@ class Vectors:
         if self.db is not None:
             for stream in streams:
                 value = txn.get(self._prefix + stream.encode(), db=self.db)
-                if value is not None:
-                    found[stream] = _decoder.decode(value).version
+                vector = None if value is None else _read(value)
+                if vector is not None:
+                    found[stream] = vector.version
         return found
 
     def store(
@@ -159,16 +169,18 @@ class Vectors:
         txn: lmdb.Transaction,
         put: Iterable[tuple[str, str, int, Any]],
         drop: Iterable[str],
-        checkpoint: int,
+        checkpoint: int | None,
     ) -> None:
-        """Keep (stream, workspace, version, vector) for each of `put`, forget `drop`, move the checkpoint."""
+        """Keep (stream, workspace, version, vector) for each of `put`, forget `drop`, move the
+        checkpoint (None: leave it, for vectors made ahead of it)."""
         assert self.db is not None
         for stream, workspace, version, vector in put:
             data = np.asarray(vector, dtype="<f2").tobytes()
             txn.put(self._prefix + stream.encode(), _encoder.encode(_Vector(workspace, version, data)), db=self.db)
         for stream in drop:
             txn.delete(self._prefix + stream.encode(), db=self.db)
-        txn.put(self._prefix, pack_u64(checkpoint), db=self.db)
+        if checkpoint is not None:
+            txn.put(self._prefix, pack_u64(checkpoint), db=self.db)
 
     def forget(self, txn: lmdb.Transaction) -> None:
         """Drop every stored vector of every model (a rebuild re-embeds) and the matrices."""
@@ -193,10 +205,11 @@ class Vectors:
             streams, _ = touched_entities(log, self.position + 1, checkpoint)
             for stream in streams:
                 value = txn.get(self._prefix + stream.encode(), db=self.db)
-                if value is None:
+                vector = None if value is None else _read(value)
+                if vector is None:
                     self._remove(stream)
                 else:
-                    self._set(stream, _decoder.decode(value))
+                    self._set(stream, vector)
         self.position = checkpoint
         return checkpoint
 
@@ -211,7 +224,9 @@ class Vectors:
             for key, value in cursor:
                 if not bytes(key).startswith(prefix):
                     break
-                self._set(bytes(key[len(prefix):]).decode(), _decoder.decode(value), capacity)
+                vector = _read(value)
+                if vector is not None:
+                    self._set(bytes(key[len(prefix):]).decode(), vector, capacity)
 
     def _set(self, stream: str, vector: _Vector, capacity: int = 256) -> None:
         values = np.frombuffer(vector.data, dtype="<f2")

@@ -36,10 +36,12 @@ from collections.abc import Iterable, Iterator
 
 import msgspec
 from chronograph.projections.records import EntityRecord
+from chronograph.projections.sealed import seal_array, sound
 
 __all__ = ["IMAGE_FORMAT", "STOPWORDS", "WorkspaceIndex", "folded", "matches", "query_terms", "terms"]
 
-IMAGE_FORMAT = 1
+IMAGE_FORMAT = 2
+"""2: sealed with a checksum (see `projections.sealed`); a damaged image is rebuilt."""
 TERM = re.compile(r"\w+")
 K1, B = 1.2, 0.75
 """BM25's term-frequency saturation and length normalisation."""
@@ -339,15 +341,17 @@ class WorkspaceIndex:
         """The index as bytes, to keep in the store."""
         if len(self._streams) > 2 * len(self._docs):
             self._compact()
-        return _encoder.encode(_Image(
+        return seal_array(_encoder.encode(_Image(
             IMAGE_FORMAT, self.workspace, self.position, self._streams, bytes(self._alive),
             self._versions.tobytes(), self._seqs.tobytes(), self._lengths.tobytes(),
             self._total_length, SEP.join(self._vocabulary), [posting.tobytes() for posting in self._postings],
-        ))
+        )))
 
     @classmethod
     def from_image(cls, data: bytes) -> WorkspaceIndex | None:
         """The index an `image` holds (None if it is of another format or damaged)."""
+        if not sound(data):
+            return None
         try:
             image = _decoder.decode(data)
         except msgspec.DecodeError:

@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from functools import cached_property
-from itertools import islice
 
 from chronograph.eventstore.keys import digest
 from chronograph.projections.records import ContextRecord, EntityRecord, RelationRecord, WorkspaceRecord
 from chronograph.projections.states.dictstate import DictState
-from chronograph.projections.states.graph import Direction
+from chronograph.projections.states.graph import Direction, page
 from chronograph.projections.streams import relation_stream
 
 __all__ = ["DictGraph"]
@@ -68,14 +67,14 @@ class DictGraph:
     ) -> Iterator[EntityRecord]:
         """The workspace's entities live then, oldest first."""
         records = self._entities_by_workspace.get(workspace, [])
-        return islice(iter(records), offset, None if limit is None else offset + limit)
+        return page(records, offset, limit)
 
     def relations(
         self, workspace: str, offset: int = 0, limit: int | None = None
     ) -> Iterator[RelationRecord]:
         """The workspace's relations live then, oldest first."""
         records = self._relations_by_workspace.get(workspace, [])
-        return islice(iter(records), offset, None if limit is None else offset + limit)
+        return page(records, offset, limit)
 
     def relation(
         self, workspace: str, source: str, relation_type: str, target: str

@@ -6,10 +6,12 @@ answers "now" and "as of then" with the same code.
 
 from __future__ import annotations
 
+import sys
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeVar
 
 import lmdb
 from chronograph.eventstore.keys import Stored
@@ -34,16 +36,33 @@ from chronograph.projections.records import (
     RelationRecord,
     WorkspaceRecord,
     decode_context,
-    decode_entity,
     decode_name,
-    decode_relation,
     decode_type_count,
     decode_workspace,
+    entity_decoder,
+    relation_decoder,
 )
+from chronograph.projections.sealed import RESIDUE
 from chronograph.projections.streams import relation_stream
 from chronograph.projections.tables import Tables
 
-__all__ = ["Direction", "Graph", "LmdbGraph"]
+__all__ = ["Direction", "Graph", "LmdbGraph", "page"]
+
+
+T = TypeVar("T")
+_entity, _relation = entity_decoder.decode, relation_decoder.decode
+"""The hot loops check the checksum themselves (one frame fewer per record)."""
+_crc = zlib.crc32
+
+
+def page(items: Iterable[T], offset: int, limit: int | None) -> Iterator[T]:
+    """`limit` items of `items` after the first `offset` (all the rest when `limit` is None),
+    whatever the size of the numbers: a page past the end is empty, never an error."""
+    if offset >= sys.maxsize:  # islice's bounds stop there; nothing is that long
+        return iter(())
+    stop = None if limit is None or offset + limit >= sys.maxsize else offset + limit
+    return islice(items, offset, stop)
+
 
 Direction = Literal["out", "in", "both"]
 
@@ -115,12 +134,20 @@ class LmdbGraph:
     def entity_by_stream(self, stream: str) -> EntityRecord | None:
         """The live entity whose stream is `stream`, or None."""
         value = self.txn.get(record_key(stream), db=self.tables.entities)
-        return None if value is None else decode_entity(value)
+        if value is None:
+            return None
+        if _crc(value) != RESIDUE:
+            raise ViewsDamagedError("a record fails its checksum")
+        return _entity(value)
 
     def relation_by_stream(self, stream: str) -> RelationRecord | None:
         """The live relation whose stream is `stream`, or None."""
         value = self.txn.get(record_key(stream), db=self.tables.relations)
-        return None if value is None else decode_relation(value)
+        if value is None:
+            return None
+        if _crc(value) != RESIDUE:
+            raise ViewsDamagedError("a record fails its checksum")
+        return _relation(value)
 
     def entities(
         self, workspace: str, offset: int = 0, limit: int | None = None
@@ -128,7 +155,7 @@ class LmdbGraph:
         """The workspace's live entities, oldest first."""
         db = self.tables.entities
         for stream_key in self._ordered(workspace, ENTITY, offset, limit):
-            yield decode_entity(self._indexed(stream_key, db))
+            yield _entity(self._indexed(stream_key, db))
 
     def relations(
         self, workspace: str, offset: int = 0, limit: int | None = None
@@ -136,7 +163,7 @@ class LmdbGraph:
         """The workspace's live relations, oldest first."""
         db = self.tables.relations
         for stream_key in self._ordered(workspace, RELATION, offset, limit):
-            yield decode_relation(self._indexed(stream_key, db))
+            yield _relation(self._indexed(stream_key, db))
 
     def relation(
         self, workspace: str, source: str, relation_type: str, target: str
@@ -154,7 +181,7 @@ class LmdbGraph:
         for way in directions[direction]:
             prefix = adjacency_prefix(self._ws(workspace), name, way)
             for stream_key in self._scan_values(prefix, self.tables.adjacency):
-                record = decode_relation(self._indexed(stream_key, db))
+                record = _relation(self._indexed(stream_key, db))
                 if record.workspace == workspace and (
                     record.source == name if way == OUTGOING else record.target == name
                 ):
@@ -183,7 +210,7 @@ class LmdbGraph:
             stream_key = next(iter(self._scan_values(prefix + name_digest, self.tables.adjacency)), None)
             if stream_key is None:
                 continue
-            record = decode_relation(self._indexed(stream_key, self.tables.relations))
+            record = _relation(self._indexed(stream_key, self.tables.relations))
             ends = [n for n in (record.source, record.target)
                     if adjacency_prefix(prefix, n, OUTGOING)[: width + 16] == prefix + name_digest]
             if ends:
@@ -225,18 +252,18 @@ class LmdbGraph:
     # --- scanning ---------------------------------------------------------------------------
 
     def _indexed(self, key: Stored, db: lmdb._Database) -> Stored:
+        """The record an index entry (a stream key) points at, its checksum checked (a damaged
+        entry points at none)."""
         value = self.txn.get(key, db=db)
         if value is None:
-            raise ViewsDamagedError(
-                "the views are damaged (an index points at a record that is not there); "
-                "run `chronograph replay --rebuild` to rebuild them from the log"
-            )
+            raise ViewsDamagedError("an index points at a record that is not there")
+        if _crc(value) != RESIDUE:
+            raise ViewsDamagedError("a record fails its checksum")
         return value
 
+
     def _ordered(self, workspace: str, kind: bytes, offset: int, limit: int | None) -> Iterator[Stored]:
-        streams = self._scan_values(order_prefix(self._ws(workspace), kind), self.tables.order)
-        stop = None if limit is None else offset + limit
-        return islice(streams, offset, stop)
+        return page(self._scan_values(order_prefix(self._ws(workspace), kind), self.tables.order), offset, limit)
 
     def _scan_values(self, prefix: bytes, db: lmdb._Database) -> Iterator[Stored]:
         with self.txn.cursor(db) as cursor:

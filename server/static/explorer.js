@@ -60,17 +60,28 @@ async function get(path, params = {}) {
   return body;
 }
 
-// --- colours: one per type, dark enough for white text on it and to stand out on white ---------
+// --- colours: one per type, the same in every view of a session, distinct for the first twelve ----
 
+// Tableau's ten, told apart by most eyes, and two more; past them, hues a golden angle apart.
+const PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f",
+                 "#ff9da7", "#6b6ecf", "#bab0ac", "#2f4b7c"];
 const colours = new Map();
 function colour(type) {
   if (!colours.has(type)) {
-    let hash = 0;
-    for (const char of type) hash = (hash * 31 + char.codePointAt(0)) >>> 0;
-    colours.set(type, `hsl(${hash % 360}, 62%, 38%)`);
+    const n = colours.size;
+    colours.set(type, n < PALETTE.length ? PALETTE[n]
+      : `hsl(${Math.round(n * 137.508) % 360}, ${n % 2 ? 55 : 70}%, ${n % 3 ? 40 : 55}%)`);
   }
   return colours.get(type);
 }
+
+function learnTypes(counts) {
+  // The workspace's types, most common first, take the palette in that order when the page
+  // opens; a type met later (in the past, or written since) takes the next colour.
+  Object.entries(counts).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).forEach(([type]) => colour(type));
+}
+
+function count(n, one, many) { return `${n.toLocaleString("en")} ${n === 1 ? one : many}`; }
 
 // --- the graph ---------------------------------------------------------------------------------
 
@@ -83,6 +94,8 @@ const cy = cytoscape({
       "background-color": "data(colour)", label: "data(label)", color: "#1b1f24", "font-size": 11,
       "text-valign": "bottom", "text-margin-y": 3, width: "mapData(degree, 0, 20, 18, 46)",
       height: "mapData(degree, 0, 20, 18, 46)", "text-max-width": 120, "text-wrap": "ellipsis"}},
+    {selector: "node.bridge", style: {"background-opacity": 0.25, "border-width": 2, "border-color": "data(colour)",
+                                      color: "#545d68"}},
     {selector: "node.selected", style: {"border-width": 4, "border-color": "#0b5cad"}},
     {selector: "node.created", style: {"border-width": 4, "border-color": "#17652b"}},
     {selector: "node.changed", style: {"border-width": 4, "border-color": "#8a5300"}},
@@ -109,7 +122,8 @@ function draw(answer, {layout = "all"} = {}) {
       const data = {id: entity.name, label: entity.name, type: entity.entityType, degree: entity.degree,
                     colour: colour(entity.entityType)};
       const node = cy.getElementById(entity.name);
-      if (node.nonempty()) node.data(data); else fresh.push({group: "nodes", data});
+      if (node.nonempty()) { node.data(data); node.toggleClass("bridge", Boolean(entity.bridge)); }
+      else fresh.push({group: "nodes", data, classes: entity.bridge ? "bridge" : ""});
     }
     cy.add(fresh);
     cy.edges().remove();
@@ -119,8 +133,11 @@ function draw(answer, {layout = "all"} = {}) {
   });
   const placed = cy.nodes().filter((n) => n.position("x") !== 0 || n.position("y") !== 0);
   if (layout === "all" || placed.length === 0) {
-    cy.layout({name: "cose", animate: false, fit: false, randomize: true, nodeRepulsion: 24000,
-               idealEdgeLength: 150, nodeDimensionsIncludeLabels: true}).run();
+    // Laid out in a box of the panel's shape, so that a few dozen entities fill it at a zoom
+    // where their names can be read (left to itself, cose grows tall and the labels tiny).
+    cy.layout({name: "cose", animate: false, fit: false, randomize: true, nodeRepulsion: 3000,
+               idealEdgeLength: 40, gravity: 1.5, nodeDimensionsIncludeLabels: true,
+               boundingBox: {x1: 0, y1: 0, w: Math.max(cy.width(), 200), h: Math.max(cy.height(), 200)}}).run();
   } else {
     // A newcomer goes beside a neighbour already placed (or at the middle): the rest stay put,
     // so that moving through time changes what is there, not where everything is.
@@ -146,16 +163,35 @@ function shownList(entities) {
   const list = $("shown-list");
   list.replaceChildren(...entities.map((e) => el("li", {},
     el("button", {type: "button", onclick: () => showEntity(e.name)}, e.name), " ",
-    el("span", {class: "muted"}, `${e.entityType}, ${e.degree} relation${e.degree === 1 ? "" : "s"}`))));
+    el("span", {class: "muted"}, `${e.entityType}, ${count(e.degree, "relation", "relations")}`
+                                 + (e.bridge ? ", links what was found" : "")))));
 }
 
 async function legend() {
-  const overview = await get("overview", {});
-  const items = Object.entries(overview.entityTypes).sort((a, b) => b[1] - a[1]).slice(0, 24);
-  $("legend").replaceChildren(
-    el("li", {}, `${overview.entities} entities, ${overview.relations} relations`),
-    ...items.map(([type, count]) => el("li", {},
-      el("span", {class: "swatch", style: `background:${colour(type)}`, "aria-hidden": "true"}), `${type} ${count}`)));
+  // The counts of the moment the graph shows: now, or the slider's position.
+  const at = state.asOf;
+  const asked = ++latest.legend;
+  const overview = await get("overview", {asOf: at ?? ""});
+  if (asked !== latest.legend) return;
+  const items = Object.entries(overview.entityTypes).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  const box = $("legend");
+  box.replaceChildren(
+    el("li", {}, el("strong", {}, at === null ? "Now:" : `At position ${at}:`), " ",
+       `${count(overview.entities, "entity", "entities")}, ${count(overview.relations, "relation", "relations")}`),
+    ...items.slice(0, 24).map(([type, n]) => el("li", {},
+      el("span", {class: "swatch", style: `background:${colour(type)}`, "aria-hidden": "true"}), `${type} ${n}`)),
+    ...(items.length > 24 ? [el("li", {class: "muted"}, `and ${count(items.length - 24, "type", "types")} more`)]
+      : []));
+  box.dataset.position = at === null ? "now" : String(at);
+  box.classList.remove("stale");
+}
+
+let legendTimer = null;
+function legendSoon() {
+  // After the slider comes to rest: counting a past moment folds the whole graph then.
+  $("legend").classList.add("stale");
+  clearTimeout(legendTimer);
+  legendTimer = setTimeout(() => legend().catch(() => {}), 250);
 }
 
 function focusParams() {
@@ -166,7 +202,7 @@ function focusParams() {
   return params;
 }
 
-const latest = {graph: 0, diff: 0};
+const latest = {graph: 0, diff: 0, legend: 0};
 // Answers can arrive out of order while a slider moves: only the newest question's is drawn.
 
 async function refresh({layout = "all"} = {}) {
@@ -179,9 +215,14 @@ async function refresh({layout = "all"} = {}) {
   }
   const ms = draw(answer, {layout});
   const at = state.asOf === null ? "now" : `position ${state.asOf}`;
+  const bridges = answer.entities.filter((e) => e.bridge).length;
+  const what = state.focus.mode === "search"
+    ? `${count(answer.entities.length - bridges, "entity", "entities")} found`
+      + (bridges ? ` and ${count(bridges, "entity", "entities")} relating them` : "")
+    : `${count(answer.entities.length, "entity", "entities")} shown`;
   if (state.asOf === 0) say("Before the first event: the memory was empty.");
-  else say(`${answer.entities.length} entities shown as of ${at} (${Math.round(performance.now() - began)} ms,`
-           + ` drawn in ${Math.round(ms)} ms)`);
+  else say(`${what}, ${count(answer.relations.length, "relation", "relations")}, as of ${at} `
+           + `(${Math.round(performance.now() - began)} ms, drawn in ${Math.round(ms)} ms)`);
   if (state.selected) markSelected();
   return answer;
 }
@@ -192,7 +233,7 @@ async function expand(name) {
   near.entities.forEach((e) => names.add(e.name));
   state.focus = {mode: "names", names: [...names]};
   await refresh({layout: "new"});
-  say(`Expanded ${name}: ${near.entities.length - 1} neighbour(s).`);
+  say(`Expanded ${name}: ${count(near.entities.length - 1, "neighbour", "neighbours")}.`);
 }
 
 // --- time --------------------------------------------------------------------------------------
@@ -210,6 +251,7 @@ function onSlide() {
     const began = performance.now();
     await refresh({layout: "new"});
     window.chronograph.lastSlide = performance.now() - began;
+    legendSoon();
     if ($("diffmode").checked) compare();
   }, 40);
 }
@@ -268,7 +310,7 @@ async function showEntity(name) {
     el("h2", {}, name, page.live ? null : el("span", {class: "badge removed"}, "deleted")),
     el("p", {}, el("button", {type: "button", onclick: () => expand(name)}, "Show its neighbours")),
     ...now,
-    el("h3", {}, `${page.versions.length} version${page.versions.length === 1 ? "" : "s"}`),
+    el("h3", {}, count(page.versions.length, "version", "versions")),
     ...versions,
     el("h3", {}, "Relations over time"),
     ...(page.relations.length ? page.relations.map(relationHistory) : [el("p", {class: "muted"}, "None, ever.")]),
@@ -279,6 +321,11 @@ function version(v) {
   const parts = [];
   const diff = v.diff || {};
   if (diff.created) parts.push(el("div", {class: "added"}, `created as ${v.state?.entityType ?? ""}`));
+  if (diff.restored) {
+    parts.push(el("div", {class: "added"}, `restored as it was at version ${diff.restored}`
+                                           + (diff.restores ? ` (position ${diff.restores})` : "")));
+  }
+  if (diff.merged) parts.push(el("div", {class: "removed"}, `merged into ${diff.merged}`));
   if (diff.deleted) parts.push(el("div", {class: "removed"}, "deleted"));
   if (diff.name) parts.push(el("div", {class: "changed"}, `renamed ${diff.name[0]} → ${diff.name[1]}`));
   if (diff.entityType) parts.push(el("div", {class: "changed"}, `type ${diff.entityType[0]} → ${diff.entityType[1]}`));
@@ -336,6 +383,7 @@ async function followFeed() {
       $("feed").prepend(...answer.events.map((e) => feedItem(e, true)));
       const overview = await get("overview", {});
       grow(overview.head);
+      if (state.asOf === null) legendSoon();
     }
   } catch (error) { /* the problem banner says it */ }
 }
@@ -376,6 +424,7 @@ $("audit-filters").addEventListener("submit", (event) => { event.preventDefault(
 $("workspace").addEventListener("change", () => {
   state.workspace = $("workspace").value;
   state.focus = {mode: "top"};
+  colours.clear();
   start();
 });
 
@@ -390,6 +439,7 @@ async function start() {
     $("slider").value = overview.head;
     $("slider2").value = overview.head;
     $("moment").textContent = "now";
+    learnTypes(overview.entityTypes);
     await refresh();
     await legend();
     await loadFeed();

@@ -43,6 +43,7 @@ STABLE_TAGS = {
     "TeamMemoryReset": "team_memory_reset",
     "ContentErased": "content_erased",
     "EntityForgotten": "entity_forgotten",
+    "EntityRestored": "entity_restored",
     "EntryForgotten": "entry_forgotten",
 }
 
@@ -62,7 +63,7 @@ def test_every_event_is_named_in_the_past_tense(cls: type) -> None:
         "Created", "Added", "Deleted", "Updated", "Started", "Ended", "Deactivated", "Reactivated", "Renamed", "Merged",
         "Invalidated",
         "Attached", "Detached",
-        "CheckedOut", "CheckedIn", "Unlocked", "Detected", "Resolved", "Reset", "Erased", "Forgotten",
+        "CheckedOut", "CheckedIn", "Unlocked", "Detected", "Resolved", "Reset", "Erased", "Forgotten", "Restored",
     ))
 
 

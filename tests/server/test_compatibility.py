@@ -118,6 +118,22 @@ async def test_reads_send_every_official_field_unless_summary_mode_is_asked_for(
     assert brief == {"name": "Ada", "entityType": "person"}
 
 
+@pytest.mark.parametrize(("tool", "arguments"), [
+    ("read_graph", {}), ("search_nodes", {"query": "a"}), ("open_nodes", {"names": ["Ada", "Bob"]})])
+async def test_a_summary_is_names_types_and_counts(client: Client, tool: str, arguments: dict[str, Any]) -> None:
+    await call(client, "create_entities", {"entities": [entity("Ada", "person", "o" * 200), entity("Bob", "cat")]})
+    await call(client, "create_relations", {"relations": [
+        relation("Ada", "feeds", "Bob", confidence=0.9, metadata={"since": 2020})]})
+    full = await call(client, tool, arguments)
+    brief = await call(client, tool, {**arguments, "summaryMode": True})
+    assert brief["relations"] == [{"from": "Ada", "to": "Bob", "relationType": "feeds"}]
+    assert len(json.dumps(brief)) * 2 < len(json.dumps(full))
+    if tool == "read_graph":
+        assert {k: brief[k] for k in ("totalEntities", "totalRelations", "entityTypes", "relationTypes")} == {
+            "totalEntities": 2, "totalRelations": 1, "entityTypes": {"cat": 1, "person": 1},
+            "relationTypes": {"feeds": 1}}
+
+
 async def test_annotations_match_the_official_hints(client: Client) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
     for official in OFFICIAL:

@@ -1,15 +1,14 @@
 """The graph explorer, driven as a person would in a real headless browser (Chromium through
 Playwright): it draws the graph, finds and opens entities, travels back in time, compares two
 moments, follows writes in the audit feed, says when the server is gone, and asks for the
-token. The screenshots in docs/ are taken here."""
+token. (The pictures in docs/ are taken by docs/screenshots.py: tests write only under
+temporary folders.)"""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,15 +16,11 @@ from typing import Any
 import pytest
 from chronograph.application import Memory
 from freezegun import freeze_time
-from support.http import free_port, request
+from support.explorer import ROOT, launch, serve, stop
+from support.http import request
 
 pytestmark = pytest.mark.wire
-sync_api = pytest.importorskip("playwright.sync_api")
-ROOT = Path(__file__).resolve().parents[2]
-DOCS = ROOT / "docs"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
+pytest.importorskip("playwright.sync_api")
 
 
 def seed(store: Path) -> None:
@@ -51,42 +46,7 @@ def seed(store: Path) -> None:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        message = f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)"
-        if os.environ.get("CHRONOGRAPH_TEST_BROWSER_REQUIRED") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield launched
-        launched.close()
-
-
-def serve(store: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
-    port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "chronograph", "ui", "--store", str(store), "--port",
-                                str(port), *extra], cwd=ROOT, text=True, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE,
-                               env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if request(base + "/health", headers={"Authorization": f"Bearer {(env or {}).get('CHRONOGRAPH_TOKEN')}"}
-                       )[0] == 200:
-                return process, base
-        except OSError:
-            pass
-        assert process.poll() is None, process.stderr.read() if process.stderr else ""
-        assert time.monotonic() < deadline, "chronograph ui did not come up"
-        time.sleep(0.1)
-
-
-def stop(process: subprocess.Popen[str]) -> None:
-    process.terminate()
-    process.wait(timeout=30)
-    if process.stderr is not None:
-        process.stderr.close()
+    yield from launch()
 
 
 @pytest.fixture
@@ -117,9 +77,8 @@ def shown(page: Any) -> list[str]:
 def test_the_page_draws_the_most_connected_entities_with_their_types(page: Any) -> None:
     assert sorted(shown(page)) == ["Ada Lovelace", "Analytical Engine", "Python"]
     assert page.evaluate("cy.edges().length") == 1  # Bob's relations went with him
-    assert "3 entities, 1 relations" in page.text_content("#legend")
+    assert "Now: 3 entities, 1 relation" in page.text_content("#legend")
     assert "person 1" in page.text_content("#legend")
-    page.screenshot(path=str(DOCS / "explorer-graph.png"))
 
 
 def test_a_search_shows_what_it_finds(page: Any) -> None:
@@ -136,7 +95,6 @@ def test_an_entity_shows_every_version_with_who_when_and_what_changed(page: Any)
     text = page.text_content("#entity")
     assert "2 versions" in text and "+ born 1815" in text and "claude-desktop" in text
     assert "2026-03-01T10:02:00" in text and "programmed" in text  # when, and the relations over time
-    page.screenshot(path=str(DOCS / "explorer-entity.png"))
 
 
 def test_moving_the_slider_back_shows_the_graph_as_it_was(page: Any) -> None:
@@ -146,7 +104,6 @@ def test_moving_the_slider_back_shows_the_graph_as_it_was(page: Any) -> None:
                            ".some(b => b.textContent === 'Bob')")
     assert "position 8" in page.text_content("#moment")
     assert page.evaluate("cy.edges().length") == 3
-    page.screenshot(path=str(DOCS / "explorer-time.png"))
     page.fill("#slider", "0")
     page.wait_for_function("document.getElementById('status').textContent.includes('Before the first event')")
     assert shown(page) == []
@@ -186,7 +143,6 @@ def test_the_audit_feed_shows_a_write_made_while_the_page_is_open(page: Any, exp
     page.fill("#audit-filters input[name=actor]", "claude-code")
     page.click("#audit-filters button")
     page.wait_for_function("document.querySelectorAll('#feed li').length === 1")
-    page.screenshot(path=str(DOCS / "explorer-audit.png"))
 
 
 def test_every_control_has_a_name_and_the_keyboard_reaches_them(page: Any) -> None:

@@ -51,18 +51,30 @@ def test_half_sent_headers_are_cut_off_and_the_server_keeps_answering(strict_ser
         assert closed_by_server(silent)  # connected, said nothing
 
 
-def test_connections_over_the_cap_are_refused_at_once_and_the_server_recovers(strict_server: str) -> None:
+def test_a_connection_over_the_cap_takes_the_place_of_the_one_that_owed_a_request_longest(strict_server: str) -> None:
     host, port = strict_server.removeprefix("http://").split(":")
-    idle = [socket.create_connection((host, int(port))) for _ in range(8)]
+    idle = [socket.create_connection((host, int(port))) for _ in range(8)]  # the cap: said nothing
     try:
-        with socket.create_connection((host, int(port))) as extra:
-            assert closed_by_server(extra, within=5)
-        for sock in idle:  # each is cut off by the request timeout, and room comes back
+        code, _ = request(strict_server + "/health")  # a ninth: served, in the place of the first
+        assert code == 200
+        assert closed_by_server(idle[0], within=5)
+        for sock in idle[1:]:  # the others are cut off by the request timeout
             assert closed_by_server(sock)
     finally:
         for sock in idle:
             sock.close()
     assert request(strict_server + "/health")[0] == 200
+
+
+def test_a_slowloris_flood_does_not_keep_a_real_client_out(tmp_path: Path) -> None:
+    from http_flood import Flood, probe
+
+    for base in start(tmp_path, "t0ken", "--max-connections", "40"):
+        host, port = base.removeprefix("http://").split(":")
+        with Flood(host, int(port), 60) as flood:  # more half-open sockets than the server keeps open
+            assert flood.turned_away(40)  # the flood has filled the cap and is being turned away
+            seen = probe(base + "/ready", {"Authorization": "Bearer t0ken"}, 3.0)
+        assert seen.failed == 0 and seen.ok > 0, seen
 
 
 def status(url: str, body: bytes) -> int:
@@ -73,8 +85,72 @@ def status(url: str, body: bytes) -> int:
         return http.post(url, headers=MCP_HEADERS, content=body).status_code
 
 
-def test_an_address_may_hold_only_its_share_of_sessions(strict_server: str) -> None:
-    assert [status(strict_server + "/mcp", INIT) for _ in range(3)] == [200, 200, 429]
+def initialize(base: str) -> str:
+    """A new session's id."""
+    import httpx2 as httpx
+
+    with httpx.Client(timeout=30) as http:
+        reply = http.post(base + "/mcp", headers=MCP_HEADERS, content=INIT)
+        assert reply.status_code == 200, reply.text
+        return reply.headers["mcp-session-id"]
+
+
+def alive(base: str, session: str) -> bool:
+    """Whether `session` is still open (a ping in it is answered; a closed one is 404)."""
+    import httpx2 as httpx
+
+    with httpx.Client(timeout=30) as http:
+        reply = http.post(base + "/mcp", headers={**MCP_HEADERS, "mcp-session-id": session,
+                                                  "mcp-protocol-version": "2025-06-18"},
+                          content=json.dumps({"jsonrpc": "2.0", "id": 7, "method": "ping"}).encode())
+        assert reply.status_code in (200, 404), reply.text
+        return reply.status_code == 200
+
+
+def test_one_client_opening_session_after_session_does_not_lock_out_the_others(strict_server: str) -> None:
+    flood = [initialize(strict_server) for _ in range(5)]  # the share is 2
+    other = initialize(strict_server)  # another client on the same address still gets in
+    assert alive(strict_server, other)
+    assert [alive(strict_server, session) for session in flood] == [False, False, False, False, True]
+
+
+def opened_together(base: str, count: int) -> list[str]:
+    """The sessions `count` clients opening one each at the same moment got (those not refused)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx2 as httpx
+
+    def opening(_: int) -> str | None:
+        with httpx.Client(timeout=30) as http:
+            reply = http.post(base + "/mcp", headers=MCP_HEADERS, content=INIT)
+            assert reply.status_code in (200, 429), reply.text
+            return reply.headers.get("mcp-session-id")
+
+    with ThreadPoolExecutor(count) as pool:
+        return [session for session in pool.map(opening, range(count)) if session]
+
+
+def test_sessions_opened_all_at_once_are_admitted_at_most_to_the_share(tmp_path: Path) -> None:
+    for base in start(tmp_path, None, "--sessions-per-address", "2"):  # connections enough for all at once
+        opened = opened_together(base, 30)
+        assert opened and sum(alive(base, session) for session in opened) <= 2
+
+
+def test_a_busy_session_is_never_the_one_closed(strict_server: str) -> None:
+    import httpx2 as httpx
+
+    sessions = [initialize(strict_server) for _ in range(2)]
+    with httpx.Client(timeout=30) as http:
+        streams = [http.stream("GET", strict_server + "/mcp", headers={
+            "Accept": "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": "2025-06-18"})
+            for session in sessions]
+        opened = [stream.__enter__() for stream in streams]  # a listening stream each: both busy
+        try:
+            assert all(reply.status_code == 200 for reply in opened)
+            assert status(strict_server + "/mcp", INIT) == 429
+        finally:
+            for stream in streams:
+                stream.__exit__(None, None, None)
 
 
 def test_the_bearer_scheme_is_case_insensitive(tmp_path: Path) -> None:
@@ -108,11 +184,11 @@ def test_a_port_in_use_is_one_line_and_nothing_is_announced(tmp_path: Path) -> N
     assert "cannot listen on 127.0.0.1" in done.stderr and "serving" not in done.stderr
 
 
-def test_a_server_beyond_loopback_without_a_token_warns(tmp_path: Path) -> None:
+def test_a_server_told_to_serve_the_network_without_a_token_warns(tmp_path: Path) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "CHRONOGRAPH_TOKEN"}
     process = subprocess.Popen([sys.executable, "-m", "chronograph", "--http", "--host", "0.0.0.0", "--port",
-                                str(port), "--store", str(tmp_path / "store")],
+                                str(port), "--store", str(tmp_path / "store"), "--allow-network-without-token"],
                                env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     try:
@@ -121,7 +197,7 @@ def test_a_server_beyond_loopback_without_a_token_warns(tmp_path: Path) -> None:
         process.terminate()
         process.wait(timeout=30)
         process.stderr.close()
-    assert any("without $CHRONOGRAPH_TOKEN" in line for line in lines)
+    assert any("without $CHRONOGRAPH_TOKEN (--allow-network-without-token)" in line for line in lines)
     assert any("--allow-host" in line for line in lines)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chronograph.server.stdio import Oversized, framed, parse_line
+from chronograph.server.stdio import Oversized, framed, parse_line, top_level_id
 
 pytestmark = pytest.mark.wire
 
@@ -74,11 +74,59 @@ async def test_lines_are_framed_whatever_the_chunks_and_long_ones_dropped() -> N
     assert [isinstance(line, Oversized) for line in lines] == [False, False, True, False, False]
 
 
+def refused(line: bytes) -> dict[str, Any]:
+    """The answer the transport gives a line it does not pass on."""
+    reply = parse_line(line)
+    assert isinstance(reply, bytes), reply
+    return json.loads(reply)  # type: ignore[no-any-return]
+
+
 def test_an_oversized_request_is_refused_under_its_own_id() -> None:
-    reply, answered = parse_line(Oversized(b'{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"x":"yyy'))
-    assert answered and reply.message.id == 41 and "--max-message" in reply.message.error.message  # type: ignore[union-attr]
+    reply = refused(Oversized(b'{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"x":"yyy'))
+    assert reply["id"] == 41 and "--max-message" in reply["error"]["message"]
 
 
 def test_a_message_that_is_json_but_not_json_rpc_keeps_its_id_in_the_error() -> None:
-    reply, answered = parse_line(b'{"jsonrpc": "2.0", "id": "seven", "params": 3}')
-    assert answered and reply.message.id == "seven" and reply.message.error.code == -32600  # type: ignore[union-attr]
+    reply = refused(b'{"jsonrpc": "2.0", "id": "seven", "params": 3}')
+    assert reply["id"] == "seven" and reply["error"]["code"] == -32600
+
+
+def test_a_call_nested_too_deeply_to_parse_is_refused_under_its_id() -> None:
+    deep = b"[" * 5000 + b"]" * 5000
+    before = b'{"jsonrpc":"2.0","id":78,"method":"tools/call","params":{"name":"read_graph","arguments":{"x":'
+    assert refused(before + deep + b"}}}")["id"] == 78
+    after = b'{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"x":' + deep + b'}},"id":"late"}'
+    assert refused(after) == {"jsonrpc": "2.0", "id": "late", "error": {
+        "code": -32700, "message": "Parse error: the message nests deeper than the server reads"}}
+
+
+def test_requests_with_ids_mcp_does_not_allow_are_answered_under_them() -> None:
+    for request_id in (2.5, None, -0.5):
+        reply = refused(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "ping"}).encode())
+        assert reply["id"] == request_id and reply["error"]["code"] == -32600
+    for unreadable in (True, [1], {"a": 1}):  # not ids JSON-RPC knows: answered under null
+        reply = refused(json.dumps({"jsonrpc": "2.0", "id": unreadable, "method": "ping"}).encode())
+        assert reply["id"] is None and reply["error"]["code"] == -32600
+
+
+def test_an_id_is_read_only_at_the_top_and_only_whole() -> None:
+    assert top_level_id('{"params":{"id":5},"id":6}') == 6
+    assert top_level_id('{"a":"\\"id\\":9","id":"x]}"}') == "x]}"
+    assert top_level_id('{"id":1,"id":2}') == 2  # as json.loads reads it
+    for unread in ('{"id":7', '{"params":{"id":5}', '[{"id":1}]', '{"id":{"a":1}}', '{"id":true}', '"id":3'):
+        assert not isinstance(top_level_id(unread), int | str), unread
+
+
+def test_a_parse_error_keeps_an_id_only_if_it_came_before_the_damage() -> None:
+    assert refused(b'{"jsonrpc":"2.0","id":12,"method":"ping",,}')["id"] == 12
+    assert refused(b'{"jsonrpc":"2.0","id":78')["id"] is None  # perhaps 789...
+
+
+def test_every_request_of_a_session_is_answered_even_when_the_front_serves_it(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    deep = b'{"jsonrpc":"2.0","id":78,"method":"tools/call","params":{"name":"read_graph","arguments":{"x":' + (
+        b"[" * 5000 + b"]" * 5000 + b"}}}")
+    odd = [b'{"jsonrpc":"2.0","id":2.5,"method":"ping"}', b'{"jsonrpc":"2.0","id":null,"method":"ping"}']
+    for _ in range(2):  # the first session is the SDK's; the second the front's, from the answers it kept
+        replies = converse(store, [deep, *odd, call(3, "read_graph", {})])
+        assert sorted(map(str, (r["id"] for r in replies))) == ["2.5", "3", "78", "None"]

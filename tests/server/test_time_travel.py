@@ -146,6 +146,17 @@ async def test_the_audit_log_filters_and_pages_newest_first(client: Client, cloc
     assert [e["position"] for e in after["events"]] == [4]
 
 
+async def test_the_audit_log_leaves_the_internal_ids_out_unless_asked(
+    client: Client, clock: FrozenDateTimeFactory
+) -> None:
+    await ada_lifecycle(client, clock)
+    [brief] = (await call(client, "get_audit_log", {"limit": 1}))["events"]
+    assert set(brief) == {"position", "version", "recordedAt", "actor", "type", "workspace", "subject", "data"}
+    [full] = (await call(client, "get_audit_log", {"limit": 1, "includeIds": True}))["events"]
+    assert full["stream"].startswith("entity-") and len(full["correlationId"]) == 32
+    assert {k: v for k, v in full.items() if k not in ("stream", "correlationId")} == brief
+
+
 async def test_context_merges_updates_and_travels_in_time(client: Client, clock: FrozenDateTimeFactory) -> None:
     assert (await call(client, "read_context"))["version"] == 0
     await call(client, "update_context", {"activeTask": "refactor", "status": "PLANNING"})

@@ -169,3 +169,31 @@ async def test_ranked_search_orders_by_word_relevance_and_reports_scores(client:
     assert found["scores"][0] > found["scores"][1] > 0
     assert names(await call(client, "search_nodes", {"query": "tea", "ranked": True, "limit": 1})) == ["Ada"]
     assert "scores" not in await call(client, "search_nodes", {"query": "tea"})
+
+
+async def test_opening_a_deleted_name_says_when_it_was_deleted_and_how_to_bring_it_back(client: Client) -> None:
+    await seed(client)
+    await call(client, "delete_entities", {"entityNames": ["Engine"]})
+    opened = await call(client, "open_nodes", {"names": ["Engine", "Ada", "Nobody"]})
+    assert names(opened) == ["Ada"]
+    [gone] = opened["gone"]
+    assert (gone["name"], gone["event"]) == ("Engine", "entity_deleted")
+    assert "revert_entity" in gone["hint"] and gone["recordedAt"].endswith("Z")
+    history = await call(client, "get_entity_history", {"name": "Engine", "order": "newest", "limit": 1})
+    assert gone["position"] == history["versions"][0]["position"]
+    assert "gone" not in await call(client, "open_nodes", {"names": ["Engine"], "asOf": gone["position"] - 1})
+
+
+async def test_the_official_profile_keeps_the_official_shape_and_says_it_in_meta(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from chronograph.server.app import create_server
+    from chronograph.server.config import Settings
+
+    server = create_server(Settings(store=tmp_path / "store", embeddings="off", profile="official"))
+    async with Client(server) as official:
+        await seed(official)
+        await call(official, "delete_entities", {"entityNames": ["Engine"]})
+        result = await official.call_tool("open_nodes", {"names": ["Engine"]})
+    assert result.structured_content == {"entities": [], "relations": []}
+    assert result.content[0].text == '{\n  "entities": [],\n  "relations": []\n}'  # type: ignore[union-attr]
+    [gone] = result.meta["chronograph/gone"]  # type: ignore[index]
+    assert (gone["name"], gone["event"]) == ("Engine", "entity_deleted")

@@ -42,6 +42,13 @@ garbage = st.one_of(  # mostly answered with id null (an id the line carries is 
 """Lines the server must answer with an error."""
 
 
+def odd_line(request_id: Any, method: str, depth: int) -> bytes:
+    """A request under an odd id, its params sometimes nested beyond what the parser reads."""
+    params = {"name": "read_graph", "arguments": {}} if method == "tools/call" else {}
+    line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode()
+    return line.replace(b"{}}", b'{"x":' + b"[" * depth + b"]" * depth + b"}}") if depth > 1000 else line
+
+
 def tool_line(request_id: int, name: str, arguments: Any, spoil: int) -> bytes:
     """A tools/call line; `spoil` sometimes swaps a text byte for bytes that are not UTF-8."""
     line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
@@ -59,6 +66,11 @@ messages = st.one_of(
     st.tuples(st.just("not-json-rpc"), st.dictionaries(st.sampled_from(["method", "params", "result", "x"]),
                                                        st.integers() | st.text(max_size=5), max_size=3),
               st.just(0)),
+    st.tuples(st.just("odd-id"), st.tuples(
+        st.one_of(st.none(), st.booleans(), st.floats(allow_nan=False, allow_infinity=False), st.just([1]),
+                  st.just({}), st.integers(min_value=2**63, max_value=2**80)),
+        st.sampled_from(["ping", "tools/list", "tools/call"]),
+        st.integers(min_value=0, max_value=2000)), st.just(0)),
 )
 
 outcomes: Counter[str] = Counter()
@@ -123,6 +135,18 @@ def exchange(server: StdioServer, log: LmdbLog, message: tuple[str, Any, int]) -
         assert reply["id"] is None or f'"id":{json.dumps(reply["id"])}'.encode() in body.replace(b" ", b""), reply
         outcomes["garbage"] += 1
         assert head(log) == before
+    elif kind == "odd-id":  # an id MCP does not allow: answered under it when JSON-RPC allows it
+        server.send(odd_line(*body))
+        reply = server.reply()
+        request_id = body[0]
+        expected = request_id if isinstance(request_id, float | int | None) and not isinstance(request_id, bool) \
+            else None
+        if isinstance(request_id, int) and not isinstance(request_id, bool):
+            assert reply["id"] == expected and ("result" in reply or "error" in reply), reply  # an id all the same
+        else:
+            assert reply["id"] == expected and "error" in reply, reply
+        outcomes["odd ids"] += 1
+        assert head(log) == before
     else:
         request_id = server.next_id = server.next_id + 1
         server.send(json.dumps({**body, "jsonrpc": "2.0", "id": request_id}).encode())
@@ -163,6 +187,7 @@ def test_a_few_hundred_hostile_messages_over_stdio_are_all_answered(stdio: tuple
     outcomes.clear()
     run(*stdio, 300)
     assert outcomes["refused"] > 30 and outcomes["garbage"] > 10 and outcomes["invalid"] > 10
+    assert outcomes["odd ids"] > 10
 
 
 @pytest.mark.slow
@@ -194,6 +219,8 @@ def http_run(base: str, log: LmdbLog, examples: int) -> Counter[str]:
                 content = tool_line(request_id, body[0], body[1], spoil)
             elif kind == "garbage":
                 content = body
+            elif kind == "odd-id":
+                content = odd_line(*body)
             else:
                 content = json.dumps({**body, "jsonrpc": "2.0", "id": request_id}).encode()
             answer = http.post(base + "/mcp", headers=headers, content=content)

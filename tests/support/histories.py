@@ -15,6 +15,7 @@ from chronograph.eventstore import (
     ContextUpdated,
     EntityCreated,
     EntityDeleted,
+    EntityRestored,
     EntityUpdated,
     Event,
     ObservationsAdded,
@@ -55,6 +56,7 @@ def operations(sim: Simulator) -> st.SearchStrategy[tuple[Any, ...]]:
             st.just("update"), st.just(s[0]), st.just(s[1]), st.none() | st.sampled_from(TYPES),
             st.none() | texts, st.none() | st.dictionaries(st.sampled_from("xy"), st.integers(0, 3)))),
         spot.map(lambda s: ("delete", s[0], s[1])),
+        (st.sampled_from(sorted(sim.deleted)) if sim.deleted else any_spot).map(lambda s: ("restore", s[0], s[1])),
         pair.flatmap(lambda p: st.tuples(st.just("relate"), st.just(p[0][0]), st.just(p[0][1]),
                                          relation_types, st.just(p[1]), st.none() | st.floats(0, 1))),
         st.tuples(st.just("context"), st.sampled_from(WORKSPACES), st.none() | st.sampled_from(["plan", "ship"]),
@@ -88,7 +90,11 @@ class Simulator:
     contexts: dict[str, dict[str, Any]] = field(default_factory=dict)
     versions: dict[str, int] = field(default_factory=dict)
     name_streams: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    deleted: dict[tuple[str, str], tuple[dict[str, Any], int, int]] = field(default_factory=dict)
+    """(workspace, name) -> the entity as it was deleted, its version then and that version's position"""
     counter: int = 0
+    _last: dict[str, int] = field(default_factory=dict)
+    """stream -> the position of its newest event"""
 
     def decide(self, operation: tuple[Any, ...], now: int) -> list[StreamWrite]:
         """The writes for `operation` at time `now`; the model already reflects them."""
@@ -106,6 +112,7 @@ class Simulator:
 
     def _emit(self, staged: list[tuple[str, Event]], stream: str, event: Event) -> int:
         self.position += 1
+        self._last[stream] = self.position
         self.versions[stream] = self.versions.get(stream, 0) + 1
         staged.append((stream, event))
         return self.versions[stream]
@@ -165,7 +172,19 @@ class Simulator:
             return
         for key in [k for k in self.relations if k[0] == ws and name in (k[1], k[3])]:
             self._unrelate(staged, *key[:1], now, *key[1:])
+        self.deleted[(ws, name)] = (copy.deepcopy(entity), entity["version"], self._last[entity["stream"]])
         self._emit(staged, entity["stream"], EntityDeleted())
+
+    def _restore(self, staged, ws, now, name):  # type: ignore[no-untyped-def]
+        """A revert of the newest deleted entity called `name` to its last version, while the name is free."""
+        if (ws, name) in self.entities or (ws, name) not in self.deleted:
+            return
+        entity, version, position = self.deleted.pop((ws, name))
+        event = EntityRestored(workspace=ws, name=name, entity_type=entity["type"],
+                               observations=tuple(entity["observations"]), metadata=entity["metadata"],
+                               reverted_to=version, restores=position, created_at=entity["created"])
+        entity.update(version=self._emit(staged, entity["stream"], event), updated=now, seq=self.position)
+        self.entities[(ws, name)] = entity
 
     def _relate(self, staged, ws, now, source, relation_type, target, confidence):  # type: ignore[no-untyped-def]
         key = (ws, source, relation_type, target)

@@ -326,3 +326,76 @@ def test_every_workspace_is_refused_in_a_format_import_cannot_read(tmp_path: Pat
         memory.write("create_entities", {"entities": [{"name": "A", "entityType": "t", "observations": []}]},
                      actor="t")
     assert export_main(["--store", str(tmp_path / "s"), "--all-workspaces", "--format", "markdown"]) == 2
+
+
+def test_an_export_past_the_end_of_the_log_says_where_the_log_ends(
+    official_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    assert import_main([str(official_file), "--store", str(store)]) == 0
+    capsys.readouterr()
+    assert export_main(["--store", str(store), "--at", "999"]) == 0
+    assert "chronograph export: position 999 is past the end of the log: it ends at position 5" in \
+        capsys.readouterr().err
+
+
+def test_a_file_that_is_not_a_memory_file_is_one_line_per_kind_of_problem_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Notes about the project\n\n" + "".join(f"- point {n}\n" for n in range(100))
+                     + '{"type":"entity","name":"Ada","entityType":"person","observations":[]}\n', encoding="utf-8")
+    store = tmp_path / "store"
+    assert import_main([str(notes), "--store", str(store)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"chronograph import: {notes} is not a memory file (JSONL or JSON): 101 of its 102 lines are not "
+                   "JSON; nothing was written",
+                   "  not JSON: 101 lines (1, 3, 4, 5, 6 and 96 more)"]
+    assert not store.exists()
+    import_main([str(tmp_path / "none.jsonl"), "--store", str(store)])  # an existing store stays untouched too
+    with Memory(store) as memory:
+        memory.write("create_entities", {"entities": [{"name": "Bob", "entityType": "p", "observations": []}]},
+                     actor="t")
+    before = head(store)
+    assert import_main([str(notes), "--store", str(store)]) == 1
+    assert head(store) == before
+
+
+def test_many_lines_with_one_problem_are_one_line_with_their_count(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "memory.jsonl"
+    path.write_text("\n".join(['{"type":"entity","name":"Ada","entityType":"person","observations":[]}']
+                              + [f'{{"type":"entity","name":"E{n}","entityType":"t","observations":[{n}]}}'
+                                 for n in range(30)]))
+    assert import_main([str(path), "--store", str(tmp_path / "store")]) == 1
+    problems = [line for line in capsys.readouterr().err.splitlines() if line.startswith("  ")]
+    assert problems == ["  entity observations[]: expected `str`, got `int`: 30 lines (2, 3, 4, 5, 6 and 25 more)"]
+def test_export_refuses_an_existing_file_unless_forced_and_names_the_flag(
+    official_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 33.3: `export -o EXISTING.md` replaced it without a word."""
+    store, notes = tmp_path / "store", tmp_path / "NOTES.md"
+    import_main(["--store", str(store), str(official_file)])
+    notes.write_text("# my notes\n")
+    capsys.readouterr()
+    assert export_main(["--store", str(store), "-o", str(notes)]) == 2
+    assert "--force" in capsys.readouterr().err and notes.read_text() == "# my notes\n"
+    assert export_main(["--store", str(store), "-o", str(notes), "--force"]) == 0
+    assert "Ada" in notes.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no temporary file left
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]])
+@pytest.mark.parametrize("aim", ["store/data.mdb", "store/lock.mdb", "store/graph.jsonl", "link.md"])
+def test_export_never_writes_into_a_store_even_when_forced(
+    official_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], aim: str, force: list[str],
+) -> None:
+    """Issue 27.2: `export -o STORE/data.mdb` exited 0 and replaced the log."""
+    store = tmp_path / "store"
+    import_main(["--store", str(store), str(official_file)])
+    (tmp_path / "link.md").symlink_to(store / "data.mdb")
+    before = (store / "data.mdb").read_bytes()
+    assert export_main(["--store", str(store), "-o", str(tmp_path / aim), *force]) == 2
+    assert "store" in capsys.readouterr().err or aim == "link.md"
+    assert (store / "data.mdb").read_bytes() == before
+    assert sorted(p.name for p in store.iterdir()) == ["data.mdb", "lock.mdb"]
+    assert graph_of(store)["entities"]

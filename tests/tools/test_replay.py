@@ -126,3 +126,16 @@ def test_a_truncated_store_is_one_clear_line_not_a_crash(history_store: Path, ca
     done = subprocess.run([sys.executable, "-m", "chronograph", "serve", "--store", str(history_store)],
                           input=b"", capture_output=True)
     assert done.returncode == 2 and b"truncated" in done.stderr
+
+
+def test_a_moment_past_the_end_of_the_log_says_where_the_log_ends(history_store: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["--store", str(history_store), "--position", "999", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["entities"][0]["name"] == "Bob"  # the graph where the log ends
+    assert err == ("chronograph replay: position 999 is past the end of the log: it ends at position 6 "
+                   "(2026-03-01T12:00:00.000000Z), so this is the graph as it stands there\n")
+    assert main(["--store", str(history_store), "--diff", "1", "2999-01-01T00:00:00Z"]) == 0
+    assert "2999-01-01T00:00:00Z has not happened yet: it ends at position 6" in capsys.readouterr().err
+    assert main(["--store", str(history_store), "--position", "6"]) == 0
+    assert main(["--store", str(history_store), "--at", "2026-03-02T00:00:00Z"]) == 0  # after the end, but past
+    assert capsys.readouterr().err == ""

@@ -24,9 +24,30 @@ def test_file_exports_are_off_over_http_unless_allowed(tmp_path: Path, capsys: p
     assert allowed.export_dir == Path(exports)
 
 
+def test_an_export_directory_inside_a_store_is_refused_at_start(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from chronograph.application import Memory
+    from chronograph.tools.serve import run
+
+    Memory(tmp_path / "store").close()
+    assert run(options("--store", str(tmp_path / "other"), "--export-dir", str(tmp_path / "store"))) == 2
+    assert "lies inside the store" in capsys.readouterr().err and not (tmp_path / "other").exists()
+
+
 def test_export_limits_take_sizes(tmp_path: Path) -> None:
     settings = settings_of(options("--store", str(tmp_path), "--export-max", "2M", "--export-budget", "1G"))
     assert (settings.export_max, settings.export_budget) == (2 << 20, 1 << 30)
+
+
+def test_project_files_are_asked_for_by_flag_and_never_written_over_http_unless_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert settings_of(options("--store", str(tmp_path))).mirror_projects is False
+    local = settings_of(options("--store", str(tmp_path), "--profile", "n2n", "--project-files"))
+    assert (local.mirror_projects, local.project_files) == (True, True)
+    remote = settings_of(options("--store", str(tmp_path), "--profile", "n2n", "--project-files", "--http"))
+    assert remote.project_files is False  # no file of a client's project is written for HTTP clients
+    assert "project files are off over HTTP" in capsys.readouterr().err
 
 
 def test_the_tools_option_still_chooses_the_official_profile(tmp_path: Path) -> None:
@@ -59,3 +80,19 @@ def test_an_official_memory_file_named_by_the_old_variable_is_imported_once_into
         assert [e.name for e in memory.read("read_graph", {}).entities] == ["Ada"]  # type: ignore[attr-defined]
         actors = {e.actor for e in memory.read("get_audit_log", {}).events}  # type: ignore[attr-defined]
     assert actors == {"import"}
+
+
+def test_a_file_named_by_the_old_variable_that_is_no_memory_file_is_not_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chronograph.application import Memory
+    from chronograph.tools.serve import MEMORY_FILE_ENV, adopt_memory_file
+
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\n- one\n- two\n"
+                     '{"type":"entity","name":"Ada","entityType":"p","observations":[]}\n')
+    monkeypatch.setenv(MEMORY_FILE_ENV, str(notes))
+    with Memory(tmp_path / "store") as memory:
+        adopt_memory_file(memory)
+        assert memory.log.head() == 0
+    assert "is not a memory file" in capsys.readouterr().err

@@ -5,10 +5,11 @@ errors that name the flags a user typed, a quiet exit when the output is closed,
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
-from collections.abc import Callable
-from typing import NoReturn
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from chronograph.application.errors import InvalidArgumentsError
 
@@ -19,10 +20,50 @@ SIGPIPE_EXIT = 141
 
 
 class Parser(argparse.ArgumentParser):
-    """Usage errors in one line, pointing at --help, instead of the usage block."""
+    """Usage errors in one line, pointing at the command's own --help, instead of the usage
+    block; an unknown flag or command is named first, with the nearest known one, before a
+    missing required argument could hide it."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """argparse's, checking the flags first; a command (no subcommands) refuses leftovers
+        itself, so the message names the command, not `chronograph`."""
+        args = list(sys.argv[1:] if args is None else args)
+        self._check_flags(args)
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras and self._commands() is None:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+    def _commands(self) -> argparse._SubParsersAction[Any] | None:
+        return next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
+
+    def _check_flags(self, args: list[str]) -> None:
+        """Refuse the first `--flag` this parser does not know (a unique prefix of one it knows
+        is argparse's to accept), and a subcommand that does not exist, naming the nearest."""
+        commands = self._commands()
+        known = [flag for flag in self._option_string_actions if flag.startswith("--")]
+        for arg in args:
+            if arg == "--":
+                return
+            if arg.startswith("--"):
+                flag = arg.split("=", 1)[0]
+                if flag not in self._option_string_actions and not any(k.startswith(flag) for k in known):
+                    self.error(f"unknown flag {flag}{_nearest(flag, known)}")
+            elif commands is not None and not arg.startswith("-"):
+                if arg not in commands.choices:
+                    self.error(f"unknown command {arg!r}{_nearest(arg, list(commands.choices))}")
+                return  # the rest is the subcommand's to check
+
+
+def _nearest(typed: str, known: list[str]) -> str:
+    """"; did you mean X?" for the known word nearest `typed`, if one is near enough."""
+    close = difflib.get_close_matches(typed, known, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 def add_store_argument(parser: argparse.ArgumentParser) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,7 +29,8 @@ def print_rows(header: Sequence[str], rows: Sequence[Sequence[Any]], title: str 
     if not rows:
         print("  (none)\n")
         return
-    width = shutil.get_terminal_size((160, 24)).columns
+    # Cut to the terminal's width only on a terminal: a pipe or a file gets whole lines.
+    width = shutil.get_terminal_size((160, 24)).columns if sys.stdout.isatty() else None
     for line in format_rows(header, rows):
         print(line[:width])
     print()

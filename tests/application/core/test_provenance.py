@@ -25,9 +25,21 @@ def test_each_observation_names_the_event_that_put_it_there_now_and_as_of_then(t
             ("tea", "bob", "2026-03-02"), ("poetry", "carol", "2026-03-03")]
         [past] = memory.read("open_nodes", {"names": ["Ada"], "includeProvenance": True, "asOf": then}).entities
         assert [(p.observation, p.actor) for p in past.provenance] == [("math", "alice"), ("tea", "bob")]
-        audit = memory.read("get_audit_log", {"limit": 10}).events
+        audit = memory.read("get_audit_log", {"limit": 10, "includeIds": True}).events
         assert ada.provenance[1].correlation_id == audit[0].correlation_id
         [found] = memory.read("search_nodes", {"query": "poetry", "includeProvenance": True}).entities
         assert found.provenance == ada.provenance
         [plain] = memory.read("open_nodes", {"names": ["Ada"]}).entities
         assert plain.provenance is UNSET
+
+
+def test_a_restored_entity_s_observations_keep_where_they_were_learned(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory, freeze_time("2026-03-01T10:00:00Z") as clock:
+        memory.write("create_entities", {"entities": [
+            {"name": "Ada", "entityType": "person", "observations": ["math"]}]}, actor="alice")
+        clock.move_to("2026-03-02T10:00:00Z")
+        memory.write("delete_entities", {"entityNames": ["Ada"]}, actor="bob")
+        memory.write("revert_entity", {"name": "Ada", "toVersion": 1}, actor="carol")
+        [ada] = memory.read("open_nodes", {"names": ["Ada"], "includeProvenance": True}).entities
+        assert [(p.observation, p.actor, p.recorded_at[:10]) for p in ada.provenance] == [
+            ("math", "alice", "2026-03-01")]

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import numpy as np
 import pytest
 from chronograph.application import InvalidArgumentsError, Memory, UnavailableError
 from chronograph.application.engine.semantic import Semantic
-from chronograph.projections.errors import EmbeddingsUnavailableError
+from support.embedders import Words
 
 PEOPLE = [
     {"name": "Ada", "entityType": "person", "observations": ["Writes Python every day", "Lives in London"],
@@ -21,31 +19,6 @@ PEOPLE = [
     {"name": "Python", "entityType": "language", "observations": ["Dynamic typing"]},
     {"name": "Cy", "entityType": "person", "observations": ["Keeps bees", "Likes python snakes"]},
 ]
-
-
-class Words:
-    """A stand-in embedder for the projector's mechanics: a vector per word, texts are their mean."""
-
-    model = "test-words"
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.down = False
-
-    def load(self) -> None:
-        if self.down:
-            raise EmbeddingsUnavailableError("the test endpoint is down")
-
-    def embed(self, texts: Sequence[str]) -> Any:
-        self.load()
-        self.calls += 1
-        rows = []
-        for text in texts:
-            row = np.zeros(64, dtype=np.float32)
-            for word in text.lower().replace(".", " ").replace("(", " ").replace(")", " ").split():
-                row[hashlib.blake2b(word.encode(), digest_size=1).digest()[0] % 64] += 1
-            rows.append(row / (np.linalg.norm(row) or 1.0))
-        return np.array(rows, dtype=np.float32)
 
 
 def call(memory: Memory, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -221,7 +194,7 @@ def test_semantic_search_keeps_the_kuzu_shape_and_its_threshold(memory: Memory, 
 
 def test_a_forgotten_entity_leaves_no_vector_and_semantic_search_goes_on(memory: Memory, words: Words) -> None:
     assert "Bob" in names(call(memory, "search_nodes", query="cello", mode="semantic"))
-    stream = memory.read("get_audit_log", {"entityName": "Bob"}).events[0].stream
+    stream = memory.read("get_audit_log", {"entityName": "Bob", "includeIds": True}).events[0].stream
     memory.write("forget_entity", {"name": "Bob", "reason": "asked"}, actor="t")
     vectors = memory.views.env.open_db("vectors.v1")
     with memory.views.env.read() as txn:

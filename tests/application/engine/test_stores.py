@@ -171,6 +171,21 @@ def test_a_cache_of_another_log_is_refused(tmp_path: Path, url: str) -> None:
         open_store(database().log_url(), cache=tmp_path / "cache")
 
 
+def test_a_store_named_as_a_cache_is_refused_and_left_as_it_was(tmp_path: Path, url: str) -> None:
+    """A cache writes its views where a store keeps its own: a store's folder as --cache would be
+    taken over (issue 27: a PostgreSQL store's cache is a store's files too)."""
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [{"name": "Ada", "entityType": "p", "observations": []}]},
+                     actor="t")
+    before = (tmp_path / "store" / "data.mdb").read_bytes()
+    with pytest.raises(StoreOpenError, match="holds a store's log, not a cache"):
+        open_store(url, cache=tmp_path / "store")
+    assert (tmp_path / "store" / "data.mdb").read_bytes() == before
+    Memory(url, cache=tmp_path / "cache").close()
+    with pytest.raises(StoreOpenError, match="not a Chronograph store"):  # and a cache is no store either
+        open_store(tmp_path / "cache")
+
+
 def test_a_database_that_cannot_be_reached_is_said_so_and_leaves_no_cache_behind(tmp_path: Path) -> None:
     with pytest.raises(StoreUnavailableError, match="cannot reach"):
         Memory("postgresql://postgres@127.0.0.1:1/none", cache=tmp_path / "cache")

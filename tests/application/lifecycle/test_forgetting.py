@@ -120,7 +120,7 @@ def test_time_travel_to_before_the_erasure_shows_none_of_it(memory: Memory) -> N
 def test_the_audit_keeps_who_when_and_why_but_not_what(memory: Memory) -> None:
     seed_with_churn(memory)
     out = write(memory, "forget_entity", name=SECRETS[0], reason="asked by the data subject")
-    events = read(memory, "get_audit_log", limit=1000).events
+    events = read(memory, "get_audit_log", limit=1000, includeIds=True).events
     record = events[0]
     assert (record.type, record.actor, record.data["reason"]) == ("entity_forgotten", "test",
                                                                    "asked by the data subject")

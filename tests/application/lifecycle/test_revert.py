@@ -70,3 +70,38 @@ def test_reverting_to_the_current_state_writes_nothing_and_says_so(memory: Memor
     out = write(memory, "revert_entity", name="Bob", toVersion=1)
     assert memory.log.head() == head and "nothing was written" in out.message
     assert out.entities[0].version == 3
+
+
+def test_restoring_a_deleted_entity_is_recorded_as_a_restore_and_keeps_its_created_at(tmp_path: Path) -> None:
+    from freezegun import freeze_time
+
+    with Memory(tmp_path / "store", sync=False) as memory, freeze_time("2026-03-01T10:00:00Z") as clock:
+        seed(memory)
+        write(memory, "add_observations", observations=[{"entityName": "Ada", "contents": ["math"]}])
+        clock.tick(3600)
+        write(memory, "delete_entities", entityNames=["Ada"])
+        clock.tick(3600)
+        write(memory, "revert_entity", name="Ada", toVersion=2)
+        [ada] = memory.read("open_nodes", {"names": ["Ada"]}).entities
+        assert (ada.created_at, ada.updated_at) == ("2026-03-01T10:00:00.000000Z", "2026-03-01T12:00:00.000000Z")
+        audit = memory.read("get_audit_log", {"entityName": "Ada", "limit": 1}).events
+        history = memory.read("get_entity_history", {"name": "Ada", "order": "newest", "limit": 1}).versions
+    second = memory_position_of_version(tmp_path / "store", "Ada", 2)
+    assert [(e.type, e.data["revertedTo"], e.data["restores"]) for e in audit] == [("entity_restored", 2, second)]
+    assert history[0].event_type == "entity_restored" and history[0].state["createdAt"] == ada.created_at
+
+
+def memory_position_of_version(store: Path, name: str, version: int) -> int:
+    with Memory(store) as memory:
+        versions = memory.read("get_entity_history", {"name": name}).versions
+    return next(v.position for v in versions if v.version == version)
+
+
+def test_an_entity_restored_then_rebuilt_reads_the_same(memory: Memory) -> None:
+    seed(memory)
+    write(memory, "delete_entities", entityNames=["Ada"])
+    write(memory, "revert_entity", name="Ada", toVersion=1)
+    before = memory.read("read_graph", {})
+    memory.views.rebuild()
+    assert memory.read("read_graph", {}) == before
+    assert memory.read("search_nodes", {"query": "Ada"}).entities[0].name == "Ada"

@@ -170,7 +170,7 @@ def test_a_writer_follows_a_rebuild_done_by_another_process(store: LmdbLog) -> N
 ANOTHER_FORMAT = textwrap.dedent("""
     import sys
     from chronograph.projections import tables
-    tables.VIEWS_FORMAT = 3  # a version of Chronograph with another view layout
+    tables.VIEWS_FORMAT += 1  # a version of Chronograph with another view layout
     from chronograph.application import Memory
     with Memory(sys.argv[1]) as memory:
         memory.write("create_entities", {"entities": [{"name": sys.argv[2], "entityType": "t", "observations": []}]},

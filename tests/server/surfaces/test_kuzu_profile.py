@@ -37,7 +37,7 @@ async def test_the_profile_offers_the_seven_tools_and_the_database_list(kuzu: Cl
     assert [t.name for t in (await kuzu.list_tools()).tools] == [
         "create_entity", "create_relationship", "add_observations", "search_entities", "semantic_search",
         "get_related_entities", "get_graph_summary"]
-    await call(kuzu, "create_entity", {**ALICE, "database": "research_papers"})
+    await call(kuzu, "create_entity", {**ALICE, "database": "research_papers", "create": True})
     listed = json.loads((await kuzu.read_resource("kuzu://databases/list")).contents[0].text)  # type: ignore[union-attr]
     assert listed["primary_database"] == "memory" and listed["count"] == 2
     assert {d["name"]: d["is_primary"] for d in listed["databases"]} == {"memory": True, "research_papers": False}
@@ -103,10 +103,76 @@ async def test_semantic_search_finds_by_meaning_with_the_bundled_model(tmp_path:
     pytest.importorskip("onnxruntime")
     settings = Settings(store=tmp_path / "s", embeddings="local", profile="kuzu")
     async with Client(create_server(settings)) as kuzu:
-        await call(kuzu, "create_entity", {**ALICE, "database": "research_papers"})
+        await call(kuzu, "create_entity", {**ALICE, "database": "research_papers", "create": True})
         await call(kuzu, "create_entity", {"database": "research_papers", "name": "Sourdough", "entity_type": "recipe",
                                            "observations": ["Bread made with a fermented starter"]})
         found = await call(kuzu, "semantic_search", {"database": "research_papers", "query": "AI programming expertise",
                                                      "limit": 5, "threshold": 0.2})
     assert found["entities"][0]["name"] == "Alice Johnson" and found["method"] == "vector_similarity"
     assert found["entities"][0]["similarity"] > found["threshold"]
+
+
+async def databases_listed(client: Client) -> list[str]:
+    listed = json.loads((await client.read_resource("kuzu://databases/list")).contents[0].text)  # type: ignore[union-attr]
+    return [d["name"] for d in listed["databases"]]
+
+
+async def test_a_misspelt_database_is_refused_and_never_created(kuzu: Client) -> None:
+    await call(kuzu, "create_entity", ALICE)
+    typo = {"database": "no_such_database"}
+    for tool, arguments in [
+        ("search_entities", {"query": "Alice"}), ("semantic_search", {"query": "Alice"}),
+        ("create_entity", {"name": "Bob", "entity_type": "person"}),
+        ("create_relationship", {"from_entity": "Alice Johnson", "to_entity": "Alice Johnson",
+                                 "relationship_type": "KNOWS"}),
+        ("add_observations", {"entity_name": "Alice Johnson", "observations": ["x"]}),
+        ("get_related_entities", {"entity_name": "Alice Johnson"}), ("get_graph_summary", {}),
+    ]:
+        refused = await refusal(kuzu, tool, {**typo, **arguments})
+        assert set(refused) == {"status", "message", "code"} and refused["code"] == "not_found", tool
+        assert refused["message"].startswith("Database 'no_such_database' not found. Available databases: memory")
+        assert "create: true" in refused["message"]
+    assert await databases_listed(kuzu) == ["memory"]
+    assert (await call(kuzu, "get_graph_summary", {}))["total_databases"] == 1
+
+
+async def test_create_true_creates_a_database_which_is_listed_from_then_on(kuzu: Client) -> None:
+    made = await call(kuzu, "create_entity", {**ALICE, "database": "prompt_engineer", "create": True})
+    assert (made["status"], made["database"]) == ("created", "prompt_engineer")
+    assert await databases_listed(kuzu) == ["memory", "prompt_engineer"]
+    found = await call(kuzu, "search_entities", {"database": "prompt_engineer", "query": "Alice"})
+    assert [e["name"] for e in found["entities"]] == ["Alice Johnson"]
+    again = await call(kuzu, "create_entity", {"database": "prompt_engineer", "name": "Bob", "entity_type": "person"})
+    assert again["status"] == "created"  # an existing database needs no create
+    empty = await call(kuzu, "search_entities", {"database": "memory", "query": "Alice"})
+    assert empty["count"] == 0  # the primary exists before anything is written to it
+    tools = {t.name: t.input_schema for t in (await kuzu.list_tools()).tools}
+    assert "database" in tools["create_entity"]["properties"]["create"]["description"]
+
+
+async def test_with_the_model_loaded_writes_answer_embedded_true_and_are_found_at_once(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    settings = Settings(store=tmp_path / "s", embeddings="local", profile="kuzu")
+    async with Client(create_server(settings)) as kuzu:
+        warm = await call(kuzu, "semantic_search", {"database": "memory", "query": "anything"})  # loads the model
+        assert warm["count"] == 0
+        created = await call(kuzu, "create_entity", ALICE)
+        assert created == {"status": "created", "database": "memory", "name": "Alice Johnson", "type": "person",
+                           "observations_count": 3, "embedded": True}
+        found = await call(kuzu, "semantic_search", {"database": "memory", "query": "AI programming expertise",
+                                                     "limit": 5, "threshold": 0.2})
+        assert [e["name"] for e in found["entities"]] == ["Alice Johnson"]
+        added = await call(kuzu, "add_observations", {"database": "memory", "entity_name": "Alice Johnson",
+                                                      "observations": ["Recently completed TensorFlow certification"]})
+        assert (added["status"], added["reembedded"]) == ("updated", True)
+        again = await call(kuzu, "semantic_search", {"database": "memory", "query": "TensorFlow certificate",
+                                                     "limit": 5, "threshold": 0.2})
+        assert "Recently completed TensorFlow certification" in again["entities"][0]["observations"]
+
+
+async def test_without_embeddings_writes_answer_embedded_false(kuzu: Client) -> None:
+    created = await call(kuzu, "create_entity", ALICE)
+    assert created["embedded"] is False
+    added = await call(kuzu, "add_observations", {"database": "memory", "entity_name": "Alice Johnson",
+                                                  "observations": ["Contributing to open source projects"]})
+    assert added["reembedded"] is False

@@ -5,6 +5,8 @@ Markdown export inside the root, and the documented refusals."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -12,10 +14,11 @@ from typing import Any
 import pytest
 from chronograph.server.app import create_server
 from chronograph.server.config import Settings
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from support.mcp import call
 
 pytestmark = pytest.mark.anyio
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -103,8 +106,6 @@ async def test_a_session_as_the_reference_describes_it(n2n: Client, repo: Path) 
     assert (await call(n2n, "n2n_delete_entities", {**project, "entityNames": ["MemoryManager"]}))["deletedCount"] == 1
     tools = {t.name: t for t in (await n2n.list_tools()).tools}
     assert tools["n2n_export_markdown"].annotations.read_only_hint is False  # type: ignore[union-attr]
-    help_text = (await n2n.read_resource("mcp://memory/graph")).contents[0].text  # type: ignore[union-attr]
-    assert "mcp://memory/graph?path=" in help_text
     resource = await n2n.read_resource(f"mcp://memory/graph?path={repo}")
     assert [e["name"] for e in json.loads(resource.contents[0].text)["graph"]["entities"]] == [  # type: ignore[union-attr]
         "MemoryService"]
@@ -159,3 +160,82 @@ async def test_relations_to_missing_entities_are_refused_whole(n2n: Client, repo
         {"from": "A", "to": "Nowhere", "relationType": "USES"}]})
     assert shaped["code"] == "not_found"
     assert (await call(n2n, "n2n_get_graph_summary", project))["relationCount"] == 0
+
+
+async def test_a_planted_temporary_file_link_in_a_cloned_repository_is_never_written_through(
+    n2n: Client, repo: Path, tmp_path: Path,
+) -> None:
+    """Issue 27.1: `.mcp/chronograph.tmp` a link to another file: any n2n call overwrote it."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's own\n")
+    (repo / ".mcp").mkdir()
+    for planted in ("chronograph.tmp", ".chronograph.json.tmp"):
+        (repo / ".mcp" / planted).symlink_to(victim)
+    graph = await call(n2n, "n2n_read_graph", {"projectPath": str(repo)})
+    assert graph["status"] == "success" and victim.read_text() == "the user's own\n"
+    assert json.loads((repo / ".mcp" / "chronograph.json").read_text())["store"] == "chronograph"
+
+
+async def test_an_mcp_folder_that_is_a_link_is_refused_and_a_marker_that_is_one_left_alone(
+    n2n: Client, repo: Path, tmp_path: Path,
+) -> None:
+    victim = tmp_path / "elsewhere"
+    victim.mkdir()
+    (repo / ".mcp").symlink_to(victim, target_is_directory=True)
+    shaped = await refusal(n2n, "n2n_read_graph", {"projectPath": str(repo), "confirmNewProjectRoot": str(repo)})
+    assert shaped["code"] == "invalid" and "link" in shaped["message"]
+    (repo / ".mcp").unlink()
+    (repo / ".mcp").write_text("a file")
+    shaped = await refusal(n2n, "n2n_read_graph", {"projectPath": str(repo), "confirmNewProjectRoot": str(repo)})
+    assert shaped["code"] == "invalid" and (repo / ".mcp").read_text() == "a file"
+    (repo / ".mcp").unlink()
+    (repo / ".mcp").mkdir()
+    (repo / ".mcp" / "chronograph.json").symlink_to(victim / "chronograph.json")  # dangling
+    await call(n2n, "n2n_read_graph", {"projectPath": str(repo)})
+    assert list(victim.iterdir()) == [] and (repo / ".mcp" / "chronograph.json").is_symlink()
+
+
+async def test_the_markdown_export_replaces_an_existing_file_only_when_asked(n2n: Client, repo: Path) -> None:
+    """Issue 27.5: n2n_export_markdown overwrote a project's NOTES.md with no overwrite flag."""
+    project = await adopt(n2n, repo)
+    (repo / "NOTES.md").write_text("# my notes\n")
+    shaped = await refusal(n2n, "n2n_export_markdown", {**project, "outputPath": "NOTES.md"})
+    assert shaped["code"] == "invalid" and "overwrite: true" in shaped["message"]
+    assert (repo / "NOTES.md").read_text() == "# my notes\n"
+    done = await call(n2n, "n2n_export_markdown", {**project, "outputPath": "NOTES.md", "overwrite": True})
+    assert done["path"] == "NOTES.md" and (repo / "NOTES.md").read_text() != "# my notes\n"
+    assert sorted(p.name for p in repo.iterdir()) == [".git", ".mcp", "NOTES.md"]  # no temporary file left
+
+
+async def test_the_markdown_export_never_writes_through_a_link(n2n: Client, repo: Path, tmp_path: Path) -> None:
+    project = await adopt(n2n, repo)
+    (repo / "inside.md").write_text("mine")
+    (repo / "LINK.md").symlink_to(repo / "inside.md")
+    (repo / "OUT.md").symlink_to(tmp_path / "outside.md")
+    for output in ("LINK.md", "OUT.md"):
+        shaped = await refusal(n2n, "n2n_export_markdown", {**project, "outputPath": output, "overwrite": True})
+        assert "link" in shaped["message"]
+    assert (repo / "inside.md").read_text() == "mine" and not (tmp_path / "outside.md").exists()
+
+
+@pytest.mark.wire
+async def test_a_cloned_repository_cannot_overwrite_the_store_of_a_stdio_server(repo: Path, tmp_path: Path) -> None:
+    """Issue 27.1 as reported: `.mcp/chronograph.tmp` a link to the store's data.mdb; any n2n call
+    replaced the store with 68 bytes of JSON and the server died of SIGBUS."""
+    store = tmp_path / "store"
+    params = StdioServerParameters(command=sys.executable, args=["-m", "chronograph", "--store", str(store),
+                                                                  "--profile", "n2n"],
+                                   env={**os.environ, "PYTHONPATH": str(ROOT), "CHRONOGRAPH_EMBEDDINGS": "off"})
+    async with Client(params) as client:
+        project = await adopt(client, repo)
+        await call(client, "n2n_add_entities", {**project, "entities": [
+            {"name": "Memory", "entityType": "T", "observations": ["kept"]}]})
+    (repo / ".mcp" / "chronograph.json").unlink()  # a fresh clone: .mcp committed, the marker not
+    (repo / ".mcp" / "chronograph.tmp").symlink_to(store / "data.mdb")
+    before = (store / "data.mdb").read_bytes()
+    async with Client(params) as client:
+        graph = await call(client, "n2n_read_graph", project)
+        assert [e["name"] for e in graph["graph"]["entities"]] == ["Memory"]
+    assert (store / "data.mdb").read_bytes() == before
+    async with Client(params) as client:
+        assert (await call(client, "n2n_get_graph_summary", project))["totalEntityCount"] == 1

@@ -80,3 +80,50 @@ async def test_the_reference_s_errors_come_in_its_shape_with_a_code(workspace: C
     assert bad_json["code"] == "invalid"
     graph = await call(workspace, "read_graph", {"workspaceName": "demo"})
     assert [e["name"] for e in graph["entities"]] == ["Alice"]  # nothing of a refused call was written
+
+
+ENTITY_SHAPE = {"workspaceName", "name", "entityType", "observations", "metadata", "id"}
+
+
+async def test_entities_come_back_in_exactly_the_reference_s_shape(workspace: Client) -> None:
+    await call(workspace, "upsert_entity", {"workspaceName": "demo", "name": "Alice", "entityType": "Person",
+                                            "observations": ["Software engineer"],
+                                            "metadata": "{\"dept\":\"Engineering\"}"})
+    await call(workspace, "upsert_entity", {"workspaceName": "demo", "name": "ProjectX", "entityType": "Project"})
+    graph = await call(workspace, "read_graph", {"workspaceName": "demo"})
+    assert graph["workspaceName"] == "demo"
+    assert [set(e) for e in graph["entities"]] == [ENTITY_SHAPE, ENTITY_SHAPE]
+    [alice] = [e for e in graph["entities"] if e["name"] == "Alice"]
+    assert {k: v for k, v in alice.items() if k != "id"} == {
+        "workspaceName": "demo", "name": "Alice", "entityType": "Person", "observations": ["Software engineer"],
+        "metadata": "{\"dept\": \"Engineering\"}"}
+
+
+async def test_the_upserts_describe_expected_version_in_their_schema(workspace: Client) -> None:
+    tools = {t.name: t.input_schema for t in (await workspace.list_tools()).tools}
+    for name in ("upsert_entity", "upsert_relation"):
+        field = tools[name]["properties"]["expectedVersion"]
+        assert field["type"] == "integer" and "version" in field["description"]
+        assert "conflict" in field["description"] and "expectedVersion" not in tools[name].get("required", [])
+
+
+async def test_an_upsert_with_a_stale_expected_version_is_refused_and_writes_nothing(workspace: Client) -> None:
+    alice = {"workspaceName": "demo", "name": "Alice", "entityType": "Person"}
+    first = await call(workspace, "upsert_entity", {**alice, "observations": ["a"], "expectedVersion": 0})
+    assert first["version"] == 1
+    second = await call(workspace, "upsert_entity", {**alice, "observations": ["b"], "expectedVersion": 1})
+    assert second["version"] == 2
+    stale = await refusal(workspace, "upsert_entity", {**alice, "observations": ["c"], "expectedVersion": 1})
+    assert stale["code"] == "conflict" and "version 2" in stale["message"]
+    exists = await refusal(workspace, "upsert_entity", {**alice, "expectedVersion": 0})
+    assert exists["code"] == "conflict"
+    await call(workspace, "upsert_entity", {"workspaceName": "demo", "name": "ProjectX", "entityType": "Project"})
+    link = {"workspaceName": "demo", "from": "Alice", "to": "ProjectX", "relationType": "works_on"}
+    made = await call(workspace, "upsert_relation", {**link, "expectedVersion": 0})
+    assert made["version"] == 1
+    late = await refusal(workspace, "upsert_relation", {**link, "metadata": "{\"since\":\"2025\"}",
+                                                        "expectedVersion": 0})
+    assert late["code"] == "conflict"
+    graph = await call(workspace, "read_graph", {"workspaceName": "demo"})
+    [stored] = [e for e in graph["entities"] if e["name"] == "Alice"]
+    assert stored["observations"] == ["b"] and json.loads(graph["relations"][0]["metadata"]) == {}

@@ -1,0 +1,233 @@
+"""n2n's project files: a project's memory mirrored into `<root>/.mcp/memory.json` and
+`.mcp/context.json` in n2n's own format, and folded back from them into the log.
+
+With `--project-files` (or `"projectFiles": true` in the project's `.mcp/chronograph.json`),
+every n2n call that changed a project rewrites its two files (sorted, as n2n writes them,
+so a team commits them beside the code), and every n2n call first looks whether the files
+changed under it since this process last wrote or read them (the first call after a
+start, a `git pull`, a checkout). If they did, what they hold that the log does not is
+folded into the log in one command whose events are recorded as the actor "project file":
+new entities, observations and relations, and a hot context a teammate wrote after ours.
+What cannot be folded without overwriting is parked, never dropped: it becomes an
+observation of the entity "Project file conflicts" (type CONFLICT), which both clones then
+show, until someone resolves it and deletes it (what is parked: see `projectfold`).
+
+Which context is newer is told by lineage, not clocks: `context.json` carries, beside
+n2n's fields, the `revision` of the context (a digest of its fields) and the revisions it
+descends from (`basedOn`). A file whose revision this log has held is stale; a file based
+on our current context is a teammate's next step (taken); anything else was written while
+ours changed too (parked). n2n ignores the two extra fields.
+
+Writes go through `write_project_file`, the one place that writes into a project (atomic:
+a temporary file, synced, renamed over the target; never through a symbolic link).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from chronograph.application.engine.registry import Tool
+from chronograph.application.engine.service import Memory, Written
+from chronograph.application.errors import ChronographError, StorageError
+from chronograph.application.surfaces.n2n import N2N, project_graph
+from chronograph.application.surfaces.projectfold import (
+    ACTOR,
+    CONTEXT_FIELDS,
+    FILES,
+    ProjectFileError,
+    context_values,
+    fields_of,
+    revision,
+)
+from chronograph.application.surfaces.projectroot import MARKER_FILE, project_root
+from chronograph.eventstore import clock
+from chronograph.eventstore.files import WriteRefused, write_file
+
+__all__ = ["ProjectFiles", "write_project_file"]
+
+MEMORY_FILE = "memory.json"
+CONTEXT_FILE = "context.json"
+LINEAGE = 32
+"""Revisions a context file names as its ancestors."""
+
+
+# --- the files ---------------------------------------------------------------------------
+
+
+def write_project_file(path: Path, text: str) -> bool:
+    """Write `text` to `path` whole, through the guarded writer (`eventstore.files`: never
+    through a link, never into a store, a temporary file created exclusively, synced, renamed
+    over the old file); return whether anything changed (an identical file is left alone).
+
+    This is the one place the project files are written; it refuses a symbolic link at the
+    target or as the `.mcp` folder, so a repository cannot aim the write elsewhere.
+
+    Raises:
+        OSError: If the file system or the guarded writer refuses; nothing is left half-written.
+    """
+    if path.is_symlink() or path.parent.is_symlink():
+        raise OSError(f"{path} (or its folder) is a symbolic link; the project files are not written through one")
+    data = text.encode("utf-8")
+    try:
+        if path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    try:  # these two files are the mirror's own: replacing them is what it is for
+        write_file(path, data, overwrite=True, within=path.parent.parent)
+    except WriteRefused as error:
+        raise OSError(str(error)) from None
+    return True
+
+
+def _read_json(path: Path) -> Any:
+    if path.is_symlink() or path.parent.is_symlink():  # a repository could point it at any file of the user's
+        raise ProjectFileError(f"The project file .mcp/{path.name} (or .mcp) is a symbolic link; project files "
+                               "are not read or written through one")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise ProjectFileError(
+            f"The project file .mcp/{path.name} is not valid JSON ({error}); nothing was folded. After a git "
+            f"merge conflict, take theirs (git checkout --theirs .mcp/{path.name}): your side is in the log, "
+            "and the next call folds theirs in and writes both back") from None
+
+
+def _signature(mcp: Path) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for name in (MEMORY_FILE, CONTEXT_FILE):
+        try:
+            stat = (mcp / name).stat()
+            out.append((stat.st_mtime_ns, stat.st_size, stat.st_ino))
+        except FileNotFoundError:
+            out.append(None)
+    return tuple(out)
+
+
+class ProjectFiles:
+    """Keeps the projects' `.mcp` files and their workspaces in step, around n2n's calls."""
+
+    def __init__(self, *, always: bool = False) -> None:
+        self.always = always
+        """Mirror every project (--project-files); otherwise only those whose marker asks."""
+        self._seen: dict[str, tuple[Any, ...]] = {}
+        """project root -> the files' signature when this process last wrote or read them"""
+        self._markers: dict[str, tuple[tuple[int, int, int], bool]] = {}
+        """project root -> (its marker's signature, whether it asks for project files)"""
+
+    def enabled(self, root: Path) -> bool:
+        """Whether the files of the project at `root` are kept: the server says so, or the
+        project's marker does (read again only when the marker changed)."""
+        if self.always:
+            return True
+        marker = root / ".mcp" / MARKER_FILE
+        try:
+            stat = marker.stat()
+        except (OSError, ValueError):  # absent, or a path no file can have (NUL): the tool says why
+            return False
+        key = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        known = self._markers.get(str(root))
+        if known is not None and known[0] == key:
+            return known[1]
+        try:
+            content = json.loads(marker.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            content = None
+        asks = isinstance(content, dict) and content.get("projectFiles") is True
+        self._markers[str(root)] = (key, asks)
+        return asks
+
+    def _project(self, tool: Tool, args: Any) -> tuple[Path, str] | None:
+        if tool.name not in N2N or not hasattr(args, "project_path"):
+            return None
+        try:
+            if not self.always and not self.enabled(Path(args.project_path)):  # the common case: one stat
+                return None
+            workspace = args.workspace  # checks the root (and adopts a confirmed one), as the tool will
+            root = project_root(tool.name, args.project_path)
+        except ChronographError:
+            return None  # the tool itself reports it
+        return root, workspace
+
+    def before(self, memory: Memory, tool: Tool, args: Any) -> None:
+        """Fold the project's files into the log if they changed since this process last saw them.
+
+        Raises:
+            ProjectFileError: If a file is not n2n's JSON (a merge conflict left in it, say).
+        """
+        project = self._project(tool, args)
+        if project is None:
+            return
+        root, workspace = project
+        mcp = root / ".mcp"
+        with memory.lock:  # one fold at a time, and no mirror between reading the files and folding them
+            if self._seen.get(str(root)) == _signature(mcp):
+                return
+            graph, context = _read_json(mcp / MEMORY_FILE), _read_json(mcp / CONTEXT_FILE)
+            if graph is not None or context is not None:
+                if not isinstance(graph or {}, dict) or not isinstance(context or {}, dict):
+                    raise ProjectFileError("A project file in .mcp is not a JSON object; nothing was folded")
+                memory.write(FILES["fold_project_files"], {"workspace": workspace, "graph": graph or {},
+                                                           "context": context}, actor=ACTOR)
+            self.mirror(memory, root, workspace)
+
+    def after(self, memory: Memory, tool: Tool, args: Any, written: Written) -> None:
+        """Mirror the project into its files after a call that changed it.
+
+        Raises:
+            StorageError: If the files cannot be written (the change itself is in the log).
+        """
+        if not written.changed:
+            return
+        project = self._project(tool, args)
+        if project is not None:
+            self.mirror(memory, *project)
+
+    def mirror(self, memory: Memory, root: Path, workspace: str) -> None:
+        """Write the project's graph and hot context into its `.mcp` files, in n2n's format.
+
+        Holding the store's lock throughout, so that two calls' mirrors cannot land out of order.
+        """
+        with memory.lock:
+            self._mirror(memory, root, workspace)
+
+    def _mirror(self, memory: Memory, root: Path, workspace: str) -> None:
+        graph = project_graph(memory, workspace)
+        entities = [{"name": e["name"], "entityType": e["entityType"], "observations": sorted(e["observations"])}
+                    for e in graph["entities"]]
+        relations = sorted(({"from": r["from"], "to": r["to"], "relationType": r["relationType"]}
+                            for r in graph["relations"]), key=lambda r: (r["from"], r["to"], r["relationType"]))
+        mcp = root / ".mcp"
+        try:
+            write_project_file(mcp / MEMORY_FILE, json.dumps({"entities": entities, "relations": relations},
+                                                             indent=2, ensure_ascii=False) + "\n")
+            context = self._context(memory, workspace)
+            if context is not None:
+                write_project_file(mcp / CONTEXT_FILE, json.dumps(context, indent=2, ensure_ascii=False) + "\n")
+        except OSError as error:
+            raise StorageError(f"The change is in the log, but the project files in {mcp} could not be written: "
+                               f"{error}. The next call tries again") from None
+        self._seen[str(root)] = _signature(mcp)
+
+    def _context(self, memory: Memory, workspace: str) -> dict[str, Any] | None:
+        with memory.lock, memory.timeline.at("mirror") as moment:
+            record = moment.graph.context(workspace)
+            if record is None:
+                return None
+            history = [dict.fromkeys(CONTEXT_FIELDS), *context_values(moment.log, workspace)][:-1]
+            ancestors = [revision(values) for values in history]
+        fields = fields_of(record)
+        out = {CONTEXT_FIELDS[k]: v for k, v in fields.items() if v is not None}
+        out.setdefault("status", "PLANNING")
+        out.setdefault("nextSteps", [])
+        out["updatedAt"] = clock.isoformat(record.updated_at)
+        out["revision"] = revision(fields)
+        out["basedOn"] = list(dict.fromkeys(reversed(ancestors)))[:LINEAGE]
+        return out
+

@@ -1,0 +1,112 @@
+"""Who holds a store: a shared lock every opening takes, and the exclusive one replacing takes.
+
+Every process that opens an environment (a server, a command, a PostgreSQL store's cache)
+holds a shared `flock` on its `lock.mdb` for as long as it is open, taken before LMDB
+opens it and kept across reopenings. A command that replaces a store (`restore
+--replace`) takes that lock exclusively, without waiting: it is refused while anyone,
+this process included, has the store open. LMDB's own locks are probed too (on Linux),
+so a process that opened the store without this code (an older server, `mdb_stat`) is
+found, with its process id. An opening that starts while the store is being replaced
+waits for the replacement, then opens the store put in place, never the one set aside.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import struct
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from chronograph.eventstore.errors import StoreOpenError
+from chronograph.eventstore.files import LOCK_FILE
+
+__all__ = ["StoreBusyError", "exclusively", "hold", "release"]
+
+_FLOCK = struct.Struct("hhqqi4x")
+"""struct flock on 64-bit Linux: type, whence, start, length, pid."""
+_OFD = sys.platform.startswith("linux") and struct.calcsize("P") == 8 and hasattr(fcntl, "F_OFD_SETLK")
+
+
+class StoreBusyError(StoreOpenError):
+    """A store cannot be replaced while a process has it open; nothing was replaced."""
+
+
+def hold(folder: Path) -> int | None:
+    """Take the shared lock of the environment in `folder`; return what `release` takes
+    (None where the lock file cannot be opened: LMDB's own locking still applies)."""
+    lock = folder / LOCK_FILE
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError:
+            try:
+                fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)  # waits while the store is being replaced
+            held, now = os.fstat(fd), os.stat(lock)
+        except OSError:
+            os.close(fd)
+            return None
+        if (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino):
+            return fd
+        os.close(fd)  # replaced while this waited: hold the store now in place
+
+
+def release(held: int | None) -> None:
+    """Give back what `hold` took."""
+    if held is not None:
+        os.close(held)
+
+
+@contextmanager
+def exclusively(folder: Path) -> Iterator[None]:
+    """Hold the environment in `folder` against every other opening for the `with` block.
+
+    Raises:
+        StoreBusyError: If a process (this one included) has it open.
+    """
+    try:
+        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:  # never opened as an environment: nobody can hold it
+        yield
+        return
+    try:
+        pid = _lmdb_holder(fd)
+        if pid is not None:
+            raise StoreBusyError(_busy(folder, pid or None))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StoreBusyError(_busy(folder, None)) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _busy(folder: Path, pid: int | None) -> str:
+    who = "this process" if pid == os.getpid() else f"process {pid}" if pid else "another process"
+    return (f"the store at {folder} is open in {who}; stop the servers and commands using it, then run this "
+            "again (nothing was replaced)")
+
+
+def _lmdb_holder(fd: int) -> int | None:
+    """The id of a process holding LMDB's own lock on the file (byte 0, shared by every process
+    with the environment open; 0 when it cannot be told), or None; the probe, an open-file-description lock, conflicts
+    with this process's own LMDB locks too, and is kept until `fd` is closed."""
+    if not _OFD:
+        return None
+    wanted = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 1, 0)
+    try:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, wanted)
+        return None
+    except OSError as error:
+        if error.errno not in (errno.EAGAIN, errno.EACCES):
+            return None
+    found = _FLOCK.unpack(fcntl.fcntl(fd, fcntl.F_OFD_GETLK, wanted))
+    return max(found[4], 0)

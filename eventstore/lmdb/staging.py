@@ -1,0 +1,148 @@
+"""A store built beside its place and put there only when it is whole: how a restore lands.
+
+`staging(store)` is a new private folder beside the store's place (removed at the end unless
+its store was put in place); `extract` writes a backup's environment into a folder of it
+(created exclusively, never followed) and checks its length; `put_in_place` moves a store
+from it to the store's place, refusing a place that lies inside another store, that holds
+something unless asked to replace it, or that any process (this one included) has open. The
+replaced store is kept beside, renamed `<store>.replaced-N`; where the kernel can, the two
+are exchanged in one step, so no opening ever finds the place empty.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+from chronograph.eventstore.files import DATA_FILE, store_of
+from chronograph.eventstore.lmdb.backup import CHUNK, BackupError, BackupInfo
+from chronograph.eventstore.lmdb.env import check_data_file
+from chronograph.eventstore.lmdb.holders import exclusively
+
+__all__ = ["check_place", "extract", "make_durable", "put_in_place", "staging"]
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def check_place(store: Path, *, replace: bool) -> bool:
+    """Whether something is at `store` (to be set aside), after refusing a place a restore may not use.
+
+    Raises:
+        BackupError: If `store` lies inside another store, or holds something and `replace` is not set.
+    """
+    outer = store_of(store.parent)
+    if outer is not None or store.name in (DATA_FILE, "lock.mdb"):
+        raise BackupError(f"{store} lies inside the store at {outer or store.parent}; restore into a folder of its "
+                          "own")
+    occupied = os.path.lexists(store) and (not store.is_dir() or store.is_symlink() or any(store.iterdir()))
+    if occupied and not replace:
+        raise BackupError(f"{store} is not empty; restore into a new folder, or pass --replace to keep the current "
+                          "store beside it and restore in its place")
+    return occupied
+
+
+@contextmanager
+def staging(store: Path) -> Iterator[Path]:
+    """A new private folder beside `store`'s place, removed afterwards with whatever is left in it."""
+    store.parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=f".{store.name}.restoring-", dir=store.parent))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def extract(backup: Path, info: BackupInfo, start: int, folder: Path) -> None:
+    """Write the environment the backup at `backup` holds into `folder` (a new folder) and check
+    that it is as long as its own meta pages say.
+
+    Raises:
+        StoreCorruptError: If it is not (nothing else is read of it here).
+    """
+    folder.mkdir(mode=0o700)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    with Path(backup).open("rb") as source, os.fdopen(os.open(folder / DATA_FILE, flags, 0o600), "wb") as target:
+        source.seek(start)
+        remaining = info["bytes"]
+        while remaining:
+            chunk = source.read(min(CHUNK, remaining))
+            if not chunk:
+                raise BackupError(f"{backup} ended before its data did")
+            target.write(chunk)
+            remaining -= len(chunk)
+        target.flush()
+        os.fsync(target.fileno())
+    check_data_file(folder / DATA_FILE)
+
+
+def make_durable(folder: Path) -> None:
+    """Flush a store built without synchronous commits to the disk, files and folder, before it
+    is put in place (one flush instead of one per transaction)."""
+    for name in (DATA_FILE, "lock.mdb"):
+        fd = os.open(folder / name, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    _sync_folder(folder)
+
+
+def put_in_place(built: Path, store: Path, *, replace: bool) -> Path | None:
+    """Move the store in `built` to `store`; return where the store that was there was set aside.
+
+    Raises:
+        BackupError: See `check_place`.
+        StoreBusyError: If a process has the store at `store` open; nothing was moved.
+    """
+    with exclusively(store):
+        occupied = check_place(store, replace=replace)
+        aside = None
+        if occupied:
+            aside = _free_name(store)
+            if _exchange(built, store):
+                os.rename(built, aside)
+            else:
+                os.rename(store, aside)
+                os.rename(built, store)
+        else:
+            if store.exists():
+                store.rmdir()
+            os.rename(built, store)
+        _sync_folder(store.parent)
+    return aside
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two names in one step (Linux renameat2); False where the kernel or libc cannot."""
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def _free_name(store: Path) -> Path:
+    n = 1
+    while os.path.lexists(candidate := store.with_name(f"{store.name}.replaced-{n}")):
+        n += 1
+    return candidate
+
+
+def _sync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with suppress(OSError):  # some file systems cannot sync a folder
+            os.fsync(fd)
+    finally:
+        os.close(fd)

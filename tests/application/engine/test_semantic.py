@@ -1,0 +1,104 @@
+"""Embedding in the call: a write that promises an embedded entity (Kuzu's create_entity,
+add_observations) stores its vector itself once the model is loaded, ahead of the projector,
+which then passes over it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from chronograph.application import Memory
+from chronograph.application.engine.semantic import Semantic
+from chronograph.application.surfaces.kuzu import KUZU
+from support.embedders import Words
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[tuple[Memory, Words]]:
+    with Memory(tmp_path / "store", sync=False) as opened:
+        words = Words()
+        opened.semantic = Semantic(opened.views, words, opened.lock)
+        yield opened, words
+
+
+def write(memory: Memory, tool: str, **arguments: Any) -> dict[str, Any]:
+    return msgspec.to_builtins(memory.write(KUZU[tool], arguments, actor="t").output)["reply"]  # type: ignore[no-any-return]
+
+
+def stored(memory: Memory) -> tuple[dict[str, int], int]:
+    """Each entity's embedded version (by name), and the vectors' checkpoint."""
+    assert memory.semantic is not None
+    with memory.lock, memory.views.snapshot() as snapshot:
+        graph = snapshot.graph
+        streams = {e.stream: e.name for e in graph.entities("memory")}
+        versions = memory.semantic.vectors.versions(graph.txn, streams)
+        return {streams[s]: v for s, v in versions.items()}, memory.semantic.vectors.checkpoint(graph.txn)
+
+
+def test_a_write_before_the_model_is_loaded_answers_embedded_false(memory: tuple[Memory, Words]) -> None:
+    store, words = memory
+    created = write(store, "create_entity", database="memory", name="Ada", entity_type="person")
+    assert created["embedded"] is False and words.texts == []
+    assert stored(store) == ({}, 0)
+
+
+def test_once_loaded_a_write_embeds_its_entity_ahead_of_the_projector(memory: tuple[Memory, Words]) -> None:
+    store, words = memory
+    assert store.semantic is not None
+    store.read("semantic_search", {"query": "warm up"})  # the model is loaded: queries embed
+    created = write(store, "create_entity", database="memory", name="Ada", entity_type="person",
+                    observations=["Writes Python every day"])
+    assert created["embedded"] is True
+    assert stored(store) == ({"Ada": 1}, 0)  # stored in the call; the projector has not run
+    added = write(store, "add_observations", database="memory", entity_name="Ada", observations=["Keeps bees"])
+    assert added["reembedded"] is True and stored(store)[0] == {"Ada": 2}
+    same = write(store, "add_observations", database="memory", entity_name="Ada", observations=["Keeps bees"])
+    assert same["status"] == "no_change" and same["reembedded"] is False
+    embedded = len(words.texts)
+    store.semantic.catch_up()
+    assert len(words.texts) == embedded  # the projector found Ada's vector current
+    assert stored(store) == ({"Ada": 2}, store.log.head())
+    found = msgspec.to_builtins(store.read("semantic_search", {"query": "keeps bees", "workspace": "memory"}))
+    assert [e["name"] for e in found["entities"]] == ["Ada"]
+
+
+def test_a_vector_of_a_later_version_is_never_replaced_by_an_older_one(memory: tuple[Memory, Words]) -> None:
+    store, _ = memory
+    assert store.semantic is not None
+    write(store, "create_entity", database="memory", name="Ada", entity_type="person")  # not loaded: not embedded
+    write(store, "add_observations", database="memory", entity_name="Ada", observations=["Keeps bees"])
+    with store.lock, store.views.snapshot() as snapshot:
+        old = snapshot.graph.entity("memory", "Ada")
+    assert old is not None and old.version == 2
+    store.semantic.catch_up()  # loads the model and stores version 2
+    assert store.semantic.embed_now([msgspec.structs.replace(old, version=1)]) is False  # not the live one
+    assert stored(store)[0] == {"Ada": 2}
+    assert store.semantic.embed_now([old]) is True and stored(store)[0] == {"Ada": 2}
+
+
+def test_a_write_embeds_without_holding_the_store_so_other_calls_go_on(memory: tuple[Memory, Words]) -> None:
+    store, words = memory
+    store.read("semantic_search", {"query": "warm up"})
+    taken: list[bool] = []
+    embed = words.embed
+
+    def probe() -> None:
+        if store.lock.acquire(timeout=5):
+            store.lock.release()
+            taken.append(True)
+        else:
+            taken.append(False)
+
+    def watching(texts: Any) -> Any:
+        other = threading.Thread(target=probe)
+        other.start()
+        other.join()  # another thread takes the store's lock while this one embeds
+        return embed(texts)
+
+    words.embed = watching  # type: ignore[method-assign]
+    created = write(store, "create_entity", database="memory", name="Ada", entity_type="person")
+    assert created["embedded"] is True and taken == [True]
