@@ -41,8 +41,7 @@ def seal(connection: Any, schema: Schema) -> bool:
 
     A column whose statistics target was not 0 is counted as collected even if ANALYZE's
     current row is gone: every earlier ANALYZE left its own dead row versions."""
-    open_ = _unsealed(connection, schema)
-    collected = set(_collected(connection, schema))
+    open_, collected = _findings(connection, schema)
     if not open_ and not collected:
         return False
     with connection.transaction():
@@ -92,18 +91,17 @@ def _filenode(connection: Any) -> int:
     return int(connection.execute("SELECT pg_relation_filenode('pg_catalog.pg_statistic')").fetchone()[0])
 
 
-def _unsealed(connection: Any, schema: Schema) -> list[tuple[str, str]]:
-    """The content columns whose statistics target is not 0."""
+def _findings(connection: Any, schema: Schema) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """(the content columns whose statistics target is not 0, those ANALYZE has statistics of
+    now), in one round trip."""
     rows = connection.execute(
-        "SELECT c.relname::text, a.attname::text FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
-        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r' "
-        "AND coalesce(a.attstattarget, -1) <> 0 AND NOT a.attisdropped AND a.attnum > 0",
-        (schema.name,)).fetchall()
-    return [(table, column) for table, column in rows if column in dict(CONTENT.get(table, ()))]
-
-
-def _collected(connection: Any, schema: Schema) -> list[tuple[str, str]]:
-    """The content columns ANALYZE has statistics of now."""
-    rows = connection.execute("SELECT tablename::text, attname::text FROM pg_stats WHERE schemaname = %s",
-                              (schema.name,)).fetchall()
-    return [(table, column) for table, column in rows if column in dict(CONTENT.get(table, ()))]
+        "SELECT 'open', c.relname::text, a.attname::text FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %(schema)s AND c.relkind = 'r' "
+        "AND coalesce(a.attstattarget, -1) <> 0 AND NOT a.attisdropped AND a.attnum > 0 "
+        "UNION ALL SELECT 'collected', tablename::text, attname::text FROM pg_stats WHERE schemaname = %(schema)s",
+        {"schema": schema.name}).fetchall()
+    found: dict[str, set[tuple[str, str]]] = {"open": set(), "collected": set()}
+    for kind, table, column in rows:
+        if column in dict(CONTENT.get(table, ())):
+            found[kind].add((table, column))
+    return found["open"], found["collected"]
