@@ -16,6 +16,7 @@ from typing import Any
 import lmdb
 import pytest
 from chronograph.application import Memory
+from chronograph.projections.tables import VIEWS_FORMAT
 from mcp import Client, StdioServerParameters
 from support.mcp import call
 
@@ -226,9 +227,9 @@ def damaged_views(tmp_path: Path, database: bytes, key: bytes | None, value: byt
 
 
 @pytest.mark.parametrize(("database", "key", "value"), [
-    (b"views.v2.b.meta", b"checkpoint", b"x"),  # before: a traceback, and the damaged store left in place
-    (b"views.v2.b.entities", None, b"\xc1"),  # before: "verified", then views that disagree with the log
-    (b"views", b"v2.generation", b"\xff\xff\xff\xff"),
+    (f"views.v{VIEWS_FORMAT}.b.meta".encode(), b"checkpoint", b"x"),  # before: a traceback, the damaged store kept
+    (f"views.v{VIEWS_FORMAT}.b.entities".encode(), None, b"\xc1"),  # before: "verified", views disagreeing with the log
+    (b"views", f"v{VIEWS_FORMAT}.generation".encode(), b"\xff\xff\xff\xff"),
 ])
 def test_a_backup_with_damaged_views_restores_with_views_rebuilt_from_its_log(
     tmp_path: Path, database: bytes, key: bytes | None, value: bytes,
