@@ -318,7 +318,8 @@ def run(args: argparse.Namespace) -> int:
                        max_body=args.max_body, max_sessions=args.max_sessions,
                        sessions_per_address=args.sessions_per_address, session_idle=args.session_idle)
         hosts = sorted(app.hosts - {"[::1]"})
-        print(f"chronograph {version}: serving {settings.store} at {announced(args.host, args.port, '/mcp')} "
+        url = announced(args.host, sock.getsockname()[1], "/mcp")  # the port bound (--port 0: any free one)
+        print(f"chronograph {version}: serving {settings.store} at {url} "
               f"(profile {settings.profile}{'; bearer token required' if token else ''})", file=sys.stderr)
         print(f"chronograph: answering requests whose Host is {', '.join(hosts)}"
               f"{' or any IP address' if app.any_ip else ''} (this machine's names only from "

@@ -1,6 +1,6 @@
 """The word indexes of a store, one per workspace: kept in the store, caught up from the log.
 
-A process loads a workspace's index from its image in the store (the `search.v1`
+A process loads a workspace's index from its image in the store (the `search.v<IMAGE_FORMAT>`
 database), brings it up to the snapshot it answers from by re-indexing the entities the
 log changed since the image's position, and keeps it in memory from then on. Only a
 workspace without an image is indexed from every entity, once; its image is saved
