@@ -15,6 +15,7 @@ import mcp_types as types
 from chronograph.application import Files, profile
 from chronograph.application.profiles import OFFICIAL_TOOLS
 from chronograph.server.config import Settings
+from chronograph.server.prompts import add_prompts
 from chronograph.server.resources import add_resources
 from chronograph.server.runtime import GRAPH_URI, EmbeddingProgress, Runtime
 from chronograph.server.sdktools import build_tools
@@ -60,6 +61,7 @@ def create_server(settings: Settings, runtime: Runtime | None = None, *, log_lev
     )
 
     add_resources(server, runtime, settings)
+    add_prompts(server, runtime, settings)
 
     async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         runtime.subscribe(ctx.session, str(params.uri))

@@ -49,6 +49,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Bytes all exports of this server may write together."""
     max_reply: int | None = DEFAULT_MAX_REPLY
     """Largest read reply in bytes; None: no limit (see DEFAULT_MAX_REPLY)."""
+    prompts: bool = False
+    """Offer the `recall` and `remember` prompts on every profile (they are offered unasked on
+    chronograph, n2n, kuzu and full; the others keep their reference server's capabilities)."""
     embeddings: str = "auto"
     """Semantic search: auto (the bundled model if the semantic extra is installed), local, off,
     or the URL of an OpenAI-compatible embeddings endpoint."""

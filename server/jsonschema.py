@@ -4,8 +4,9 @@ Every tool description and schema is read by the model in every conversation, so
 schemas say what they must and no more: references inlined (clients differ in how
 they follow them); no titles, no `$schema`, no length limits (the server checks them
 and says so when one is passed), no descriptions of the objects a field already
-describes, unions of plain types written as a list of types. The fields every tool
-shares are explained once, in the server's instructions.
+describes, no default that goes without saying (none, a flag's false), unions of plain
+types written as a list of types. The fields every tool shares are explained once, in the
+server's instructions.
 
 The clean-up walks the schema as JSON Schema reads it: a keyword is dropped only where
 it is a keyword. Under `properties` the keys are field names (a field may be called
@@ -53,7 +54,7 @@ def json_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
             return schema({**target, **{k: v for k, v in node.items() if k != "$ref"}})
         out: dict[str, Any] = {}
         for key, value in node.items():
-            if key in DROPPED or (key == "required" and not value) or (key == "default" and value is None):
+            if key in DROPPED or (key == "required" and not value) or (key == "default" and _unsaid(value)):
                 continue
             if key in ONE_SCHEMA:
                 value = schema(value)
@@ -74,6 +75,11 @@ def json_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
         if shared in properties:
             properties[shared] = properties.pop(shared)
     return root
+
+
+def _unsaid(default: Any) -> bool:
+    """Whether a default goes without saying: none, or false (a flag is off unless given)."""
+    return default is None or default is False
 
 
 def _shared(name: str, field: Any, explained: bool = True) -> Any:

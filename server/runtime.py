@@ -51,6 +51,8 @@ class Runtime:
         self._users = 0
         self._subscribers: dict[int, Any] = {}
         self._sessions: dict[str, str] = {}
+        self._began: dict[str, int] = {}
+        """connection -> the log's head when it first called (where its session began)"""
         """connection -> the team session it started: its writes are recorded as actor/session"""
         self.exact = settings.profile in PROFILES and PROFILES[settings.profile].exact
         """Whether answers keep the reference server's shape (what we add rides in `_meta`)."""
@@ -82,6 +84,7 @@ class Runtime:
             if self._memory.semantic is not None and not self._memory.log.readonly:
                 self._memory.semantic.start(EmbeddingProgress())
             self._memory.follow()  # a database store: other servers' writes reach the views
+            self._began[LOCAL] = self._memory.log.head()
         self._users += 1
         return self._memory
 
@@ -105,6 +108,17 @@ class Runtime:
         request = ctx.request_context.request
         headers = getattr(request, "headers", None)
         return None if headers is None else headers.get("mcp-session-id")
+
+    def began(self, connection: str | None) -> int:
+        """The log's head when `connection` began its session (its first call; the open of a
+        stdio server): what it wrote is after it, what others wrote before it is news to it."""
+        if connection is None:
+            return self.memory.log.head()
+        if connection not in self._began:
+            if len(self._began) >= MAX_CONNECTIONS:  # forget the oldest
+                del self._began[next(iter(self._began))]
+            self._began[connection] = self.memory.log.head()
+        return self._began[connection]
 
     def _in_session(self, actor: str, connection: str | None) -> str:
         """`actor`, with the team session the connection started (memory_session start), if any."""
@@ -162,6 +176,8 @@ class Runtime:
         Raises:
             ChronographError: If the call is refused (nothing is written).
         """
+        if connection is not None:
+            self.began(connection)
         if tool.writes:
             written = self.memory.write(tool, arguments, actor=self._in_session(actor, connection))
             self._follow_session(tool, arguments, written.output, connection)

@@ -8,6 +8,8 @@
     chronograph forget NAME --reason R       erase an entity for real (and `scrub`)
     chronograph copy --from SRC --to DST     a log from LMDB to PostgreSQL or back, checked
     chronograph ui                           the graph and its history in a browser
+    chronograph context / hooks claude-code  recall at a session's start, from a client's hooks
+    chronograph suggest                      duplicates to merge, stale facts to invalidate
 
 Each subcommand is a module with `add_arguments(parser)` and `run(args)`; the MCP SDK is
 imported only when a server starts.
@@ -36,21 +38,34 @@ SUBCOMMANDS = {
     "forget": ("chronograph.tools.forget", "erase an entity for real, from the log and everything derived from it"),
     "scrub": ("chronograph.tools.scrub", "overwrite what erasures left that a long reader still held"),
     "ui": ("chronograph.tools.ui", "see the graph and its history in a browser (read-only)"),
+    "context": ("chronograph.tools.context", "print what memory holds for this session, for a client's hooks"),
+    "suggest": ("chronograph.tools.suggest", "suggest duplicates to merge and stale facts to invalidate"),
+    "hooks": ("chronograph.tools.hooks", "print or write a client's hooks that recall memory at each session"),
     "copy": ("chronograph.tools.copy_store", "copy a store's log between LMDB and PostgreSQL, checked event for event"),
 }
 """name -> (module, one-line help)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of `chronograph` and its subcommands."""
+class _Version(argparse.Action):
+    """--version, looked up only when asked (reading the package's metadata takes 0.1 s)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        parser.exit(0, f"chronograph {chronograph.__version__}\n")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser of `chronograph` and its subcommands (`only` that one: a command that
+    runs from a client's hooks before every session does not import the others)."""
     parser = Parser(
         prog="chronograph",
         description="A memory for MCP agents in which nothing is ever overwritten. "
         "Without a subcommand, serves MCP over stdio.",
     )
-    parser.add_argument("--version", action="version", version=f"chronograph {chronograph.__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name, (module, summary) in SUBCOMMANDS.items():
+        if only is not None and name != only:
+            continue
         tool = importlib.import_module(module)
         sub = commands.add_parser(name, help=summary, description=tool.__doc__,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -66,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
         argv = ["serve", *argv]
-    args = build_parser().parse_args(argv)
+    fast = argv[0] if argv[0] in SUBCOMMANDS and "-h" not in argv and "--help" not in argv else None
+    args = build_parser(fast).parse_args(argv)
     module = importlib.import_module(SUBCOMMANDS[args.command][0])
     try:
         return int(module.run(args))

@@ -112,6 +112,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the model an embeddings endpoint should use, e.g. nomic-embed-text; its API key, if any, "
         f"is read from ${EMBEDDINGS_KEY_ENV}",
     )
+    parser.add_argument(
+        "--prompts", action="store_true",
+        help="offer the recall and remember prompts on every profile (chronograph, n2n and kuzu offer them "
+        "unasked; official, agent-memory and workspace keep their reference server's capabilities)",
+    )
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default: 8765)")
@@ -223,6 +228,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
         embeddings=args.embeddings,
         embeddings_model=args.embeddings_model,
         embeddings_key=os.environ.get(EMBEDDINGS_KEY_ENV) or None,
+        prompts=args.prompts,
     )
 
 

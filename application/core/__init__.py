@@ -1,7 +1,8 @@
 """Chronograph's own tools over the graph, the official nine among them (declared in `CORE`).
 
 One module per concept: `entities`, `relations`, `graph` (read_graph, open_nodes),
-`search`, `history`, `context`, `overview`, `traversal`, `audit`; and what reads share:
+`search`, `history`, `context`, `overview`, `traversal`, `audit`, `suggestions`;
+`recall` (what a session should know first: a query the prompts and hooks use); and what reads share:
 `provenance` (where an observation came from) and `validtime` (when a fact was true).
 """
 
@@ -14,7 +15,9 @@ from chronograph.application.core import (  # noqa: F401 (each module declares i
     overview,
     relations,
     search,
+    suggestions,
     traversal,
 )
 
-__all__ = ["audit", "context", "entities", "graph", "history", "overview", "relations", "search", "traversal"]
+__all__ = ["audit", "context", "entities", "graph", "history", "overview", "relations", "search", "suggestions",
+           "traversal"]

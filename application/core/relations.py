@@ -7,7 +7,15 @@ from typing import Annotated
 import msgspec
 from chronograph.application.core.entities import METADATA, missing, plural
 from chronograph.application.core.validtime import span_of
-from chronograph.application.engine.arguments import D, Items, Metadata, RelationKey, Version, WriteArgs
+from chronograph.application.engine.arguments import (
+    D,
+    Items,
+    Metadata,
+    OfficialRelationKey,
+    RelationKey,
+    Version,
+    WriteArgs,
+)
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.outputs import DeletedOut, RelationsOut, relation_out
 from chronograph.application.engine.registry import CORE
@@ -26,7 +34,7 @@ def relation_label(key: RelationKey) -> str:
     return f"relation {key.source!r} -[{key.relation_type}]-> {key.target!r}"
 
 
-class NewRelation(RelationKey, kw_only=True):
+class NewRelation(OfficialRelationKey, kw_only=True):
     confidence: Annotated[float, CONFIDENCE] | UnsetType = UNSET
     metadata: Annotated[Metadata, METADATA] | UnsetType = UNSET
     expected_version: Version | UnsetType = UNSET
@@ -67,7 +75,7 @@ def create_relations(batch: Batch, args: CreateRelations) -> RelationsOut:
     return RelationsOut(relations=[relation_out(_live(batch, key)) for key in created])
 
 
-class RelationRef(RelationKey, kw_only=True):
+class RelationRef(OfficialRelationKey, kw_only=True):
     expected_version: Version | UnsetType = UNSET
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "ObservationList",
     "Query",
     "ReadArgs",
+    "OfficialRelationKey",
     "RelationKey",
     "RequestId",
     "TypeName",
@@ -109,16 +110,26 @@ RELATION_TYPE = D(description="The type of the relation")
 
 
 class RelationKey(Args, kw_only=True):
-    """What names a relation: from, to and relationType (its identity in a workspace)."""
+    """What names a relation: from, to and relationType (its identity in a workspace). Published
+    without descriptions (the names say it); the official tools' relations say them, as the
+    official server does (`OfficialRelationKey`)."""
 
-    source: Annotated[Name, FROM] = msgspec.field(name="from")
-    target: Annotated[Name, TO] = msgspec.field(name="to")
-    relation_type: Annotated[TypeName, RELATION_TYPE]
+    source: Name = msgspec.field(name="from")
+    target: Name = msgspec.field(name="to")
+    relation_type: TypeName
 
     @property
     def label(self) -> str:
         """How messages name it: "from -[type]-> to"."""
         return f"{self.source} -[{self.relation_type}]-> {self.target}"
+
+
+class OfficialRelationKey(RelationKey, kw_only=True):
+    """A relation's key as the official server's tools describe it."""
+
+    source: Annotated[Name, FROM] = msgspec.field(name="from")
+    target: Annotated[Name, TO] = msgspec.field(name="to")
+    relation_type: Annotated[TypeName, RELATION_TYPE]
 
 _PATH = re.compile(r" - at `\$(.*)`$")
 _IDENTIFIERS = ("name", "entity_type", "source", "target", "relation_type", "workspace", "entity_name")

@@ -17,7 +17,8 @@ from chronograph.application.errors import ChronographError, InvalidArgumentsErr
 from chronograph.eventstore.files import WriteRefused, write_file
 from chronograph.eventstore.keys import digest
 
-__all__ = ["STRONG_MARKERS", "AwaitingConfirmationError", "project_root", "project_workspace"]
+__all__ = ["STRONG_MARKERS", "AwaitingConfirmationError", "adopted_root", "project_root", "project_workspace",
+           "workspace_name"]
 
 STRONG_MARKERS = (
     ".git", ".mcp", "package.json", "tsconfig.json", "pyproject.toml", "setup.py", "setup.cfg", "Cargo.toml",
@@ -68,6 +69,21 @@ def project_root(tool: str, project_path: str) -> Path:
     return root
 
 
+def workspace_name(root: Path) -> str:
+    """The workspace of the project whose (real) root is `root`."""
+    return f"n2n:{root.name[:48]}:{digest(str(root).encode('utf-8', 'surrogatepass'), 8).hex()}"
+
+
+def adopted_root(path: str) -> Path | None:
+    """The nearest folder at or above `path` that is an adopted project root (it has
+    `.mcp/chronograph.json`: a project whose memory an n2n client keeps); None if there is none."""
+    start = Path(os.path.realpath(path))
+    for folder in (start, *start.parents):
+        if (folder / ".mcp" / MARKER_FILE).is_file():
+            return folder
+    return None
+
+
 def project_workspace(tool: str, project_path: str, confirmed: str | None = None) -> str:
     """The workspace of the project at `project_path`, adopting a new root when `confirmed` names it.
 
@@ -75,7 +91,7 @@ def project_workspace(tool: str, project_path: str, confirmed: str | None = None
         AwaitingConfirmationError: A recognised root without `.mcp`, not confirmed.
     """
     root = project_root(tool, project_path)
-    workspace = f"n2n:{root.name[:48]}:{digest(str(root).encode('utf-8', 'surrogatepass'), 8).hex()}"
+    workspace = workspace_name(root)
     mcp = root / ".mcp"
     if mcp.is_symlink() or (os.path.lexists(mcp) and not mcp.is_dir()):
         raise InvalidArgumentsError(tool, f"projectPath: {mcp} is a symbolic link or not a folder; Chronograph "

@@ -1,0 +1,84 @@
+"""The MCP prompts `recall` and `remember`: a session's start and end, as commands a client shows.
+
+Claude Code lists them as `/mcp__<server>__recall` and `/mcp__<server>__remember`. Both are
+adapters over queries of the core (`core/recall.py`, `surfaces/recalling.py`) in the
+profile's words; neither writes.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from chronograph.application import ChronographError
+from chronograph.application.core.recall import BUDGET, recall, render
+from chronograph.application.surfaces.recalling import (
+    PROMPTED,
+    VOCABULARIES,
+    remember_text,
+    session_writes,
+    workspace_of,
+)
+from chronograph.server.config import Settings
+from chronograph.server.runtime import Runtime
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts import Prompt
+from pydantic import Field
+
+__all__ = ["add_prompts"]
+
+PROJECT = ("Whose memory: a workspace name or a project's folder (absolute path, as n2n's projectPath); "
+           "on the kuzu profile, a database")
+QUERY = "What the session is about (picks the entities shown)"
+TOKENS = f"Tokens at most (default {BUDGET})"
+
+
+def add_prompts(server: MCPServer, runtime: Runtime, settings: Settings) -> None:
+    """Offer `recall` and `remember` on the profiles that have them (every profile with
+    `settings.prompts`)."""
+    name = settings.profile
+    if name not in PROMPTED and not settings.prompts:
+        return
+    vocabulary = VOCABULARIES.get(name, VOCABULARIES["chronograph"])
+
+    def client(ctx: Context) -> str:
+        params = ctx.session.client_params
+        return runtime.actor(params.client_info.name if params is not None else None)
+
+    def where(project: str | None) -> str:
+        try:
+            return workspace_of(name, project)
+        except ChronographError as error:
+            raise ValueError(str(error)) from None
+
+    def recall_prompt(
+        ctx: Context,
+        query: Annotated[str | None, Field(description=QUERY)] = None,
+        project: Annotated[str | None, Field(description=PROJECT)] = None,
+        budget: Annotated[int | None, Field(description=TOKENS)] = None,
+    ) -> str:
+        """What memory holds for this session: the hot context, the entities most relevant to
+        the query or project, and what changed since your previous session."""
+        workspace = where(project)
+        memory = runtime.memory
+        found = recall(memory, workspace, query=query or None, client=client(ctx),
+                       before=runtime.began(runtime.connection(ctx)))
+        text = render(found, vocabulary, max(100, budget or BUDGET))
+        return text or f"Memory holds nothing yet for the {vocabulary.place} {workspace!r}.\n"
+
+    def remember_prompt(
+        ctx: Context,
+        project: Annotated[str | None, Field(description=PROJECT)] = None,
+        budget: Annotated[int | None, Field(description=TOKENS)] = None,
+    ) -> str:
+        """Before the session ends: what is worth saving, with which tools, and what this
+        session already saved (so nothing is saved twice)."""
+        workspace = where(project)
+        wrote = session_writes(runtime.memory, workspace, client(ctx), runtime.began(runtime.connection(ctx)))
+        return remember_text(vocabulary, workspace, wrote, max(100, budget or BUDGET))
+
+    server.add_prompt(Prompt.from_function(recall_prompt, name="recall", title="Recall", description=(
+        "What memory holds for this session: the hot context, the entities most relevant to the query "
+        "or project, and what changed since your previous session")))
+    server.add_prompt(Prompt.from_function(remember_prompt, name="remember", title="Remember", description=(
+        "Before the session ends: what is worth saving, with which tools, and what this session "
+        "already saved (so nothing is saved twice)")))

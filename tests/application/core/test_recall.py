@@ -1,0 +1,83 @@
+"""Recall: what a session should know first, within a token budget, and never a write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from chronograph.application import Memory
+from chronograph.application.core.recall import Vocabulary, estimate_tokens, recall, render
+from chronograph.projections.search.minilm import _tokenizer_path
+
+
+def person(name: str, *observations: str, kind: str = "person") -> dict:  # type: ignore[type-arg]
+    return {"name": name, "entityType": kind, "observations": list(observations)}
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Memory:
+    with Memory(tmp_path / "store") as memory:
+        memory.write("create_entities", {"entities": [
+            person("Ada Lovelace", "wrote the first program", "lives in London"),
+            person("Billing service", "retries failed charges twice", kind="component"),
+            *(person(f"Note {i}", f"an unrelated note number {i}") for i in range(30))]}, actor="claude-code")
+        memory.write("update_context", {"activeTask": "fix the billing retries", "nextSteps": ["add a test"]},
+                     actor="claude-code")
+        yield memory
+
+
+def test_a_recall_holds_the_hot_context_and_the_entities_a_query_is_about(memory: Memory) -> None:
+    found = recall(memory, "default", query="why do billing retries fail?")
+    assert found.context is not None and found.context.active_task == "fix the billing retries"
+    assert found.entities[0].name == "Billing service"
+    text = render(found)
+    assert "fix the billing retries" in text and "Billing service" in text and "retries failed charges twice" in text
+
+
+def test_a_prompt_recall_keeps_only_entities_the_prompt_names_or_strongly_matches(memory: Memory) -> None:
+    assert recall(memory, "default", query="what is the weather like", strict=True).entities == []
+    named = recall(memory, "default", query="ask ada lovelace about it", strict=True).entities
+    assert [e.name for e in named] == ["Ada Lovelace"] and named[0].why == "mentioned"
+
+
+def test_changes_since_the_previous_session_are_others_writes_after_the_clients_last_one(memory: Memory) -> None:
+    memory.write("add_observations", {"observations": [
+        {"entityName": "Ada Lovelace", "contents": ["moved to Paris"]}]}, actor="alice")
+    found = recall(memory, "default", client="claude-code")
+    assert found.since is not None
+    assert [(c.subject, c.actor) for c in found.changes] == [("Ada Lovelace", "alice")]
+    assert "Changed since your last session" in render(found)
+    head = memory.log.head()
+    memory.write("add_observations", {"observations": [
+        {"entityName": "Ada Lovelace", "contents": ["likes tea"]}]}, actor="claude-code")
+    # Writes of the session going on (after `before`) are neither news nor a previous session.
+    assert [c.actor for c in recall(memory, "default", client="claude-code", before=head).changes] == ["alice"]
+    assert recall(memory, "default", client="claude-code").changes == []
+
+
+def test_a_recall_without_a_query_shows_the_entities_changed_last(memory: Memory) -> None:
+    memory.write("add_observations", {"observations": [{"entityName": "Note 3", "contents": ["touched"]}]},
+                 actor="bob")
+    assert recall(memory, "default").entities[0].name == "Note 3"
+
+
+def test_a_recall_writes_nothing(memory: Memory) -> None:
+    head = memory.log.head()
+    render(recall(memory, "default", query="billing", client="claude-code"))
+    assert memory.log.head() == head
+
+
+@pytest.mark.parametrize("budget", [120, 300, 800])
+def test_the_block_stays_within_its_budget_as_a_real_tokenizer_counts(memory: Memory, budget: int) -> None:
+    tokenizers = pytest.importorskip("tokenizers")
+    memory.write("create_entities", {"entities": [
+        person(f"Billing part {i}", *(f"billing detail {i}.{j} about retries and charges" for j in range(8)))
+        for i in range(40)]}, actor="x")
+    text = render(recall(memory, "default", query="billing retries", limit=40), Vocabulary(), budget)
+    tokenizer = tokenizers.Tokenizer.from_file(str(_tokenizer_path()))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    counted = len(tokenizer.encode(text, add_special_tokens=False).ids)
+    assert counted <= budget
+    assert estimate_tokens(text) <= budget
+    assert "left out to stay within" in text

@@ -1,0 +1,86 @@
+"""The `recall` and `remember` prompts, over stdio as a client spawns the server."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from chronograph.server.app import create_server
+from chronograph.server.config import Settings
+from mcp import Client, StdioServerParameters
+from support.mcp import call, entity
+
+pytestmark = [pytest.mark.anyio, pytest.mark.wire]
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def server(store: Path, profile: str, *extra: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "chronograph", "--store", str(store), "--profile", profile, "--embeddings", "off", *extra],
+        env=ENV, cwd=str(ROOT))
+
+
+async def prompt(client: Client, name: str, arguments: dict[str, str] | None = None) -> str:
+    result = await client.get_prompt(name, arguments or {})
+    assert len(result.messages) == 1 and result.messages[0].role == "user"
+    return result.messages[0].content.text  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("profile", ["chronograph", "n2n", "kuzu"])
+async def test_recall_and_remember_are_listed_and_got_on_the_profiles_that_offer_them(
+        tmp_path: Path, profile: str) -> None:
+    async with Client(server(tmp_path / "store", profile)) as client:
+        listed = {p.name: p for p in (await client.list_prompts()).prompts}
+        assert set(listed) == {"recall", "remember"}
+        assert {a.name for a in listed["recall"].arguments or []} == {"query", "project", "budget"}
+        assert "nothing yet" in await prompt(client, "recall")
+        assert "Nothing was saved in this session yet" in await prompt(client, "remember")
+
+
+@pytest.mark.parametrize("profile", ["official", "agent-memory", "workspace"])
+async def test_the_profiles_of_other_servers_keep_their_capabilities_unless_asked(tmp_path: Path, profile: str) -> None:
+    async with Client(create_server(Settings(store=tmp_path / "a", profile=profile, embeddings="off"))) as client:
+        assert (await client.list_prompts()).prompts == []
+    asked = Settings(store=tmp_path / "b", profile=profile, embeddings="off", prompts=True)
+    async with Client(create_server(asked)) as client:
+        assert {p.name for p in (await client.list_prompts()).prompts} == {"recall", "remember"}
+
+
+async def test_a_recall_for_a_project_names_its_hot_context_and_its_entities(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    project = {"projectPath": str(repo)}
+    store = tmp_path / "store"
+    async with Client(server(store, "n2n")) as client:
+        await call(client, "n2n_read_graph", {**project, "confirmNewProjectRoot": str(repo)})
+        await call(client, "n2n_add_entities", {**project, "entities": [
+            {"name": "MemoryService", "entityType": "CLASS", "observations": ["Coordinates graph reads"]}]})
+        await call(client, "n2n_update_context", {**project, "activeTask": "Refactor MCP error handling",
+                                                  "nextSteps": ["Run tests"]})
+        await call(client, "n2n_add_entities", {**project, "entities": [
+            {"name": "ErrorMapper", "entityType": "CLASS", "observations": ["maps errors"]}]})
+    async with Client(server(store, "n2n")) as client:
+        text = await prompt(client, "recall", {"project": str(repo)})
+        assert "Refactor MCP error handling" in text and "Run tests" in text
+        assert "MemoryService" in text and "ErrorMapper" in text and "project n2n:repo:" in text
+        elsewhere = await prompt(client, "recall", {"project": str(tmp_path)})  # no project there
+        assert "MemoryService" not in elsewhere
+
+
+async def test_remember_lists_what_this_session_wrote_and_recall_what_others_did_since(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    async with Client(server(store, "chronograph")) as client:
+        await call(client, "create_entities", {"entities": [entity("Ada", "person", "math")]})
+        text = await prompt(client, "remember")
+        assert "- Ada: entity created" in text and "add_observations" in text
+    async with Client(server(store, "chronograph", "--actor", "alice")) as other:
+        await call(other, "add_observations", {"observations": [{"entityName": "Ada", "contents": ["poetry"]}]})
+    async with Client(server(store, "chronograph")) as client:
+        assert "Nothing was saved in this session yet" in await prompt(client, "remember")
+        text = await prompt(client, "recall", {"query": "Ada", "budget": "300"})
+        assert "## Changed since your last session" in text and "alice: observations added: Ada" in text

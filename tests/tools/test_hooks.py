@@ -1,0 +1,54 @@
+"""`chronograph hooks claude-code`: the settings that run `context`, printed or merged in."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from chronograph.tools.cli import main as cli
+
+
+def test_the_entries_are_printed_for_session_start_and_each_prompt(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(["hooks", "claude-code"]) == 0
+    hooks = json.loads(capsys.readouterr().out)["hooks"]
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit"}
+    command = hooks["SessionStart"][0]["hooks"][0]
+    assert command["type"] == "command" and " -m chronograph context --client claude-code" in command["command"]
+
+
+def test_write_merges_into_the_projects_settings_keeping_what_is_there(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    mine = {"permissions": {"allow": ["Bash(ls)"]},
+            "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo hi"}]}]}}
+    settings.write_text(json.dumps(mine))
+    assert cli(["hooks", "claude-code", "--write"]) == 0
+    merged = json.loads(settings.read_text())
+    assert merged["permissions"] == mine["permissions"]
+    assert merged["hooks"]["SessionStart"][0] == mine["hooks"]["SessionStart"][0]
+    assert len(merged["hooks"]["SessionStart"]) == 2 and len(merged["hooks"]["UserPromptSubmit"]) == 1
+    assert json.loads((settings.parent / "settings.json.bak").read_text()) == mine
+    before = settings.read_bytes()
+    assert cli(["hooks", "claude-code", "--write"]) == 0  # a second run adds nothing
+    assert settings.read_bytes() == before and "nothing to change" in capsys.readouterr().out
+
+
+def test_write_creates_the_users_settings_with_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert cli(["hooks", "claude-code", "--write", "--user"]) == 0
+    assert "UserPromptSubmit" in json.loads((tmp_path / ".claude" / "settings.json").read_text())["hooks"]
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1]", '{"hooks": []}', '{"hooks": {"SessionStart": {}}}'])
+def test_a_settings_file_it_cannot_read_is_refused_and_left_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], content: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(content)
+    assert cli(["hooks", "claude-code", "--write"]) == 1
+    assert settings.read_text() == content and not (settings.parent / "settings.json.bak").exists()
+    assert "nothing was written" in capsys.readouterr().err

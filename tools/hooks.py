@@ -1,0 +1,123 @@
+"""Print (or write) a client's hook settings that recall memory at each session's start.
+
+    chronograph hooks claude-code                 the entries for .claude/settings.json
+    chronograph hooks claude-code --write         merge them into ./.claude/settings.json
+    chronograph hooks claude-code --write --user  ... into ~/.claude/settings.json
+
+The hooks run `chronograph context` when a session starts (the hot context, recent
+entities and what changed since the client's previous session) and when the user sends a
+prompt (only the entities the prompt names or strongly matches). `--write` keeps
+everything the file holds, adds only what is missing (a second run changes nothing),
+saves the old file beside it as `settings.json.bak`, and refuses a file it cannot parse.
+For clients with rules files instead of hooks (Cursor, Codex, Gemini CLI), see the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from chronograph.tools.common.parsing import add_store_argument
+
+__all__ = ["add_arguments", "entries", "merge", "run"]
+
+CLIENTS = ("claude-code",)
+EVENTS = {"SessionStart": "", "UserPromptSubmit": " --budget 400"}
+"""Claude Code's hook events that add a command's stdout to the model's context."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `hooks`."""
+    parser.add_argument("client", choices=CLIENTS, help="the client whose settings to print or write")
+    add_store_argument(parser)
+    parser.add_argument("--write", action="store_true", help="merge the entries into the settings file "
+                        "(default: print them)")
+    parser.add_argument("--user", action="store_true", help="with --write: the user's settings "
+                        "(~/.claude/settings.json) instead of this project's (.claude/settings.json)")
+    parser.add_argument("--client-name", default="claude-code", metavar="NAME",
+                        help="the name the client's writes are recorded as (default: claude-code)")
+
+
+def command(args: argparse.Namespace) -> str:
+    """The command line the hooks run: this very installation, whatever PATH holds then."""
+    words = [sys.executable, "-m", "chronograph", "context", "--client", args.client_name]
+    if args.store:
+        words += ["--store", str(Path(args.store).expanduser().resolve())
+                  if "://" not in str(args.store) else str(args.store)]
+    return shlex.join(words)
+
+
+def entries(run: str) -> dict[str, list[dict[str, Any]]]:
+    """The `hooks` entries of Claude Code's settings that run `run` (plus each event's options)."""
+    return {event: [{"hooks": [{"type": "command", "command": run + extra, "timeout": 10}]}]
+            for event, extra in EVENTS.items()}
+
+
+def merge(settings: dict[str, Any], wanted: dict[str, list[dict[str, Any]]]) -> bool:
+    """Add `wanted`'s hook entries to `settings` where an equal command is not there yet;
+    whether anything was added. Nothing already there is changed or removed.
+
+    Raises:
+        ValueError: If `settings["hooks"]` (or an event's list in it) is not what Claude Code reads.
+    """
+    hooks = settings.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ValueError('"hooks" is not an object')
+    added = False
+    for event, groups in wanted.items():
+        present = hooks.setdefault(event, [])
+        if not isinstance(present, list):
+            raise ValueError(f'"hooks.{event}" is not a list')
+        have = {h.get("command") for g in present if isinstance(g, dict)
+                for h in g.get("hooks", []) if isinstance(h, dict)}
+        for group in groups:
+            if not {h["command"] for h in group["hooks"]} <= have:
+                present.append(group)
+                added = True
+    return added
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the entries, or merge them into the settings file."""
+    from chronograph.eventstore.files import WriteRefused, write_file  # noqa: PLC0415
+
+    wanted = entries(command(args))
+    if not args.write:
+        print(json.dumps({"hooks": wanted}, indent=2))
+        return 0
+    path = (Path.home() if args.user else Path.cwd()) / ".claude" / "settings.json"
+    settings: dict[str, Any] = {}
+    old: bytes | None = None
+    if path.exists():
+        old = path.read_bytes()
+        try:
+            settings = json.loads(old) if old.strip() else {}
+        except ValueError as error:
+            print(f"chronograph hooks: {path} is not JSON ({error}); fix it or move it away, then run again "
+                  "(nothing was written)", file=sys.stderr)
+            return 1
+        if not isinstance(settings, dict):
+            print(f"chronograph hooks: {path} holds no JSON object; nothing was written", file=sys.stderr)
+            return 1
+    try:
+        added = merge(settings, wanted)
+    except ValueError as error:
+        print(f"chronograph hooks: {path}: {error}; nothing was written", file=sys.stderr)
+        return 1
+    if not added:
+        print(f"{path} already runs chronograph context; nothing to change")
+        return 0
+    try:
+        if old is not None:
+            write_file(path.with_name(path.name + ".bak"), old, overwrite=True)
+        write_file(path, (json.dumps(settings, indent=2) + "\n").encode(), overwrite=True, parents=True)
+    except (WriteRefused, OSError) as error:
+        print(f"chronograph hooks: cannot write {path}: {error}", file=sys.stderr)
+        return 1
+    saved = f" (the old file is {path.name}.bak)" if old is not None else ""
+    print(f"wrote the hooks into {path}{saved}")
+    return 0
