@@ -202,7 +202,10 @@ def page_relations(records: Iterable[RelationRecord], summary: bool, metadata: b
     return [relation_out(r, PageRelationOut, metadata=metadata) for r in records]
 
 
-def official_shape(output: Out) -> Out:
+Answer = TypeVar("Answer", bound=msgspec.Struct)
+
+
+def official_shape(output: Answer) -> Answer:
     """`output` with its entities and relations in the official server's shape: what the
     default profile adds unasked (each one's `version`) left out, in place. An item that
     carries its timestamps was asked for with includeMetadata and keeps its version."""
