@@ -339,8 +339,8 @@ def diff(memory: Memory, workspace: str, before: int | str, after: int | str) ->
     Raises:
         InvalidArgumentsError: If a moment is not a position or an ISO-8601 time.
     """
-    old, new = (_plain(memory.read("read_graph", {"asOf": moment, "workspace": workspace}))
-                for moment in (before, after))
+    old, new = (_plain(memory.read("read_graph", {"asOf": moment, "workspace": workspace, "includeMetadata": True}))
+                for moment in (before, after))  # createdAt tells a re-created entity from a changed one
     return graph_diff(old, new)
 
 

@@ -93,3 +93,13 @@ async def test_an_official_deletion_sets_what_it_did_not_find_aside_in_meta(tmp_
     assert result.structured_content == {"success": True, "message": "Entities deleted successfully"}
     assert result.meta is not None and result.meta["chronograph/notFound"] == ["Nobody"]
     assert "chronograph/notFound" not in (clean.meta or {})
+
+
+async def test_the_official_profile_s_graph_resource_reads_as_the_official_server_s(tmp_path: Path) -> None:
+    async with await official_client(tmp_path) as client:
+        await client.call_tool("create_entities", {"entities": [
+            {"name": "Ada", "entityType": "person", "observations": ["o"]}]})
+        resource = await client.read_resource("memory://knowledge-graph")
+        graph = (await client.call_tool("read_graph", {})).content[0].text  # type: ignore[union-attr]
+    assert resource.contents[0].text == graph  # type: ignore[union-attr]
+    assert "version" not in graph
