@@ -78,8 +78,8 @@ INSTRUCTIONS = (
     "in the world: `validFrom`/`validUntil` on observations and relations when writing (ISO-8601), "
     "`validAt` on reads (show what was true then; default now; combines with asOf); "
     "`includeProvenance` on reads (each observation's recordedAt, actor and call); "
-    "`includeMetadata` on reads (each entity's and relation's createdAt and updatedAt; "
-    "without it they carry their `version`, for expectedVersion); "
+    "`includeMetadata` on reads (each entity's and relation's createdAt and updatedAt, and its "
+    "`version`, what expectedVersion takes, where answers do not carry it already); "
     "`summaryMode` on graph reads (names and types only: a cheap index)."
 )
 
