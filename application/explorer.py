@@ -125,10 +125,10 @@ def graph(
         return {
             "position": moment.position if moment.position is not None else moment.log.head(),
             "head": moment.log.head(),
-            "entities": [{**_plain(entity_out(e)), "degree": degree[e.name], "valid": _valid(e, at_us),
+            "entities": [{**_plain(entity_out(e, metadata=True)), "degree": degree[e.name], "valid": _valid(e, at_us),
                           **({"bridge": True} if hits is not None and e.name not in hits else {})}
                          for e in chosen],
-            "relations": [{**_plain(relation_out(r)), "valid": _valid_relation(r, at_us)}
+            "relations": [{**_plain(relation_out(r, metadata=True)), "valid": _valid_relation(r, at_us)}
                           for r in relations.values()],
         }
 
@@ -217,9 +217,9 @@ def _past_neighbourhood(
         return {
             "position": position,
             "head": log.head(),
-            "entities": [{**_plain(entity_out(e)), "degree": degree[e.name], "valid": _valid(e, at_us)}
+            "entities": [{**_plain(entity_out(e, metadata=True)), "degree": degree[e.name], "valid": _valid(e, at_us)}
                          for e in entities.values()],
-            "relations": [{**_plain(relation_out(r)), "valid": _valid_relation(r, at_us)}
+            "relations": [{**_plain(relation_out(r, metadata=True)), "valid": _valid_relation(r, at_us)}
                           for r in relations.values()],
         }
 
@@ -287,8 +287,9 @@ def _version(version: Any) -> dict[str, Any]:
     return {"position": version.position, "version": version.version, "eventType": version.event_type,
             "recordedAt": clock.isoformat(version.recorded_at), "actor": version.actor,
             "changes": version.changes,
-            "state": None if state is None else _plain(relation_out(state) if isinstance(state, RelationRecord)
-                                                       else entity_out(state))}
+            "state": None if state is None else _plain(
+                relation_out(state, metadata=True) if isinstance(state, RelationRecord)
+                else entity_out(state, metadata=True))}
 
 
 def _change(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any]:
@@ -338,8 +339,8 @@ def diff(memory: Memory, workspace: str, before: int | str, after: int | str) ->
     Raises:
         InvalidArgumentsError: If a moment is not a position or an ISO-8601 time.
     """
-    old, new = (_plain(memory.read("read_graph", {"asOf": moment, "workspace": workspace}))
-                for moment in (before, after))
+    old, new = (_plain(memory.read("read_graph", {"asOf": moment, "workspace": workspace, "includeMetadata": True}))
+                for moment in (before, after))  # createdAt tells a re-created entity from a changed one
     return graph_diff(old, new)
 
 

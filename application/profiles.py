@@ -77,7 +77,10 @@ INSTRUCTIONS = (
     "`cursor` on paged reads (the `nextCursor` of the previous answer); valid time, when a fact was true "
     "in the world: `validFrom`/`validUntil` on observations and relations when writing (ISO-8601), "
     "`validAt` on reads (show what was true then; default now; combines with asOf); "
-    "`includeProvenance` on reads (each observation's recordedAt, actor and call)."
+    "`includeProvenance` on reads (each observation's recordedAt, actor and call); "
+    "`includeMetadata` on reads (each entity's and relation's createdAt and updatedAt, and its "
+    "`version`, what expectedVersion takes, where answers do not carry it already); "
+    "`summaryMode` on graph reads (names and types only: a cheap index)."
 )
 
 

@@ -22,7 +22,7 @@ import msgspec
 __all__ = ["json_schema"]
 
 SHARED = frozenset({"workspace", "requestId", "expectedVersion", "asOf", "cursor", "validAt", "validFrom", "validUntil",
-                    "includeProvenance"})
+                    "includeProvenance", "includeMetadata", "summaryMode"})
 """Fields many tools take, explained once in the server's instructions: published by type alone."""
 
 DROPPED = frozenset({"title", "maxLength", "minLength", "maxItems", "minimum", "maximum"})

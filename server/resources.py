@@ -20,6 +20,7 @@ from typing import Any
 
 import anyio
 from chronograph.application import ChronographError, ReplyTooLargeError, profile
+from chronograph.application.engine.outputs import official_shape
 from chronograph.application.surfaces.kuzu import databases
 from chronograph.application.surfaces.n2n import N2N
 from chronograph.projections import paused_gc
@@ -69,7 +70,8 @@ def add_resources(server: MCPServer, runtime: Runtime, settings: Settings) -> No
                      description="The full knowledge graph with all entities and relations",
                      mime_type="application/json")
     async def knowledge_graph() -> str:
-        text = await read(lambda: runtime.memory.read("read_graph", {}))
+        shape = official_shape if runtime.exact else (lambda graph: graph)  # read as read_graph answers
+        text = await read(lambda: shape(runtime.memory.read("read_graph", {})))
         try:
             return check_text_size(
                 f"the {GRAPH_URI} resource", text, settings.max_reply,

@@ -13,7 +13,7 @@ import msgspec
 from chronograph.application import ReplyTooLargeError
 from chronograph.application.core.entities import AddObservationsOut
 from chronograph.application.core.graph import GraphPageOut
-from chronograph.application.engine.outputs import DeletedOut, EntitiesOut, ObjectOut, RelationsOut
+from chronograph.application.engine.outputs import DeletedOut, EntitiesOut, ObjectOut, RelationsOut, official_shape
 from chronograph.application.errors import ChronographError
 
 if TYPE_CHECKING:
@@ -26,6 +26,13 @@ Reply = tuple[str, Any, dict[str, Any] | None]
 
 ASIDE_META = "chronograph/{}"
 """The `_meta` key of an output field a reference-shaped profile sets aside (`chronograph/gone`)."""
+
+OFFICIAL_DELETED = {
+    "delete_entities": "Entities deleted successfully",
+    "delete_observations": "Observations deleted successfully",
+    "delete_relations": "Relations deleted successfully",
+}
+"""What the official server says after each deletion, whatever it deleted."""
 
 _encoder = msgspec.json.Encoder()
 
@@ -71,9 +78,12 @@ def error_reply(error: ChronographError, style: str = "text") -> tuple[str, dict
 
 
 def reply(output: msgspec.Struct, *, tool: str = "", limit: int | None = None, exact: bool = False) -> Reply:
-    """`output` as the official text block and as structured content; with `exact` (a profile
-    that keeps the reference server's shape), the fields the output sets aside (its `ASIDE`)
-    go to `_meta` instead.
+    """`output` as the official text block and as structured content.
+
+    With `exact` (a profile that keeps the reference server's shape), entities and relations
+    are in the official shape (`official_shape`), a deletion says what the official server
+    says, and the fields the output sets aside (its `ASIDE`; a deletion's `notFound`) go to
+    `_meta` instead.
 
     Raises:
         ReplyTooLargeError: If the two would take more than `limit` bytes on the wire.
@@ -82,15 +92,26 @@ def reply(output: msgspec.Struct, *, tool: str = "", limit: int | None = None, e
     if exact:
         aside = {name: value for name in getattr(output, "ASIDE", ())
                  if (value := getattr(output, name)) is not msgspec.UNSET}
-        if aside:
-            meta = {ASIDE_META.format(name): msgspec.to_builtins(value) for name, value in aside.items()}
+        if isinstance(output, DeletedOut) and tool in OFFICIAL_DELETED:
+            aside = {} if output.not_found is msgspec.UNSET else {"not_found": output.not_found}
+            output = DeletedOut(success=output.success, message=OFFICIAL_DELETED[tool])
+        elif aside:
             output = msgspec.structs.replace(output, **dict.fromkeys(aside, msgspec.UNSET))
+        if aside:
+            meta = {ASIDE_META.format(_camel(name)): msgspec.to_builtins(value) for name, value in aside.items()}
+        output = official_shape(output)
     text = text_of(output)
     if limit is not None:
         size = len(_encoder.encode(text)) + len(_encoder.encode(output))
         if size > limit:
             raise ReplyTooLargeError(tool, size, limit, _hint(tool, output, size, limit))
     return text, msgspec.to_builtins(output.reply if isinstance(output, ObjectOut) else output), meta
+
+
+def _camel(name: str) -> str:
+    """A field's name as the wire spells it (not_found: notFound)."""
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
 
 
 def result(text: str, structured: Any, meta: dict[str, Any] | None = None) -> CallToolResult:

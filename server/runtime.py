@@ -181,7 +181,7 @@ class Runtime:
         if tool.writes:
             written = self.memory.write(tool, arguments, actor=self._in_session(actor, connection))
             self._follow_session(tool, arguments, written.output, connection)
-            return reply(written.output), written.changed
+            return reply(written.output, tool=tool.name, exact=self.exact), written.changed
         with paused_gc():
             return reply(self.memory.read(tool, arguments), tool=tool.name, limit=self.settings.max_reply,
                          exact=self.exact), False

@@ -84,9 +84,10 @@ def _at(memory: Memory, args: argparse.Namespace) -> int:
     moment: Any = args.position if args.position is not None else args.at
     _say_past_the_end(memory, [moment])
     if args.entity is not None:
-        graph = memory.read("open_nodes", {"names": [args.entity], "asOf": moment, "workspace": args.workspace})
+        graph = memory.read("open_nodes", {"names": [args.entity], "asOf": moment, "workspace": args.workspace,
+                                           "includeMetadata": True})
     else:
-        graph = memory.read("read_graph", {"asOf": moment, "workspace": args.workspace})
+        graph = memory.read("read_graph", {"asOf": moment, "workspace": args.workspace, "includeMetadata": True})
     shown = _plain(graph)
     if args.json:
         print(json.dumps(shown, indent=2, ensure_ascii=False))
@@ -120,7 +121,8 @@ def _say_past_the_end(memory: Memory, moments: list[int | str]) -> None:
 def _diff(memory: Memory, args: argparse.Namespace) -> int:
     _say_past_the_end(memory, list(args.diff))
     before, after = (
-        _plain(memory.read("read_graph", {"asOf": _moment(m), "workspace": args.workspace})) for m in args.diff
+        _plain(memory.read("read_graph", {"asOf": _moment(m), "workspace": args.workspace, "includeMetadata": True}))
+        for m in args.diff
     )
     changes = graph_diff(before, after)
     if args.json:

@@ -172,7 +172,7 @@ def delete_entities(batch: Batch, args: DeleteEntities) -> DeletedOut:
         deleted += 1
     message = f"Deleted {deleted} {plural(deleted, 'entity', 'entities')}"
     message += f" and {relations} {plural(relations, 'relation', 'relations')} touching them"
-    return DeletedOut(success=True, message=message + missing(not_found), deleted=deleted, not_found=not_found,
+    return DeletedOut(success=True, message=message + missing(not_found), deleted=deleted, not_found=not_found or UNSET,
                       relations_deleted=relations)
 
 
@@ -205,7 +205,7 @@ def delete_observations(batch: Batch, args: DeleteObservations) -> DeletedOut:
             batch.emit(entity.stream, ObservationsDeleted(observations=tuple(gone)))
             deleted += len(gone)
     message = f"Deleted {deleted} {plural(deleted, 'observation', 'observations')}" + missing(not_found)
-    return DeletedOut(success=True, message=message, deleted=deleted, not_found=not_found)
+    return DeletedOut(success=True, message=message, deleted=deleted, not_found=not_found or UNSET)
 
 
 class EntityChange(Args, kw_only=True):

@@ -36,6 +36,7 @@ class ReadGraph(ReadArgs, kw_only=True):
         description="At most this many entities, oldest first, with the relations from them")] | UnsetType = UNSET
     offset: Annotated[int, Meta(ge=0), D(description="Skip this many entities first")] = 0
     summary_mode: Annotated[bool, D(description="Names and types only, for a quick index")] = False
+    include_metadata: bool = False
     as_of: AsOf | UnsetType = UNSET
     valid_at: Annotated[ValidTime, VALID_AT] | UnsetType = UNSET
 
@@ -92,7 +93,7 @@ def page(graph: Graph, args: ReadGraph, as_of: int | None = None) -> GraphPageOu
     if summary:
         entities = [PageEntityOut(name=e.name, entity_type=e.entity_type) for e in records]
     else:
-        entities = [entity_out(e, PageEntityOut) for e in records]
+        entities = [entity_out(e, PageEntityOut, metadata=args.include_metadata) for e in records]
         hide_invalid(entities, records, moment)
     totals = graph.workspace(ws)
     total = 0 if totals is None else totals.entities
@@ -100,9 +101,11 @@ def page(graph: Graph, args: ReadGraph, as_of: int | None = None) -> GraphPageOu
     if paged:
         on_page = {e.name for e in records}
         relations = page_relations((r for r in relations_touching(graph, ws, on_page)
-                                    if r.source in on_page and valid_relation(r, moment)), summary)
+                                    if r.source in on_page and valid_relation(r, moment)), summary,
+                                   args.include_metadata)
     else:
-        relations = page_relations((r for r in graph.relations(ws) if valid_relation(r, moment)), summary)
+        relations = page_relations((r for r in graph.relations(ws) if valid_relation(r, moment)), summary,
+                                   args.include_metadata)
     answer = GraphPageOut(entities=entities, relations=relations, as_of=stamp)
     if paged:
         answer.total_entities = total
@@ -123,6 +126,7 @@ class OpenNodes(ReadArgs, kw_only=True):
     names: Annotated[Items[Name], D(description="An array of entity names to retrieve")]
     summary_mode: Annotated[bool, D(description="Names and types only")] = False
     include_provenance: Annotated[bool, D(description="Each observation's recordedAt, actor and call")] = False
+    include_metadata: bool = False
     as_of: AsOf | UnsetType = UNSET
     valid_at: Annotated[ValidTime, VALID_AT] | UnsetType = UNSET
 
@@ -137,7 +141,7 @@ def open_nodes(memory: Memory, args: OpenNodes) -> GraphPageOut:
         if args.summary_mode:
             entities = [PageEntityOut(name=e.name, entity_type=e.entity_type) for e in found]
         else:
-            entities = [entity_out(e, PageEntityOut) for e in found]
+            entities = [entity_out(e, PageEntityOut, metadata=args.include_metadata) for e in found]
             hide_invalid(entities, found, read_moment("open_nodes", args.valid_at))
             if args.include_provenance:
                 for out, record in zip(entities, found, strict=True):
@@ -146,7 +150,8 @@ def open_nodes(memory: Memory, args: OpenNodes) -> GraphPageOut:
         valid = read_moment("open_nodes", args.valid_at)
         gone = _gone(moment, ws, [n for n in dict.fromkeys(args.names) if n not in {e.name for e in found}])
         return GraphPageOut(entities=entities, relations=page_relations(
-                                (r for r in relations if valid_relation(r, valid)), args.summary_mode),
+                                (r for r in relations if valid_relation(r, valid)), args.summary_mode,
+                                args.include_metadata),
                             as_of=UNSET if moment.position is None else moment.position, gone=gone or UNSET)
 
 

@@ -58,11 +58,11 @@ class HistoryOut(Out, kw_only=True):
 
 def version_out(version: StreamVersion) -> VersionOut:
     """One version as the history tools answer it."""
-    state: dict[str, Any] | None = None
+    state: dict[str, Any] | None = None  # whole, timestamps too: when is what history is asked for
     if isinstance(version.state, EntityRecord):
-        state = msgspec.to_builtins(entity_out(version.state))
+        state = msgspec.to_builtins(entity_out(version.state, metadata=True))
     elif version.state is not None:
-        state = msgspec.to_builtins(relation_out(version.state))
+        state = msgspec.to_builtins(relation_out(version.state, metadata=True))
     return VersionOut(**stamp(version.envelope), event_type=version.event_type, changes=version.changes, state=state)
 
 

@@ -97,7 +97,7 @@ def delete_relations(batch: Batch, args: DeleteRelations) -> DeletedOut:
         batch.emit(relation.stream, RelationDeleted())
         deleted += 1
     message = f"Deleted {deleted} {plural(deleted, 'relation', 'relations')}" + missing(not_found)
-    return DeletedOut(success=True, message=message, deleted=deleted, not_found=not_found)
+    return DeletedOut(success=True, message=message, deleted=deleted, not_found=not_found or UNSET)
 
 
 class RelationChange(RelationKey, kw_only=True):

@@ -67,6 +67,7 @@ class SearchNodes(ReadArgs, kw_only=True):
         description="Only entities whose metadata has these key-value pairs")] | UnsetType = UNSET
     summary_mode: Annotated[bool, D(description="Names and types only")] = False
     include_provenance: Annotated[bool, D(description="Each observation's recordedAt, actor and call")] = False
+    include_metadata: bool = False
     as_of: AsOf | UnsetType = UNSET
     valid_at: Annotated[ValidTime, VALID_AT] | UnsetType = UNSET
 
@@ -242,7 +243,7 @@ def _answer(
         entities = [PageEntityOut(name=r.name, entity_type=r.entity_type) for r, _ in page]
     valid = read_moment("search_nodes", args.valid_at)
     if not args.summary_mode:
-        entities = [entity_out(r, PageEntityOut) for r, _ in page]
+        entities = [entity_out(r, PageEntityOut, metadata=args.include_metadata) for r, _ in page]
         hide_invalid(entities, [r for r, _ in page], valid)
         if args.include_provenance:
             for out, (record, _) in zip(entities, page, strict=True):
@@ -251,7 +252,7 @@ def _answer(
     return SearchOut(
         entities=entities,
         relations=page_relations((r for r in wanted.relations(r.name for r, _ in page) if valid_relation(r, valid)),
-                                 args.summary_mode),
+                                 args.summary_mode, args.include_metadata),
         scores=[round(score or 0.0, 6) for _, score in page] if mode != "substring" else UNSET,
         total=UNSET if total is None else total,
         next_offset=args.offset + len(page) if more else UNSET,

@@ -23,6 +23,7 @@ class GetRelatedEntities(ReadArgs, kw_only=True):
         description="Which way to follow relations")] = "both"
     relation_types: Annotated[Items[TypeName], D(description="Follow only these relation types")] | UnsetType = UNSET
     limit: Annotated[int, Limit, D(description="At most this many")] = 20
+    include_metadata: bool = False
 
 
 class RelatedOut(Out, kw_only=True):
@@ -71,7 +72,7 @@ def get_related_entities(memory: Memory, args: GetRelatedEntities) -> RelatedEnt
                     continue
                 step = (other, [*path, other], [*kinds, relation.relation_type], [*confidences, relation.confidence])
                 related.append(RelatedOut(
-                    entity=entity_out(record), distance=len(step[2]), path=step[1],
+                    entity=entity_out(record, metadata=args.include_metadata), distance=len(step[2]), path=step[1],
                     relation_path=step[2], confidence_path=step[3],
                 ))
                 if len(related) == args.limit:

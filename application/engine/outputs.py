@@ -1,7 +1,11 @@
 """What tools answer: the official entity and relation shapes, plus what Chronograph adds.
 
 Field order is the official server's (name, entityType, observations first), so the
-JSON text of an answer reads as the official one does.
+JSON text of an answer reads as the official one does. An entity or relation carries
+what an agent acts on: its content, what its writer set (metadata, confidence, valid
+times) and its `version` (for `expectedVersion`). Its timestamps (createdAt, updatedAt)
+cost every read their tokens and are opt-in (`includeMetadata`); a profile that keeps
+the official shape (`official_shape`) leaves the version out too.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ __all__ = [
     "RelationsOut",
     "entity_out",
     "object_out",
+    "official_shape",
     "page_relations",
     "relation_out",
     "stamp",
@@ -65,9 +70,9 @@ class EntityOut(Out, kw_only=True):
     entity_type: Annotated[str, ENTITY_TYPE]
     observations: Annotated[list[str], OBSERVATIONS]
     metadata: dict[str, Any] | UnsetType = UNSET
-    version: int
-    created_at: str
-    updated_at: str
+    version: int | UnsetType = UNSET
+    created_at: str | UnsetType = UNSET
+    updated_at: str | UnsetType = UNSET
     validity: Annotated[dict[str, dict[str, str]], D(
         description="When observations were true (validFrom/validUntil), for those that say")] | UnsetType = UNSET
 
@@ -78,9 +83,9 @@ class RelationOut(Out, kw_only=True):
     relation_type: Annotated[str, RELATION_TYPE]
     confidence: float | UnsetType = UNSET
     metadata: dict[str, Any] | UnsetType = UNSET
-    version: int
-    created_at: str
-    updated_at: str
+    version: int | UnsetType = UNSET
+    created_at: str | UnsetType = UNSET
+    updated_at: str | UnsetType = UNSET
     valid_from: Annotated[str, D(description="When it started being true")] | UnsetType = UNSET
     valid_until: Annotated[str, D(description="When it stopped being true")] | UnsetType = UNSET
 
@@ -138,8 +143,8 @@ class RelationsOut(Out, kw_only=True):
 class DeletedOut(Out, kw_only=True):
     success: bool
     message: str
-    deleted: int
-    not_found: list[str]
+    deleted: int | UnsetType = UNSET
+    not_found: Annotated[list[str], D(description="What was asked for but not there (when any)")] | UnsetType = UNSET
     relations_deleted: int | UnsetType = UNSET
 
 
@@ -147,8 +152,10 @@ Shape = TypeVar("Shape", EntityOut, PageEntityOut)
 RelationShape = TypeVar("RelationShape", RelationOut, PageRelationOut)
 
 
-def entity_out(record: EntityRecord, shape: type[Shape] = EntityOut) -> Shape:  # type: ignore[assignment]
-    """The official entity shape, plus metadata (when set), version and timestamps.
+def entity_out(record: EntityRecord, shape: type[Shape] = EntityOut, *,  # type: ignore[assignment]
+               metadata: bool = False) -> Shape:
+    """The official entity shape, plus what its writer set (metadata, observation spans) and
+    its version; with `metadata` (includeMetadata), its createdAt and updatedAt too.
 
     `shape` is `PageEntityOut` for a read_graph page, whose schema lets summaryMode leave
     the observations out.
@@ -159,14 +166,16 @@ def entity_out(record: EntityRecord, shape: type[Shape] = EntityOut) -> Shape:  
         observations=record.observations,
         metadata=record.metadata or UNSET,
         version=record.version,
-        created_at=isoformat(record.created_at),
-        updated_at=isoformat(record.updated_at),
+        created_at=isoformat(record.created_at) if metadata else UNSET,
+        updated_at=isoformat(record.updated_at) if metadata else UNSET,
         validity=spans_out(record.validity),
     )
 
 
-def relation_out(record: RelationRecord, shape: type[RelationShape] = RelationOut) -> RelationShape:  # type: ignore[assignment]
-    """The official relation shape, plus confidence and metadata (when set), version, timestamps.
+def relation_out(record: RelationRecord, shape: type[RelationShape] = RelationOut, *,  # type: ignore[assignment]
+                 metadata: bool = False) -> RelationShape:
+    """The official relation shape, plus what its writer set (confidence, metadata, valid
+    times) and its version; with `metadata` (includeMetadata), its createdAt and updatedAt too.
 
     `shape` is `PageRelationOut` in a graph answer, whose schema lets summaryMode leave all
     but the ends and the type out.
@@ -178,18 +187,33 @@ def relation_out(record: RelationRecord, shape: type[RelationShape] = RelationOu
         confidence=UNSET if record.confidence is None else record.confidence,
         metadata=record.metadata or UNSET,
         version=record.version,
-        created_at=isoformat(record.created_at),
-        updated_at=isoformat(record.updated_at),
+        created_at=isoformat(record.created_at) if metadata else UNSET,
+        updated_at=isoformat(record.updated_at) if metadata else UNSET,
         valid_from=UNSET if record.valid_from is None else isoformat(record.valid_from),
         valid_until=UNSET if record.valid_until is None else isoformat(record.valid_until),
     )
 
 
-def page_relations(records: Iterable[RelationRecord], summary: bool) -> list[PageRelationOut]:
-    """Relations as a graph answer lists them: whole, or in summaryMode their ends and type only."""
+def page_relations(records: Iterable[RelationRecord], summary: bool, metadata: bool = False) -> list[PageRelationOut]:
+    """Relations as a graph answer lists them: whole (with their timestamps if `metadata`), or
+    in summaryMode their ends and type only."""
     if summary:
         return [PageRelationOut(source=r.source, target=r.target, relation_type=r.relation_type) for r in records]
-    return [relation_out(r, PageRelationOut) for r in records]
+    return [relation_out(r, PageRelationOut, metadata=metadata) for r in records]
+
+
+Answer = TypeVar("Answer", bound=msgspec.Struct)
+
+
+def official_shape(output: Answer) -> Answer:
+    """`output` with its entities and relations in the official server's shape: what the
+    default profile adds unasked (each one's `version`) left out, in place. An item that
+    carries its timestamps was asked for with includeMetadata and keeps its version."""
+    for field in ("entities", "relations"):
+        for item in getattr(output, field, ()):
+            if isinstance(item, (EntityOut, PageEntityOut, RelationOut, PageRelationOut)) and item.created_at is UNSET:
+                item.version = UNSET
+    return output
 
 
 def spans_out(validity: dict[str, tuple[int | None, int | None]]) -> dict[str, dict[str, str]] | UnsetType:

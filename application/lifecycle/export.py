@@ -154,8 +154,10 @@ class ExportOut(Out, kw_only=True):
 def export_graph(memory: Memory, args: ExportGraph) -> ExportOut:
     """The graph rendered in `format`, returned, or written inside the export directory."""
     with memory.timeline.at("export_graph", args.as_of) as moment:  # every fact, true now or not
-        graph = {"entities": msgspec.to_builtins([entity_out(e) for e in moment.graph.entities(args.workspace)]),
-                 "relations": msgspec.to_builtins([relation_out(r) for r in moment.graph.relations(args.workspace)])}
+        graph = {"entities": msgspec.to_builtins([  # whole records, timestamps too
+                     entity_out(e, metadata=True) for e in moment.graph.entities(args.workspace)]),
+                 "relations": msgspec.to_builtins([
+                     relation_out(r, metadata=True) for r in moment.graph.relations(args.workspace)])}
     context = read_context(memory, ReadContext(workspace=args.workspace, as_of=args.as_of))
     if context.version:
         graph["context"] = {key: value for key, value in msgspec.to_builtins(context).items()

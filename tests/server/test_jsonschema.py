@@ -72,3 +72,13 @@ async def test_a_call_with_every_documented_field_validates_against_the_schema_a
         assert set(arguments) == set(schema["properties"]), tool.name
         Draft202012Validator(schema).validate(arguments)
         parse(tool.name, arguments, tool.arguments)  # the handler takes what the schema documents
+
+
+async def test_include_metadata_and_summary_mode_are_published_by_type_and_explained_once(tmp_path: Path) -> None:
+    schemas = await published(tmp_path, "chronograph")
+    for tool in ("read_graph", "open_nodes", "search_nodes", "get_related_entities"):
+        assert schemas[tool]["properties"]["includeMetadata"] == {"type": "boolean"}, tool
+    for tool in ("read_graph", "open_nodes", "search_nodes"):
+        assert schemas[tool]["properties"]["summaryMode"] == {"type": "boolean"}, tool
+    instructions = PROFILES["chronograph"].instructions
+    assert "`includeMetadata`" in instructions and "`summaryMode`" in instructions

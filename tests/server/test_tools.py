@@ -20,11 +20,12 @@ async def seed(client: Client) -> None:
     ]})
 
 
-async def test_create_entities_returns_the_new_ones_with_version_and_timestamps(client: Client) -> None:
+async def test_create_entities_returns_the_new_ones_with_their_version_and_no_timestamps(client: Client) -> None:
     created = await call(client, "create_entities", {"entities": [entity("Ada", "person", "a", "a", "b")]})
     [ada] = created["entities"]
-    assert (ada["name"], ada["entityType"], ada["observations"], ada["version"]) == ("Ada", "person", ["a", "b"], 1)
-    assert ada["createdAt"] == ada["updatedAt"] and ada["createdAt"].endswith("Z")
+    assert ada == {"name": "Ada", "entityType": "person", "observations": ["a", "b"], "version": 1}
+    [read] = (await call(client, "open_nodes", {"names": ["Ada"], "includeMetadata": True}))["entities"]
+    assert read["createdAt"] == read["updatedAt"] and read["createdAt"].endswith("Z")
 
 
 async def test_create_entities_skips_names_that_exist(client: Client) -> None:

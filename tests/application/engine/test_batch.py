@@ -21,7 +21,7 @@ def test_an_answer_shows_the_versions_and_time_the_store_then_holds(tmp_path: Pa
             {"entityName": "Ada", "contents": ["tea"]}, {"entityName": "Ada", "contents": ["tea", "chess"]},
         ]}, actor="t")
         answered = [r.added_observations for r in written.output.results]  # type: ignore[attr-defined]
-        [stored] = memory.read("open_nodes", {"names": ["Ada"]}).entities  # type: ignore[attr-defined]
+        [stored] = memory.read("open_nodes", {"names": ["Ada"], "includeMetadata": True}).entities  # type: ignore[attr-defined]
     assert answered == [["tea"], ["chess"]]  # the second item saw the first
     assert (stored.observations, stored.version) == (["math", "tea", "chess"], 3)
     assert stored.updated_at == clock.isoformat(clock.parse_iso("2026-03-01T10:00:00Z"))

@@ -82,7 +82,7 @@ def test_restoring_a_deleted_entity_is_recorded_as_a_restore_and_keeps_its_creat
         write(memory, "delete_entities", entityNames=["Ada"])
         clock.tick(3600)
         write(memory, "revert_entity", name="Ada", toVersion=2)
-        [ada] = memory.read("open_nodes", {"names": ["Ada"]}).entities
+        [ada] = memory.read("open_nodes", {"names": ["Ada"], "includeMetadata": True}).entities
         assert (ada.created_at, ada.updated_at) == ("2026-03-01T10:00:00.000000Z", "2026-03-01T12:00:00.000000Z")
         audit = memory.read("get_audit_log", {"entityName": "Ada", "limit": 1}).events
         history = memory.read("get_entity_history", {"name": "Ada", "order": "newest", "limit": 1}).versions

@@ -1,0 +1,23 @@
+"""The explorer's answers, without a browser: what changed between two moments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from chronograph.application import Memory
+from chronograph.application.explorer import diff
+
+
+def test_a_diff_tells_a_changed_entity_from_a_re_created_one(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        def write(tool: str, **arguments: object) -> None:
+            memory.write(tool, arguments, actor="t")
+
+        write("create_entities", entities=[{"name": "Ada", "entityType": "person", "observations": []},
+                                           {"name": "Bob", "entityType": "cat", "observations": []}])
+        before = memory.log.head()
+        write("add_observations", observations=[{"entityName": "Ada", "contents": ["math"]}])
+        write("delete_entities", entityNames=["Bob"])
+        write("create_entities", entities=[{"name": "Bob", "entityType": "cat", "observations": []}])
+        changes = diff(memory, "default", before, memory.log.head())
+    assert {(c["what"], c.get("detail")) for c in changes} == {("Ada", "+1 observation"), ("Bob", "re-created")}
