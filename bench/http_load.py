@@ -14,7 +14,7 @@ chronograph") one after the other on the same machine in the same run.
   a rare word), 20% writes (create_entities, add_observations). Prints calls/s, the ratio
   to one session, p50/p99 of any call; checks every acknowledged write is found after.
 - long: one session loops a long call (a whole read_graph, a search matching most entities,
-  or read_graph refused for its size under --max-reply 64K) while 4 others loop open_nodes;
+  an export of the whole graph, or read_graph {} refused for its size) while 4 others loop open_nodes;
   prints the 4's p50/p99 alone and beside the long call, and the server's RSS.
 - admit: --openings initializes at once from one address with --sessions-per-address
   --quota; prints how many were answered 200 and 429 and how many sessions are alive after.
@@ -186,10 +186,13 @@ async def load_level(port: int, workload: Workload, entities: int, count: int, s
 
 
 LONG = {
-    "read_graph": ("read_graph", {}),
-    "search": ("search_nodes", {"query": "ka"}),
+    "read_graph": ("read_graph", {"limit": 4000}),
+    "export": ("export_graph", {}),
+    "search": ("search_nodes", {"query": "ka", "limit": 4000}),
     "refused": ("read_graph", {}),
 }
+"""The long calls: a page of 4,000 entities, the whole graph as JSONL, a search most entities
+match, and the whole graph asked for at once (refused at 10k entities: over the reply limit)."""
 
 
 async def looping(session: Session, tool: str, arguments: dict[str, Any], until: float,
@@ -281,33 +284,41 @@ def main(argv: list[str] | None = None) -> int:
             print(f"building a store of {args.entities:,} entities ...", file=sys.stderr)
             (root / "built").mkdir()
             workload = build_store(root / "built" / "store", args.entities)
-        for label, command in targets(args.baseline):
-            place = root / label.replace(" ", "-")
-            place.mkdir()
-            store = place / "store"
-            if args.mode != "admit":
-                shutil.copytree(root / "built" / "store", store)
-            extra = ["--sessions-per-address", str(args.quota if args.mode == "admit" else 1000)]
-            if args.mode == "long" and args.long == "refused":
-                extra += ["--max-reply", "64K"]
-            server = Server(command, store, *extra)
-            try:
-                if args.mode == "load":
-                    rows = []
-                    for level in [int(x) for x in args.levels.split(",")]:
+        servers: dict[str, Server] = {}
+        try:
+            for label, command in targets(args.baseline):  # all up at once; measured in turn, level by level
+                place = root / label.replace(" ", "-")
+                place.mkdir()
+                if args.mode != "admit":
+                    shutil.copytree(root / "built" / "store", place / "store")
+                extra = ["--sessions-per-address", str(args.quota if args.mode == "admit" else 1000)]
+                servers[label] = Server(command, place / "store", *extra)
+            if args.mode == "load":
+                for label in servers:
+                    results[label] = {"levels": []}
+                for level in [int(x) for x in args.levels.split(",")]:
+                    for label, server in servers.items():
                         print(f"[{label}] {level} session(s) for {args.seconds:.0f} s ...", file=sys.stderr)
-                        rows.append(asyncio.run(load_level(server.port, workload, args.entities, level,
-                                                           args.seconds)))
-                    results[label] = {"levels": rows, "rss_mb": server.rss_mb()}
-                elif args.mode == "long":
-                    rss = server.rss_mb()
-                    alone = asyncio.run(short_calls(server.port, workload, args.entities, args.seconds, None))
-                    beside = asyncio.run(short_calls(server.port, workload, args.entities, args.seconds, args.long))
-                    results[label] = {"alone": alone, "beside": beside, "rss_start_mb": rss,
-                                      "rss_end_mb": server.rss_mb()}
-                else:
+                        results[label]["levels"].append(asyncio.run(
+                            load_level(server.port, workload, args.entities, level, args.seconds)))
+                for label, server in servers.items():
+                    results[label]["rss_mb"] = server.rss_mb()
+            elif args.mode == "long":
+                for label, server in servers.items():
+                    results[label] = {"rss_start_mb": server.rss_mb()}
+                for phase, long in (("alone", None), ("beside", args.long)):
+                    for label, server in servers.items():
+                        print(f"[{label}] 4 clients {phase} for {args.seconds:.0f} s ...", file=sys.stderr)
+                        results[label][phase] = asyncio.run(
+                            short_calls(server.port, workload, args.entities, args.seconds, long))
+                time.sleep(2)
+                for label, server in servers.items():
+                    results[label]["rss_end_mb"] = server.rss_mb()
+            else:
+                for label, server in servers.items():
                     results[label] = asyncio.run(admit(server.port, args.openings))
-            finally:
+        finally:
+            for server in servers.values():
                 server.stop()
     print_tables(args, results)
     write_json(args.json or Path(f"bench-http-{args.mode}.json"), results)
