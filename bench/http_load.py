@@ -187,12 +187,12 @@ async def load_level(port: int, workload: Workload, entities: int, count: int, s
 
 LONG = {
     "read_graph": ("read_graph", {"limit": 4000}),
-    "export": ("export_graph", {}),
-    "search": ("search_nodes", {"query": "ka", "limit": 4000}),
+    "export": ("export_graph", {"format": "jsonl"}),
+    "search": ("search_nodes", {"query": "ka", "limit": 1000}),
     "refused": ("read_graph", {}),
 }
 """The long calls: a page of 4,000 entities, the whole graph as JSONL, a search most entities
-match, and the whole graph asked for at once (refused at 10k entities: over the reply limit)."""
+match (its first 1,000), and the whole graph asked for at once (refused at 10k entities: over the reply limit)."""
 
 
 async def looping(session: Session, tool: str, arguments: dict[str, Any], until: float,

@@ -35,7 +35,7 @@ LOCAL = "local"
 MAX_CONNECTIONS = 10_000
 """Connections whose team session is remembered at once (HTTP)."""
 
-READERS = int(__import__("os").environ.get("CG_READERS", "4"))
+READERS = 4
 """Reads that run at once over HTTP (threads): enough that a long one leaves others room, few
 enough that they and the event loop share the interpreter without a convoy."""
 
