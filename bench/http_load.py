@@ -100,6 +100,11 @@ class Server:
                 return int(line.split()[1]) / 1024
         return float("nan")
 
+    def cpu_s(self) -> float:
+        """CPU seconds the server has used (all its threads)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         self.process.terminate()
         try:
@@ -299,8 +304,10 @@ def main(argv: list[str] | None = None) -> int:
                 for level in [int(x) for x in args.levels.split(",")]:
                     for label, server in servers.items():
                         print(f"[{label}] {level} session(s) for {args.seconds:.0f} s ...", file=sys.stderr)
-                        results[label]["levels"].append(asyncio.run(
-                            load_level(server.port, workload, args.entities, level, args.seconds)))
+                        cpu = server.cpu_s()
+                        figures = asyncio.run(load_level(server.port, workload, args.entities, level, args.seconds))
+                        figures["server_cpu_ms_per_call"] = (server.cpu_s() - cpu) * 1e3 / max(1, figures["calls"])
+                        results[label]["levels"].append(figures)
                 for label, server in servers.items():
                     results[label]["rss_mb"] = server.rss_mb()
             elif args.mode == "long":
@@ -336,6 +343,7 @@ def print_tables(args: argparse.Namespace, results: dict[str, Any]) -> None:
                 rows.append((f"{label}: {level['sessions']} session(s)",
                              f"{level['calls_per_s']:,.0f} calls/s ({level['calls_per_s'] / one:.2f}x), "
                              f"p50 {level['p50_ms']:.1f} / p99 {level['p99_ms']:.1f} ms, "
+                             f"server CPU {level['server_cpu_ms_per_call']:.2f} ms/call, "
                              f"{level['failed']} failed, {level['lost']} of {level['acked_writes']} writes lost",
                              ">= 1x one session at 50; p50 <= 3 ms at 1" if level["sessions"] in (1, 50) else ""))
         title = f"MCP over HTTP, kept-alive sessions, 80% reads / 20% writes, {args.entities:,} entities, " \
