@@ -178,7 +178,7 @@ class Runtime:
         return turn
 
     def serialised(self, work: Callable[..., T], *args: Any) -> T:
-        """Run `work(*args)` in turn with the tool calls (in a worker thread, as they are)."""
+        """Run `work(*args)` in turn with the writes (in a worker thread, as they are)."""
         with self._one_at_a_time:
             return work(*args)
 
