@@ -1,6 +1,8 @@
-"""A slowloris flood against a real HTTP server, and how a real client fares meanwhile.
+"""HTTP under pressure: a slowloris flood, many sessions, a long call beside short ones, a
+burst of openings; each against a real `chronograph serve --http` process.
 
     python bench/http_flood.py [--sockets 1050] [--seconds 45] [--token] [--silent] [--json FILE]
+    python bench/http_flood.py load|long|admit ... [--baseline CMD]   (see http_load.py)
 
 Starts `chronograph serve --http` in its own process, measures a client asking `/ready`
 (a new connection each time, as a load balancer's probe does) for a few seconds, then
@@ -214,7 +216,13 @@ def run(sockets: int, seconds: float, token: str | None, before: float = 5.0, *e
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the flood; print the table; 0 if the client was answered throughout (>= 99% during the flood)."""
+    """Run the flood (or, with a first argument load, long or admit, that bench of http_load.py);
+    print the table; 0 if the client was answered throughout (>= 99% during the flood)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("load", "long", "admit"):
+        from http_load import main as load_main
+
+        return load_main(argv)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sockets", type=int, default=1050)
     parser.add_argument("--seconds", type=float, default=45.0)

@@ -35,6 +35,10 @@ LOCAL = "local"
 MAX_CONNECTIONS = 10_000
 """Connections whose team session is remembered at once (HTTP)."""
 
+READERS = 4
+"""Reads that run at once over HTTP (threads): enough that a long one leaves others room, few
+enough that they and the event loop share the interpreter without a convoy."""
+
 
 T = TypeVar("T")
 
@@ -45,8 +49,13 @@ class Runtime:
     def __init__(self, settings: Settings, *, offload: bool = False) -> None:
         self.settings = settings
         self.offload = offload
-        """Run calls in a worker thread (HTTP), one at a time, instead of on the event loop."""
+        """Run calls in worker threads (HTTP) instead of on the event loop: writes one at a time,
+        reads up to `READERS` at once, each session's calls in turn."""
         self._one_at_a_time = threading.Lock()
+        self._limits: Any = None
+        """(reads, writes): the capacity limiters of the worker threads (made in the event loop)."""
+        self._turns: dict[str, list[Any]] = {}
+        """session -> [its lock, calls waiting or running]: a session's calls run one after another."""
         self._memory: Memory | None = None
         self._users = 0
         self._subscribers: dict[int, Any] = {}
@@ -140,24 +149,50 @@ class Runtime:
         """Run `tool` and turn its output into a tool result.
 
         With `offload` (HTTP, where many clients share the event loop), the work runs in a
-        worker thread, one call at a time, so that a long history or a whole-graph read
-        never holds up another client or the health probes.
+        worker thread, so that a long history or a whole-graph read never holds up the event
+        loop, the health probes or another client: writes one at a time, reads beside each
+        other and the writer (see `Memory.alongside`), up to `READERS` at once, taken in the
+        order they came; a session's own calls run one after another, so that one client
+        sending many at once takes no more than its turn.
         """
         import anyio  # noqa: PLC0415 (loaded with the SDK)
 
         params = ctx.session.client_params
         actor = self.actor(params.client_info.name if params is not None else None)
         if self.offload:
-            outcome, changed = await anyio.to_thread.run_sync(self._serialised, tool, arguments, actor,
-                                                              self.connection(ctx))
+            if self._limits is None:
+                self._limits = (anyio.CapacityLimiter(READERS), anyio.CapacityLimiter(1))
+            connection = self.connection(ctx)
+            turn = self._turn(connection)
+            try:
+                async with turn[0]:
+                    work = self._serialised if tool.writes else self.run
+                    outcome, changed = await anyio.to_thread.run_sync(
+                        work, tool, arguments, actor, connection, limiter=self._limits[bool(tool.writes)])
+            finally:
+                turn[1] -= 1
+                if not turn[1] and connection is not None:
+                    self._turns.pop(connection, None)
         else:
             outcome, changed = self.run(tool, arguments, actor, self.connection(ctx))
         if changed:
             await self.notify(ctx)
         return result(*outcome)
 
+    def _turn(self, connection: str | None) -> list[Any]:
+        """The lock a call of `connection` takes its turn with (a fresh one without a session)."""
+        import anyio  # noqa: PLC0415
+
+        turn = self._turns.get(connection) if connection is not None else None
+        if turn is None:
+            turn = [anyio.Lock(), 0]
+            if connection is not None:
+                self._turns[connection] = turn
+        turn[1] += 1
+        return turn
+
     def serialised(self, work: Callable[..., T], *args: Any) -> T:
-        """Run `work(*args)` in turn with the tool calls (in a worker thread, as they are)."""
+        """Run `work(*args)` in turn with the writes (in a worker thread, as they are)."""
         with self._one_at_a_time:
             return work(*args)
 

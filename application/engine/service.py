@@ -36,7 +36,17 @@ from msgspec import UNSET
 if TYPE_CHECKING:
     from chronograph.application.engine.semantic import Semantic
 
-__all__ = ["Memory", "Written"]
+__all__ = ["ALONGSIDE", "Memory", "Written"]
+
+ALONGSIDE = frozenset({
+    "open_nodes", "read_graph", "search_nodes", "get_graph_summary", "list_workspaces", "get_related_entities",
+    "get_entity_history", "get_relation_history", "get_audit_log", "read_context", "export_graph",
+})
+"""The reads that run alongside each other and the writer, each in its own read snapshot of a
+store folder (LMDB readers take no lock), when they read the present and write no file:
+each was checked to touch nothing of the process but its snapshot and the word indexes
+(which have a lock of their own). Any other read takes the store's lock, as a write does."""
+_SEMANTIC = frozenset({"semantic", "hybrid"})
 
 
 class Written(msgspec.Struct, frozen=True):
@@ -63,7 +73,8 @@ class Memory:
     `semantic.start()` (a server starts it) or `semantic.catch_up()`.
 
     Every use of the store goes through `lock`, so that other threads of the process
-    (the embedding projector) can share it.
+    (the embedding projector) can share it; the reads named in `ALONGSIDE` of a store folder
+    go beside it, each in a read snapshot of its own (see `alongside`).
     """
 
     def __init__(
@@ -180,7 +191,7 @@ class Memory:
     def prepare_search(self) -> int:
         """Index every workspace's words and keep the images in the store, so that the first
         search of the next server loads them instead of reading every entity; return how many."""
-        with self.lock:
+        with self.lock, self.views.search.lock:
             with self.views.snapshot() as snapshot:
                 for workspace in snapshot.graph.workspaces():
                     self.views.search_index(snapshot, workspace.name)
@@ -326,16 +337,45 @@ class Memory:
             before(self, spec, args)
         return self._answer(spec, args)
 
+    def alongside(self, spec: Tool, args: Any) -> bool:
+        """Whether the read `spec` with `args` runs beside other reads and the writer rather than
+        under the store's lock: a read in `ALONGSIDE` of the present (no asOf), writing no file
+        and asking no embedder, on a store folder (a database store's views catch up with
+        erasures under the lock; its reads keep to it)."""
+        return (
+            spec.name in ALONGSIDE and self.cache is None
+            and getattr(args, "as_of", UNSET) is UNSET and getattr(args, "output_path", UNSET) is UNSET
+            and getattr(args, "mode", UNSET) not in _SEMANTIC
+        )
+
     def _answer(self, spec: Tool, args: Any) -> Out:
-        with self.lock:
+        if not self.alongside(spec, args):
+            with self.lock, self.views.search.lock:
+                output = self._handled(spec, args)
+                self._save_search()
+                return output
+        if spec.name == "search_nodes":  # the word indexes follow one snapshot at a time (see SearchIndex)
+            with self.views.search.lock:
+                output = self._handled(spec, args)
+        else:
+            output = self._handled(spec, args)
+        if self.views.search.due() and self.lock.acquire(blocking=False):  # a write: under the lock, if free
             try:
-                with paused_gc():  # a whole graph's output forms no cycles; scanning it halved the speed
-                    output = spec.handler(self, args)
-            except (EventStoreError, ProjectionError) as error:
-                raise StorageError(f"The store could not answer: {error}") from None
-            try:
-                self.views.search.save()  # when an index ran far ahead of its image (outside the read)
-            except (EventStoreError, ProjectionError):
-                pass  # kept next time; the answer stands
-            return output
+                self._save_search()
+            finally:
+                self.lock.release()
+        return output
+
+    def _handled(self, spec: Tool, args: Any) -> Out:
+        try:
+            with paused_gc():  # a whole graph's output forms no cycles; scanning it halved the speed
+                return spec.handler(self, args)
+        except (EventStoreError, ProjectionError) as error:
+            raise StorageError(f"The store could not answer: {error}") from None
+
+    def _save_search(self) -> None:
+        try:
+            self.views.search.save()  # when an index ran far ahead of its image (outside the read)
+        except (EventStoreError, ProjectionError):
+            pass  # kept next time; the answer stands
 

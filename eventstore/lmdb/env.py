@@ -4,6 +4,8 @@ The log (`LmdbLog`) keeps its databases here, and so do the views folded from it
 they sit beside the log; a log elsewhere (PostgreSQL) keeps its views in an environment
 of their own. Write transactions are serialised by LMDB across processes; a full map
 grows and the whole transaction is run again, so callers never see half a write.
+Threads of a process use it at once: every transaction passes its `Gate`, which lets a
+remap of the file (growing, reopening, closing) happen only while none is open.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import TypedDict, TypeVar
 import lmdb
 from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreCorruptError, StoreOpenError
 from chronograph.eventstore.files import DATA_FILE, store_of
+from chronograph.eventstore.lmdb.gate import Gate
 from chronograph.eventstore.lmdb.holders import hold, release
 from chronograph.eventstore.lmdb.scrub import Pass, scrub_pass
 from chronograph.eventstore.log import Scrubbed
@@ -84,6 +87,8 @@ class LmdbEnv:
         """Reads the log's erasure count in a transaction (set by the log kept here)."""
         self._erasures_seen: int | None = None
         self.closed = False
+        self.gate = Gate()
+        """Transactions of this process's threads pass it together, a remap of the file alone."""
         self._held = hold(self.path)  # before LMDB opens it: a restore in progress is waited for
         try:
             self.env = self._open(map_size, create=self.fresh)
@@ -110,7 +115,8 @@ class LmdbEnv:
         if self.closed:
             return
         self.closed = True
-        self.env.close()
+        with self.gate.remapping():  # a reader of another thread finishes first
+            self.env.close()
         release(self._held)
 
     def _open(self, map_size: int, *, create: bool) -> lmdb.Environment:
@@ -132,11 +138,12 @@ class LmdbEnv:
         buffers (by reopening) before it writes again (`refresh`). Call it with no transaction
         open in this process.
         """
-        map_size = self.env.info()["map_size"]
-        self.env.close()
-        self.env = self._open(map_size, create=False)
-        for refresh in self._reopened:
-            refresh()
+        with self.gate.remapping():
+            map_size = self.env.info()["map_size"]
+            self.env.close()
+            self.env = self._open(map_size, create=False)
+            for refresh in self._reopened:
+                refresh()
         if self.erasures is not None:
             with self.read() as txn:
                 self._erasures_seen = self.erasures(txn)
@@ -218,37 +225,35 @@ class LmdbEnv:
         if self.readonly:
             raise EventStoreError(f"the store at {self.path} is open read-only")
         while True:
-            txn = self._begin_write()
-            try:
-                outcome = work(txn)
-                txn.commit()
-                return outcome
-            except lmdb.MapFullError:
-                txn.abort()
-                self._grow()
-            except lmdb.DiskError:
-                txn.abort()
-                raise StorageFullError(
-                    f"the disk holding {self.path} is full; nothing was written. "
-                    "Free some space and retry"
-                ) from None
-            except _DAMAGE as error:
-                txn.abort()
-                raise self.damaged(error) from None
-            except StoreCorruptError as error:
-                txn.abort()
-                raise self.located(error) from None
-            except lmdb.Error as error:
-                txn.abort()
-                if any(sign in str(error) for sign in _FAILING_DISK):
+            with self._transaction(write=True) as txn:
+                try:
+                    outcome = work(txn)
+                    txn.commit()
+                    return outcome
+                except lmdb.MapFullError:
+                    txn.abort()
+                except lmdb.DiskError:
+                    txn.abort()
                     raise StorageFullError(
-                        f"the disk holding {self.path} is full or failing ({error}); nothing was written. "
-                        "Free some space (or check the disk) and retry"
+                        f"the disk holding {self.path} is full; nothing was written. "
+                        "Free some space and retry"
                     ) from None
-                raise
-            except BaseException:
-                txn.abort()
-                raise
+                except _DAMAGE as error:
+                    txn.abort()
+                    raise self.damaged(error) from None
+                except StoreCorruptError as error:
+                    txn.abort()
+                    raise self.located(error) from None
+                except lmdb.Error as error:
+                    txn.abort()
+                    if any(sign in str(error) for sign in _FAILING_DISK):
+                        raise StorageFullError(
+                            f"the disk holding {self.path} is full or failing ({error}); nothing was written. "
+                            "Free some space (or check the disk) and retry"
+                        ) from None
+                    raise
+            with self.gate.remapping():  # the map is full: grow it, with no transaction of this process open
+                self._grow()
 
     def refresh(self) -> bool:
         """Reopen the environment if content was erased since this process last looked (its
@@ -265,21 +270,34 @@ class LmdbEnv:
         return True
 
     @contextmanager
+    def _transaction(self, *, write: bool) -> Iterator[lmdb.Transaction]:
+        """A transaction, through the gate; aborted at the end unless committed. A map another
+        process grew is taken on (a remap: alone) and the transaction begun again."""
+        while True:
+            with self.gate.transaction():
+                try:
+                    txn = self._begin_write() if write else self.env.begin()
+                except lmdb.MapResizedError:
+                    txn = None
+                if txn is not None:
+                    try:
+                        yield txn
+                    finally:
+                        txn.abort()
+                    return
+            with self.gate.remapping():
+                self.env.set_mapsize(0)
+
+    @contextmanager
     def read(self) -> Iterator[lmdb.Transaction]:
         """A read-only snapshot of the environment for the duration of the `with` block."""
-        try:
-            txn = self.env.begin()
-        except lmdb.MapResizedError:
-            self.env.set_mapsize(0)
-            txn = self.env.begin()
-        try:
-            yield txn
-        except _DAMAGE as error:
-            raise self.damaged(error) from None
-        except StoreCorruptError as error:
-            raise self.located(error) from None
-        finally:
-            txn.abort()
+        with self._transaction(write=False) as txn:
+            try:
+                yield txn
+            except _DAMAGE as error:
+                raise self.damaged(error) from None
+            except StoreCorruptError as error:
+                raise self.located(error) from None
 
     def located(self, error: StoreCorruptError) -> StoreCorruptError:
         """`error`, naming this store if it does not yet."""
@@ -338,11 +356,8 @@ class LmdbEnv:
         """Scrub passes until nothing freed by transaction `through` or before is held by a
         reader, or the deadline passes."""
         while True:
-            txn = self._begin_write()
-            try:
+            with self._transaction(write=True) as txn:
                 done = scrub_pass(self.env, self.path / DATA_FILE, txn, through=through, needles=needles)
-            finally:
-                txn.abort()
             if not done.held or time.monotonic() >= deadline:
                 return done
             time.sleep(0.02)  # a reader still sees them: wait for it to finish
@@ -360,11 +375,7 @@ class LmdbEnv:
         self.write(repack)
 
     def _begin_write(self) -> lmdb.Transaction:
-        try:
-            return self.env.begin(write=True)
-        except lmdb.MapResizedError:
-            self.env.set_mapsize(0)
-            return self.env.begin(write=True)
+        return self.env.begin(write=True)
 
     def _grow(self) -> None:
         current = self.env.info()["map_size"]

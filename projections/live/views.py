@@ -9,6 +9,7 @@ any process. Reads take one read transaction: a consistent snapshot of views and
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple, TypeVar
@@ -71,6 +72,7 @@ class Views:
         self.env = self.binding.env
         self.pointer = Pointer(self.env)
         self._slots: dict[str, Tables] = {}
+        self._adopting = threading.Lock()
         self._tables: Tables | None = None
         self._erasures_seen: int | None = None
         self.observed_erasures: int | None = None
@@ -130,11 +132,13 @@ class Views:
         return self._tables
 
     def adopt(self, generation: int) -> None:
-        """Use the tables of `generation` from now on (after a rebuild swapped it in)."""
-        if self._tables is None or self._tables.generation != generation:
-            if self._tables is not None:
-                self.search.reset()  # indexes and images of other views may disagree with these
-            self._tables = self._tables_of(generation)
+        """Use the tables of `generation` from now on (after a rebuild swapped it in); readers of
+        several threads may find it moved at once."""
+        with self._adopting:
+            if self._tables is None or self._tables.generation != generation:
+                if self._tables is not None:
+                    self.search.reset()  # indexes and images of other views may disagree with these
+                self._tables = self._tables_of(generation)
 
     def _tables_of(self, generation: int) -> Tables:
         known = self._slots.get(slot(generation))

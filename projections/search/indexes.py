@@ -4,7 +4,10 @@ A process loads a workspace's index from its image in the store (the `search.v<I
 database), brings it up to the snapshot it answers from by re-indexing the entities the
 log changed since the image's position, and keeps it in memory from then on. Only a
 workspace without an image is indexed from every entity, once; its image is saved
-right after, again every `SAVE_EVERY` events and when the store closes. An image is a
+right after, again every `SAVE_EVERY` events and when the store closes. Threads share the
+indexes under `lock`, which a search holds from before it opens its read snapshot until
+it is done with the index: so the indexes move forward from one snapshot to a later one,
+never back to an earlier (which would mean reading them again from the image). An image is a
 fold of the log up to its position, which never changes, so an old one is only slower
 to catch up, never wrong; a rebuild of the views drops them all.
 
@@ -14,6 +17,7 @@ would dirty dozens of B-tree pages per durable write (see docs/decisions.md).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import lmdb
@@ -44,6 +48,8 @@ class SearchIndex:
         self._workspaces: dict[str, WorkspaceIndex] = {}
         self._saved: dict[str, int] = {}
         """workspace -> the position of its image in the store (-1: none)"""
+        self.lock = threading.RLock()
+        """Held by whoever uses the indexes of this process (see the module docstring)."""
 
     def current(self, log: LogReader, graph: LmdbGraph, workspace: str) -> WorkspaceIndex:
         """The workspace's index, brought up to the position of `graph` (same snapshot as `log`)."""
@@ -83,16 +89,17 @@ class SearchIndex:
         if self.db is None or self.env.readonly:
             return []
         return [
-            index for workspace, index in self._workspaces.items()
+            index for workspace, index in tuple(self._workspaces.items())  # a copy: searches add to it meanwhile
             if (saved := self._saved.get(workspace, -1)) < 0 or index.position - saved >= every
         ]
 
     def save(self, *, every: int = SAVE_EVERY) -> int:
         """Save the images that are `due`; return how many. Call it outside any transaction."""
-        indexes = self.due(every=every)
-        if not indexes:
-            return 0
-        images = [(index.workspace, index.position, index.image()) for index in indexes]
+        with self.lock:
+            indexes = self.due(every=every)
+            if not indexes:
+                return 0
+            images = [(index.workspace, index.position, index.image()) for index in indexes]
 
         def write(txn: lmdb.Transaction) -> bool:
             if self.erasures_in is not None and self.erasures_in(txn) != self.erasures:
@@ -123,8 +130,9 @@ class SearchIndex:
         """Forget this process's indexes, and keep none of them: the views were rebuilt under
         it (the rebuild keeps images of its own), so they may have been built from views that
         were wrong."""
-        self._workspaces.clear()
-        self._saved.clear()
+        with self.lock:
+            self._workspaces.clear()
+            self._saved.clear()
 
 
 def _catch_up(index: WorkspaceIndex, log: LogReader, graph: LmdbGraph) -> None:

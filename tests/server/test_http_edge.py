@@ -136,6 +136,12 @@ def test_sessions_opened_all_at_once_are_admitted_at_most_to_the_share(tmp_path:
         assert opened and sum(alive(base, session) for session in opened) <= 2
 
 
+def test_many_openings_at_once_from_one_address_leave_exactly_its_share_open(tmp_path: Path) -> None:
+    for base in start(tmp_path, None, "--sessions-per-address", "20"):
+        opened = opened_together(base, 60)
+        assert sum(alive(base, session) for session in opened) == 20
+
+
 def test_a_busy_session_is_never_the_one_closed(strict_server: str) -> None:
     import httpx2 as httpx
 

@@ -1,4 +1,4 @@
-"""The runtime: over HTTP, tool work leaves the event loop, one call at a time."""
+"""The runtime: over HTTP, tool work leaves the event loop; reads beside each other, a session's calls in turn."""
 
 from __future__ import annotations
 
@@ -43,3 +43,56 @@ def test_calls_run_off_the_event_loop_only_when_asked(tmp_path: Path, offload: b
     finally:
         runtime.close()
     assert (seen[0] != loop_thread) is offload
+
+
+class SessionContext(FakeContext):
+    """A call's context over HTTP, in the session `session_id`."""
+
+    def __init__(self, session_id: str) -> None:
+        class Request:
+            headers = {"mcp-session-id": session_id}
+
+        class RequestContext:
+            request = Request()
+
+        self.request_context = RequestContext()  # type: ignore[assignment,misc]
+
+
+def test_a_session_s_reads_take_turns_while_another_session_s_read_runs_beside_them(tmp_path: Path) -> None:
+    runtime = Runtime(Settings(store=tmp_path / "store", actor="t"), offload=True)
+    runtime.open()
+    inside: dict[str, int] = {}
+    most: dict[str, int] = {}
+    both = threading.Barrier(2, timeout=30)  # each session's first read waits for the other's
+    guard = threading.Lock()
+    real = runtime.memory.read
+
+    def read(tool: Any, arguments: dict[str, Any]) -> Any:
+        who = arguments["names"][0]
+        with guard:
+            inside[who] = inside.get(who, 0) + 1
+            most[who] = max(most.get(who, 0), inside[who])
+        try:
+            if arguments["names"][1:] == ["first"]:
+                both.wait()  # returns only if the other session's read runs at the same time
+            return real(tool, {"names": arguments["names"][:1]})
+        finally:
+            with guard:
+                inside[who] -= 1
+
+    runtime.memory.read = read  # type: ignore[method-assign]
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            for who in ("a", "b"):
+                context = SessionContext(who)
+                group.start_soon(runtime.call, CORE["open_nodes"], {"names": [who, "first"]}, context)
+                for _ in range(5):  # sent at once, in the same session
+                    group.start_soon(runtime.call, CORE["open_nodes"], {"names": [who]}, context)
+
+    try:
+        anyio.run(main)
+    finally:
+        runtime.close()
+    assert most == {"a": 1, "b": 1}
+    assert not runtime._turns  # noqa: SLF001 (no session's turn is kept once its calls are done)

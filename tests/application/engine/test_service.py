@@ -1,0 +1,94 @@
+"""The memory's calls from many threads: which wait for each other and which do not."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chronograph.application import Memory
+from chronograph.projections.states.graph import LmdbGraph
+
+GUARD = 30.0
+"""Seconds before a thread that should have finished is declared stuck (a guard, not a measure)."""
+
+
+def in_thread(work: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
+    done: list[Any] = []
+    thread = threading.Thread(target=lambda: done.append(work()), daemon=True)
+    thread.start()
+    return thread, done
+
+
+@pytest.fixture
+def held_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Memory, threading.Event]]:
+    """A memory whose read_graph, in a thread of its own, stops inside its read snapshot until
+    the event is set (a long read, held as long as the test needs)."""
+    memory = Memory(tmp_path / "store")
+    memory.write("create_entities", {"entities": [
+        {"name": f"e{i}", "entityType": "t", "observations": [f"fact {i}"]} for i in range(20)]}, actor="t")
+    inside, release = threading.Event(), threading.Event()
+    real = LmdbGraph.entities
+
+    def entities(self: LmdbGraph, *args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread().name == "long-read":
+            inside.set()
+            assert release.wait(GUARD)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(LmdbGraph, "entities", entities)
+    long = threading.Thread(target=lambda: memory.read("read_graph", {}), name="long-read", daemon=True)
+    long.start()
+    assert inside.wait(GUARD)
+    try:
+        yield memory, release
+    finally:
+        release.set()
+        long.join(GUARD)
+        memory.close()
+
+
+def test_a_read_is_answered_while_a_long_read_holds_its_snapshot(held_read: tuple[Memory, threading.Event]) -> None:
+    memory, release = held_read
+    thread, done = in_thread(lambda: memory.read("open_nodes", {"names": ["e3"]}))
+    thread.join(GUARD)
+    assert done and [e.name for e in done[0].entities] == ["e3"]
+    assert not release.is_set()  # the long read is still inside its snapshot
+
+
+def test_a_write_is_taken_while_a_long_read_holds_its_snapshot(held_read: tuple[Memory, threading.Event]) -> None:
+    memory, release = held_read
+    thread, done = in_thread(lambda: memory.write("add_observations", {"observations": [
+        {"entityName": "e1", "contents": ["later"]}]}, actor="t"))
+    thread.join(GUARD)
+    assert done and done[0].changed
+    assert not release.is_set()
+    assert "later" in memory.read("open_nodes", {"names": ["e1"]}).entities[0].observations
+
+
+def test_a_read_as_of_then_waits_for_the_store_s_lock(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store") as memory:
+        memory.write("create_entities", {"entities": [{"name": "a", "entityType": "t", "observations": []}]}, actor="t")
+        with memory.lock:  # as a write holds it
+            thread, done = in_thread(lambda: memory.read("open_nodes", {"names": ["a"], "asOf": 1}))
+            alongside, seen = in_thread(lambda: memory.read("open_nodes", {"names": ["a"]}))
+            alongside.join(GUARD)
+            assert seen and not done  # the present is read beside the lock; the past waits for it
+        thread.join(GUARD)
+        assert done and [e.name for e in done[0].entities] == ["a"]
+
+
+def test_searches_from_many_threads_agree_with_one(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store") as memory:
+        memory.write("create_entities", {"entities": [
+            {"name": f"n{i}", "entityType": "t", "observations": [f"word{i % 7} common"]} for i in range(200)]},
+            actor="t")
+        alone = memory.read("search_nodes", {"query": "word3"})
+        threads = [in_thread(lambda: [memory.read("search_nodes", {"query": "word3"}) for _ in range(20)])
+                   for _ in range(4)]
+        for thread, _ in threads:
+            thread.join(GUARD)
+        for _, done in threads:
+            assert done and all(answer == alone for answer in done[0])

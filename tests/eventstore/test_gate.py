@@ -1,0 +1,87 @@
+"""The gate of an environment: transactions of many threads together, a remap of the file alone."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import lmdb
+from chronograph.eventstore.lmdb.env import LmdbEnv
+from chronograph.eventstore.lmdb.gate import Gate
+
+
+def wait_until(condition: threading.Condition, test: object) -> None:
+    with condition:
+        assert condition.wait_for(test, timeout=30)  # type: ignore[arg-type]
+
+
+def test_a_remap_waits_for_the_transactions_of_other_threads_and_new_ones_wait_for_it() -> None:
+    gate = Gate()
+    seen: list[str] = []
+    reading, done_reading = threading.Event(), threading.Event()
+
+    def reader() -> None:
+        with gate.transaction():
+            seen.append("reading")
+            reading.set()
+            done_reading.wait(30)
+            with gate.transaction():  # a thread holding one may always begin another
+                seen.append("nested")
+            seen.append("read")
+
+    def remapper() -> None:
+        with gate.remapping():
+            seen.append("remap")
+
+    def latecomer() -> None:
+        with gate.transaction():
+            seen.append("late")
+
+    threads = [threading.Thread(target=reader)]
+    threads[0].start()
+    assert reading.wait(30)
+    threads.append(threading.Thread(target=remapper))
+    threads[1].start()
+    wait_until(gate._changed, lambda: gate._waiting == 1)  # noqa: SLF001 (the remap is waiting)
+    threads.append(threading.Thread(target=latecomer))
+    threads[2].start()
+    done_reading.set()
+    for thread in threads:
+        thread.join(30)
+    assert seen == ["reading", "nested", "read", "remap", "late"]
+    assert gate.open == 0
+
+
+def test_an_environment_grows_its_map_while_other_threads_read_it(tmp_path: Path) -> None:
+    env = LmdbEnv(tmp_path / "env", map_size=1 << 18, sync=False)  # 256 KiB: it doubles many times below
+    db = env.open_db("things")
+    value = b"x" * 4000
+    stop = threading.Event()
+    problems: list[str] = []
+
+    def reader() -> None:
+        while not stop.is_set():
+            with env.read() as txn:
+                for key, got in txn.cursor(db=db):
+                    if got != value:
+                        problems.append(f"{bytes(key)!r} read back wrong")
+
+    readers = [threading.Thread(target=reader) for _ in range(2)]
+    for thread in readers:
+        thread.start()
+    try:
+        grown = env.env.info()["map_size"]
+        for batch in range(20):
+            def put(txn: lmdb.Transaction, batch: int = batch) -> None:
+                for i in range(60):
+                    txn.put(f"{batch:03d}-{i:03d}".encode(), value, db=db)
+
+            env.write(put)
+        assert env.env.info()["map_size"] >= grown * 16
+    finally:
+        stop.set()
+        for thread in readers:
+            thread.join(30)
+        env.close()
+    assert problems == []
+    assert env.gate.open == 0
