@@ -105,7 +105,9 @@ def recall(memory: Memory, workspace: str, *, query: str | None = None, client: 
     only entities the query names or strongly matches (for a hook on every prompt:
     silence beats noise).
     """
-    with memory.timeline.at("recall") as moment:
+    # Under the store's lock and the word indexes' (as Memory.read takes them): an adapter may
+    # call this from a thread of its own (the SDK renders prompts in a worker thread).
+    with memory.lock, memory.views.search.lock, memory.timeline.at("recall") as moment:
         graph, log = moment.graph, moment.log
         head = log.head()
         since, changes, recent = _changes(log, workspace, client, head if before is None else before, head, limit)

@@ -67,7 +67,7 @@ class Wrote:
 
 def session_writes(memory: Memory, workspace: str, actor: str, after: int) -> list[Wrote]:
     """What `actor` wrote in `workspace` after log position `after` (this session), oldest first."""
-    with memory.timeline.at("remember") as moment:
+    with memory.lock, memory.timeline.at("remember") as moment:
         log = moment.log
         subjects = Subjects(log)
         found: dict[str, list[str]] = {}
