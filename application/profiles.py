@@ -77,7 +77,10 @@ INSTRUCTIONS = (
     "`cursor` on paged reads (the `nextCursor` of the previous answer); valid time, when a fact was true "
     "in the world: `validFrom`/`validUntil` on observations and relations when writing (ISO-8601), "
     "`validAt` on reads (show what was true then; default now; combines with asOf); "
-    "`includeProvenance` on reads (each observation's recordedAt, actor and call)."
+    "`includeProvenance` on reads (each observation's recordedAt, actor and call); on searches, "
+    "`matchesPerEntity` (each entity's best matching observations in ranked modes, as matchedObservations "
+    "{text, score}; default 3, 0: none) and `observationsLimit` (at most that many observations per entity, "
+    "the best matching)."
 )
 
 

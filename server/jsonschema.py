@@ -21,7 +21,7 @@ import msgspec
 __all__ = ["json_schema"]
 
 SHARED = frozenset({"workspace", "requestId", "expectedVersion", "asOf", "cursor", "validAt", "validFrom", "validUntil",
-                    "includeProvenance"})
+                    "includeProvenance", "matchesPerEntity", "observationsLimit"})
 """Fields many tools take, explained once in the server's instructions: published by type alone."""
 
 DROPPED = frozenset({"title", "maxLength", "minLength", "maxItems", "minimum", "maximum"})

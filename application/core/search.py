@@ -3,8 +3,8 @@
 - substring (the default): the official rule, the query inside a name, type or
   observation, any case; entities oldest first.
 - ranked: BM25 over the query's words; fuzzy: the same, forgiving typos; semantic: by
-  meaning (embeddings); hybrid: fuzzy and semantic fused by reciprocal rank (ties go to
-  the closer meaning). Best first, each entity with its score.
+  meaning (embeddings); hybrid: fuzzy and semantic scores, normalised and weighed
+  (projections/search/fusion.py). Best first, each entity with its score.
 
 Filters (entityTypes, relationTypes, metadata) and the page (offset, limit) apply after
 ranking, so `total` counts what matches the filters. Ranked modes rank at most the best
@@ -15,8 +15,9 @@ relationTypes, only relations of those types).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
+from chronograph.application.core.matched import MATCHES, point_at_facts, reranked
 from chronograph.application.core.provenance import provenance_of
 from chronograph.application.core.validtime import VALID_AT, ValidTime, hide_invalid, read_moment, valid_relation
 from chronograph.application.engine.arguments import AsOf, D, Items, Metadata, Query, ReadArgs, TypeName
@@ -26,6 +27,7 @@ from chronograph.application.engine.service import Memory
 from chronograph.application.engine.timeline import Moment
 from chronograph.application.errors import InvalidArgumentsError, UnavailableError
 from chronograph.projections import EntityRecord, RelationRecord, WorkspaceIndex, matches, relations_touching
+from chronograph.projections.search.fusion import fuse
 from chronograph.projections.search.wordindex import query_terms, terms
 from msgspec import UNSET, Meta, UnsetType
 
@@ -36,8 +38,6 @@ DEPTH = 1000
 """Ranked modes rank at most this many entities."""
 RANKED_LIMIT = 20
 """Entities per answer in ranked modes unless `limit` says otherwise."""
-RRF_K = 60
-"""Reciprocal rank fusion's damping: a hit at rank r counts 1/(RRF_K + r) in each list."""
 SEMANTIC_FLOOR = 0.2
 """search_nodes' semantic matches below this cosine similarity are not matches at all."""
 FUZZY_WORDS = 32
@@ -54,19 +54,23 @@ class SearchNodes(ReadArgs, kw_only=True):
     ]
     mode: Annotated[Mode, D(description=(
         "substring (default), ranked (BM25), fuzzy (forgives typos), semantic (by meaning), "
-        "hybrid (fuzzy + semantic); all but substring answer best first, with scores"
+        "hybrid (both); all but substring answer best first"
     ))] | UnsetType = UNSET
-    ranked: Annotated[bool, D(description="Same as mode ranked")] = False
+    ranked: Annotated[bool, D(description="Mode ranked")] = False
     limit: Annotated[int, Meta(ge=1, le=DEPTH), D(
         description=f"At most this many entities (ranked modes: {RANKED_LIMIT} unless set)")] | UnsetType = UNSET
-    offset: Annotated[int, Meta(ge=0), D(description="Skip this many: the last page's nextOffset")] = 0
+    offset: Annotated[int, Meta(ge=0), D(description="Skip this many: the last nextOffset")] = 0
     entity_types: Annotated[Items[TypeName], D(description="Only entities of these types")] | UnsetType = UNSET
     relation_types: Annotated[Items[TypeName], D(
-        description="Only entities with a relation of these types, and only those relations")] | UnsetType = UNSET
+        description="Only entities with relations of these types, and only those")] | UnsetType = UNSET
     metadata: Annotated[Metadata, D(
-        description="Only entities whose metadata has these key-value pairs")] | UnsetType = UNSET
+        description="Only entities whose metadata has these pairs")] | UnsetType = UNSET
     summary_mode: Annotated[bool, D(description="Names and types only")] = False
     include_provenance: Annotated[bool, D(description="Each observation's recordedAt, actor and call")] = False
+    matches_per_entity: Annotated[int, Meta(ge=0, le=DEPTH), D(
+        description=f"matchedObservations per entity in ranked modes (default {MATCHES})")] | UnsetType = UNSET
+    observations_limit: Annotated[int, Meta(ge=0, le=DEPTH), D(
+        description="At most this many observations per entity, the best matching")] | UnsetType = UNSET
     as_of: AsOf | UnsetType = UNSET
     valid_at: Annotated[ValidTime, VALID_AT] | UnsetType = UNSET
 
@@ -113,7 +117,7 @@ def search_nodes(memory: Memory, args: SearchNodes) -> SearchOut:
                     continue
                 page.append((record, score))
             total += 1
-        return _answer(moment, args, page, wanted, mode, total if paged else None, through)
+        return _answer(memory, moment, args, page, wanted, mode, total if paged else None, through)
 
 
 def _mode(args: SearchNodes) -> Mode:
@@ -175,15 +179,11 @@ def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode) -> t
     if mode == "semantic":
         return meaning, through
     words = _words(memory, moment, args, "fuzzy" if len(query_terms(args.query)) <= FUZZY_WORDS else "ranked")
-    fused: dict[str, list[Any]] = {}  # stream -> [record or None, fused score, similarity, first rank]
-    for found in (words, meaning):
-        for rank, (stream, score, record) in enumerate(found, start=1):
-            entry = fused.setdefault(stream, [record, 0.0, 0.0, rank])
-            entry[1] += 1 / (RRF_K + rank)
-            if found is meaning:
-                entry[0], entry[2] = record, score
-    order = sorted(fused.items(), key=lambda item: (-item[1][1], -item[1][2], item[1][3]))  # ties: closer meaning
-    return [(stream, entry[1], entry[0]) for stream, entry in order[:DEPTH]], through
+    records = {stream: record for stream, _, record in meaning}
+    fused = fuse([(stream, score or 0.0) for stream, score, _ in words],
+                 [(stream, score or 0.0) for stream, score, _ in meaning],
+                 _index(memory, moment, args.workspace).full_score(args.query))
+    return [(stream, score, records.get(stream)) for stream, score in fused[:DEPTH]], through
 
 
 def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshold: float) -> tuple[list[Hit], int]:
@@ -204,7 +204,7 @@ def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshol
         record = moment.live.entity_by_stream(stream)
         if record is not None and record.version == version:  # never by what it used to say
             hits.append((record, score))
-    return hits, through
+    return reranked(memory, moment, query, hits), through
 
 
 class _Filter:
@@ -235,7 +235,7 @@ class _Filter:
 
 
 def _answer(
-    moment: Moment, args: SearchNodes, page: list[Hit], wanted: _Filter, mode: Mode,
+    memory: Memory, moment: Moment, args: SearchNodes, page: list[Hit], wanted: _Filter, mode: Mode,
     total: int | None, through: int | None,
 ) -> SearchOut:
     if args.summary_mode:
@@ -247,6 +247,8 @@ def _answer(
         if args.include_provenance:
             for out, (record, _) in zip(entities, page, strict=True):
                 out.provenance = provenance_of(moment.log, record, moment.position)
+        point_at_facts(memory, moment, args.query, mode, page, entities, args.matches_per_entity,
+                       args.observations_limit)
     more = total is not None and args.offset + len(page) < total
     return SearchOut(
         entities=entities,

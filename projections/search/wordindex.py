@@ -261,6 +261,17 @@ class WorkspaceIndex:
                 groups.append(variants)
         return self._scored(groups)
 
+    def full_score(self, query: str) -> float:
+        """What `ranked` scores a document of average length holding each term of `query` once
+        (a term no document holds counts as the rarest): the top of a 0..1 scale for scores."""
+        live = len(self._docs)
+        total = 0.0
+        for term in query_terms(query):
+            tid = self._ids.get(term)
+            frequency = 0 if tid is None else sum(1 for entry in self._postings[tid] if self._alive[entry >> TF_BITS])
+            total += math.log(1 + (live - frequency + 0.5) / (frequency + 0.5))
+        return total
+
     def _near(self, term: str, allowed: int) -> Iterator[tuple[int, int]]:
         """(term id, edits) of the vocabulary terms within `allowed` edits of `term`."""
         from rapidfuzz import process  # noqa: PLC0415 (loaded on the first fuzzy search only)

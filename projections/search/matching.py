@@ -1,0 +1,63 @@
+"""Which observations of an entity match a query, and how well: answers that point at the fact.
+
+Two signals, each 0..1, weighed as hybrid search weighs them (`fusion.WORDS` for words):
+
+- words: the query's content words found in the observation (a word counts when the
+  observation has it, or a word sharing its stem-like prefix: `broken` finds `broke`,
+  `adopt` finds `adopted`), each weighted by how rare it is among the entity's
+  observations, as a share of all the query's weight;
+- meaning: the cosine similarity of the observation's own vector (the entity's stored
+  parts, see passages.py) to the query's, when the search embedded the query.
+
+An observation with neither is not a match. The same scores pick which observations an
+answer keeps when `observationsLimit` cuts them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from chronograph.projections.search.fusion import WORDS
+from chronograph.projections.search.wordindex import query_terms, terms
+
+__all__ = ["best", "observation_scores", "word_scores"]
+
+STEM = 4
+"""Letters two words must share from their start to count as one (and all but two of the shorter)."""
+
+
+def _same(word: str, other: str) -> bool:
+    if word == other:
+        return True
+    shorter = min(len(word), len(other))
+    need = max(STEM, shorter - 2)
+    return shorter >= STEM and word[:need] == other[:need]
+
+
+def word_scores(query: str, texts: Sequence[str]) -> list[float]:
+    """How much of the query's content each text holds (0..1), rarer words weighing more."""
+    wanted = query_terms(query)
+    if not wanted or not texts:
+        return [0.0] * len(texts)
+    held = [set(terms(text)) for text in texts]
+    found = [[any(_same(word, t) for t in words) for word in wanted] for words in held]
+    weights = [math.log(1 + len(texts) / (1 + sum(row[i] for row in found))) for i in range(len(wanted))]
+    total = sum(weights) or 1.0
+    return [sum(w for w, hit in zip(weights, row, strict=True) if hit) / total for row in found]
+
+
+def observation_scores(query: str, observations: Sequence[str],
+                       closeness: Mapping[int, float] | None = None) -> list[float]:
+    """Each observation's match score (0: none): words, and meaning where `closeness` gives
+    the cosine similarity of observation i to the query."""
+    words = word_scores(query, observations)
+    if closeness is None:
+        return words
+    return [WORDS * w + (1 - WORDS) * max(closeness.get(i, 0.0), 0.0) for i, w in enumerate(words)]
+
+
+def best(scores: Sequence[float], count: int) -> list[int]:
+    """The indexes of the `count` highest positive scores, best first (ties: the earlier)."""
+    order = sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: (-scores[i], i))
+    return order[:count]
