@@ -26,7 +26,7 @@ from chronograph.projections import EntityRecord
 from chronograph.projections.search.matching import best, observation_scores
 from msgspec import UNSET
 
-__all__ = ["MATCHES", "RERANK", "point_at_facts", "reranked"]
+__all__ = ["MATCHES", "RERANK", "point_at_facts", "pointed", "reranked"]
 
 MATCHES = 3
 """matchedObservations per entity unless `matchesPerEntity` says otherwise."""
@@ -56,31 +56,46 @@ def point_at_facts(memory: Memory, moment: Moment, query: str, mode: str, page: 
                    entities: list[PageEntityOut], matches: Any, limit: Any) -> None:
     """Add matchedObservations to `entities` (the outputs of `page`, in order) in the ranked
     modes, and cut their observations to `limit` (UNSET: no cap)."""
-    count = MATCHES if matches is UNSET else matches
     ranked = mode != "substring"
-    if not (ranked and count) and limit is UNSET:
-        return
-    meaning = mode in ("semantic", "hybrid") and memory.semantic is not None and not moment.is_past
     for out, (record, _) in zip(entities, page, strict=True):
-        observations = out.observations
-        if observations is UNSET or not observations:
-            if ranked and count and observations is not UNSET:
-                out.matched_observations = []
-            continue
-        closeness = memory.semantic.closeness(moment.snapshot, record, query) if meaning else None  # type: ignore[union-attr]
-        scores = (observation_scores(query, observations, None if closeness is None else
-                                     {i: closeness.get(o, 0.0) for i, o in enumerate(observations)})
-                  if ranked else [0.0] * len(observations))
-        if ranked and count:
-            out.matched_observations = [MatchedOut(text=observations[i], score=round(scores[i], 4))
-                                        for i in best(scores, count)]
-        if limit is not UNSET and len(observations) > limit:
-            kept = set(best(scores, limit))
-            for i in range(len(observations)):  # then the first of the rest, to fill the cap
-                if len(kept) >= limit:
-                    break
-                kept.add(i)
-            out.observations = [o for i, o in enumerate(observations) if i in kept]
+        if out.observations is UNSET:
+            continue  # summaryMode
+        kept, matched = pointed(memory, moment, query, mode, record, out.observations,
+                                matches if ranked else 0, limit)
+        if ranked and matched is not None:
+            out.matched_observations = matched
+        if len(kept) < len(out.observations):
+            out.observations = kept
             if out.provenance is not UNSET:
-                held = set(out.observations)
+                held = set(kept)
                 out.provenance = [p for p in out.provenance if p.observation in held]
+
+
+def pointed(
+    memory: Memory, moment: Moment, query: str, mode: str, record: EntityRecord, observations: list[str],
+    matches: Any = UNSET, limit: Any = UNSET,
+) -> tuple[list[str], list[MatchedOut] | None]:
+    """`observations` (those of `record` an answer shows) cut to `limit`, and the best
+    `matches` of them (UNSET: `MATCHES`; 0: None, none asked) with their scores."""
+    count = MATCHES if matches is UNSET else matches
+    cut = limit is not UNSET and len(observations) > limit
+    if not count and not cut:
+        return observations, None
+    scores = [0.0] * len(observations)
+    if mode != "substring" and observations:
+        meaning = mode in ("semantic", "hybrid") and memory.semantic is not None and not moment.is_past
+        semantic = memory.semantic if meaning else None
+        closeness = None if semantic is None else semantic.closeness(moment.snapshot, record, query)
+        scores = observation_scores(query, observations, None if closeness is None else
+                                    {i: closeness.get(o, 0.0) for i, o in enumerate(observations)})
+    matched = None
+    if count:
+        matched = [MatchedOut(text=observations[i], score=round(scores[i], 4)) for i in best(scores, count)]
+    if not cut:
+        return observations, matched
+    kept = set(best(scores, limit))
+    for i in range(len(observations)):  # then the first of the rest, to fill the cap
+        if len(kept) >= limit:
+            break
+        kept.add(i)
+    return [o for i, o in enumerate(observations) if i in kept], matched

@@ -17,11 +17,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Annotated, Literal
 
-from chronograph.application.core.matched import MATCHES, point_at_facts, reranked
+from chronograph.application.core.matched import MATCHES, RERANK, point_at_facts, pointed, reranked
 from chronograph.application.core.provenance import provenance_of
 from chronograph.application.core.validtime import VALID_AT, ValidTime, hide_invalid, read_moment, valid_relation
 from chronograph.application.engine.arguments import AsOf, D, Items, Metadata, Query, ReadArgs, TypeName
-from chronograph.application.engine.outputs import Out, PageEntityOut, PageRelationOut, entity_out, page_relations
+from chronograph.application.engine.outputs import (
+    MatchedOut,
+    Out,
+    PageEntityOut,
+    PageRelationOut,
+    entity_out,
+    page_relations,
+)
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
 from chronograph.application.engine.timeline import Moment
@@ -198,13 +205,13 @@ def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshol
         raise UnavailableError(memory.semantic_off)
     found, through = semantic.nearest(moment.snapshot, workspace, query, DEPTH)
     hits: list[Hit] = []
-    for stream, version, score in found:
-        if score < threshold:
+    for rank, (stream, version, score) in enumerate(found):
+        if score < threshold and rank >= RERANK:  # the first ones may pass by their best observation
             break
         record = moment.live.entity_by_stream(stream)
         if record is not None and record.version == version:  # never by what it used to say
             hits.append((record, score))
-    return reranked(memory, moment, query, hits), through
+    return [(r, s) for r, s in reranked(memory, moment, query, hits) if (s or 0.0) >= threshold], through
 
 
 class _Filter:
@@ -277,6 +284,7 @@ class SimilarOut(Out, kw_only=True):
     entity_type: str
     observations: list[str]
     similarity: float
+    matched_observations: list[MatchedOut] | UnsetType = UNSET
 
 
 class SemanticSearchOut(Out, kw_only=True):
@@ -292,17 +300,30 @@ class SemanticSearchOut(Out, kw_only=True):
 @CORE.query("semantic_search", "Semantic Search", "Find entities by meaning, most similar first")
 def semantic_search(memory: Memory, args: SemanticSearch) -> SemanticSearchOut:
     """The entities nearest the query in meaning, each with its similarity (cosine, 0 to 1)."""
+    return similar(memory, args)
+
+
+def similar(memory: Memory, args: SemanticSearch, matches: int | UnsetType = UNSET,
+            limit: int | UnsetType = UNSET) -> SemanticSearchOut:
+    """semantic_search's answer, each entity with its best `matches` observations (UNSET: the
+    default) and at most `limit` observations (UNSET: all).
+
+    Raises:
+        InvalidArgumentsError: If the query is blank.
+        UnavailableError: If semantic search is off or cannot embed the query.
+    """
     if not args.query.strip():
         raise InvalidArgumentsError("semantic_search", "query: say what to look for")
     if memory.semantic is not None:
         memory.semantic.settle()
     with memory.timeline.at("semantic_search") as moment:
         hits, through = nearest(memory, moment, args.workspace, args.query, args.threshold)
-        entities = [
-            SimilarOut(name=r.name, entity_type=r.entity_type, observations=list(r.observations),
-                       similarity=round(score or 0.0, 4))
-            for r, score in hits[: args.limit]
-        ]
+        entities = []
+        for r, score in hits[: args.limit]:
+            kept, matched = pointed(memory, moment, args.query, "semantic", r, list(r.observations), matches, limit)
+            entities.append(SimilarOut(name=r.name, entity_type=r.entity_type, observations=kept,
+                                       similarity=round(score or 0.0, 4),
+                                       matched_observations=UNSET if matched is None else matched))
         return SemanticSearchOut(
             query=args.query, workspace=args.workspace, entities=entities, count=len(entities),
             threshold=args.threshold, embedded_through=through, head=moment.live.position,

@@ -3,8 +3,8 @@
 Two signals, each 0..1, weighed as hybrid search weighs them (`fusion.WORDS` for words):
 
 - words: the query's content words found in the observation (a word counts when the
-  observation has it, or a word sharing its stem-like prefix: `broken` finds `broke`,
-  `adopt` finds `adopted`), each weighted by how rare it is among the entity's
+  observation has it, a word sharing its stem-like prefix: `broken` finds `broke`,
+  `adopt` finds `adopted`, or a near spelling as fuzzy search forgives), each weighted by how rare it is among the entity's
   observations, as a share of all the query's weight;
 - meaning: the cosine similarity of the observation's own vector (the entity's stored
   parts, see passages.py) to the query's, when the search embedded the query.
@@ -19,7 +19,8 @@ import math
 from collections.abc import Mapping, Sequence
 
 from chronograph.projections.search.fusion import WORDS
-from chronograph.projections.search.wordindex import query_terms, terms
+from chronograph.projections.search.wordindex import edits_allowed, query_terms, terms
+from rapidfuzz.distance import OSA
 
 __all__ = ["best", "observation_scores", "word_scores"]
 
@@ -28,11 +29,17 @@ STEM = 4
 
 
 def _same(word: str, other: str) -> bool:
+    """Whether `other` (of a text) counts as the query's `word`: the same, the same stem, or
+    within the edits fuzzy search forgives."""
     if word == other:
         return True
     shorter = min(len(word), len(other))
     need = max(STEM, shorter - 2)
-    return shorter >= STEM and word[:need] == other[:need]
+    if shorter >= STEM and word[:need] == other[:need]:
+        return True
+    allowed = edits_allowed(word)
+    return bool(allowed) and abs(len(word) - len(other)) <= allowed and OSA.distance(
+        word, other, score_cutoff=allowed) <= allowed
 
 
 def word_scores(query: str, texts: Sequence[str]) -> list[float]:
