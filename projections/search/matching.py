@@ -4,8 +4,8 @@ Two signals, each 0..1, weighed as hybrid search weighs them (`fusion.WORDS` for
 
 - words: the query's content words found in the observation (a word counts when the
   observation has it, a word sharing its stem-like prefix: `broken` finds `broke`,
-  `adopt` finds `adopted`, or a near spelling as fuzzy search forgives), each weighted by how rare it is among the entity's
-  observations, as a share of all the query's weight;
+  `adopt` finds `adopted`, or a near spelling as fuzzy search forgives), each weighted
+  by how rare it is among the entity's observations, as a share of all the query's weight;
 - meaning: the cosine similarity of the observation's own vector (the entity's stored
   parts, see passages.py) to the query's, when the search embedded the query.
 
