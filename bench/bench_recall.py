@@ -16,7 +16,11 @@ recall and how many evidence turns the first 10 `matchedObservations` of a hybri
 hold; p50 latency per mode; the embedding throughput of the embedder on these turns (one
 thread, as the server's projector runs it); and the installed size of the semantic extra.
 `--pad N` adds synthetic entities to the first conversation's turn workspace until it
-holds N, embeds them and measures the p50s there too (N = 50,000 takes about 20 minutes).
+holds N and measures the p50s there too (in process, not over stdio). The padding is
+embedded by the model (N = 50,000: about 20 minutes on two cores) or, with
+`--pad-vectors random`, given random unit vectors (one per observation, as the model's
+would be stored) in seconds: a search costs the same whatever the vectors say, and the
+questions are still embedded by the model.
 
 Run the same script with another checkout's interpreter to compare versions side by side:
 an answer without `matchedObservations` prints n/a for it.
@@ -36,11 +40,18 @@ from pathlib import Path
 from statistics import mean, median
 from typing import Any
 
+import numpy as np
 from chronograph.application import Memory
 from chronograph.projections.search.wordindex import STOPWORDS, terms
 from conversations import CATEGORIES, Conversation, conversations
 from report import print_table, write_json
 from workload import Workload
+
+try:  # this version keeps each observation's vector (see projections/search/passages.py)
+    from chronograph.projections.search.passages import digest, observation_text
+    from chronograph.projections.search.vectors import Parts
+except ImportError:  # an older version, run side by side: one vector per entity
+    Parts = None  # type: ignore[assignment,misc]
 
 MODES = ("ranked", "fuzzy", "semantic", "hybrid")
 LIMIT = 10
@@ -96,6 +107,8 @@ def load(memory: Memory, data: list[Conversation]) -> None:
 
 
 def ask(memory: Memory, workspace: str, query: str, mode: str) -> tuple[Any, float]:
+    """The answer to `query` and how long it took (ms), the query embedded afresh."""
+    getattr(memory.semantic, "_queries", {}).clear()  # each mode pays for embedding the question
     started = time.perf_counter()
     reply: Any = memory.read("search_nodes", {"query": query, "mode": mode, "limit": LIMIT, "workspace": workspace})
     return reply, (time.perf_counter() - started) * 1000
@@ -115,13 +128,41 @@ def matched_turns(reply: Any, count: int) -> list[str] | None:
 def pad(memory: Memory, workspace: str, size: int, held: int) -> None:
     """Fill `workspace` with synthetic entities (three observations each) up to `size`."""
     workload = Workload(seed=5)
-    for start in range(0, size - held, 5000):
+    for start in range(0, size - held, 1000):
         batch = []
-        for i in range(start, min(start + 5000, size - held)):
+        for i in range(start, min(start + 1000, size - held)):
             _, event = workload.entity(i, observations=3)
             batch.append({"name": event.name, "entityType": event.entity_type,
                           "observations": list(event.observations)})
         memory.write("create_entities", {"entities": batch, "workspace": workspace}, actor="bench")
+
+
+def random_vectors(memory: Memory, workspace: str) -> None:
+    """Store a random unit vector for each entity of `workspace` not embedded yet (and random
+    parts, one per observation, where this version keeps them) and move the checkpoint."""
+    semantic = memory.semantic
+    assert semantic is not None
+    rng = np.random.default_rng(5)
+    with memory.lock, memory.views.snapshot() as snapshot:
+        head = snapshot.graph.position
+        records = list(snapshot.graph.entities(workspace))
+        known = semantic.vectors.versions(snapshot.graph.txn, [r.stream for r in records])
+    put: list[Any] = []
+    for record in records:
+        if record.stream in known:
+            continue
+        rows = rng.standard_normal((max(len(record.observations), 1), 384)).astype(np.float32)
+        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+        mean = rows.mean(axis=0)
+        vector = mean / np.linalg.norm(mean)
+        if Parts is None:
+            put.append((record.stream, workspace, record.version, vector))
+        else:
+            keys = b"".join(digest(observation_text(record, o)) for o in record.observations) or digest(record.name)
+            put.append((record.stream, workspace, record.version, vector,
+                        Parts(record.version, keys, rows.astype("<f2").tobytes())))
+    with memory.lock:
+        memory.views.env.write(lambda txn: semantic.vectors.store(txn, put, (), head))
 
 
 def installed_size() -> dict[str, int]:
@@ -143,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=18)
     parser.add_argument("--seed", type=int, default=28)
     parser.add_argument("--pad", type=int, default=0, help="measure p50s in a workspace of this many entities too")
+    parser.add_argument("--pad-vectors", choices=("model", "random"), default="model",
+                        help="how the padding is embedded: by the model, or random unit vectors (fast)")
     parser.add_argument("--json", type=Path, default=Path("bench-recall.json"))
     args = parser.parse_args(argv)
     data = conversations(args.conversations, args.sessions, args.seed)
@@ -196,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
             held = len([t for s in data[0].sessions for t in s.turns])
             print(f"padding c0 to {args.pad:,} entities and embedding them ...", file=sys.stderr)
             pad(memory, "c0", args.pad, held)
+            if args.pad_vectors == "random":
+                random_vectors(memory, "c0")
             semantic.catch_up()
             for mode in MODES:
                 times = [ask(memory, "c0", q.text, mode)[1] for q in data[0].questions]
@@ -204,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict[str, Any] = {"turns": len(texts), "questions": len(questions),
                                "per_category": {c: sum(q.category == c for _, q in questions) for c in categories},
                                "recall": {}, "session_recall": {}, "p50_ms": {}, "p50_ms_padded": padded,
-                               "pad": args.pad, "embed_per_s": round(throughput, 1),
+                               "pad": args.pad, "pad_vectors": args.pad_vectors, "embed_per_s": round(throughput, 1),
                                "model": semantic.embedder.model, "installed_bytes": installed_size()}
     rows = []
     for mode in ("bm25", *MODES):

@@ -30,7 +30,7 @@ __all__ = ["MATCHES", "RERANK", "point_at_facts", "pointed", "reranked"]
 
 MATCHES = 3
 """matchedObservations per entity unless `matchesPerEntity` says otherwise."""
-RERANK = 100
+RERANK = 50
 """The nearest entities scored again by their best observation."""
 
 Hit = tuple[EntityRecord, float | None]
@@ -41,13 +41,8 @@ def reranked(memory: Memory, moment: Moment, query: str, hits: list[Hit]) -> lis
     semantic = memory.semantic
     if semantic is None:
         return hits
-    head = []
-    for record, score in hits[:RERANK]:
-        if score is not None and len(record.observations) > 1:
-            closeness = semantic.closeness(moment.snapshot, record, query)
-            if closeness:
-                score = max(closeness.values())
-        head.append((record, score))
+    best = semantic.best_closeness(moment.snapshot, [r for r, _ in hits[:RERANK] if len(r.observations) > 1], query)
+    head = [(record, best.get(record.stream, score)) for record, score in hits[:RERANK]]
     head.sort(key=lambda hit: -(hit[1] or 0.0))
     return head + hits[RERANK:]
 

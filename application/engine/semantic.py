@@ -24,6 +24,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from chronograph.application.engine.storelock import StoreLock
 from chronograph.application.errors import UnavailableError
 from chronograph.eventstore import EventStoreError
@@ -273,6 +274,26 @@ class Semantic:
             if row is not None:
                 found[observation] = float(similarities[row])
         return found
+
+    def best_closeness(self, snapshot: Snapshot, records: Sequence[EntityRecord], query: str) -> dict[str, float]:
+        """For each of `records` whose stored parts are of its version, the cosine similarity
+        to `query` of its nearest part (one matrix product for all of them)."""
+        try:
+            vector = self._embedded_query(query)
+        except UnavailableError:
+            return {}
+        streams, blocks = [], []
+        for record in records:
+            parts = self.vectors.parts(snapshot.graph.txn, record.stream)
+            if parts is not None and parts.version == record.version and parts.data:
+                streams.append(record.stream)
+                blocks.append(parts.rows(len(vector)))
+        if not blocks:
+            return {}
+        sizes = [len(block) for block in blocks]
+        similarities = np.concatenate(blocks) @ vector
+        starts = np.cumsum([0, *sizes[:-1]])
+        return dict(zip(streams, np.maximum.reduceat(similarities, starts).tolist(), strict=True))
 
     def _embedded_query(self, query: str) -> Any:
         vector = self._queries.get(query)

@@ -28,16 +28,16 @@ STEM = 4
 """Letters two words must share from their start to count as one (and all but two of the shorter)."""
 
 
-def _same(word: str, other: str) -> bool:
+def _same(word: str, allowed: int, other: str) -> bool:
     """Whether `other` (of a text) counts as the query's `word`: the same, the same stem, or
-    within the edits fuzzy search forgives."""
+    within the `allowed` edits fuzzy search forgives it."""
     if word == other:
         return True
     shorter = min(len(word), len(other))
-    need = max(STEM, shorter - 2)
-    if shorter >= STEM and word[:need] == other[:need]:
-        return True
-    allowed = edits_allowed(word)
+    if shorter >= STEM:
+        need = max(STEM, shorter - 2)
+        if word[:need] == other[:need]:
+            return True
     return bool(allowed) and abs(len(word) - len(other)) <= allowed and OSA.distance(
         word, other, score_cutoff=allowed) <= allowed
 
@@ -48,7 +48,13 @@ def word_scores(query: str, texts: Sequence[str]) -> list[float]:
     if not wanted or not texts:
         return [0.0] * len(texts)
     held = [set(terms(text)) for text in texts]
-    found = [[any(_same(word, t) for t in words) for word in wanted] for words in held]
+    allowed = [edits_allowed(word) for word in wanted]
+    known: dict[str, list[bool]] = {}  # a text's term against each query word, worked out once per call
+    for words in held:
+        for term in words:
+            if term not in known:
+                known[term] = [_same(word, edits, term) for word, edits in zip(wanted, allowed, strict=True)]
+    found = [[any(known[t][i] for t in words) for i in range(len(wanted))] for words in held]
     weights = [math.log(1 + len(texts) / (1 + sum(row[i] for row in found))) for i in range(len(wanted))]
     total = sum(weights) or 1.0
     return [sum(w for w, hit in zip(weights, row, strict=True) if hit) / total for row in found]
