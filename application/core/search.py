@@ -185,11 +185,12 @@ def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode) -> t
     meaning: list[Found] = [(record.stream, score, record) for record, score in near]
     if mode == "semantic":
         return meaning, through
-    words = _words(memory, moment, args, "fuzzy" if len(query_terms(args.query)) <= FUZZY_WORDS else "ranked")
+    fuzzy = len(query_terms(args.query)) <= FUZZY_WORDS
+    words = _words(memory, moment, args, "fuzzy" if fuzzy else "ranked")
     records = {stream: record for stream, _, record in meaning}
     fused = fuse([(stream, score or 0.0) for stream, score, _ in words],
                  [(stream, score or 0.0) for stream, score, _ in meaning],
-                 _index(memory, moment, args.workspace).full_score(args.query))
+                 _index(memory, moment, args.workspace).full_score(args.query, fuzzy))
     return [(stream, score, records.get(stream)) for stream, score in fused[:DEPTH]], through
 
 
