@@ -80,7 +80,10 @@ INSTRUCTIONS = (
     "`includeProvenance` on reads (each observation's recordedAt, actor and call); "
     "`includeMetadata` on reads (each entity's and relation's createdAt and updatedAt, and its "
     "`version`, what expectedVersion takes, where answers do not carry it already); "
-    "`summaryMode` on graph reads (names and types only: a cheap index)."
+    "`summaryMode` on graph reads (names and types only: a cheap index); on searches, "
+    "`matchesPerEntity` (each entity's best matching observations in ranked modes, as matchedObservations "
+    "{text, score}; default 3, 0: none) and `observationsLimit` (at most that many observations per entity, "
+    "the best matching)."
 )
 
 

@@ -22,7 +22,8 @@ import msgspec
 __all__ = ["json_schema"]
 
 SHARED = frozenset({"workspace", "requestId", "expectedVersion", "asOf", "cursor", "validAt", "validFrom", "validUntil",
-                    "includeProvenance", "includeMetadata", "summaryMode"})
+                    "includeProvenance", "includeMetadata", "summaryMode", "matchesPerEntity",
+                    "observationsLimit"})
 """Fields many tools take, explained once in the server's instructions: published by type alone."""
 
 DROPPED = frozenset({"title", "maxLength", "minLength", "maxItems", "minimum", "maximum"})

@@ -3,8 +3,8 @@
 - substring (the default): the official rule, the query inside a name, type or
   observation, any case; entities oldest first.
 - ranked: BM25 over the query's words; fuzzy: the same, forgiving typos; semantic: by
-  meaning (embeddings); hybrid: fuzzy and semantic fused by reciprocal rank (ties go to
-  the closer meaning). Best first, each entity with its score.
+  meaning (embeddings); hybrid: fuzzy and semantic scores, normalised and weighed
+  (projections/search/fusion.py). Best first, each entity with its score.
 
 Filters (entityTypes, relationTypes, metadata) and the page (offset, limit) apply after
 ranking, so `total` counts what matches the filters. Ranked modes rank at most the best
@@ -15,17 +15,26 @@ relationTypes, only relations of those types).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
+from chronograph.application.core.matched import MATCHES, RERANK, point_at_facts, pointed, reranked
 from chronograph.application.core.provenance import provenance_of
 from chronograph.application.core.validtime import VALID_AT, ValidTime, hide_invalid, read_moment, valid_relation
 from chronograph.application.engine.arguments import AsOf, D, Items, Metadata, Query, ReadArgs, TypeName
-from chronograph.application.engine.outputs import Out, PageEntityOut, PageRelationOut, entity_out, page_relations
+from chronograph.application.engine.outputs import (
+    MatchedOut,
+    Out,
+    PageEntityOut,
+    PageRelationOut,
+    entity_out,
+    page_relations,
+)
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
 from chronograph.application.engine.timeline import Moment
 from chronograph.application.errors import InvalidArgumentsError, UnavailableError
 from chronograph.projections import EntityRecord, RelationRecord, WorkspaceIndex, matches, relations_touching
+from chronograph.projections.search.fusion import fuse
 from chronograph.projections.search.wordindex import query_terms, terms
 from msgspec import UNSET, Meta, UnsetType
 
@@ -36,8 +45,6 @@ DEPTH = 1000
 """Ranked modes rank at most this many entities."""
 RANKED_LIMIT = 20
 """Entities per answer in ranked modes unless `limit` says otherwise."""
-RRF_K = 60
-"""Reciprocal rank fusion's damping: a hit at rank r counts 1/(RRF_K + r) in each list."""
 SEMANTIC_FLOOR = 0.2
 """search_nodes' semantic matches below this cosine similarity are not matches at all."""
 FUZZY_WORDS = 32
@@ -54,20 +61,24 @@ class SearchNodes(ReadArgs, kw_only=True):
     ]
     mode: Annotated[Mode, D(description=(
         "substring (default), ranked (BM25), fuzzy (forgives typos), semantic (by meaning), "
-        "hybrid (fuzzy + semantic); all but substring answer best first, with scores"
+        "hybrid (both); all but substring answer best first"
     ))] | UnsetType = UNSET
-    ranked: Annotated[bool, D(description="Same as mode ranked")] = False
+    ranked: Annotated[bool, D(description="Mode ranked")] = False
     limit: Annotated[int, Meta(ge=1, le=DEPTH), D(
         description=f"At most this many entities (ranked modes: {RANKED_LIMIT} unless set)")] | UnsetType = UNSET
-    offset: Annotated[int, Meta(ge=0), D(description="Skip this many: the last page's nextOffset")] = 0
+    offset: Annotated[int, Meta(ge=0), D(description="Skip this many: the last nextOffset")] = 0
     entity_types: Annotated[Items[TypeName], D(description="Only entities of these types")] | UnsetType = UNSET
     relation_types: Annotated[Items[TypeName], D(
-        description="Only entities with a relation of these types, and only those relations")] | UnsetType = UNSET
+        description="Only entities with relations of these types, and only those")] | UnsetType = UNSET
     metadata: Annotated[Metadata, D(
-        description="Only entities whose metadata has these key-value pairs")] | UnsetType = UNSET
+        description="Only entities whose metadata has these pairs")] | UnsetType = UNSET
     summary_mode: Annotated[bool, D(description="Names and types only")] = False
     include_provenance: Annotated[bool, D(description="Each observation's recordedAt, actor and call")] = False
     include_metadata: bool = False
+    matches_per_entity: Annotated[int, Meta(ge=0, le=DEPTH), D(
+        description=f"matchedObservations per entity in ranked modes (default {MATCHES})")] | UnsetType = UNSET
+    observations_limit: Annotated[int, Meta(ge=0, le=DEPTH), D(
+        description="At most this many observations per entity, the best matching")] | UnsetType = UNSET
     as_of: AsOf | UnsetType = UNSET
     valid_at: Annotated[ValidTime, VALID_AT] | UnsetType = UNSET
 
@@ -114,7 +125,7 @@ def search_nodes(memory: Memory, args: SearchNodes) -> SearchOut:
                     continue
                 page.append((record, score))
             total += 1
-        return _answer(moment, args, page, wanted, mode, total if paged else None, through)
+        return _answer(memory, moment, args, page, wanted, mode, total if paged else None, through)
 
 
 def _mode(args: SearchNodes) -> Mode:
@@ -175,16 +186,13 @@ def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode) -> t
     meaning: list[Found] = [(record.stream, score, record) for record, score in near]
     if mode == "semantic":
         return meaning, through
-    words = _words(memory, moment, args, "fuzzy" if len(query_terms(args.query)) <= FUZZY_WORDS else "ranked")
-    fused: dict[str, list[Any]] = {}  # stream -> [record or None, fused score, similarity, first rank]
-    for found in (words, meaning):
-        for rank, (stream, score, record) in enumerate(found, start=1):
-            entry = fused.setdefault(stream, [record, 0.0, 0.0, rank])
-            entry[1] += 1 / (RRF_K + rank)
-            if found is meaning:
-                entry[0], entry[2] = record, score
-    order = sorted(fused.items(), key=lambda item: (-item[1][1], -item[1][2], item[1][3]))  # ties: closer meaning
-    return [(stream, entry[1], entry[0]) for stream, entry in order[:DEPTH]], through
+    fuzzy = len(query_terms(args.query)) <= FUZZY_WORDS
+    words = _words(memory, moment, args, "fuzzy" if fuzzy else "ranked")
+    records = {stream: record for stream, _, record in meaning}
+    fused = fuse([(stream, score or 0.0) for stream, score, _ in words],
+                 [(stream, score or 0.0) for stream, score, _ in meaning],
+                 _index(memory, moment, args.workspace).full_score(args.query, fuzzy))
+    return [(stream, score, records.get(stream)) for stream, score in fused[:DEPTH]], through
 
 
 def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshold: float) -> tuple[list[Hit], int]:
@@ -199,13 +207,13 @@ def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshol
         raise UnavailableError(memory.semantic_off)
     found, through = semantic.nearest(moment.snapshot, workspace, query, DEPTH)
     hits: list[Hit] = []
-    for stream, version, score in found:
-        if score < threshold:
+    for rank, (stream, version, score) in enumerate(found):
+        if score < threshold and rank >= RERANK:  # the first ones may pass by their best observation
             break
         record = moment.live.entity_by_stream(stream)
         if record is not None and record.version == version:  # never by what it used to say
             hits.append((record, score))
-    return hits, through
+    return [(r, s) for r, s in reranked(memory, moment, query, hits) if (s or 0.0) >= threshold], through
 
 
 class _Filter:
@@ -236,7 +244,7 @@ class _Filter:
 
 
 def _answer(
-    moment: Moment, args: SearchNodes, page: list[Hit], wanted: _Filter, mode: Mode,
+    memory: Memory, moment: Moment, args: SearchNodes, page: list[Hit], wanted: _Filter, mode: Mode,
     total: int | None, through: int | None,
 ) -> SearchOut:
     if args.summary_mode:
@@ -248,6 +256,8 @@ def _answer(
         if args.include_provenance:
             for out, (record, _) in zip(entities, page, strict=True):
                 out.provenance = provenance_of(moment.log, record, moment.position)
+        point_at_facts(memory, moment, args.query, mode, page, entities, args.matches_per_entity,
+                       args.observations_limit)
     more = total is not None and args.offset + len(page) < total
     return SearchOut(
         entities=entities,
@@ -276,6 +286,7 @@ class SimilarOut(Out, kw_only=True):
     entity_type: str
     observations: list[str]
     similarity: float
+    matched_observations: list[MatchedOut] | UnsetType = UNSET
 
 
 class SemanticSearchOut(Out, kw_only=True):
@@ -291,17 +302,30 @@ class SemanticSearchOut(Out, kw_only=True):
 @CORE.query("semantic_search", "Semantic Search", "Find entities by meaning, most similar first")
 def semantic_search(memory: Memory, args: SemanticSearch) -> SemanticSearchOut:
     """The entities nearest the query in meaning, each with its similarity (cosine, 0 to 1)."""
+    return similar(memory, args)
+
+
+def similar(memory: Memory, args: SemanticSearch, matches: int | UnsetType = UNSET,
+            limit: int | UnsetType = UNSET) -> SemanticSearchOut:
+    """semantic_search's answer, each entity with its best `matches` observations (UNSET: the
+    default) and at most `limit` observations (UNSET: all).
+
+    Raises:
+        InvalidArgumentsError: If the query is blank.
+        UnavailableError: If semantic search is off or cannot embed the query.
+    """
     if not args.query.strip():
         raise InvalidArgumentsError("semantic_search", "query: say what to look for")
     if memory.semantic is not None:
         memory.semantic.settle()
     with memory.timeline.at("semantic_search") as moment:
         hits, through = nearest(memory, moment, args.workspace, args.query, args.threshold)
-        entities = [
-            SimilarOut(name=r.name, entity_type=r.entity_type, observations=list(r.observations),
-                       similarity=round(score or 0.0, 4))
-            for r, score in hits[: args.limit]
-        ]
+        entities = []
+        for r, score in hits[: args.limit]:
+            kept, matched = pointed(memory, moment, args.query, "semantic", r, list(r.observations), matches, limit)
+            entities.append(SimilarOut(name=r.name, entity_type=r.entity_type, observations=kept,
+                                       similarity=round(score or 0.0, 4),
+                                       matched_observations=UNSET if matched is None else matched))
         return SemanticSearchOut(
             query=args.query, workspace=args.workspace, entities=entities, count=len(entities),
             threshold=args.threshold, embedded_through=through, head=moment.live.position,

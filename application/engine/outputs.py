@@ -25,6 +25,7 @@ __all__ = [
     "DeletedOut",
     "EntitiesOut",
     "EntityOut",
+    "MatchedOut",
     "ObjectOut",
     "ObservationProvenanceOut",
     "Out",
@@ -100,6 +101,13 @@ class ObservationProvenanceOut(Out, kw_only=True):
     position: Annotated[int, D(description="Its event's position in the log")]
 
 
+class MatchedOut(Out, kw_only=True):
+    """One observation of an entity that matched a search, and how well (0 to 1)."""
+
+    text: str
+    score: float
+
+
 class PageEntityOut(Out, kw_only=True):
     """An entity of read_graph: in summaryMode, its name and type only."""
 
@@ -114,6 +122,8 @@ class PageEntityOut(Out, kw_only=True):
         description="When observations were true (validFrom/validUntil), for those that say")] | UnsetType = UNSET
     provenance: Annotated[list[ObservationProvenanceOut], D(
         description="Each observation's recordedAt, actor and call (with includeProvenance)")] | UnsetType = UNSET
+    matched_observations: Annotated[list[MatchedOut], D(
+        description="The observations that matched a ranked search, best first")] | UnsetType = UNSET
 
 
 class PageRelationOut(Out, kw_only=True):

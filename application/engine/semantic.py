@@ -24,13 +24,15 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from chronograph.application.engine.storelock import StoreLock
 from chronograph.application.errors import UnavailableError
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import EntityRecord, LmdbGraph, Snapshot, Views
 from chronograph.projections.errors import EmbeddingsUnavailableError, ProjectionError
-from chronograph.projections.search.embedder import Embedder, entity_text
-from chronograph.projections.search.vectors import Match, Vectors, touched_entities
+from chronograph.projections.search.embedder import Embedder
+from chronograph.projections.search.passages import PASSAGES, digest, embed_records, observation_text
+from chronograph.projections.search.vectors import Match, Parts, Vectors, touched_entities
 
 __all__ = ["STEP", "Semantic"]
 
@@ -57,7 +59,7 @@ class Semantic:
         self.views = views
         self.embedder = embedder
         self.lock = lock
-        self.vectors = Vectors(views.env, embedder.model)
+        self.vectors = Vectors(views.env, embedder.model + PASSAGES)
         views.env.on_reopen(lambda: setattr(self.vectors, "db", views.env.open_db(Vectors.NAME)))
         self.problem: str | None = None
         """Why the embedder failed last (None while it works)."""
@@ -92,9 +94,11 @@ class Semantic:
                         drop.append(stream)
                 elif known.get(stream) != record.version:
                     todo.append(record)
-        vectors: Any = self.embedder.embed([entity_text(r) for r in todo]) if todo else []
+            parts = self._parts(txn, todo)
+        embedded = embed_records(self.embedder, todo, parts) if todo else []
         self.loaded = self.loaded or bool(todo)
-        put = [(r.stream, r.workspace, r.version, vectors[i]) for i, r in enumerate(todo)]
+        put = [(r.stream, r.workspace, r.version, vector, made)
+               for r, (vector, made) in zip(todo, embedded, strict=True)]
 
         def write(txn: Any) -> bool:
             if self.vectors.checkpoint(txn) != start:
@@ -122,7 +126,9 @@ class Semantic:
         if not records or not self.loaded or self.problem is not None or self.vectors.db is None:
             return False
         try:
-            vectors = self.embedder.embed([entity_text(r) for r in records])
+            with self.lock, self.views.snapshot() as snapshot:
+                parts = self._parts(snapshot.graph.txn, records)
+            vectors = embed_records(self.embedder, records, parts)
         except EmbeddingsUnavailableError as error:
             self.problem = str(error)
             return False
@@ -131,12 +137,12 @@ class Semantic:
             graph = LmdbGraph(txn, self.views.tables)
             stored = self.vectors.versions(txn, [r.stream for r in records])
             put = []
-            for record, vector in zip(records, vectors, strict=True):
+            for record, (vector, made) in zip(records, vectors, strict=True):
                 live = graph.entity_by_stream(record.stream)
                 if live is None or live.version != record.version:
                     return False  # changed (or forgotten) since: the projector embeds what it says now
                 if stored.get(record.stream, 0) < record.version:
-                    put.append((record.stream, record.workspace, record.version, vector))
+                    put.append((record.stream, record.workspace, record.version, vector, made))
             self.vectors.store(txn, put, (), None)
             return True
 
@@ -147,6 +153,15 @@ class Semantic:
                 return bool(self.views.env.write(write))
         except (EventStoreError, ProjectionError):
             return False  # derived data: the projector stores them when the store takes writes again
+
+    def _parts(self, txn: Any, records: Sequence[EntityRecord]) -> dict[str, Parts]:
+        """The stored parts of each of `records` that has some (their texts are not embedded again)."""
+        found = {}
+        for record in records:
+            parts = self.vectors.parts(txn, record.stream)
+            if parts is not None:
+                found[record.stream] = parts
+        return found
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Embed until the vectors are current with the head; return their checkpoint.
@@ -238,6 +253,47 @@ class Semantic:
                 "minutes the first time). Meanwhile use mode ranked or fuzzy."
             )
         return self.vectors.nearest(workspace, vector, depth), checkpoint
+
+    def closeness(self, snapshot: Snapshot, record: EntityRecord, query: str) -> dict[str, float] | None:
+        """The cosine similarity to `query` of each observation of `record` whose vector is
+        stored (None: none is, or the query cannot be embedded). The query's vector is the
+        one the search embedded (kept per query)."""
+        parts = self.vectors.parts(snapshot.graph.txn, record.stream)
+        if parts is None or not parts.digests:
+            return None
+        try:
+            vector = self._embedded_query(query)
+        except UnavailableError:
+            return None
+        rows = parts.rows(len(vector))
+        where = {key: i for i, key in enumerate(parts.keys())}
+        similarities = rows @ vector
+        found = {}
+        for observation in record.observations:
+            row = where.get(digest(observation_text(record, observation)))
+            if row is not None:
+                found[observation] = float(similarities[row])
+        return found
+
+    def best_closeness(self, snapshot: Snapshot, records: Sequence[EntityRecord], query: str) -> dict[str, float]:
+        """For each of `records` whose stored parts are of its version, the cosine similarity
+        to `query` of its nearest part (one matrix product for all of them)."""
+        try:
+            vector = self._embedded_query(query)
+        except UnavailableError:
+            return {}
+        streams, blocks = [], []
+        for record in records:
+            parts = self.vectors.parts(snapshot.graph.txn, record.stream)
+            if parts is not None and parts.version == record.version and parts.data:
+                streams.append(record.stream)
+                blocks.append(parts.rows(len(vector)))
+        if not blocks:
+            return {}
+        sizes = [len(block) for block in blocks]
+        similarities = np.concatenate(blocks) @ vector
+        starts = np.cumsum([0, *sizes[:-1]])
+        return dict(zip(streams, np.maximum.reduceat(similarities, starts).tolist(), strict=True))
 
     def _embedded_query(self, query: str) -> Any:
         vector = self._queries.get(query)

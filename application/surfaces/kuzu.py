@@ -219,16 +219,23 @@ class SemanticSearch(KuzuArgs, kw_only=True):
     query: Annotated[str, Meta(min_length=1, max_length=Limits.QUERY)]
     limit: Annotated[int, Meta(ge=1, le=1000)] = 10
     threshold: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.3
+    matches_per_entity: Annotated[int, Meta(ge=0, le=1000), D(
+        description="Best matching observations per entity, as matched_observations (default 3)")] = 3
+    observations_limit: Annotated[int, Meta(ge=0, le=1000), D(
+        description="At most this many observations per entity, the best matching")] | UnsetType = UNSET
 
 
 @KUZU.query("semantic_search", "Semantic Search", "Performs semantic similarity search using vector embeddings "
             "in the specified database")
 def semantic_search(memory: Memory, args: SemanticSearch) -> ObjectOut:
     _known(memory, "semantic_search", args.database)
-    found = core_search.semantic_search(memory, core_search.SemanticSearch(
-        query=args.query, workspace=args.database, limit=args.limit, threshold=args.threshold))
+    found = core_search.similar(memory, core_search.SemanticSearch(
+        query=args.query, workspace=args.database, limit=args.limit, threshold=args.threshold),
+        args.matches_per_entity, args.observations_limit)
     entities = [{"name": e.name, "type": e.entity_type, "observations": e.observations,
-                 "similarity": e.similarity} for e in found.entities]
+                 "similarity": e.similarity, "matched_observations": [
+                     {"text": m.text, "score": m.score} for m in e.matched_observations or ()]}
+                for e in found.entities]
     return object_out(query=args.query, database=args.database, entities=entities, count=len(entities),
                       threshold=args.threshold, method="vector_similarity")
 

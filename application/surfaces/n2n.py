@@ -228,6 +228,10 @@ class Search(N2nArgs, kw_only=True):
     offset: Annotated[int, Meta(ge=0)] = 0
     fuzzy: bool = True
     min_score: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.3
+    matches_per_entity: Annotated[int, Meta(ge=0, le=1000), D(
+        description="Best matching observations per entity, as matchedObservations (default 3; fuzzy)")] = 3
+    observations_limit: Annotated[int, Meta(ge=0, le=1000), D(
+        description="At most this many observations per entity, the best matching")] | UnsetType = UNSET
 
 
 @N2N.query("n2n_search", "Search", "Search entities by name, type and observations; fuzzy by default (scores 0-1 "
@@ -235,8 +239,11 @@ class Search(N2nArgs, kw_only=True):
 def n2n_search(memory: Memory, args: Search) -> ObjectOut:
     ws = args.workspace
     mode = "fuzzy" if args.fuzzy else "substring"
-    found = _core("n2n_search", memory, core_search.search_nodes,
-                  {"query": args.query, "mode": mode, "limit": 1000}, core_search.SearchNodes, ws)
+    asked: dict[str, Any] = {"query": args.query, "mode": mode, "limit": 1000,
+                             "matchesPerEntity": args.matches_per_entity}
+    if args.observations_limit is not UNSET:
+        asked["observationsLimit"] = args.observations_limit
+    found = _core("n2n_search", memory, core_search.search_nodes, asked, core_search.SearchNodes, ws)
     entities = msgspec.to_builtins(found.entities)
     scores = found.scores if found.scores is not UNSET else [1.0] * len(entities)
     best = max(scores, default=1.0) or 1.0

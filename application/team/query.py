@@ -7,6 +7,7 @@ ones; nearer scopes come first. `asOf` answers as the memory stood then.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from chronograph.application.engine.arguments import Args, AsOf
@@ -17,7 +18,8 @@ from chronograph.application.errors import InvalidArgumentsError
 from chronograph.application.team.common import TEAM, Short, Team, TeamArgs
 from chronograph.application.team.entries import KINDS, entry_out, is_live
 from chronograph.application.team.links import tags_of
-from chronograph.application.team.semantic import DEFAULT_THRESHOLD, similarities
+from chronograph.application.team.semantic import DEFAULT_THRESHOLD, TEXT_FIELDS, similarities
+from chronograph.projections.search.matching import best, word_scores
 from chronograph.projections.team.state import Entry
 from msgspec import UNSET, Meta, UnsetType
 
@@ -46,6 +48,11 @@ class RelatedTo(Args, kw_only=True):
     relation: Short | UnsetType = UNSET
 
 
+MATCHES = 3
+"""matchedObservations per result of a search unless `matchesPerEntity` says otherwise."""
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
 class MemoryQuery(TeamArgs, kw_only=True):
     action: Literal["search", "context"]
     types: list[Plural] | UnsetType = UNSET
@@ -63,6 +70,7 @@ class MemoryQuery(TeamArgs, kw_only=True):
     compact: bool = False
     semantic_search: bool | UnsetType = UNSET
     semantic_threshold: Annotated[float, Meta(ge=0, le=1)] | UnsetType = UNSET
+    matches_per_entity: Annotated[int, Meta(ge=0, le=1000)] = MATCHES
     as_of: AsOf | UnsetType = UNSET
 
 
@@ -151,6 +159,20 @@ def _score(entry: Entry, phrase: str, terms: list[str]) -> float:
     return score + fields.get("priority", 0) / 100
 
 
+def _sentences(entry: Entry) -> list[str]:
+    """What an entry says, sentence by sentence: the observations of a team entry."""
+    fields = entry.current.fields
+    return [part for key in TEXT_FIELDS if fields.get(key)
+            for part in _SENTENCE.split(str(fields[key]).strip()) if part]
+
+
+def _matched(entry: Entry, search: str, count: int) -> list[dict[str, Any]]:
+    """The sentences of `entry` that best match `search`, as {text, score}, best first."""
+    sentences = _sentences(entry)
+    scores = word_scores(search, sentences)
+    return [{"text": sentences[i], "score": round(scores[i], 4)} for i in best(scores, count)]
+
+
 def _item(team: Team, entry: Entry, args: MemoryQuery, score: float | None) -> dict[str, Any]:
     kind = KINDS[entry.type]
     body: dict[str, Any]
@@ -164,6 +186,8 @@ def _item(team: Team, entry: Entry, args: MemoryQuery, score: float | None) -> d
                             "scopeId": entry.scope_id}
     if score is not None:
         item["score"] = round(score, 3)
+    if args.search is not UNSET and args.search.strip() and args.matches_per_entity:
+        item["matchedObservations"] = _matched(entry, args.search, args.matches_per_entity)
     item["tags"] = tags_of(team, entry.id)
     item[entry.type] = body
     return item

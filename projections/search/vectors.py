@@ -8,6 +8,12 @@ keeps them current from the log, as the word index does; an exact search over fi
 thousand rows is one matrix-vector product, a millisecond or two, so no approximate
 index is kept.
 
+Beside each entity's vector the store keeps its parts (`Parts`): one vector per text the
+entity's vector was made of (its name where it says something, each observation), with a
+short digest of each text. They are read only for the entities an answer returns (to say
+which observations matched) and when an entity changes (to embed only the texts that are
+new); they are never loaded into the matrices.
+
 A vector may be older than its entity (the projector has not caught up yet): whoever
 reads a match checks its version against the live entity, so a changed or deleted
 entity is never found by what it used to say.
@@ -36,7 +42,7 @@ from chronograph.eventstore import (
 from chronograph.eventstore.keys import Stored, pack_u64, unpack_u64
 from chronograph.projections.keys import VECTORS, vector_prefix
 
-__all__ = ["ENTITY_EVENTS", "Match", "Vectors", "touched_entities"]
+__all__ = ["ENTITY_EVENTS", "Match", "Parts", "Vectors", "touched_entities"]
 
 ENTITY_EVENTS = (EntityCreated, ObservationsAdded, ObservationsDeleted, EntityUpdated, EntityDeleted, EntityRenamed,
                  EntityMerged, EntityForgotten)
@@ -53,8 +59,30 @@ class _Vector(msgspec.Struct, array_like=True, gc=False):
     """float16, little-endian"""
 
 
+class Parts(msgspec.Struct, array_like=True, gc=False):
+    """The vectors an entity's vector was made of: one per text, with each text's digest."""
+
+    version: int
+    digests: bytes
+    """`DIGEST` bytes per text, in the order of the rows"""
+    data: bytes
+    """float16, little-endian, one row per text"""
+
+    def rows(self, dimensions: int) -> Any:
+        """The vectors, float32, one row per text."""
+        return np.frombuffer(self.data, dtype="<f2").astype(np.float32).reshape(-1, dimensions)
+
+    def keys(self) -> list[bytes]:
+        """The digest of each row's text."""
+        return [self.digests[i:i + DIGEST] for i in range(0, len(self.digests), DIGEST)]
+
+
+DIGEST = 8
+"""Bytes of a text's digest in `Parts`."""
+
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(_Vector)
+_parts_decoder = msgspec.msgpack.Decoder(Parts)
 
 
 def _read(value: Stored) -> _Vector | None:
@@ -138,6 +166,7 @@ class Vectors:
         absent = env.readonly and self.NAME not in env.database_names()
         self.db = None if absent else env.open_db(self.NAME)
         self._prefix = vector_prefix(model)
+        self._parts = vector_prefix(model + "/parts")  # a key space of its own: never loaded into the matrices
         self._matrices: dict[str, _Matrix] = {}
         self._where: dict[str, str] = {}
         """stream -> workspace of its row"""
@@ -164,21 +193,37 @@ class Vectors:
                     found[stream] = vector.version
         return found
 
+    def parts(self, txn: lmdb.Transaction, stream: str) -> Parts | None:
+        """The parts of the stored vector of `stream` (None: none, or unreadable)."""
+        value = None if self.db is None else txn.get(self._parts + stream.encode(), db=self.db)
+        if value is None:
+            return None
+        try:
+            return _parts_decoder.decode(value)
+        except msgspec.DecodeError:
+            return None
+
     def store(
         self,
         txn: lmdb.Transaction,
-        put: Iterable[tuple[str, str, int, Any]],
+        put: Iterable[tuple[str, str, int, Any] | tuple[str, str, int, Any, Parts | None]],
         drop: Iterable[str],
         checkpoint: int | None,
     ) -> None:
-        """Keep (stream, workspace, version, vector) for each of `put`, forget `drop`, move the
-        checkpoint (None: leave it, for vectors made ahead of it)."""
+        """Keep (stream, workspace, version, vector[, parts]) for each of `put`, forget `drop`,
+        move the checkpoint (None: leave it, for vectors made ahead of it)."""
         assert self.db is not None
-        for stream, workspace, version, vector in put:
+        for stream, workspace, version, vector, *rest in put:
             data = np.asarray(vector, dtype="<f2").tobytes()
             txn.put(self._prefix + stream.encode(), _encoder.encode(_Vector(workspace, version, data)), db=self.db)
+            parts = rest[0] if rest else None
+            if parts is None:
+                txn.delete(self._parts + stream.encode(), db=self.db)
+            else:
+                txn.put(self._parts + stream.encode(), _encoder.encode(parts), db=self.db)
         for stream in drop:
             txn.delete(self._prefix + stream.encode(), db=self.db)
+            txn.delete(self._parts + stream.encode(), db=self.db)
         if checkpoint is not None:
             txn.put(self._prefix, pack_u64(checkpoint), db=self.db)
 

@@ -261,6 +261,27 @@ class WorkspaceIndex:
                 groups.append(variants)
         return self._scored(groups)
 
+    def full_score(self, query: str, fuzzy: bool = False) -> float:
+        """What a document of average length holding each term of `query` once scores (with
+        `fuzzy`, a term no document holds counts as its nearest spelling that one does, as
+        fuzzy search scores it; otherwise as the rarest term): the top of a 0..1 scale."""
+        live = len(self._docs)
+
+        def idf(tid: int) -> float:
+            frequency = sum(1 for entry in self._postings[tid] if self._alive[entry >> TF_BITS])
+            return math.log(1 + (live - frequency + 0.5) / (frequency + 0.5)) if frequency else 0.0
+
+        rarest = math.log(1 + (live + 0.5) / 0.5)
+        total = 0.0
+        for term in query_terms(query):
+            tid = self._ids.get(term)
+            weight = 0.0 if tid is None else idf(tid)
+            allowed = edits_allowed(term) if fuzzy and not weight else 0
+            if allowed:
+                weight = max((idf(near) / (1 + edits) for near, edits in self._near(term, allowed)), default=0.0)
+            total += weight or rarest
+        return total
+
     def _near(self, term: str, allowed: int) -> Iterator[tuple[int, int]]:
         """(term id, edits) of the vocabulary terms within `allowed` edits of `term`."""
         from rapidfuzz import process  # noqa: PLC0415 (loaded on the first fuzzy search only)

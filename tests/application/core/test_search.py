@@ -201,3 +201,22 @@ def test_a_forgotten_entity_leaves_no_vector_and_semantic_search_goes_on(memory:
         assert not [key for key in txn.cursor(db=vectors).iternext(values=False) if key.endswith(stream.encode())]
     assert "Bob" not in names(call(memory, "search_nodes", query="cello", mode="semantic"))
     assert "Cy" in names(call(memory, "search_nodes", query="keeps bees", mode="semantic"))
+
+
+def test_hybrid_lets_the_nearest_meaning_beat_matches_of_one_common_word(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    chatter = ["How was your week?", "The weather was awful", "Did you see the game on Sunday?",
+               "Traffic was unbelievable", "We should grab coffee soon", "Haha, totally."]
+    turns = [{"name": f"D1:{i}", "entityType": "turn", "observations": [f"Priya on 5 May 2023: {text}"]}
+             for i, text in enumerate(chatter, start=1)]
+    turns.append({"name": "D1:9", "entityType": "turn", "observations": [
+        "Priya on 5 May 2023: Big news at home, we brought a little beagle puppy back from the shelter and "
+        "named it Biscuit, it already chewed my slippers"]})
+    with Memory(tmp_path / "store", sync=False, embeddings="local") as memory:
+        memory.write("create_entities", {"entities": turns}, actor="t")
+        assert memory.semantic is not None
+        memory.semantic.catch_up()
+        meaning = call(memory, "search_nodes", query="What pet did Priya adopt?", mode="semantic")
+        hybrid = call(memory, "search_nodes", query="What pet did Priya adopt?", mode="hybrid")
+    assert names(meaning)[0] == "D1:9"
+    assert names(hybrid)[0] == "D1:9"

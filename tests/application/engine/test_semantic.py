@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 import pytest
 from chronograph.application import Memory
 from chronograph.application.engine.semantic import Semantic
 from chronograph.application.surfaces.kuzu import KUZU
+from chronograph.projections.search.vectors import Vectors
 from support.embedders import Words
 
 
@@ -102,3 +104,22 @@ def test_a_write_embeds_without_holding_the_store_so_other_calls_go_on(memory: t
     words.embed = watching  # type: ignore[method-assign]
     created = write(store, "create_entity", database="memory", name="Ada", entity_type="person")
     assert created["embedded"] is True and taken == [True]
+
+
+def test_vectors_embedded_the_former_way_are_passed_over_and_the_store_embedded_again(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as opened:
+        opened.write("create_entities", {"entities": [
+            {"name": "Ada", "entityType": "person", "observations": ["Writes Python", "Lives in London"]}]}, actor="t")
+        former = Vectors(opened.views.env, Words.model)  # vectors kept under the bare model id, as before
+        with opened.lock, opened.views.snapshot() as snapshot:
+            head, stream = snapshot.graph.position, snapshot.graph.entity("default", "Ada").stream  # type: ignore[union-attr]
+        opened.views.env.write(lambda txn: former.store(txn, [(stream, "default", 1, np.ones(64))], (), head))
+        words = Words()
+        opened.semantic = Semantic(opened.views, words, opened.lock)
+        progress: list[tuple[int, int]] = []
+        opened.semantic.catch_up(lambda through, at: progress.append((through, at)))
+        embedded = sorted(words.texts)
+        reply = msgspec.to_builtins(opened.read("search_nodes", {"query": "London", "mode": "semantic"}))
+    assert embedded == ["Ada (person). Lives in London", "Ada (person). Writes Python"]
+    assert progress[-1] == (head, head) and reply["embeddedThrough"] == head
+    assert reply["entities"][0]["matchedObservations"][0]["text"] == "Lives in London"

@@ -205,3 +205,14 @@ async def test_a_query_finds_entries_by_meaning_when_the_server_has_embeddings(t
         words = await call(agent, "memory_query", {"action": "search", "search": "user authentication security"})
     assert [r["knowledge"]["title"] for r in found["results"]] == ["auth"] and found["meta"]["semantic"] is True
     assert words["results"] == []  # no word of the query is in either entry
+
+
+async def test_a_search_points_at_the_sentences_of_each_entry_that_matched(agent: Client) -> None:
+    await call(agent, "memory_knowledge", {
+        "action": "add", "scopeType": "global", "title": "Deploys", "category": "fact",
+        "content": "Deploys run on Fridays. Rollbacks need a ticket. The staging cluster is rebuilt nightly."})
+    found = await call(agent, "memory_query", {"action": "search", "search": "rollbacks ticket"})
+    matched = found["results"][0]["matchedObservations"]
+    assert matched[0] == {"text": "Rollbacks need a ticket.", "score": 1.0} and len(matched) == 1
+    none = await call(agent, "memory_query", {"action": "search", "search": "rollbacks", "matchesPerEntity": 0})
+    assert "matchedObservations" not in none["results"][0]

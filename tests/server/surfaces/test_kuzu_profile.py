@@ -176,3 +176,18 @@ async def test_without_embeddings_writes_answer_embedded_false(kuzu: Client) -> 
     added = await call(kuzu, "add_observations", {"database": "memory", "entity_name": "Alice Johnson",
                                                   "observations": ["Contributing to open source projects"]})
     assert added["reembedded"] is False
+
+
+async def test_semantic_search_points_at_the_matched_observations_and_can_limit_them(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    settings = Settings(store=tmp_path / "s", embeddings="local", profile="kuzu")
+    async with Client(create_server(settings)) as kuzu:
+        await call(kuzu, "create_entity", ALICE)
+        found = await call(kuzu, "semantic_search", {"database": "memory", "query": "AI programming expertise",
+                                                     "threshold": 0.1, "matches_per_entity": 1})
+        cut = await call(kuzu, "semantic_search", {"database": "memory", "query": "where does she live",
+                                                   "threshold": 0.1, "observations_limit": 1})
+    alice = found["entities"][0]
+    assert alice["matched_observations"][0]["text"] == "Expert in Python and machine learning"
+    assert len(alice["matched_observations"]) == 1 and len(alice["observations"]) == 3
+    assert cut["entities"][0]["observations"] == ["Lives in San Francisco"]

@@ -239,3 +239,16 @@ async def test_a_cloned_repository_cannot_overwrite_the_store_of_a_stdio_server(
     assert (store / "data.mdb").read_bytes() == before
     async with Client(params) as client:
         assert (await call(client, "n2n_get_graph_summary", project))["totalEntityCount"] == 1
+
+
+async def test_a_search_points_at_the_observations_that_matched_and_can_limit_them(n2n: Client, repo: Path) -> None:
+    project = await adopt(n2n, repo)
+    observations = ["Coordinates graph reads", "Owns the cache", "Flushes the cache on exit", "Logs to stderr"]
+    await call(n2n, "n2n_add_entities", {**project, "entities": [
+        {"name": "MemoryService", "entityType": "CLASS", "observations": observations}]})
+    found = await call(n2n, "n2n_search", {**project, "query": "cahce"})
+    service = found["entities"][0]
+    assert [m["text"] for m in service["matchedObservations"]] == observations[1:3]
+    cut = await call(n2n, "n2n_search", {**project, "query": "cahce", "observationsLimit": 1, "matchesPerEntity": 1})
+    assert cut["entities"][0]["observations"] == ["Owns the cache"]
+    assert len(cut["entities"][0]["matchedObservations"]) == 1

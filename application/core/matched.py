@@ -1,0 +1,96 @@
+"""Answers that point at the fact: which observations of each entity matched a search, a cap
+on the observations an answer carries, and the second stage of ranking by meaning.
+
+- `matchedObservations`: in the ranked modes each entity of an answer carries its best
+  matching observations (`{text, score}`, best first, at most `matchesPerEntity`,
+  default 3), scored by projections/search/matching.py: words in every mode, and in
+  semantic and hybrid also each observation's own vector against the query's.
+- `observationsLimit`: an entity answers at most that many observations: the best
+  matching ones, in the entity's own order (in substring mode, the first ones).
+- Reranking: an entity's vector is the mean of its observations' (passages.py), which
+  finds candidates; the `RERANK` nearest of several observations are then scored by their
+  best observation's similarity, so a session of twenty turns is found by the one turn
+  that answers (bench_recall, session entities: recall@5 0.57 with the mean of the two
+  scores, 0.63 with the best observation's alone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from chronograph.application.engine.outputs import MatchedOut, PageEntityOut
+from chronograph.application.engine.service import Memory
+from chronograph.application.engine.timeline import Moment
+from chronograph.projections import EntityRecord
+from chronograph.projections.search.matching import best, observation_scores
+from msgspec import UNSET
+
+__all__ = ["MATCHES", "RERANK", "point_at_facts", "pointed", "reranked"]
+
+MATCHES = 3
+"""matchedObservations per entity unless `matchesPerEntity` says otherwise."""
+RERANK = 50
+"""The nearest entities scored again by their best observation."""
+
+Hit = tuple[EntityRecord, float | None]
+
+
+def reranked(memory: Memory, moment: Moment, query: str, hits: list[Hit]) -> list[Hit]:
+    """`hits` (nearest first), the first `RERANK` of several observations scored by their best one."""
+    semantic = memory.semantic
+    if semantic is None:
+        return hits
+    best = semantic.best_closeness(moment.snapshot, [r for r, _ in hits[:RERANK] if len(r.observations) > 1], query)
+    head = [(record, best.get(record.stream, score)) for record, score in hits[:RERANK]]
+    head.sort(key=lambda hit: -(hit[1] or 0.0))
+    return head + hits[RERANK:]
+
+
+def point_at_facts(memory: Memory, moment: Moment, query: str, mode: str, page: Sequence[Hit],
+                   entities: list[PageEntityOut], matches: Any, limit: Any) -> None:
+    """Add matchedObservations to `entities` (the outputs of `page`, in order) in the ranked
+    modes, and cut their observations to `limit` (UNSET: no cap)."""
+    ranked = mode != "substring"
+    for out, (record, _) in zip(entities, page, strict=True):
+        if out.observations is UNSET:
+            continue  # summaryMode
+        kept, matched = pointed(memory, moment, query, mode, record, out.observations,
+                                matches if ranked else 0, limit)
+        if ranked and matched is not None:
+            out.matched_observations = matched
+        if len(kept) < len(out.observations):
+            out.observations = kept
+            if out.provenance is not UNSET:
+                held = set(kept)
+                out.provenance = [p for p in out.provenance if p.observation in held]
+
+
+def pointed(
+    memory: Memory, moment: Moment, query: str, mode: str, record: EntityRecord, observations: list[str],
+    matches: Any = UNSET, limit: Any = UNSET,
+) -> tuple[list[str], list[MatchedOut] | None]:
+    """`observations` (those of `record` an answer shows) cut to `limit`, and the best
+    `matches` of them (UNSET: `MATCHES`; 0: None, none asked) with their scores."""
+    count = MATCHES if matches is UNSET else matches
+    cut = limit is not UNSET and len(observations) > limit
+    if not count and not cut:
+        return observations, None
+    scores = [0.0] * len(observations)
+    if mode != "substring" and observations:
+        meaning = mode in ("semantic", "hybrid") and memory.semantic is not None and not moment.is_past
+        semantic = memory.semantic if meaning else None
+        closeness = None if semantic is None else semantic.closeness(moment.snapshot, record, query)
+        scores = observation_scores(query, observations, None if closeness is None else
+                                    {i: closeness.get(o, 0.0) for i, o in enumerate(observations)})
+    matched = None
+    if count:
+        matched = [MatchedOut(text=observations[i], score=round(scores[i], 4)) for i in best(scores, count)]
+    if not cut:
+        return observations, matched
+    kept = set(best(scores, limit))
+    for i in range(len(observations)):  # then the first of the rest, to fill the cap
+        if len(kept) >= limit:
+            break
+        kept.add(i)
+    return [o for i, o in enumerate(observations) if i in kept], matched

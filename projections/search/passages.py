@@ -1,0 +1,89 @@
+"""What is embedded of an entity: each observation on its own, and the entity as their mean.
+
+Each observation is embedded as `<name> (<type>). <observation>` (cut at `MAX_TEXT`
+characters; an entity without observations as `<name> (<type>).`), and the entity's
+vector is the normalised mean of them. So every observation counts, however many there
+are (one passage of them all was cut at the model's 256 word pieces: a session of a
+dozen turns lost its last ones), an entity of one observation is embedded exactly as
+before, and the vector of each observation is at hand to say which ones match a query.
+
+When an entity changes, only the texts it did not have before are embedded: the others'
+vectors are found by digest in the parts stored for its previous version. An entity that
+gains one observation among three hundred costs one short text, not three hundred.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from chronograph.projections.records import EntityRecord
+from chronograph.projections.search.embedder import MAX_TEXT, Embedder
+from chronograph.projections.search.vectors import DIGEST, Parts
+
+__all__ = ["PASSAGES", "Embedded", "digest", "embed_records", "entity_texts", "observation_text"]
+
+PASSAGES = "/observations"
+"""Added to the model's id where the vectors are kept: vectors made this way never mix
+with those of the former one-passage text (a store made before re-embeds)."""
+
+Embedded = tuple[Any, Parts]
+"""An entity's unit vector and the parts it was made of."""
+
+
+def entity_texts(record: EntityRecord) -> list[str]:
+    """The texts embedded for `record`: one per observation, each led by the name and type."""
+    texts = [observation_text(record, o) for o in record.observations if o.strip()]
+    return texts or [f"{record.name} ({record.entity_type})."[:MAX_TEXT]]
+
+
+def observation_text(record: EntityRecord, observation: str) -> str:
+    """What is embedded of one observation of `record`."""
+    return f"{record.name} ({record.entity_type}). {observation}"[:MAX_TEXT]
+
+
+def digest(text: str) -> bytes:
+    """The short digest a text's vector is found by among an entity's parts."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=DIGEST).digest()
+
+
+def embed_records(embedder: Embedder, records: Sequence[EntityRecord],
+                  known: Mapping[str, Parts] | None = None) -> list[Embedded]:
+    """The vector and parts of each record, embedding only texts not in `known` (the stored
+    parts of each record's stream, when it has some).
+
+    Raises:
+        EmbeddingsUnavailableError: If the embedder cannot embed.
+    """
+    known = known or {}
+    texts = [entity_texts(r) for r in records]
+    keys = [[digest(t) for t in ts] for ts in texts]
+    found: list[dict[bytes, Any]] = []
+    todo: dict[bytes, str] = {}
+    for record, ts, ks in zip(records, texts, keys, strict=True):
+        parts = known.get(record.stream)
+        rows: dict[bytes, Any] = {}
+        if parts is not None:
+            stored = parts.keys()
+            wanted = set(ks)
+            if wanted & set(stored):
+                matrix = parts.rows(len(parts.data) // 2 // max(len(stored), 1))
+                rows = {k: matrix[i] for i, k in enumerate(stored) if k in wanted}
+        found.append(rows)
+        for text, key in zip(ts, ks, strict=True):
+            if key not in rows:
+                todo.setdefault(key, text)
+    made: dict[bytes, Any] = {}
+    if todo:
+        vectors = embedder.embed(list(todo.values()))
+        made = dict(zip(todo, vectors, strict=True))
+    out: list[Embedded] = []
+    for record, ks, rows in zip(records, keys, found, strict=True):
+        matrix = np.stack([rows[k] if k in rows else made[k] for k in ks]).astype(np.float32)
+        mean = matrix.mean(axis=0)
+        vector = mean / max(float(np.linalg.norm(mean)), 1e-12)
+        parts = Parts(record.version, b"".join(ks), np.asarray(matrix, dtype="<f2").tobytes())
+        out.append((vector, parts))
+    return out
