@@ -7,7 +7,8 @@ position or the time reads both alike), then:
 
 * the event of a class `LAYOUTS` names as an array, its tag first, then its fields in that
   layout's order, trailing fields that hold their default left out (the names cost 40-45 bytes
-  an event in codec 1); any other event as the map codec 1 stores;
+  an event in codec 1); any other event (or one with an unset field before a set one) as the
+  map codec 1 stores;
 * the correlation id as 16 bytes when it is the usual 32 hex digits (34 bytes in codec 1);
 * no stream (nil) when the stream is the one the event's own fields name (a relation's:
   `relation_stream`), which repeated them;
@@ -155,7 +156,8 @@ class Compact:
             while values and values[-1] == defaults[len(values) - 1] and type(values[-1]) is type(
                     defaults[len(values) - 1]):
                 values.pop()
-            stored = [event_type(event), *values]
+            if not any(value is msgspec.UNSET for value in values):  # UNSET has no place in an array
+                stored = [event_type(event), *values]
         correlation: bytes | tuple[str] = (correlation_id,)
         if len(correlation_id) == 32:
             try:

@@ -68,7 +68,7 @@ def copy_log(source: EventLog, target: EventLog, progress: Callable[[int, int], 
     return head - start
 
 
-def verify_copy(source: EventLog, target: EventLog) -> list[str]:
+def verify_copy(source: EventLog, target: EventLog, progress: Callable[[int, int], None] | None = None) -> list[str]:
     """The differences between the two logs, event by event and record by record (none: equal)."""
     problems: list[str] = []
     with source.read() as a, target.read() as b:
@@ -80,6 +80,8 @@ def verify_copy(source: EventLog, target: EventLog) -> list[str]:
             for offset, (left, right) in enumerate(zip(a.stored(first, stop), b.stored(first, stop), strict=True)):
                 if not _same(source.codec, left, right):
                     problems.append(f"the event at position {first + offset} differs")
+            if progress is not None:
+                progress(stop, last)
         if any(left != right for left, right in _paired(a.idempotency_records(), b.idempotency_records())):
             problems.append("the idempotency records differ")
         if a.erasures() != b.erasures():

@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
         with closing(open_log(source, readonly=True, create=False)) as src, closing(open_log(target)) as dst:
             copied = copy_log(src, dst, lambda done, total: progress("copy", done, total))
             progress.finish()
-            problems = verify_copy(src, dst)
+            problems = verify_copy(src, dst, lambda done, total: progress("check", done, total))
+            progress.finish()
             head = dst.head()
         if not problems and not is_database_url(target):  # a store folder keeps its views beside the log
             Memory(target, progress=progress).close()

@@ -34,7 +34,7 @@ from chronograph.application.core.relations import CreateRelations
 from chronograph.application.engine.arguments import Limits, parse
 from chronograph.application.engine.service import Memory
 from chronograph.application.errors import InvalidArgumentsError
-from chronograph.application.lifecycle.importindex import FileIndex
+from chronograph.application.lifecycle.importindex import FileIndex, Noted
 from chronograph.application.lifecycle.importrecords import NOT_JSON, Problem, Problems, Section, records
 from msgspec import UNSET
 
@@ -108,16 +108,29 @@ class FileImport:
         Raises:
             OSError: If the file cannot be read.
         """
-        entities: list[tuple[str, int]] = []
-        bad: list[tuple[int, int]] = []
-        relations: list[tuple[tuple[str, str, str], int, dict[str, Any]]] = []
+        entities: list[tuple[int, dict[str, Any]]] = []
+        relations: list[tuple[int, dict[str, Any]]] = []
         current = self.sections[""]
 
         def flush() -> None:
-            self.index.add_entities(current.number, entities)
-            self.index.add_relations(current.number, relations)
+            names, bad = [], []
+            for (number, _), entry in zip(entities, _checked(entities, "entities", CreateEntities, _entity_body,
+                                                              entity_entry), strict=True):
+                if isinstance(entry, Problem):
+                    self.problems.add(entry)
+                    bad.append((current.number, number))
+                else:
+                    names.append((entry["name"] if isinstance(entry, dict) else entry.name, number))
+            noted = []
+            for (number, _), relation in zip(relations, _checked(relations, "relations", CreateRelations,
+                                                                  _relation_body, _relation), strict=True):
+                if isinstance(relation, Problem):
+                    self.problems.add(relation)
+                else:
+                    noted.append(_noted(number, relation))
+            self.index.add_entities(current.number, names)
+            self.index.add_relations(current.number, noted)
             self.index.add_bad(bad)
-            bad.clear()
             entities.clear()
             relations.clear()
 
@@ -133,16 +146,17 @@ class FileImport:
             if isinstance(record, Problem):
                 self.problems.add(record)
                 continue
-            taken = self._check(current, number, record)
-            if isinstance(taken, Problem):
-                self.problems.add(taken)
-                if record.get("type") == "entity":  # a dict, or it would not be an entity
-                    bad.append((current.number, number))
-            elif isinstance(taken, tuple):
-                kind, value = taken
-                (entities if kind == "entity" else relations).append(value)
-                if len(entities) + len(relations) >= self.batch:
-                    flush()
+            kind = record.get("type") if isinstance(record, dict) else None
+            if kind == "entity":
+                entities.append((number, record))
+            elif kind == "relation":
+                relations.append((number, record))
+            else:
+                problem = self._check(current, number, record)
+                if problem is not None:
+                    self.problems.add(problem)
+            if len(entities) + len(relations) >= min(self.batch, Limits.ITEMS):
+                flush()
         flush()
         self.index.finish()
         for section in self.sections.values():
@@ -153,33 +167,18 @@ class FileImport:
         if self.progress is not None:
             self.progress("checking", done, total)
 
-    def _check(self, section: Section, number: int, record: Any) -> Problem | tuple[str, Any] | None:
-        """A record checked: a problem, ("entity", (name, line)), ("relation", (key, line, fields)), or None
-        (a context, kept on the section)."""
-        if not isinstance(record, dict) or record.get("type") not in ("entity", "relation", "context"):
+    def _check(self, section: Section, number: int, record: Any) -> Problem | None:
+        """A record neither an entity nor a relation checked: its problem, or None (a context, kept
+        on the section)."""
+        if not isinstance(record, dict) or record.get("type") != "context":
             return Problem(number, 'not an entity or relation (needs "type": "entity" or "relation")')
-        if record["type"] == "context":
-            body = {k: v for k, v in record.items() if k != "type"}
-            try:
-                parse("import", body, UpdateContext)
-            except InvalidArgumentsError as error:
-                return _invalid(number, "context", error.problem)
-            section.context = body
-            return None
-        if record["type"] == "entity":
-            entry = entity_entry(number, record)
-            if isinstance(entry, Problem):
-                return entry
-            return "entity", (entry["name"], number)
-        body = {k: v for k, v in record.items() if k != "type" and k not in FORK_FIELDS}
+        body = {k: v for k, v in record.items() if k != "type"}
         try:
-            [relation] = parse("import", {"relations": [body]}, CreateRelations).relations
+            parse("import", body, UpdateContext)
         except InvalidArgumentsError as error:
-            return _invalid(number, "relation", error.problem.removeprefix("relations[0]"))
-        extra = {"confidence": relation.confidence, "metadata": relation.metadata,
-                 "validFrom": relation.valid_from, "validUntil": relation.valid_until}
-        kept = {k: v for k, v in extra.items() if v is not UNSET and v is not None}
-        return "relation", ((relation.source, relation.target, relation.relation_type), number, kept)
+            return _invalid(number, "context", error.problem)
+        section.context = body
+        return None
 
     # --- what the survey found --------------------------------------------------------------
 
@@ -378,6 +377,55 @@ class _Writer:
                 self.job.progress("relations", done, section.relations)
 
 
+def _checked(pending: list[tuple[int, dict[str, Any]]], key: str, into: type[Any],
+             body_of: Callable[[dict[str, Any]], dict[str, Any] | None],
+             one: Callable[[int, dict[str, Any]], Any]) -> list[Any]:
+    """Records checked by the tool's own parser, all in one call when every one passes (each
+    checked alone only when one does not, which says which and why): the parsed items, or what
+    `one` says of each."""
+    bodies = [body_of(record) for _, record in pending]
+    if pending and all(body is not None for body in bodies):
+        try:
+            return list(getattr(parse("import", {key: bodies}, into), key))
+        except InvalidArgumentsError:
+            pass
+    return [one(number, record) for number, record in pending]
+
+
+def _entity_body(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The entity as create_entities parses it, or None when its valid times are malformed."""
+    body = {k: v for k, v in record.items() if k != "type"}
+    spans = body.pop("validity", None)
+    if spans is not None and not (isinstance(spans, dict) and all(
+            isinstance(s, dict) and set(s) <= {"validFrom", "validUntil"} for s in spans.values())):
+        return None
+    extra = {FORK_FIELDS[k]: body.pop(k) for k in list(body) if k in FORK_FIELDS}
+    if extra:
+        body["metadata"] = {**(body.get("metadata") or {}), **extra}
+    return body
+
+
+def _relation_body(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k != "type" and k not in FORK_FIELDS}
+
+
+def _relation(number: int, record: dict[str, Any]) -> Any:
+    """One relation parsed, or its problem."""
+    try:
+        [relation] = parse("import", {"relations": [_relation_body(record)]}, CreateRelations).relations
+    except InvalidArgumentsError as error:
+        return _invalid(number, "relation", error.problem.removeprefix("relations[0]"))
+    return relation
+
+
+def _noted(number: int, relation: Any) -> Noted:
+    """A parsed relation as the index notes it."""
+    extra = {"confidence": relation.confidence, "metadata": relation.metadata,
+             "validFrom": relation.valid_from, "validUntil": relation.valid_until}
+    kept = {k: v for k, v in extra.items() if v is not UNSET and v is not None}
+    return (relation.source, relation.target, relation.relation_type), number, kept
+
+
 def _batches(rows: Iterator[T], size: int) -> Iterator[list[T]]:
     """`rows`, `size` at a time."""
     while chunk := list(itertools.islice(rows, size)):
@@ -389,14 +437,10 @@ def entity_entry(number: int, record: dict[str, Any], *, checked: bool = False) 
 
     `checked`: the record passed before, so the tool's parser, which the write runs, need not run twice.
     """
-    body = {k: v for k, v in record.items() if k != "type"}
-    spans = body.pop("validity", None)
-    if spans is not None and not (isinstance(spans, dict) and all(
-            isinstance(s, dict) and set(s) <= {"validFrom", "validUntil"} for s in spans.values())):
+    body = _entity_body(record)
+    if body is None:
         return Problem(number, "validity: expected {observation: {validFrom, validUntil}}")
-    extra = {FORK_FIELDS[k]: body.pop(k) for k in list(body) if k in FORK_FIELDS}
-    if extra:
-        body["metadata"] = {**(body.get("metadata") or {}), **extra}
+    spans = record.get("validity")
     if checked:
         name, kind, observations, metadata = body["name"], body["entityType"], body["observations"], body.get(
             "metadata")

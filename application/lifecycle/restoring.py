@@ -43,7 +43,7 @@ def rebuild_from_log(extracted: Path, fresh: Path, head: int,
                                         "checksum or cannot be read)")
         with LmdbLog(fresh, sync=False) as copy:  # made durable once, whole, below
             copy_log(source, copy, None if progress is None else lambda done, total: progress("copy", done, total))
-            problems = verify_copy(source, copy)
+            problems = verify_copy(source, copy, None if progress is None else lambda d, t: progress("check", d, t))
         if problems:
             raise StoreCorruptError(f"its log did not copy faithfully: {problems[0]}")
     Memory(fresh, sync=False, progress=progress).close()  # folds the views from the copied log

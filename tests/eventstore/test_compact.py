@@ -13,6 +13,7 @@ from chronograph.eventstore import (
     LmdbLog,
     ObservationsAdded,
     RelationCreated,
+    RelationUpdated,
     StoreCorruptError,
     StreamWrite,
 )
@@ -89,6 +90,13 @@ def test_a_log_written_before_codec_2_reads_on_and_takes_compact_records_after_i
         events = [e.event for e in new.read_all()]
         assert events[-1] == ObservationsAdded(observations=("x",)) and events[0].name == "Entity 0000000"
         assert [e.event for e in new.read_stream("entity-000000000000000000000000000000")][1:] == [events[-1]]
+
+
+def test_an_event_with_an_unset_field_before_a_set_one_is_kept_by_name(store: LmdbLog) -> None:
+    update = RelationUpdated(metadata={"a": 1})
+    store.append([StreamWrite("r", [update]), StreamWrite("r", [RelationUpdated(confidence=0.5)])], actor="t")
+    assert [e.event for e in store.read_all()] == [update, RelationUpdated(confidence=0.5)]
+    assert isinstance(msgspec.msgpack.decode(stored(store)[0])[8], dict)
 
 
 def test_a_damaged_compact_record_fails_its_checksum(store: LmdbLog) -> None:
