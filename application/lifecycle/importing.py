@@ -36,6 +36,7 @@ from chronograph.application.engine.service import Memory
 from chronograph.application.errors import InvalidArgumentsError
 from chronograph.application.lifecycle.importindex import FileIndex, Noted
 from chronograph.application.lifecycle.importrecords import NOT_JSON, Problem, Problems, Section, records
+from chronograph.eventstore.lmdb import resident
 from msgspec import UNSET
 
 __all__ = ["ACTOR", "NOT_JSON", "FileImport", "ImportReport", "Problem", "Problems"]
@@ -335,6 +336,7 @@ class _Writer:
                     f"line {self.lines_of[name]}: {name!r} is a {theirs!r} in the file and a {stored[name]!r} in "
                     f"the store; kept {stored[name]!r}, merged {added_to.get(name, 0)} new observation(s)")
         self._report_kept_metadata(existing)
+        resident.release()  # the store's pages this batch read leave the import's RSS (see resident)
         self.written += len(self.entries) + len(self.again)
         if self.job.progress is not None:
             self.job.progress("entities", min(self.written, self.total), self.total)
@@ -372,6 +374,7 @@ class _Writer:
                                         "confidence or metadata; kept the store's")
             relations = [{"from": s, "to": t, "relationType": k, **fields} for _, s, t, k, fields in rows]
             report.related += len(self.call("create_relations", {"relations": relations}).relations)
+            resident.release()
             done += len(rows)
             if self.job.progress is not None:
                 self.job.progress("relations", done, section.relations)
