@@ -7,8 +7,10 @@ observations, two relations per entity, relations after the entities as the offi
 writes them, so most point forward), then runs `chronograph import` on it in a process of its
 own for each command given: wall time, events per second (three events per entity: the
 creation and two relations), CPU seconds (user + sys: steadier than wall time on a shared
-machine), peak RSS of the import process, and the store's bytes, as a whole
-and per named database (bytes per entity), against the file's size.
+machine), peak RSS of the import process, the store's bytes, as a whole
+and per named database (bytes per entity), against the file's size, and the CPU a full scan
+of the log costs each version (batches of 1,024, as the folds read it: the read cost of the
+log's codec).
 """
 
 from __future__ import annotations
@@ -78,6 +80,25 @@ def parts(store: Path) -> dict[str, int]:
     return out
 
 
+SCAN = """
+import sys, time
+from chronograph.eventstore import LmdbLog
+with LmdbLog(sys.argv[1], readonly=True, create=False) as log, log.read() as reader:
+    began, count = time.process_time(), 0
+    for batch in reader.batches(1, None, 1024, slim=True):
+        count += len(batch)
+    print(count, time.process_time() - began)
+"""
+
+
+def scan(command: str, store: Path) -> float:
+    """CPU microseconds an event to read the whole log back as the folds do, by that version."""
+    python = shlex.split(command)[0]
+    done = subprocess.run([python, "-c", SCAN, str(store)], capture_output=True, text=True, check=True, cwd="/")
+    count, seconds = done.stdout.split()
+    return float(seconds) / int(count) * 1e6
+
+
 def run_import(command: str, file: Path, store: Path) -> dict[str, Any]:
     """One import in a process of its own: wall seconds, peak RSS (MiB) and the store's parts."""
     began = time.perf_counter()
@@ -89,7 +110,7 @@ def run_import(command: str, file: Path, store: Path) -> dict[str, Any]:
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{command} import failed: {err}{out}")
     return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024,
-            "parts": parts(store)}
+            "parts": parts(store), "scan_us": scan(command, store)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
                 store_parts = runs[-1]["parts"]
                 at[label] = {"wall_s": round(wall, 1), "events_per_s": round(events / wall), "cpu_s": round(cpu, 1),
                              "events_per_cpu_s": round(events / cpu),
+                             "log_scan_us_per_event": round(statistics.median(r["scan_us"] for r in runs), 2),
                              "peak_rss_mib": round(rss), "store_bytes": store_parts["(file)"],
                              "parts_bytes_per_entity": {k: round(v / size, 1) for k, v in store_parts.items()}}
             figures["sizes"][size] = at
@@ -134,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                          (f"{label}: CPU (user+sys)", f"{mine['cpu_s']} s", ""),
                          (f"{label}: events per CPU second", f"{mine['events_per_cpu_s']:,}", ""),
                          (f"{label}: peak RSS", f"{mine['peak_rss_mib']:,} MiB", "<= 500 MiB"),
-                         (f"{label}: store / JSONL", f"{mine['store_bytes'] / file_bytes:.2f}x", "<= 4x")]
+                         (f"{label}: store / JSONL", f"{mine['store_bytes'] / file_bytes:.2f}x", "<= 4x"),
+                         (f"{label}: log scan, CPU per event", f"{mine['log_scan_us_per_event']} us", "")]
             if "before" in at:
                 rows.append(("after / before: events/s",
                              f"{at['after']['events_per_s'] / at['before']['events_per_s']:.2f}x", ""))
