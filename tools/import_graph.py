@@ -34,6 +34,7 @@ from chronograph.application.engine.stores import store_exists
 from chronograph.application.errors import ChronographError
 from chronograph.application.lifecycle.importing import NOT_JSON, FileImport, ImportReport
 from chronograph.eventstore import EventStoreError
+from chronograph.eventstore.lmdb import resident
 from chronograph.projections import ProjectionError
 from chronograph.tools.common.parsing import add_store_argument, script_main
 from chronograph.tools.common.progress import Progress
@@ -100,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
 
 def finish(memory: Memory) -> None:
     """The last step of an import, with the store still open: leave it ready for the next server."""
+    resident.release()  # what the import read of the store is not the search's to keep
     memory.prepare_search()  # the next server's first search loads the index
 
 

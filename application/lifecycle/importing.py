@@ -45,6 +45,8 @@ ACTOR = "import"
 FORK_FIELDS = {"createdAt": "importedCreatedAt", "version": "importedVersion", "updatedAt": "importedUpdatedAt"}
 Progress = Callable[[str, int, int], None]
 T = TypeVar("T")
+MAPPED = 192 << 20
+"""The store pages an import keeps resident before it gives them back (see `resident`)."""
 KEPT_CONFLICTS = 100
 """Conflicts an import keeps the words of (it counts them all)."""
 
@@ -336,7 +338,7 @@ class _Writer:
                     f"line {self.lines_of[name]}: {name!r} is a {theirs!r} in the file and a {stored[name]!r} in "
                     f"the store; kept {stored[name]!r}, merged {added_to.get(name, 0)} new observation(s)")
         self._report_kept_metadata(existing)
-        resident.release()  # the store's pages this batch read leave the import's RSS (see resident)
+        resident.release(MAPPED)  # the store's pages batches read leave the import's RSS (see resident)
         self.written += len(self.entries) + len(self.again)
         if self.job.progress is not None:
             self.job.progress("entities", min(self.written, self.total), self.total)
@@ -374,7 +376,7 @@ class _Writer:
                                         "confidence or metadata; kept the store's")
             relations = [{"from": s, "to": t, "relationType": k, **fields} for _, s, t, k, fields in rows]
             report.related += len(self.call("create_relations", {"relations": relations}).relations)
-            resident.release()
+            resident.release(MAPPED)
             done += len(rows)
             if self.job.progress is not None:
                 self.job.progress("relations", done, section.relations)

@@ -30,3 +30,11 @@ def test_the_pages_a_scan_read_leave_the_resident_set_and_read_back_the_same(sto
     assert resident.release() > 0
     assert read - mapped_kib() >= 4 * 1024  # the log's 8 MB, less what the kernel reclaimed itself
     assert [e.event for e in store.read_all()] == before
+
+
+@pytest.mark.skipif(not STATUS.exists(), reason="needs /proc")
+def test_pages_are_kept_while_they_stay_under_the_limit_given(store: LmdbLog) -> None:
+    store.append([StreamWrite("s", [EntityCreated(workspace="w", name="n", entity_type="t")])], actor="t")
+    list(store.read_all())
+    assert resident.release(above=resident.mapped() + (64 << 20)) == 0
+    assert resident.release() > 0
