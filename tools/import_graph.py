@@ -14,7 +14,9 @@ from the stored one is reported as a conflict (the stored type is kept, its obse
 merged). Without --strict the good lines are
 imported (exit code 1 if any line was bad); with --strict, any problem aborts the import
 before anything is written. A file with nothing to import creates no store, and one that
-is no memory file at all (most of its lines are not JSON) is refused whole.
+is no memory file at all (most of its lines are not JSON) is refused whole. The file is read
+twice, never held: once to check it (its names noted in a temporary index on disk), once to
+write it, a batch of 1,000 items per transaction.
 """
 
 from __future__ import annotations
