@@ -1,8 +1,10 @@
 """The envelope the log stores for each event, and the codec that reads old shapes as new.
 
-An envelope is a msgpack array (position, stream, version, recorded_at, schema_version,
-actor, correlation_id, idempotency_key, event); the event is a msgpack map whose
-``type`` key is its stable tag. Decoding takes one pass with one reused decoder; only an
+A record of codec 1 is the envelope as a msgpack array (position, stream, version,
+recorded_at, schema_version, actor, correlation_id, idempotency_key, event), the event a
+msgpack map whose ``type`` key is its stable tag. Records of codec 2 (`compact`, written
+since issue 35) say the same in fewer bytes; each record says which it is by its first byte,
+so a log holds both and reads both. Decoding takes one pass with one reused decoder; only an
 event written at an older schema version takes the slow path through the upcasters.
 """
 
@@ -14,6 +16,7 @@ from typing import Any, Union
 
 import msgspec
 from chronograph.eventstore.catalogue import CATALOGUE
+from chronograph.eventstore.compact import CODEC, MARK, Compact
 from chronograph.eventstore.errors import UnknownEventError
 from chronograph.eventstore.events import Event, event_type
 from chronograph.eventstore.keys import Stored
@@ -21,6 +24,7 @@ from chronograph.eventstore.keys import Stored
 __all__ = ["Codec", "Envelope", "SlimEnvelope", "Upcasters", "UPCASTERS"]
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+_MARK = bytes([MARK])
 
 
 class Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
@@ -65,7 +69,7 @@ class SlimEnvelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
 
 class _Header(msgspec.Struct, frozen=True, array_like=True, gc=False):
     position: int
-    stream: str
+    stream: str | None
     version: int
     recorded_at: int
     schema_version: int
@@ -126,9 +130,12 @@ class Codec:
     """Encodes envelopes and decodes them, through upcasters where the shape is old."""
 
     def __init__(
-        self, events: Iterable[type[Event]] = CATALOGUE, upcasters: Upcasters = UPCASTERS
+        self, events: Iterable[type[Event]] = CATALOGUE, upcasters: Upcasters = UPCASTERS, *, writes: int = CODEC
     ) -> None:
         self.events: dict[str, type[Event]] = {event_type(cls): cls for cls in events}
+        self.writes = writes
+        """The codec of the records it encodes (1 or 2); it reads both."""
+        self._compact = Compact(self.events)
         self._schemas: dict[type[Event], int] = {cls: cls.schema for cls in self.events.values()}
         self._upcasters = upcasters
         union: Any = Union[tuple(self.events.values())]  # noqa: UP007 (a runtime tuple)
@@ -136,6 +143,7 @@ class Codec:
             "Envelope", [("event", union)], bases=(Envelope,),
             frozen=True, array_like=True, gc=False,
         )
+        self._envelope: type[Envelope] = typed  # type: ignore[assignment]  # a subclass of it
         self._encoder = msgspec.msgpack.Encoder()
         self._decoder = msgspec.msgpack.Decoder(typed)
         self._many = msgspec.msgpack.Decoder(list[typed])  # type: ignore[valid-type]
@@ -153,8 +161,10 @@ class Codec:
         return self._schemas[type(event)]
 
     def encode(self, envelope: Envelope) -> bytes:
-        """The stored bytes of `envelope`."""
-        return self._encoder.encode(envelope)
+        """The stored bytes of `envelope`, in the codec this one writes."""
+        if self.writes == 1:
+            return self._encoder.encode(envelope)
+        return self._compact.encode(*msgspec.structs.astuple(envelope))
 
     def encode_event(self, event: Event) -> bytes:
         """The stored bytes of an event alone (used to fingerprint writes)."""
@@ -166,6 +176,8 @@ class Codec:
         Raises:
             UnknownEventError: If the event type or its schema version cannot be read.
         """
+        if data[:1] == _MARK:
+            return self._decode_compact(data)
         try:
             envelope: Envelope = self._decoder.decode(data)  # type: ignore[assignment]  # a subclass of it
         except msgspec.ValidationError:
@@ -179,6 +191,9 @@ class Codec:
 
         With `slim`, the audit fields are left undecoded (see `SlimEnvelope`).
         """
+        compact = sum(value[:1] == _MARK for value in values)
+        if compact:
+            return self._decode_many_compact(values) if compact == len(values) else [self.decode(v) for v in values]
         buffer = b"\xdd" + struct.pack(">I", len(values)) + b"".join(values)
         try:
             envelopes: list[Envelope] = (self._slim_many if slim else self._many).decode(buffer)
@@ -198,29 +213,58 @@ class Codec:
         """Only the position a stored envelope claims."""
         return self._header.decode(data).position
 
+    def _decode_many_compact(self, values: Sequence[Stored]) -> list[Envelope]:
+        try:
+            pairs = self._compact.decode_many(values)
+        except msgspec.ValidationError:
+            return [self.decode(value) for value in values]
+        schemas, stream, make = self._schemas, self._compact.stream, self._envelope
+        calls: dict[Any, str] = {}  # one call's events share its correlation id
+        out: list[Envelope] = []
+        for index, (record, event) in enumerate(pairs):
+            if record.schema_version != schemas[type(event)]:
+                out.append(self._decode_compact(values[index]))
+                continue
+            call = record.correlation_id
+            correlation = calls.get(call)
+            if correlation is None:
+                correlation = calls[call] = call.hex() if isinstance(call, bytes) else call[0]
+            out.append(make(record.position, stream(record, event), record.version, record.recorded_at,
+                            record.schema_version, record.actor, correlation, record.idempotency_key, event))
+        return out
+
+    def _decode_compact(self, data: Stored) -> Envelope:
+        compact = self._compact
+        record = compact.record(data)
+        try:
+            event = compact.event(record.event)
+        except msgspec.ValidationError:
+            event = None
+        if event is None or record.schema_version != self._schemas[type(event)]:
+            event = self._lift(record.position, record.schema_version, lambda: compact.fields(record.event,
+                                                                                                record.schema_version))
+        return self._envelope(record.position, compact.stream(record, event), record.version, record.recorded_at,
+                        self._schemas[type(event)], record.actor, compact.correlation(record), record.idempotency_key,
+                        event)
+
+    def _lift(self, position: int, schema: int, fields_of: Callable[[], dict[str, Any]]) -> Event:
+        """An event of a codec-2 record at an older schema, lifted by the upcasters.
+
+        Raises:
+            UnknownEventError: If its tag, its schema or its old layout is unknown.
+        """
+        try:
+            fields = fields_of()
+        except KeyError:
+            raise UnknownEventError(
+                f"event at position {position} is at schema {schema}, whose stored layout this version of "
+                "Chronograph does not know; upgrade Chronograph to read this store") from None
+        return self._event_of(position, schema, fields)
+
     def _decode_slowly(self, data: Stored) -> Envelope:
         raw = self._raw.decode(data)
-        fields = self._map.decode(raw.event)
-        tag = fields.get("type")
-        cls = self.events.get(tag) if isinstance(tag, str) else None
-        if cls is None or not isinstance(tag, str):
-            raise UnknownEventError(
-                f"event at position {raw.position} has type {tag!r}, which this version of "
-                "Chronograph does not know; upgrade Chronograph to read this store"
-            )
-        if raw.schema_version > cls.schema:
-            raise UnknownEventError(
-                f"event at position {raw.position} ({tag}) is at schema {raw.schema_version}, "
-                f"newer than this version of Chronograph reads ({cls.schema}); upgrade it"
-            )
-        lifted = self._upcasters.upcast(tag, raw.schema_version, cls.schema, fields)
-        try:
-            event = msgspec.convert(lifted, cls)
-        except msgspec.ValidationError as error:
-            raise UnknownEventError(
-                f"event at position {raw.position} ({tag}, schema {raw.schema_version}) "
-                f"cannot be read: {error}"
-            ) from None
+        event = self._event_of(raw.position, raw.schema_version, self._map.decode(raw.event))
+        cls = type(event)
         return Envelope(
             position=raw.position,
             stream=raw.stream,
@@ -232,3 +276,29 @@ class Codec:
             idempotency_key=raw.idempotency_key,
             event=event,
         )
+
+    def _event_of(self, position: int, schema: int, fields: dict[str, Any]) -> Event:
+        """The event of a stored map at `schema`, lifted to its class's current schema.
+
+        Raises:
+            UnknownEventError: If its type or its schema cannot be read.
+        """
+        tag = fields.get("type")
+        cls = self.events.get(tag) if isinstance(tag, str) else None
+        if cls is None or not isinstance(tag, str):
+            raise UnknownEventError(
+                f"event at position {position} has type {tag!r}, which this version of "
+                "Chronograph does not know; upgrade Chronograph to read this store"
+            )
+        if schema > cls.schema:
+            raise UnknownEventError(
+                f"event at position {position} ({tag}) is at schema {schema}, "
+                f"newer than this version of Chronograph reads ({cls.schema}); upgrade it"
+            )
+        lifted = self._upcasters.upcast(tag, schema, cls.schema, fields)
+        try:
+            return msgspec.convert(lifted, cls)
+        except msgspec.ValidationError as error:
+            raise UnknownEventError(
+                f"event at position {position} ({tag}, schema {schema}) cannot be read: {error}"
+            ) from None

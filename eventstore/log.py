@@ -153,10 +153,11 @@ class LogTransaction(LogReader, Protocol):
         (a reference to a forgotten name in a stream that stays)."""
         ...
 
-    def restore(self, envelopes: Sequence[Envelope]) -> None:
+    def restore(self, envelopes: Sequence[Envelope], stored: Sequence[bytes] | None = None) -> None:
         """Append `envelopes` exactly as they are (positions, versions, times, actors, calls): a
         copy of another log. They must continue the log and each of their streams. No hook
-        runs: views of the copy are built when it is opened.
+        runs: views of the copy are built when it is opened. `stored`: their bytes as the other
+        log stores them, kept as they are (whatever codec wrote them) instead of encoded again.
 
         Raises:
             StoreCorruptError: If one does not continue the log or its stream.

@@ -270,8 +270,9 @@ class Appender:
                            recorded.versions, result)
         self._remember(idempotency_key, _encoder.encode(updated), new=False)
 
-    def restore(self, envelopes: Sequence[Envelope]) -> None:
-        """Append `envelopes` exactly as they are, continuing the log and their streams (a copy).
+    def restore(self, envelopes: Sequence[Envelope], stored: Sequence[bytes] | None = None) -> None:
+        """Append `envelopes` exactly as they are, continuing the log and their streams (a copy);
+        with `stored`, their bytes as the other log stores them, kept as they are.
 
         Raises:
             StoreCorruptError: If one does not continue the log or its stream.
@@ -280,10 +281,10 @@ class Appender:
             return
         versions = check_continuation(envelopes, self.head(), self._versions_of({e.stream for e in envelopes}))
         rows: list[Row] = []
-        for envelope in envelopes:
-            stored = self.codec.encode(envelope)
+        for index, envelope in enumerate(envelopes):
+            data = self.codec.encode(envelope) if stored is None else stored[index]
             rows.append((envelope.position, envelope.stream, envelope.version, envelope.recorded_at,
-                         checksums.digest(stored), stored))
+                         checksums.digest(data), data))
         self._store_copy(rows, versions)
 
     def erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:

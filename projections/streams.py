@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import time
 
-import msgspec
+from chronograph.eventstore import compact
 
 __all__ = ["context_stream", "new_entity_stream", "relation_stream"]
 
-_json = msgspec.json.Encoder()
 
 
 def new_entity_stream() -> str:
@@ -22,9 +21,9 @@ def new_entity_stream() -> str:
     return f"entity-{time.time_ns() // 1000:014x}{os.urandom(8).hex()}"
 
 
-def relation_stream(workspace: str, source: str, relation_type: str, target: str) -> str:
-    """The stream of the relation (workspace, from, relationType, to): one per identity."""
-    return "relation:" + _json.encode([workspace, source, relation_type, target]).decode()
+relation_stream = compact.relation_stream
+"""The stream of the relation (workspace, from, relationType, to): one per identity (defined with
+the log's compact records, which leave it out of a relation's first record that names it)."""
 
 
 def context_stream(workspace: str) -> str:

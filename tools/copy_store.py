@@ -27,6 +27,7 @@ from chronograph.application.engine.config import resolve_store
 from chronograph.application.engine.stores import is_database_url, open_log, store_exists
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.copying import copy_log, verify_copy
+from chronograph.eventstore.lmdb import resident
 from chronograph.projections import ProjectionError
 from chronograph.tools.common.parsing import script_main
 from chronograph.tools.common.progress import Progress
@@ -55,9 +56,10 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress()
     try:
         with closing(open_log(source, readonly=True, create=False)) as src, closing(open_log(target)) as dst:
-            copied = copy_log(src, dst, lambda done, total: progress("copy", done, total))
+            copied = copy_log(src, dst, lambda done, total: _step(progress, "copy", done, total))
             progress.finish()
-            problems = verify_copy(src, dst)
+            problems = verify_copy(src, dst, lambda done, total: _step(progress, "check", done, total))
+            progress.finish()
             head = dst.head()
         if not problems and not is_database_url(target):  # a store folder keeps its views beside the log
             Memory(target, progress=progress).close()
@@ -74,6 +76,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"copied {copied:,} events ({head:,} in all) from {source} to {target} in "
           f"{time.perf_counter() - began:.1f} s; checked event for event: identical")
     return 0
+
+
+def _step(progress: Progress, stage: str, done: int, total: int) -> None:
+    """A batch is done: say so, and give back the pages of the stores it read (see `resident`)."""
+    resident.release()
+    progress(stage, done, total)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,14 +14,15 @@ from the stored one is reported as a conflict (the stored type is kept, its obse
 merged). Without --strict the good lines are
 imported (exit code 1 if any line was bad); with --strict, any problem aborts the import
 before anything is written. A file with nothing to import creates no store, and one that
-is no memory file at all (most of its lines are not JSON) is refused whole.
+is no memory file at all (most of its lines are not JSON) is refused whole. The file is read
+twice, never held: once to check it (its names noted in a temporary index on disk), once to
+write it, a batch of 1,000 items per transaction.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script from a checkout
@@ -33,24 +34,14 @@ from chronograph.application import Memory
 from chronograph.application.engine.config import resolve_store
 from chronograph.application.engine.stores import store_exists
 from chronograph.application.errors import ChronographError
-from chronograph.application.lifecycle.importing import (
-    NOT_JSON,
-    Plan,
-    Problem,
-    check,
-    import_plan,
-    read_file,
-    stored_types,
-)
+from chronograph.application.lifecycle.importing import NOT_JSON, FileImport, ImportReport
 from chronograph.eventstore import EventStoreError
+from chronograph.eventstore.lmdb import resident
 from chronograph.projections import ProjectionError
 from chronograph.tools.common.parsing import add_store_argument, script_main
 from chronograph.tools.common.progress import Progress
 
 __all__ = ["add_arguments", "main", "run"]
-
-FIRST = 5
-"""Line numbers a report names for a kind of problem met on many lines."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,86 +54,87 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Carry out `import`; return the exit code."""
-    try:
-        plan = read_file(args.file)
-    except OSError as error:
-        print(f"chronograph import: cannot read {args.file}: {error.strerror}", file=sys.stderr)
-        return 2
-    if plan.foreign:
-        bad = sum(problem.kind == NOT_JSON for problem in plan.problems)
-        print(f"chronograph import: {args.file} is not a memory file (JSONL or JSON): {bad:,} of its "
-              f"{plan.lines:,} lines are not JSON; nothing was written", file=sys.stderr)
-        _report_problems(plan)
-        return 1
-    parts = [(args.workspace, plan), *plan.sections.items()]  # an export of every workspace has sections
-    store = resolve_store(args.store)
-    if not store_exists(store):  # nothing is stored yet: decide before creating anything
-        for _, part in parts:
-            check(part, {})
-        _gather(plan, parts)
-        if plan.empty or (plan.problems and args.strict):
-            return _refuse(plan, args)
-    try:
-        with Memory(store, cache=args.cache) as memory:
-            stored = {workspace: stored_types(memory, part, workspace) for workspace, part in parts}
-            for workspace, part in parts:
-                check(part, stored[workspace])
-            _gather(plan, parts)
-            if plan.problems and args.strict:
-                return _refuse(plan, args)
-            progress = Progress()
-            reports = [(workspace, import_plan(memory, part, workspace, stored[workspace], progress))
-                       for workspace, part in parts if not part.empty]
+    progress = Progress()
+    with FileImport(args.file, args.workspace, progress=progress) as job:
+        try:
+            job.survey()
+        except OSError as error:
             progress.finish()
-            memory.prepare_search()  # the next server's first search loads the index
-    except (EventStoreError, ProjectionError, ChronographError) as error:
-        print(f"chronograph import: {error}", file=sys.stderr)
-        return 2
+            print(f"chronograph import: cannot read {args.file}: {error.strerror}", file=sys.stderr)
+            return 2
+        progress.finish()
+        if job.foreign:
+            bad = job.problems.count_of(NOT_JSON)
+            print(f"chronograph import: {args.file} is not a memory file (JSONL or JSON): {bad:,} of its "
+                  f"{job.lines:,} lines are not JSON; nothing was written", file=sys.stderr)
+            _report_problems(job)
+            return 1
+        store = resolve_store(args.store)
+        existed = store_exists(store)
+        if not existed:  # nothing is stored yet: decide before creating anything
+            job.check_ends(None)
+            if job.empty or (job.problems and args.strict):
+                return _refuse(job, args)
+        try:
+            with Memory(store, cache=args.cache) as memory:
+                if existed:
+                    job.check_ends(memory)
+                    if job.problems and args.strict:
+                        return _refuse(job, args)
+                reports = job.write(memory)
+                progress.finish()
+                finish(memory)
+        except (EventStoreError, ProjectionError, ChronographError) as error:
+            progress.finish()
+            print(f"chronograph import: {error}", file=sys.stderr)
+            return 2
+        except OSError as error:
+            progress.finish()
+            print(f"chronograph import: cannot read {args.file} again: {error.strerror}", file=sys.stderr)
+            return 2
     for workspace, report in reports:
-        print(f"imported {args.file} into workspace {workspace!r}: {report.created} entities, "
-              f"{report.related} relations, {report.observations} observations; {report.skipped} already present "
-              f"(skipped); {len(report.conflicts)} conflict(s) (the store's kept)"
-              + ("; the workspace context merged" if report.context else ""))
-        for conflict in report.conflicts[:100]:
-            print(f"  conflict: {conflict}", file=sys.stderr)
-    print(f"{len(plan.problems)} error(s)")
-    if plan.problems:
-        _report_problems(plan)
+        _say(args, workspace, report)
+    print(f"{len(job.problems)} error(s)")
+    if job.problems:
+        _report_problems(job)
         return 1
     return 0
 
 
-def _gather(plan: Plan, parts: list[tuple[str, Plan]]) -> None:
-    """Every section's problems, said by the plan of the whole file."""
-    for workspace, part in parts:
-        if part is not plan:
-            plan.problems += [replace(problem, kind=f"workspace {workspace!r}: {problem.kind}")
-                              for problem in part.problems]
-            part.problems = []
+def finish(memory: Memory) -> None:
+    """The last step of an import, with the store still open: leave it ready for the next server."""
+    resident.release()  # what the import read of the store is not the search's to keep
+    memory.prepare_search()  # the next server's first search loads the index
 
 
-def _refuse(plan: Plan, args: argparse.Namespace) -> int:
-    _report_problems(plan)
-    if plan.problems and args.strict:
-        print(f"--strict: {len(plan.problems)} problem(s); nothing was imported", file=sys.stderr)
+def _say(args: argparse.Namespace, workspace: str, report: ImportReport) -> None:
+    print(f"imported {args.file} into workspace {workspace!r}: {report.created} entities, "
+          f"{report.related} relations, {report.observations} observations; {report.skipped} already present "
+          f"(skipped); {report.conflicted} conflict(s) (the store's kept)"
+          + ("; the workspace context merged" if report.context else ""))
+    for conflict in report.conflicts:
+        print(f"  conflict: {conflict}", file=sys.stderr)
+
+
+def _refuse(job: FileImport, args: argparse.Namespace) -> int:
+    _report_problems(job)
+    if job.problems and args.strict:
+        print(f"--strict: {len(job.problems)} problem(s); nothing was imported", file=sys.stderr)
     else:
         print(f"chronograph import: {args.file} holds nothing to import; nothing was written", file=sys.stderr)
     return 1
 
 
-def _report_problems(plan: Plan) -> None:
+def _report_problems(job: FileImport) -> None:
     """One line per kind of problem: a kind met once with its line and detail, a kind met more
     often with its count and its first line numbers."""
-    kinds: dict[str, list[Problem]] = {}
-    for problem in plan.problems:
-        kinds.setdefault(problem.kind, []).append(problem)
-    for kind, problems in kinds.items():
-        if len(problems) == 1:
-            print(f"  {problems[0]}", file=sys.stderr)
+    for kind, count, first in job.problems.kinds():
+        if count == 1:
+            print(f"  {first[0]}", file=sys.stderr)
             continue
-        lines = ", ".join(str(problem.line) for problem in problems[:FIRST])
-        more = f" and {len(problems) - FIRST:,} more" if len(problems) > FIRST else ""
-        print(f"  {kind}: {len(problems):,} lines ({lines}{more})", file=sys.stderr)
+        lines = ", ".join(str(problem.line) for problem in first)
+        more = f" and {count - len(first):,} more" if count > len(first) else ""
+        print(f"  {kind}: {count:,} lines ({lines}{more})", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

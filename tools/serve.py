@@ -26,7 +26,7 @@ from chronograph.application.engine.config import (
     resolve_store,
 )
 from chronograph.application.engine.exportdir import DEFAULT_BUDGET, DEFAULT_MAX_EXPORT
-from chronograph.application.lifecycle.importing import check, import_plan, read_file
+from chronograph.application.lifecycle.importing import FileImport
 from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES
 from chronograph.server.config import DEFAULT_MAX_BODY, DEFAULT_MAX_REPLY, MAX_MESSAGE, Settings
 from chronograph.tools.common.listening import add_network_argument, may_listen
@@ -254,19 +254,21 @@ def adopt_memory_file(memory: Memory) -> None:
         print(f"chronograph: ${MEMORY_FILE_ENV} names {path}, which is not a file; nothing was imported",
               file=sys.stderr)
         return
-    plan = read_file(path)
-    check(plan, {})
-    if plan.foreign:
-        print(f"chronograph: ${MEMORY_FILE_ENV} ({path}) is not a memory file (most of its lines are not JSON); "
-              "nothing was imported", file=sys.stderr)
-        return
-    if plan.empty:
-        print(f"chronograph: ${MEMORY_FILE_ENV} ({path}) holds nothing to import", file=sys.stderr)
-        return
-    report = import_plan(memory, plan, "default", {})
-    print(f"chronograph: imported {path} (${MEMORY_FILE_ENV}) into the empty store, once: {report.created} "
-          f"entities, {report.related} relations, {report.observations} observations"
-          f"{f'; {len(plan.problems)} line(s) skipped as unreadable' if plan.problems else ''} "
+    with FileImport(path, "default") as job:
+        job.survey()
+        job.check_ends(None)  # the store is empty
+        if job.foreign:
+            print(f"chronograph: ${MEMORY_FILE_ENV} ({path}) is not a memory file (most of its lines are not JSON); "
+                  "nothing was imported", file=sys.stderr)
+            return
+        if job.empty:
+            print(f"chronograph: ${MEMORY_FILE_ENV} ({path}) holds nothing to import", file=sys.stderr)
+            return
+        reports = [report for _, report in job.write(memory)]
+    print(f"chronograph: imported {path} (${MEMORY_FILE_ENV}) into the empty store, once: "
+          f"{sum(r.created for r in reports)} entities, {sum(r.related for r in reports)} relations, "
+          f"{sum(r.observations for r in reports)} observations"
+          f"{f'; {len(job.problems)} line(s) skipped as unreadable' if job.problems else ''} "
           "(recorded in the audit log as actor 'import')", file=sys.stderr)
 
 

@@ -142,17 +142,62 @@ def parse(tool: str, arguments: dict[str, Any], into: type[T]) -> T:
         InvalidArgumentsError: Naming the first bad field and what was expected.
     """
     arguments = _unquote_json_arguments(arguments, into)
-    problem = next(_unencodable(arguments, ""), None)  # msgspec cannot even report these
+    encodable = _encodable(arguments)
+    problem = None if encodable else next(_unencodable(arguments, ""), None)  # msgspec cannot even report these
     if problem:
         raise InvalidArgumentsError(tool, problem)
     try:
         parsed = msgspec.convert(arguments, into, strict=True)
     except msgspec.ValidationError as error:
         raise InvalidArgumentsError(tool, _describe(str(error), into)) from None
-    problem = _check(parsed, "")
+    problem = None if encodable and _fine(parsed) else _check(parsed, "")
     if problem:
         raise InvalidArgumentsError(tool, problem)
     return parsed
+
+
+_LONG_NUMBER = re.compile(rb"\d{19}")
+"""19 digits in a row: an integer that may not fit 64 bits (or text that looks like one)."""
+
+
+def _encodable(arguments: dict[str, Any]) -> bool:
+    """Whether `_unencodable` surely finds nothing, in one pass in C: every text encodes (msgspec
+    refuses unpaired surrogates, keys included) and no run of 19 digits, which every integer
+    outside 64 bits has, appears. False sends the caller to the exact walk, which names the problem."""
+    try:
+        return _LONG_NUMBER.search(msgspec.json.encode(arguments)) is None
+    except (TypeError, ValueError, OverflowError, UnicodeEncodeError):
+        return False
+
+
+def _fine(value: Any) -> bool:
+    """Whether `_problems` surely finds nothing in parsed arguments whose text is known to encode:
+    only identifiers and metadata are left to look at, so text and lists of text are passed over."""
+    if isinstance(value, msgspec.Struct):
+        for field in value.__struct_fields__:
+            item = getattr(value, field)
+            kind = type(item)
+            if item is None or item is msgspec.UNSET:
+                continue
+            if field == "metadata":
+                if _metadata(item):
+                    return False
+            elif kind is str:
+                if field in _IDENTIFIERS and _identifier(item):
+                    return False
+            elif kind in _ATOMS:
+                continue
+            elif not _fine(item):
+                return False
+        return True
+    if isinstance(value, list):
+        return set(map(type, value)) <= _ATOMS or all(_fine(item) for item in value)
+    if isinstance(value, dict):
+        return all(_fine(item) for item in value.values())
+    return True
+
+
+_ATOMS = frozenset({str, int, float, bool})
 
 
 def _unquote_json_arguments(arguments: dict[str, Any], into: type[msgspec.Struct]) -> dict[str, Any]:

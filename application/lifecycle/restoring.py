@@ -17,9 +17,17 @@ from pathlib import Path
 from chronograph.application.engine.service import Memory
 from chronograph.eventstore import LmdbLog, StoreCorruptError
 from chronograph.eventstore.copying import copy_log, verify_copy
+from chronograph.eventstore.lmdb import resident
 from chronograph.eventstore.lmdb.staging import make_durable
 
 __all__ = ["rebuild_from_log"]
+
+
+def _step(progress: Callable[[str, int, int], None] | None, stage: str, done: int, total: int) -> None:
+    """A batch is done: say so, and give back the pages of the stores it read (see `resident`)."""
+    resident.release()
+    if progress is not None:
+        progress(stage, done, total)
 
 
 def rebuild_from_log(extracted: Path, fresh: Path, head: int,
@@ -42,8 +50,8 @@ def rebuild_from_log(extracted: Path, fresh: Path, head: int,
                 raise StoreCorruptError(f"the event at position {damaged:,} of its log is damaged (it fails its "
                                         "checksum or cannot be read)")
         with LmdbLog(fresh, sync=False) as copy:  # made durable once, whole, below
-            copy_log(source, copy, None if progress is None else lambda done, total: progress("copy", done, total))
-            problems = verify_copy(source, copy)
+            copy_log(source, copy, lambda done, total: _step(progress, "copy", done, total))
+            problems = verify_copy(source, copy, lambda done, total: _step(progress, "check", done, total))
         if problems:
             raise StoreCorruptError(f"its log did not copy faithfully: {problems[0]}")
     Memory(fresh, sync=False, progress=progress).close()  # folds the views from the copied log

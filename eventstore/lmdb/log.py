@@ -29,8 +29,11 @@ __all__ = ["FORMAT_VERSION", "LmdbLog"]
 
 T = TypeVar("T")
 
-FORMAT_VERSION = 1
-"""On-disk format this code writes; a store with a higher one is refused, never guessed at."""
+FORMAT_VERSION = 2
+"""On-disk format this code writes; a store with a higher one is refused, never guessed at.
+2: the log may hold records of codec 2 (`eventstore.compact`); a store of format 1 is raised to
+2 when it is opened for writing, so a version of Chronograph that cannot read them refuses it
+by its format instead of failing on a record."""
 
 _LOG_DATABASES = (b"log", b"streams", b"heads", b"idempotency", b"meta")
 _SUMS = b"sums"
@@ -122,8 +125,10 @@ class LmdbLog(EventLog):
             log, streams, heads, idempotency, meta = (env.env.open_db(name, create=False) for name in _LOG_DATABASES)
             dbs = Databases(log, streams, heads, idempotency, meta, sums)
             with env.read() as txn:
-                self._check_format(txn, dbs)
+                version = self._check_format(txn, dbs)
                 self._check_tail(LmdbReader(txn, self.codec, dbs))
+            if version < FORMAT_VERSION and not env.readonly:
+                env.write(lambda txn: txn.put(_FORMAT, pack_u32(FORMAT_VERSION), db=dbs.meta))
             return dbs
         except lmdb.Error as error:
             raise StoreCorruptError(f"{self.path} is damaged: {error}") from None
@@ -145,7 +150,7 @@ class LmdbLog(EventLog):
                 f"{self.path} is damaged: the event stored at position {head} claims position {newest.position}"
             )
 
-    def _check_format(self, txn: lmdb.Transaction, dbs: Databases) -> None:
+    def _check_format(self, txn: lmdb.Transaction, dbs: Databases) -> int:
         value = txn.get(_FORMAT, db=dbs.meta)
         if value is None or len(value) != 4:
             raise StoreCorruptError(f"{self.path} has no readable format version")
@@ -155,6 +160,7 @@ class LmdbLog(EventLog):
                 f"{self.path} was written in store format {version}, newer than this "
                 f"Chronograph reads ({FORMAT_VERSION}); upgrade Chronograph"
             )
+        return version
 
     # --- writing --------------------------------------------------------------------------
 

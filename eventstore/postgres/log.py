@@ -71,7 +71,7 @@ class PgLog(EventLog):
 
     def __init__(self, url: str, *, codec: Codec | None = None, create: bool = True, readonly: bool = False,
                  pool_size: int = 8) -> None:
-        self.codec = codec or Codec()
+        self.codec = codec or Codec(writes=1)  # codec 2 is the LMDB log's (see eventstore.compact)
         try:
             self._url, name, self._shown = split_url(url)
         except ValueError as error:

@@ -154,7 +154,8 @@ class PgReader:
 
     def idempotency_records(self) -> Iterator[tuple[bytes, bytes]]:
         """Every idempotency key the log remembers (as stored) and its stored record."""
-        for key, record in self.connection.execute(self.schema.sql("SELECT key, record FROM {idempotency}")):
+        query = self.schema.sql("SELECT key, record FROM {idempotency} ORDER BY key")  # as LMDB's: a copy compares
+        for key, record in self.connection.execute(query):
             yield bytes(key), bytes(record)
 
     def erasures(self) -> int:

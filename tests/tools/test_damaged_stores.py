@@ -64,8 +64,13 @@ def make(store: Path) -> None:
 
 
 def plain(answer: Any, store: Path) -> Any:
-    """An answer as JSON, the store's own path (the overview names it) left out."""
-    return json.loads(msgspec.json.encode(answer).decode().replace(str(store), "STORE"))
+    """An answer as JSON, the store's own path (the overview names it) left out, and the size of
+    its file (`storeBytes`): making again what damage cost (a search image) may take a page more
+    on disk, which is the file's size, not the graph's answer."""
+    found = json.loads(msgspec.json.encode(answer).decode().replace(str(store), "STORE"))
+    if isinstance(found, dict):
+        found.pop("storeBytes", None)
+    return found
 
 
 def answers(store: Path) -> dict[str, Any]:

@@ -1,0 +1,137 @@
+"""What an imported file names, kept on disk while the import runs: memory stays flat.
+
+An import reads its file twice (checking, then writing) and needs, across the whole file, to
+know each entity name's first line (a name met again is the same entity: its observations are
+merged), each relation's first line (a relation met again is one relation) and which relation
+ends the file names at all. Held in dictionaries, that grew with the file (5 GB at a million
+entities); here it is a SQLite database in a temporary folder, deleted when the import ends, whose
+page cache is bounded (SQLite reads its file with `pread`, so nothing grows with the file but
+the disk it takes, about the file's own size).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FileIndex"]
+
+CACHE_KIB = 16 * 1024
+"""SQLite's page cache, the most the index keeps in memory."""
+Noted = tuple[tuple[str, str, str], int, dict[str, Any]]
+"""A relation as the check notes it: (from, to, type), its line, its confidence and metadata."""
+_CHUNK = 500
+"""Names per `IN (...)` query (SQLite allows 999 parameters by default)."""
+
+
+class FileIndex:
+    """Entity names and relations of one file, by workspace section (0: the import's own)."""
+
+    def __init__(self) -> None:
+        self._folder = tempfile.TemporaryDirectory(prefix="chronograph-import-")
+        self.db = sqlite3.connect(Path(self._folder.name) / "index.sqlite", isolation_level=None)
+        for pragma in ("journal_mode = OFF", "synchronous = OFF", f"cache_size = -{CACHE_KIB}",
+                       "temp_store = FILE", "locking_mode = EXCLUSIVE"):
+            self.db.execute(f"PRAGMA {pragma}")
+        self.db.execute("CREATE TABLE entities (section INTEGER, name TEXT, line INTEGER, "
+                        "PRIMARY KEY (section, name)) WITHOUT ROWID")
+        self.db.execute("CREATE TABLE relations (section INTEGER, source TEXT, kind TEXT, target TEXT, "
+                        "line INTEGER, fields TEXT, PRIMARY KEY (section, source, kind, target)) WITHOUT ROWID")
+        self.db.execute("CREATE TABLE dangling (section INTEGER, line INTEGER)")
+        self.db.execute("CREATE TABLE bad (section INTEGER, line INTEGER)")  # in file order (rowid)
+        self.db.execute("BEGIN")
+
+    def close(self) -> None:
+        """Delete the index."""
+        self.db.close()
+        self._folder.cleanup()
+
+    def __enter__(self) -> FileIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- filling it (the checking pass) ---------------------------------------------------
+
+    def add_entities(self, section: int, names: Iterable[tuple[str, int]]) -> None:
+        """Note (name, line) pairs; a name already noted keeps its first line."""
+        self.db.executemany("INSERT OR IGNORE INTO entities VALUES (?, ?, ?)",
+                            [(section, name, line) for name, line in names])
+
+    def add_relations(self, section: int, relations: Iterable[Noted]) -> None:
+        """Note ((from, to, type), line, fields) triples; a relation already noted keeps its first
+        line, and the first fields any of its lines gave."""
+        rows = [(section, s, k, t, line, json.dumps(fields) if fields else None)
+                for (s, t, k), line, fields in relations]
+        self.db.executemany("INSERT OR IGNORE INTO relations VALUES (?, ?, ?, ?, ?, ?)", rows)
+        self.db.executemany("UPDATE relations SET fields = ? WHERE section = ? AND source = ? AND kind = ? "
+                            "AND target = ? AND fields IS NULL",
+                            [(fields, section, s, k, t) for section, s, k, t, _, fields in rows if fields])
+
+    def add_bad(self, lines: Iterable[tuple[int, int]]) -> None:
+        """Note (section, line) of entity records the check refused, in file order."""
+        self.db.executemany("INSERT INTO bad VALUES (?, ?)", list(lines))
+
+    def finish(self) -> None:
+        """End the filling: commit, and index relations by line for the writing pass."""
+        self.db.execute("CREATE INDEX relations_by_line ON relations (section, line)")
+        self.db.execute("COMMIT")
+
+    # --- reading it -----------------------------------------------------------------------
+
+    def entities(self, section: int) -> int:
+        """How many distinct entity names the section holds."""
+        return int(self.db.execute("SELECT count(*) FROM entities WHERE section = ?", (section,)).fetchone()[0])
+
+    def relations(self, section: int) -> int:
+        """How many distinct relations the section holds."""
+        return int(self.db.execute("SELECT count(*) FROM relations WHERE section = ?", (section,)).fetchone()[0])
+
+    def first_lines(self, section: int, names: Iterable[str]) -> dict[str, int]:
+        """name -> the line where the section first names it, for those of `names` it names."""
+        found: dict[str, int] = {}
+        wanted = list(dict.fromkeys(names))
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            found.update(self.db.execute(f"SELECT name, line FROM entities WHERE section = ? AND name IN ({marks})",
+                                         (section, *chunk)))
+        return found
+
+    def unknown_ends(self, section: int) -> Iterator[tuple[int, str, str, str]]:
+        """(line, from, to, type) of the relations one of whose ends the section does not name
+        as an entity, in line order (SQLite joins them; none come back when every end is there)."""
+        yield from self.db.execute(
+            "SELECT line, source, target, kind FROM relations r WHERE section = ?1 AND ("
+            "NOT EXISTS (SELECT 1 FROM entities e WHERE e.section = ?1 AND e.name = r.source) OR "
+            "NOT EXISTS (SELECT 1 FROM entities e WHERE e.section = ?1 AND e.name = r.target)) ORDER BY line",
+            (section,))
+
+    def drop_relations(self, section: int, lines: Iterable[int]) -> None:
+        """Forget the relations first met on `lines` (whose ends are nowhere), once `drop_noted` runs."""
+        self.db.executemany("INSERT INTO dangling VALUES (?, ?)", [(section, line) for line in lines])
+
+    def drop_noted(self) -> None:
+        """Forget the relations `drop_relations` noted."""
+        self.db.execute("DELETE FROM relations WHERE (section, line) IN (SELECT section, line FROM dangling)")
+        self.db.execute("DELETE FROM dangling")
+
+    def bad_entities(self) -> Iterator[tuple[int, int]]:
+        """(section, line) of the entity records the check refused, in file order."""
+        yield from self.db.execute("SELECT section, line FROM bad ORDER BY rowid")
+
+    def relation_batches(self, section: int, size: int) -> Iterator[list[tuple[int, str, str, str, dict[str, Any]]]]:
+        """(line, from, to, type, fields) of the section's relations, in line order, `size` at a time."""
+        last = -1
+        while True:
+            rows = self.db.execute("SELECT line, source, target, kind, fields FROM relations WHERE section = ? AND "
+                                   "line > ? ORDER BY line LIMIT ?", (section, last, size)).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield [(line, s, t, k, json.loads(fields) if fields else {}) for line, s, t, k, fields in rows]

@@ -1,0 +1,192 @@
+"""Reading a memory file as a stream of records, and what an import found wrong with them.
+
+`records` yields a JSONL file's lines one at a time (decoded as they are read, never the
+whole file); a legacy JSON document (one JSON value, which cannot be read in parts) is parsed
+whole and yields its items the same way. `Problems` counts what was wrong by kind, keeping the
+first few lines of each, so a file full of bad lines costs a count, not a list.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+__all__ = ["FIRST", "NOT_JSON", "Problem", "Problems", "Section", "records"]
+
+NOT_JSON = "not JSON"
+FIRST = 5
+"""Problems a kind keeps (the first lines a report names for a kind met on many lines)."""
+_SCAN = 1 << 20
+"""Bytes read at a time while looking at a file's shape."""
+_EVERY = 10_000
+"""Lines between two reports of progress."""
+
+_decode = msgspec.json.Decoder().decode
+"""JSON to Python values in C: the same values as `json.loads` where both read a line (msgspec
+refuses what only `json` reads, which then reads it)."""
+
+Record = int | str | tuple[int, Any]
+"""What `records` yields: a count of the file's own lines, the name of a workspace section that
+starts, or (line number, the record or its `Problem`)."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A line of the file that cannot be imported: where, what kind of problem (the same words
+    for every line with it, so a report can count them) and, for this line, the detail."""
+
+    line: int
+    kind: str
+    detail: str = ""
+    section: int = 0
+    """The workspace section whose check found it (0: the file's own plan), for ordering"""
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.kind}" + (f" ({self.detail})" if self.detail else "")
+
+
+@dataclass
+class Section:
+    """The part of a file for one workspace (the import's own, or one an export names)."""
+
+    number: int
+    workspace: str
+    named: bool = False
+    """Whether the file names it (an export of every workspace)"""
+    entities: int = 0
+    """Distinct entity names it holds"""
+    relations: int = 0
+    """Distinct relations it holds (after the check of their ends)"""
+    context: dict[str, Any] | None = None
+
+    @property
+    def empty(self) -> bool:
+        """Whether it holds nothing to import."""
+        return not self.entities and not self.relations and not self.context
+
+
+class Problems:
+    """Problems by kind: how many, and the first `FIRST` (by section, then line) of each."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._kinds: dict[str, tuple[int, list[Problem]]] = {}
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def add(self, problem: Problem) -> None:
+        """Count `problem`."""
+        self.count += 1
+        count, first = self._kinds.get(problem.kind, (0, []))
+        if len(first) < FIRST or (problem.section, problem.line) < (first[-1].section, first[-1].line):
+            first = sorted([*first, problem], key=lambda p: (p.section, p.line))[:FIRST]
+        self._kinds[problem.kind] = (count + 1, first)
+
+    def count_of(self, kind: str) -> int:
+        """How many problems of `kind` there were."""
+        return self._kinds.get(kind, (0, []))[0]
+
+    def kinds(self) -> list[tuple[str, int, list[Problem]]]:
+        """(kind, count, first problems) in the order of each kind's first line."""
+        ordered = sorted(self._kinds.items(), key=lambda item: (item[1][1][0].section, item[1][1][0].line))
+        return [(kind, count, first) for kind, (count, first) in ordered]
+
+
+def records(path: Path, progress: Callable[[int, int], None] | None = None) -> Iterator[Record]:
+    """The records of a memory file, in file order (see `Record`).
+
+    Raises:
+        OSError: If the file cannot be read.
+    """
+    document = _document(path)
+    if document is not None:
+        yield from document
+        return
+    total = path.stat().st_size
+    number = done = 0
+    with path.open("rb") as file:
+        for raw in file:
+            done += len(raw)
+            for line in raw.decode("utf-8", errors="replace").splitlines() or [""]:
+                number += 1
+                if progress is not None and number % _EVERY == 0:
+                    progress(done, total)
+                if not line.strip():
+                    continue
+                yield 1
+                try:
+                    record = _decode(line)
+                except msgspec.DecodeError:  # json says why (and reads NaN, lone surrogates, deep nesting)
+                    pass
+                else:
+                    if isinstance(record, dict) and record.get("type") == "workspace" and isinstance(
+                            record.get("name"), str):
+                        yield record["name"]
+                    else:
+                        yield number, record
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as error:
+                    yield number, Problem(number, NOT_JSON, error.msg)
+                    continue
+                except RecursionError:
+                    yield number, Problem(number, "nested too deep")
+                    continue
+                if isinstance(record, dict) and record.get("type") == "workspace" and isinstance(record.get("name"),
+                                                                                                  str):
+                    yield record["name"]
+                    continue
+                yield number, record
+    if progress is not None:
+        progress(total, total)
+
+
+def _document(path: Path) -> list[Record] | None:
+    """The records of a legacy JSON document (`{entities, relations}`, or an export of every workspace),
+    or None when the file is JSONL (or one JSONL line)."""
+    with path.open("rb") as file:
+        start = file.read(_SCAN)
+        text = start.decode("utf-8", errors="replace")
+        if not text.lstrip().startswith("{"):
+            return None
+        offset = len(start) - len(start.lstrip())
+        tail = b""
+        file.seek(offset)
+        while chunk := file.read(_SCAN):  # a line that starts with "{": JSONL, streamed
+            if b"\n{" in tail + chunk:
+                return None
+            tail = chunk[-1:]
+    stripped = path.read_bytes().decode("utf-8", errors="replace").strip()
+    try:
+        document = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(document, dict) and isinstance(document.get("workspaces"), dict):
+        out: list[Record] = []
+        for name, part in document["workspaces"].items():
+            out.append(str(name))
+            if isinstance(part, dict):
+                out += enumerate(_items(part), start=1)
+        return out
+    if isinstance(document, dict) and ("entities" in document or "relations" in document):
+        items = _items(document)
+        return [len(items), *enumerate(items, start=1)]
+    return None
+
+
+def _items(part: dict[str, Any]) -> list[dict[str, Any]]:
+    records = [{"type": "entity", **e} for e in part.get("entities", []) if isinstance(e, dict)]
+    records += [{"type": "relation", **r} for r in part.get("relations", []) if isinstance(r, dict)]
+    if isinstance(part.get("context"), dict):
+        records.append({"type": "context", **part["context"]})
+    return records

@@ -1,0 +1,66 @@
+"""Giving back the pages of the stores' maps that a long job read: its RSS stays its own.
+
+LMDB reads through a shared, read-only map of `data.mdb`. Every page a process reads stays
+in its resident set until the kernel needs the memory, so a job that reads and writes a whole
+store (an import of a million entities) shows the store's size as its RSS (3 GB), although
+those pages are clean page cache, shared and reclaimable. `release` advises the kernel that
+this process no longer needs them (`MADV_DONTNEED`): they leave its resident set, stay in the
+page cache, and a later read faults them back in from there. Nothing is written or lost: the
+map is read-only (writes go through `write(2)`), and no transaction holds a buffer into it
+(values are copied out as `bytes`). A no-op where `/proc/self/maps` or `madvise` is missing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import mmap
+from pathlib import Path
+
+from chronograph.eventstore.files import DATA_FILE
+
+__all__ = ["mapped", "release"]
+
+_MAPS = Path("/proc/self/maps")
+_STATM = Path("/proc/self/statm")
+_PAGE = mmap.PAGESIZE
+_DONTNEED = getattr(mmap, "MADV_DONTNEED", 4)
+_libc: ctypes.CDLL | None = None
+
+
+def mapped() -> int:
+    """The bytes of file-backed (and shared) pages this process has resident (0 if unknown)."""
+    try:
+        return int(_STATM.read_text().split()[2]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def release(above: int = 0) -> int:
+    """Drop the resident pages of every store map of this process, if this process has more
+    than `above` bytes of mapped pages resident; return the bytes advised.
+
+    A job that calls it after each batch with a limit pays for pages read again only when the
+    limit is passed (read again, a page costs a minor fault: with no limit, a batch of a
+    thousand relations read ~25,000 pages again, 10 s of an import of 300k entities).
+    Call it between transactions (never while a value read as a buffer is alive).
+    """
+    global _libc  # noqa: PLW0603 (loaded once, on first use)
+    if above and mapped() <= above:
+        return 0
+    try:
+        lines = _MAPS.read_text().splitlines()
+    except OSError:
+        return 0
+    if _libc is None:
+        _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        _libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    advised = 0
+    for line in lines:
+        fields = line.split(maxsplit=5)
+        if len(fields) < 6 or not fields[5].endswith("/" + DATA_FILE):
+            continue
+        start, end = (int(part, 16) for part in fields[0].split("-"))
+        if _libc.madvise(start, end - start, _DONTNEED) == 0:
+            advised += end - start
+    return advised

@@ -1,0 +1,129 @@
+"""The streaming import: one batch held at a time, whatever the file's size, with the same rules."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from chronograph.application import Memory
+from chronograph.application.lifecycle.importing import FileImport, ImportReport
+from chronograph.tools.import_graph import main as import_main
+
+
+def write_file(path: Path, entities: int, *, relations_first: bool = False) -> Path:
+    lines = [{"type": "entity", "name": f"E{i}", "entityType": "thing", "observations": [f"o{i}", f"p{i}"]}
+             for i in range(entities)]
+    links = [{"type": "relation", "from": f"E{i}", "to": f"E{(i * 7 + 1) % entities}", "relationType": "knows"}
+             for i in range(entities)]
+    records = links + lines if relations_first else lines + links
+    path.write_text("\n".join(json.dumps(r) for r in records), encoding="utf-8")
+    return path
+
+
+def imported(path: Path, store: Path, batch: int, calls: list[int] | None = None) -> tuple[FileImport, list[Any]]:
+    with FileImport(path, "default", batch=batch) as job, Memory(store) as memory:
+        job.survey()
+        job.check_ends(memory)
+        if calls is not None:
+            write = memory.write
+
+            def counted(tool: str, arguments: dict[str, Any], **kwargs: Any) -> Any:
+                calls.append(max(len(v) for v in arguments.values() if isinstance(v, list)) if any(
+                    isinstance(v, list) for v in arguments.values()) else 1)
+                return write(tool, arguments, **kwargs)
+
+            memory.write = counted  # type: ignore[method-assign]
+        return job, job.write(memory)
+
+
+def graph(store: Path) -> Any:
+    """Names, types, observations and relations (versions and times differ with the batches)."""
+    with Memory(store) as memory:
+        full = msgspec.to_builtins(memory.read("read_graph", {}))
+    return ([(e["name"], e["entityType"], e["observations"]) for e in full["entities"]],
+            [(r["from"], r["relationType"], r["to"], r.get("confidence")) for r in full["relations"]])
+
+
+@pytest.mark.parametrize("entities", [40, 160])
+def test_an_import_holds_and_writes_no_more_than_a_batch_whatever_the_file_size(tmp_path: Path,
+                                                                                entities: int) -> None:
+    calls: list[int] = []
+    job, [(_, report)] = imported(write_file(tmp_path / "m.jsonl", entities), tmp_path / "s", batch=8, calls=calls)
+    assert (report.created, report.related) == (entities, entities)
+    assert job.held <= 8
+    assert calls and max(calls) <= 8
+
+
+def test_the_memory_an_import_takes_does_not_grow_with_the_file(tmp_path: Path) -> None:
+    peaks = []
+    for entities in (300, 1200):
+        path = write_file(tmp_path / f"m{entities}.jsonl", entities)
+        with FileImport(path, "default", batch=50) as job, Memory(tmp_path / f"s{entities}") as memory:
+            tracemalloc.start()
+            job.survey()
+            job.check_ends(memory)
+            job.write(memory)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+    assert peaks[1] < peaks[0] * 1.5  # four times the file: not four times the memory
+
+
+def test_batches_keep_the_rules_of_a_whole_file_import(tmp_path: Path) -> None:
+    """Relations before the entities they name, a name repeated batches apart (one entity, every
+    observation, the first type), a relation repeated, bad lines: the same graph and report
+    whether the file is written in batches of two or in one."""
+    records = [
+        {"type": "relation", "from": "Ada", "to": "Bob", "relationType": "knows"},
+        {"type": "entity", "name": "Ada", "entityType": "person", "observations": ["a"]},
+        "{broken",
+        {"type": "entity", "name": "Bob", "entityType": "person", "observations": ["b"]},
+        {"type": "entity", "name": "Cy", "entityType": "person", "observations": []},
+        {"type": "entity", "name": "", "entityType": "person", "observations": []},
+        {"type": "entity", "name": "Dee", "entityType": "person", "observations": ["d"]},
+        {"type": "entity", "name": "Ada", "entityType": "robot", "observations": ["a", "a2"]},
+        {"type": "relation", "from": "Ada", "to": "Bob", "relationType": "knows"},
+        {"type": "relation", "from": "Dee", "to": "Nobody", "relationType": "knows"},
+        {"type": "relation", "from": "Cy", "to": "Dee", "relationType": "met", "confidence": 0.5},
+    ]
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in records), encoding="utf-8")
+    results = []
+    for batch in (2, 1000):
+        store = tmp_path / f"s{batch}"
+        job, [(_, report)] = imported(path, store, batch=batch)
+        problems = [(kind, count, [p.line for p in first]) for kind, count, first in job.problems.kinds()]
+        results.append((graph(store), report, problems))
+    assert results[0] == results[1]
+    the_graph, report, problems = results[0]
+    assert report == ImportReport(created=4, related=2, observations=4, skipped=0)
+    assert the_graph[0][0] == ("Ada", "person", ["a", "a2"])
+    assert [line for _, _, lines in problems for line in lines] == [3, 6, 10]
+
+
+def test_strict_refuses_a_dangling_relation_far_down_the_file_before_writing_anything(tmp_path: Path,
+                                                                                         capsys: Any) -> None:
+    path = write_file(tmp_path / "m.jsonl", 3000)
+    with path.open("a", encoding="utf-8") as file:
+        file.write("\n" + json.dumps({"type": "relation", "from": "E1", "to": "Nobody", "relationType": "knows"}))
+    store = tmp_path / "store"
+    with Memory(store) as memory:
+        memory.write("create_entities", {"entities": [{"name": "Kept", "entityType": "x", "observations": []}]},
+                     actor="t")
+        head = memory.log.head()
+    assert import_main([str(path), "--store", str(store), "--strict"]) == 1
+    assert "nothing was imported" in capsys.readouterr().err
+    with Memory(store) as memory:
+        assert memory.log.head() == head
+
+
+def test_a_legacy_json_document_imports_in_batches_too(tmp_path: Path) -> None:
+    document = {"entities": [{"name": f"E{i}", "entityType": "t", "observations": [str(i)]} for i in range(9)],
+                "relations": [{"from": "E8", "to": "E0", "relationType": "r"}]}
+    path = tmp_path / "memory.json"
+    path.write_text(json.dumps(document, indent=2), encoding="utf-8")
+    job, [(_, report)] = imported(path, tmp_path / "s", batch=2)
+    assert (report.created, report.related, job.held) == (9, 1, 2)
