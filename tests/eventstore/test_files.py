@@ -172,6 +172,7 @@ ALLOWED = {
     "application/lifecycle/importindex.py": {"TemporaryDirectory"},  # an import's index of names (SQLite), deleted
     "tools/backup.py": {"TemporaryDirectory"},  # a scratch store beside a checked output (database backups)
     "tools/common/parsing.py": {"os.open"},  # /dev/null
+    "tools/context.py": {"os.open"},  # a store's lock.mdb, read-only, to see whether a restore holds it
 }
 """Where a module may do one of `WRITES` itself, and why."""
 
