@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, redirect_stderr
@@ -103,6 +104,15 @@ async def n2n_mirror(scene: Scene, target: Path, force: bool) -> bool:
         "entities": [{"name": "Mirrored", "entityType": "t", "observations": []}]})
 
 
+async def hooks_command(scene: Scene, target: Path, force: bool) -> bool:
+    before = Path.cwd()
+    os.chdir(scene.area)
+    try:
+        return command("hooks", "claude-code", "--write")
+    finally:
+        os.chdir(before)
+
+
 async def export_command(scene: Scene, target: Path, force: bool) -> bool:
     return command("export", "--store", str(scene.source), "-o", str(target), *(["--force"] if force else []))
 
@@ -119,6 +129,8 @@ WRITERS = [
     Writer("the n2n project files (--project-files)", ("application/surfaces/projectfiles.py",), n2n_mirror,
            agent=True, replaces=False, fixed=".mcp/memory.json"),
     Writer("chronograph export -o", ("tools/export_graph.py",), export_command),
+    Writer("chronograph hooks claude-code --write", ("tools/hooks.py",), hooks_command, replaces=False,
+           fixed=".claude/settings.json"),
     Writer("chronograph backup -o", ("tools/backup.py", "eventstore/lmdb/backup.py"), backup_command,
            suffix=".chronograph"),
 ]
@@ -128,10 +140,10 @@ def prepare(scene: Scene, writer: Writer, case: str) -> Path:
     """Set the scene for `case`; return the path the writer is asked to write."""
     name = writer.fixed or f"graph{writer.suffix}"
     target = scene.area / name
-    if writer.fixed:
-        shutil.rmtree(scene.area / ".mcp")  # as a fresh clone has it: no marker yet
+    if writer.fixed:  # as a fresh clone has it: no marker yet, no settings
+        shutil.rmtree(scene.area / Path(writer.fixed).parts[0], ignore_errors=True)
     if writer.fixed and case in ("a store's data.mdb", "a file inside a store", "a folder linked into a store"):
-        (scene.area / ".mcp").symlink_to(scene.victim, target_is_directory=True)  # its folder, into the store
+        (scene.area / Path(writer.fixed).parts[0]).symlink_to(scene.victim, target_is_directory=True)  # into the store
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     if case.startswith("a link to"):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -92,22 +93,23 @@ def run(args: argparse.Namespace) -> int:
     path = (Path.home() if args.user else Path.cwd()) / ".claude" / "settings.json"
     settings: dict[str, Any] = {}
     old: bytes | None = None
+    if path.is_symlink() or (os.path.lexists(path) and not path.is_file()):
+        return _refuse(f"{path} is a symbolic link or not a file; settings are never written through one")
     if path.exists():
-        old = path.read_bytes()
+        try:
+            old = path.read_bytes()
+        except OSError as error:
+            return _refuse(f"cannot read {path}: {error.strerror}")
         try:
             settings = json.loads(old) if old.strip() else {}
         except ValueError as error:
-            print(f"chronograph hooks: {path} is not JSON ({error}); fix it or move it away, then run again "
-                  "(nothing was written)", file=sys.stderr)
-            return 1
+            return _refuse(f"{path} is not JSON ({error}); fix it or move it away, then run again")
         if not isinstance(settings, dict):
-            print(f"chronograph hooks: {path} holds no JSON object; nothing was written", file=sys.stderr)
-            return 1
+            return _refuse(f"{path} holds no JSON object")
     try:
         added = merge(settings, wanted)
     except ValueError as error:
-        print(f"chronograph hooks: {path}: {error}; nothing was written", file=sys.stderr)
-        return 1
+        return _refuse(f"{path}: {error}")
     if not added:
         print(f"{path} already runs chronograph context; nothing to change")
         return 0
@@ -116,8 +118,12 @@ def run(args: argparse.Namespace) -> int:
             write_file(path.with_name(path.name + ".bak"), old, overwrite=True)
         write_file(path, (json.dumps(settings, indent=2) + "\n").encode(), overwrite=True, parents=True)
     except (WriteRefused, OSError) as error:
-        print(f"chronograph hooks: cannot write {path}: {error}", file=sys.stderr)
-        return 1
+        return _refuse(f"cannot write {path}: {error}")
     saved = f" (the old file is {path.name}.bak)" if old is not None else ""
     print(f"wrote the hooks into {path}{saved}")
     return 0
+
+
+def _refuse(reason: str) -> int:
+    print(f"chronograph hooks: {reason}; nothing was written", file=sys.stderr)
+    return 2

@@ -49,6 +49,6 @@ def test_a_settings_file_it_cannot_read_is_refused_and_left_alone(
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(content)
-    assert cli(["hooks", "claude-code", "--write"]) == 1
+    assert cli(["hooks", "claude-code", "--write"]) == 2
     assert settings.read_text() == content and not (settings.parent / "settings.json.bak").exists()
     assert "nothing was written" in capsys.readouterr().err
