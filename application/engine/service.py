@@ -145,8 +145,8 @@ class Memory:
                 self.reachable = None
                 checkpoint = self._checkpoint()  # a write of this process may have brought the views there
                 if head > checkpoint or erasures != self.views.erasures_seen:
-                    with self.lock:
-                        checkpoint = self.views.catch_up()
+                    with self.lock:  # to the head announced: asking the log for it again costs a snapshot
+                        checkpoint = self.views.catch_up(until=head)
                 self.followed = checkpoint
             except (EventStoreError, ProjectionError) as error:
                 self.reachable = str(error)
