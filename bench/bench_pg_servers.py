@@ -39,12 +39,14 @@ ENV = {**os.environ, "CHRONOGRAPH_EMBEDDINGS": "off"}
 SERVER = """
 import json, sys, time
 from chronograph.application import Memory
-store, cache, name, start, seconds = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
+store, cache, name = sys.argv[1], sys.argv[2], sys.argv[3]
 with Memory(store, **({"cache": cache} if cache != "-" else {})) as memory:
     memory.follow()  # as a server does: other servers' writes reach the views between its own
     memory.write("create_entities", {"entities": [{"name": name, "entityType": "t", "observations": []}]}, actor=name)
+    print("ready", flush=True)
+    start, seconds = map(float, sys.stdin.readline().split())  # every server open and warm: go together
     while time.time() < start:
-        time.sleep(0.001)
+        time.sleep(0.0005)
     latencies, end = [], start + seconds
     while time.time() < end:
         began = time.perf_counter()
@@ -68,10 +70,13 @@ def run(python: str, backend: str, servers: int, seconds: float, url: str, root:
     cache = (lambda k: str(folder / f"cache-{k}")) if backend == "postgresql" else (lambda k: "-")
     command = python.split()
     subprocess.run([*command, "-c", CREATE, store, cache(0)], check=True, env=ENV, cwd=folder)
-    start = time.time() + 2.0 + 0.3 * servers  # every process open and warm before the first write
-    processes = [subprocess.Popen([*command, "-c", SERVER, store, cache(k), f"s{k}", str(start), str(seconds)],
+    processes = [subprocess.Popen([*command, "-c", SERVER, store, cache(k), f"s{k}"], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True, env=ENV, cwd=folder) for k in range(servers)]
-    latencies = sorted(x for p in processes for x in json.loads(p.communicate(timeout=seconds + 120)[0]))
+    for process in processes:
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+    start = time.time() + 0.2
+    latencies = sorted(x for p in processes for x in json.loads(p.communicate(f"{start} {seconds}\n",
+                                                                               timeout=seconds + 120)[0]))
     if any(p.returncode for p in processes):
         raise SystemExit(f"a server of {python} on {backend} failed")
     shutil.rmtree(folder, ignore_errors=True)
