@@ -64,7 +64,7 @@ def test_a_reader_tailing_the_log_while_processes_race_sees_every_event_once_in_
     url = database().log_url()
     with pglog.PgLog(url) as log:
         start = time.time() + 2.0
-        writers = [subprocess.Popen([sys.executable, "-c", WRITER, url, "spread", f"w{n}", str(start), "60"],
+        writers = [subprocess.Popen([sys.executable, "-c", WRITER, url, "spread", f"w{n}", str(start), "40"],
                                     stdout=subprocess.PIPE, text=True) for n in range(4)]
         seen: list[int] = []
         while True:
@@ -84,7 +84,7 @@ def test_a_reader_tailing_the_log_while_processes_race_sees_every_event_once_in_
 def test_racing_processes_that_expect_a_version_write_it_once_and_the_others_are_refused() -> None:
     url = database().log_url()
     with pglog.PgLog(url) as log:
-        outcomes = [o for runs in race(url, "expect", 4, 40) for o in runs]
+        outcomes = [o for runs in race(url, "expect", 4, 25) for o in runs]
         with log.read() as reader:
             final = reader.stream_version("shared")
             versions = [e.version for e in reader.stream("shared")]
@@ -92,20 +92,20 @@ def test_racing_processes_that_expect_a_version_write_it_once_and_the_others_are
     refused = [o for o in outcomes if o[1:] != ["written"]]
     assert written == list(range(final))  # each version written once, by the one that expected it
     assert all(stream == "shared" and expected == seen and actual > seen for seen, stream, expected, actual in refused)
-    assert len(written) + len(refused) == 4 * 40
+    assert len(written) + len(refused) == 4 * 25
     assert versions == list(range(1, final + 1))
 
 
 def test_processes_racing_with_one_idempotency_key_write_once_and_all_get_that_result() -> None:
     url = database().log_url()
     with pglog.PgLog(url) as log:
-        outcomes = race(url, "keyed", 4, 20)
-        for i in range(20):
+        outcomes = race(url, "keyed", 4, 10)
+        for i in range(10):
             results = [runs[i] for runs in outcomes]
             assert len({(first, last) for first, last, _ in results}) == 1
             assert sorted(replayed for _, _, replayed in results) == [False, True, True, True]
         with log.read() as reader:
-            assert (reader.head(), reader.stream_version("keyed")) == (40, 40)
+            assert (reader.head(), reader.stream_version("keyed")) == (20, 20)
 
 
 def test_a_write_waits_on_the_network_once_while_it_holds_the_lock(tmp_path: Path) -> None:
