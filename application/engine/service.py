@@ -48,6 +48,9 @@ each was checked to touch nothing of the process but its snapshot and the word i
 (which have a lock of their own). Any other read takes the store's lock, as a write does."""
 _SEMANTIC = frozenset({"semantic", "hybrid"})
 
+FOLLOW_PAUSE = 0.01
+"""Seconds a follower waits after folding other servers' writes before it looks again."""
+
 
 class Written(msgspec.Struct, frozen=True):
     """What a call returns: its output, and whether it changed the store."""
@@ -155,10 +158,15 @@ class Memory:
                 self.views.observed_erasures = erasures
                 self.reachable = None
                 checkpoint = self._checkpoint()  # a write of this process may have brought the views there
-                if head > checkpoint or erasures != self.views.erasures_seen:
-                    with self.lock:
-                        checkpoint = self.views.catch_up()
+                folded = head > checkpoint or erasures != self.views.erasures_seen
+                if folded:
+                    with self.lock:  # to the head announced: asking the log for it again costs a snapshot
+                        checkpoint = self.views.catch_up(until=head)
                 self.followed = checkpoint
+                if folded:  # what others announce meanwhile is folded together at the next look: a look
+                    # per write of every other server costs each follower CPU that N servers writing at
+                    # once do not have (a server's own writes catch its views up anyway)
+                    self._stopping.wait(FOLLOW_PAUSE)
             except (EventStoreError, ProjectionError) as error:
                 self.reachable = str(error)
                 self._stopping.wait(1.0)

@@ -55,6 +55,9 @@ CONNECTION: dict[str, Any] = {
 RETRIES = 2
 """How many more connections a statement that starts a unit of work is tried on after the
 database dropped the one it was sent on."""
+AHEAD = 256
+"""How many of the events other servers appended a write transaction takes back with its lock
+(more are read after it, in batches)."""
 POLL_INTERVAL = 1.0
 """How often `wait_for_append` reads the head even without a notification."""
 
@@ -84,6 +87,9 @@ class PgLog(EventLog):
             "coalesce((SELECT recorded_at FROM {events} ORDER BY position DESC LIMIT 1), 0), "
             "(SELECT value FROM {meta} WHERE key = 'erasures')")
         self._begin_text = self._begin.as_string()
+        self._ahead_text = self.schema.sql(
+            "; SELECT position, envelope, checksum FROM {events} WHERE position > {{after}} ORDER BY position "
+            "LIMIT " + str(AHEAD)).as_string()
         self._readonly = readonly
         self._hooks: list[InlineHook] = []
         self._erase_hooks: list[EraseHook] = []
@@ -192,26 +198,38 @@ class PgLog(EventLog):
         self._erase_hooks.append(hook)
 
     @contextmanager
-    def transaction(self) -> Iterator[PgTransaction]:
+    def transaction(self, after: int | None = None) -> Iterator[PgTransaction]:
         """A write transaction holding the log's lock. It commits only through `commit(tx)`,
         so that whoever keeps views beside it can commit the log first and the views after;
         leaving the block without that rolls it back.
+
+        `after`: the position the caller has read the log up to; the events after it (up to
+        AHEAD of them) come back with the lock, in the same round trip, and the transaction
+        reads them from there.
 
         Raises:
             StoreUnavailableError: If the database cannot be reached or goes away.
         """
         if self._readonly:
             raise EventStoreError(f"the log at {self._shown} is open read-only")
-        with self._connection(self._begin_text) as (connection, cursor):
-            # One round trip: begin, take the lock, read where the log stands.
+        begin = self._begin_text
+        if after is not None:
+            begin += self._ahead_text.replace("{after}", str(int(after)))
+        with self._connection(begin) as (connection, cursor):
+            # One round trip: begin, take the lock, read where the log stands (and what is new).
             cursor.nextset()  # past BEGIN's result and the lock's, to where the log stands
             cursor.nextset()
             head, last, erasures = cursor.fetchone() or (0, 0, None)
+            ahead = None
+            if after is not None:
+                cursor.nextset()
+                rows = [(int(p), bytes(e), int(c)) for p, e, c in cursor.fetchall()]
+                ahead = (int(after), int(head) if len(rows) < AHEAD else rows[-1][0], rows)
             try:
                 tx = PgTransaction(connection, self.codec, self.schema, self._hooks, self._erase_hooks,
                                    head=int(head), last_recorded_at=int(last),
                                    erasures=0 if erasures is None else int.from_bytes(erasures, "big"),
-                                   peek=self._versions)
+                                   peek=self._versions, ahead=ahead)
                 yield tx
             finally:
                 if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
@@ -223,9 +241,9 @@ class PgLog(EventLog):
         Raises:
             StoreUnavailableError: If the commit could not be confirmed (see the error).
         """
-        try:  # one round trip: the announcement is delivered with the commit, or not at all
-            notify = f"NOTIFY {self.schema.channel}, '{tx.head()} {tx.erasures()}'; " if tx.appended else ""
-            tx.connection.execute(notify + "COMMIT")
+        try:  # one round trip: what was deferred, the announcement (delivered with the commit or not at all), COMMIT
+            notify = [f"NOTIFY {self.schema.channel}, '{tx.head()} {tx.erasures()}'"] if tx.appended else []
+            tx.send(*notify, "COMMIT")
         except psycopg.OperationalError as error:
             raise StoreUnavailableError(
                 f"the database of {self._shown} went away at the commit: {str(error).strip()}; the write may or "

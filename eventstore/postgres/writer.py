@@ -4,11 +4,18 @@ positions assigned, hooks run; and the erasures forgetting makes.
 Expected versions are checked against `heads` under the log's advisory lock, and the
 database enforces them again: (stream, version) is unique, so even a writer that skipped
 the lock could not put two events at one version.
+
+The lock is held from the transaction's first round trip to its commit, so every round
+trip in between is paid by every other writer waiting for it. Two things keep them few:
+the events other servers appended since this one's views last looked come back with the
+lock (`ahead`), and what an append stores is not sent at once but with the commit, in
+one pipeline (`_deferred`): a statement that reads first sends what is pending, so the
+transaction always reads its own writes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -43,8 +50,17 @@ class PgTransaction(PgReader, Appender):
         last_recorded_at: int,
         erasures: int = 0,
         peek: Callable[[list[str]], dict[str, int]] | None = None,
+        ahead: tuple[int, int, list[tuple[int, bytes, int]]] | None = None,
     ) -> None:
         super().__init__(lambda: connection, codec, schema)
+        self._open = connection
+        self._deferred: list[tuple[Any, Sequence[Any]]] = []
+        """Statements of appends not sent yet (they go with the next read, or the commit)."""
+        self._deferring: Sequence[StreamWrite] = ()
+        """The writes of the deferred append (to say which stream a refusal was about)."""
+        self._ahead = ahead
+        """(after, reaches, rows): every stored event after position `after` up to `reaches`,
+        read with the lock (as (position, stored bytes, checksum))."""
         self._hooks = hooks
         self._erase_hooks = erase_hooks
         self._recorded_at: int | None = None
@@ -59,6 +75,48 @@ class PgTransaction(PgReader, Appender):
         """Whether this transaction appended anything (its commit is then announced)."""
         self.views_txn: Any = None
         """The local views' write transaction that goes with this one (set by the views' binding)."""
+
+    @property
+    def connection(self) -> psycopg.Connection[Any]:
+        """The transaction's connection, with every deferred statement sent (reads see them).
+
+        Raises:
+            ConcurrencyError: If the database refused a deferred append (a stream taken to
+                be new exists).
+        """
+        if self._deferred:
+            self.send()
+        return self._open
+
+    def send(self, *then: str) -> None:
+        """Send the deferred statements and then the statements `then`, in one round trip.
+
+        Raises:
+            ConcurrencyError: If the database refused a deferred append (a stream taken to
+                be new exists).
+        """
+        statements, self._deferred = self._deferred, []
+        try:
+            with self._open.pipeline():
+                for query, params in statements:
+                    self._open.execute(query, params)
+                for text in then:
+                    self._open.execute(text)
+        except psycopg.errors.UniqueViolation:
+            raise self._taken(self._deferring) from None
+
+    def _rows(
+        self, from_position: int, to_position: int | None, batch_size: int = 4096
+    ) -> Iterator[list[tuple[int, bytes, int]]]:
+        """As `PgReader._rows`, from what came back with the lock when it holds the whole range."""
+        last = self.head() if to_position is None else to_position
+        first = max(from_position, 1)
+        if self._ahead is not None and self._ahead[0] < first and last <= self._ahead[1]:
+            wanted = [row for row in self._ahead[2] if first <= row[0] <= last]
+            for start in range(0, len(wanted), batch_size):
+                yield wanted[start:start + batch_size]
+            return
+        yield from super()._rows(from_position, to_position, batch_size)
 
     def head(self) -> int:
         """The position of the last event (known: the lock keeps other writers out)."""
@@ -94,16 +152,15 @@ class PgTransaction(PgReader, Appender):
 
     def _store(self, rows: list[Row], versions: dict[str, int], writes: Sequence[StreamWrite]) -> None:
         columns = [list(column) for column in zip(*rows, strict=True)]
-        try:  # one statement, one round trip, however many events: arrays unnested
-            self.connection.execute(self.schema.sql(
-                "WITH appended AS (INSERT INTO {events} (position, stream, version, recorded_at, checksum, "
-                "envelope) SELECT * FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::bigint[], "
-                "%s::bigint[], %s::bytea[])) "
-                "INSERT INTO {heads} (stream, version) SELECT * FROM unnest(%s::text[], %s::bigint[]) "
-                "ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version"),
-                (*columns, list(versions), list(versions.values())))
-        except psycopg.errors.UniqueViolation:
-            raise self._taken(writes) from None
+        self.connection  # noqa: B018 (an earlier append's statements go first, and say if they were refused)
+        self._deferring = writes
+        self._deferred.append((self.schema.sql(  # one statement however many events (arrays unnested), sent later
+            "WITH appended AS (INSERT INTO {events} (position, stream, version, recorded_at, checksum, "
+            "envelope) SELECT * FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::bigint[], "
+            "%s::bigint[], %s::bytea[])) "
+            "INSERT INTO {heads} (stream, version) SELECT * FROM unnest(%s::text[], %s::bigint[]) "
+            "ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version"),
+            (*columns, list(versions), list(versions.values()))))
         self._versions.update(versions)
         self._head = rows[-1][0]
         self.appended = True
@@ -116,7 +173,7 @@ class PgTransaction(PgReader, Appender):
     def _remember(self, idempotency_key: str, record: bytes, *, new: bool) -> None:
         statement = ("INSERT INTO {idempotency} (record, key) VALUES (%s, %s)" if new
                      else "UPDATE {idempotency} SET record = %s WHERE key = %s")
-        self.connection.execute(self.schema.sql(statement), (record, _key(idempotency_key)))
+        self._deferred.append((self.schema.sql(statement), (record, _key(idempotency_key))))
 
     def _versions_of(self, streams: set[str]) -> dict[str, int]:
         versions = dict.fromkeys(streams, 0)

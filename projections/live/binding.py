@@ -26,8 +26,12 @@ class Binding(Protocol):
 
     env: LmdbEnv
 
-    def write(self, work: Callable[[LogTransaction, lmdb.Transaction], T]) -> T:
-        """Run `work(log transaction, views transaction)`: both commit, or neither does."""
+    def write(self, work: Callable[[LogTransaction, lmdb.Transaction], T],
+              since: Callable[[lmdb.Transaction], int] | None = None) -> T:
+        """Run `work(log transaction, views transaction)`: both commit, or neither does.
+
+        `since(views transaction)`: the position the views stand at, so that a log elsewhere
+        can send what follows with its lock (a hint: the work reads the log as it must)."""
         ...
 
     def read(self) -> AbstractContextManager[tuple[LogReader, lmdb.Transaction]]:
@@ -55,7 +59,8 @@ class Colocated:
         self.log = log
         self.env = log.environment
 
-    def write(self, work: Callable[[LogTransaction, lmdb.Transaction], T]) -> T:
+    def write(self, work: Callable[[LogTransaction, lmdb.Transaction], T],
+              since: Callable[[lmdb.Transaction], int] | None = None) -> T:
         def both(tx: LmdbTransaction) -> T:
             return work(tx, tx.txn)
 
@@ -84,16 +89,19 @@ class Remote:
     A write decides against the database's current state: it takes the log's write
     transaction (and lock), catches the views up inside it, decides, appends, folds inline,
     commits the log and only then the views. If the views' commit fails after the log's,
-    the views are behind, never ahead, and catch up from their checkpoint.
+    the views are behind, never ahead, and catch up from their checkpoint. The events the
+    views have not seen come back with the lock (see `PgLog.transaction`), so catching up
+    costs the lock's holder no round trip of its own.
     """
 
     def __init__(self, log: Any, env: LmdbEnv) -> None:
         self.log = log
         self.env = env
 
-    def write(self, work: Callable[[LogTransaction, lmdb.Transaction], T]) -> T:
+    def write(self, work: Callable[[LogTransaction, lmdb.Transaction], T],
+              since: Callable[[lmdb.Transaction], int] | None = None) -> T:
         def attempt(txn: lmdb.Transaction) -> T:  # run again from scratch if the local map grows
-            with self.log.transaction() as tx:
+            with self.log.transaction(None if since is None else since(txn)) as tx:
                 tx.views_txn = txn
                 outcome = work(tx, txn)
                 self.log.commit(tx)

@@ -258,16 +258,17 @@ class Views:
                 return work(tx, LmdbState(txn, tables))
 
             try:
-                return self.binding.write(both)
+                return self.binding.write(both, since=self.tables.checkpoint)
             except GenerationMoved as moved:
                 self.adopt(moved.generation)
             except ViewsDamagedError as damage:
                 raise damage.at(self.log.location) from None
 
-    def catch_up(self, progress: Progress | None = None) -> int:
-        """Fold the events the views have not seen, in chunks; return the new checkpoint."""
+    def catch_up(self, progress: Progress | None = None, until: int | None = None) -> int:
+        """Fold the events the views have not seen (up to `until`, default the log's head), in
+        chunks; return the new checkpoint."""
         while True:
-            head = self.log.head()
+            head = self.log.head() if until is None else until
 
             def step(log: LogReader, txn: lmdb.Transaction, head: int = head) -> int:
                 tables = self.tables

@@ -106,6 +106,26 @@ def test_a_write_of_one_server_is_read_by_another_once_it_followed(tmp_path: Pat
         assert [e.name for e in b.read("read_graph", {}).entities] == ["Ada"]
 
 
+def test_a_follower_folds_a_burst_of_another_servers_writes_in_a_few_looks(
+        tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronograph.application.engine import service
+
+    monkeypatch.setattr(service, "FOLLOW_PAUSE", 2.0, raising=False)  # the burst is over before it looks again
+    with Memory(url, cache=tmp_path / "a") as a, Memory(url, cache=tmp_path / "b") as b:
+        looks: list[int | None] = []
+        catch_up = b.views.catch_up
+        monkeypatch.setattr(b.views, "catch_up", lambda *args, **kwargs: looks.append(kwargs.get("until")) or
+                            catch_up(*args, **kwargs))
+        b.follow()
+        for n in range(20):
+            a.write("create_entities", {"entities": [{"name": f"E{n}", "entityType": "t", "observations": []}]},
+                    actor="a")
+        for _ in range(3):  # the follower's pause, and its next look
+            caught_up(b)
+        assert len(b.read("read_graph", {}).entities) == 20
+    assert 1 <= len(looks) <= 3
+
+
 def test_a_write_decides_against_the_database_not_a_stale_cache(tmp_path: Path, url: str) -> None:
     with Memory(url, cache=tmp_path / "a") as a, Memory(url, cache=tmp_path / "b") as b:
         a.write("create_entities", {"entities": [{"name": "Ada", "entityType": "p", "observations": []}]}, actor="a")

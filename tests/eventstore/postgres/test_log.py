@@ -92,3 +92,23 @@ def test_a_log_that_does_not_exist_is_not_created_when_told_not_to() -> None:
 def test_a_server_that_does_not_answer_is_reported_with_its_reason() -> None:
     with pytest.raises(StoreUnavailableError, match="cannot reach the database of .*refused"):
         pglog.PgLog("postgresql://postgres@127.0.0.1:1/nothing")
+
+
+def test_a_scan_longer_than_one_fetch_reads_ahead_and_can_stop_anywhere(
+        log: pglog.PgLog, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronograph.eventstore.postgres import reader as pgreader
+
+    monkeypatch.setattr(pgreader, "FETCH_ROWS", 64)  # chunks fetched while the one before is used
+    for n in range(10):
+        log.append([StreamWrite(f"s{n}-{i}", [ObservationsAdded(observations=(f"{n}/{i}",))]) for i in range(50)],
+                   actor="t")
+    with log.read() as reader:
+        assert [e.position for e in reader.all(3, batch_size=10)] == list(range(3, 501))
+        for batch in reader.batches(1, 500, batch_size=10):
+            if batch[0].position > 200:
+                break  # the read-ahead stops with it, and the snapshot goes on
+        assert [t.name for t in threading.enumerate() if t.name == "chronograph-read-ahead"] == []
+        assert [len(batch) for batch in reader.batches(491, batch_size=4)] == [4, 4, 2]
+        assert reader.head() == 500
+    with log.read() as reader:
+        assert sum(1 for _ in reader.verify()) == 0
