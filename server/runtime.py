@@ -55,6 +55,15 @@ class Runtime:
         self.exact = settings.profile in PROFILES and PROFILES[settings.profile].exact
         """Whether answers keep the reference server's shape (what we add rides in `_meta`)."""
 
+    @classmethod
+    def over(cls, memory: Memory, settings: Settings) -> Runtime:
+        """A runtime over a memory opened by someone else, who closes it (a command that answers a
+        few requests in its own process, as priming the kept answers does)."""
+        runtime = cls(settings)
+        runtime._memory = memory
+        runtime._users = 1  # the owner's: a session's `close` never closes it
+        return runtime
+
     @property
     def memory(self) -> Memory:
         """The open memory (between `open` and the matching `close`)."""

@@ -279,8 +279,29 @@ async def _streams(
                     answered = anyio.Event()
                     await answered.wait()
 
-    async def writer() -> None:
+    def keep(response: types.JSONRPCResponse | types.JSONRPCError) -> None:
+        """Keep the SDK's answer in the cache before the client has it: a client that kills the
+        server as soon as it has its answer (many do) must not leave the next spawn without it."""
         nonlocal settled
+        asked = kept.pop(response.id, None)
+        if asked is None or cache is None or not isinstance(response, types.JSONRPCResponse):
+            return
+        method, protocol = asked
+        result = response.result
+        if method == "initialize" and isinstance(result.get("protocolVersion"), str):
+            settled = result["protocolVersion"]
+        if protocol == HANDSHAKE:
+            if not settled:
+                return  # answered before any handshake: nothing to key it by
+            protocol = f"{HANDSHAKE}:{settled}"
+        if method == "tools/call":  # the front makes the result; it learns what the SDK adds
+            extras = tool_result_extras(result)
+            if extras is None:
+                return  # a refusal says nothing about the protocol, only about its call
+            result = extras
+        cache.put(method, protocol, msgspec.json.encode(result))
+
+    async def writer() -> None:
         async with write_out:
             async for message in write_out:
                 response = message.message
@@ -288,27 +309,12 @@ async def _streams(
                     out.write(encode(message))
                     out.flush()
                     continue
+                keep(response)
                 if response.id != REPLAYED:  # the front answered that one already
                     out.write(encode(message))
                     out.flush()
                 unanswered.discard(response.id)
                 answered.set()
-                asked = kept.pop(response.id, None)
-                if asked is not None and cache is not None and isinstance(response, types.JSONRPCResponse):
-                    method, protocol = asked
-                    result = response.result
-                    if method == "initialize" and isinstance(result.get("protocolVersion"), str):
-                        settled = result["protocolVersion"]
-                    if protocol == HANDSHAKE:
-                        if not settled:
-                            continue  # answered before any handshake: nothing to key it by
-                        protocol = f"{HANDSHAKE}:{settled}"
-                    if method == "tools/call":  # the front makes the result; it learns what the SDK adds
-                        extras = tool_result_extras(result)
-                        if extras is None:
-                            continue  # a refusal says nothing about the protocol, only about its call
-                        result = extras
-                    cache.put(method, protocol, msgspec.json.encode(result))
 
     async with anyio.create_task_group() as group:
         group.start_soon(reader)

@@ -46,6 +46,7 @@ from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError
 from chronograph.tools.common.parsing import add_store_argument, script_main
 from chronograph.tools.common.progress import Progress
+from chronograph.tools.common.startup import keep_startup_state
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
             reports = [(workspace, import_plan(memory, part, workspace, stored[workspace], progress))
                        for workspace, part in parts if not part.empty]
             progress.finish()
-            memory.prepare_search()  # the next server's first search loads the index
+            keep_startup_state(memory)  # the next server's first answers come from the store
     except (EventStoreError, ProjectionError, ChronographError) as error:
         print(f"chronograph import: {error}", file=sys.stderr)
         return 2
