@@ -94,6 +94,17 @@ class Runtime:
         self._users += 1
         return self._memory
 
+    @property
+    def open_users(self) -> int:
+        """Users of the open store (0: closed)."""
+        return self._users
+
+    def shutdown(self) -> None:
+        """Close the store whoever still uses it (a server asked to stop, mid-session or not)."""
+        if self._memory is not None:
+            self._users = 1
+        self.close()
+
     def close(self) -> None:
         """One user fewer; the last one closes the store."""
         self._users -= 1

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import re
+import signal
 import stat
 from collections.abc import AsyncIterator
 from contextlib import ExitStack, asynccontextmanager
@@ -327,9 +328,22 @@ async def _streams(
 
 async def run_stdio(
     server: MCPServer, limit: int = MAX_LINE, *, fds: tuple[int, int] | None = None,
-    handover: Handover | None = None, cache: ReplyCache | None = None,
+    handover: Handover | None = None, cache: ReplyCache | None = None, stop_on_signals: bool = False,
 ) -> None:
-    """Serve `server` over the wire until the client closes stdin (see `stdio_streams`)."""
+    """Serve `server` over the wire until the client closes stdin (see `stdio_streams`), or, with
+    `stop_on_signals` (the main thread only), until SIGTERM or SIGINT asks it to stop: the
+    session is cancelled in an orderly way, wherever it was."""
     lowlevel = server._lowlevel_server  # noqa: SLF001 (MCPServer.run_stdio_async with our transport)
-    async with stdio_streams(limit, fds=fds, handover=handover, cache=cache) as (read_stream, write_stream):
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+    async with anyio.create_task_group() as group:
+        if stop_on_signals:
+            group.start_soon(_cancel_on_signals, group.cancel_scope)
+        async with stdio_streams(limit, fds=fds, handover=handover, cache=cache) as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        group.cancel_scope.cancel()
+
+
+async def _cancel_on_signals(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
