@@ -207,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rss", action="store_true", help="also resident memory by stage")
     parser.add_argument("--exit", action="store_true", help="also the time to exit when asked")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold starts")
+    parser.add_argument("--one-store", action="store_true",
+                        help="the baseline serves the store this checkout imported (for --rss and --exit; "
+                        "it takes no part in the cold starts, which need a store of its own import)")
     parser.add_argument("--keep", type=Path, help="build the stores here (and keep them) instead of a temp dir")
     parser.add_argument("--json", type=Path, default=Path("bench-coldstart.json"))
     args = parser.parse_args(argv)
@@ -223,9 +226,9 @@ def main(argv: list[str] | None = None) -> int:
             pythons["before"] = args.baseline
         timings: dict[str, Any] = {}
         for name, python in pythons.items():
-            store = root / f"store-{name}"
+            store = root / ("store-after" if args.one_store else f"store-{name}")
             extra = [] if args.embeddings is None else ["--embeddings", args.embeddings]
-            if not store.exists():
+            if not store.exists() and not (args.one_store and name == "before"):
                 started = time.perf_counter()
                 subprocess.run([python, "-m", "chronograph", "import", str(graph), "--store", str(store)],
                                check=True, cwd=root, stdout=subprocess.DEVNULL)
@@ -248,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_cold:
             for turn in range(args.spawns):
                 for name, (command, env) in targets.items():
+                    if args.one_store and name == "before":
+                        continue
                     figure = cold_start(command, env, root)
                     results[name]["cold"].append(figure)
                     print(f"[{name}] spawn {turn + 1}: initialize {figure['initialize_ms']:.0f} ms, "

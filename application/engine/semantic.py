@@ -36,6 +36,10 @@ __all__ = ["STEP", "Semantic"]
 
 POLL = 0.25
 """Seconds between looks at the log's head while there is nothing to embed."""
+START_DELAY = 2.0
+"""Seconds after the start before the projector's first look: a session's opening (a spawn's
+initialize and first calls, half a second) is served before a backlog has it load the model
+(100 MB, a second of a core) and take turns with the requests."""
 STEP = 128
 """Entities embedded per step (the checkpoint moves once a step)."""
 CHUNK = 32
@@ -231,7 +235,7 @@ class Semantic:
 
     def _run(self, progress: Progress | None) -> None:
         _yield_to_requests()
-        wait, last = POLL, -1
+        wait, last = START_DELAY, -1
         while not self._stop.wait(wait):
             try:
                 checkpoint, head = self.step()  # the model loads when there is something to embed
