@@ -90,6 +90,7 @@ class Runtime:
                 self._memory.after_write.append(files.after)
             if self._memory.semantic is not None and not self._memory.log.readonly:
                 self._memory.semantic.start(EmbeddingProgress())
+            self._memory.keep_images()
             self._memory.follow()  # a database store: other servers' writes reach the views
         self._users += 1
         return self._memory
