@@ -12,8 +12,9 @@ two-word `search_nodes` ("thing 4242"), timed from the spawn to the search's ans
 ended with SIGKILL, as clients that kill their servers do. The first spawn comes right after
 the import.
 
-With `--rss`, one more spawn of each measures resident memory (VmRSS) after initialize, after
-the first search and after 100 more searches, and the peak (VmHWM). With `--exit`, one more
+With `--rss`, one more spawn of each measures resident memory (VmRSS, and the private part of
+it, RssAnon) after initialize, after the first search, after 100 more searches and 5 s later
+(a backlog of embeddings at work), and the peak (VmHWM). With `--exit`, one more
 spawn of each is asked to stop (stdin closed, SIGTERM, SIGINT in turn, after a first search)
 and timed until it is gone, while its embedding projector (if any) has work.
 
@@ -113,8 +114,10 @@ class Server:
         return (time.perf_counter() - self.started) * 1e3
 
     def memory(self) -> dict[str, int]:
-        """VmRSS and VmHWM in MB, of the server and its children (npx: node)."""
-        found = {"rss": 0, "peak": 0}
+        """VmRSS, RssAnon (private memory; the rest of RSS is mapped files: for Chronograph, the
+        store's pages its reads touched, which the kernel may drop) and VmHWM, in MB, of the
+        server and its children."""
+        found = {"rss": 0, "anon": 0, "peak": 0}
         for pid in [self.process.pid, *_children(self.process.pid)]:
             try:
                 status = Path(f"/proc/{pid}/status").read_text()
@@ -125,6 +128,8 @@ class Server:
                     found["rss"] += int(line.split()[1]) // 1024
                 elif line.startswith("VmHWM:"):
                     found["peak"] += int(line.split()[1]) // 1024
+                elif line.startswith("RssAnon:"):
+                    found["anon"] += int(line.split()[1]) // 1024
         return found
 
     def kill(self) -> None:
@@ -171,13 +176,21 @@ def stages(command: list[str], env: dict[str, str] | None, cwd: Path, size: int)
     try:
         server.initialize()
         time.sleep(0.5)  # whatever starts in the background at initialize has started
-        figures = {"after initialize": server.memory()["rss"]}
+        figures: dict[str, int] = {}
+
+        def note(stage: str) -> None:
+            found = server.memory()
+            figures[stage], figures[f"{stage} (private)"] = found["rss"], found["anon"]
+
+        note("after initialize")
         server.search(QUERY)
-        figures["after a first search"] = server.memory()["rss"]
+        note("after a first search")
         rng = random.Random(5)
         for _ in range(100):
             server.search(f"thing {rng.randrange(size)}")
-        figures["after 100 searches"] = server.memory()["rss"]
+        note("after 100 searches")
+        time.sleep(5.0)  # whatever the server does in the background (an embedding backlog) shows
+        note("5 s later")
         figures["peak"] = server.memory()["peak"]
         return figures
     finally:
@@ -286,7 +299,9 @@ def main(argv: list[str] | None = None) -> int:
         print_table(f"cold start, every spawn ended by SIGKILL, median of {args.spawns}", rows)
     if args.rss:
         rss_rows = []
-        for stage in ("after initialize", "after a first search", "after 100 searches", "peak"):
+        for stage in ("after initialize", "after a first search", "after 100 searches", "5 s later", "peak",
+                      "after initialize (private)", "after a first search (private)",
+                      "after 100 searches (private)", "5 s later (private)"):
             base = results.get("official", {}).get("rss") or {}
             for name in targets:
                 figures = results[name]["rss"]
