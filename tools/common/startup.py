@@ -9,6 +9,8 @@ remakes a store leaves both current, so that the spawn right after it is as fast
 
 from __future__ import annotations
 
+import sys
+
 from chronograph.application import Memory
 
 __all__ = ["keep_startup_state"]
@@ -16,10 +18,18 @@ __all__ = ["keep_startup_state"]
 
 def keep_startup_state(memory: Memory) -> int:
     """Save the search images and keep the SDK's opening answers in `memory`'s store; return how
-    many images were saved. Loads the MCP SDK (about a second)."""
-    from chronograph.server.priming import prime  # noqa: PLC0415 (the MCP SDK loads here)
+    many images were saved. Loads the MCP SDK (about a second).
 
+    The answers are an optimisation: if they cannot be kept, the command says so on stderr
+    and succeeds (the first session keeps them, as before).
+    """
     images = memory.prepare_search()
     if memory.cache is None:  # a database log's views are each machine's own: its server keeps them
-        prime(memory)
+        try:
+            from chronograph.server.priming import prime  # noqa: PLC0415 (the MCP SDK loads here)
+
+            prime(memory)
+        except Exception as error:  # noqa: BLE001 (whatever went wrong, the store itself is whole)
+            print(f"chronograph: the server's start-up answers were not kept ({error!r}); the first session "
+                  "keeps them", file=sys.stderr)
     return images

@@ -96,3 +96,20 @@ def test_the_official_profile_is_kept_ready_too(imported: Path) -> None:
     result, imports = first_session(imported, "--profile", "official")
     assert not sdk_loaded(imports)
     assert [e["name"] for e in result["structuredContent"]["entities"]] == ["thing 42"]
+
+
+def test_a_failure_to_keep_the_answers_leaves_the_command_successful(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chronograph.server import priming
+    from chronograph.tools.common.startup import keep_startup_state
+
+    def broken(memory: Memory) -> int:
+        raise OSError("no pipes left")
+
+    monkeypatch.setattr(priming, "prime", broken)
+    with Memory(tmp_path / "store") as memory:
+        memory.write("create_entities", {"entities": [{"name": "Ada", "entityType": "p", "observations": []}]},
+                     actor="t")
+        assert keep_startup_state(memory) == 1  # the image is saved all the same
+    assert "were not kept" in capsys.readouterr().err
