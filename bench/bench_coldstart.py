@@ -202,7 +202,7 @@ def exit_time(command: list[str], env: dict[str, str] | None, cwd: Path, how: st
     try:
         server.initialize()
         server.search(QUERY)
-        time.sleep(1.0)  # the embedding projector (if any) is at work on the imported backlog
+        time.sleep(4.0)  # the embedding projector (if any: it starts 2 s after the spawn) is at work on a backlog
         return server.stop(how)
     finally:
         if server.process.poll() is None:
