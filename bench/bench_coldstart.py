@@ -220,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rss", action="store_true", help="also resident memory by stage")
     parser.add_argument("--exit", action="store_true", help="also the time to exit when asked")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold starts")
+    parser.add_argument("--alternate", type=int, default=0, metavar="N",
+                        help="also spawn this checkout and the baseline N times each, taking turns, on one store "
+                        "(this checkout's): the code's own start, whatever the store keeps")
     parser.add_argument("--one-store", action="store_true",
                         help="the baseline serves the store this checkout imported (for --rss and --exit; "
                         "it takes no part in the cold starts, which need a store of its own import)")
@@ -270,6 +273,13 @@ def main(argv: list[str] | None = None) -> int:
                     results[name]["cold"].append(figure)
                     print(f"[{name}] spawn {turn + 1}: initialize {figure['initialize_ms']:.0f} ms, "
                           f"first search {figure['first_search_ms']:.0f} ms", file=sys.stderr)
+        if args.alternate and "before" in pythons:
+            store = str(root / "store-after")
+            pair = {name: [pythons[name], "-m", "chronograph", "serve", "--store", store]
+                    for name in ("after", "before")}
+            for _ in range(args.alternate):
+                for name, command in pair.items():
+                    results[name].setdefault("alternating", []).append(cold_start(command, None, root))
         if args.rss:
             for name, (command, env) in targets.items():
                 results[name]["rss"] = stages(command, env, root, args.size)
@@ -297,6 +307,16 @@ def main(argv: list[str] | None = None) -> int:
                      f"{ratio}  [{spread}]"))
     if rows:
         print_table(f"cold start, every spawn ended by SIGKILL, median of {args.spawns}", rows)
+    if args.alternate and "before" in pythons:
+        alternating = []
+        for name in ("after", "before"):
+            spawns = results[name]["alternating"]
+            first = statistics.median(f["first_search_ms"] for f in spawns)
+            init = statistics.median(f["initialize_ms"] for f in spawns)
+            results[name]["alternating_median_ms"] = {"initialize": init, "first_search": first}
+            alternating.append((f"N={args.size:,} {name}: spawn -> first search (ms)", f"{first:.0f} (init {init:.0f})",
+                                ""))
+        print_table(f"the two checkouts taking turns on one store, median of {args.alternate}", alternating)
     if args.rss:
         rss_rows = []
         for stage in ("after initialize", "after a first search", "after 100 searches", "5 s later", "peak",
