@@ -66,6 +66,15 @@ class Runtime:
         self.exact = settings.profile in PROFILES and PROFILES[settings.profile].exact
         """Whether answers keep the reference server's shape (what we add rides in `_meta`)."""
 
+    @classmethod
+    def over(cls, memory: Memory, settings: Settings) -> Runtime:
+        """A runtime over a memory opened by someone else, who closes it (a command that answers a
+        few requests in its own process, as priming the kept answers does)."""
+        runtime = cls(settings)
+        runtime._memory = memory
+        runtime._users = 1  # the owner's: a session's `close` never closes it
+        return runtime
+
     @property
     def memory(self) -> Memory:
         """The open memory (between `open` and the matching `close`)."""
@@ -92,10 +101,22 @@ class Runtime:
                 self._memory.after_write.append(files.after)
             if self._memory.semantic is not None and not self._memory.log.readonly:
                 self._memory.semantic.start(EmbeddingProgress())
+            self._memory.keep_images()
             self._memory.follow()  # a database store: other servers' writes reach the views
             self._began[LOCAL] = self._memory.log.head()
         self._users += 1
         return self._memory
+
+    @property
+    def open_users(self) -> int:
+        """Users of the open store (0: closed)."""
+        return self._users
+
+    def shutdown(self) -> None:
+        """Close the store whoever still uses it (a server asked to stop, mid-session or not)."""
+        if self._memory is not None:
+            self._users = 1
+        self.close()
 
     def close(self) -> None:
         """One user fewer; the last one closes the store."""

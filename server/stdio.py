@@ -16,6 +16,7 @@ import json
 import math
 import os
 import re
+import signal
 import stat
 from collections.abc import AsyncIterator
 from contextlib import ExitStack, asynccontextmanager
@@ -279,8 +280,29 @@ async def _streams(
                     answered = anyio.Event()
                     await answered.wait()
 
-    async def writer() -> None:
+    def keep(response: types.JSONRPCResponse | types.JSONRPCError) -> None:
+        """Keep the SDK's answer in the cache before the client has it: a client that kills the
+        server as soon as it has its answer (many do) must not leave the next spawn without it."""
         nonlocal settled
+        asked = kept.pop(response.id, None)
+        if asked is None or cache is None or not isinstance(response, types.JSONRPCResponse):
+            return
+        method, protocol = asked
+        result = response.result
+        if method == "initialize" and isinstance(result.get("protocolVersion"), str):
+            settled = result["protocolVersion"]
+        if protocol == HANDSHAKE:
+            if not settled:
+                return  # answered before any handshake: nothing to key it by
+            protocol = f"{HANDSHAKE}:{settled}"
+        if method == "tools/call":  # the front makes the result; it learns what the SDK adds
+            extras = tool_result_extras(result)
+            if extras is None:
+                return  # a refusal says nothing about the protocol, only about its call
+            result = extras
+        cache.put(method, protocol, msgspec.json.encode(result))
+
+    async def writer() -> None:
         async with write_out:
             async for message in write_out:
                 response = message.message
@@ -288,27 +310,12 @@ async def _streams(
                     out.write(encode(message))
                     out.flush()
                     continue
+                keep(response)
                 if response.id != REPLAYED:  # the front answered that one already
                     out.write(encode(message))
                     out.flush()
                 unanswered.discard(response.id)
                 answered.set()
-                asked = kept.pop(response.id, None)
-                if asked is not None and cache is not None and isinstance(response, types.JSONRPCResponse):
-                    method, protocol = asked
-                    result = response.result
-                    if method == "initialize" and isinstance(result.get("protocolVersion"), str):
-                        settled = result["protocolVersion"]
-                    if protocol == HANDSHAKE:
-                        if not settled:
-                            continue  # answered before any handshake: nothing to key it by
-                        protocol = f"{HANDSHAKE}:{settled}"
-                    if method == "tools/call":  # the front makes the result; it learns what the SDK adds
-                        extras = tool_result_extras(result)
-                        if extras is None:
-                            continue  # a refusal says nothing about the protocol, only about its call
-                        result = extras
-                    cache.put(method, protocol, msgspec.json.encode(result))
 
     async with anyio.create_task_group() as group:
         group.start_soon(reader)
@@ -321,9 +328,22 @@ async def _streams(
 
 async def run_stdio(
     server: MCPServer, limit: int = MAX_LINE, *, fds: tuple[int, int] | None = None,
-    handover: Handover | None = None, cache: ReplyCache | None = None,
+    handover: Handover | None = None, cache: ReplyCache | None = None, stop_on_signals: bool = False,
 ) -> None:
-    """Serve `server` over the wire until the client closes stdin (see `stdio_streams`)."""
+    """Serve `server` over the wire until the client closes stdin (see `stdio_streams`), or, with
+    `stop_on_signals` (the main thread only), until SIGTERM or SIGINT asks it to stop: the
+    session is cancelled in an orderly way, wherever it was."""
     lowlevel = server._lowlevel_server  # noqa: SLF001 (MCPServer.run_stdio_async with our transport)
-    async with stdio_streams(limit, fds=fds, handover=handover, cache=cache) as (read_stream, write_stream):
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+    async with anyio.create_task_group() as group:
+        if stop_on_signals:
+            group.start_soon(_cancel_on_signals, group.cancel_scope)
+        async with stdio_streams(limit, fds=fds, handover=handover, cache=cache) as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        group.cancel_scope.cancel()
+
+
+async def _cancel_on_signals(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return

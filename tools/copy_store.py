@@ -31,6 +31,7 @@ from chronograph.eventstore.lmdb import resident
 from chronograph.projections import ProjectionError
 from chronograph.tools.common.parsing import script_main
 from chronograph.tools.common.progress import Progress
+from chronograph.tools.common.startup import keep_startup_state
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -62,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
             progress.finish()
             head = dst.head()
         if not problems and not is_database_url(target):  # a store folder keeps its views beside the log
-            Memory(target, progress=progress).close()
+            with Memory(target, progress=progress) as memory:
+                keep_startup_state(memory)
             progress.finish()
     except (EventStoreError, ProjectionError) as error:
         progress.finish()

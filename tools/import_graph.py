@@ -40,6 +40,7 @@ from chronograph.eventstore.lmdb import resident
 from chronograph.projections import ProjectionError
 from chronograph.tools.common.parsing import add_store_argument, script_main
 from chronograph.tools.common.progress import Progress
+from chronograph.tools.common.startup import keep_startup_state
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -102,9 +103,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def finish(memory: Memory) -> None:
-    """The last step of an import, with the store still open: leave it ready for the next server."""
+    """The last step of an import, with the store still open: leave it ready for the next server
+    (the search images and the SDK's opening answers: its first answers come from the store)."""
     resident.release()  # what the import read of the store is not the search's to keep
-    memory.prepare_search()  # the next server's first search loads the index
+    keep_startup_state(memory)
 
 
 def _say(args: argparse.Namespace, workspace: str, report: ImportReport) -> None:

@@ -36,6 +36,7 @@ from chronograph.projections import ProjectionError, verify
 from chronograph.projections.errors import EmbeddingsUnavailableError
 from chronograph.tools.common.parsing import add_store_argument, explain, missing_workspace, script_main
 from chronograph.tools.common.progress import Progress
+from chronograph.tools.common.startup import keep_startup_state
 from chronograph.tools.common.terminal import print_rows
 
 __all__ = ["add_arguments", "main", "run"]
@@ -146,7 +147,7 @@ def _rebuild(store: Path | str, cache: str | None) -> int:
     local = spec if spec in ("auto", "local") else "off"
     with Memory(store, progress=progress, embeddings=local, embedding_threads=0, cache=cache) as memory:
         report = memory.views.rebuild(progress)
-        images = memory.prepare_search()
+        images = keep_startup_state(memory)
         embedded = memory.semantic is not None
         if memory.semantic is not None:
             memory.semantic.forget()

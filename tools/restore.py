@@ -105,11 +105,12 @@ def _rebuild(argv: list[str]) -> int:
     """The process that reads an extracted backup: rebuild it; say what was wrong on stdout."""
     from chronograph.application.lifecycle.restoring import rebuild_from_log  # noqa: PLC0415
     from chronograph.tools.common.progress import Progress  # noqa: PLC0415
+    from chronograph.tools.common.startup import keep_startup_state  # noqa: PLC0415
 
     extracted, fresh, head = argv
     progress = Progress()
     try:
-        rebuild_from_log(Path(extracted), Path(fresh), int(head), progress)
+        rebuild_from_log(Path(extracted), Path(fresh), int(head), progress, then=keep_startup_state)
     except Exception as error:  # noqa: BLE001 (whatever reading a damaged file raises is one line, never a traceback)
         progress.finish()
         kind = "" if isinstance(error, EventStoreError) else f"{type(error).__name__}: "

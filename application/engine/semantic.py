@@ -38,8 +38,16 @@ __all__ = ["STEP", "Semantic"]
 
 POLL = 0.25
 """Seconds between looks at the log's head while there is nothing to embed."""
+START_DELAY = 2.0
+"""Seconds after the start before the projector's first look: a session's opening (a spawn's
+initialize and first calls, half a second) is served before a backlog has it load the model
+(100 MB, a second of a core) and take turns with the requests."""
 STEP = 128
-"""Entities embedded per step (each step commits)."""
+"""Entities embedded per step (the checkpoint moves once a step)."""
+CHUNK = 32
+"""Entities embedded per commit: what a stop may cost of work under way."""
+STOP_WAIT = 0.1
+"""Seconds a closing server waits for the chunk under way (whatever is left is not stored)."""
 SETTLE = 32
 """Events a query embeds itself before it answers (more are left to the projector)."""
 RETRY = 30.0
@@ -66,6 +74,8 @@ class Semantic:
         self.loaded = False
         """Whether the embedder has loaded and embedded once (a write embeds in the call only then)."""
         self._queries: OrderedDict[str, Any] = OrderedDict()
+        self.closed = False
+        """Set (under the lock) when the store closes: nothing is stored after it."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -74,8 +84,13 @@ class Semantic:
     def step(self, limit: int = STEP) -> tuple[int, int]:
         """Embed the entities changed in the next stretch of the log; return (checkpoint, head).
 
+        The vectors are committed a `CHUNK` at a time, ahead of the checkpoint, which moves
+        with the last chunk: a stop asked for meanwhile (`stop`) ends the step after the chunk
+        under way, and what was embedded is kept; the next step (here or in the next process)
+        finds those vectors current and embeds only the rest of the stretch.
+
         Raises:
-            EmbeddingsUnavailableError: If the embedder cannot embed (nothing is stored).
+            EmbeddingsUnavailableError: If the embedder cannot embed (nothing more is stored).
         """
         with self.lock, self.views.snapshot() as snapshot:
             txn, graph = snapshot.graph.txn, snapshot.graph
@@ -95,24 +110,40 @@ class Semantic:
                 elif known.get(stream) != record.version:
                     todo.append(record)
             parts = self._parts(txn, todo)
-        embedded = embed_records(self.embedder, todo, parts) if todo else []
-        self.loaded = self.loaded or bool(todo)
-        put = [(r.stream, r.workspace, r.version, vector, made)
-               for r, (vector, made) in zip(todo, embedded, strict=True)]
+        todo.sort(key=lambda r: sum(map(len, r.observations)))  # similar lengths in a chunk pad little
+        chunks = [todo[at:at + CHUNK] for at in range(0, len(todo), CHUNK)] or [[]]
+        for number, chunk in enumerate(chunks):
+            if self._stop.is_set():
+                return start, head  # what was embedded so far is kept; the checkpoint stays
+            last = number == len(chunks) - 1
+            embedded = embed_records(self.embedder, chunk, parts) if chunk else []
+            self.loaded = self.loaded or bool(chunk)
+            put = [(r.stream, r.workspace, r.version, vector, made)
+                   for r, (vector, made) in zip(chunk, embedded, strict=True)]
+            if not self._store(start, erasures, put, drop if last else (), stop if last else None):
+                return start, head  # another process got there first, or something was forgotten
+        self.problem = None
+        return stop, head
+
+    def _store(self, start: int, erasures: int, put: list[tuple[Any, ...]], drop: Sequence[str],
+               checkpoint: int | None) -> bool:
+        """Commit vectors read at checkpoint `start` (and, with `checkpoint`, move it); False if the
+        stretch was embedded by another process, something was forgotten since, or the store closed."""
 
         def write(txn: Any) -> bool:
             if self.vectors.checkpoint(txn) != start:
                 return False  # another process embedded this stretch first
             if self.views.erasures_in(txn) != erasures:
                 return False  # what was read may have been forgotten since: embed it again
-            self.vectors.store(txn, put, drop, stop)
+            self.vectors.store(txn, put, drop, checkpoint)
             return True
 
-        if self.vectors.db is not None and not self.views.env.readonly:
-            with self.lock:
-                self.views.env.write(write)
-        self.problem = None
-        return stop, head
+        if self.vectors.db is None or self.views.env.readonly:
+            return True
+        with self.lock:
+            if self.closed:
+                return False
+            return bool(self.views.env.write(write))
 
     def embed_now(self, records: Sequence[EntityRecord]) -> bool:
         """Embed `records`, just committed, if the model is loaded and working; return whether
@@ -150,7 +181,7 @@ class Semantic:
             return False
         try:
             with self.lock:
-                return bool(self.views.env.write(write))
+                return not self.closed and bool(self.views.env.write(write))
         except (EventStoreError, ProjectionError):
             return False  # derived data: the projector stores them when the store takes writes again
 
@@ -205,21 +236,24 @@ class Semantic:
             self._thread = threading.Thread(target=self._run, args=(progress,), name="embeddings", daemon=True)
             self._thread.start()
 
-    def stop(self) -> None:
-        """Stop the projector (after the step under way)."""
+    def stop(self, wait: float | None = STOP_WAIT) -> None:
+        """Stop the projector: after the chunk under way if it ends within `wait` seconds (None:
+        however long it takes), else without storing it. What was committed before stays, and
+        the next start goes on from there."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+            self._thread.join(wait)
+            if not self._thread.is_alive():
+                self._thread = None
+        with self.lock:
+            self.closed = True  # a chunk still under way is not stored: the store is closing
 
     def _run(self, progress: Progress | None) -> None:
         _yield_to_requests()
-        wait, last = POLL, -1
+        wait, last = START_DELAY, -1
         while not self._stop.wait(wait):
             try:
-                self.embedder.load()
-                self.loaded = True
-                checkpoint, head = self.step()
+                checkpoint, head = self.step()  # the model loads when there is something to embed
             except EmbeddingsUnavailableError as error:
                 self.problem = str(error)
                 wait = RETRY

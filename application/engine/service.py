@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,7 @@ from msgspec import UNSET
 if TYPE_CHECKING:
     from chronograph.application.engine.semantic import Semantic
 
-__all__ = ["ALONGSIDE", "Memory", "Written"]
+__all__ = ["ALONGSIDE", "IMAGE_IDLE", "Memory", "Written"]
 
 ALONGSIDE = frozenset({
     "open_nodes", "read_graph", "search_nodes", "get_graph_summary", "list_workspaces", "get_related_entities",
@@ -50,6 +51,9 @@ _SEMANTIC = frozenset({"semantic", "hybrid"})
 
 FOLLOW_PAUSE = 0.01
 """Seconds a follower waits after folding other servers' writes before it looks again."""
+
+IMAGE_IDLE = 1.0
+"""Seconds without a tool call before a server saves the search images that changed."""
 
 
 class Written(msgspec.Struct, frozen=True):
@@ -98,6 +102,9 @@ class Memory:
     ) -> None:
         self.lock = StoreLock()
         self._follower: threading.Thread | None = None
+        self._keeper: threading.Thread | None = None
+        self.last_call = time.monotonic()
+        """When the last tool call of this process began (the image keeper waits for quiet)."""
         self._stopping = threading.Event()
         self.followed = 0
         """The log position the follower last brought the views to."""
@@ -171,6 +178,37 @@ class Memory:
                 self.reachable = str(error)
                 self._stopping.wait(1.0)
 
+    def keep_images(self, idle: float = IMAGE_IDLE) -> None:
+        """Keep the search indexes' images current without a tool call paying for it: a thread
+        that, once no call has begun for `idle` seconds, brings the indexes this process holds
+        to the head and saves the images of those whose entities changed. So a server ended by
+        SIGKILL after writes leaves the next one an image to load, not a stretch of log to
+        re-index. A server calls it; a read-only store keeps nothing."""
+        if self._keeper is not None or self.log.readonly:
+            return
+        self._keeper = threading.Thread(target=self._keep, args=(idle,), name="images", daemon=True)
+        self._keeper.start()
+
+    def _keep(self, idle: float) -> None:
+        while not self._stopping.wait(idle / 2):
+            if time.monotonic() - self.last_call < idle:
+                continue
+            try:
+                self.keep_images_now()
+            except Exception:  # noqa: BLE001 (an image is an optimisation: tried again later, or the store closed)
+                self._stopping.wait(idle)
+
+    def keep_images_now(self) -> int:
+        """Bring the indexes this process holds to the head and save the images of those whose
+        entities changed; return how many were saved."""
+        with self.lock:
+            if self._stopping.is_set():
+                return 0
+            with self.views.snapshot() as snapshot:
+                for workspace in self.views.search.loaded():
+                    self.views.search_index(snapshot, workspace)
+            return self.views.search.save(every=None)
+
     def _checkpoint(self) -> int:
         """Where the views of this process stand (read from the local cache alone)."""
         with self.lock, self.views.env.read() as txn:
@@ -184,9 +222,9 @@ class Memory:
             self._follower.join(timeout=10)
         if self.semantic is not None:
             self.semantic.stop()
-        with self.lock:
+        with self.lock:  # the image keeper, if it is saving, has finished
             try:
-                self.views.search.save(every=1)
+                self.views.search.save(every=None)  # only what changed: a whole image of 1M entities takes a second
             except (EventStoreError, ProjectionError):
                 pass  # an image is an optimisation: the next process builds the index instead
             self._close_store()
@@ -252,6 +290,7 @@ class Memory:
             ChronographError: Invalid arguments, a missing item, a stale expectedVersion,
                 a reused requestId or a full store; nothing was written.
         """
+        self.last_call = time.monotonic()
         spec = find(tool)
         args = parse(spec.name, arguments, spec.arguments)
         for before in self.before_call:
@@ -337,6 +376,7 @@ class Memory:
         Raises:
             ChronographError: If the arguments are invalid or name something unknown.
         """
+        self.last_call = time.monotonic()
         spec = find(tool)
         args = parse(spec.name, arguments, spec.arguments)
         if spec.writes and getattr(args, "action", None) not in spec.reads:

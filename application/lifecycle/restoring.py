@@ -31,9 +31,11 @@ def _step(progress: Callable[[str, int, int], None] | None, stage: str, done: in
 
 
 def rebuild_from_log(extracted: Path, fresh: Path, head: int,
-                     progress: Callable[[str, int, int], None] | None = None) -> None:
+                     progress: Callable[[str, int, int], None] | None = None,
+                     then: Callable[[Memory], object] | None = None) -> None:
     """Check the log of the environment in `extracted` and rebuild it, views and all, as a new
-    store in `fresh`.
+    store in `fresh`; `then` does its work on the new store before it is made durable (what
+    a server keeps for its start, say).
 
     Raises:
         StoreCorruptError: If an event fails its checksum, the log does not end at `head`, or
@@ -54,5 +56,7 @@ def rebuild_from_log(extracted: Path, fresh: Path, head: int,
             problems = verify_copy(source, copy, lambda done, total: _step(progress, "check", done, total))
         if problems:
             raise StoreCorruptError(f"its log did not copy faithfully: {problems[0]}")
-    Memory(fresh, sync=False, progress=progress).close()  # folds the views from the copied log
+    with Memory(fresh, sync=False, progress=progress) as memory:  # folds the views from the copied log
+        if then is not None:
+            then(memory)
     make_durable(fresh)

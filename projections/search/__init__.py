@@ -2,7 +2,7 @@
 
 `wordindex` is one workspace's postings (substring, BM25, fuzzy), `indexes` the store's
 set of them kept current from the log; `vectors` the embeddings of a store's entities
-(needs numpy: imported where semantic search starts), `embedder` what turns text into
+(needs numpy: imported when vectors are first stored or searched), `embedder` what turns text into
 vectors, with `minilm` (the bundled model) and `endpoint` (an OpenAI-compatible API).
 """
 

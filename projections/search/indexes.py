@@ -4,7 +4,8 @@ A process loads a workspace's index from its image in the store (the `search.v<I
 database), brings it up to the snapshot it answers from by re-indexing the entities the
 log changed since the image's position, and keeps it in memory from then on. Only a
 workspace without an image is indexed from every entity, once; its image is saved
-right after, again every `SAVE_EVERY` events and when the store closes. Threads share the
+right after, again every `SAVE_EVERY` events, when a server has been idle a moment after
+its index changed (see `Memory.keep_images`), and when the store closes. Threads share the
 indexes under `lock`, which a search holds from before it opens its read snapshot until
 it is done with the index: so the indexes move forward from one snapshot to a later one,
 never back to an earlier (which would mean reading them again from the image). An image is a
@@ -50,6 +51,8 @@ class SearchIndex:
         """workspace -> the position of its image in the store (-1: none)"""
         self.lock = threading.RLock()
         """Held by whoever uses the indexes of this process (see the module docstring)."""
+        self._changed: set[str] = set()
+        """Workspaces whose index holds what its image lacks (built, or entities re-indexed since)."""
 
     def current(self, log: LogReader, graph: LmdbGraph, workspace: str) -> WorkspaceIndex:
         """The workspace's index, brought up to the position of `graph` (same snapshot as `log`)."""
@@ -60,9 +63,13 @@ class SearchIndex:
         index = self._workspaces.get(workspace)
         if index is None or index.position > graph.position:
             index = self._workspaces[workspace] = self._load(graph, workspace) or self._build(graph, workspace)
-        if index.position < graph.position:
-            _catch_up(index, log, graph)
+        if index.position < graph.position and _catch_up(index, log, graph):
+            self._changed.add(workspace)
         return index
+
+    def loaded(self) -> list[str]:
+        """The workspaces whose index this process holds."""
+        return list(self._workspaces)
 
     def _load(self, graph: LmdbGraph, workspace: str) -> WorkspaceIndex | None:
         if self.db is None:
@@ -80,6 +87,7 @@ class SearchIndex:
             index.put(record)
         index.position = graph.position
         self._saved[workspace] = -1
+        self._changed.add(workspace)
         return index
 
     # --- keeping images -------------------------------------------------------------------
@@ -93,10 +101,18 @@ class SearchIndex:
             if (saved := self._saved.get(workspace, -1)) < 0 or index.position - saved >= every
         ]
 
-    def save(self, *, every: int = SAVE_EVERY) -> int:
-        """Save the images that are `due`; return how many. Call it outside any transaction."""
+    def changed(self) -> list[WorkspaceIndex]:
+        """The indexes holding what their image lacks (an index only moved past events of other
+        workspaces is not: its image, caught up from there, gives the same index)."""
+        if self.db is None or self.env.readonly:
+            return []
+        return [self._workspaces[workspace] for workspace in self._changed if workspace in self._workspaces]
+
+    def save(self, *, every: int | None = SAVE_EVERY) -> int:
+        """Save the images that are `due` (`every` None: those that `changed`); return how many.
+        Call it outside any transaction."""
         with self.lock:
-            indexes = self.due(every=every)
+            indexes = self.changed() if every is None else self.due(every=every)
             if not indexes:
                 return 0
             images = [(index.workspace, index.position, index.image()) for index in indexes]
@@ -113,6 +129,7 @@ class SearchIndex:
             return 0
         for workspace, position, _ in images:
             self._saved[workspace] = position
+            self._changed.discard(workspace)
         return len(images)
 
     def drop_image(self, txn: lmdb.Transaction, workspace: str) -> None:
@@ -133,10 +150,12 @@ class SearchIndex:
         with self.lock:
             self._workspaces.clear()
             self._saved.clear()
+            self._changed.clear()
 
 
-def _catch_up(index: WorkspaceIndex, log: LogReader, graph: LmdbGraph) -> None:
-    """Re-index the entities of the index's workspace that changed after its position."""
+def _catch_up(index: WorkspaceIndex, log: LogReader, graph: LmdbGraph) -> int:
+    """Re-index the entities of the index's workspace that changed after its position; return
+    how many."""
     touched: set[str] = set()
     for envelope in log.all(index.position + 1, graph.position):
         event = envelope.event
@@ -152,3 +171,4 @@ def _catch_up(index: WorkspaceIndex, log: LogReader, graph: LmdbGraph) -> None:
         else:
             index.put(found)
     index.position = graph.position
+    return len(touched)

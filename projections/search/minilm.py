@@ -76,6 +76,9 @@ class LocalMiniLM:
             # texts kept 700 MB for good). Basic graph optimisation: without it the model
             # takes 100 MB less but a query 15x longer (87 ms instead of 6).
             options.enable_cpu_mem_arena = False
+            # Without memory patterns, a batch's buffers are not planned (and kept) ahead: 75 MB
+            # less while a backlog is embedded, and no slower (32 texts in 210 ms either way).
+            options.enable_mem_pattern = False
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
             session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
         except Exception as error:  # onnxruntime and tokenizers raise their own kinds

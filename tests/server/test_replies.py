@@ -94,3 +94,25 @@ def test_answers_an_earlier_version_kept_are_dropped_and_scrubbed_at_open(tmp_pa
     [graph] = session(store, "handshake", ("read_graph", {}))
     assert "chronograph/error" not in graph.get("_meta", {})
     assert in_store(store, SAID) == []
+
+
+def test_what_a_profile_publishes_is_worked_out_once_per_code_and_again_when_the_code_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chronograph.application import Memory
+    from chronograph.server import replies
+    from chronograph.server.config import Settings
+
+    worked: list[object] = []
+    schema = replies.json_schema
+    monkeypatch.setattr(replies, "json_schema", lambda kind: worked.append(kind) or schema(kind))
+    settings = Settings(store=tmp_path / "store")
+    with Memory(tmp_path / "store") as memory:
+        first = ReplyCache(memory, settings)._code
+        assert worked
+        worked.clear()
+        assert ReplyCache(memory, settings)._code == first  # remembered: a spawn resolves no annotations
+        assert worked == []
+        monkeypatch.setattr(replies, "_source_stamp", lambda: "an edited source file")
+        assert ReplyCache(memory, settings)._code == first  # the same surface, worked out again
+        assert worked

@@ -96,3 +96,52 @@ def test_a_file_named_by_the_old_variable_that_is_no_memory_file_is_not_imported
         adopt_memory_file(memory)
         assert memory.log.head() == 0
     assert "is not a memory file" in capsys.readouterr().err
+
+
+@pytest.mark.wire
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "stdin"])
+def test_a_stdio_server_asked_to_stop_closes_its_store_as_when_stdin_closes(tmp_path: Path, how: str) -> None:
+    """A signal stops it cleanly, as the end of stdin does: what the close keeps (here the search
+    index's image, current with the last write) is kept, and it exits with 0."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from chronograph.application import Memory
+    from chronograph.eventstore.keys import digest
+    from chronograph.projections.search.indexes import SearchIndex
+    from chronograph.projections.search.wordindex import WorkspaceIndex
+
+    root = Path(__file__).resolve().parents[2]
+    store = tmp_path / "store"
+    server = subprocess.Popen([sys.executable, "-m", "chronograph", "--store", str(store), "--embeddings", "off"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={**os.environ, "PYTHONPATH": str(root)}, cwd=root)
+    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+
+    def ask(ident: int, method: str, params: dict[str, object]) -> None:
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": ident, "method": method, "params": params}).encode()
+                           + b"\n")
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["id"] == ident
+
+    def call(ident: int, tool: str, arguments: dict[str, object]) -> None:
+        ask(ident, "tools/call", {"name": tool, "arguments": arguments})
+
+    ask(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                          "clientInfo": {"name": "d", "version": "1"}})
+    server.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    call(2, "search_nodes", {"query": "nothing yet"})  # indexes the empty store; its image is kept at once
+    call(3, "create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": ["math"]}]})
+    call(4, "search_nodes", {"query": "math"})  # the index catches up; its image is one write behind
+    if how != "stdin":
+        server.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGINT)
+    _, said = server.communicate(timeout=60)
+    assert server.returncode == 0, said.decode()[-2000:]
+    assert "Traceback" not in said.decode()
+    with Memory(store, readonly=True) as memory, memory.views.env.read() as txn:
+        image = txn.get(digest(b"default"), db=memory.views.env.open_db(SearchIndex.NAME, create=False))
+        index = WorkspaceIndex.from_image(bytes(image))
+        assert index is not None and index.position == memory.log.head()

@@ -123,3 +123,83 @@ def test_vectors_embedded_the_former_way_are_passed_over_and_the_store_embedded_
     assert embedded == ["Ada (person). Lives in London", "Ada (person). Writes Python"]
     assert progress[-1] == (head, head) and reply["embeddedThrough"] == head
     assert reply["entities"][0]["matchedObservations"][0]["text"] == "Lives in London"
+
+
+class Gated(Words):
+    """Words that counts its loads and holds its `hold`-th embedding call until `gate` opens."""
+
+    def __init__(self, hold: int = 0) -> None:
+        super().__init__()
+        self.loads = 0
+        self.hold = hold
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+
+    def load(self) -> None:
+        self.loads += 1
+        super().load()
+
+    def embed(self, texts: Any) -> Any:
+        if self.calls + 1 == self.hold:
+            self.entered.set()
+            self.gate.wait(timeout=30)  # a liveness guard only: the test opens it
+        return super().embed(texts)
+
+
+def fill(path: Path, count: int) -> None:
+    with Memory(path, sync=False) as memory:
+        memory.write("create_entities", {"entities": [
+            {"name": f"thing {i}", "entityType": "thing", "observations": [f"note {i}"]} for i in range(count)]},
+            actor="t")
+
+
+def vectors_and_checkpoint(memory: Memory) -> tuple[int, int, int]:
+    """(vectors stored, their checkpoint, the log's head)."""
+    assert memory.semantic is not None
+    with memory.lock, memory.views.snapshot() as snapshot:
+        graph = snapshot.graph
+        streams = [e.stream for e in graph.entities("default")]
+        stored = len(memory.semantic.vectors.versions(graph.txn, streams))
+        return stored, memory.semantic.vectors.checkpoint(graph.txn), graph.position
+
+
+def test_a_stop_mid_batch_keeps_the_chunks_embedded_and_the_next_start_embeds_only_the_rest(tmp_path: Path) -> None:
+    from chronograph.application.engine.semantic import CHUNK
+
+    fill(tmp_path / "store", 100)
+    with Memory(tmp_path / "store", sync=False) as memory:
+        gated = Gated(hold=3)
+        memory.semantic = Semantic(memory.views, gated, memory.lock)
+        memory.semantic.start()
+        assert gated.entered.wait(timeout=30)  # two chunks committed, the third under way
+        thread = memory.semantic._thread
+        releaser = threading.Timer(1.0, gated.gate.set)  # the old projector stopped only after its step
+        releaser.start()
+        memory.semantic.stop(wait=0.0)
+        gated.gate.set()
+        releaser.cancel()
+        assert thread is not None
+        thread.join(timeout=30)
+        stored, checkpoint, head = vectors_and_checkpoint(memory)
+        assert (stored, checkpoint) == (2 * CHUNK, 0)  # committed work kept; the chunk under way was not stored
+    with Memory(tmp_path / "store", sync=False) as memory:
+        words = Words()
+        memory.semantic = Semantic(memory.views, words, memory.lock)
+        memory.semantic.catch_up()
+        assert len(words.texts) == 100 - 2 * CHUNK  # resumed: only what was not embedded
+        assert vectors_and_checkpoint(memory) == (100, head, head)
+
+
+def test_the_projector_loads_no_model_while_there_is_nothing_to_embed(tmp_path: Path) -> None:
+    fill(tmp_path / "store", 3)
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.semantic = Semantic(memory.views, Words(), memory.lock)
+        memory.semantic.catch_up()
+    with Memory(tmp_path / "store", sync=False) as memory:
+        gated = Gated()
+        memory.semantic = Semantic(memory.views, gated, memory.lock)
+        looked = threading.Event()
+        memory.semantic.start(lambda checkpoint, head: looked.set())
+        assert looked.wait(timeout=30)  # the projector has looked at the log
+        memory.semantic.stop()
+        assert (gated.loads, gated.calls) == (0, 0)

@@ -1,0 +1,35 @@
+"""Leaving a store ready for a fast first spawn: what `import`, `copy`, `restore` and
+`replay --rebuild` do last.
+
+A server's first answers come fast when the store keeps two pieces of start-up state: the
+search indexes' images (else the first search indexes every entity) and the MCP SDK's
+answers for the stdio front (else the session imports the SDK). A command that makes or
+remakes a store leaves both current, so that the spawn right after it is as fast as any.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from chronograph.application import Memory
+
+__all__ = ["keep_startup_state"]
+
+
+def keep_startup_state(memory: Memory) -> int:
+    """Save the search images and keep the SDK's opening answers in `memory`'s store; return how
+    many images were saved. Loads the MCP SDK (about a second).
+
+    The answers are an optimisation: if they cannot be kept, the command says so on stderr
+    and succeeds (the first session keeps them, as before).
+    """
+    images = memory.prepare_search()
+    if memory.cache is None:  # a database log's views are each machine's own: its server keeps them
+        try:
+            from chronograph.server.priming import prime  # noqa: PLC0415 (the MCP SDK loads here)
+
+            prime(memory)
+        except Exception as error:  # noqa: BLE001 (whatever went wrong, the store itself is whole)
+            print(f"chronograph: the server's start-up answers were not kept ({error!r}); the first session "
+                  "keeps them", file=sys.stderr)
+    return images
