@@ -69,12 +69,18 @@ def add_resources(server: MCPServer, runtime: Runtime, settings: Settings) -> No
                      description="The full knowledge graph with all entities and relations",
                      mime_type="application/json")
     async def knowledge_graph() -> str:
-        text = await read(lambda: runtime.memory.read("read_graph", {}))
+        what, hint = f"the {GRAPH_URI} resource", "Read the graph with the read_graph tool instead, a page at a time " \
+            "(limit and offset)."
+
+        def whole() -> Any:
+            try:
+                return runtime.memory.read("read_graph", {})
+            except ReplyTooLargeError as error:  # refused before it was built: said for the resource
+                raise ReplyTooLargeError(what, error.size, error.limit, hint, at_least=True) from None
+
+        text = await read(whole)
         try:
-            return check_text_size(
-                f"the {GRAPH_URI} resource", text, settings.max_reply,
-                "Read the graph with the read_graph tool instead, a page at a time (limit and offset).",
-            )
+            return check_text_size(what, text, settings.max_reply, hint)
         except ReplyTooLargeError as error:
             raise _refusal(error) from None
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar
 
+import msgspec
 from chronograph.application.core.provenance import provenance_of
 from chronograph.application.core.validtime import VALID_AT, ValidTime, hide_invalid, read_moment, valid_relation
 from chronograph.application.engine.arguments import AsOf, D, Items, Name, ReadArgs
+from chronograph.application.engine.budget import ReplyBudget
 from chronograph.application.engine.outputs import (
     Out,
     PageEntityOut,
@@ -78,7 +80,34 @@ def read_graph(memory: Memory, args: ReadGraph) -> GraphPageOut:
     and counts per type.
     """
     with memory.timeline.at("read_graph", args.as_of) as moment:
+        if memory.reply_limit is not None and not moment.is_past:
+            _refuse_early(memory, moment, args, memory.reply_limit)
         return page(moment.graph, args, moment.position)
+
+
+def _refuse_early(memory: Memory, moment: Moment, args: ReadGraph, limit: int) -> None:
+    """Refuse a page whose reply will be over `limit` bytes before building it: the word index
+    knows what each entity's answer must carry (see `ReplyBudget`).
+
+    Raises:
+        ReplyTooLargeError: If even that lower bound is over the limit.
+    """
+    budget = ReplyBudget("read_graph", limit, summary=args.summary_mode)
+    selection = memory.views.search_index(moment.snapshot, args.workspace).everything()
+    wanted = None if args.limit is UNSET else args.limit
+    bound = budget.selection(selection, offset=args.offset, limit=wanted)
+    if bound <= limit:
+        return
+    count = max(0, min(selection.count, selection.count if wanted is None else args.offset + wanted) - args.offset)
+
+    def sample(size: int) -> tuple[GraphPageOut, int]:
+        few = msgspec.structs.replace(args, limit=size)
+        answer = page(moment.graph, few, moment.position)
+        return answer, len(answer.entities)
+
+    raise budget.refuse(bound, count, sample, (
+        "Page through it: read_graph with limit {fit} and offset 0, then each answer's "
+        "nextOffset; or summaryMode true for names and types only."))
 
 
 def page(graph: Graph, args: ReadGraph, as_of: int | None = None) -> GraphPageOut:

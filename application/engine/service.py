@@ -93,6 +93,9 @@ class Memory:
         """Where export_graph may write files (None: nowhere)."""
         self.project_files = project_files
         """Whether n2n's export may write a Markdown file inside the project root a client names."""
+        self.reply_limit: int | None = None
+        """The largest answer a read may give, in bytes of its reply (a server's --max-reply; None:
+        any): a query that can tell early that its answer is larger refuses before building it."""
         self.log, self.cache = open_store(path, sync=sync, readonly=readonly, max_size=max_size, cache=cache)
         """The log, and the local environment of the views when the log is in a database."""
         try:

@@ -137,10 +137,13 @@ def _catch_up(index: WorkspaceIndex, log: LogReader, graph: LmdbGraph) -> None:
                 touched.add(envelope.stream)
         elif index.knows(envelope.stream):
             touched.add(envelope.stream)
+    found = []
     for stream in touched:
-        found = graph.entity_by_stream(stream)
-        if found is None:
+        record = graph.entity_by_stream(stream)
+        if record is None:
             index.remove(stream)
         else:
-            index.put(found)
+            found.append(record)
+    for record in sorted(found, key=lambda record: record.seq):  # new entities join the creation order last
+        index.put(record)
     index.position = graph.position
