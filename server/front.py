@@ -191,8 +191,8 @@ class Front:
             return False  # what the SDK adds to a result at this version is not known yet
         runtime = self.runtime
         try:
-            (text, structured, meta), _ = runtime.run(tool, arguments, runtime.actor(client), LOCAL)
-            result = plain(text, structured, meta=meta)
+            answer, _ = runtime.run(tool, arguments, runtime.actor(client), LOCAL)
+            result = plain(*answer.wire(), meta=answer.meta)  # the JSON the size was checked on, as it is
         except ChronographError as error:
             text, structured, meta = failure(error, self.errors, schema=self.schemas)
             result = plain(text, structured, error=True, meta=meta)

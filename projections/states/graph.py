@@ -97,10 +97,19 @@ class Graph(Protocol):
     def name_streams(self, workspace: str, name: str) -> tuple[str, ...]: ...
 
 
+SCAN_SHARE = 4
+"""When the workspace has at most this many relations per name asked about, reading all of them
+once is cheaper than looking up each name's (each relation would be met about twice)."""
+
+
 def relations_touching(graph: Graph, workspace: str, names: Iterable[str]) -> list[RelationRecord]:
     """Relations with at least one end among `names`, each once, oldest first."""
+    wanted = dict.fromkeys(names)
+    totals = graph.workspace(workspace) if len(wanted) > 64 else None
+    if totals is not None and totals.relations <= SCAN_SHARE * len(wanted):  # a search of a common word
+        return [r for r in graph.relations(workspace) if r.source in wanted or r.target in wanted]
     found: dict[str, RelationRecord] = {}
-    for name in dict.fromkeys(names):
+    for name in wanted:
         for record in graph.relations_of(workspace, name):
             found[record.stream] = record
     return sorted(found.values(), key=lambda record: record.seq)
