@@ -220,8 +220,8 @@ def _too_large_selection(moment: Moment, args: SearchNodes, wanted: _Filter, bud
                          selection: Selection, limit: int | None) -> ReplyTooLargeError:
     live = moment.live
     count = max(0, min(selection.count, selection.count if limit is None else args.offset + limit) - args.offset)
-    first = [(record, None) for stream in selection.streams(args.offset, SAMPLE)
-             if (record := live.entity_by_stream(stream)) is not None]
+    first: list[Hit] = [(record, None) for stream in selection.streams(args.offset, SAMPLE)
+                        if (record := live.entity_by_stream(stream)) is not None]
     return _too_large(moment, args, wanted, budget, bound, count, first)
 
 
@@ -332,14 +332,15 @@ def _answer(
             for out, (record, _) in zip(entities, page, strict=True):
                 out.provenance = provenance_of(moment.log, record, moment.position)
     total = None if counted is None else counted.total
-    more = total is not None and (args.offset + len(page) < total or (counted.lower_bound and bool(page)))
+    lower_bound = counted is not None and counted.lower_bound
+    more = total is not None and (args.offset + len(page) < total or (lower_bound and bool(page)))
     return SearchOut(
         entities=entities,
         relations=page_relations((r for r in wanted.relations(r.name for r, _ in page) if valid_relation(r, valid)),
                                  args.summary_mode),
         scores=[round(score or 0.0, 6) for _, score in page] if mode != "substring" else UNSET,
         total=UNSET if total is None else total,
-        total_is_lower_bound=True if counted is not None and counted.lower_bound else UNSET,
+        total_is_lower_bound=True if lower_bound else UNSET,
         next_offset=args.offset + len(page) if more else UNSET,
         embedded_through=UNSET if through is None else through,
         head=UNSET if through is None else moment.live.position,
