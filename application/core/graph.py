@@ -27,7 +27,11 @@ from chronograph.eventstore import EntityCreated, EntityDeleted, EntityMerged, E
 from chronograph.projections import ENTITY, RELATION, Graph, relations_touching
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["GoneOut", "GraphPageOut", "OpenNodes", "ReadGraph"]
+__all__ = ["INDEX_FOR_REFUSAL", "GoneOut", "GraphPageOut", "OpenNodes", "ReadGraph"]
+
+INDEX_FOR_REFUSAL = 2000
+"""Entities from which read_graph indexes a workspace that has no word index yet, to tell a reply
+is over the limit without building it."""
 
 
 # --- read_graph ---------------------------------------------------------------------------------
@@ -92,8 +96,18 @@ def _refuse_early(memory: Memory, moment: Moment, args: ReadGraph, limit: int) -
     Raises:
         ReplyTooLargeError: If even that lower bound is over the limit.
     """
+    views, ws = memory.views, args.workspace
+    totals = moment.graph.workspace(ws)
+    if totals is None:
+        return
+    # A large workspace gets its word index now if it has none (kept for every later search and
+    # refusal); a small one's answer is cheap enough to build and measure whole.
+    index = views.search_index(moment.snapshot, ws) if totals.entities >= INDEX_FOR_REFUSAL else \
+        views.known_search_index(moment.snapshot, ws)
+    if index is None:
+        return
     budget = ReplyBudget("read_graph", limit, summary=args.summary_mode)
-    selection = memory.views.search_index(moment.snapshot, args.workspace).everything()
+    selection = index.everything()
     wanted = None if args.limit is UNSET else args.limit
     bound = budget.selection(selection, offset=args.offset, limit=wanted)
     if bound <= limit:

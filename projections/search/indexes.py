@@ -47,13 +47,25 @@ class SearchIndex:
 
     def current(self, log: LogReader, graph: LmdbGraph, workspace: str) -> WorkspaceIndex:
         """The workspace's index, brought up to the position of `graph` (same snapshot as `log`)."""
+        index = self.known(log, graph, workspace)
+        if index is None:
+            index = self._workspaces[workspace] = self._build(graph, workspace)
+            _catch_up(index, log, graph)
+        return index
+
+    def known(self, log: LogReader, graph: LmdbGraph, workspace: str) -> WorkspaceIndex | None:
+        """The workspace's index if this process holds it or the store keeps its image, brought up
+        to the position of `graph`; None rather than indexing every entity (and keeping an image)."""
         erasures = log.erasures()
         if erasures != self.erasures:  # something was forgotten: indexes may hold its words
             self.reset()
             self.erasures = erasures
         index = self._workspaces.get(workspace)
         if index is None or index.position > graph.position:
-            index = self._workspaces[workspace] = self._load(graph, workspace) or self._build(graph, workspace)
+            index = self._load(graph, workspace)
+            if index is None:
+                return None
+            self._workspaces[workspace] = index
         if index.position < graph.position:
             _catch_up(index, log, graph)
         return index

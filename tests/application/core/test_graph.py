@@ -21,6 +21,7 @@ def memory(tmp_path: Path) -> Iterator[Memory]:
             for i in range(600)]}, actor="t")
         opened.write("create_relations", {"relations": [
             {"from": f"E{i:04d}", "to": f"E{i + 1:04d}", "relationType": "next"} for i in range(599)]}, actor="t")
+        opened.read("search_nodes", {"query": "E0001"})  # the word index is at hand
         yield opened
 
 
@@ -62,3 +63,17 @@ def test_a_large_page_or_a_summary_is_refused_early_too_and_a_small_one_is_not(m
 
 def test_without_a_limit_the_whole_graph_is_answered(memory: Memory) -> None:
     assert len(memory.read("read_graph", {}).entities) == 600
+
+
+def test_a_workspace_without_a_word_index_gets_one_when_it_is_large(tmp_path: Path, built: list[int],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [
+            {"name": f"E{i:04d}", "entityType": "thing", "observations": ["x" * 100]} for i in range(300)]}, actor="t")
+        memory.reply_limit = 30_000
+        assert len(memory.read("read_graph", {}).entities) == 300  # small: built (and measured by the server)
+        assert built == [300]
+        monkeypatch.setattr(core_graph, "INDEX_FOR_REFUSAL", 100)
+        with pytest.raises(ReplyTooLargeError):
+            memory.read("read_graph", {})
+        assert built == [300, budget.SAMPLE]
