@@ -122,11 +122,14 @@ def worker(python: str, store: Path, entities: int, samples: int, *, fill_only: 
     return json.loads(done.stdout) if not fill_only else {}
 
 
-def inside(sides: dict[str, str], sizes: list[int], rounds: int, samples: int, base: Path) -> dict[str, Any]:
+def inside(sides: dict[str, str], sizes: list[int], rounds: int, samples: int, base: Path,
+           keep: bool = False) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for size in sizes:
         stores = {side: base / f"store-{size}-{i}" for i, side in enumerate(sides)}
         for side, python in sides.items():
+            if keep and (stores[side] / "data.mdb").exists():
+                continue  # filled by an earlier run (--stores)
             print(f"filling {size:,} entities ({side}) ...", file=sys.stderr)
             worker(python, stores[side], size, samples, fill_only=True)
         found: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
@@ -137,8 +140,9 @@ def inside(sides: dict[str, str], sizes: list[int], rounds: int, samples: int, b
         results[size] = {side: {**{m: statistics.median(r[m] for r in runs) for m in MEASURES},
                                 **{m + " (answer)": runs[-1][m + " (answer)"] for m in MEASURES}}
                          for side, runs in found.items()}
-        for store in stores.values():
-            subprocess.run(["rm", "-rf", str(store)], check=True)
+        if not keep:
+            for store in stores.values():
+                subprocess.run(["rm", "-rf", str(store)], check=True)
     return results
 
 
@@ -251,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--whole", type=int, default=0, help="entities for the stdio part (0: skip)")
     parser.add_argument("--whole-samples", type=int, default=30)
     parser.add_argument("--peer", action="store_true", help="the official server too in the stdio part (npm)")
+    parser.add_argument("--stores", type=Path, help="keep the filled stores here (store-N-0 ours, store-N-1 the "
+                        "baseline) and use those already there")
     parser.add_argument("--json", type=Path, default=Path("bench-paging.json"))
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--entities", type=int, default=0, help=argparse.SUPPRESS)
@@ -268,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-paging-") as tmp:
         base = Path(tmp)
         if sizes:
-            document["inside"] = inside(sides, sizes, args.rounds, args.samples, base)
+            document["inside"] = inside(sides, sizes, args.rounds, args.samples, args.stores or base,
+                                        keep=args.stores is not None)
             for size in sizes:
                 rows = []
                 for name in MEASURES:

@@ -68,6 +68,8 @@ SEP = "\x00"
 """Separates the terms of the joined vocabulary (no term holds it: it is not a word character)."""
 DENSE = 512
 """Postings at least this long keep a bitmap (built once, extended as they grow)."""
+FEW = 1024
+"""A run of a query whose terms have at most this many postings is looked up as a set of documents."""
 SPARSE = 64
 """A selection at most 1/SPARSE of the documents is listed and sorted; a denser one is paged by
 walking the creation order."""
@@ -312,9 +314,25 @@ class WorkspaceIndex:
         runs = set(TERM.findall(query.lower()))
         if not runs:
             return None
+        postings = self._postings
+        found_terms = {run: list(self._terms_containing(run)) for run in runs}
+        sizes = {run: sum(len(postings[tid]) for tid in tids) for run, tids in found_terms.items()}
+        rarest = min(runs, key=sizes.__getitem__)
+        if sizes[rarest] <= FEW:  # a rare word: its few documents, checked against the other runs
+            alive = self._alive
+            docs = {doc for tid in found_terms[rarest] for entry in postings[tid] if alive[doc := entry >> TF_BITS]}
+            for run in runs - {rarest}:
+                if not docs:
+                    break
+                if sizes[run] <= FEW:
+                    docs &= {entry >> TF_BITS for tid in found_terms[run] for entry in postings[tid]}
+                else:
+                    flags = self._bitmap(found_terms[run]).to_bytes(len(self._streams), "little")
+                    docs = {doc for doc in docs if flags[doc]}
+            return Selection(self, None, sorted(docs, key=self._seqs.__getitem__))
         found = self._live_bits()
-        for run in sorted(runs, key=len, reverse=True):
-            found &= self._bitmap(self._terms_containing(run))
+        for run in sorted(runs, key=sizes.__getitem__):
+            found &= self._bitmap(found_terms[run])
             if not found:
                 break
         return Selection(self, found)
@@ -575,12 +593,14 @@ class Selection:
     """Live documents of an index (say, the candidates of a substring query), as a bitmap: counted
     at once, listed in creation order only as far as a page needs."""
 
-    __slots__ = ("_bits", "_index", "count")
+    __slots__ = ("_bits", "_index", "_listed", "count")
 
-    def __init__(self, index: WorkspaceIndex, bits: int) -> None:
+    def __init__(self, index: WorkspaceIndex, bits: int | None, listed: list[int] | None = None) -> None:
         self._index = index
         self._bits = bits
-        self.count = bits.bit_count()
+        self._listed = listed
+        """The documents in creation order, when they were few enough to list (then `bits` is None)."""
+        self.count = len(listed) if listed is not None else bits.bit_count() if bits is not None else 0
         """How many documents are selected."""
 
     def streams(self, offset: int = 0, limit: int | None = None) -> list[str]:
@@ -597,7 +617,9 @@ class Selection:
         than the page needs)."""
         index = self._index
         size = len(index._streams)  # noqa: SLF001
-        if not self.count:
+        if self._listed is not None:
+            return iter(self._listed)
+        if not self.count or self._bits is None:
             return iter(())
         flags = self._bits.to_bytes(size, "little")
         if self.count * SPARSE <= size:
@@ -618,7 +640,7 @@ class Selection:
         `observation`; counting stops once over `ceiling`."""
         index = self._index
         whole = offset == 0 and (limit is None or limit >= self.count)
-        if whole and self._bits == index._live_bits():  # noqa: SLF001 (every entity: the running totals)
+        if whole and self._bits is not None and self._bits == index._live_bits():  # noqa: SLF001 (every entity)
             volume = index.volume()
             return entity * volume.entities + char * (volume.heads if heads else volume.chars) + (
                 0 if heads else observation * volume.observations)
