@@ -73,10 +73,11 @@ def add_resources(server: MCPServer, runtime: Runtime, settings: Settings) -> No
             "(limit and offset)."
 
         def whole() -> Any:
-            try:
-                return runtime.memory.read("read_graph", {})
+            try:  # the resource is the text alone: at most half of what the tool's reply bound counts
+                limit = None if settings.max_reply is None else 2 * settings.max_reply
+                return runtime.memory.read("read_graph", {}, reply_limit=limit)
             except ReplyTooLargeError as error:  # refused before it was built: said for the resource
-                raise ReplyTooLargeError(what, error.size, error.limit, hint, at_least=True) from None
+                raise ReplyTooLargeError(what, error.size // 2, error.limit // 2, hint, at_least=True) from None
 
         text = await read(whole)
         try:

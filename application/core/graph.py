@@ -84,8 +84,9 @@ def read_graph(memory: Memory, args: ReadGraph) -> GraphPageOut:
     and counts per type.
     """
     with memory.timeline.at("read_graph", args.as_of) as moment:
-        if memory.reply_limit is not None and not moment.is_past:
-            _refuse_early(memory, moment, args, memory.reply_limit)
+        limit = memory.limit_for(read_graph)
+        if limit is not None and not moment.is_past:
+            _refuse_early(memory, moment, args, limit)
         return page(moment.graph, args, moment.position)
 
 

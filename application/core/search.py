@@ -95,7 +95,7 @@ def search_nodes(memory: Memory, args: SearchNodes) -> SearchOut:
         memory.semantic.settle()
     with memory.timeline.at("search_nodes", args.as_of) as moment:
         wanted = _Filter(moment, args)
-        budget = ReplyBudget("search_nodes", memory.reply_limit, summary=args.summary_mode)
+        budget = ReplyBudget("search_nodes", memory.limit_for(search_nodes), summary=args.summary_mode)
         through: int | None = None
         if mode == "substring":
             found = _substring(memory, moment, args, wanted, limit, budget)

@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 from chronograph.application.engine.arguments import parse
@@ -96,6 +96,8 @@ class Memory:
         self.reply_limit: int | None = None
         """The largest answer a read may give, in bytes of its reply (a server's --max-reply; None:
         any): a query that can tell early that its answer is larger refuses before building it."""
+        self._answering: tuple[Callable[..., Any], int | None] | None = None
+        """The handler of the tool being answered, and its reply limit (see `limit_for`)."""
         self.log, self.cache = open_store(path, sync=sync, readonly=readonly, max_size=max_size, cache=cache)
         """The log, and the local environment of the views when the log is in a database."""
         try:
@@ -315,8 +317,10 @@ class Memory:
             written = msgspec.structs.replace(written, output=output)
         return written
 
-    def read(self, tool: Tool | str, arguments: dict[str, Any]) -> Out:
-        """Run the query `tool` with raw `arguments` (on the live views, or as of then).
+    def read(self, tool: Tool | str, arguments: dict[str, Any], *,
+             reply_limit: int | None | Literal["server"] = "server") -> Out:
+        """Run the query `tool` with raw `arguments` (on the live views, or as of then); its reply
+        may take `reply_limit` bytes (by default the server's, `self.reply_limit`).
 
         Raises:
             ChronographError: If the arguments are invalid or name something unknown.
@@ -327,15 +331,24 @@ class Memory:
             raise ValueError(f"{spec.name} is a command: run it with Memory.write or Memory.call")
         for before in self.before_call:
             before(self, spec, args)
-        return self._answer(spec, args)
+        return self._answer(spec, args, self.reply_limit if reply_limit == "server" else reply_limit)
 
-    def _answer(self, spec: Tool, args: Any) -> Out:
+    def limit_for(self, handler: Callable[..., Any]) -> int | None:
+        """The reply limit of the call being answered, if `handler` answers it (a tool built on
+        another's handler shapes its own answer: the inner one's size says nothing of it)."""
+        answering = self._answering
+        return answering[1] if answering is not None and answering[0] is handler else None
+
+    def _answer(self, spec: Tool, args: Any, reply_limit: int | None = None) -> Out:
         with self.lock:
+            outer, self._answering = self._answering, (spec.handler, reply_limit)
             try:
                 with paused_gc():  # a whole graph's output forms no cycles; scanning it halved the speed
                     output = spec.handler(self, args)
             except (EventStoreError, ProjectionError) as error:
                 raise StorageError(f"The store could not answer: {error}") from None
+            finally:
+                self._answering = outer
             try:
                 self.views.search.save()  # when an index ran far ahead of its image (outside the read)
             except (EventStoreError, ProjectionError):

@@ -159,3 +159,12 @@ def _close_small() -> Iterator[None]:
     yield
     if "memory" in _SMALL:
         _SMALL.pop("memory").close()
+
+
+def test_a_tool_built_on_search_is_measured_on_its_own_answer_not_the_inner_one(big: Memory) -> None:
+    big.reply_limit = 20_000  # a surface (n2n's search) asks for 1,000 and answers a page of them
+    inner = search.search_nodes(big, search.SearchNodes(query="common", limit=DEPTH))
+    assert len(inner.entities) == DEPTH
+    with pytest.raises(ReplyTooLargeError):
+        big.read("search_nodes", {"query": "common", "limit": DEPTH})
+    assert len(big.read("search_nodes", {"query": "common", "limit": DEPTH}, reply_limit=None).entities) == DEPTH
