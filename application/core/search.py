@@ -210,9 +210,9 @@ def _substring(memory: Memory, moment: Moment, args: SearchNodes, wanted: _Filte
                 if budget.limit is not None and bound > budget.limit:
                     raise _too_large_selection(moment, args, wanted, budget, bound, selection, limit)
             return _Counted([(stream, None) for stream in selection.streams(args.offset, limit)], selection.count)
-        return _Found(((stream, None, None) for stream in selection.streams()), False)
+        return _Found(((stream, None, None) for stream in selection.each()), False)
     live = moment.live
-    return _Found(((stream, None, record) for stream in selection.streams()
+    return _Found(((stream, None, record) for stream in selection.each()
                    if (record := live.entity_by_stream(stream)) is not None and matches(record, query)), False)
 
 

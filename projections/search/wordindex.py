@@ -611,6 +611,11 @@ class Selection:
             return []
         return [streams[doc] for doc in itertools.islice(self.docs(), offset, stop)]
 
+    def each(self) -> Iterator[str]:
+        """The selected entities' streams, oldest first, found as they are asked for."""
+        streams = self._index._streams  # noqa: SLF001
+        return (streams[doc] for doc in self.docs())
+
     def docs(self) -> Iterator[int]:
         """The selected documents, oldest first: a sparse selection is listed and sorted, a dense
         one found by walking the creation order (so a page of a common word reads no more of it
