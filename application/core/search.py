@@ -27,7 +27,8 @@ from chronograph.application.engine.service import Memory
 from chronograph.application.engine.timeline import Moment
 from chronograph.application.errors import InvalidArgumentsError, ReplyTooLargeError, UnavailableError
 from chronograph.projections import EntityRecord, RelationRecord, WorkspaceIndex, matches, relations_touching
-from chronograph.projections.search.wordindex import Selection, query_terms, terms
+from chronograph.projections.search.selection import Selection
+from chronograph.projections.search.wordindex import query_terms, terms
 from msgspec import UNSET, Meta, UnsetType
 
 __all__ = ["DEPTH", "SearchNodes", "SearchOut", "SemanticSearch", "SemanticSearchOut"]

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 from chronograph.application.errors import ReplyTooLargeError
 from chronograph.projections.records import EntityRecord
-from chronograph.projections.search.wordindex import Selection
+from chronograph.projections.search.selection import Selection
 
 __all__ = ["SAMPLE", "ReplyBudget", "reply_size"]
 

@@ -168,10 +168,11 @@ a rare run's documents listed as a set."""
        paths=PATHS, reload=st.booleans())
 def test_a_selection_counts_exactly_and_its_pages_make_the_whole_answer_in_creation_order(
         changes, query, page, paths, reload) -> None:  # type: ignore[no-untyped-def]
+    import chronograph.projections.search.selection as chosen
     import chronograph.projections.search.wordindex as module
 
-    saved = module.DENSE, module.SPARSE, module.FEW
-    module.DENSE, module.SPARSE, module.FEW = paths
+    saved = module.DENSE, chosen.SPARSE, module.FEW
+    module.DENSE, chosen.SPARSE, module.FEW = paths
     try:
         index = WorkspaceIndex("w")
         live: dict[str, EntityRecord] = {}
@@ -197,7 +198,7 @@ def test_a_selection_counts_exactly_and_its_pages_make_the_whole_answer_in_creat
             offset += page
         assert pages == expected == selection.streams()
     finally:
-        module.DENSE, module.SPARSE, module.FEW = saved
+        module.DENSE, chosen.SPARSE, module.FEW = saved
 
 
 def test_a_catch_up_in_any_order_keeps_pages_in_creation_order() -> None:
