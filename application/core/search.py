@@ -105,8 +105,8 @@ def search_nodes(memory: Memory, args: SearchNodes) -> SearchOut:
         else:
             found, through = _meaning(memory, moment, args, mode)
         if isinstance(found, _Counted):  # the index counted every match: only the page is read
-            page: list[Hit] = [(record, score) for stream, score in found.page
-                               if (record := moment.live.entity_by_stream(stream)) is not None]
+            page: list[Hit] = [(record, score) for stream, score in found.page  # as of then, where asked
+                               if (record := moment.graph.entity_by_stream(stream)) is not None]
             counted = _Count(found.total, False)
         else:
             page, counted = _examine(moment, args, found, wanted, limit, budget)

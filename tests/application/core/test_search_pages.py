@@ -168,3 +168,13 @@ def test_a_tool_built_on_search_is_measured_on_its_own_answer_not_the_inner_one(
     with pytest.raises(ReplyTooLargeError):
         big.read("search_nodes", {"query": "common", "limit": DEPTH})
     assert len(big.read("search_nodes", {"query": "common", "limit": DEPTH}, reply_limit=None).entities) == DEPTH
+
+
+@pytest.mark.parametrize("mode", ["substring", "ranked", "fuzzy"])
+def test_a_page_as_of_then_reads_the_entities_as_they_were(tmp_path: Path, mode: str) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        fill(memory, 30)
+        then = memory.log.head()
+        memory.write("delete_entities", {"entityNames": ["E00003"]}, actor="t")
+        reply = call(memory, query="common", mode=mode, limit=5, asOf=then)
+        assert "E00003" in names(reply) and reply["total"] == 30
