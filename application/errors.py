@@ -113,11 +113,12 @@ class ReplyTooLargeError(ChronographError):
 
     code = "limit"
 
-    def __init__(self, tool: str, size: int, limit: int, hint: str) -> None:
+    def __init__(self, tool: str, size: int, limit: int, hint: str, *, at_least: bool = False) -> None:
         self.size = size
         self.limit = limit
+        how = "at least " if at_least else ""
         super().__init__(
-            f"The answer of {tool} would be {_size(size)}, over the {_size(limit)} one reply may "
+            f"The answer of {tool} would be {how}{_size(size)}, over the {_size(limit)} one reply may "
             f"carry (stdio clients built on MCP's TypeScript SDK drop the connection beyond 10 MiB). {hint}"
         )
 

@@ -191,8 +191,8 @@ class Front:
             return False  # what the SDK adds to a result at this version is not known yet
         runtime = self.runtime
         try:
-            (text, structured, meta), _ = runtime.run(tool, arguments, runtime.actor(client), LOCAL)
-            result = plain(text, structured, meta=meta)
+            answer, _ = runtime.run(tool, arguments, runtime.actor(client), LOCAL)
+            result = plain(*answer.wire(), meta=answer.meta)  # the JSON the size was checked on, as it is
         except ChronographError as error:
             text, structured, meta = failure(error, self.errors, schema=self.schemas)
             result = plain(text, structured, error=True, meta=meta)
@@ -240,4 +240,11 @@ def _encoded(result: dict[str, Any]) -> bytes:
     except UnicodeEncodeError:  # a lone surrogate: escape it, as the SDK transport does
         import json  # noqa: PLC0415
 
-        return json.dumps(result, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+        return json.dumps(result, ensure_ascii=True, separators=(",", ":"), default=_raw).encode("ascii")
+
+
+def _raw(value: Any) -> Any:
+    """A reply's JSON kept as it is (`msgspec.Raw`), as plain data again."""
+    if isinstance(value, msgspec.Raw):
+        return _decoder.decode(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")

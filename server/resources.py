@@ -70,13 +70,20 @@ def add_resources(server: MCPServer, runtime: Runtime, settings: Settings) -> No
                      description="The full knowledge graph with all entities and relations",
                      mime_type="application/json")
     async def knowledge_graph() -> str:
+        what, hint = f"the {GRAPH_URI} resource", "Read the graph with the read_graph tool instead, a page at a time " \
+            "(limit and offset)."
         shape = official_shape if runtime.exact else (lambda graph: graph)  # read as read_graph answers
-        text = await read(lambda: shape(runtime.memory.read("read_graph", {})))
+
+        def whole() -> Any:
+            try:  # the resource is the text alone: at most half of what the tool's reply bound counts
+                limit = None if settings.max_reply is None else 2 * settings.max_reply
+                return shape(runtime.memory.read("read_graph", {}, reply_limit=limit))
+            except ReplyTooLargeError as error:  # refused before it was built: said for the resource
+                raise ReplyTooLargeError(what, error.size // 2, error.limit // 2, hint, at_least=True) from None
+
+        text = await read(whole)
         try:
-            return check_text_size(
-                f"the {GRAPH_URI} resource", text, settings.max_reply,
-                "Read the graph with the read_graph tool instead, a page at a time (limit and offset).",
-            )
+            return check_text_size(what, text, settings.max_reply, hint)
         except ReplyTooLargeError as error:
             raise _refusal(error) from None
 

@@ -7,6 +7,7 @@ matters for a read_graph of fifty thousand entities.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -21,8 +22,41 @@ if TYPE_CHECKING:
 
 __all__ = ["Reply", "check_text_size", "error_reply", "plain", "pretty", "reply", "result", "text_of"]
 
-Reply = tuple[str, Any, dict[str, Any] | None]
-"""A successful call's text block, structured content and `_meta` (None: none)."""
+
+
+class Reply:
+    """A successful call's text block, structured content and `_meta` (None: none), iterable as
+    those three; with the JSON of the first two, encoded once to check the reply's size, for a
+    transport that writes the wire itself to send as they are (`wire`)."""
+
+    __slots__ = ("_structured", "_value", "meta", "raw", "text", "text_json")
+
+    def __init__(self, text: str, value: Any, meta: dict[str, Any] | None, text_json: bytes, raw: bytes) -> None:
+        self.text = text
+        self._value = value
+        self._structured: Any = _PENDING
+        self.meta = meta
+        self.text_json = text_json
+        """The text as a JSON string."""
+        self.raw = raw
+        """The structured content as JSON."""
+
+    @property
+    def structured(self) -> Any:
+        """The structured content as plain data (made when first asked for: the SDK's path)."""
+        if self._structured is _PENDING:
+            self._structured = msgspec.to_builtins(self._value)
+        return self._structured
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.text, self.structured, self.meta))
+
+    def wire(self) -> tuple[msgspec.Raw, msgspec.Raw]:
+        """(text, structured content) as they go in a result that `msgspec` encodes: their JSON."""
+        return msgspec.Raw(self.text_json), msgspec.Raw(self.raw)
+
+
+_PENDING = object()
 
 ASIDE_META = "chronograph/{}"
 """The `_meta` key of an output field a reference-shaped profile sets aside (`chronograph/gone`)."""
@@ -44,17 +78,22 @@ def pretty(value: Any) -> str:
 
 def text_of(output: msgspec.Struct) -> str:
     """The text block the official server prints for an output of this shape."""
-    if isinstance(output, EntitiesOut):
-        return pretty(output.entities)
-    if isinstance(output, RelationsOut):
-        return pretty(output.relations)
-    if isinstance(output, AddObservationsOut):
-        return pretty(output.results)
     if isinstance(output, DeletedOut):
         return output.message
+    return pretty(_printed(output))
+
+
+def _printed(output: msgspec.Struct) -> Any:
+    """What of `output` the text block prints (as JSON)."""
+    if isinstance(output, EntitiesOut):
+        return output.entities
+    if isinstance(output, RelationsOut):
+        return output.relations
+    if isinstance(output, AddObservationsOut):
+        return output.results
     if isinstance(output, ObjectOut):
-        return pretty(output.reply)
-    return pretty(output)
+        return output.reply
+    return output
 
 
 def error_reply(error: ChronographError, style: str = "text") -> tuple[str, dict[str, Any]]:
@@ -100,12 +139,21 @@ def reply(output: msgspec.Struct, *, tool: str = "", limit: int | None = None, e
         if aside:
             meta = {ASIDE_META.format(_camel(name)): msgspec.to_builtins(value) for name, value in aside.items()}
         output = official_shape(output)
-    text = text_of(output)
+    value = output.reply if isinstance(output, ObjectOut) else output
+    raw = _encoder.encode(value)  # each form encoded once: the size is theirs, and a transport sends them
+    printed = _printed(output)
+    if isinstance(output, DeletedOut):
+        text = output.message
+    elif printed is value:
+        text = msgspec.json.format(raw, indent=2).decode()
+    else:
+        text = pretty(printed)
+    text_json = _encoder.encode(text)
     if limit is not None:
-        size = len(_encoder.encode(text)) + len(_encoder.encode(output))
+        size = len(text_json) + len(raw)
         if size > limit:
             raise ReplyTooLargeError(tool, size, limit, _hint(tool, output, size, limit))
-    return text, msgspec.to_builtins(output.reply if isinstance(output, ObjectOut) else output), meta
+    return Reply(text, value, meta, text_json, raw)
 
 
 def _camel(name: str) -> str:
@@ -122,7 +170,7 @@ def result(text: str, structured: Any, meta: dict[str, Any] | None = None) -> Ca
                           _meta=meta)
 
 
-def plain(text: str, structured: Any = None, *, error: bool = False, meta: Any = None) -> dict[str, Any]:
+def plain(text: Any, structured: Any = None, *, error: bool = False, meta: Any = None) -> dict[str, Any]:
     """The JSON of a tool result, as the SDK writes `result` (or an error result) on the wire."""
     content: dict[str, Any] = {"content": [{"text": text, "type": "text"}], "isError": error}
     if structured is not None:

@@ -95,6 +95,7 @@ class Runtime:
                 embeddings=settings.embeddings, embeddings_model=settings.embeddings_model,
                 embeddings_key=settings.embeddings_key, project_files=settings.project_files,
             )
+            self._memory.reply_limit = settings.max_reply
             if settings.project_files and settings.profile in ("n2n", "full"):
                 files = ProjectFiles(always=settings.mirror_projects)
                 self._memory.before_call.append(files.before)

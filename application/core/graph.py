@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar
 
+import msgspec
 from chronograph.application.core.provenance import provenance_of
 from chronograph.application.core.validtime import VALID_AT, ValidTime, hide_invalid, read_moment, valid_relation
 from chronograph.application.engine.arguments import AsOf, D, Items, Name, ReadArgs
+from chronograph.application.engine.budget import ReplyBudget
 from chronograph.application.engine.outputs import (
     Out,
     PageEntityOut,
@@ -25,7 +27,11 @@ from chronograph.eventstore import EntityCreated, EntityDeleted, EntityMerged, E
 from chronograph.projections import ENTITY, RELATION, Graph, relations_touching
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["GoneOut", "GraphPageOut", "OpenNodes", "ReadGraph"]
+__all__ = ["INDEX_FOR_REFUSAL", "GoneOut", "GraphPageOut", "OpenNodes", "ReadGraph"]
+
+INDEX_FOR_REFUSAL = 2000
+"""Entities from which read_graph indexes a workspace that has no word index yet, to tell a reply
+is over the limit without building it."""
 
 
 # --- read_graph ---------------------------------------------------------------------------------
@@ -79,7 +85,45 @@ def read_graph(memory: Memory, args: ReadGraph) -> GraphPageOut:
     and counts per type.
     """
     with memory.timeline.at("read_graph", args.as_of) as moment:
+        limit = memory.limit_for(read_graph)
+        if limit is not None and not moment.is_past:
+            _refuse_early(memory, moment, args, limit)
         return page(moment.graph, args, moment.position)
+
+
+def _refuse_early(memory: Memory, moment: Moment, args: ReadGraph, limit: int) -> None:
+    """Refuse a page whose reply will be over `limit` bytes before building it: the word index
+    knows what each entity's answer must carry (see `ReplyBudget`).
+
+    Raises:
+        ReplyTooLargeError: If even that lower bound is over the limit.
+    """
+    views, ws = memory.views, args.workspace
+    totals = moment.graph.workspace(ws)
+    if totals is None:
+        return
+    # A large workspace gets its word index now if it has none (kept for every later search and
+    # refusal); a small one's answer is cheap enough to build and measure whole.
+    index = views.search_index(moment.snapshot, ws) if totals.entities >= INDEX_FOR_REFUSAL else \
+        views.known_search_index(moment.snapshot, ws)
+    if index is None:
+        return
+    budget = ReplyBudget("read_graph", limit, summary=args.summary_mode)
+    selection = index.everything()
+    wanted = None if args.limit is UNSET else args.limit
+    bound = budget.selection(selection, offset=args.offset, limit=wanted)
+    if bound <= limit:
+        return
+    count = max(0, min(selection.count, selection.count if wanted is None else args.offset + wanted) - args.offset)
+
+    def sample(size: int) -> tuple[GraphPageOut, int]:
+        few = msgspec.structs.replace(args, limit=size)
+        answer = page(moment.graph, few, moment.position)
+        return answer, len(answer.entities)
+
+    raise budget.refuse(bound, count, sample, (
+        "Page through it: read_graph with limit {fit} and offset 0, then each answer's "
+        "nextOffset; or summaryMode true for names and types only."))
 
 
 def page(graph: Graph, args: ReadGraph, as_of: int | None = None) -> GraphPageOut:

@@ -15,12 +15,13 @@ relationTypes, only relations of those types).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 from chronograph.application.core.matched import MATCHES, RERANK, point_at_facts, pointed, reranked
 from chronograph.application.core.provenance import provenance_of
 from chronograph.application.core.validtime import VALID_AT, ValidTime, hide_invalid, read_moment, valid_relation
 from chronograph.application.engine.arguments import AsOf, D, Items, Metadata, Query, ReadArgs, TypeName
+from chronograph.application.engine.budget import SAMPLE, ReplyBudget
 from chronograph.application.engine.outputs import (
     MatchedOut,
     Out,
@@ -32,9 +33,10 @@ from chronograph.application.engine.outputs import (
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
 from chronograph.application.engine.timeline import Moment
-from chronograph.application.errors import InvalidArgumentsError, UnavailableError
+from chronograph.application.errors import InvalidArgumentsError, ReplyTooLargeError, UnavailableError
 from chronograph.projections import EntityRecord, RelationRecord, WorkspaceIndex, matches, relations_touching
 from chronograph.projections.search.fusion import fuse
+from chronograph.projections.search.selection import Selection
 from chronograph.projections.search.wordindex import query_terms, terms
 from msgspec import UNSET, Meta, UnsetType
 
@@ -88,6 +90,8 @@ class SearchOut(Out, kw_only=True):
     relations: list[PageRelationOut]
     scores: list[float] | UnsetType = UNSET
     total: int | UnsetType = UNSET
+    total_is_lower_bound: Annotated[bool, D(description="More may match than total says (counting stopped early)")] | (
+        UnsetType) = UNSET
     next_offset: int | UnsetType = UNSET
     embedded_through: int | UnsetType = UNSET
     head: int | UnsetType = UNSET
@@ -103,29 +107,87 @@ def search_nodes(memory: Memory, args: SearchNodes) -> SearchOut:
     if mode in ("semantic", "hybrid") and memory.semantic is not None and args.as_of is UNSET:
         memory.semantic.settle()
     with memory.timeline.at("search_nodes", args.as_of) as moment:
+        wanted = _Filter(moment, args)
+        budget = ReplyBudget("search_nodes", memory.limit_for(search_nodes), summary=args.summary_mode)
         through: int | None = None
         if mode == "substring":
-            found: Iterable[Found] = _substring(memory, moment, args)
+            found = _substring(memory, moment, args, wanted, limit, budget)
         elif mode in ("ranked", "fuzzy"):
-            found = _words(memory, moment, args, mode)
+            found = _words(memory, moment, args, mode, limit if not wanted.active else None)
         else:
             found, through = _meaning(memory, moment, args, mode)
-        wanted = _Filter(moment, args)
-        graph = moment.graph
-        page: list[Hit] = []
-        total = 0
-        for stream, score, record in found:  # a record is read only where a filter or the page needs it
-            if wanted.active:
-                record = record or graph.entity_by_stream(stream)
-                if record is None or not wanted(record):
-                    continue
-            if args.offset <= total and (limit is None or len(page) < limit):
-                record = record or graph.entity_by_stream(stream)
-                if record is None:
-                    continue
-                page.append((record, score))
-            total += 1
-        return _answer(memory, moment, args, page, wanted, mode, total if paged else None, through)
+        if isinstance(found, _Counted):  # the index counted every match: only the page is read
+            page: list[Hit] = [(record, score) for stream, score in found.page  # as of then, where asked
+                               if (record := moment.graph.entity_by_stream(stream)) is not None]
+            counted = _Count(found.total, False)
+        else:
+            page, counted = _examine(memory, moment, args, found, wanted, limit, budget)
+        return _answer(memory, moment, args, page, wanted, mode, counted if paged else None, through)
+
+
+class _Counted(NamedTuple):
+    """A page of matches and the exact count of all of them, both from the index."""
+
+    page: list[tuple[str, float | None]]
+    total: int
+
+
+class _Found(NamedTuple):
+    """Candidates in answer order, to be examined, and whether some were left out of them
+    (ranked at most so deep)."""
+
+    candidates: Iterable[Found]
+    cut: bool
+
+
+class _Count(NamedTuple):
+    total: int
+    lower_bound: bool
+    """Whether counting stopped early: more may match than `total` says."""
+
+
+def _examine(memory: Memory, moment: Moment, args: SearchNodes, found: _Found, wanted: _Filter, limit: int | None,
+             budget: ReplyBudget) -> tuple[list[Hit], _Count]:
+    """The page of the candidates that pass the filters (and the substring rule, where the index
+    only narrowed them down), and how many pass: every one when there are few, else those among
+    the page and the `DEPTH` candidates after it (a lower bound, said so)."""
+    graph = moment.graph
+    page: list[Hit] = []
+    total = examined_after = 0
+    full = limit is not None and limit == 0
+    stopped = False
+    for stream, score, record in found.candidates:  # a record is read only where a filter or the page needs it
+        if full:
+            if examined_after >= DEPTH:
+                stopped = True
+                break
+            examined_after += 1
+        if wanted.active:
+            record = record or graph.entity_by_stream(stream)
+            if record is None or not wanted(record):
+                continue
+        if args.offset <= total and (limit is None or len(page) < limit):
+            record = record or graph.entity_by_stream(stream)
+            if record is None:
+                continue
+            page.append((record, score))
+            if budget.add(record):
+                raise _too_large(memory, moment, args, wanted, budget, budget.spent, len(page), page)
+            full = limit is not None and len(page) >= limit
+        total += 1
+    return page, _Count(total, stopped or found.cut)
+
+
+def _too_large(memory: Memory, moment: Moment, args: SearchNodes, wanted: _Filter, budget: ReplyBudget, bound: int,
+               count: int, records: list[Hit]) -> ReplyTooLargeError:
+    def sample(size: int) -> tuple[SearchOut, int]:
+        few = records[:size]
+        return _answer(memory, moment, args, few, wanted, "substring", None, None), len(few)
+
+    return budget.refuse(bound, count, sample, (
+        "Page through it: search_nodes with limit {fit} and offset 0, then each answer's nextOffset; "
+        "or summaryMode true for names and types only; or narrow it with entityTypes, relationTypes "
+        "or metadata."))
 
 
 def _mode(args: SearchNodes) -> Mode:
@@ -146,20 +208,34 @@ def _mode(args: SearchNodes) -> Mode:
     return mode
 
 
-def _substring(memory: Memory, moment: Moment, args: SearchNodes) -> Iterator[Found]:
+def _substring(memory: Memory, moment: Moment, args: SearchNodes, wanted: _Filter, limit: int | None,
+               budget: ReplyBudget) -> _Found | _Counted:
     ws, query = args.workspace, args.query
-    candidates = None if moment.is_past else memory.views.search_index(moment.snapshot, ws).containing(query)
-    if candidates is None:  # the past (no standing index), or no word to look up: every entity is checked
-        yield from ((e.stream, None, e) for e in moment.graph.entities(ws) if matches(e, query))
-    elif terms(query) == [query.lower()]:
+    selection = None if moment.is_past else memory.views.search_index(moment.snapshot, ws).select(query)
+    if selection is None:  # the past (no standing index), or no word to look up: every entity is checked
+        return _Found(((e.stream, None, e) for e in moment.graph.entities(ws) if matches(e, query)), False)
+    if terms(query) == [query.lower()]:
         # One run of word characters lies in a text exactly when one of its terms contains it:
         # the candidates are the answer, and no entity needs reading to know it.
-        yield from ((stream, None, None) for stream in candidates)
-    else:
-        for stream in candidates:
-            record = moment.live.entity_by_stream(stream)
-            if record is not None and matches(record, query):
-                yield stream, None, record
+        if not wanted.active:
+            if budget.active:
+                bound = budget.selection(selection, offset=args.offset, limit=limit)
+                if budget.limit is not None and bound > budget.limit:
+                    raise _too_large_selection(memory, moment, args, wanted, budget, bound, selection, limit)
+            return _Counted([(stream, None) for stream in selection.streams(args.offset, limit)], selection.count)
+        return _Found(((stream, None, None) for stream in selection.each()), False)
+    live = moment.live
+    return _Found(((stream, None, record) for stream in selection.each()
+                   if (record := live.entity_by_stream(stream)) is not None and matches(record, query)), False)
+
+
+def _too_large_selection(memory: Memory, moment: Moment, args: SearchNodes, wanted: _Filter, budget: ReplyBudget,
+                         bound: int, selection: Selection, limit: int | None) -> ReplyTooLargeError:
+    live = moment.live
+    count = max(0, min(selection.count, selection.count if limit is None else args.offset + limit) - args.offset)
+    first: list[Hit] = [(record, None) for stream in selection.streams(args.offset, SAMPLE)
+                        if (record := live.entity_by_stream(stream)) is not None]
+    return _too_large(memory, moment, args, wanted, budget, bound, count, first)
 
 
 def _index(memory: Memory, moment: Moment, workspace: str) -> WorkspaceIndex:
@@ -171,28 +247,36 @@ def _index(memory: Memory, moment: Moment, workspace: str) -> WorkspaceIndex:
     return index
 
 
-def _words(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode) -> list[Found]:
+def _words(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode, limit: int | None) -> _Found | _Counted:
+    """The ranking of a ranked or fuzzy search: with `limit` (no filter), only the page is kept
+    and the total is exact; else the best `DEPTH` (or as deep as the page), for filters to pick from."""
     index = _index(memory, moment, args.workspace)
-    ranked = index.fuzzy(args.query) if mode == "fuzzy" else index.ranked(args.query)
-    return [(stream, score, None) for stream, score in ranked[:DEPTH]]
+    depth = args.offset + limit if limit is not None else max(DEPTH, args.offset + (args.limit or RANKED_LIMIT))
+    ranking = index.ranking(args.query, fuzzy=mode == "fuzzy", depth=depth)
+    if limit is not None:
+        return _Counted([(stream, score) for stream, score in ranking.hits[args.offset:]], ranking.total)
+    return _Found([(stream, score, None) for stream, score in ranking.hits], len(ranking.hits) < ranking.total)
 
 
-def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode) -> tuple[list[Found], int]:
+def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode) -> tuple[_Found, int]:
     if moment.is_past:
         raise InvalidArgumentsError(
             "search_nodes", f"asOf: mode {mode} ranks the present only (embeddings are of current "
             "versions); use mode substring, ranked or fuzzy with asOf")
     near, through = nearest(memory, moment, args.workspace, args.query, SEMANTIC_FLOOR)
     meaning: list[Found] = [(record.stream, score, record) for record, score in near]
+    cut = len(near) >= DEPTH  # there may be more above the floor
     if mode == "semantic":
-        return meaning, through
+        return _Found(meaning, cut), through
     fuzzy = len(query_terms(args.query)) <= FUZZY_WORDS
-    words = _words(memory, moment, args, "fuzzy" if fuzzy else "ranked")
+    index = _index(memory, moment, args.workspace)
+    ranking = index.ranking(args.query, fuzzy=fuzzy, depth=DEPTH)
+    cut = cut or len(ranking.hits) < ranking.total
     records = {stream: record for stream, _, record in meaning}
-    fused = fuse([(stream, score or 0.0) for stream, score, _ in words],
-                 [(stream, score or 0.0) for stream, score, _ in meaning],
-                 _index(memory, moment, args.workspace).full_score(args.query, fuzzy))
-    return [(stream, score, records.get(stream)) for stream, score in fused[:DEPTH]], through
+    fused = fuse([(stream, score or 0.0) for stream, score in ranking.hits],
+                 [(stream, score or 0.0) for stream, score, _ in meaning], index.full_score(args.query, fuzzy))
+    return _Found([(stream, score, records.get(stream)) for stream, score in fused[:DEPTH]],
+                  cut or len(fused) > DEPTH), through
 
 
 def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshold: float) -> tuple[list[Hit], int]:
@@ -245,7 +329,7 @@ class _Filter:
 
 def _answer(
     memory: Memory, moment: Moment, args: SearchNodes, page: list[Hit], wanted: _Filter, mode: Mode,
-    total: int | None, through: int | None,
+    counted: _Count | None, through: int | None,
 ) -> SearchOut:
     if args.summary_mode:
         entities = [PageEntityOut(name=r.name, entity_type=r.entity_type) for r, _ in page]
@@ -258,13 +342,16 @@ def _answer(
                 out.provenance = provenance_of(moment.log, record, moment.position)
         point_at_facts(memory, moment, args.query, mode, page, entities, args.matches_per_entity,
                        args.observations_limit)
-    more = total is not None and args.offset + len(page) < total
+    total = None if counted is None else counted.total
+    lower_bound = counted is not None and counted.lower_bound
+    more = total is not None and (args.offset + len(page) < total or (lower_bound and bool(page)))
     return SearchOut(
         entities=entities,
         relations=page_relations((r for r in wanted.relations(r.name for r, _ in page) if valid_relation(r, valid)),
                                  args.summary_mode, args.include_metadata),
         scores=[round(score or 0.0, 6) for _, score in page] if mode != "substring" else UNSET,
         total=UNSET if total is None else total,
+        total_is_lower_bound=True if lower_bound else UNSET,
         next_offset=args.offset + len(page) if more else UNSET,
         embedded_through=UNSET if through is None else through,
         head=UNSET if through is None else moment.live.position,

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 from chronograph.application.engine.arguments import parse
@@ -114,6 +114,12 @@ class Memory:
         """Where export_graph may write files (None: nowhere)."""
         self.project_files = project_files
         """Whether n2n's export may write a Markdown file inside the project root a client names."""
+        self.reply_limit: int | None = None
+        """The largest answer a read may give, in bytes of its reply (a server's --max-reply; None:
+        any): a query that can tell early that its answer is larger refuses before building it."""
+        self._answering = threading.local()
+        """The handler answering this thread's call and its reply limit (`call`, see `limit_for`):
+        reads run in several threads at once over HTTP."""
         self.log, self.cache = open_store(path, sync=sync, readonly=readonly, max_size=max_size, cache=cache)
         """The log, and the local environment of the views when the log is in a database."""
         try:
@@ -370,8 +376,10 @@ class Memory:
             written = msgspec.structs.replace(written, output=output)
         return written
 
-    def read(self, tool: Tool | str, arguments: dict[str, Any]) -> Out:
-        """Run the query `tool` with raw `arguments` (on the live views, or as of then).
+    def read(self, tool: Tool | str, arguments: dict[str, Any], *,
+             reply_limit: int | None | Literal["server"] = "server") -> Out:
+        """Run the query `tool` with raw `arguments` (on the live views, or as of then); its reply
+        may take `reply_limit` bytes (by default the server's, `self.reply_limit`).
 
         Raises:
             ChronographError: If the arguments are invalid or name something unknown.
@@ -383,7 +391,7 @@ class Memory:
             raise ValueError(f"{spec.name} is a command: run it with Memory.write or Memory.call")
         for before in self.before_call:
             before(self, spec, args)
-        return self._answer(spec, args)
+        return self._answer(spec, args, self.reply_limit if reply_limit == "server" else reply_limit)
 
     def alongside(self, spec: Tool, args: Any) -> bool:
         """Whether the read `spec` with `args` runs beside other reads and the writer rather than
@@ -396,17 +404,24 @@ class Memory:
             and getattr(args, "mode", UNSET) not in _SEMANTIC
         )
 
-    def _answer(self, spec: Tool, args: Any) -> Out:
+    def limit_for(self, handler: Callable[..., Any]) -> int | None:
+        """The reply limit of the call being answered in this thread, if `handler` answers it (a
+        tool built on another's handler shapes its own answer: the inner one's size says nothing
+        of it)."""
+        answering = getattr(self._answering, "call", None)
+        return answering[1] if answering is not None and answering[0] is handler else None
+
+    def _answer(self, spec: Tool, args: Any, reply_limit: int | None = None) -> Out:
         if not self.alongside(spec, args):
             with self.lock, self.views.search.lock:
-                output = self._handled(spec, args)
+                output = self._handled(spec, args, reply_limit)
                 self._save_search()
                 return output
         if spec.name == "search_nodes":  # the word indexes follow one snapshot at a time (see SearchIndex)
             with self.views.search.lock:
-                output = self._handled(spec, args)
+                output = self._handled(spec, args, reply_limit)
         else:
-            output = self._handled(spec, args)
+            output = self._handled(spec, args, reply_limit)
         if self.views.search.due() and self.lock.acquire(blocking=False):  # a write: under the lock, if free
             try:
                 self._save_search()
@@ -414,12 +429,16 @@ class Memory:
                 self.lock.release()
         return output
 
-    def _handled(self, spec: Tool, args: Any) -> Out:
+    def _handled(self, spec: Tool, args: Any, reply_limit: int | None) -> Out:
+        outer = getattr(self._answering, "call", None)
+        self._answering.call = (spec.handler, reply_limit)
         try:
             with paused_gc():  # a whole graph's output forms no cycles; scanning it halved the speed
                 return spec.handler(self, args)
         except (EventStoreError, ProjectionError) as error:
             raise StorageError(f"The store could not answer: {error}") from None
+        finally:
+            self._answering.call = outer
 
     def _save_search(self) -> None:
         try:

@@ -183,6 +183,11 @@ class Views:
         """The search index of `workspace`, current at the snapshot's position."""
         return self.search.current(snapshot.log, snapshot.graph, workspace)
 
+    def known_search_index(self, snapshot: Snapshot, workspace: str) -> WorkspaceIndex | None:
+        """The search index of `workspace` if it is at hand (held, or kept in the store), current at
+        the snapshot's position; None rather than building one."""
+        return self.search.known(snapshot.log, snapshot.graph, workspace)
+
     def refresh(self) -> None:
         """Catch this process up with erasures made elsewhere, before it writes anything (call it
         with no transaction open). An embedded store reopens its environment (see

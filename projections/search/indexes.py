@@ -56,13 +56,25 @@ class SearchIndex:
 
     def current(self, log: LogReader, graph: LmdbGraph, workspace: str) -> WorkspaceIndex:
         """The workspace's index, brought up to the position of `graph` (same snapshot as `log`)."""
+        index = self.known(log, graph, workspace)
+        if index is None:
+            index = self._workspaces[workspace] = self._build(graph, workspace)
+            _catch_up(index, log, graph)
+        return index
+
+    def known(self, log: LogReader, graph: LmdbGraph, workspace: str) -> WorkspaceIndex | None:
+        """The workspace's index if this process holds it or the store keeps its image, brought up
+        to the position of `graph`; None rather than indexing every entity (and keeping an image)."""
         erasures = log.erasures()
         if erasures != self.erasures:  # something was forgotten: indexes may hold its words
             self.reset()
             self.erasures = erasures
         index = self._workspaces.get(workspace)
         if index is None or index.position > graph.position:
-            index = self._workspaces[workspace] = self._load(graph, workspace) or self._build(graph, workspace)
+            index = self._load(graph, workspace)
+            if index is None:
+                return None
+            self._workspaces[workspace] = index
         if index.position < graph.position and _catch_up(index, log, graph):
             self._changed.add(workspace)
         return index
@@ -164,11 +176,14 @@ def _catch_up(index: WorkspaceIndex, log: LogReader, graph: LmdbGraph) -> int:
                 touched.add(envelope.stream)
         elif index.knows(envelope.stream):
             touched.add(envelope.stream)
+    found = []
     for stream in touched:
-        found = graph.entity_by_stream(stream)
-        if found is None:
+        record = graph.entity_by_stream(stream)
+        if record is None:
             index.remove(stream)
         else:
-            index.put(found)
+            found.append(record)
+    for record in sorted(found, key=lambda record: record.seq):  # new entities join the creation order last
+        index.put(record)
     index.position = graph.position
     return len(touched)

@@ -21,12 +21,23 @@ old one dies, so postings never need editing, only filtering by liveness, and ar
 compacted once the dead outnumber the living. Nothing here holds the texts themselves:
 the entity views have them.
 
+Counting and paging cost what the page costs: a term's documents are also a bitmap (a
+Python int, one byte per document, so that `int.from_bytes` of the liveness bytes is the
+live set), kept for the terms common enough to need one, so a query's matches are counted
+by AND, OR and a popcount, never by materialising them; the documents are kept in
+creation order (`seq`), so a page of a common word is the first matches met in that order.
+Each document also keeps the characters an answer must carry for it (name, type and the
+observations without a valid time), so a caller can tell an answer is too large to send
+before building it.
+
 The whole index encodes to one `image` and decodes from it in milliseconds, so a new
 process loads it from the store instead of building it from every entity.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 import re
 from array import array
@@ -37,11 +48,13 @@ from collections.abc import Iterable, Iterator
 import msgspec
 from chronograph.projections.records import EntityRecord
 from chronograph.projections.sealed import seal_array, sound
+from chronograph.projections.search.selection import Ranking, Selection, Volume
 
 __all__ = ["IMAGE_FORMAT", "STOPWORDS", "WorkspaceIndex", "folded", "matches", "query_terms", "terms"]
 
-IMAGE_FORMAT = 2
-"""2: sealed with a checksum (see `projections.sealed`); a damaged image is rebuilt."""
+IMAGE_FORMAT = 3
+"""2: sealed with a checksum (see `projections.sealed`); a damaged image is rebuilt.
+3: each document's answer size (characters, observations) and the creation order."""
 TERM = re.compile(r"\w+")
 K1, B = 1.2, 0.75
 """BM25's term-frequency saturation and length normalisation."""
@@ -52,6 +65,10 @@ MAX_DOCS = 1 << (32 - TF_BITS)
 _DIGIT = re.compile(r"\d")
 SEP = "\x00"
 """Separates the terms of the joined vocabulary (no term holds it: it is not a word character)."""
+DENSE = 512
+"""Postings at least this long keep a bitmap (built once, extended as they grow)."""
+FEW = 1024
+"""A run of a query whose terms have at most this many postings is looked up as a set of documents."""
 
 
 def folded(record: EntityRecord) -> tuple[str, ...]:
@@ -109,6 +126,10 @@ class _Image(msgspec.Struct, array_like=True, gc=False):
     total_length: int
     vocabulary: str
     postings: list[bytes]
+    weights: list[bytes]
+    """Each document's heads, chars and observations (see `Volume`)."""
+    order: bytes
+    """The live documents in creation order."""
 
 
 _decoder = msgspec.msgpack.Decoder(_Image)
@@ -137,6 +158,18 @@ class WorkspaceIndex:
         self._offsets = array("I")
         self._by_length: dict[int, tuple[list[str], list[int]]] = {}
         self._bucketed = 0
+        self._heads = array("I")
+        self._chars = array("I")
+        self._notes = array("I")
+        self._totals = [0, 0, 0]
+        """The live documents' heads, chars and observations (see `Volume`)."""
+        self._order = array("I")
+        """Documents in creation order (`seq`); a dead one stays until it is replaced or compacted."""
+        self._place: array[int] | None = array("I")
+        """doc -> its index in `_order` (meaningful for live documents while `_ordered`; None: to be built)"""
+        self._ordered = True
+        self._bits: dict[int, tuple[int, int]] = {}
+        """tid -> (bitmap of its postings' documents, how many postings it covers): dense terms only"""
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -149,13 +182,14 @@ class WorkspaceIndex:
 
     def put(self, record: EntityRecord) -> None:
         """Index `record`, replacing what was indexed for its stream (unless it is that version)."""
-        doc = self._docs.get(record.stream)
-        if doc is not None:
-            if self._versions[doc] == record.version:
+        old = self._docs.get(record.stream)
+        if old is not None:
+            if self._versions[old] == record.version:
                 return
-            self._kill(doc)
+            self._kill(old)
         if len(self._streams) >= MAX_DOCS:
             self._compact()
+            old = None  # renumbered: its place is found again below
         counts = Counter(term for text in folded(record) for term in TERM.findall(text))
         doc = self._docs[record.stream] = len(self._streams)
         self._streams.append(record.stream)
@@ -165,6 +199,8 @@ class WorkspaceIndex:
         length = sum(counts.values())
         self._lengths.append(length)
         self._total_length += length
+        self._weigh(record)
+        self._arrange(doc, old, record.seq)
         ids, postings = self._ids, self._postings
         for term, count in counts.items():
             tid = ids.get(term)
@@ -183,6 +219,58 @@ class WorkspaceIndex:
     def _kill(self, doc: int) -> None:
         self._alive[doc] = 0
         self._total_length -= self._lengths[doc]
+        totals = self._totals
+        totals[0] -= self._heads[doc]
+        totals[1] -= self._chars[doc]
+        totals[2] -= self._notes[doc]
+
+    def _weigh(self, record: EntityRecord) -> None:
+        """Keep what an answer must carry for the new document: characters count bytes from
+        below (UTF-8 takes at least one byte per character, JSON adds quotes and escapes)."""
+        shown = record.observations
+        if record.validity:  # an observation with a valid time may be hidden: it counts nothing
+            shown = [o for o in shown if o not in record.validity]
+        heads = len(record.name) + len(record.entity_type)
+        chars = heads + sum(map(len, shown))
+        self._heads.append(heads)
+        self._chars.append(chars)
+        self._notes.append(len(shown))
+        totals = self._totals
+        totals[0] += heads
+        totals[1] += chars
+        totals[2] += len(shown)
+
+    def _arrange(self, doc: int, old: int | None, seq: int) -> None:
+        """Place the new document `doc` in creation order: where the version it replaces was, or
+        last; anything else (a catch-up in another order) rebuilds the order when next needed."""
+        if not self._ordered:
+            return
+        order, seqs, place = self._order, self._seqs, self._place
+        if place is None:  # loaded from an image: the places are built when a change needs them
+            place = self._place = array("I", bytes(4 * doc))
+            for at, placed in enumerate(order):
+                place[placed] = at
+        if old is not None and seqs[old] == seq:
+            at = place[old]
+            order[at] = doc
+            place.append(at)
+        elif not order or seqs[order[-1]] <= seq:
+            place.append(len(order))
+            order.append(doc)
+        else:
+            self._ordered = False
+
+    def _in_order(self) -> array[int]:
+        """The documents in creation order (dead ones among them), rebuilt if it was lost."""
+        if not self._ordered:
+            seqs, alive = self._seqs, self._alive
+            self._order = array("I", sorted((d for d in range(len(self._streams)) if alive[d]), key=seqs.__getitem__))
+            place = array("I", bytes(4 * len(self._streams)))
+            for at, doc in enumerate(self._order):
+                place[doc] = at
+            self._place = place
+            self._ordered = True
+        return self._order
 
     def _learn(self, term: str) -> int:
         tid = self._ids[term] = len(self._vocabulary)
@@ -197,17 +285,78 @@ class WorkspaceIndex:
 
         None means every entity may: the query has no word character to look up.
         """
+        selection = self.select(query)
+        return None if selection is None else selection.streams()
+
+    def select(self, query: str) -> Selection | None:
+        """The live documents that may contain `query` (a superset; exactly the answer when the
+        query is one run of word characters), counted without listing them.
+
+        None means every entity may: the query has no word character to look up.
+        """
         runs = set(TERM.findall(query.lower()))
         if not runs:
             return None
-        found: set[int] | None = None
-        for run in sorted(runs, key=len, reverse=True):
-            docs = self._documents_with(self._terms_containing(run))
-            found = docs if found is None else found & docs
+        postings = self._postings
+        found_terms = {run: list(self._terms_containing(run)) for run in runs}
+        sizes = {run: sum(len(postings[tid]) for tid in tids) for run, tids in found_terms.items()}
+        rarest = min(runs, key=sizes.__getitem__)
+        if sizes[rarest] <= FEW:  # a rare word: its few documents, checked against the other runs
+            alive = self._alive
+            docs = {doc for tid in found_terms[rarest] for entry in postings[tid] if alive[doc := entry >> TF_BITS]}
+            for run in runs - {rarest}:
+                if not docs:
+                    break
+                if sizes[run] <= FEW:
+                    docs &= {entry >> TF_BITS for tid in found_terms[run] for entry in postings[tid]}
+                else:
+                    flags = self._bitmap(found_terms[run]).to_bytes(len(self._streams), "little")
+                    docs = {doc for doc in docs if flags[doc]}
+            return Selection(self, None, sorted(docs, key=self._seqs.__getitem__))
+        found = self._live_bits()
+        for run in sorted(runs, key=sizes.__getitem__):
+            found &= self._bitmap(found_terms[run])
             if not found:
-                return []
-        assert found is not None
-        return [self._streams[doc] for doc in sorted(found, key=self._seqs.__getitem__)]
+                break
+        return Selection(self, found)
+
+    def everything(self) -> Selection:
+        """Every live document."""
+        return Selection(self, self._live_bits())
+
+    def volume(self) -> Volume:
+        """What an answer of every live entity must carry."""
+        heads, chars, notes = self._totals
+        return Volume(len(self._docs), heads, chars, notes)
+
+    def _live_bits(self) -> int:
+        return int.from_bytes(self._alive, "little")
+
+    def _bitmap(self, tids: Iterable[int]) -> int:
+        """The documents (dead ones too) holding any of the terms `tids`, one byte per document."""
+        postings, bits = self._postings, 0
+        spread: bytearray | None = None
+        for tid in tids:
+            posting = postings[tid]
+            if len(posting) >= DENSE:
+                bits |= self._dense(tid)
+                continue
+            if spread is None:
+                spread = bytearray(len(self._streams))
+            for entry in posting:
+                spread[entry >> TF_BITS] = 1
+        return bits if spread is None else bits | int.from_bytes(spread, "little")
+
+    def _dense(self, tid: int) -> int:
+        posting = self._postings[tid]
+        bits, covered = self._bits.get(tid, (0, 0))
+        if covered < len(posting):
+            spread = bytearray(len(self._streams))
+            for entry in posting[covered:]:
+                spread[entry >> TF_BITS] = 1
+            bits |= int.from_bytes(spread, "little")
+            self._bits[tid] = (bits, len(posting))
+        return bits
 
     def _terms_containing(self, run: str) -> Iterator[int]:
         """Ids of the vocabulary terms that contain `run`."""
@@ -228,26 +377,27 @@ class WorkspaceIndex:
                 start += len(term) + 1
             self._joined += "".join(term + SEP for term in new)
 
-    def _documents_with(self, tids: Iterable[int]) -> set[int]:
-        alive, postings = self._alive, self._postings
-        docs: set[int] = set()
-        for tid in tids:
-            docs.update(doc for entry in postings[tid] if alive[doc := entry >> TF_BITS])
-        return docs
-
     # --- ranked and fuzzy -----------------------------------------------------------------
 
-    def ranked(self, query: str) -> list[tuple[str, float]]:
-        """(stream, BM25 score) of every entity holding a term of `query`, best first."""
-        groups = [{tid: 1.0} for term in query_terms(query) if (tid := self._ids.get(term)) is not None]
-        return self._scored(groups)
+    def ranked(self, query: str, depth: int | None = None) -> list[tuple[str, float]]:
+        """(stream, BM25 score) of every entity holding a term of `query` (the best `depth`), best first."""
+        return self.ranking(query, depth=depth).hits
 
-    def fuzzy(self, query: str) -> list[tuple[str, float]]:
-        """(stream, score) of every entity holding a term of `query` or a near spelling, best first.
+    def fuzzy(self, query: str, depth: int | None = None) -> list[tuple[str, float]]:
+        """(stream, score) of every entity holding a term of `query` or a near spelling (the best
+        `depth`), best first.
 
         A term of four to seven letters forgives one edit, a longer one two; a near
         spelling counts for 1/(1 + edits) of the exact term.
         """
+        return self.ranking(query, fuzzy=True, depth=depth).hits
+
+    def ranking(self, query: str, *, fuzzy: bool = False, depth: int | None = None) -> Ranking:
+        """The best `depth` (None: all) of the entities `ranked` or `fuzzy` finds, best first, and
+        how many it finds in all (exact: every one holding a term is scored, only the best kept)."""
+        if not fuzzy:
+            groups = [{tid: 1.0} for term in query_terms(query) if (tid := self._ids.get(term)) is not None]
+            return self._scored(groups, depth)
         groups = []
         for term in query_terms(query):
             variants: dict[int, float] = {}
@@ -259,7 +409,7 @@ class WorkspaceIndex:
                     variants.setdefault(tid, 1 / (1 + edits))
             if variants:
                 groups.append(variants)
-        return self._scored(groups)
+        return self._scored(groups, depth)
 
     def full_score(self, query: str, fuzzy: bool = False) -> float:
         """What a document of average length holding each term of `query` once scores (with
@@ -310,33 +460,50 @@ class WorkspaceIndex:
             bucket[1].append(tid)
         self._bucketed = len(vocabulary)
 
-    def _scored(self, groups: list[dict[int, float]]) -> list[tuple[str, float]]:
-        """BM25 over `groups` (one per query term: its variants and their weights), best first.
+    def _scored(self, groups: list[dict[int, float]], depth: int | None = None) -> Ranking:
+        """BM25 over `groups` (one per query term: its variants and their weights): the best
+        `depth` first (ties: the older first), and how many documents scored.
 
-        A document scores, for each group, its best variant's weighted BM25 term score.
+        A document scores, for each group, its best variant's weighted BM25 term score. The
+        best are kept with a bounded heap, not by sorting every document that scored.
         """
         live = len(self._docs)
         if not groups or not live:
-            return []
+            return Ranking([], 0)
         average = self._total_length / live or 1.0
+        base, slope, lift = K1 * (1 - B), K1 * B / average, K1 + 1
         alive, lengths, postings = self._alive, self._lengths, self._postings
         scores: dict[int, float] = {}
         for group in groups:
-            best: dict[int, float] = {}
+            best: dict[int, float] = {} if len(groups) > 1 or len(group) > 1 else scores
             for tid, weight in group.items():
                 entries = [entry for entry in postings[tid] if alive[entry >> TF_BITS]]
                 frequency = len(entries)
-                idf = weight * math.log(1 + (live - frequency + 0.5) / (frequency + 0.5))
+                idf = weight * math.log(1 + (live - frequency + 0.5) / (frequency + 0.5)) * lift
+                if best is scores:  # one term: each document once, nothing to merge
+                    for entry in entries:
+                        count = entry & TF_MAX
+                        best[entry >> TF_BITS] = idf * count / (count + base + slope * lengths[entry >> TF_BITS])
+                    continue
                 for entry in entries:
                     doc, count = entry >> TF_BITS, entry & TF_MAX
-                    score = idf * count * (K1 + 1) / (count + K1 * (1 - B + B * lengths[doc] / average))
+                    score = idf * count / (count + base + slope * lengths[doc])
                     if score > best.get(doc, 0.0):
                         best[doc] = score
-            for doc, score in best.items():
-                scores[doc] = scores.get(doc, 0.0) + score
+            if best is not scores:
+                for doc, score in best.items():
+                    scores[doc] = scores.get(doc, 0.0) + score
         seqs, streams = self._seqs, self._streams
-        order = sorted(scores.items(), key=lambda item: (-item[1], seqs[item[0]]))
-        return [(streams[doc], score) for doc, score in order]
+        if depth is None or depth >= len(scores):
+            chosen = list(scores)
+        else:
+            top = heapq.nlargest(depth, scores, key=scores.__getitem__)
+            floor = scores[top[-1]]
+            above = [doc for doc in top if scores[doc] > floor]
+            tied = [doc for doc, score in scores.items() if score == floor]  # the older of them first
+            chosen = above + heapq.nsmallest(depth - len(above), tied, key=seqs.__getitem__)
+        chosen.sort(key=lambda doc: (-scores[doc], seqs[doc]))
+        return Ranking([(streams[doc], scores[doc]) for doc in chosen], len(scores))
 
     # --- upkeep ---------------------------------------------------------------------------
 
@@ -356,6 +523,15 @@ class WorkspaceIndex:
         self._versions = array("Q", (self._versions[doc] for doc in live))
         self._seqs = array("Q", (self._seqs[doc] for doc in live))
         self._lengths = array("I", (self._lengths[doc] for doc in live))
+        self._heads = array("I", (self._heads[doc] for doc in live))
+        self._chars = array("I", (self._chars[doc] for doc in live))
+        self._notes = array("I", (self._notes[doc] for doc in live))
+        if self._ordered:
+            self._order = array("I", (renumbered[doc] for doc in self._order if alive[doc]))
+            self._place = array("I", bytes(4 * len(live)))
+            for at, doc in enumerate(self._order):
+                self._place[doc] = at
+        self._bits.clear()
         self._docs = {stream: doc for doc, stream in enumerate(self._streams)}
 
     def image(self) -> bytes:
@@ -366,6 +542,8 @@ class WorkspaceIndex:
             IMAGE_FORMAT, self.workspace, self.position, self._streams, bytes(self._alive),
             self._versions.tobytes(), self._seqs.tobytes(), self._lengths.tobytes(),
             self._total_length, SEP.join(self._vocabulary), [posting.tobytes() for posting in self._postings],
+            [self._heads.tobytes(), self._chars.tobytes(), self._notes.tobytes()],
+            array("I", itertools.compress(self._in_order(), map(self._alive.__getitem__, self._in_order()))).tobytes(),
         )))
 
     @classmethod
@@ -391,7 +569,18 @@ class WorkspaceIndex:
         index._ids = {term: tid for tid, term in enumerate(index._vocabulary)}
         index._postings = [array("I", posting) for posting in image.postings]
         index._total_length = image.total_length
-        sizes = {len(index._streams), len(index._alive), len(index._versions), len(index._seqs), len(index._lengths)}
-        if len(sizes) != 1 or len(index._postings) != len(index._vocabulary):
+        if len(image.weights) != 3:
             return None
+        for column, data in zip((index._heads, index._chars, index._notes), image.weights, strict=True):
+            column.frombytes(data)
+        index._order.frombytes(image.order)
+        sizes = {len(index._streams), len(index._alive), len(index._versions), len(index._seqs), len(index._lengths),
+                 len(index._heads), len(index._chars), len(index._notes)}
+        if len(sizes) != 1 or len(index._postings) != len(index._vocabulary) or len(index._order) != len(index._docs):
+            return None
+        if index._order and max(index._order) >= len(index._streams):
+            return None
+        index._totals = [sum(itertools.compress(column, index._alive))
+                         for column in (index._heads, index._chars, index._notes)]
+        index._place = None  # built when a change first needs it
         return index

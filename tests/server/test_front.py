@@ -154,3 +154,12 @@ def test_whatever_the_front_kept_a_tricky_session_is_answered_as_the_sdk_answers
         return sorted(replies, key=lambda reply: json.dumps(reply.get("id")))
 
     assert by_id(by_front) == by_id(by_sdk)
+
+
+def test_a_result_with_a_lone_surrogate_beside_the_kept_json_is_escaped_whole() -> None:
+    import msgspec
+    from chronograph.server.front import _encoded
+
+    line = _encoded({"content": [{"text": msgspec.Raw(b'"hi"'), "type": "text"}],
+                     "structuredContent": msgspec.Raw(b'{"a":1}'), "_meta": {"x": "\ud800"}})
+    assert line == b'{"content":[{"text":"hi","type":"text"}],"structuredContent":{"a":1},"_meta":{"x":"\\ud800"}}'

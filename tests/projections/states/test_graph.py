@@ -1,0 +1,41 @@
+"""relations_touching: the same relations, oldest first, whether it looks each name up or reads
+the workspace's relations in one pass (a page of many names)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from chronograph.application import Memory
+from chronograph.projections.states import graph as module
+from chronograph.projections.states.graph import relations_touching
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edges=st.lists(st.tuples(st.integers(0, 99), st.integers(0, 99), st.sampled_from(["a", "b"])), max_size=150),
+       asked=st.sets(st.integers(0, 120), max_size=100), deleted=st.sets(st.integers(0, 99), max_size=5))
+def test_one_pass_and_lookups_find_the_same_relations(tmp_path_factory: pytest.TempPathFactory,
+                                                      edges: list[tuple[int, int, str]], asked: set[int],
+                                                      deleted: set[int]) -> None:
+    store: Path = tmp_path_factory.mktemp("touching") / "store"
+    with Memory(store, sync=False) as memory:
+        memory.write("create_entities", {"entities": [
+            {"name": f"n{i}", "entityType": "t", "observations": []} for i in range(100)]}, actor="t")
+        if edges:
+            memory.write("create_relations", {"relations": [
+                {"from": f"n{a}", "to": f"n{b}", "relationType": kind} for a, b, kind in edges]}, actor="t")
+        if deleted:
+            memory.write("delete_entities", {"entityNames": [f"n{i}" for i in deleted]}, actor="t")
+        names = [f"n{i}" for i in sorted(asked)]
+        with memory.timeline.at("t") as moment:
+            share = module.SCAN_SHARE
+            try:
+                module.SCAN_SHARE = 0  # always look each name up
+                looked_up = relations_touching(moment.graph, "default", names)
+                module.SCAN_SHARE = 10**9  # always one pass (given more than 64 names)
+                scanned = relations_touching(moment.graph, "default", names)
+            finally:
+                module.SCAN_SHARE = share
+        assert [r.stream for r in scanned] == [r.stream for r in looked_up]
