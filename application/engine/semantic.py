@@ -63,6 +63,8 @@ class Semantic:
         """Why the embedder failed last (None while it works)."""
         self.loaded = False
         """Whether the embedder has loaded and embedded once (a write embeds in the call only then)."""
+        self.embedded = 0
+        """Entities this process has embedded (by the projector)."""
         self._queries: OrderedDict[str, Any] = OrderedDict()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -93,6 +95,7 @@ class Semantic:
                 elif known.get(stream) != record.version:
                     todo.append(record)
         vectors: Any = self.embedder.embed([entity_text(r) for r in todo]) if todo else []
+        self.embedded += len(todo)
         self.loaded = self.loaded or bool(todo)
         put = [(r.stream, r.workspace, r.version, vectors[i]) for i, r in enumerate(todo)]
 
@@ -160,6 +163,12 @@ class Semantic:
                 progress(checkpoint, head)
             if checkpoint >= head:
                 return checkpoint
+
+    def rewind(self) -> None:
+        """Check the vectors against the whole log again (after a rebuild), keeping those whose
+        entity version and model are unchanged: `catch_up` then embeds only what differs."""
+        with self.lock:
+            self.views.env.write(self.vectors.rewind)
 
     def forget(self) -> None:
         """Drop every stored vector (of every model), to embed the store again from the start."""
