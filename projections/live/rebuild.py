@@ -23,7 +23,7 @@ from chronograph.projections.live.binding import Binding
 from chronograph.projections.live.catchup import Progress, catch_up
 from chronograph.projections.past.snapshots import Snapshots
 from chronograph.projections.past.snapshots import encode as encode_snapshot
-from chronograph.projections.states.bulkload import TABLE_ROWS, chunks, count_rows, put_sorted, table_rows
+from chronograph.projections.states.bulkload import TABLE_ROWS, Keys, chunks, count_rows, put_sorted, table_rows
 from chronograph.projections.states.dictstate import DictState, paused_gc
 from chronograph.projections.tables import Pointer, Tables
 
@@ -47,7 +47,7 @@ class RebuildReport(msgspec.Struct, frozen=True):
     (encoding and saving them), sort (ordering keys), write (encoding the records and
     appending them), swap (the final transaction)."""
     snapshots: int = 0
-    """Snapshots saved."""
+    """Snapshots saved (those already kept at their positions are left as they are)."""
 
 
 class _Clock:
@@ -77,11 +77,41 @@ def rebuild(
         RebuildError: If another rebuild swapped in first, or an entity was forgotten while
             it ran; the live views stay as they were.
     """
+    env = binding.env
+    with env.alone() as alone:
+        return _rebuild(log, binding, pointer, snapshots, tables_of, progress, alone=alone)
+
+
+def _rebuild(
+    log: EventLog,
+    binding: Binding,
+    pointer: Pointer,
+    snapshots: Snapshots,
+    tables_of: Callable[[int], Tables],
+    progress: Progress | None,
+    *,
+    alone: bool,
+) -> RebuildReport:
     started = time.perf_counter()
     clock = _Clock()
     env = binding.env
     with env.read() as txn:
-        old = pointer.generation(txn)
+        old = live_now = pointer.generation(txn)
+    if alone and old:
+        # No other process has the store open, and none can open it before this returns: the
+        # live views are dropped first, so their pages hold the new ones and the file does not
+        # grow. Killed from here on, the store opens without views, which builds them again.
+        live = tables_of(old)
+
+        def drop(txn: lmdb.Transaction) -> None:
+            if pointer.generation(txn) != old:
+                raise RebuildError("another rebuild swapped in its views first; nothing was changed")
+            pointer.set(txn, 0)
+            for database in live.databases():
+                txn.drop(database, delete=False)
+
+        env.write(drop)
+        live_now = 0
     with log.read() as reader:
         erasures = reader.erasures()
         head = reader.head()
@@ -103,7 +133,7 @@ def rebuild(
                     if progress is not None:
                         progress("fold", state.position, head)
                 clock.lap("decode")
-            if snapshots.writable and stop and stop % spacing == 0:
+            if snapshots.writable and stop and stop % spacing == 0 and not snapshots.has(stop):
                 data = encode_snapshot(state)
                 if snapshots.worth_keeping(data, stop):
                     snapshots.save_encoded(stop, data, erasures)
@@ -115,10 +145,10 @@ def rebuild(
 
         generation = old + 1
         tables = tables_of(generation)
-        retired = tables_of(old) if old else None
+        retired = tables_of(old if old else generation + 1)  # the other slot
 
         def unchanged(txn: lmdb.Transaction) -> None:
-            if pointer.generation(txn) != old:  # the idle slot may have become the live one
+            if pointer.generation(txn) != live_now:  # the idle slot may have become the live one
                 raise RebuildError("another rebuild swapped in its views first; nothing was changed")
             with binding.log_in(txn) as reader:
                 if reader.erasures() != erasures:
@@ -133,8 +163,9 @@ def rebuild(
         size, total, keys = state.size, count_rows(state), 0
         if progress is not None:
             progress("write", 0, size)
+        record_keys = Keys(state)
         for table in TABLE_ROWS:
-            rows = table_rows(state, table)
+            rows = table_rows(state, table, record_keys)
             clock.lap("sort")
             db = getattr(tables, table)
             for chunk in chunks(rows, WRITE_CHUNK):
@@ -148,21 +179,20 @@ def rebuild(
                 if progress is not None and len(chunk) == WRITE_CHUNK and keys < total:
                     progress("write", size * keys // max(total, 1), size)
             clock.lap("write")
-        del state
+        del state, record_keys
         if progress is not None:
             progress("write", size, size)
 
     def swap(txn: lmdb.Transaction) -> bool:
-        if pointer.generation(txn) != old:
+        if pointer.generation(txn) != live_now:
             return False
         unchanged(txn)
         with binding.log_in(txn) as reader:
             tables.set_checkpoint(txn, head)
             catch_up(reader, txn, tables, reader.head())
         pointer.set(txn, generation)
-        if retired is not None:  # emptied, never deleted: handles stay valid in every process
-            for database in retired.databases():
-                txn.drop(database, delete=False)
+        for database in retired.databases():  # emptied, never deleted: handles stay valid in every process
+            txn.drop(database, delete=False)
         return True
 
     if not env.write(swap):

@@ -98,6 +98,15 @@ class Snapshots:
         """Whether snapshots can be saved (not on a read-only store)."""
         return self.db is not None and not self.env.readonly
 
+    def has(self, position: int) -> bool:
+        """Whether a whole snapshot of this format is kept at `position` (the log before a
+        position never changes, so it never needs taking again)."""
+        if self.db is None:
+            return False
+        with self.env.read() as txn:
+            value = txn.get(pack_u64(position), db=self.db)
+        return value is not None and sound(value) and _decoded_format(value) == SNAPSHOT_FORMAT
+
     def worth_keeping(self, data: bytes, position: int) -> bool:
         """Whether a snapshot of `len(data)` bytes at `position` saves more than it costs."""
         return len(data) <= max(SMALL, BYTES_PER_EVENT * position)
@@ -184,6 +193,20 @@ def _decoded(body: Stored) -> _Snapshot | None:
     try:
         return _decoder.decode(body)
     except msgspec.DecodeError:  # passed its checksum, yet unreadable: another shape
+        return None
+
+
+class _Format(msgspec.Struct, array_like=True):
+    format: int
+
+
+_format_decoder = msgspec.msgpack.Decoder(_Format)
+
+
+def _decoded_format(body: Stored) -> int | None:
+    try:
+        return _format_decoder.decode(body).format
+    except msgspec.DecodeError:
         return None
 
 

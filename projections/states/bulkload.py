@@ -28,10 +28,10 @@ from chronograph.projections.keys import (
     type_count_key,
     workspace_key,
 )
-from chronograph.projections.records import NameRecord, TypeCount, encode
+from chronograph.projections.records import NameRecord, TypeCount, bulk_encoder
 from chronograph.projections.states.dictstate import DictState
 
-__all__ = ["TABLE_ROWS", "chunks", "count_rows", "put_sorted", "rows", "table_rows"]
+__all__ = ["TABLE_ROWS", "Keys", "chunks", "count_rows", "put_sorted", "rows", "table_rows"]
 
 Rows = Iterator[tuple[bytes, bytes]]
 _first = itemgetter(0)
@@ -49,32 +49,46 @@ def _workspaces() -> Callable[[str], bytes]:
     return key
 
 
-def _entities(state: DictState) -> Rows:
-    items = sorted([(record_key(stream), entity) for stream, entity in state.entities.items()], key=_first)
+class Keys:
+    """The record key of every entity and relation of a state, computed once (a digest each) for
+    the three tables that hold them; valid while the state does not change."""
+
+    def __init__(self, state: DictState) -> None:
+        self.entities = [record_key(stream) for stream in state.entities]
+        self.relations = [record_key(stream) for stream in state.relations]
+
+
+def _entities(state: DictState, keys: Keys) -> Rows:
+    items = sorted(zip(keys.entities, state.entities.values(), strict=True), key=_first)
+    encode = bulk_encoder()
     return ((key, encode(entity)) for key, entity in items)
 
 
-def _relations(state: DictState) -> Rows:
-    items = sorted([(record_key(stream), relation) for stream, relation in state.relations.items()], key=_first)
+def _relations(state: DictState, keys: Keys) -> Rows:
+    items = sorted(zip(keys.relations, state.relations.values(), strict=True), key=_first)
+    encode = bulk_encoder()
     return ((key, encode(relation)) for key, relation in items)
 
 
-def _names(state: DictState) -> Rows:
+def _names(state: DictState, keys: Keys) -> Rows:
     ws = _workspaces()
     items = sorted([(name_key(ws(workspace), name), known)
                     for (workspace, name), known in state._names.items()], key=_first)  # noqa: SLF001
+    encode = bulk_encoder()
     return ((key, encode(NameRecord(known[0], tuple(known[1:])))) for key, known in items)  # type: ignore[arg-type]
 
 
-def _order(state: DictState) -> Rows:
+def _order(state: DictState, keys: Keys) -> Rows:
     ws = _workspaces()
-    items = [(order_key(ws(r.workspace), ENTITY, r.seq), record_key(r.stream)) for r in state.entities.values()]
-    items += [(order_key(ws(r.workspace), RELATION, r.seq), record_key(r.stream)) for r in state.relations.values()]
+    items = [(order_key(ws(r.workspace), ENTITY, r.seq), key)
+             for r, key in zip(state.entities.values(), keys.entities, strict=True)]
+    items += [(order_key(ws(r.workspace), RELATION, r.seq), key)
+              for r, key in zip(state.relations.values(), keys.relations, strict=True)]
     items.sort(key=_first)
     return iter(items)
 
 
-def _adjacency(state: DictState) -> Rows:
+def _adjacency(state: DictState, keys: Keys) -> Rows:
     ws = _workspaces()
     prefixes: dict[tuple[bytes, str], bytes] = {}
 
@@ -85,9 +99,8 @@ def _adjacency(state: DictState) -> Rows:
         return found
 
     items = []
-    for relation in state.relations.values():
+    for relation, stream_key in zip(state.relations.values(), keys.relations, strict=True):
         workspace = ws(relation.workspace)
-        stream_key = record_key(relation.stream)
         seq = pack_u64(relation.seq)
         items.append((prefix(workspace, relation.source) + OUTGOING + seq, stream_key))
         items.append((prefix(workspace, relation.target) + INCOMING + seq, stream_key))
@@ -96,16 +109,17 @@ def _adjacency(state: DictState) -> Rows:
     return iter(items)
 
 
-def _workspace_rows(state: DictState) -> Rows:
+def _workspace_rows(state: DictState, keys: Keys) -> Rows:
     items = [(totals_key(workspace_key(ws)), record) for ws, record in state.workspaces.items()]
     items += [(context_key(workspace_key(ws)), context) for ws, context in state.contexts.items()]
     items += [(type_count_key(workspace_key(ws), kind, type_name), TypeCount(type_name, count))
               for (ws, kind, type_name), count in state.type_counts.items()]
     items.sort(key=_first)
+    encode = bulk_encoder()
     return ((key, encode(record)) for key, record in items)
 
 
-TABLE_ROWS: dict[str, Callable[[DictState], Rows]] = {
+TABLE_ROWS: dict[str, Callable[[DictState, Keys], Rows]] = {
     "entities": _entities,
     "relations": _relations,
     "names": _names,
@@ -116,9 +130,10 @@ TABLE_ROWS: dict[str, Callable[[DictState], Rows]] = {
 """Each view table (but `meta`) and the function that yields its rows in key order."""
 
 
-def table_rows(state: DictState, table: str) -> Rows:
-    """The rows of one view table for `state`, in key order (sorted when first asked for)."""
-    return TABLE_ROWS[table](state)
+def table_rows(state: DictState, table: str, keys: Keys | None = None) -> Rows:
+    """The rows of one view table for `state`, in key order (sorted when first asked for);
+    pass the same `keys` for every table of one state."""
+    return TABLE_ROWS[table](state, keys or Keys(state))
 
 
 def count_rows(state: DictState) -> int:
@@ -132,7 +147,8 @@ def rows(state: DictState) -> dict[str, list[tuple[bytes, bytes]]]:
 
     (Not the `meta` table: its checkpoint is the position folded.)
     """
-    return {table: list(table_rows(state, table)) for table in TABLE_ROWS}
+    keys = Keys(state)
+    return {table: list(table_rows(state, table, keys)) for table in TABLE_ROWS}
 
 
 def chunks(items: Rows, size: int) -> Iterator[list[tuple[bytes, bytes]]]:

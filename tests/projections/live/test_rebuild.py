@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from chronograph.eventstore import NO_STREAM, EntityCreated, LmdbLog, StreamWrite, clock
-from chronograph.projections import Views, new_entity_stream
+from chronograph.projections import Views, new_entity_stream, verify
 from chronograph.projections.tables import table_names
 from freezegun import freeze_time
 from hypothesis import HealthCheck, given, settings
@@ -128,3 +133,65 @@ def test_a_rebuild_reports_where_its_time_went(store: LmdbLog) -> None:
     report = views.rebuild()
     assert set(report.phases) == {"decode", "fold", "snapshots", "sort", "write", "swap"}
     assert report.keys == 50 * 3 + 1 + 1  # records, names, order; the totals and one type count
+
+
+def test_a_rebuild_of_a_store_no_other_process_has_open_does_not_grow_its_file() -> None:
+    directory = tempfile.mkdtemp()
+    try:
+        with LmdbLog(directory + "/store") as store:
+            views = Views(store)
+            _fill(views, 1000)
+            _, mark = _pages(store)
+            for _ in range(3):
+                views.rebuild()  # the live views' pages take the new ones: no second copy
+                assert _pages(store)[1] <= mark * 1.10
+            assert len(names_of(views)) == 1000
+    finally:
+        shutil.rmtree(directory)
+
+
+def names_of(views: Views) -> list[str]:
+    with views.read() as graph:
+        return [entity.name for entity in graph.entities("default")]
+
+
+_KILLED_REBUILD = """
+import importlib, os, signal, sys
+from chronograph.eventstore import LmdbLog
+from chronograph.projections import Views
+importlib.import_module("chronograph.projections.live.rebuild").WRITE_CHUNK = 7
+stage, count = sys.argv[2], int(sys.argv[3])
+seen = []
+def progress(name, done, total):
+    seen.append(name)
+    if name == stage and seen.count(name) == count:
+        os.kill(os.getpid(), signal.SIGKILL)
+with LmdbLog(sys.argv[1]) as store:
+    views = Views(store)
+    views.snapshots.spacing = 40
+    views.rebuild(progress)
+    os.kill(os.getpid(), signal.SIGKILL)  # after the swap, before closing
+"""
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["alone", "beside-another-process"])
+@pytest.mark.parametrize(("stage", "count"), [("fold", 1), ("write", 1), ("write", 3), ("write", 9), ("end", 1)])
+def test_a_rebuild_killed_at_any_point_leaves_a_store_that_opens_with_correct_views(
+    tmp_path: Path, stage: str, count: int, shared: bool
+) -> None:
+    path = tmp_path / "store"
+    with LmdbLog(path) as store:
+        views = Views(store)
+        _fill(views, 100)
+        views.rebuild()
+    with contextlib.ExitStack() as stack:
+        if shared:  # another process has the store open: the live views stay in place meanwhile
+            stack.enter_context(LmdbLog(path))
+        child = subprocess.run([sys.executable, "-c", _KILLED_REBUILD, str(path), stage, str(count)], check=False)
+        assert child.returncode == -signal.SIGKILL
+    with LmdbLog(path) as store:
+        views = Views(store)  # builds them if the rebuild had dropped them
+        assert verify(views) == []
+        assert len(names_of(views)) == 100
+        views.rebuild()
+        assert verify(views) == [] and len(names_of(views)) == 100
