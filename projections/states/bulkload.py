@@ -14,6 +14,7 @@ from itertools import islice
 from operator import itemgetter
 
 import lmdb
+import msgspec
 from chronograph.eventstore.keys import digest, pack_u64
 from chronograph.projections.keys import (
     ENTITY,
@@ -110,7 +111,8 @@ def _adjacency(state: DictState, keys: Keys) -> Rows:
 
 
 def _workspace_rows(state: DictState, keys: Keys) -> Rows:
-    items = [(totals_key(workspace_key(ws)), record) for ws, record in state.workspaces.items()]
+    items: list[tuple[bytes, msgspec.Struct]] = [
+        (totals_key(workspace_key(ws)), record) for ws, record in state.workspaces.items()]
     items += [(context_key(workspace_key(ws)), context) for ws, context in state.contexts.items()]
     items += [(type_count_key(workspace_key(ws), kind, type_name), TypeCount(type_name, count))
               for (ws, kind, type_name), count in state.type_counts.items()]
