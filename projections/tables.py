@@ -30,9 +30,10 @@ __all__ = [
     "table_names",
 ]
 
-VIEWS_FORMAT = 3
+VIEWS_FORMAT = 4
 """Bump when a view's layout changes: a new format builds its own views beside the old ones.
-(3: every value sealed with its checksum, see `projections.sealed`.)"""
+(3: every value sealed with its checksum, see `projections.sealed`; 4: records keyed by their
+stream's digest, see `projections.keys.record_key`.)"""
 
 TABLES = ("entities", "relations", "names", "order", "adjacency", "workspaces", "meta")
 

@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -141,26 +142,32 @@ def _moment(text: str) -> Any:
 def _rebuild(store: Path | str, cache: str | None) -> int:
     """Rebuild the views, then the search images and the embeddings (with the bundled model on
     every core, unless $CHRONOGRAPH_EMBEDDINGS says otherwise; a server re-embeds in the
-    background what is missing)."""
+    background what is missing). Vectors of entity versions the model already embedded are
+    kept: only what changed is embedded again."""
     progress = Progress()
     spec = os.environ.get(EMBEDDINGS_ENV) or "auto"
     local = spec if spec in ("auto", "local") else "off"
     with Memory(store, progress=progress, embeddings=local, embedding_threads=0, cache=cache) as memory:
         report = memory.views.rebuild(progress)
+        started = time.perf_counter()
         images = keep_startup_state(memory)
+        indexing = time.perf_counter() - started
         embedded = memory.semantic is not None
         if memory.semantic is not None:
-            memory.semantic.forget()
+            memory.semantic.rewind()  # vectors of unchanged entity versions are kept
             try:
                 memory.semantic.catch_up(lambda done, head: progress("embedding", done, head))
             except EmbeddingsUnavailableError as error:
                 print(f"chronograph replay: the embeddings were not rebuilt ({error}); a server "
                       "embeds the store in the background when it starts", file=sys.stderr)
                 embedded = False
+        computed = 0 if memory.semantic is None else memory.semantic.embedded
     progress.finish()
     print(f"rebuilt generation {report.generation}: {report.events:,} events, {report.keys:,} keys "
           f"in {report.seconds:.2f} s; {images} search index(es)"
-          + ("; embeddings rebuilt" if embedded else ""))
+          + (f"; embeddings rebuilt ({computed:,} computed, the others kept)" if embedded else ""))
+    phases = ", ".join(f"{phase} {seconds:.2f}" for phase, seconds in report.phases.items())
+    print(f"seconds: {phases}; word index {indexing:.2f}; {report.snapshots} snapshot(s) kept")
     return 0
 
 

@@ -73,6 +73,8 @@ class Semantic:
         """Why the embedder failed last (None while it works)."""
         self.loaded = False
         """Whether the embedder has loaded and embedded once (a write embeds in the call only then)."""
+        self.embedded = 0
+        """Entities this process has embedded (by the projector)."""
         self._queries: OrderedDict[str, Any] = OrderedDict()
         self.closed = False
         """Set (under the lock) when the store closes: nothing is stored after it."""
@@ -117,6 +119,7 @@ class Semantic:
                 return start, head  # what was embedded so far is kept; the checkpoint stays
             last = number == len(chunks) - 1
             embedded = embed_records(self.embedder, chunk, parts) if chunk else []
+            self.embedded += len(chunk)
             self.loaded = self.loaded or bool(chunk)
             put = [(r.stream, r.workspace, r.version, vector, made)
                    for r, (vector, made) in zip(chunk, embedded, strict=True)]
@@ -206,6 +209,12 @@ class Semantic:
                 progress(checkpoint, head)
             if checkpoint >= head:
                 return checkpoint
+
+    def rewind(self) -> None:
+        """Check the vectors against the whole log again (after a rebuild), keeping those whose
+        entity version and model are unchanged: `catch_up` then embeds only what differs."""
+        with self.lock:
+            self.views.env.write(self.vectors.rewind)
 
     def forget(self) -> None:
         """Drop every stored vector (of every model), to embed the store again from the start."""

@@ -23,7 +23,7 @@ import lmdb
 from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreCorruptError, StoreOpenError
 from chronograph.eventstore.files import DATA_FILE, store_of
 from chronograph.eventstore.lmdb.gate import Gate
-from chronograph.eventstore.lmdb.holders import hold, release
+from chronograph.eventstore.lmdb.holders import hold, release, sole
 from chronograph.eventstore.lmdb.scrub import Pass, scrub_pass
 from chronograph.eventstore.log import Scrubbed
 
@@ -109,6 +109,16 @@ class LmdbEnv:
             raise
 
     # --- lifecycle ------------------------------------------------------------------------
+
+    @contextmanager
+    def alone(self) -> Iterator[bool]:
+        """For the `with` block, keep every other process out of this environment if none has it
+        open now (yields whether that is so); openings that start meanwhile wait for the block."""
+        if self.readonly:
+            yield False
+            return
+        with sole(self._held) as alone:
+            yield alone
 
     def close(self) -> None:
         """Close the environment; it cannot be used afterwards."""

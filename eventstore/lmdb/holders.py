@@ -24,7 +24,7 @@ from pathlib import Path
 from chronograph.eventstore.errors import StoreOpenError
 from chronograph.eventstore.files import LOCK_FILE
 
-__all__ = ["StoreBusyError", "exclusively", "hold", "release"]
+__all__ = ["StoreBusyError", "exclusively", "hold", "release", "sole"]
 
 _FLOCK = struct.Struct("hhqqi4x")
 """struct flock on 64-bit Linux: type, whence, start, length, pid."""
@@ -62,6 +62,29 @@ def release(held: int | None) -> None:
     """Give back what `hold` took."""
     if held is not None:
         os.close(held)
+
+
+@contextmanager
+def sole(held: int | None) -> Iterator[bool]:
+    """For the `with` block, turn the shared lock `hold` took into the exclusive one if no other
+    process holds the store (yields whether it did): openings that start meanwhile wait.
+
+    A failed attempt leaves the shared lock held again (on Linux, converting a `flock` lets go
+    of the old lock first, so it is taken anew; LMDB's own lock on the file is held throughout).
+    """
+    if held is None:
+        yield False
+        return
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fcntl.flock(held, fcntl.LOCK_SH)
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        fcntl.flock(held, fcntl.LOCK_SH)
 
 
 @contextmanager

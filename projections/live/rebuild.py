@@ -1,7 +1,13 @@
-"""Rebuilding the views from the log: fold in memory, fill the idle slot, swap atomically.
+"""Rebuilding the views from the log: fold in segments, fill the idle slot in key order, swap.
 
-Readers keep using the live slot throughout; writers are held up only for the fill and
-the final swap transaction, which also folds whatever was appended while the rebuild ran.
+The log is folded in memory segment by segment (a read transaction each), and each
+snapshot is saved as soon as its segment is folded, so no encoded copy of the state waits
+in memory. The idle slot is then filled table by table in key order, appended in
+transactions of `WRITE_CHUNK` keys (full pages, bounded dirty pages, and the pages the
+last swap freed are reused rather than the file grown). Readers keep using the live slot
+throughout; the final swap transaction folds whatever was appended meanwhile, moves the
+pointer and empties the retired slot. A process killed at any point leaves the pointer
+where it was: the live views stay whole, and the next rebuild empties the idle slot first.
 """
 
 from __future__ import annotations
@@ -17,13 +23,16 @@ from chronograph.projections.live.binding import Binding
 from chronograph.projections.live.catchup import Progress, catch_up
 from chronograph.projections.past.snapshots import Snapshots
 from chronograph.projections.past.snapshots import encode as encode_snapshot
+from chronograph.projections.states.bulkload import TABLE_ROWS, Keys, chunks, count_rows, put_sorted, table_rows
 from chronograph.projections.states.dictstate import DictState, paused_gc
-from chronograph.projections.states.lmdbstate import write_state
 from chronograph.projections.tables import Pointer, Tables
 
 __all__ = ["RebuildReport", "rebuild"]
 
 FOLD_BATCH = 4096
+"""Events decoded per batch."""
+WRITE_CHUNK = 100_000
+"""Keys appended per write transaction."""
 
 
 class RebuildReport(msgspec.Struct, frozen=True):
@@ -33,6 +42,23 @@ class RebuildReport(msgspec.Struct, frozen=True):
     events: int
     keys: int
     seconds: float
+    phases: dict[str, float] = {}
+    """Seconds spent per step: decode (reading and decoding the log), fold, snapshots
+    (encoding and saving them), sort (ordering keys), write (encoding the records and
+    appending them), swap (the final transaction)."""
+    snapshots: int = 0
+    """Snapshots saved (those already kept at their positions are left as they are)."""
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.phases: dict[str, float] = dict.fromkeys(("decode", "fold", "snapshots", "sort", "write", "swap"), 0.0)
+        self._last = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.phases[phase] += now - self._last
+        self._last = now
 
 
 def rebuild(
@@ -48,68 +74,131 @@ def rebuild(
     `tables_of(generation)` opens a generation's tables (outside any transaction).
 
     Raises:
-        RebuildError: If another rebuild swapped in first; the live views stay as they were.
+        RebuildError: If another rebuild swapped in first, or an entity was forgotten while
+            it ran; the live views stay as they were.
     """
+    env = binding.env
+    with env.alone() as alone:
+        return _rebuild(log, binding, pointer, snapshots, tables_of, progress, alone=alone)
+
+
+def _rebuild(
+    log: EventLog,
+    binding: Binding,
+    pointer: Pointer,
+    snapshots: Snapshots,
+    tables_of: Callable[[int], Tables],
+    progress: Progress | None,
+    *,
+    alone: bool,
+) -> RebuildReport:
     started = time.perf_counter()
+    clock = _Clock()
     env = binding.env
     with env.read() as txn:
-        old = pointer.generation(txn)
-    pending: list[tuple[int, bytes]] = []
-    with log.read() as reader, paused_gc():
+        old = live_now = pointer.generation(txn)
+    if alone and old:
+        # No other process has the store open, and none can open it before this returns: the
+        # live views are dropped first, so their pages hold the new ones and the file does not
+        # grow. Killed from here on, the store opens without views, which builds them again.
+        live = tables_of(old)
+
+        def drop(txn: lmdb.Transaction) -> None:
+            if pointer.generation(txn) != old:
+                raise RebuildError("another rebuild swapped in its views first; nothing was changed")
+            pointer.set(txn, 0)
+            for database in live.databases():
+                txn.drop(database, delete=False)
+
+        env.write(drop)
+        live_now = 0
+    with log.read() as reader:
         erasures = reader.erasures()
         head = reader.head()
-        state = DictState()
+    state = DictState()
+    saved = 0
+    with paused_gc():
         # Snapshots on round positions, no more than are kept (later as-of folds add others).
         spacing = snapshots.spacing * max(1, -(-head // (snapshots.spacing * snapshots.keep)))
         start = 1
         for stop in [*range(spacing, head, spacing), head]:
-            for batch in reader.batches(start, stop, batch_size=FOLD_BATCH, slim=True):
-                state.fold(batch)
-                if progress is not None:
-                    progress("fold", state.position, head)
-            if snapshots.writable and stop and stop % spacing == 0:
-                pending.append((stop, encode_snapshot(state)))
+            with log.read() as reader:
+                if reader.erasures() != erasures:
+                    raise RebuildError(_FORGOTTEN)
+                clock.lap("decode")
+                for batch in reader.batches(start, stop, batch_size=FOLD_BATCH, slim=True):
+                    clock.lap("decode")
+                    state.fold(batch)
+                    clock.lap("fold")
+                    if progress is not None:
+                        progress("fold", state.position, head)
+                clock.lap("decode")
+            if snapshots.writable and stop and stop % spacing == 0 and not snapshots.has(stop):
+                data = encode_snapshot(state)
+                if snapshots.worth_keeping(data, stop):
+                    snapshots.save_encoded(stop, data, erasures)
+                    saved += 1
+                del data
+                clock.lap("snapshots")
             start = stop + 1
-    state.position = head
-    for position, data in pending:
-        snapshots.save_encoded(position, data, erasures)
+        state.position = head
 
-    generation = old + 1
-    tables = tables_of(generation)
-    retired = tables_of(old) if old else None
+        generation = old + 1
+        tables = tables_of(generation)
+        retired = tables_of(old if old else generation + 1)  # the other slot
 
-    def unchanged(txn: lmdb.Transaction) -> None:
-        if pointer.generation(txn) != old:  # the idle slot may have become the live one
-            raise RebuildError("another rebuild swapped in its views first; nothing was changed")
-        with binding.log_in(txn) as reader:
-            if reader.erasures() != erasures:
-                raise RebuildError("an entity was forgotten while the rebuild folded the log; nothing was "
-                                   "changed: run the rebuild again")
+        def unchanged(txn: lmdb.Transaction) -> None:
+            if pointer.generation(txn) != live_now:  # the idle slot may have become the live one
+                raise RebuildError("another rebuild swapped in its views first; nothing was changed")
+            with binding.log_in(txn) as reader:
+                if reader.erasures() != erasures:
+                    raise RebuildError(_FORGOTTEN)
 
-    def fill(txn: lmdb.Transaction) -> int:
-        unchanged(txn)
-        for database in tables.databases():  # the idle slot, and a retry after the map grew
-            txn.drop(database, delete=False)
-        return write_state(txn, tables, state)
+        def empty(txn: lmdb.Transaction) -> None:
+            unchanged(txn)
+            for database in tables.databases():  # what a rebuild killed halfway left in the idle slot
+                txn.drop(database, delete=False)
 
-    if progress is not None:
-        progress("write", 0, state.size)
-    keys = env.write(fill)
-    if progress is not None:
-        progress("write", state.size, state.size)
+        env.write(empty)
+        size, total, keys = state.size, count_rows(state), 0
+        if progress is not None:
+            progress("write", 0, size)
+        record_keys = Keys(state)
+        for table in TABLE_ROWS:
+            rows = table_rows(state, table, record_keys)
+            clock.lap("sort")
+            db = getattr(tables, table)
+            for chunk in chunks(rows, WRITE_CHUNK):
+
+                def fill(txn: lmdb.Transaction, chunk: list[tuple[bytes, bytes]] = chunk,
+                         db: lmdb._Database = db) -> int:
+                    unchanged(txn)
+                    return put_sorted(txn, db, chunk)
+
+                keys += env.write(fill)
+                if progress is not None and len(chunk) == WRITE_CHUNK and keys < total:
+                    progress("write", size * keys // max(total, 1), size)
+            clock.lap("write")
+        del state, record_keys
+        if progress is not None:
+            progress("write", size, size)
 
     def swap(txn: lmdb.Transaction) -> bool:
-        if pointer.generation(txn) != old:
+        if pointer.generation(txn) != live_now:
             return False
         unchanged(txn)
         with binding.log_in(txn) as reader:
+            tables.set_checkpoint(txn, head)
             catch_up(reader, txn, tables, reader.head())
         pointer.set(txn, generation)
-        if retired is not None:  # emptied, never deleted: handles stay valid in every process
-            for database in retired.databases():
-                txn.drop(database, delete=False)
+        for database in retired.databases():  # emptied, never deleted: handles stay valid in every process
+            txn.drop(database, delete=False)
         return True
 
     if not env.write(swap):
         raise RebuildError("another rebuild swapped in its views first; nothing was changed")
-    return RebuildReport(generation, head, keys, time.perf_counter() - started)
+    clock.lap("swap")
+    return RebuildReport(generation, head, keys, time.perf_counter() - started, clock.phases, saved)
+
+
+_FORGOTTEN = "an entity was forgotten while the rebuild folded the log; nothing was changed: run the rebuild again"

@@ -10,8 +10,8 @@ import msgspec
 from chronograph.projections.live.catchup import Progress
 from chronograph.projections.live.views import Views
 from chronograph.projections.sealed import sound
+from chronograph.projections.states.bulkload import rows
 from chronograph.projections.states.dictstate import DictState, paused_gc
-from chronograph.projections.states.lmdbstate import rows
 
 __all__ = ["verify"]
 

@@ -165,6 +165,8 @@ class Views:
         while True:
             with self.binding.read() as (log, txn):
                 generation = self.pointer.generation(txn)
+                if generation == 0:
+                    raise _dropped(self.log.location)
                 if generation == self.tables.generation:
                     try:
                         yield Snapshot(LmdbGraph(txn, self.tables), log)
@@ -294,6 +296,8 @@ class Views:
 
     def _check_generation(self, txn: lmdb.Transaction, tables: Tables) -> None:
         live = self.pointer.generation(txn)
+        if live == 0:
+            raise _dropped(self.log.location)
         if live != tables.generation:
             raise GenerationMoved(live)
 
@@ -328,6 +332,11 @@ class Views:
 _OURS = re.compile(rf"views(\.v{VIEWS_FORMAT}\.[ab]\..*)?|{re.escape(Snapshots.NAME)}|{re.escape(SearchIndex.NAME)}|"
                    rf"{re.escape(VECTORS)}")
 _DERIVED = re.compile(r"(views|snapshots|search|vectors)(\..*)?")
+
+
+def _dropped(location: object) -> ViewsUnavailableError:
+    return ViewsUnavailableError(f"the views of the store at {location} were dropped by a rebuild that did not "
+                                 "finish; open the store again to build them")
 
 
 def _foreign(name: str) -> bool:

@@ -28,6 +28,15 @@ SPACING = 100_000
 """Events between snapshot positions."""
 KEEP = 8
 """Snapshots kept at most; beyond, the one whose loss leaves the smallest gap goes."""
+SMALL = 4 << 20
+"""A snapshot up to this size is always worth keeping."""
+BYTES_PER_EVENT = 128
+"""Beyond `SMALL`, a snapshot is kept only if it takes at most this many bytes per event it
+saves folding. The log takes about 250 bytes an event: a snapshot larger than half of that
+costs about as much room as the log it stands for, and a graph of a million entities made
+eight such snapshots of up to a gigabyte each (the store doubled at a rebuild). A log that
+mostly creates things (an import: 147 bytes of snapshot per event at 50k entities) keeps
+none; one that mostly changes them (the benchmarks' mix: about 107) keeps them."""
 
 
 class _Snapshot(msgspec.Struct, array_like=True, gc=False):
@@ -91,6 +100,19 @@ class Snapshots:
         """Whether snapshots can be saved (not on a read-only store)."""
         return self.db is not None and not self.env.readonly
 
+    def has(self, position: int) -> bool:
+        """Whether a whole snapshot of this format is kept at `position` (the log before a
+        position never changes, so it never needs taking again)."""
+        if self.db is None:
+            return False
+        with self.env.read() as txn:
+            value = txn.get(pack_u64(position), db=self.db)
+        return value is not None and sound(value) and _decoded_format(value) == SNAPSHOT_FORMAT
+
+    def worth_keeping(self, data: bytes, position: int) -> bool:
+        """Whether a snapshot of `len(data)` bytes at `position` saves more than it costs."""
+        return len(data) <= max(SMALL, BYTES_PER_EVENT * position)
+
     def save(self, state: DictState) -> None:
         """Keep `state` as the snapshot at its position (ignored on a read-only store)."""
         if self.writable and state.position:
@@ -144,7 +166,9 @@ def fold_to(log: EventLog, snapshots: Snapshots, position: int) -> DictState:
                 state.fold(batch)
             state.position = stop
             if snapshots.writable and stop % snapshots.spacing == 0 and stop - base >= snapshots.spacing:
-                pending.append((stop, encode(state)))  # saved once the read snapshot is closed
+                data = encode(state)
+                if snapshots.worth_keeping(data, stop):
+                    pending.append((stop, data))  # saved once the read snapshot is closed
                 base = stop
             start = stop + 1
     for stop, data in pending:
@@ -171,6 +195,20 @@ def _decoded(body: Stored) -> _Snapshot | None:
     try:
         return _decoder.decode(body)
     except msgspec.DecodeError:  # passed its checksum, yet unreadable: another shape
+        return None
+
+
+class _Format(msgspec.Struct, array_like=True):
+    format: int
+
+
+_format_decoder = msgspec.msgpack.Decoder(_Format)
+
+
+def _decoded_format(body: Stored) -> int | None:
+    try:
+        return _format_decoder.decode(body).format
+    except msgspec.DecodeError:
         return None
 
 

@@ -246,6 +246,21 @@ class Vectors:
         self._where.clear()
         self.position = -1
 
+    def rewind(self, txn: lmdb.Transaction) -> None:
+        """Check every vector again from the start of the log (after a rebuild): this model's
+        vectors are kept, so an entity whose version did not change is not embedded again;
+        other models' are dropped; the matrices are loaded afresh."""
+        if self.db is not None:
+            prefix, kept = self._prefix, (self._prefix, self._parts)  # this model's vectors and their parts
+            with txn.cursor(self.db) as cursor:
+                others = [bytes(key) for key in cursor.iternext(values=False) if not bytes(key).startswith(kept)]
+            for key in others:
+                txn.delete(key, db=self.db)
+            txn.delete(prefix, db=self.db)
+        self._matrices.clear()
+        self._where.clear()
+        self.position = -1
+
     # --- searching ------------------------------------------------------------------------
 
     def refresh(self, txn: lmdb.Transaction, log: LogReader) -> int:

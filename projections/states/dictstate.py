@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
+from typing import Any
 
 from chronograph.eventstore import Envelope, EventLog
 from chronograph.projections.fold import apply_all
@@ -51,6 +52,10 @@ def paused_gc() -> Iterator[None]:
                 gc.enable()
 
 
+_NO_METADATA: dict[str, Any] = {}
+_NO_VALIDITY: dict[str, tuple[int | None, int | None]] = {}
+
+
 class DictState:
     """Everything the views hold, in dictionaries; `position` is the last event folded."""
 
@@ -64,6 +69,9 @@ class DictState:
         self._present: dict[str, tuple[list[str], set[str]]] = {}
         """stream -> (the observation list a set was built for, the set): valid while the
         entity keeps that very list (the fold appends to it; any other change replaces it)"""
+        self._strings: dict[str, str] = {}
+        """Each workspace, name and type once: a relation's ends share its entities' names (at a
+        million entities, a third of the fold's memory was copies of the same few strings)."""
         self.position = 0
         # Plain dictionary lookups, bound once: the fold calls these for most events.
         self.get_entity = self.entities.get  # type: ignore[method-assign,assignment]
@@ -88,6 +96,13 @@ class DictState:
         return None if known is None or known[0] is None else self.entities[known[0]]
 
     def add_entity(self, entity: EntityRecord) -> None:
+        share = self._strings.setdefault
+        entity.workspace, entity.name = share(entity.workspace, entity.workspace), share(entity.name, entity.name)
+        entity.entity_type = share(entity.entity_type, entity.entity_type)
+        if not entity.metadata:  # the fold replaces these dictionaries, never changes one in place
+            entity.metadata = _NO_METADATA
+        if not entity.validity:
+            entity.validity = _NO_VALIDITY
         self.entities[entity.stream] = entity
         key = (entity.workspace, entity.name)
         known = self._names.get(key)
@@ -121,6 +136,13 @@ class DictState:
         return self.relations.get(stream)
 
     def add_relation(self, relation: RelationRecord) -> None:
+        share = self._strings.setdefault
+        relation.workspace = share(relation.workspace, relation.workspace)
+        relation.source = share(relation.source, relation.source)
+        relation.target = share(relation.target, relation.target)
+        relation.relation_type = share(relation.relation_type, relation.relation_type)
+        if not relation.metadata:
+            relation.metadata = _NO_METADATA
         self.relations[relation.stream] = relation
         self._seen[relation.workspace] = None
 

@@ -1,15 +1,12 @@
 """The fold's `State` on LMDB: record writes with their indexes, inside one write transaction.
 
-`write_state` lays a whole `DictState` into empty tables in key order (a rebuild);
-`LmdbState` updates the same tables one event at a time (inline). Both produce
-byte-identical databases, which the tests check.
+`LmdbState` updates the tables one event at a time (inline); `bulkload` lays a whole
+`DictState` into empty tables in key order (a rebuild). Both produce byte-identical
+databases, which the tests check.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import lmdb
 from chronograph.projections.keys import (
     ENTITY,
     INCOMING,
@@ -22,7 +19,6 @@ from chronograph.projections.keys import (
     record_key,
     totals_key,
     type_count_key,
-    workspace_key,
 )
 from chronograph.projections.records import (
     ContextRecord,
@@ -36,11 +32,9 @@ from chronograph.projections.records import (
     decode_workspace,
     encode,
 )
-from chronograph.projections.states.dictstate import DictState
 from chronograph.projections.states.graph import LmdbGraph
-from chronograph.projections.tables import Tables
 
-__all__ = ["LmdbState", "rows", "write_state"]
+__all__ = ["LmdbState"]
 
 _NO_NAME = encode(NameRecord(None, ()))
 
@@ -187,71 +181,3 @@ class LmdbState(LmdbGraph):
             else:
                 record = WorkspaceRecord(record.name, record.entities, record.relations + delta)
             txn.put(totals_key(ws), encode(record), db=db)
-
-
-def rows(state: DictState) -> dict[str, list[tuple[bytes, bytes]]]:
-    """Every key and value the view tables should hold for `state`, per table, in key order.
-
-    (Not the `meta` table: its checkpoint is the position folded.)
-    """
-    return {
-        "entities": sorted(_entities(state)),
-        "relations": sorted(_relations(state)),
-        "names": sorted(_names(state)),
-        "order": sorted(_order(state)),
-        "adjacency": sorted(_adjacency(state)),
-        "workspaces": sorted(_workspaces(state)),
-    }
-
-
-def write_state(txn: lmdb.Transaction, tables: Tables, state: DictState) -> int:
-    """Write every record and index of `state` into empty `tables`; return the keys written."""
-    written = 0
-    for table, items in rows(state).items():
-        with txn.cursor(getattr(tables, table)) as cursor:
-            consumed, added = cursor.putmulti(items, append=True)
-        if added != len(items):
-            raise AssertionError(f"rebuild wrote {added} of {len(items)} {table} keys: duplicate keys")
-        written += added
-    tables.set_checkpoint(txn, state.position)
-    return written
-
-
-def _entities(state: DictState) -> Iterator[tuple[bytes, bytes]]:
-    for stream, entity in state.entities.items():
-        yield record_key(stream), encode(entity)
-
-
-def _relations(state: DictState) -> Iterator[tuple[bytes, bytes]]:
-    for stream, relation in state.relations.items():
-        yield record_key(stream), encode(relation)
-
-
-def _names(state: DictState) -> Iterator[tuple[bytes, bytes]]:
-    for (workspace, name), record in state.names().items():
-        yield name_key(workspace_key(workspace), name), encode(record)
-
-
-def _order(state: DictState) -> Iterator[tuple[bytes, bytes]]:
-    keys: dict[str, bytes] = {}
-    for kind, records in ((ENTITY, state.entities.values()), (RELATION, state.relations.values())):
-        for record in records:
-            ws = keys.get(record.workspace) or keys.setdefault(record.workspace, workspace_key(record.workspace))
-            yield order_key(ws, kind, record.seq), record_key(record.stream)
-
-
-def _adjacency(state: DictState) -> Iterator[tuple[bytes, bytes]]:
-    for record in state.relations.values():
-        ws = workspace_key(record.workspace)
-        stream_key = record_key(record.stream)
-        yield adjacency_key(ws, record.source, OUTGOING, record.seq), stream_key
-        yield adjacency_key(ws, record.target, INCOMING, record.seq), stream_key
-
-
-def _workspaces(state: DictState) -> Iterator[tuple[bytes, bytes]]:
-    for workspace, record in state.workspaces.items():
-        yield totals_key(workspace_key(workspace)), encode(record)
-    for workspace, context in state.contexts.items():
-        yield context_key(workspace_key(workspace)), encode(context)
-    for (workspace, kind, type_name), count in state.type_counts.items():
-        yield type_count_key(workspace_key(workspace), kind, type_name), encode(TypeCount(type_name, count))

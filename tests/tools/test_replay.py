@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from chronograph.eventstore import LmdbLog
 from chronograph.projections import Views
 from chronograph.projections.tables import table_names
 from chronograph.tools.replay import main
+from support.embedders import Words
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -139,3 +141,37 @@ def test_a_moment_past_the_end_of_the_log_says_where_the_log_ends(history_store:
     assert main(["--store", str(history_store), "--position", "6"]) == 0
     assert main(["--store", str(history_store), "--at", "2026-03-02T00:00:00Z"]) == 0  # after the end, but past
     assert capsys.readouterr().err == ""
+
+
+def test_a_rebuild_on_an_unchanged_model_embeds_nothing_again_and_shows_progress_when_it_must(  # type: ignore[no-untyped-def]
+    history_store: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    words = Words()
+    monkeypatch.setattr(importlib.import_module("chronograph.application.engine.service"), "open_embedder",
+                        lambda *args, **kwargs: words)
+    stages: list[str] = []
+
+    class Recorded:
+        def __init__(self, stream: object = None) -> None:
+            pass
+
+        def __call__(self, stage: str, done: int, total: int) -> None:
+            stages.append(stage)
+
+        def finish(self) -> None:
+            pass
+
+    monkeypatch.setattr(importlib.import_module("chronograph.tools.replay"), "Progress", Recorded)
+    monkeypatch.setenv("CHRONOGRAPH_EMBEDDINGS", "local")
+    code, out = run(capsys, "--store", str(history_store), "--rebuild")
+    assert code == 0 and "embeddings rebuilt (1 computed" in out
+    assert words.texts and "embedding" in stages  # Bob, the one live entity, with progress
+    words.texts.clear()
+    for _ in range(2):
+        code, out = run(capsys, "--store", str(history_store), "--rebuild")
+        assert code == 0 and "embeddings rebuilt (0 computed" in out
+    assert words.texts == []  # same model, same entity versions: every vector was kept
+    with Memory(history_store) as memory:
+        memory.write("add_observations", {"observations": [{"entityName": "Bob", "contents": ["sails"]}]}, actor="t")
+    code, out = run(capsys, "--store", str(history_store), "--rebuild")
+    assert "embeddings rebuilt (1 computed" in out and len(words.texts) == 1 and "sails" in words.texts[0]

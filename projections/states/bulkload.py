@@ -1,0 +1,172 @@
+"""A folded state laid into empty view tables in key order: what a rebuild writes.
+
+Each table's rows come out sorted by key, so LMDB appends them page after page
+(`putmulti(append=True)`: full pages, no B-tree descent per key). Only keys are sorted;
+values are encoded as they are consumed, so no second copy of the state is ever held,
+and a caller can write a table in as many transactions as it likes (`chunks`). The
+rows are byte for byte what `LmdbState` writes event by event; the tests compare them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from itertools import islice
+from operator import itemgetter
+
+import lmdb
+import msgspec
+from chronograph.eventstore.keys import digest, pack_u64
+from chronograph.projections.keys import (
+    ENTITY,
+    INCOMING,
+    OUTGOING,
+    RELATION,
+    context_key,
+    name_key,
+    order_key,
+    record_key,
+    totals_key,
+    type_count_key,
+    workspace_key,
+)
+from chronograph.projections.records import NameRecord, TypeCount, bulk_encoder
+from chronograph.projections.states.dictstate import DictState
+
+__all__ = ["TABLE_ROWS", "Keys", "chunks", "count_rows", "put_sorted", "rows", "table_rows"]
+
+Rows = Iterator[tuple[bytes, bytes]]
+_first = itemgetter(0)
+
+
+def _workspaces() -> Callable[[str], bytes]:
+    known: dict[str, bytes] = {}
+
+    def key(workspace: str) -> bytes:
+        found = known.get(workspace)
+        if found is None:
+            found = known[workspace] = workspace_key(workspace)
+        return found
+
+    return key
+
+
+class Keys:
+    """The record key of every entity and relation of a state, computed once (a digest each) for
+    the three tables that hold them; valid while the state does not change."""
+
+    def __init__(self, state: DictState) -> None:
+        self.entities = [record_key(stream) for stream in state.entities]
+        self.relations = [record_key(stream) for stream in state.relations]
+
+
+def _entities(state: DictState, keys: Keys) -> Rows:
+    items = sorted(zip(keys.entities, state.entities.values(), strict=True), key=_first)
+    encode = bulk_encoder()
+    return ((key, encode(entity)) for key, entity in items)
+
+
+def _relations(state: DictState, keys: Keys) -> Rows:
+    items = sorted(zip(keys.relations, state.relations.values(), strict=True), key=_first)
+    encode = bulk_encoder()
+    return ((key, encode(relation)) for key, relation in items)
+
+
+def _names(state: DictState, keys: Keys) -> Rows:
+    ws = _workspaces()
+    items = sorted([(name_key(ws(workspace), name), known)
+                    for (workspace, name), known in state._names.items()], key=_first)  # noqa: SLF001
+    encode = bulk_encoder()
+    return ((key, encode(NameRecord(known[0], tuple(known[1:])))) for key, known in items)  # type: ignore[arg-type]
+
+
+def _order(state: DictState, keys: Keys) -> Rows:
+    ws = _workspaces()
+    items = [(order_key(ws(r.workspace), ENTITY, r.seq), key)
+             for r, key in zip(state.entities.values(), keys.entities, strict=True)]
+    items += [(order_key(ws(r.workspace), RELATION, r.seq), key)
+              for r, key in zip(state.relations.values(), keys.relations, strict=True)]
+    items.sort(key=_first)
+    return iter(items)
+
+
+def _adjacency(state: DictState, keys: Keys) -> Rows:
+    ws = _workspaces()
+    prefixes: dict[tuple[bytes, str], bytes] = {}
+
+    def prefix(workspace: bytes, name: str) -> bytes:
+        found = prefixes.get((workspace, name))
+        if found is None:
+            found = prefixes[(workspace, name)] = workspace + digest(name.encode("utf-8", "surrogatepass"), 16)
+        return found
+
+    items = []
+    for relation, stream_key in zip(state.relations.values(), keys.relations, strict=True):
+        workspace = ws(relation.workspace)
+        seq = pack_u64(relation.seq)
+        items.append((prefix(workspace, relation.source) + OUTGOING + seq, stream_key))
+        items.append((prefix(workspace, relation.target) + INCOMING + seq, stream_key))
+    prefixes.clear()
+    items.sort(key=_first)
+    return iter(items)
+
+
+def _workspace_rows(state: DictState, keys: Keys) -> Rows:
+    items: list[tuple[bytes, msgspec.Struct]] = [
+        (totals_key(workspace_key(ws)), record) for ws, record in state.workspaces.items()]
+    items += [(context_key(workspace_key(ws)), context) for ws, context in state.contexts.items()]
+    items += [(type_count_key(workspace_key(ws), kind, type_name), TypeCount(type_name, count))
+              for (ws, kind, type_name), count in state.type_counts.items()]
+    items.sort(key=_first)
+    encode = bulk_encoder()
+    return ((key, encode(record)) for key, record in items)
+
+
+TABLE_ROWS: dict[str, Callable[[DictState, Keys], Rows]] = {
+    "entities": _entities,
+    "relations": _relations,
+    "names": _names,
+    "order": _order,
+    "adjacency": _adjacency,
+    "workspaces": _workspace_rows,
+}
+"""Each view table (but `meta`) and the function that yields its rows in key order."""
+
+
+def table_rows(state: DictState, table: str, keys: Keys | None = None) -> Rows:
+    """The rows of one view table for `state`, in key order (sorted when first asked for);
+    pass the same `keys` for every table of one state."""
+    return TABLE_ROWS[table](state, keys or Keys(state))
+
+
+def count_rows(state: DictState) -> int:
+    """How many rows `table_rows` yields over every table, without building them."""
+    return (2 * len(state.entities) + 4 * len(state.relations) + len(state._names)  # noqa: SLF001
+            + len(state.workspaces) + len(state.contexts) + len(state.type_counts))
+
+
+def rows(state: DictState) -> dict[str, list[tuple[bytes, bytes]]]:
+    """Every key and value the view tables should hold for `state`, per table, in key order.
+
+    (Not the `meta` table: its checkpoint is the position folded.)
+    """
+    keys = Keys(state)
+    return {table: list(table_rows(state, table, keys)) for table in TABLE_ROWS}
+
+
+def chunks(items: Rows, size: int) -> Iterator[list[tuple[bytes, bytes]]]:
+    """`items` in lists of at most `size` (one write transaction each)."""
+    while chunk := list(islice(items, size)):
+        yield chunk
+
+
+def put_sorted(txn: lmdb.Transaction, db: lmdb._Database, items: list[tuple[bytes, bytes]]) -> int:
+    """Append `items` (sorted, every key above those `db` holds) to `db`; return how many.
+
+    Raises:
+        AssertionError: If a key was out of order or already there (the rows are wrong).
+    """
+    with txn.cursor(db) as cursor:
+        _, added = cursor.putmulti(items, append=True)
+    if added != len(items):
+        raise AssertionError(f"a rebuild appended {added} of {len(items)} keys: a key out of order or repeated")
+    return int(added)

@@ -1,0 +1,197 @@
+"""Rebuilds: in segments and chunks, byte for byte the inline views, without growing the store."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chronograph.eventstore import NO_STREAM, EntityCreated, LmdbLog, StreamWrite, clock
+from chronograph.projections import Views, new_entity_stream, verify
+from chronograph.projections.tables import table_names
+from freezegun import freeze_time
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.histories import Simulator, draw_history
+
+rebuilding = importlib.import_module("chronograph.projections.live.rebuild")
+snapshotting = importlib.import_module("chronograph.projections.past.snapshots")
+START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+def raw_tables(store: LmdbLog, generation: int) -> dict[str, list[tuple[bytes, bytes]]]:
+    """Every key and value of every view table of `generation` but the checkpoint, byte for byte."""
+    tables = {}
+    with store.environment.env.begin() as txn:
+        for name in table_names(generation):
+            rows = list(txn.cursor(store.environment.env.open_db(name.encode(), create=False)))
+            tables[name.rsplit(".", 1)[1]] = [row for row in rows if row[0] != b"checkpoint"]
+    return tables
+
+
+def play(views: Views, history: list[tuple[Any, ...]]) -> None:
+    """Apply `history` one command per operation, a second apart."""
+    simulator = Simulator()
+    with freeze_time(START, real_asyncio=True) as frozen:
+        for step, operation in enumerate(history):
+            frozen.move_to(START + timedelta(seconds=step))
+            writes = simulator.decide(operation, clock.now_us())
+            if writes:
+                views.transact(lambda tx, state, writes=writes: tx.append(writes, actor="test"))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), steps=st.integers(min_value=1, max_value=30),
+       fold_batch=st.integers(min_value=1, max_value=4), chunk=st.integers(min_value=1, max_value=5))
+def test_a_rebuild_in_small_batches_and_chunks_writes_the_inline_views_byte_for_byte(
+    data: st.DataObject, steps: int, fold_batch: int, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rebuilding, "FOLD_BATCH", fold_batch)
+    monkeypatch.setattr(rebuilding, "WRITE_CHUNK", chunk)  # every table spans several transactions
+    history = draw_history(data, Simulator(), steps)
+    directory = tempfile.mkdtemp()
+    try:
+        with LmdbLog(directory + "/store", sync=False) as store:
+            views = Views(store)
+            views.snapshots.spacing = 3  # segments end inside batches and between them
+            play(views, history)
+            inline = raw_tables(store, views.tables.generation)
+            for _ in range(2):  # the second one fills the slot the first retired
+                views.rebuild()
+                assert raw_tables(store, views.tables.generation) == inline
+    finally:
+        shutil.rmtree(directory)
+
+
+def _fill(views: Views, entities: int) -> None:
+    words = " ".join(f"word{i}" for i in range(40))
+    for start in range(0, entities, 50):
+        writes = [StreamWrite(new_entity_stream(), [EntityCreated(
+            workspace="default", name=f"entity {i}", entity_type="thing",
+            observations=(f"{words} {i} a", f"{words} {i} b", f"{words} {i} c"))], NO_STREAM)
+            for i in range(start, start + 50)]
+        views.transact(lambda tx, state, writes=writes: tx.append(writes, actor="t"))
+
+
+def _pages(store: LmdbLog) -> tuple[int, int]:
+    """(pages in use by every database, the file's high-water mark in pages)."""
+    env = store.environment.env
+    used = 0
+    with env.begin() as txn:
+        for name in store.environment.database_names():
+            stat = txn.stat(env.open_db(name.encode(), txn=txn, create=False))
+            used += stat["branch_pages"] + stat["leaf_pages"] + stat["overflow_pages"]
+    return used, env.info()["last_pgno"] + 1
+
+
+def test_rebuilds_in_a_row_do_not_grow_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshotting, "SMALL", 0, raising=False)  # as if the graph were large
+    directory = tempfile.mkdtemp()
+    try:
+        with LmdbLog(directory + "/store") as store:
+            views = Views(store)
+            views.snapshots.spacing = 100  # eight snapshots of the whole graph, before
+            _fill(views, 1000)
+            used, _ = _pages(store)
+            views.rebuild()
+            after_one, mark = _pages(store)
+            assert after_one <= used * 1.10  # the retired slot's pages are free again
+            for _ in range(4):
+                views.rebuild()
+                now_used, now_mark = _pages(store)
+                assert now_used <= used * 1.10
+                assert now_mark <= mark * 1.10  # the next rebuilds fill the pages the last one freed
+    finally:
+        shutil.rmtree(directory)
+
+
+def test_a_snapshot_larger_than_the_log_it_saves_folding_is_not_kept(
+    store: LmdbLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    views = Views(store)
+    _fill(views, 300)
+    views.snapshots.spacing = 100
+    report = views.rebuild()  # a small graph keeps its snapshots
+    assert report.snapshots == 3 and views.snapshots.positions() == [100, 200, 300]
+    views.snapshots.env.write(lambda txn: txn.drop(views.snapshots.db, delete=False))
+    monkeypatch.setattr(snapshotting, "SMALL", 0)  # as if the graph were large
+    report = views.rebuild()
+    assert report.snapshots == 0 and views.snapshots.positions() == []
+
+
+def test_a_rebuild_reports_where_its_time_went(store: LmdbLog) -> None:
+    views = Views(store)
+    _fill(views, 50)
+    report = views.rebuild()
+    assert set(report.phases) == {"decode", "fold", "snapshots", "sort", "write", "swap"}
+    assert report.keys == 50 * 3 + 1 + 1  # records, names, order; the totals and one type count
+
+
+def test_a_rebuild_of_a_store_no_other_process_has_open_does_not_grow_its_file() -> None:
+    directory = tempfile.mkdtemp()
+    try:
+        with LmdbLog(directory + "/store") as store:
+            views = Views(store)
+            _fill(views, 1000)
+            _, mark = _pages(store)
+            for _ in range(3):
+                views.rebuild()  # the live views' pages take the new ones: no second copy
+                assert _pages(store)[1] <= mark * 1.10
+            assert len(names_of(views)) == 1000
+    finally:
+        shutil.rmtree(directory)
+
+
+def names_of(views: Views) -> list[str]:
+    with views.read() as graph:
+        return [entity.name for entity in graph.entities("default")]
+
+
+_KILLED_REBUILD = """
+import importlib, os, signal, sys
+from chronograph.eventstore import LmdbLog
+from chronograph.projections import Views
+importlib.import_module("chronograph.projections.live.rebuild").WRITE_CHUNK = 7
+stage, count = sys.argv[2], int(sys.argv[3])
+seen = []
+def progress(name, done, total):
+    seen.append(name)
+    if name == stage and seen.count(name) == count:
+        os.kill(os.getpid(), signal.SIGKILL)
+with LmdbLog(sys.argv[1]) as store:
+    views = Views(store)
+    views.snapshots.spacing = 40
+    views.rebuild(progress)
+    os.kill(os.getpid(), signal.SIGKILL)  # after the swap, before closing
+"""
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["alone", "beside-another-process"])
+@pytest.mark.parametrize(("stage", "count"), [("fold", 1), ("write", 1), ("write", 3), ("write", 9), ("end", 1)])
+def test_a_rebuild_killed_at_any_point_leaves_a_store_that_opens_with_correct_views(
+    tmp_path: Path, stage: str, count: int, shared: bool
+) -> None:
+    path = tmp_path / "store"
+    with LmdbLog(path) as store:
+        views = Views(store)
+        _fill(views, 100)
+        views.rebuild()
+    with contextlib.ExitStack() as stack:
+        if shared:  # another process has the store open: the live views stay in place meanwhile
+            stack.enter_context(LmdbLog(path))
+        child = subprocess.run([sys.executable, "-c", _KILLED_REBUILD, str(path), stage, str(count)], check=False)
+        assert child.returncode == -signal.SIGKILL
+    with LmdbLog(path) as store:
+        views = Views(store)  # builds them if the rebuild had dropped them
+        assert verify(views) == []
+        assert len(names_of(views)) == 100
+        views.rebuild()
+        assert verify(views) == [] and len(names_of(views)) == 100
