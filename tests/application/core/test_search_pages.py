@@ -91,7 +91,8 @@ def test_an_unpaged_search_answers_every_match_and_no_total(big: Memory) -> None
 def test_a_refused_search_costs_no_answer(big: Memory, reads: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[int] = []
     original = search._answer
-    monkeypatch.setattr(search, "_answer", lambda *a, **k: built.append(len(a[3])) or original(*a, **k))  # (memory, moment, args, page, ...)
+    # _answer(memory, moment, args, page, ...): the page is its fourth argument
+    monkeypatch.setattr(search, "_answer", lambda *a, **k: built.append(len(a[3])) or original(*a, **k))
     big.reply_limit = 20_000
     refusal = r"at least .* KiB.*search_nodes with limit (\d+) and offset 0"
     with pytest.raises(ReplyTooLargeError, match=refusal) as refused:
