@@ -17,7 +17,7 @@ from chronograph.application.errors import ChronographError, InvalidArgumentsErr
 from chronograph.eventstore.files import WriteRefused, write_file
 from chronograph.eventstore.keys import digest
 
-__all__ = ["STRONG_MARKERS", "AwaitingConfirmationError", "project_root", "project_workspace"]
+__all__ = ["STRONG_MARKERS", "AwaitingConfirmationError", "project_root", "project_workspace", "workspace_of"]
 
 STRONG_MARKERS = (
     ".git", ".mcp", "package.json", "tsconfig.json", "pyproject.toml", "setup.py", "setup.cfg", "Cargo.toml",
@@ -68,6 +68,11 @@ def project_root(tool: str, project_path: str) -> Path:
     return root
 
 
+def workspace_of(root: Path) -> str:
+    """The workspace of the project whose root's real path is `root` (nothing checked or written)."""
+    return f"n2n:{root.name[:48]}:{digest(str(root).encode('utf-8', 'surrogatepass'), 8).hex()}"
+
+
 def project_workspace(tool: str, project_path: str, confirmed: str | None = None) -> str:
     """The workspace of the project at `project_path`, adopting a new root when `confirmed` names it.
 
@@ -75,7 +80,7 @@ def project_workspace(tool: str, project_path: str, confirmed: str | None = None
         AwaitingConfirmationError: A recognised root without `.mcp`, not confirmed.
     """
     root = project_root(tool, project_path)
-    workspace = f"n2n:{root.name[:48]}:{digest(str(root).encode('utf-8', 'surrogatepass'), 8).hex()}"
+    workspace = workspace_of(root)
     mcp = root / ".mcp"
     if mcp.is_symlink() or (os.path.lexists(mcp) and not mcp.is_dir()):
         raise InvalidArgumentsError(tool, f"projectPath: {mcp} is a symbolic link or not a folder; Chronograph "
