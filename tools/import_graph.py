@@ -146,7 +146,7 @@ def finish(memory: Memory) -> None:
     memory.prepare_search()  # the next server's first search loads the index
 
 
-def _plan(args: argparse.Namespace, job: FileImport, staged: Staged, store: str | None) -> int:
+def _plan(args: argparse.Namespace, job: FileImport, staged: Staged, store: Path | str | None) -> int:
     """Say what the import would write, per workspace, writing nothing (a store is only read)."""
     if store is None:
         job.check_ends(None)
@@ -156,7 +156,7 @@ def _plan(args: argparse.Namespace, job: FileImport, staged: Staged, store: str 
     for section in job.sections.values():
         if section.empty:
             continue
-        counts = staged.counts.get(section.workspace)
+        counts = staged.counted(args.workspace).get(section.workspace)
         observations = counts.observations if counts is not None else 0
         print(f"plan: workspace {section.workspace!r}: {section.entities} entities, {section.relations} relations, "
               f"{observations} observations" + ("; the workspace context" if section.context else ""))

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chronograph.application.engine.outputs import ObjectOut, Out
 from chronograph.application.engine.service import Memory
 from chronograph.application.lifecycle.sources import Source, SourceError, register
 
@@ -153,7 +154,7 @@ class _Import:
 
     def write(self, tool: str, arguments: dict[str, Any]) -> Any:
         assert self.memory is not None
-        return self.memory.write(tool, arguments, actor=self.actor).output.reply  # type: ignore[attr-defined]
+        return _reply(self.memory.write(tool, arguments, actor=self.actor).output)
 
     # --- scopes ---------------------------------------------------------------------------
 
@@ -162,7 +163,7 @@ class _Import:
         self.report.scopes["organizations"] = len(orgs)
         ours_orgs: dict[str, str] = {}
         if self.memory is not None:
-            listed = self.memory.read("memory_org", {"action": "list", "limit": 1000}).reply
+            listed = _reply(self.memory.read("memory_org", {"action": "list", "limit": 1000}))
             ours_orgs = {o["name"]: o["id"] for o in listed["organizations"]}
         for source_id, name in orgs.items():
             if self.memory is not None and name not in ours_orgs:
@@ -172,7 +173,7 @@ class _Import:
             self.mapping[f"org:{source_id}"] = {"type": "org", "id": ours_orgs.get(name, source_id)}
         ours_projects: dict[tuple[str, str | None], str] = {}
         if self.memory is not None:
-            listed = self.memory.read("memory_project", {"action": "list", "limit": 1000}).reply
+            listed = _reply(self.memory.read("memory_project", {"action": "list", "limit": 1000}))
             ours_projects = {(p["name"], p.get("orgId")): p["id"] for p in listed["projects"]}
         for row in self.db.execute("SELECT id, org_id, name, description, root_path FROM projects"):
             self.report.scopes["projects"] += 1
@@ -201,8 +202,8 @@ class _Import:
     def _existing(self) -> None:
         assert self.memory is not None
         for kind, (*_, plural, label) in KINDS.items():
-            content = self.memory.read("memory_export", {"action": "export", "types": [plural],
-                                                         "includeInactive": True}).reply  # type: ignore[attr-defined]
+            content = _reply(self.memory.read("memory_export", {"action": "export", "types": [plural],
+                                                                "includeInactive": True}))
             for entry in json.loads(content["content"])["entries"][plural]:
                 held = (entry["id"], entry["isActive"])
                 self.named[(kind, entry["scopeType"], entry.get("scopeId"), entry[label])] = held
@@ -291,6 +292,12 @@ class _Import:
             if self.memory is not None:
                 self.write("memory_import", {"action": "import", "content": json.dumps(
                     {"entries": {}, "relations": relations}), "conflictStrategy": "skip", "importedBy": self.actor})
+
+
+def _reply(out: Out) -> dict[str, Any]:
+    """A team tool's answer (Agent Memory's JSON object)."""
+    assert isinstance(out, ObjectOut)
+    return out.reply
 
 
 def _up_to_current(versions: list[dict[str, Any]], current: str | None) -> list[dict[str, Any]]:

@@ -8,8 +8,9 @@ stem without one), typed by its `type` (`note` without one), its observations th
 lines as written (category, tags and context kept in the text), its metadata the note's
 permalink, tags and file; a relation's target is a note's title or permalink. A target no note
 of the folder names is reported by the import as a relation whose end exists nowhere, as the
-official file's would be. Prose, headings, tasks (`- [ ]`, `- [x]`) and bare links are not
-imported.
+official file's would be. A wiki link anywhere else in a note (`see [[Target]]`) is a
+`links_to` relation, as basic-memory reads it. Prose, headings and tasks (`- [ ]`, `- [x]`) are
+not imported, nor is anything in a fenced code block or inline code.
 
 The folder is read twice, a note at a time: once for the titles and permalinks (the names
 relations point at), then for the records.
@@ -29,6 +30,8 @@ __all__ = ["BASIC_MEMORY"]
 _ITEM = re.compile(r"^\s*[-*]\s+(.+?)\s*$")
 _OBSERVATION = re.compile(r"^\[([^\[\]()]+)\]\s+\S")
 _TASK = re.compile(r"^\[[ xX/>?-]\]")
+_LINK = re.compile(r"\[\[([^\[\]]+)\]\]")
+_CODE = re.compile(r"`[^`]*`")
 _RELATION = re.compile(r'^("[^"]+"|\'[^\']+\'|[^\s\[\]]+)\s+\[\[([^\]]+)\]\](?:\s*\((.*)\))?$')
 
 
@@ -133,18 +136,21 @@ def read(path: Path, workspace: str) -> Iterator[dict[str, Any]]:
             if line.lstrip().startswith(("```", "~~~")):
                 fenced = not fenced
                 continue
-            item = None if fenced else _ITEM.match(line)
-            if item is None:
+            if fenced:
                 continue
-            content = item.group(1)
-            if _TASK.match(content):
-                continue
-            relation = _RELATION.match(content)
+            item = _ITEM.match(line)
+            content = item.group(1) if item is not None else ""
+            relation = _RELATION.match(content) if item is not None else None
             if relation is not None:
                 target = relation.group(2).strip()
                 relations.append({"type": "relation", "from": title, "to": names.get(target, target),
                                   "relationType": relation.group(1).strip("\"'")})
-            elif _OBSERVATION.match(content) and content not in observations:
+                continue
+            for link in _LINK.findall(_CODE.sub("", line)):
+                relations.append({"type": "relation", "from": title, "to": names.get(link.strip(), link.strip()),
+                                  "relationType": "links_to"})
+            if item is not None and not _TASK.match(content) and _OBSERVATION.match(content) and (
+                    content not in observations):
                 observations.append(content)
         yield {"type": "entity", "name": title, "entityType": kind if isinstance(kind, str) and kind else "note",
                "observations": observations, "metadata": metadata}

@@ -98,7 +98,7 @@ def read(path: Path, workspace: str) -> Iterator[dict[str, Any]]:
         target = relation.get("destination", relation.get("target"))
         if not all(isinstance(v, str) and v for v in (relation.get("source"), relation.get("relationship"), target)):
             continue
-        for end in (relation["source"], target):
+        for end in (str(relation["source"]), str(target)):
             if end not in owners and end not in ends:
                 ends.add(end)
                 yield {"type": "entity", "name": end, "entityType": "mem0 entity", "observations": [],

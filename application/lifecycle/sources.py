@@ -20,7 +20,6 @@ another room's reader (n2n's project files) lives beside that reader.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -132,7 +131,22 @@ class Staged:
 
     path: Path
     counts: dict[str, Counts] = field(default_factory=dict)
-    """Workspace -> what the source holds for it, as read"""
+    """Workspace -> what the source holds for it, as read (see `counted`)"""
+    read: bool = True
+    """Whether `counts` were taken as the source was read (not for the official file, read where it is)"""
+
+    def counted(self, workspace: str) -> dict[str, Counts]:
+        """What the source holds per workspace (the official file counted now, in one streamed pass:
+        only a plan asks, so that an import of a large file reads it no more than it must)."""
+        if not self.read:
+            counts = self.counts.setdefault(workspace, Counts())
+            for item in records(self.path):
+                if isinstance(item, str):
+                    counts = self.counts.setdefault(item, Counts())
+                elif isinstance(item, tuple) and isinstance(item[1], dict):
+                    _count(counts, item[1])
+            self.read = True
+        return self.counts
 
 
 _encode = msgspec.json.Encoder().encode
@@ -142,20 +156,17 @@ _encode = msgspec.json.Encoder().encode
 def stage(source: Source, path: Path, workspace: str) -> Iterator[Staged]:
     """The records of `source` at `path` as a JSONL file in a temporary folder, deleted after.
 
-    The official file is read where it is (counted, not copied).
+    The official file is read where it is (not copied).
 
     Raises:
         SourceError: If the source cannot be read as its format (nothing was written).
         OSError: If it cannot be read at all.
     """
     if source.read is None:
-        staged = Staged(path)
-        _count_file(staged, workspace)
-        yield staged
+        yield Staged(path, read=False)
         return
-    folder = Path(tempfile.mkdtemp(prefix="chronograph-import-"))
-    try:
-        staged = Staged(folder / "records.jsonl")
+    with tempfile.TemporaryDirectory(prefix="chronograph-import-") as folder:
+        staged = Staged(Path(folder) / "records.jsonl")
         counts = staged.counts.setdefault(workspace, Counts())
         with staged.path.open("wb") as out:
             for record in source.read(path, workspace):
@@ -166,8 +177,6 @@ def stage(source: Source, path: Path, workspace: str) -> Iterator[Staged]:
                     _count(counts, record)
                 out.write(_encode(record) + b"\n")
         yield staged
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _count(counts: Counts, record: Record) -> None:
@@ -180,13 +189,3 @@ def _count(counts: Counts, record: Record) -> None:
         counts.relations += 1
     elif kind == "context":
         counts.context += 1
-
-
-def _count_file(staged: Staged, workspace: str) -> None:
-    """Count the official file's records as they are read (a second, streamed pass)."""
-    counts = staged.counts.setdefault(workspace, Counts())
-    for item in records(staged.path):
-        if isinstance(item, str):
-            counts = staged.counts.setdefault(item, Counts())
-        elif isinstance(item, tuple) and isinstance(item[1], dict):
-            _count(counts, item[1])
