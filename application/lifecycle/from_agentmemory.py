@@ -79,9 +79,15 @@ def _recognises(path: Path) -> bool:
         if file.read(len(HEADER)) != HEADER:
             return False
     try:
-        return {"tools", "guidelines", "knowledge"} <= _tables(_open(path))
+        connection = _open(path)
     except SourceError:
         return False
+    try:
+        return {"tools", "guidelines", "knowledge"} <= _tables(connection)
+    except sqlite3.Error:
+        return False
+    finally:
+        connection.close()
 
 
 def _open(path: Path) -> sqlite3.Connection:

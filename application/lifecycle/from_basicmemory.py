@@ -18,6 +18,7 @@ relations point at), then for the records.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +31,8 @@ __all__ = ["BASIC_MEMORY"]
 _ITEM = re.compile(r"^\s*[-*]\s+(.+?)\s*$")
 _OBSERVATION = re.compile(r"^\[([^\[\]()]+)\]\s+\S")
 _TASK = re.compile(r"^\[[ xX/>?-]\]")
+_LOOKED_AT = 20
+"""Notes looked at to recognise a basic-memory folder"""
 _LINK = re.compile(r"\[\[([^\[\]]+)\]\]")
 _CODE = re.compile(r"`[^`]*`")
 _RELATION = re.compile(r'^("[^"]+"|\'[^\']+\'|[^\s\[\]]+)\s+\[\[([^\]]+)\]\](?:\s*\((.*)\))?$')
@@ -43,9 +46,16 @@ def _notes(path: Path) -> Iterator[Path]:
 
 
 def _recognises(path: Path) -> bool:
+    """A folder whose notes carry basic-memory's front matter (a `permalink`), not any folder with
+    a README: the first notes are looked at."""
     if not path.is_dir() or (path / ".mcp").is_dir():
         return False
-    return next(_notes(path), None) is not None
+    for note in itertools.islice(_notes(path), _LOOKED_AT):
+        with note.open("rb") as file:
+            head = file.read(4096).decode("utf-8", errors="replace")
+        if head.startswith("---") and re.search(r"^permalink\s*:", head, re.MULTILINE):
+            return True
+    return False
 
 
 def front_matter(note: Path, text: str) -> tuple[dict[str, Any], list[str]]:

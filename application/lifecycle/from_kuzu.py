@@ -104,4 +104,4 @@ def _first_line(error: Exception) -> str:
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
-KUZU = register(Source("kuzu", "a Kuzu memory graph database", _recognises, read, needs=INSTALL))
+KUZU = register(Source("kuzu", "a Kuzu memory graph database", _recognises, read))

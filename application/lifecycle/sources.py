@@ -59,8 +59,6 @@ class Source:
     """The records of a source (path, the import's workspace); None: the path is read as it is"""
     team: Callable[..., Any] | None = None
     """For a source of the team memory: its import (see `from_agentmemory`)"""
-    needs: str = ""
-    """What to install when the format's reader is missing (an optional extra)"""
 
     @property
     def actor(self) -> str:

@@ -336,3 +336,14 @@ def test_mem0_graph_relations_come_with_their_ends(tmp_path: Path) -> None:
                                                                       "acme": "mem0 entity"}
     assert {(r["from"], r["relationType"], r["to"]) for r in graph["relations"]} == {
         ("alice", "lives_in", "lisbon"), ("alice", "works_at", "acme")}
+
+
+def test_a_folder_of_markdown_without_basic_memory_front_matter_is_not_taken_for_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = tmp_path / "app"
+    (project / "docs").mkdir(parents=True)
+    (project / "README.md").write_text("# App\n\n- [note] not a memory\n", encoding="utf-8")
+    (project / "docs" / "design.md").write_text("---\ntitle: Design\n---\n# Design\n", encoding="utf-8")
+    assert import_main([str(project), "--store", str(tmp_path / "store")]) == 2
+    assert "no memory this import reads" in capsys.readouterr().err
+    assert not store_exists(str(tmp_path / "store"))
