@@ -470,7 +470,7 @@ def _context_changes(memory: Memory, section: Section) -> bool:
         current = graph.context(section.workspace)
     if current is None:
         return True
-    given = parse("import", {k: v for k, v in (section.context or {}).items()}, UpdateContext)
+    given = parse("import", dict(section.context or {}), UpdateContext)
     for field_name in current.FIELDS:
         value = getattr(given, field_name)
         if value is not UNSET and (tuple(value) if isinstance(value, list) else value) != getattr(current, field_name):

@@ -7,6 +7,7 @@ import json
 import shutil
 import sqlite3
 import sys
+import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,8 +151,12 @@ def test_every_imported_item_names_its_source(case: Case, tmp_path: Path) -> Non
     assert import_main([str(source), "--store", str(store)]) == 0
     with Memory(store) as memory:
         actors = {envelope.actor for envelope in memory.log.read_all()}
-        graph = msgspec.to_builtins(memory.read("read_graph", {"workspace": case.workspace(source)}))
+        workspace = case.workspace(source)
+        graph = msgspec.to_builtins(memory.read("read_graph", {"workspace": workspace}))
+        shown = msgspec.to_builtins(memory.read("open_nodes", {"workspace": workspace, "includeProvenance": True,
+                                                               "names": sorted(case.entities)}))
     assert actors == {f"import:{case.name}"}
+    assert {p["actor"] for e in shown["entities"] for p in e["provenance"]} == {f"import:{case.name}"}
     origins = {e["metadata"]["importedFrom"] for e in graph["entities"]}
     assert origins == {f"{case.name}:{source.resolve()}"}
 
@@ -347,3 +352,23 @@ def test_a_folder_of_markdown_without_basic_memory_front_matter_is_not_taken_for
     assert import_main([str(project), "--store", str(tmp_path / "store")]) == 2
     assert "no memory this import reads" in capsys.readouterr().err
     assert not store_exists(str(tmp_path / "store"))
+
+
+def test_a_jsonl_export_of_mem0_is_staged_a_line_at_a_time(tmp_path: Path) -> None:
+    from chronograph.application.lifecycle.from_mem0 import MEM0
+    from chronograph.application.lifecycle.sources import stage
+
+    def peak(memories: int) -> int:
+        path = tmp_path / f"mem0-{memories}.jsonl"
+        with path.open("w", encoding="utf-8") as file:
+            for i in range(memories):
+                file.write(json.dumps({"id": str(i), "memory": f"memory number {i} " + "x" * 200,
+                                       "user_id": f"user{i % 5}"}) + "\n")
+        tracemalloc.start()
+        with stage(MEM0, path, "default") as staged:
+            assert staged.counts["default"].observations == memories
+        held = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return held
+
+    assert peak(20_000) < 2 * peak(2_000)
