@@ -147,6 +147,8 @@ class _Import:
         """Agent Memory's scope ("project:<id>") -> ours ({type, id})"""
         self.named: dict[tuple[str, str, str | None, str], tuple[str, bool]] = {}
         """(kind, scope type, scope id, name) -> (our entry id, active), of the store's entries"""
+        self.ours: dict[str, str] = {}
+        """Agent Memory's id of an entry the store held under another id -> that id (for relations)"""
 
     def run(self) -> TeamReport:
         self._scopes()
@@ -263,6 +265,8 @@ class _Import:
                 later.append(entry)
             else:
                 known.append((entry, ours))
+                if ours[0] != entry["id"]:
+                    self.ours[entry["id"]] = ours[0]
         document = {"entries": {plural: items}}
         out = self.write("memory_import", {"action": "import", "content": json.dumps(document),
                                            "conflictStrategy": "update", "importedBy": self.actor})
@@ -291,6 +295,8 @@ class _Import:
                     end_type, end_id = row[f"{side}_type"], row[f"{side}_id"]
                     if end_type == "project":
                         end_id = self.mapping.get(f"project:{end_id}", {}).get("id", end_id)
+                    else:
+                        end_id = self.ours.get(end_id, end_id)
                     ends.append((end_type, end_id))
                 relations.append({"sourceType": ends[0][0], "sourceId": ends[0][1], "targetType": ends[1][0],
                                   "targetId": ends[1][1], "relationType": row["relation_type"]})

@@ -257,7 +257,22 @@ def test_an_agent_memory_database_becomes_the_team_memory_with_its_versions_scop
     assert sorted(by_id["7a000000-0000-4000-8000-000000000001"]["tags"]) == ["python"]
     assert len(by_id["7a000000-0000-4000-8000-000000000001"]["versions"]) == 2
     assert actors == {"import:agent-memory"}
-    assert len(json.loads(exported["content"])["relations"]) == 1
+    assert len(json.loads(exported["content"])["relations"]) == 2
+
+
+def test_an_agent_memory_entry_the_store_holds_by_name_is_brought_to_its_current_version(tmp_path: Path) -> None:
+    source, store = agent_memory_database(tmp_path), tmp_path / "store"
+    with Memory(store) as memory:
+        added = memory.write("memory_tool", {"action": "add", "scopeType": "global", "name": "ripgrep",
+                                             "description": "Searches"}, actor="t").output
+    ours = added.reply["tool"]["id"]  # type: ignore[attr-defined]
+    assert import_main([str(source), "--store", str(store)]) == 0
+    with Memory(store) as memory:
+        exported = memory.read("memory_export", {"action": "export", "includeVersions": True}).reply  # type: ignore[attr-defined]
+    document = json.loads(exported["content"])
+    [tool] = document["entries"]["tools"]
+    assert tool["id"] == ours and tool["currentVersion"]["description"] == "Searches files fast, respecting .gitignore"
+    assert {(r["sourceId"], r["relationType"]) for r in document["relations"]} >= {(ours, "applies_to")}
 
 
 def test_an_agent_memory_database_imports_once_and_plans_without_writing(
@@ -265,7 +280,7 @@ def test_an_agent_memory_database_imports_once_and_plans_without_writing(
     source, store = agent_memory_database(tmp_path), tmp_path / "store"
     assert import_main([str(source), "--store", str(store), "--plan"]) == 0
     out = capsys.readouterr().out
-    assert "1 tools, 2 guidelines, 2 knowledge; 8 versions, 3 tags on entries, 1 relations, 1 deactivated" in out
+    assert "1 tools, 2 guidelines, 2 knowledge; 8 versions, 3 tags on entries, 2 relations, 1 deactivated" in out
     assert out.splitlines()[0].startswith("format: agent-memory (")
     assert not store_exists(str(store))
     assert import_main([str(source), "--store", str(store)]) == 0
