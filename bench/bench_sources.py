@@ -31,6 +31,8 @@ from report import print_table, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = f"{sys.executable} -m chronograph"
+TIME = "/usr/bin/time"
+"""GNU time (Debian's `time` package), for each import's own peak RSS"""
 
 
 def graph(entities: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -126,20 +128,25 @@ def agent_memory(folder: Path, entries: int) -> Path:
 
 
 def measured(source: Path, folder: Path, runs: int) -> dict[str, Any]:
-    """`runs` imports of `source`, each into a fresh store in a process of its own (wait4: its CPU
-    and peak RSS): median wall and CPU seconds, the largest peak RSS (MiB), the events written."""
+    """`runs` imports of `source`, each into a fresh store in a process of its own: median wall and
+    CPU seconds, the largest peak RSS (MiB), the events written.
+
+    The peak RSS is GNU time's (`%M`): a child's own `ru_maxrss` from wait4 starts at its parent's
+    high-water mark, and this parent holds the graph (and Kuzu) it wrote the sources with.
+    """
     walls, cpus, rss = [], [], []
     for run in range(runs):
         store = folder / f"store-{source.name}-{run}"
         began = time.perf_counter()
-        child = subprocess.Popen([*shlex.split(COMMAND), "import", str(source), "--store", str(store)],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+        child = subprocess.Popen([TIME, "-f", "%M", *shlex.split(COMMAND), "import", str(source), "--store",
+                                  str(store)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
         _, status, usage = os.wait4(child.pid, 0)
         walls.append(time.perf_counter() - began)
+        err = child.stderr.read().decode()  # type: ignore[union-attr]
         if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"import of {source} failed: {child.stderr.read().decode()}")  # type: ignore[union-attr]
+            raise SystemExit(f"import of {source} failed: {err}")
         cpus.append(usage.ru_utime + usage.ru_stime)
-        rss.append(usage.ru_maxrss / 1024)
+        rss.append(int(err.strip().splitlines()[-1]) / 1024)
     probe = subprocess.run([sys.executable, "-c", "import sys\nfrom chronograph.application import Memory\n"
                             "with Memory(sys.argv[1]) as m: print(m.log.head())", str(store)],
                            capture_output=True, text=True, check=True, cwd=ROOT)
