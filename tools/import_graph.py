@@ -1,8 +1,20 @@
-"""Import a memory file of the official server (or the itseasy21 fork) into a store.
+"""Import a memory file of the official server (or the itseasy21 fork), or another memory
+server's memory, into a store.
 
     chronograph import memory.jsonl                     the official JSONL file
     chronograph import memory.json                      its legacy file (JSONL, or {entities, relations})
     chronograph import --workspace lab --strict FILE    all or nothing
+    chronograph import ~/code/app                       an n2n project (.mcp/memory.json, context.json)
+    chronograph import agent-memory.db                  Agent Memory's SQLite database (the team memory)
+    chronograph import memory.kuzu                      a Kuzu memory graph (needs chronograph[kuzu])
+    chronograph import mem0-export.json                 mem0's exported memories
+    chronograph import ~/basic-memory                   a basic-memory folder of Markdown notes
+    chronograph import --plan PATH                      what would be written; writes nothing
+    chronograph import --from mem0 PATH                 the format named, not detected
+
+The format is detected from the path (--from names it) and named in the report's first line.
+Another server's memory is recorded as the actor "import:<format>", and each entity it brings
+names its source in its metadata (importedFrom); importing it again writes nothing.
 
 Everything becomes ordinary events, recorded as actor "import" under one correlation id.
 Importing the same file again changes nothing: existing entities only gain observations
@@ -34,7 +46,9 @@ from chronograph.application import Memory
 from chronograph.application.engine.config import resolve_store
 from chronograph.application.engine.stores import store_exists
 from chronograph.application.errors import ChronographError
+from chronograph.application.lifecycle.from_agentmemory import TeamReport
 from chronograph.application.lifecycle.importing import NOT_JSON, FileImport, ImportReport
+from chronograph.application.lifecycle.sources import SOURCES, Source, SourceError, Staged, choose, stage
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.lmdb import resident
 from chronograph.projections import ProjectionError
@@ -47,16 +61,43 @@ __all__ = ["add_arguments", "main", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `import`."""
-    parser.add_argument("file", type=Path, help="memory.jsonl, memory.json, or a fork's file")
+    parser.add_argument("file", type=Path, help="memory.jsonl, memory.json, a fork's file, or another server's "
+                        "memory (an n2n project folder, Agent Memory's database, a Kuzu database, mem0's export, "
+                        "a basic-memory folder)")
     add_store_argument(parser)
     parser.add_argument("--workspace", default="default", help='workspace to import into (default: "default")')
     parser.add_argument("--strict", action="store_true", help="abort, writing nothing, on any bad line")
+    parser.add_argument("--from", dest="source", metavar="FORMAT",
+                        help=f"the source's format, not detected: {', '.join(SOURCES)}")
+    parser.add_argument("--plan", action="store_true", help="print what would be written, per workspace; write "
+                        "nothing")
 
 
 def run(args: argparse.Namespace) -> int:
     """Carry out `import`; return the exit code."""
+    try:
+        source = choose(args.file, args.source)
+    except SourceError as error:
+        print(f"chronograph import: {error}", file=sys.stderr)
+        return 2
+    print(f"format: {source.name} ({source.title}): {args.file}")
+    try:
+        if source.team is not None:
+            return _run_team(args, source)
+        with stage(source, args.file, args.workspace) as staged:
+            return _run_file(args, staged, source.actor)
+    except SourceError as error:
+        print(f"chronograph import: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"chronograph import: cannot read {args.file}: {error.strerror or error}", file=sys.stderr)
+        return 2
+
+
+def _run_file(args: argparse.Namespace, staged: Staged, actor: str) -> int:
+    """Import the records of a file (the official one, or another server's memory as records)."""
     progress = Progress()
-    with FileImport(args.file, args.workspace, progress=progress) as job:
+    with FileImport(staged.path, args.workspace, progress=progress, actor=actor) as job:
         try:
             job.survey()
         except OSError as error:
@@ -72,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
             return 1
         store = resolve_store(args.store)
         existed = store_exists(store)
+        if args.plan:
+            return _plan(args, job, staged, store if existed else None)
         if not existed:  # nothing is stored yet: decide before creating anything
             job.check_ends(None)
             if job.empty or (job.problems and args.strict):
@@ -107,6 +150,49 @@ def finish(memory: Memory) -> None:
     (the search images and the SDK's opening answers: its first answers come from the store)."""
     resident.release()  # what the import read of the store is not the search's to keep
     keep_startup_state(memory)
+
+
+def _plan(args: argparse.Namespace, job: FileImport, staged: Staged, store: Path | str | None) -> int:
+    """Say what the import would write, per workspace, writing nothing (a store is only read)."""
+    if store is None:
+        job.check_ends(None)
+    else:
+        with Memory(store, cache=args.cache) as memory:
+            job.check_ends(memory)
+    for section in job.sections.values():
+        if section.empty:
+            continue
+        counts = staged.counted(args.workspace).get(section.workspace)
+        observations = counts.observations if counts is not None else 0
+        print(f"plan: workspace {section.workspace!r}: {section.entities} entities, {section.relations} relations, "
+              f"{observations} observations" + ("; the workspace context" if section.context else ""))
+    print(f"plan: nothing was written; {len(job.problems)} error(s)")
+    _report_problems(job)
+    return 1 if job.problems else 0
+
+
+def _run_team(args: argparse.Namespace, source: Source) -> int:
+    """Import a memory of the team surface (Agent Memory's database): checked and counted first,
+    then written through the team memory's tools."""
+    assert source.team is not None
+    plan: TeamReport = source.team(None, args.file, source.actor)  # reads and checks it all, writes nothing
+    held = ", ".join(f"{count} {kind}" for kind, count in {**plan.scopes, **plan.entries}.items())
+    if args.plan:
+        print(f"plan: the team memory: {held}; {plan.versions} versions, {plan.tags} tags on entries, "
+              f"{plan.relations} relations, {plan.inactive} deactivated; nothing was written")
+        return 0
+    try:
+        with Memory(resolve_store(args.store), cache=args.cache) as memory:
+            before = memory.log.head()
+            report: TeamReport = source.team(memory, args.file, source.actor)
+            events = memory.log.head() - before
+    except (EventStoreError, ProjectionError, ChronographError) as error:
+        print(f"chronograph import: {error}", file=sys.stderr)
+        return 2
+    print(f"imported {args.file} into the team memory: {held}; {report.versions} versions; "
+          f"{report.created['organizations']} organizations, {report.created['projects']} projects and "
+          f"{report.created['entries']} entries created, {report.updated} updated; {events} events")
+    return 0
 
 
 def _say(args: argparse.Namespace, workspace: str, report: ImportReport) -> None:

@@ -82,8 +82,10 @@ class FileImport:
     """
 
     def __init__(self, path: Path, workspace: str, *, batch: int = Limits.ITEMS,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, actor: str = ACTOR) -> None:
         self.path = path
+        self.actor = actor
+        """Who the events are recorded as (`import`, or `import:<format>` for another server's memory)"""
         self.batch = batch
         self.progress = progress
         self.sections: dict[str, Section] = {"": Section(0, workspace)}
@@ -261,7 +263,7 @@ class FileImport:
             report = writer.report
             report.skipped = (section.entities - report.created - report.conflicted) + (
                 section.relations - report.related)
-            if section.context:
+            if section.context and _context_changes(memory, section):
                 writer.call("update_context", section.context)
                 report.context = True
             reports.append((section.workspace, report))
@@ -290,7 +292,7 @@ class _Writer:
         return self.reports[self.section.number]
 
     def call(self, tool: str, arguments: dict[str, Any]) -> Any:
-        return self.memory.write(tool, {**arguments, "workspace": self.section.workspace}, actor=ACTOR,
+        return self.memory.write(tool, {**arguments, "workspace": self.section.workspace}, actor=self.job.actor,
                                  correlation_id=self.correlation).output
 
     def take(self, number: int, record: dict[str, Any]) -> None:
@@ -461,6 +463,21 @@ def entity_entry(number: int, record: dict[str, Any], *, checked: bool = False) 
     if spans:
         entry["validity"] = {o: s for o, s in spans.items() if o in observations}
     return entry
+
+
+def _context_changes(memory: Memory, section: Section) -> bool:
+    """Whether the file's context changes the workspace's (merging the same fields again writes
+    nothing, so that a second import writes no event)."""
+    with memory.views.read() as graph:
+        current = graph.context(section.workspace)
+    if current is None:
+        return True
+    given = parse("import", dict(section.context or {}), UpdateContext)
+    for field_name in current.FIELDS:
+        value = getattr(given, field_name)
+        if value is not UNSET and (tuple(value) if isinstance(value, list) else value) != getattr(current, field_name):
+            return True
+    return False
 
 
 def _in(section: Section, problem: Problem) -> Problem:

@@ -28,6 +28,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from chronograph.application.engine.registry import Tool
 from chronograph.application.engine.service import Memory, Written
 from chronograph.application.errors import ChronographError, StorageError
@@ -36,6 +37,8 @@ from chronograph.application.surfaces.projectfold import (
     ACTOR,
     CONTEXT_FIELDS,
     FILES,
+    FileContext,
+    FileGraph,
     ProjectFileError,
     context_values,
     fields_of,
@@ -45,7 +48,7 @@ from chronograph.application.surfaces.projectroot import MARKER_FILE, project_ro
 from chronograph.eventstore import clock
 from chronograph.eventstore.files import WriteRefused, write_file
 
-__all__ = ["ProjectFiles", "write_project_file"]
+__all__ = ["CONTEXT_FILE", "MEMORY_FILE", "ProjectFiles", "read_project_files", "write_project_file"]
 
 MEMORY_FILE = "memory.json"
 CONTEXT_FILE = "context.json"
@@ -97,6 +100,21 @@ def _read_json(path: Path) -> Any:
             f"The project file .mcp/{path.name} is not valid JSON ({error}); nothing was folded. After a git "
             f"merge conflict, take theirs (git checkout --theirs .mcp/{path.name}): your side is in the log, "
             "and the next call folds theirs in and writes both back") from None
+
+
+def read_project_files(mcp: Path) -> tuple[FileGraph | None, FileContext | None]:
+    """What a project's `.mcp` folder holds, in n2n's format (None for a file that is absent).
+
+    Raises:
+        ProjectFileError: If a file is a link, not JSON, or not in n2n's format.
+        OSError: If a file cannot be read.
+    """
+    graph, context = _read_json(mcp / MEMORY_FILE), _read_json(mcp / CONTEXT_FILE)
+    try:
+        return (None if graph is None else msgspec.convert(graph, FileGraph),
+                None if context is None else msgspec.convert(context, FileContext))
+    except msgspec.ValidationError as error:
+        raise ProjectFileError(f"A project file in {mcp} is not in n2n's format: {error}") from None
 
 
 def _signature(mcp: Path) -> tuple[Any, ...]:

@@ -170,6 +170,7 @@ ALLOWED = {
     "application/surfaces/projectroot.py": {"mkdir"},  # a project's .mcp, once confirmed (never through a link)
     "server/stdio.py": {"fdopen"},  # stdout
     "application/lifecycle/importindex.py": {"TemporaryDirectory"},  # an import's index of names (SQLite), deleted
+    "application/lifecycle/sources.py": {"TemporaryDirectory"},  # another server's memory as records, deleted
     "tools/backup.py": {"TemporaryDirectory"},  # a scratch store beside a checked output (database backups)
     "tools/common/parsing.py": {"os.open"},  # /dev/null
     "tools/context.py": {"os.open"},  # a store's lock.mdb, read-only, to see whether a restore holds it
