@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 
 import lmdb
+import pytest
 from chronograph.eventstore.lmdb.env import LmdbEnv
 from chronograph.eventstore.lmdb.gate import Gate
 
@@ -52,6 +53,7 @@ def test_a_remap_waits_for_the_transactions_of_other_threads_and_new_ones_wait_f
     assert gate.open == 0
 
 
+@pytest.mark.slow  # minutes, not seconds: see docs/decisions.md ("A map that grows beside readers")
 def test_an_environment_grows_its_map_while_other_threads_read_it(tmp_path: Path) -> None:
     env = LmdbEnv(tmp_path / "env", map_size=1 << 18, sync=False)  # 256 KiB: it doubles many times below
     db = env.open_db("things")
