@@ -23,7 +23,7 @@ from chronograph.application.core.search import SearchNodes, search_nodes
 from chronograph.application.engine.service import Memory
 from chronograph.eventstore import LogReader, clock
 from chronograph.projections import ContextRecord, EntityRecord
-from chronograph.projections.search.wordindex import STOPWORDS, query_terms, terms
+from chronograph.projections.search.wordindex import STOPWORDS, terms
 
 __all__ = ["BUDGET", "Change", "Recall", "Recalled", "Vocabulary", "estimate_tokens", "recall", "render"]
 
@@ -102,8 +102,8 @@ def recall(memory: Memory, workspace: str, *, query: str | None = None, client: 
 
     `query` picks the relevant entities (else the ones changed last); `before` is where
     the current session began (its own writes are not "changes since"); `strict` keeps
-    only entities the query names or strongly matches (for a hook on every prompt:
-    silence beats noise).
+    only entities the query names (for a hook on every prompt: silence beats noise, and a
+    prompt's hook must answer from a cold process without loading the word index).
     """
     # Under the store's lock and the word indexes' (as Memory.read takes them): an adapter may
     # call this from a thread of its own (the SDK renders prompts in a worker thread).
@@ -123,15 +123,11 @@ def recall(memory: Memory, workspace: str, *, query: str | None = None, client: 
         if query:
             for name in _mentioned(query):
                 add(graph.entity(workspace, name), "mentioned")
-            if terms(query):
-                wanted = set(query_terms(query)) - STOPWORDS
+            if terms(query) and not strict:  # a search loads the word index: 0.8 s cold at 50k entities
                 hits = search_nodes(memory, SearchNodes(query=query, mode="ranked", workspace=workspace,
                                                         limit=limit)).entities
                 for hit in hits:
-                    record = graph.entity(workspace, hit.name)
-                    if strict and (record is None or not _strong(record, wanted)):
-                        continue
-                    add(record, "relevant")
+                    add(graph.entity(workspace, hit.name), "relevant")
         if not strict:
             for name in recent:
                 add(graph.entity(workspace, name), "recent")
@@ -153,16 +149,6 @@ def _mentioned(text: str) -> list[str]:
             out[phrase] = None
             out[" ".join(w[:1].upper() + w[1:] for w in run)] = None
     return list(out)[:400]
-
-
-def _strong(record: EntityRecord, wanted: set[str]) -> bool:
-    """Whether `record` holds at least two of the query's content words (all, if it has one)."""
-    if not wanted:
-        return False
-    have = set(terms(record.name)) | set(terms(record.entity_type))
-    for observation in record.observations:
-        have.update(terms(observation))
-    return len(wanted & have) >= min(2, len(wanted))
 
 
 def _changes(log: LogReader, workspace: str, client: str | None, before: int, head: int, limit: int,

@@ -34,7 +34,7 @@ def test_a_recall_holds_the_hot_context_and_the_entities_a_query_is_about(memory
     assert "fix the billing retries" in text and "Billing service" in text and "retries failed charges twice" in text
 
 
-def test_a_prompt_recall_keeps_only_entities_the_prompt_names_or_strongly_matches(memory: Memory) -> None:
+def test_a_prompt_recall_keeps_only_entities_the_prompt_names(memory: Memory) -> None:
     assert recall(memory, "default", query="what is the weather like", strict=True).entities == []
     named = recall(memory, "default", query="ask ada lovelace about it", strict=True).entities
     assert [e.name for e in named] == ["Ada Lovelace"] and named[0].why == "mentioned"
