@@ -8,9 +8,10 @@
 Clients such as Claude Code run a command when a session starts and when the user sends a
 prompt, and add what it prints to the model's context. Given the hook's JSON on stdin, the
 project is found from its `cwd` (the nearest adopted n2n project root above it) and, on a
-prompt, only entities the prompt names are printed: nothing at all when none does. It only reads, works while a server holds the store, and never breaks the
-client's session: whatever goes wrong (no store, a damaged one, garbage on stdin), it
-exits 0 with nothing on stdout and one line on stderr. `chronograph hooks claude-code`
+prompt, only entities the prompt names are printed: nothing at all when none does. It only
+reads, works while a server holds the store, and never breaks the client's session:
+whatever goes wrong (no store, a damaged one, garbage on stdin), it exits 0 with nothing on
+stdout and one line on stderr. `chronograph hooks claude-code`
 prints the settings that run it.
 """
 
