@@ -54,7 +54,7 @@ def add_prompts(server: MCPServer, runtime: Runtime, settings: Settings) -> None
         ctx: Context,
         query: Annotated[str | None, Field(description=QUERY)] = None,
         project: Annotated[str | None, Field(description=PROJECT)] = None,
-        budget: Annotated[int | None, Field(description=TOKENS)] = None,
+        budget: Annotated[str | None, Field(description=TOKENS)] = None,
     ) -> str:
         """What memory holds for this session: the hot context, the entities most relevant to
         the query or project, and what changed since your previous session."""
@@ -62,19 +62,19 @@ def add_prompts(server: MCPServer, runtime: Runtime, settings: Settings) -> None
         memory = runtime.memory
         found = recall(memory, workspace, query=query or None, client=client(ctx),
                        before=runtime.began(runtime.connection(ctx)))
-        text = render(found, vocabulary, max(100, budget or BUDGET))
+        text = render(found, vocabulary, _tokens(budget))
         return text or f"Memory holds nothing yet for the {vocabulary.place} {workspace!r}.\n"
 
     def remember_prompt(
         ctx: Context,
         project: Annotated[str | None, Field(description=PROJECT)] = None,
-        budget: Annotated[int | None, Field(description=TOKENS)] = None,
+        budget: Annotated[str | None, Field(description=TOKENS)] = None,
     ) -> str:
         """Before the session ends: what is worth saving, with which tools, and what this
         session already saved (so nothing is saved twice)."""
         workspace = where(project)
         wrote = session_writes(runtime.memory, workspace, client(ctx), runtime.began(runtime.connection(ctx)))
-        return remember_text(vocabulary, workspace, wrote, max(100, budget or BUDGET))
+        return remember_text(vocabulary, workspace, wrote, _tokens(budget))
 
     server.add_prompt(Prompt.from_function(recall_prompt, name="recall", title="Recall", description=(
         "What memory holds for this session: the hot context, the entities most relevant to the query "
@@ -82,3 +82,10 @@ def add_prompts(server: MCPServer, runtime: Runtime, settings: Settings) -> None
     server.add_prompt(Prompt.from_function(remember_prompt, name="remember", title="Remember", description=(
         "Before the session ends: what is worth saving, with which tools, and what this session "
         "already saved (so nothing is saved twice)")))
+
+
+def _tokens(budget: str | None) -> int:
+    """The budget a prompt was given: prompt arguments are strings, and a client may send any;
+    what is not a whole number of tokens leaves the default, and no budget is under 100."""
+    text = (budget or "").strip()
+    return max(100, int(text)) if text.isdecimal() else BUDGET

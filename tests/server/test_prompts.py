@@ -84,3 +84,10 @@ async def test_remember_lists_what_this_session_wrote_and_recall_what_others_did
         assert "Nothing was saved in this session yet" in await prompt(client, "remember")
         text = await prompt(client, "recall", {"query": "Ada", "budget": "300"})
         assert "## Changed since your last session" in text and "alice: observations added: Ada" in text
+
+
+async def test_a_budget_that_is_not_a_number_leaves_the_default(tmp_path: Path) -> None:
+    async with Client(create_server(Settings(store=tmp_path / "store", embeddings="off"))) as client:
+        for budget in ("x", "", "-5", "1e3"):
+            result = await client.get_prompt("recall", {"budget": budget})
+            assert "nothing yet" in result.messages[0].content.text  # type: ignore[union-attr]
