@@ -15,6 +15,7 @@ __all__ = [
     "ChronographError",
     "ConflictError",
     "DuplicateError",
+    "ForbiddenError",
     "InvalidArgumentsError",
     "LockedError",
     "NotFoundError",
@@ -29,7 +30,8 @@ class ChronographError(Exception):
     """Base class of every error the core raises on purpose."""
 
     code: ClassVar[str] = "error"
-    """Machine-readable: invalid, not_found, conflict, duplicate, locked, limit, storage, unavailable."""
+    """Machine-readable: invalid, not_found, conflict, duplicate, locked, limit, storage, unavailable,
+    forbidden."""
 
 
 class InvalidArgumentsError(ChronographError):
@@ -71,6 +73,23 @@ class DuplicateError(ChronographError):
     """Something of that name already exists where names are unique; nothing was written."""
 
     code = "duplicate"
+
+
+class ForbiddenError(ChronographError):
+    """The caller's principal has no grant for what the call needs in a workspace; nothing was
+    read or written."""
+
+    code = "forbidden"
+
+    def __init__(self, principal: str, workspace: str, need: str, tool: str) -> None:
+        self.principal = principal
+        self.workspace = workspace
+        self.need = need
+        super().__init__(
+            f"Forbidden: {tool} needs the {need} grant on workspace {workspace!r}, which principal "
+            f"{principal!r} does not have; nothing was read or written. Ask an admin for "
+            f"`chronograph token create NAME --grant {workspace}={need}`"
+        )
 
 
 class LockedError(ChronographError):
