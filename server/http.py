@@ -7,7 +7,9 @@ bodies over the size limit (413). It covers every route, the health probes inclu
 counts the MCP sessions each address holds (server/sessions.py): at its share, a new one
 takes the place of the least recently used idle one (429 only when all are busy). The
 explorer's page (/ui) may present the token as a cookie, or as a `token` query on the link
-that opens it (a browser sends no Authorization header for a page).
+that opens it (a browser sends no Authorization header for a page). A bearer token that is
+not the server's own is asked of its authenticators (an OAuth issuer's: server/oauth.py),
+whose principal then rides the request's scope under PRINCIPAL_KEY.
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ import hmac
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+import anyio.to_thread
+from chronograph.application.engine.principal import Principal
 from chronograph.server.addresses import LOOPBACK, WILDCARDS, is_ip, is_loopback, served_names
 from chronograph.server.app import Runtime
+from chronograph.server.authentication import PRINCIPAL_KEY, Authenticator
 from chronograph.server.config import DEFAULT_MAX_BODY
 from chronograph.server.sessions import Sessions
 from mcp.server.mcpserver import MCPServer
@@ -29,6 +34,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+
+if TYPE_CHECKING:
+    from chronograph.server.oauth import ProtectedResource
 
 __all__ = ["LOOPBACK", "TOKEN_COOKIE", "UI_PATH", "Guard", "http_app", "page_token"]
 
@@ -58,9 +66,15 @@ class Guard:
         max_body: int = DEFAULT_MAX_BODY,
         sessions: Sessions | None = None,
         any_ip: bool = False,
+        authenticators: Sequence[Authenticator] = (),
+        resource: ProtectedResource | None = None,
     ) -> None:
         self.app = app
         self.token = token
+        self.authenticators = tuple(authenticators)
+        """Asked in turn for a bearer token that is not `token` (e.g. an OAuth issuer's)."""
+        self.resource = resource
+        """This server as an OAuth protected resource: its metadata is public, and a 401 points at it."""
         self.hosts = {h.lower() for h in hosts}
         self.any_ip = any_ip
         """Answer to any IP address as Host (a server listening on every address)."""
@@ -72,7 +86,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        refusal = self._refusal(headers, scope)
+        refusal = await self._refusal(headers, scope)
         if refusal is not None:
             await refusal(scope, receive, send)
             return
@@ -183,13 +197,38 @@ class Guard:
             if not message.get("more_body", False):
                 return b"".join(parts), True
 
+    async def _authenticated(self, token: str) -> Principal | None:
+        """The principal the first authenticator that knows `token` names (asked in a worker
+        thread: an OAuth authenticator may fetch its issuer's keys)."""
+        if not self.authenticators:
+            return None
+
+        def ask() -> Principal | None:
+            for authenticator in self.authenticators:
+                principal = authenticator.authenticate(token)
+                if principal is not None:
+                    return principal
+            return None
+
+        return await anyio.to_thread.run_sync(ask)
+
+    def _public(self, scope: Scope) -> bool:
+        """Whether the request is for the protected-resource metadata (which tells a client
+        where to get a token, so it cannot need one)."""
+        return self.resource is not None and scope.get("path", "") in self.resource.paths
+
+    def _unauthorized(self, *, invalid: bool) -> Response:
+        response = _error(401, "a valid bearer token is required (Authorization: Bearer ...)")
+        response.headers["WWW-Authenticate"] = self.resource.challenge(invalid=invalid) if self.resource else "Bearer"
+        return response
+
     def _serves(self, name: str, peer: str) -> bool:
         """Whether a request from `peer` may call this server `name` (see server/addresses.py)."""
         if name in LOOPBACK or (name and name in WILDCARDS):
             return is_loopback(peer)  # this machine's names, from this machine only
         return name in self.hosts or (self.any_ip and is_ip(name))
 
-    def _refusal(self, headers: dict[str, str], scope: Scope) -> Response | None:
+    async def _refusal(self, headers: dict[str, str], scope: Scope) -> Response | None:
         host = headers.get("host", "").lower()
         peer = str((scope.get("client") or ("", 0))[0])
         if not self._serves(_hostname(host), peer):
@@ -201,14 +240,16 @@ class Guard:
         origin = headers.get("origin")
         if origin is not None and not self._serves(_hostname(origin.split("://", 1)[-1].lower()), peer):
             return _error(403, f"origin {origin!r} is not allowed; --allow-host adds a name")
-        if self.token is not None:
+        if (self.token is not None or self.authenticators) and not self._public(scope):
             scheme, _, given = headers.get("authorization", "").strip().partition(" ")
             if scheme.lower() != "bearer" and str(scope.get("path", "")).startswith(UI_PATH):
                 given, scheme = page_token(headers, scope), "bearer"  # a browser cannot send the header
-            if scheme.lower() != "bearer" or not self._token_is(given):
-                response = _error(401, "a valid bearer token is required (Authorization: Bearer ...)")
-                response.headers["WWW-Authenticate"] = "Bearer"
-                return response
+            bearer = scheme.lower() == "bearer" and bool(given.strip())
+            if not (bearer and self.token is not None and self._token_is(given)):
+                principal = await self._authenticated(given.strip()) if bearer else None
+                if principal is None:
+                    return self._unauthorized(invalid=bearer)
+                scope[PRINCIPAL_KEY] = principal
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
             return _error(413, f"request bodies are limited to {self.max_body} bytes")
@@ -296,9 +337,12 @@ def http_app(
     max_sessions: int = 1000,
     sessions_per_address: int = 100,
     session_idle: float = 300.0,
+    authenticators: Sequence[Authenticator] = (),
+    resource: ProtectedResource | None = None,
 ) -> Any:
     """The ASGI app: MCP at /mcp, /health and /ready (also under /api/), the explorer at /ui, all
-    behind the `Guard`."""
+    behind the `Guard`, which asks `authenticators` for a bearer token that is not `token`;
+    with a `resource`, its metadata document at the well-known paths (server/oauth.py)."""
 
     @server.custom_route("/health", methods=["GET"])
     async def health(_: Request) -> Response:
@@ -337,6 +381,9 @@ def http_app(
     # the workspace server's clients probe these
     server.custom_route("/api/health", methods=["GET"])(health)
     server.custom_route("/api/ready", methods=["GET"])(ready)
+    if resource is not None:
+        for path in resource.paths:
+            server.custom_route(path, methods=["GET"])(resource.document)  # public: the guard lets it through
 
     hosts = served_names(host, allowed_hosts or [])
     # The guard checks Host and Origin for every route; the SDK's own check would only
@@ -348,4 +395,5 @@ def http_app(
     )
     logging.getLogger("mcp.server.streamable_http_manager").addFilter(_OncePerMinute())
     sessions = Sessions(sessions_per_address, max_sessions, session_idle)
-    return Guard(app, token=token, hosts=hosts, max_body=max_body, sessions=sessions, any_ip=host in WILDCARDS)
+    return Guard(app, token=token, hosts=hosts, max_body=max_body, sessions=sessions, any_ip=host in WILDCARDS,
+                 authenticators=authenticators, resource=resource)

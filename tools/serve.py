@@ -5,6 +5,8 @@ streamable HTTP with --http.
     chronograph serve --store ~/memories/work      stdio, that store
     chronograph serve --profile official           only the nine official tools
     chronograph serve --http --port 8765           streamable HTTP on 127.0.0.1:8765/mcp
+    chronograph serve --http --auth-issuer https://id.example.com --audience https://memory.example.com/mcp
+                                                   ... taking that issuer's OAuth access tokens
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from chronograph.tools.common.listening import add_network_argument, may_listen
 import chronograph
 
 if TYPE_CHECKING:
+    from chronograph.server.authentication import Authenticator
+    from chronograph.server.oauth import ProtectedResource
     from chronograph.server.runtime import Runtime
 
 __all__ = ["add_arguments", "run", "settings_of"]
@@ -128,6 +132,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="an extra Host/Origin name HTTP clients may use (repeatable)",
     )
     add_network_argument(parser)
+    _add_oauth_arguments(parser)
     parser.add_argument(
         "--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
         help=f"largest HTTP request body accepted (default: {DEFAULT_MAX_BODY})",
@@ -161,6 +166,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="log level on stderr (default: WARNING)",
     )
+
+
+def _add_oauth_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of OAuth resource-server mode (server/oauth.py)."""
+    parser.add_argument(
+        "--auth-issuer", metavar="URL",
+        help="with --http: accept JWT access tokens of this OAuth authorization server (its issuer URL, exactly "
+        "as its tokens' iss says); its keys are found through its metadata",
+    )
+    parser.add_argument(
+        "--audience", metavar="URL",
+        help="with --auth-issuer: this server's URL as clients reach it (e.g. https://memory.example.com/mcp); "
+        "tokens must name it in aud",
+    )
+    parser.add_argument(
+        "--jwks", metavar="FILE",
+        help="with --auth-issuer: the issuer's keys from this JWKS file instead of its jwks_uri (air-gapped sites)",
+    )
+    parser.add_argument(
+        "--auth-map", metavar="FILE",
+        help="with --auth-issuer: a TOML file mapping token scopes and subjects to grants (default: the scopes "
+        "chronograph:read|write|admin grant that level in every workspace)",
+    )
+
+
+def _oauth(args: argparse.Namespace) -> tuple[list[Authenticator], ProtectedResource | None] | str:
+    """The authenticators and protected resource the OAuth options ask for, or what is wrong."""
+    if args.auth_issuer is None:
+        if args.audience or args.jwks or args.auth_map:
+            return "--audience, --jwks and --auth-map need --auth-issuer URL"
+        return [], None
+    if not args.http:
+        return "--auth-issuer needs --http (over stdio the local user is the principal)"
+    if not args.audience:
+        return "--auth-issuer needs --audience URL: this server's URL, which the tokens must name in aud"
+    from chronograph.server.grantmap import DEFAULT_MAP, load_grant_map
+    from chronograph.server.oauth import oauth_authenticator
+
+    try:
+        grants = load_grant_map(Path(args.auth_map).expanduser()) if args.auth_map else DEFAULT_MAP
+        authenticator, resource = oauth_authenticator(
+            args.auth_issuer, args.audience, jwks=Path(args.jwks).expanduser() if args.jwks else None, grants=grants)
+    except ValueError as error:
+        return str(error)
+    if args.jwks is None and (why := authenticator.keys.load()) is not None:
+        print(f"chronograph: warning: {why}; trying again when a token comes", file=sys.stderr)
+    return [authenticator], resource
 
 
 def _bytes(text: str) -> int:
@@ -292,6 +344,11 @@ def run(args: argparse.Namespace) -> int:
         print("chronograph: --embeddings with an endpoint URL needs --embeddings-model NAME (the model to ask for)",
               file=sys.stderr)
         return 2
+    oauth = _oauth(args)
+    if isinstance(oauth, str):
+        print(f"chronograph: {oauth}", file=sys.stderr)
+        return 2
+    authenticators, resource = oauth
     sock = None
     if args.http:  # bind first: a port clash is one clear line, before anything is announced
         from chronograph.server.listener import bind
@@ -302,7 +359,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"chronograph: cannot listen on {args.host}:{args.port}: {error.strerror}", file=sys.stderr)
             return 2
         token = os.environ.get(TOKEN_ENV) or None
-        if not may_listen("chronograph", sock, token, args.allow_network_without_token, "read and write the memory"):
+        guarded = token or ("oauth" if authenticators else None)  # an issuer's tokens guard it as well
+        if not may_listen("chronograph", sock, guarded, args.allow_network_without_token, "read and write the memory"):
             sock.close()
             return 2
     runtime = Runtime(settings, offload=args.http)
@@ -338,11 +396,16 @@ def run(args: argparse.Namespace) -> int:
         token = os.environ.get(TOKEN_ENV) or None
         app = http_app(server, runtime, host=args.host, token=token, allowed_hosts=args.allow_host,
                        max_body=args.max_body, max_sessions=args.max_sessions,
-                       sessions_per_address=args.sessions_per_address, session_idle=args.session_idle)
+                       sessions_per_address=args.sessions_per_address, session_idle=args.session_idle,
+                       authenticators=authenticators, resource=resource)
         hosts = sorted(app.hosts - {"[::1]"})
         url = announced(args.host, sock.getsockname()[1], "/mcp")  # the port bound (--port 0: any free one)
         print(f"chronograph {version}: serving {settings.store} at {url} "
-              f"(profile {settings.profile}{'; bearer token required' if token else ''})", file=sys.stderr)
+              f"(profile {settings.profile}{'; bearer token required' if token or authenticators else ''})",
+              file=sys.stderr)
+        if resource is not None:
+            print(f"chronograph: accepting access tokens of {args.auth_issuer} for {args.audience}; "
+                  f"metadata at {resource.metadata_url}", file=sys.stderr)
         print(f"chronograph: answering requests whose Host is {', '.join(hosts)}"
               f"{' or any IP address' if app.any_ip else ''} (this machine's names only from "
               "this machine); add a name with --allow-host NAME", file=sys.stderr)
