@@ -19,13 +19,17 @@ from chronograph.server.app import Runtime, create_server
 from chronograph.server.authentication import PRINCIPAL_KEY
 from chronograph.server.config import Settings
 from chronograph.server.grantmap import GrantMap
-from chronograph.server.http import http_app
+from chronograph.server.http import Guard, http_app
 from chronograph.server.listener import bind, server
 from chronograph.server.oauth import oauth_authenticator
 from chronograph.tools.cli import main
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import Context
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 from support.http import ROOT, free_port, request
 from support.issuer import Issuer, issuer
 from support.mcp import call, entity, names
@@ -195,3 +199,24 @@ async def test_serve_takes_an_issuer_s_tokens_with_its_keys_file_and_grant_map(t
         process.stderr.close()
     assert "accepting access tokens of" in said
     assert all(part not in said for part in token.split("."))
+
+
+@pytest.mark.anyio
+async def test_the_server_s_own_token_keeps_working_beside_the_issuer_s(tmp_path: Path) -> None:
+    signer = issuer()
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps(signer.jwks()))
+    authenticator, resource = oauth_authenticator(signer.url, "http://x/mcp", jwks=jwks, grants=GRANTS)
+
+    async def who(request: Request) -> PlainTextResponse:
+        principal = request.scope.get(PRINCIPAL_KEY)
+        return PlainTextResponse(principal.name if principal is not None else "-")
+
+    app = Guard(Starlette(routes=[Route("/", who)]), token="s3cret", hosts={"x"}, authenticators=[authenticator],
+                resource=resource)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://x") as client:
+        own = await client.get("/", headers={"Authorization": "Bearer s3cret"})
+        theirs = await client.get("/", headers={"Authorization": f"Bearer {signer.token(aud='http://x/mcp')}"})
+        wrong = await client.get("/", headers={"Authorization": "Bearer s3cre7"})
+    assert (own.status_code, theirs.status_code, wrong.status_code) == (200, 200, 401)
+    assert theirs.text == "oauth:alice"
