@@ -10,6 +10,8 @@ access tokens an authorization server issued for it, and tells clients where to 
   `aud` names this server (RFC 8707: a token issued for another resource is refused), that
   has not expired and is not yet to come (`exp`, `nbf`, `iat`, with `LEEWAY` for clocks),
   and that has a `sub`. Its principal and grants come from the grant map (server/grantmap.py).
+  A verified token is remembered by its hash until it expires or the keys are loaded again,
+  so that a client's calls do not each pay for a signature check.
 - `IssuerKeys` holds the issuer's keys: a JWKS file (`--jwks FILE`, for sites that cannot
   reach the issuer), or its `jwks_uri`, found in its metadata (RFC 8414, else OpenID
   Connect discovery). They are fetched when first needed, again after `REFRESH_AFTER`,
@@ -24,6 +26,7 @@ Nothing here logs a token or any part of it: a refusal is logged (INFO) by its r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -65,6 +68,9 @@ REFRESH_AFTER = 3600.0
 
 COOLDOWN = 60.0
 """Seconds between two fetches of the issuer's keys (or metadata) at the most."""
+
+VERIFIED = 4096
+"""Tokens whose verification is remembered (by hash), until they expire or the keys change."""
 
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 MCP_PATH = "/mcp"
@@ -135,6 +141,8 @@ class IssuerKeys:
         self._loaded = 0.0
         self._tried: float | None = None
         self._built: dict[tuple[int, str], PyJWK] = {}
+        self.generation = 0
+        """Counts the loads of the keys: what was verified with older keys is verified again."""
         if jwks_file is not None:
             self._keys = self._read_file(jwks_file)  # at start: a bad file is a clear error, not a 401 later
             self._loaded = self._tried = clock()
@@ -194,6 +202,7 @@ class IssuerKeys:
             _log.warning("%s (tokens signed with keys not yet known are refused)", why)
             return why
         self._keys, self._loaded, self._built = keys, now, {}
+        self.generation += 1
         return None
 
     def _discover(self) -> str:
@@ -250,12 +259,34 @@ class OAuthAuthenticator:
         self.grants = grants
         self.leeway = leeway
         self._audiences = sorted({audience, audience.rstrip("/"), audience.rstrip("/") + "/"})
+        self._verified: dict[bytes, tuple[Principal, float, int]] = {}
+        """sha256 of a token -> its principal, until when, and the keys' generation it was verified with"""
+        self._lock = threading.Lock()
 
     def authenticate(self, token: str) -> Principal | None:
         """The principal of `token` if it is a valid access token of the issuer for this server.
         May fetch the issuer's keys (see `IssuerKeys`): call it off the event loop."""
         if token.count(".") != 2:
             return None  # not a JWS in compact form: another authenticator's token, if anyone's
+        digest = hashlib.sha256(token.encode()).digest()
+        with self._lock:
+            known = self._verified.get(digest)
+        if known is not None and time.time() < known[1] and known[2] == self.keys.generation:
+            return known[0]
+        generation = self.keys.generation  # before: a token verified during a reload is verified again later
+        verified = self._verify(token)
+        if verified is None:
+            return None
+        principal, until = verified
+        with self._lock:
+            self._verified.pop(digest, None)
+            self._verified[digest] = (principal, until, generation)
+            if len(self._verified) > VERIFIED:
+                del self._verified[next(iter(self._verified))]  # the oldest
+        return principal
+
+    def _verify(self, token: str) -> tuple[Principal, float] | None:
+        """The principal of `token` and until when it may be taken, if it is valid."""
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
@@ -272,10 +303,10 @@ class OAuthAuthenticator:
                                 leeway=self.leeway, options={"require": ["exp", "iss", "aud", "sub"]})
         except jwt.PyJWTError as error:
             return _refused(type(error).__name__)  # the class alone: a message could quote a claim
-        return self.grants.principal(claims)
+        return self.grants.principal(claims), float(claims["exp"]) + self.leeway
 
 
-def _refused(why: str) -> Principal | None:
+def _refused(why: str) -> tuple[Principal, float] | None:
     """None (no principal), having logged `why` (never the token)."""
     _log.info("refused an OAuth access token: %s", why)
     return None

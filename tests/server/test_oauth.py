@@ -174,3 +174,45 @@ def test_a_hmac_token_is_refused_even_when_the_keys_hold_a_symmetric_key(signer:
     checker = oauth_authenticator(signer.url, AUDIENCE, jwks=jwks, grants=GRANTS)[0]
     token = jwt.encode(signer.claims(), secret, algorithm="HS256", headers={"kid": "h"})
     assert checker.authenticate(token) is None
+
+
+def test_a_verified_token_is_not_verified_again(signer: Issuer, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    checker = authenticator(signer, tmp_path)
+    decoded: list[str] = []
+    decode = jwt.decode
+
+    def counting(token: str, *args: Any, **kwargs: Any) -> Any:
+        decoded.append(token)
+        return decode(token, *args, **kwargs)
+
+    monkeypatch.setattr(jwt, "decode", counting)
+    token = signer.token()
+    assert checker.authenticate(token) == checker.authenticate(token) is not None
+    assert len(decoded) == 1
+
+
+def test_a_remembered_token_is_refused_once_it_expires(signer: Issuer, tmp_path: Path) -> None:
+    checker = authenticator(signer, tmp_path)
+    with freeze_time("2026-06-01T12:00:00Z") as clock:
+        token = signer.token(iat=1_780_315_200, exp=1_780_315_200 + 300)
+        assert checker.authenticate(token) is not None
+        clock.tick(300 + 61)
+        assert checker.authenticate(token) is None
+
+
+def test_a_remembered_token_is_checked_again_once_the_issuer_s_keys_change(signer: Issuer) -> None:
+    now = [1000.0]
+
+    def fetch(url: str) -> Any:
+        return {"issuer": signer.url, "jwks_uri": signer.url + "/jwks"} if "well-known" in url else signer.jwks()
+
+    keys = IssuerKeys(signer.url, fetch=fetch, cooldown=60.0, clock=lambda: now[0])
+    checker = OAuthAuthenticator(signer.url, AUDIENCE, keys, GRANTS)
+    token = signer.token()
+    assert checker.authenticate(token) is not None
+    del signer.keys["rsa-1"]  # the issuer retires the key (say it leaked) and signs with another
+    signer.keys["rsa-2"] = rsa_key()
+    now[0] += 61
+    assert checker.authenticate(signer.token(kid="rsa-2")) is not None  # an unknown key id: the keys are fetched
+    assert checker.authenticate(token) is None
