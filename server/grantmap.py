@@ -2,7 +2,9 @@
 
 `chronograph serve --http --auth-issuer URL --audience URL --auth-map FILE` reads it. A
 TOML (or JSON) file with two tables, each naming grants as `workspace = level` (`*` for
-every workspace; level read, write or admin):
+every workspace; level read, write or admin), and the scope a 401 asks clients to request:
+
+    requested = "chronograph:read team-a:write"   # the 401's scope="..." (RFC 6750 §3)
 
     [scopes]                                  # a token's `scope` (or `scp`) values
     "chronograph:read" = { "*" = "read" }
@@ -16,12 +18,15 @@ A token gets, per workspace, the highest level any of its scopes or its subject 
 Chronograph token's name, so no issuer's user can pass for one in the audit. A token that
 maps to no grant is still authenticated: the core refuses each call with FORBIDDEN, naming
 the workspace and the grant needed. Without a file, `DEFAULT_MAP` applies: the scopes
-chronograph:read, chronograph:write and chronograph:admin grant that level everywhere.
+chronograph:read, chronograph:write and chronograph:admin grant that level everywhere, and
+a 401 asks for chronograph:write (reading and writing, not erasing: an administrator's
+client asks its issuer for chronograph:admin itself).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -38,12 +43,17 @@ PRINCIPAL_PREFIX = "oauth:"
 EVERY_SUBJECT = "*"
 """A subject entry that applies to every subject the issuer vouches for."""
 
+_SCOPE = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*")
+"""A scope as RFC 6749 §3.3 spells it: tokens of printable ASCII but `"` and `\\`, one space apart."""
+
 
 class GrantMap(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Grants by scope and by subject: scope or subject -> workspace (or `*`) -> level."""
 
     scopes: dict[str, dict[str, Level]] = msgspec.field(default_factory=dict)
     subjects: dict[str, dict[str, Level]] = msgspec.field(default_factory=dict)
+    requested: str = ""
+    """The scope a 401 asks clients to request (none: they ask for every scope of the metadata)."""
 
     def grants(self, subject: str, scopes: Iterable[str]) -> dict[str, Level]:
         """The highest level per workspace that `subject` and its `scopes` are granted."""
@@ -62,7 +72,8 @@ class GrantMap(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return Principal(PRINCIPAL_PREFIX + subject, self.grants(subject, token_scopes(claims)))
 
 
-DEFAULT_MAP = GrantMap(scopes={f"chronograph:{level}": {"*": level} for level in LEVELS})
+DEFAULT_MAP = GrantMap(scopes={f"chronograph:{level}": {"*": level} for level in LEVELS},
+                       requested="chronograph:write")
 """Without a map file: chronograph:read, chronograph:write, chronograph:admin, everywhere."""
 
 
@@ -100,4 +111,7 @@ def load_grant_map(path: Path) -> GrantMap:
                          f"(workspace = \"read\"|\"write\"|\"admin\"): {error}") from None
     if any(not name for entries in (found.scopes, found.subjects) for grant in entries.values() for name in grant):
         raise ValueError(f"the grant map {path} names an empty workspace; use \"*\" for every workspace")
+    if found.requested and not _SCOPE.fullmatch(found.requested):
+        raise ValueError(f"the grant map {path}: requested = {found.requested!r} is not an OAuth scope "
+                         "(printable ASCII but \" and \\, one space between scopes)")
     return found

@@ -316,7 +316,7 @@ class ProtectedResource:
     """This server as an OAuth protected resource: its metadata document, where it is served,
     and the challenge of a 401 that points at it."""
 
-    def __init__(self, audience: str, issuer: str, scopes: Iterable[str] = ()) -> None:
+    def __init__(self, audience: str, issuer: str, scopes: Iterable[str] = (), requested: str = "") -> None:
         self.metadata = ProtectedResourceMetadata.model_validate({  # the model's own URL rules: no slash added
             "resource": audience, "authorization_servers": [issuer],
             "scopes_supported": sorted(scopes) or None, "resource_name": "Chronograph",
@@ -326,6 +326,8 @@ class ProtectedResource:
         self.paths = sorted({METADATA_PATH, METADATA_PATH + MCP_PATH, suffixed})
         """The root document and the MCP endpoint's (RFC 9728 §3.1): clients try both."""
         self._handler = ProtectedResourceMetadataHandler(self.metadata)
+        self.requested = requested
+        """The scope a 401 asks clients to request (the MCP specification: SHOULD, RFC 6750 §3)."""
 
     async def document(self, request: Request) -> Response:
         """The metadata document (the SDK's handler)."""
@@ -333,9 +335,11 @@ class ProtectedResource:
 
     def challenge(self, *, invalid: bool) -> str:
         """The `WWW-Authenticate` value of a 401: `invalid_token` when a token was given
-        (RFC 6750 §3.1; none when it was missing), and where the metadata is (RFC 9728 §5.1)."""
+        (RFC 6750 §3.1; none when it was missing), the scope to request, and where the metadata
+        is (RFC 9728 §5.1)."""
         error = 'error="invalid_token", error_description="the access token is not valid here", ' if invalid else ""
-        return f'Bearer {error}resource_metadata="{self.metadata_url}"'
+        scope = f'scope="{self.requested}", ' if self.requested else ""
+        return f'Bearer {error}{scope}resource_metadata="{self.metadata_url}"'
 
 
 def oauth_authenticator(issuer: str, audience: str, *, jwks: Path | None = None,
@@ -350,4 +354,5 @@ def oauth_authenticator(issuer: str, audience: str, *, jwks: Path | None = None,
     if parts.scheme not in ("https", "http") or not parts.hostname or parts.fragment:
         raise ValueError(f"--audience {audience!r} must be this server's URL, e.g. https://memory.example.com/mcp")
     keys = IssuerKeys(issuer, jwks_file=jwks)
-    return OAuthAuthenticator(issuer, audience, keys, grants), ProtectedResource(audience, issuer, grants.scopes)
+    resource = ProtectedResource(audience, issuer, grants.scopes, grants.requested)
+    return OAuthAuthenticator(issuer, audience, keys, grants), resource

@@ -51,7 +51,15 @@ def test_without_a_map_the_chronograph_scopes_grant_their_level_everywhere() -> 
     assert DEFAULT_MAP.principal({"sub": "x"}).grants == {}
 
 
+def test_a_map_may_say_which_scope_a_401_asks_for(tmp_path: Path) -> None:
+    (tmp_path / "grants.toml").write_text('requested = "memory:read team-a:write"\n' + MAP)
+    assert load_grant_map(tmp_path / "grants.toml").requested == "memory:read team-a:write"
+    assert DEFAULT_MAP.requested == "chronograph:write"
+
+
 @pytest.mark.parametrize(("text", "says"), [
+    ('requested = "a  b"\n', "not an OAuth scope"),
+    ('requested = "say \\"hi\\""\n', "not an OAuth scope"),
     ('[scopes]\n"a" = { "*" = "owner" }\n', "read"),
     ('[roles]\n"a" = { "*" = "read" }\n', "roles"),
     ('[scopes]\n"a" = { "" = "read" }\n', "empty workspace"),

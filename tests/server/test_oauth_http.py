@@ -220,3 +220,21 @@ async def test_the_server_s_own_token_keeps_working_beside_the_issuer_s(tmp_path
         wrong = await client.get("/", headers={"Authorization": "Bearer s3cre7"})
     assert (own.status_code, theirs.status_code, wrong.status_code) == (200, 200, 401)
     assert theirs.text == "oauth:alice"
+
+
+@pytest.mark.anyio
+async def test_a_401_names_the_scope_the_map_asks_clients_to_request(tmp_path: Path) -> None:
+    signer = issuer()
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps(signer.jwks()))
+    authenticator, resource = oauth_authenticator(signer.url, "http://x/mcp", jwks=jwks)  # the default map
+
+    async def ok(_: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    app = Guard(Starlette(routes=[Route("/", ok)]), token=None, hosts={"x"}, authenticators=[authenticator],
+                resource=resource)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://x") as client:
+        missing = await client.get("/")
+    assert missing.headers["WWW-Authenticate"] == (
+        'Bearer scope="chronograph:write", resource_metadata="http://x/.well-known/oauth-protected-resource/mcp"')
