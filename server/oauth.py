@@ -27,6 +27,7 @@ Nothing here logs a token or any part of it: a refusal is logged (INFO) by its r
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import logging
 import threading
@@ -90,8 +91,11 @@ def fetch_json(url: str, timeout: float = 5.0) -> Any:
         ValueError: If it is too large or not JSON.
     """
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (https, or loopback)
-        body = response.read(MAX_DOCUMENT + 1)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (https, or loopback)
+            body = response.read(MAX_DOCUMENT + 1)
+    except http.client.HTTPException as error:  # a broken answer (not an OSError)
+        raise OSError(f"{url} answered badly: {type(error).__name__}") from None
     if len(body) > MAX_DOCUMENT:
         raise ValueError(f"{url} answered more than {MAX_DOCUMENT} bytes")
     return json.loads(body)
@@ -201,8 +205,10 @@ class IssuerKeys:
             why = f"cannot load the signing keys of {self.issuer}: {error}"
             _log.warning("%s (tokens signed with keys not yet known are refused)", why)
             return why
-        self._keys, self._loaded, self._built = keys, now, {}
-        self.generation += 1
+        if keys != self._keys:  # the same keys again: what they verified stands
+            self._keys, self._built = keys, {}
+            self.generation += 1
+        self._loaded = now
         return None
 
     def _discover(self) -> str:

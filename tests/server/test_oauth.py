@@ -216,3 +216,13 @@ def test_a_remembered_token_is_checked_again_once_the_issuer_s_keys_change(signe
     now[0] += 61
     assert checker.authenticate(signer.token(kid="rsa-2")) is not None  # an unknown key id: the keys are fetched
     assert checker.authenticate(token) is None
+
+
+def test_reading_the_same_keys_again_keeps_what_they_verified(signer: Issuer, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    checker = authenticator(signer, tmp_path)
+    token = signer.token()
+    assert checker.authenticate(token) is not None
+    assert checker.keys.load() is None  # e.g. a made-up key id had the file read again
+    monkeypatch.setattr(jwt, "decode", lambda *_, **__: pytest.fail("verified again"))
+    assert checker.authenticate(token) is not None
