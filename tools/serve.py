@@ -35,12 +35,11 @@ from chronograph.application.lifecycle.importing import FileImport
 from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES
 from chronograph.server.config import DEFAULT_MAX_BODY, DEFAULT_MAX_REPLY, MAX_MESSAGE, Settings
 from chronograph.tools.common.listening import add_network_argument, may_listen
+from chronograph.tools.common.oauth import add_oauth_arguments, oauth_of
 
 import chronograph
 
 if TYPE_CHECKING:
-    from chronograph.server.authentication import Authenticator
-    from chronograph.server.oauth import ProtectedResource
     from chronograph.server.runtime import Runtime
 
 __all__ = ["add_arguments", "run", "settings_of"]
@@ -132,7 +131,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="an extra Host/Origin name HTTP clients may use (repeatable)",
     )
     add_network_argument(parser)
-    _add_oauth_arguments(parser)
+    add_oauth_arguments(parser)
     parser.add_argument(
         "--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
         help=f"largest HTTP request body accepted (default: {DEFAULT_MAX_BODY})",
@@ -166,53 +165,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="log level on stderr (default: WARNING)",
     )
-
-
-def _add_oauth_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of OAuth resource-server mode (server/oauth.py)."""
-    parser.add_argument(
-        "--auth-issuer", metavar="URL",
-        help="with --http: accept JWT access tokens of this OAuth authorization server (its issuer URL, exactly "
-        "as its tokens' iss says); its keys are found through its metadata",
-    )
-    parser.add_argument(
-        "--audience", metavar="URL",
-        help="with --auth-issuer: this server's URL as clients reach it (e.g. https://memory.example.com/mcp); "
-        "tokens must name it in aud",
-    )
-    parser.add_argument(
-        "--jwks", metavar="FILE",
-        help="with --auth-issuer: the issuer's keys from this JWKS file instead of its jwks_uri (air-gapped sites)",
-    )
-    parser.add_argument(
-        "--auth-map", metavar="FILE",
-        help="with --auth-issuer: a TOML file mapping token scopes and subjects to grants (default: the scopes "
-        "chronograph:read|write|admin grant that level in every workspace)",
-    )
-
-
-def _oauth(args: argparse.Namespace) -> tuple[list[Authenticator], ProtectedResource | None] | str:
-    """The authenticators and protected resource the OAuth options ask for, or what is wrong."""
-    if args.auth_issuer is None:
-        if args.audience or args.jwks or args.auth_map:
-            return "--audience, --jwks and --auth-map need --auth-issuer URL"
-        return [], None
-    if not args.http:
-        return "--auth-issuer needs --http (over stdio the local user is the principal)"
-    if not args.audience:
-        return "--auth-issuer needs --audience URL: this server's URL, which the tokens must name in aud"
-    from chronograph.server.grantmap import DEFAULT_MAP, load_grant_map
-    from chronograph.server.oauth import oauth_authenticator
-
-    try:
-        grants = load_grant_map(Path(args.auth_map).expanduser()) if args.auth_map else DEFAULT_MAP
-        authenticator, resource = oauth_authenticator(
-            args.auth_issuer, args.audience, jwks=Path(args.jwks).expanduser() if args.jwks else None, grants=grants)
-    except ValueError as error:
-        return str(error)
-    if args.jwks is None and (why := authenticator.keys.load()) is not None:
-        print(f"chronograph: warning: {why}; trying again when a token comes", file=sys.stderr)
-    return [authenticator], resource
 
 
 def _bytes(text: str) -> int:
@@ -344,7 +296,7 @@ def run(args: argparse.Namespace) -> int:
         print("chronograph: --embeddings with an endpoint URL needs --embeddings-model NAME (the model to ask for)",
               file=sys.stderr)
         return 2
-    oauth = _oauth(args)
+    oauth = oauth_of(args)
     if isinstance(oauth, str):
         print(f"chronograph: {oauth}", file=sys.stderr)
         return 2
