@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from support.http import ROOT, free_port, request
-from support.issuer import Issuer, issuer
+from support.issuer import Issuer, issuer, rsa_key
 from support.mcp import call, entity, names
 
 GRANTS = GrantMap(scopes={"chronograph:write": {"*": "write"}}, subjects={"alice": {"audit": "admin"}})
@@ -91,14 +91,21 @@ def test_a_request_without_a_token_gets_401_pointing_at_the_metadata(served: Ser
     assert reply.headers["WWW-Authenticate"] == f'Bearer resource_metadata="{metadata}"'
 
 
-@pytest.mark.parametrize("case", ["expired", "another audience", "another issuer", "not a JWT"])
+BAD = {
+    "expired": lambda served: served.token(exp=1_000_000_000, iat=999_999_000),
+    "another audience": lambda served: served.signer.token(aud="https://other.example.com/mcp"),
+    "another issuer": lambda served: served.token(iss="https://evil.example.com"),
+    "a bad signature": lambda served: served.token(key=rsa_key()),
+    "an unknown key id": lambda served: served.token(kid="rsa-9", key=rsa_key()),
+    # {"alg":"none","kid":"rsa-1"}, a valid token's claims, no signature
+    "alg none": lambda served: "eyJhbGciOiJub25lIiwia2lkIjoicnNhLTEifQ." + served.token().split(".")[1] + ".",
+    "not a JWT": lambda served: "opaque",
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
 def test_a_request_with_a_bad_token_gets_401_with_invalid_token(served: Served, case: str) -> None:
-    token = {
-        "expired": lambda: served.token(exp=1_000_000_000, iat=999_999_000),
-        "another audience": lambda: served.signer.token(aud="https://other.example.com/mcp"),
-        "another issuer": lambda: served.token(iss="https://evil.example.com"),
-        "not a JWT": lambda: "opaque",
-    }[case]()
+    token = BAD[case](served)
     reply = httpx.get(served.base + "/health", headers={"Authorization": f"Bearer {token}"})
     assert reply.status_code == 401
     challenge = reply.headers["WWW-Authenticate"]
