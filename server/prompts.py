@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Annotated
 
 from chronograph.application import ChronographError
-from chronograph.application.errors import ForbiddenError
 from chronograph.application.core.recall import BUDGET, recall, render
+from chronograph.application.errors import ForbiddenError
 from chronograph.application.surfaces.recalling import (
     PROMPTED,
     VOCABULARIES,

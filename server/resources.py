@@ -24,9 +24,9 @@ from typing import Any
 import anyio
 from chronograph.application import ChronographError, ReplyTooLargeError, profile
 from chronograph.application.engine.access import calling
+from chronograph.application.engine.outputs import official_shape
 from chronograph.application.engine.principal import Principal
 from chronograph.application.errors import ForbiddenError
-from chronograph.application.engine.outputs import official_shape
 from chronograph.application.surfaces.kuzu import databases
 from chronograph.application.surfaces.n2n import N2N
 from chronograph.projections import paused_gc

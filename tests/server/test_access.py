@@ -143,8 +143,9 @@ async def seed(runtime: Runtime, profile: str, project: Path) -> None:
     """Data in both workspaces (and the project's), written by the local user."""
     memory = runtime.memory
     if profile in ("n2n", "full"):
-        memory.write(PROFILES["n2n"].tools["n2n_add_entities"], {"projectPath": str(project), "confirmNewProjectRoot": str(project),
-                                          "entities": [{"name": "Setup", "entityType": "thing"}]}, actor="setup")
+        memory.write(PROFILES["n2n"].tools["n2n_add_entities"], {
+            "projectPath": str(project), "confirmNewProjectRoot": str(project),
+            "entities": [{"name": "Setup", "entityType": "thing"}]}, actor="setup")
     for workspace, (name, fact) in secrets(project).items():
         memory.write("create_entities", {"workspace": workspace, "entities": [entity(name, "thing", fact)]},
                      actor="setup")
@@ -208,8 +209,8 @@ async def test_every_resource_is_read_only_by_a_principal_granted_to_read_what_i
     async with Client(create_server(settings, runtime)) as client:
         await seed(runtime, profile, project)
         uris = [str(r.uri) for r in (await client.list_resources()).resources]
-        uris += [f"mcp://memory/graph?path={project}" for t in (await client.list_resource_templates()).resource_templates
-                 if t.uri_template.startswith("mcp://memory/graph")]
+        templates = (await client.list_resource_templates()).resource_templates
+        uris += [f"mcp://memory/graph?path={project}" for t in templates if t.uri_template.startswith("mcp://memory/graph")]
         assert uris
         for uri in uris:
             workspace = shows.get(uri.split("?")[0])
@@ -296,8 +297,8 @@ async def test_the_prompts_recall_only_a_workspace_the_principal_may_read(tmp_pa
     settings = Settings(store=tmp_path / "store", embeddings="off")
     runtime = Runtime(settings)
     async with Client(create_server(settings, runtime)) as client:
-        runtime.memory.write("create_entities", {"workspace": OTHER, "entities": [entity("BravoOne", "thing", "bravo-fact")]},
-                             actor="setup")
+        runtime.memory.write("create_entities", {
+            "workspace": OTHER, "entities": [entity("BravoOne", "thing", "bravo-fact")]}, actor="setup")
         runtime.principal = Principal("reader", {TARGET: "read"})
         for prompt in ("recall", "remember"):
             with pytest.raises(MCPError) as refused:

@@ -98,6 +98,6 @@ def test_n2n_s_project_is_found_without_adopting_it(tmp_path: Path) -> None:
 
 def test_an_export_that_writes_a_file_needs_write() -> None:
     tool = find("export_graph")
-    assert needs(tool, parse(tool.name, {"workspace": "alpha", "format": "json"}, tool.arguments)) == [("alpha", "read")]
-    assert needs(tool, parse(tool.name, {"workspace": "alpha", "format": "json", "outputPath": "g.json"}, tool.arguments)) == [
-        ("alpha", "write")]
+    plain = {"workspace": "alpha", "format": "json"}
+    assert needs(tool, parse(tool.name, plain, tool.arguments)) == [("alpha", "read")]
+    assert needs(tool, parse(tool.name, {**plain, "outputPath": "g.json"}, tool.arguments)) == [("alpha", "write")]
