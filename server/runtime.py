@@ -271,7 +271,7 @@ class Runtime:
         who wrote there, and each subscriber granted to read it (no other learns of the write)."""
         await ctx.notify_resource_updated(GRAPH_URI)
         for key, (session, principal) in list(self._subscribers.items()):
-            if not principal.may(GRAPH_WORKSPACE, "read"):  # its grant may be narrower than at subscribe time
+            if not principal.may(GRAPH_WORKSPACE, "read"):  # refused at subscribe time: never kept
                 continue
             try:
                 await session.send_resource_updated(GRAPH_URI)
