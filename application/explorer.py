@@ -1,6 +1,8 @@
 """What the graph explorer (the web page) asks: the core's answers in the shapes the page draws.
 
-Not tools: the page is an adapter over the core like the MCP server, and reads only. A view
+Not tools: the page is an adapter over the core like the MCP server, and reads only, for a
+principal: each answer checks its read grant on the workspace first (the core's check, as
+the tools'), and the list of workspaces shows only the readable ones. A view
 of the graph is a *neighbourhood*, never the whole of a big graph: the entities a search
 finds (with those that relate two or more of them, marked `bridge`), the ones the page
 already shows, or the most connected ones, with the relations
@@ -19,6 +21,7 @@ from chronograph.application.core.audit import AuditOut
 from chronograph.application.core.history import HistoryOut
 from chronograph.application.core.search import SearchOut
 from chronograph.application.engine.outputs import entity_out, relation_out
+from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
 from chronograph.application.engine.service import Memory
 from chronograph.application.errors import InvalidArgumentsError, NotFoundError
 from chronograph.eventstore import LogReader, RelationCreated, clock
@@ -44,13 +47,17 @@ def _plain(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
 
-def overview(memory: Memory, workspace: str, as_of: int | str | None = None) -> dict[str, Any]:
-    """The workspaces, this one's counts per type as of `as_of` (None: now; the legend under a
-    graph shown as it was counts what was there then), and the log's extent (for the slider).
+def overview(memory: Memory, workspace: str, as_of: int | str | None = None, *,
+             principal: Principal = LOCAL_PRINCIPAL) -> dict[str, Any]:
+    """The workspaces `principal` may read, this one's counts per type as of `as_of` (None: now;
+    the legend under a graph shown as it was counts what was there then), and the log's extent
+    (for the slider).
 
     Raises:
+        ForbiddenError: If `principal` may not read `workspace`.
         InvalidArgumentsError: If `as_of` is not a moment.
     """
+    principal.check(workspace, "read", tool="explorer overview")
     with memory.lock, memory.timeline.at("explorer", msgspec.UNSET if as_of is None else as_of) as moment:
         graph, log = moment.graph, moment.log
         head = log.head()
@@ -60,7 +67,7 @@ def overview(memory: Memory, workspace: str, as_of: int | str | None = None) -> 
             "workspace": workspace,
             "position": head if moment.position is None else moment.position,
             "workspaces": [{"name": w.name, "entities": w.entities, "relations": w.relations}
-                           for w in graph.workspaces()],
+                           for w in graph.workspaces() if principal.may(w.name, "read")],
             "entities": 0 if totals is None else totals.entities,
             "relations": 0 if totals is None else totals.relations,
             "entityTypes": graph.type_counts(workspace, ENTITY),
@@ -82,14 +89,17 @@ def graph(
     as_of: int | str | None = None,
     valid_at: str | None = None,
     limit: int = LIMIT,
+    principal: Principal = LOCAL_PRINCIPAL,
 ) -> dict[str, Any]:
     """A neighbourhood of the graph as of `as_of` (None: now): the entities called `names`, or
     `around` one entity and its neighbours, or those a search for `query` finds, or else the
     most connected; with every relation among them, and each entity's degree.
 
     Raises:
+        ForbiddenError: If `principal` may not read `workspace`.
         InvalidArgumentsError: If `as_of` or `valid_at` is not a moment.
     """
+    principal.check(workspace, "read", tool="explorer graph")
     if names is not None and as_of is not None:
         return _past_neighbourhood(memory, workspace, names, as_of, valid_at, limit)
     with memory.lock, memory.timeline.at("explorer", as_of if as_of is not None else msgspec.UNSET) as moment:
@@ -105,7 +115,8 @@ def graph(
             chosen = [centre, *(e for n in dict.fromkeys(near) if (e := view.entity(workspace, n)) is not None)]
         elif query:
             found = memory.read("search_nodes", {"query": query, "workspace": workspace, "limit": limit,
-                                                 **({"asOf": as_of} if as_of is not None else {})})
+                                                 **({"asOf": as_of} if as_of is not None else {})},
+                                principal=principal)
             assert isinstance(found, SearchOut)
             chosen = [e for h in found.entities if (e := view.entity(workspace, h.name)) is not None]
             hits = {e.name for e in chosen}
@@ -245,14 +256,17 @@ def _valid_relation(relation: RelationRecord, at_us: int | None) -> bool:
         relation.valid_until is None or moment < relation.valid_until)
 
 
-def entity_page(memory: Memory, workspace: str, name: str, limit: int = 500) -> dict[str, Any]:
+def entity_page(memory: Memory, workspace: str, name: str, limit: int = 500, *,
+                principal: Principal = LOCAL_PRINCIPAL) -> dict[str, Any]:
     """Every version of every entity ever called `name` (who, when, which call, what changed,
     the state after), and the history of every relation that ever named it.
 
     Raises:
+        ForbiddenError: If `principal` may not read `workspace`.
         NotFoundError: If no entity was ever called `name` in the workspace.
     """
-    history = memory.read("get_entity_history", {"name": name, "workspace": workspace, "limit": limit})
+    history = memory.read("get_entity_history", {"name": name, "workspace": workspace, "limit": limit},
+                          principal=principal)
     assert isinstance(history, HistoryOut)
     versions = _plain(history.versions)
     before: dict[str, Any] | None = None
@@ -313,11 +327,12 @@ def _change(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict
 
 def audit(memory: Memory, workspace: str, *, actor: str | None = None, session: str | None = None,
           types: list[str] | None = None, since: str | None = None, until: str | None = None,
-          after: int | None = None, limit: int = 100) -> dict[str, Any]:
-    """The audit feed, newest first, filtered; `after` gives only what came after a position (the
-    page polls with it to follow writes as they happen).
+          after: int | None = None, limit: int = 100, principal: Principal = LOCAL_PRINCIPAL) -> dict[str, Any]:
+    """The audit feed of `workspace`, newest first, filtered; `after` gives only what came after
+    a position (the page polls with it to follow writes as they happen).
 
     Raises:
+        ForbiddenError: If `principal` may not read `workspace`.
         InvalidArgumentsError: If a filter is malformed.
     """
     arguments: dict[str, Any] = {"workspace": workspace, "limit": limit}
@@ -325,7 +340,7 @@ def audit(memory: Memory, workspace: str, *, actor: str | None = None, session: 
                        ("afterPosition", after)):
         if value:
             arguments[key] = value
-    answer = memory.read("get_audit_log", arguments)
+    answer = memory.read("get_audit_log", arguments, principal=principal)
     assert isinstance(answer, AuditOut)
     events = _plain(answer.events)
     if session:
@@ -333,13 +348,16 @@ def audit(memory: Memory, workspace: str, *, actor: str | None = None, session: 
     return {"events": events}
 
 
-def diff(memory: Memory, workspace: str, before: int | str, after: int | str) -> list[dict[str, Any]]:
+def diff(memory: Memory, workspace: str, before: int | str, after: int | str, *,
+         principal: Principal = LOCAL_PRINCIPAL) -> list[dict[str, Any]]:
     """What was created, changed and deleted between two moments of the graph.
 
     Raises:
+        ForbiddenError: If `principal` may not read `workspace`.
         InvalidArgumentsError: If a moment is not a position or an ISO-8601 time.
     """
-    old, new = (_plain(memory.read("read_graph", {"asOf": moment, "workspace": workspace, "includeMetadata": True}))
+    old, new = (_plain(memory.read("read_graph", {"asOf": moment, "workspace": workspace, "includeMetadata": True},
+                                   principal=principal))
                 for moment in (before, after))  # createdAt tells a re-created entity from a changed one
     return graph_diff(old, new)
 

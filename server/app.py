@@ -12,14 +12,15 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import mcp_types as types
-from chronograph.application import Files, profile
+from chronograph.application import Files, Tool, profile
+from chronograph.application.errors import ForbiddenError
 from chronograph.application.profiles import OFFICIAL_TOOLS
 from chronograph.server.config import Settings
 from chronograph.server.prompts import add_prompts
-from chronograph.server.resources import add_resources
-from chronograph.server.runtime import GRAPH_URI, EmbeddingProgress, Runtime
+from chronograph.server.resources import add_resources, forbidden
+from chronograph.server.runtime import GRAPH_URI, GRAPH_WORKSPACE, EmbeddingProgress, Runtime
 from chronograph.server.sdktools import build_tools
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 import chronograph
 
@@ -50,11 +51,14 @@ def create_server(settings: Settings, runtime: Runtime | None = None, *, log_lev
         finally:
             runtime.close()
 
+    async def call(tool: Tool, arguments: dict[str, Any], ctx: Context) -> types.CallToolResult:
+        return await runtime.call(tool, arguments, ctx, principal=runtime.principal_of(ctx.request_context.request))
+
     server = MCPServer(
         "chronograph",
         version=chronograph.__version__,
         instructions=surface.instructions,
-        tools=build_tools(surface.tools, runtime.call, files=writable(settings), official=OFFICIAL_TOOLS,
+        tools=build_tools(surface.tools, call, files=writable(settings), official=OFFICIAL_TOOLS,
                           output_schemas=surface.name == "official", errors=surface.errors),
         lifespan=lifespan,
         log_level=log_level,  # type: ignore[arg-type]
@@ -64,7 +68,10 @@ def create_server(settings: Settings, runtime: Runtime | None = None, *, log_lev
     add_prompts(server, runtime, settings)
 
     async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
-        runtime.subscribe(ctx.session, str(params.uri))
+        try:
+            runtime.subscribe(ctx.session, str(params.uri), runtime.principal_of(ctx.request))
+        except ForbiddenError as error:
+            raise forbidden(error) from None
         return types.EmptyResult()
 
     async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
@@ -75,4 +82,25 @@ def create_server(settings: Settings, runtime: Runtime | None = None, *, log_lev
     lowlevel = server._lowlevel_server  # noqa: SLF001
     lowlevel.add_request_handler("resources/subscribe", types.SubscribeRequestParams, subscribe)
     lowlevel.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, unsubscribe)
+    _guard_listening(server, runtime)
     return server
+
+
+def _guard_listening(server: MCPServer, runtime: Runtime) -> None:
+    """Refuse a `subscriptions/listen` (protocol 2026-07-28) to the graph's updates by a principal
+    that may not read the graph: what it would hear is when that workspace changes."""
+    lowlevel = server._lowlevel_server  # noqa: SLF001 (the SDK serves listen itself)
+    entry = lowlevel.get_request_handler("subscriptions/listen")
+    if entry is None:
+        return
+    sdk_listen = entry.handler
+
+    async def listen(ctx: Any, params: types.SubscriptionsListenRequestParams) -> Any:
+        if GRAPH_URI in (params.notifications.resource_subscriptions or ()):
+            try:
+                runtime.principal_of(ctx.request).check(GRAPH_WORKSPACE, "read", tool="subscriptions/listen")
+            except ForbiddenError as error:
+                raise forbidden(error) from None
+        return await sdk_listen(ctx, params)
+
+    lowlevel.add_request_handler("subscriptions/listen", types.SubscriptionsListenRequestParams, listen)

@@ -19,8 +19,10 @@ endpoint is a GET; nothing here writes.
     GET /ui/api/diff?workspace=&from=&to=
                                         what was created, changed, deleted between two moments
 
-Errors are `{"error": message, "code": code}` with 400 (bad input), 404 (not found) or 503
-(the store cannot answer).
+Each answer is for the request's principal (`PRINCIPAL_KEY` in its scope; the runtime's own,
+the local user, when the guard put none): the core checks its read grant on the workspace.
+Errors are `{"error": message, "code": code}` with 400 (bad input), 403 (`forbidden`: no
+read grant on the workspace), 404 (not found) or 503 (the store cannot answer).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any
 
 import anyio
 from chronograph.application import explorer
-from chronograph.application.errors import ChronographError, InvalidArgumentsError, NotFoundError
+from chronograph.application.errors import ChronographError, ForbiddenError, InvalidArgumentsError, NotFoundError
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError
 from chronograph.server.http import TOKEN_COOKIE, UI_PATH, page_token
@@ -68,6 +70,8 @@ def explorer_routes(runtime: Runtime, *, token: str | None) -> list[Route]:
         async def handle(request: Request) -> Response:
             try:
                 body = await anyio.to_thread.run_sync(runtime.serialised, answer, request)
+            except ForbiddenError as error:
+                return JSONResponse({"error": str(error), "code": error.code}, status_code=403)
             except (InvalidArgumentsError, ValueError) as error:
                 return JSONResponse({"error": str(error), "code": "invalid"}, status_code=400)
             except NotFoundError as error:
@@ -98,20 +102,22 @@ def explorer_routes(runtime: Runtime, *, token: str | None) -> list[Route]:
         return int(text)
 
     def overview(request: Request) -> Any:
-        return explorer.overview(memory(), workspace(request), as_of=moment(request.query_params.get("asOf")))
+        return explorer.overview(memory(), workspace(request), as_of=moment(request.query_params.get("asOf")),
+                                 principal=runtime.principal_of(request))
 
     def graph(request: Request) -> Any:
         q = request.query_params
         names = [n for n in q.get("names", "").split("\n") if n] if "names" in q else None
         return explorer.graph(memory(), workspace(request), query=q.get("q") or None, names=names,
                               around=q.get("around") or None, as_of=moment(q.get("asOf")),
-                              valid_at=q.get("validAt") or None, limit=number(request, "limit", explorer.LIMIT, 500))
+                              valid_at=q.get("validAt") or None, limit=number(request, "limit", explorer.LIMIT, 500),
+                              principal=runtime.principal_of(request))
 
     def entity(request: Request) -> Any:
         name = request.query_params.get("name")
         if not name:
             raise ValueError("name: the entity to show")
-        return explorer.entity_page(memory(), workspace(request), name)
+        return explorer.entity_page(memory(), workspace(request), name, principal=runtime.principal_of(request))
 
     def audit(request: Request) -> Any:
         q = request.query_params
@@ -122,14 +128,16 @@ def explorer_routes(runtime: Runtime, *, token: str | None) -> list[Route]:
                               session=q.get("session") or None,
                               types=[t for t in q.get("types", "").split(",") if t] or None,
                               since=q.get("since") or None, until=q.get("until") or None,
-                              after=int(after) if after else None, limit=number(request, "limit", 100, 1000))
+                              after=int(after) if after else None, limit=number(request, "limit", 100, 1000),
+                              principal=runtime.principal_of(request))
 
     def diff(request: Request) -> Any:
         q = request.query_params
         before, after = moment(q.get("from")), moment(q.get("to"))
         if before is None or after is None:
             raise ValueError("from and to: the two moments to compare (positions or ISO-8601 times)")
-        return {"changes": explorer.diff(memory(), workspace(request), before, after)}
+        return {"changes": explorer.diff(memory(), workspace(request), before, after,
+                                         principal=runtime.principal_of(request))}
 
     api = {"overview": overview, "graph": graph, "entity": entity, "audit": audit, "diff": diff}
     return [

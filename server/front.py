@@ -191,7 +191,7 @@ class Front:
             return False  # what the SDK adds to a result at this version is not known yet
         runtime = self.runtime
         try:
-            answer, _ = runtime.run(tool, arguments, runtime.actor(client), LOCAL)
+            answer, _ = runtime.run(tool, arguments, runtime.actor(client), LOCAL, principal=runtime.principal)
             result = plain(*answer.wire(), meta=answer.meta)  # the JSON the size was checked on, as it is
         except ChronographError as error:
             text, structured, meta = failure(error, self.errors, schema=self.schemas)

@@ -11,6 +11,7 @@ from typing import Annotated
 
 from chronograph.application import ChronographError
 from chronograph.application.core.recall import BUDGET, recall, render
+from chronograph.application.errors import ForbiddenError
 from chronograph.application.surfaces.recalling import (
     PROMPTED,
     VOCABULARIES,
@@ -19,6 +20,7 @@ from chronograph.application.surfaces.recalling import (
     workspace_of,
 )
 from chronograph.server.config import Settings
+from chronograph.server.resources import forbidden
 from chronograph.server.runtime import Runtime
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts import Prompt
@@ -44,11 +46,16 @@ def add_prompts(server: MCPServer, runtime: Runtime, settings: Settings) -> None
         params = ctx.session.client_params
         return runtime.actor(params.client_info.name if params is not None else None)
 
-    def where(project: str | None) -> str:
+    def where(project: str | None, ctx: Context, prompt: str) -> str:
+        """The workspace a prompt reads, once the request's principal may read it (the core's check)."""
         try:
-            return workspace_of(name, project)
+            workspace = workspace_of(name, project)
+            runtime.principal_of(ctx.request_context.request).check(workspace, "read", tool=prompt)
+        except ForbiddenError as error:
+            raise forbidden(error) from None
         except ChronographError as error:
             raise ValueError(str(error)) from None
+        return workspace
 
     def recall_prompt(
         ctx: Context,
@@ -58,7 +65,7 @@ def add_prompts(server: MCPServer, runtime: Runtime, settings: Settings) -> None
     ) -> str:
         """What memory holds for this session: the hot context, the entities most relevant to
         the query or project, and what changed since your previous session."""
-        workspace = where(project)
+        workspace = where(project, ctx, "recall")
         memory = runtime.memory
         found = recall(memory, workspace, query=query or None, client=client(ctx),
                        before=runtime.began(runtime.connection(ctx)))
@@ -72,7 +79,7 @@ def add_prompts(server: MCPServer, runtime: Runtime, settings: Settings) -> None
     ) -> str:
         """Before the session ends: what is worth saving, with which tools, and what this
         session already saved (so nothing is saved twice)."""
-        workspace = where(project)
+        workspace = where(project, ctx, "remember")
         wrote = session_writes(runtime.memory, workspace, client(ctx), runtime.began(runtime.connection(ctx)))
         return remember_text(vocabulary, workspace, wrote, _tokens(budget))
 

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from chronograph.application import PROFILES, Memory, Tool
 from chronograph.application.engine.exportdir import ExportDir
+from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
 from chronograph.application.surfaces.projectfiles import ProjectFiles
 from chronograph.projections import paused_gc
+from chronograph.server.authentication import PRINCIPAL_KEY
 from chronograph.server.config import Settings
 from chronograph.server.results import Reply, reply, result
 
@@ -24,9 +26,11 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import Context
     from mcp_types import CallToolResult
 
-__all__ = ["GRAPH_URI", "EmbeddingProgress", "Runtime"]
+__all__ = ["GRAPH_URI", "GRAPH_WORKSPACE", "EmbeddingProgress", "Runtime"]
 
 GRAPH_URI = "memory://knowledge-graph"
+GRAPH_WORKSPACE = "default"
+"""The workspace the knowledge-graph resource shows (what its subscribers must be granted to read)."""
 
 
 LOCAL = "local"
@@ -63,6 +67,9 @@ class Runtime:
         self._began: dict[str, int] = {}
         """connection -> the log's head when it first called (where its session began)"""
         """connection -> the team session it started: its writes are recorded as actor/session"""
+        self.principal: Principal = LOCAL_PRINCIPAL
+        """Whom a call that carries no principal is made for: the local user of a stdio server
+        (and of an HTTP one before any authenticator puts a principal in its requests)."""
         self.exact = settings.profile in PROFILES and PROFILES[settings.profile].exact
         """Whether answers keep the reference server's shape (what we add rides in `_meta`)."""
 
@@ -126,6 +133,13 @@ class Runtime:
             self._memory.close()
             self._memory = None
 
+    def principal_of(self, request: Any) -> Principal:
+        """Whom the call of `request` (an HTTP request, or None over stdio) is made for: the
+        principal its authentication put in the ASGI scope, else `self.principal`."""
+        scope = getattr(request, "scope", None)
+        found = scope.get(PRINCIPAL_KEY) if isinstance(scope, dict) else None
+        return found if isinstance(found, Principal) else self.principal
+
     def actor(self, client: str | None) -> str:
         """Who a call's events are recorded as: --actor, else the client's own name."""
         return self.settings.actor or client or "unknown-client"
@@ -167,8 +181,9 @@ class Runtime:
         elif action == "end" and self._sessions.get(connection) == arguments.get("id"):
             del self._sessions[connection]
 
-    async def call(self, tool: Tool, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
-        """Run `tool` and turn its output into a tool result.
+    async def call(self, tool: Tool, arguments: dict[str, Any], ctx: Context, *,
+                   principal: Principal = LOCAL_PRINCIPAL) -> CallToolResult:
+        """Run `tool` for `principal` and turn its output into a tool result.
 
         With `offload` (HTTP, where many clients share the event loop), the work runs in a
         worker thread, so that a long history or a whole-graph read never holds up the event
@@ -188,16 +203,16 @@ class Runtime:
             turn = self._turn(connection)
             try:
                 async with turn[0]:
-                    work = self._serialised if tool.writes else self.run
+                    work = self._serialised if tool.writes else self._read
                     outcome, changed = await anyio.to_thread.run_sync(
-                        work, tool, arguments, actor, connection, limiter=self._limits[bool(tool.writes)])
+                        work, tool, arguments, actor, connection, principal, limiter=self._limits[bool(tool.writes)])
             finally:
                 turn[1] -= 1
                 if not turn[1] and connection is not None:
                     self._turns.pop(connection, None)
         else:
-            outcome, changed = self.run(tool, arguments, actor, self.connection(ctx))
-        if changed:
+            outcome, changed = self.run(tool, arguments, actor, self.connection(ctx), principal=principal)
+        if GRAPH_WORKSPACE in changed:
             await self.notify(ctx)
         return result(*outcome)
 
@@ -219,43 +234,59 @@ class Runtime:
             return work(*args)
 
     def _serialised(self, tool: Tool, arguments: dict[str, Any], actor: str, connection: str | None,
-                    ) -> tuple[Reply, bool]:
+                    principal: Principal) -> tuple[Reply, tuple[str, ...]]:
         with self._one_at_a_time:
-            return self.run(tool, arguments, actor, connection)
+            return self.run(tool, arguments, actor, connection, principal=principal)
 
-    def run(self, tool: Tool, arguments: dict[str, Any], actor: str, connection: str | None = None,
-            ) -> tuple[Reply, bool]:
-        """Run `tool`: its reply (text, structured content, `_meta`) and whether it changed the store.
+    def _read(self, tool: Tool, arguments: dict[str, Any], actor: str, connection: str | None,
+              principal: Principal) -> tuple[Reply, tuple[str, ...]]:
+        return self.run(tool, arguments, actor, connection, principal=principal)
+
+    def run(self, tool: Tool, arguments: dict[str, Any], actor: str, connection: str | None = None, *,
+            principal: Principal = LOCAL_PRINCIPAL) -> tuple[Reply, tuple[str, ...]]:
+        """Run `tool` for `principal`: its reply (text, structured content, `_meta`) and the
+        workspaces it changed (none: it changed nothing).
 
         A write of a `connection` that started a team session is recorded as the actor's
         within that session (``claude-code/sess_…``).
 
         Raises:
+            ForbiddenError: If `principal` lacks a grant the call needs (nothing is read or written).
             ChronographError: If the call is refused (nothing is written).
         """
         if connection is not None:
             self.began(connection)
         if tool.writes:
-            written = self.memory.write(tool, arguments, actor=self._in_session(actor, connection))
+            written = self.memory.write(tool, arguments, actor=self._in_session(actor, connection),
+                                        principal=principal)
             self._follow_session(tool, arguments, written.output, connection)
-            return reply(written.output, tool=tool.name, exact=self.exact), written.changed
+            return (reply(written.output, tool=tool.name, exact=self.exact),
+                    written.workspaces if written.changed else ())
         with paused_gc():
-            return reply(self.memory.read(tool, arguments), tool=tool.name, limit=self.settings.max_reply,
-                         exact=self.exact), False
+            return reply(self.memory.read(tool, arguments, principal=principal), tool=tool.name,
+                         limit=self.settings.max_reply, exact=self.exact), ()
 
     async def notify(self, ctx: Context) -> None:
-        """Tell subscribers the knowledge graph changed (both protocol generations)."""
+        """Tell subscribers the knowledge graph changed (both protocol generations): the caller,
+        who wrote there, and each subscriber granted to read it (no other learns of the write)."""
         await ctx.notify_resource_updated(GRAPH_URI)
-        for key, session in list(self._subscribers.items()):
+        for key, (session, principal) in list(self._subscribers.items()):
+            if not principal.may(GRAPH_WORKSPACE, "read"):  # refused at subscribe time: never kept
+                continue
             try:
                 await session.send_resource_updated(GRAPH_URI)
             except Exception:  # a client that went away stops being a subscriber
                 self._subscribers.pop(key, None)
 
-    def subscribe(self, session: Any, uri: str) -> None:
-        """Remember a handshake-era `resources/subscribe` to the graph."""
+    def subscribe(self, session: Any, uri: str, principal: Principal = LOCAL_PRINCIPAL) -> None:
+        """Remember a handshake-era `resources/subscribe` to the graph by `principal`.
+
+        Raises:
+            ForbiddenError: If `principal` may not read what the resource shows.
+        """
         if uri == GRAPH_URI:
-            self._subscribers[id(session._connection)] = session  # noqa: SLF001 (the connection is the identity)
+            principal.check(GRAPH_WORKSPACE, "read", tool="resources/subscribe")
+            self._subscribers[id(session._connection)] = (session, principal)  # noqa: SLF001 (the connection is the identity)
 
     def unsubscribe(self, session: Any, uri: str) -> None:
         """Forget a subscription."""

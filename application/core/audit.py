@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator
 from typing import Annotated, Any, Literal
 
 from chronograph.application.core.history import Limit, cursor_of
+from chronograph.application.engine.access import readable
 from chronograph.application.engine.arguments import D, Name, ReadArgs
 from chronograph.application.engine.outputs import Out, stamp
 from chronograph.application.engine.registry import CORE
@@ -56,6 +57,10 @@ class GetAuditLog(ReadArgs, kw_only=True):
         UNSET
     )
     include_ids: Annotated[bool, D(description="Stream and call ids too")] | UnsetType = UNSET
+
+    def touches(self) -> tuple[str, ...]:
+        """Its workspace; with allWorkspaces, every workspace the caller may read."""
+        return () if self.all_workspaces else (self.workspace,)
 
 
 class AuditEventOut(Out, kw_only=True):
@@ -183,7 +188,7 @@ def get_audit_log(memory: Memory, args: GetAuditLog) -> AuditOut:
             if args.actor is not UNSET and envelope.actor != args.actor:
                 continue
             workspace, subject = subjects.of(envelope)
-            if not args.all_workspaces and workspace != args.workspace:
+            if not (readable(workspace) if args.all_workspaces else workspace == args.workspace):
                 continue
             if len(events) == args.limit:
                 more = True

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
+from chronograph.application.engine.access import readable
 from chronograph.application.engine.arguments import Args, AsOf, D, ReadArgs
 from chronograph.application.engine.outputs import Out
 from chronograph.application.engine.registry import CORE
@@ -76,12 +78,12 @@ class WorkspacesOut(Out, kw_only=True):
     workspaces: list[WorkspaceOut]
 
 
-def workspaces_out(graph: Graph) -> WorkspacesOut:
-    """Every workspace ever written to, with its counts."""
+def workspaces_out(graph: Graph, shown: Callable[[str], bool] = lambda _: True) -> WorkspacesOut:
+    """Every workspace ever written to that is `shown`, with its counts."""
     return WorkspacesOut(workspaces=[
         WorkspaceOut(name=w.name, entities=w.entities, relations=w.relations,
                      has_context=graph.context(w.name) is not None)
-        for w in graph.workspaces()
+        for w in graph.workspaces() if shown(w.name)
     ])
 
 
@@ -89,4 +91,4 @@ def workspaces_out(graph: Graph) -> WorkspacesOut:
 def list_workspaces(memory: Memory, args: ListWorkspaces) -> WorkspacesOut:
     """Every workspace ever written to, with its counts."""
     with memory.timeline.at("list_workspaces") as moment:
-        return workspaces_out(moment.graph)
+        return workspaces_out(moment.graph, shown=readable)

@@ -84,6 +84,13 @@ Items = Annotated[list[Item], Meta(max_length=Limits.ITEMS)]
 class Args(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
     """Base of tool arguments: camelCase on the wire, unknown fields refused."""
 
+    def touches(self) -> tuple[str, ...]:
+        """The workspaces a call with these arguments reads or writes, for the access check
+        (`engine/access.py`): its `workspace`, if it has one. Free of side effects: it is asked
+        before the call may do anything."""
+        workspace = getattr(self, "workspace", None)
+        return (workspace,) if isinstance(workspace, str) else ()
+
 
 # The fields many tools share (workspace, requestId, expectedVersion, asOf) say what they
 # mean once, in the server's instructions (`chronograph.application.profiles`), not in

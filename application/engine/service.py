@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
+from chronograph.application.engine.access import calling, check
 from chronograph.application.engine.arguments import parse
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.exportdir import ExportDir
 from chronograph.application.engine.outputs import Out
+from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
 from chronograph.application.engine.registry import Tool, find
 from chronograph.application.engine.storelock import StoreLock
 from chronograph.application.engine.stores import open_store
@@ -62,6 +64,8 @@ class Written(msgspec.Struct, frozen=True):
     output: Out
     changed: bool
     replayed: bool = False
+    workspaces: tuple[str, ...] = ()
+    """The workspaces the call touched (each checked against its principal's grants)."""
 
 
 class _Remembered(msgspec.Struct, frozen=True, array_like=True):
@@ -273,40 +277,48 @@ class Memory:
 
     # --- calls ----------------------------------------------------------------------------
 
-    def call(self, tool: Tool | str, arguments: dict[str, Any], *, actor: str = "unknown") -> Written:
-        """Run `tool` with raw `arguments`; a command's events are recorded as `actor`'s.
+    def call(self, tool: Tool | str, arguments: dict[str, Any], *, actor: str = "unknown",
+             principal: Principal = LOCAL_PRINCIPAL) -> Written:
+        """Run `tool` with raw `arguments` for `principal`; a command's events are recorded as `actor`'s.
 
         Raises:
+            ForbiddenError: If `principal` lacks a grant the call needs; nothing was read or written.
             ChronographError: Invalid arguments, a missing item, a stale expectedVersion,
                 a reused requestId or a full store; nothing was written.
         """
         spec = find(tool)
         if spec.writes:
-            return self.write(spec, arguments, actor=actor)
-        return Written(self.read(spec, arguments), changed=False)
+            return self.write(spec, arguments, actor=actor, principal=principal)
+        return Written(self.read(spec, arguments, principal=principal), changed=False)
 
     def write(
-        self, tool: Tool | str, arguments: dict[str, Any], *, actor: str, correlation_id: str | None = None
+        self, tool: Tool | str, arguments: dict[str, Any], *, actor: str, correlation_id: str | None = None,
+        principal: Principal = LOCAL_PRINCIPAL,
     ) -> Written:
-        """Run the command `tool` with raw `arguments`, recording `actor` on its events.
+        """Run the command `tool` with raw `arguments` for `principal`, recording `actor` on its events.
 
         `correlation_id` (default: a new one) lets several calls share one, as an import does.
 
         Raises:
+            ForbiddenError: If `principal` lacks a grant the call needs (see `engine/access.py`);
+                nothing was read or written.
             ChronographError: Invalid arguments, a missing item, a stale expectedVersion,
                 a reused requestId or a full store; nothing was written.
         """
         self.last_call = time.monotonic()
         spec = find(tool)
         args = parse(spec.name, arguments, spec.arguments)
-        for before in self.before_call:
-            before(self, spec, args)
-        if spec.reads and getattr(args, "action", None) in spec.reads:
-            return Written(self._answer(spec, args), changed=False)
-        written = self._write(spec, args, actor=actor, correlation_id=correlation_id)
-        for after in self.after_write:
-            after(self, spec, args, written)
-        return written
+        workspaces = check(principal, spec, args)  # before anything runs: a refusal reads and writes nothing
+        with calling(principal):
+            for before in self.before_call:
+                before(self, spec, args)
+            if spec.reads and getattr(args, "action", None) in spec.reads:
+                return Written(self._answer(spec, args), changed=False, workspaces=workspaces)
+            written = self._write(spec, args, actor=actor, correlation_id=correlation_id)
+            written = msgspec.structs.replace(written, workspaces=workspaces)
+            for after in self.after_write:
+                after(self, spec, args, written)
+            return written
 
     def _write(self, spec: Tool, args: Any, *, actor: str, correlation_id: str | None) -> Written:
         workspace: str = getattr(args, "workspace", "default")
@@ -377,11 +389,12 @@ class Memory:
         return written
 
     def read(self, tool: Tool | str, arguments: dict[str, Any], *,
-             reply_limit: int | None | Literal["server"] = "server") -> Out:
-        """Run the query `tool` with raw `arguments` (on the live views, or as of then); its reply
-        may take `reply_limit` bytes (by default the server's, `self.reply_limit`).
+             reply_limit: int | None | Literal["server"] = "server", principal: Principal = LOCAL_PRINCIPAL) -> Out:
+        """Run the query `tool` with raw `arguments` for `principal` (on the live views, or as of
+        then); its reply may take `reply_limit` bytes (by default the server's, `self.reply_limit`).
 
         Raises:
+            ForbiddenError: If `principal` lacks a grant the call needs; nothing was read.
             ChronographError: If the arguments are invalid or name something unknown.
         """
         self.last_call = time.monotonic()
@@ -389,9 +402,11 @@ class Memory:
         args = parse(spec.name, arguments, spec.arguments)
         if spec.writes and getattr(args, "action", None) not in spec.reads:
             raise ValueError(f"{spec.name} is a command: run it with Memory.write or Memory.call")
-        for before in self.before_call:
-            before(self, spec, args)
-        return self._answer(spec, args, self.reply_limit if reply_limit == "server" else reply_limit)
+        check(principal, spec, args)
+        with calling(principal):
+            for before in self.before_call:
+                before(self, spec, args)
+            return self._answer(spec, args, self.reply_limit if reply_limit == "server" else reply_limit)
 
     def alongside(self, spec: Tool, args: Any) -> bool:
         """Whether the read `spec` with `args` runs beside other reads and the writer rather than

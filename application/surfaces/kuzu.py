@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 from chronograph.application.core import search as core_search
 from chronograph.application.core import traversal
+from chronograph.application.engine.access import readable
 from chronograph.application.engine.arguments import Args, D, Limits, Name, ObservationList, TypeName
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.outputs import ObjectOut, object_out
@@ -90,8 +91,9 @@ def _existing(tool: str, graph: Graph, database: str) -> str:
 
 
 def _names(graph: Graph) -> list[str]:
-    names = [w.name for w in graph.workspaces() if w.name != PRIMARY]
-    return [PRIMARY, *names]
+    """The databases the caller may read, the primary first."""
+    names = [w.name for w in graph.workspaces() if w.name != PRIMARY and readable(w.name)]
+    return [PRIMARY, *names] if readable(PRIMARY) else names
 
 
 def _known(memory: Memory, tool: str, database: str) -> str:
@@ -265,6 +267,10 @@ def get_related_entities(memory: Memory, args: GetRelatedEntities) -> ObjectOut:
 class GetGraphSummary(Args, rename=None, kw_only=True):
     database: Database | UnsetType = UNSET
 
+    def touches(self) -> tuple[str, ...]:
+        """The database named; none named, every database the caller may read."""
+        return () if self.database is UNSET else (self.database,)
+
 
 @KUZU.query("get_graph_summary", "Graph Summary", "Statistics about one database, or about all of them when "
             "none is named")
@@ -272,7 +278,8 @@ def get_graph_summary(memory: Memory, args: GetGraphSummary) -> ObjectOut:
     with memory.timeline.at("get_graph_summary") as moment:
         graph = moment.graph
         if args.database is UNSET:
-            every = {w.name: {"entities": w.entities, "relationships": w.relations} for w in graph.workspaces()}
+            every = {w.name: {"entities": w.entities, "relationships": w.relations} for w in graph.workspaces()
+                     if readable(w.name)}
             return object_out(scope="all_databases", databases=every, total_databases=len(every))
         database = _existing("get_graph_summary", graph, args.database)
         totals = graph.workspace(database)

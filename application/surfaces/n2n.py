@@ -27,7 +27,7 @@ from chronograph.application.engine.registry import Registry
 from chronograph.application.engine.service import Memory
 from chronograph.application.errors import InvalidArgumentsError, NotFoundError, UnavailableError
 from chronograph.application.lifecycle.export import render
-from chronograph.application.surfaces.projectroot import project_root, project_workspace
+from chronograph.application.surfaces.projectroot import project_root, project_workspace, workspace_name
 from chronograph.eventstore import EntityCreated, ObservationsAdded
 from chronograph.eventstore.files import WriteRefused, write_file
 from chronograph.projections import new_entity_stream
@@ -54,6 +54,10 @@ class N2nArgs(Args, kw_only=True):
         """The project's workspace (checked on every call; a new root needs confirming)."""
         confirmed = None if self.confirm_new_project_root is UNSET else self.confirm_new_project_root
         return project_workspace("n2n", self.project_path, confirmed)
+
+    def touches(self) -> tuple[str, ...]:
+        """The project's workspace, found without adopting the root (the access check comes first)."""
+        return (workspace_name(project_root("n2n", self.project_path)),)
 
 
 def _done(message: str, action: str = "MEMORY_UPDATED", **fields: Any) -> ObjectOut:
