@@ -132,6 +132,22 @@ def test_a_valid_token_opens_the_probes(served: Served) -> None:
 
 
 @pytest.mark.anyio
+async def test_an_access_token_s_grants_decide_what_its_calls_may_do(served: Served) -> None:
+    """alice's map entry grants admin on `audit` alone; carol's token maps to nothing."""
+    for subject, workspace, allowed in (("alice", "audit", True), ("alice", "default", False),
+                                        ("carol", "audit", False), ("carol", "default", False)):
+        headers = {"Authorization": f"Bearer {served.token(sub=subject, scope=None)}"}
+        async with httpx.AsyncClient(headers=headers, timeout=30) as http, Client(
+                streamable_http_client(served.base + "/mcp", http_client=http)) as client:
+            arguments = {"workspace": workspace, "entities": [entity(f"Ada {subject}", "person", "wrote")]}
+            result = await client.call_tool("create_entities", arguments)
+            assert result.is_error is not allowed, (subject, workspace)
+            if not allowed:
+                said = result.content[0].text  # type: ignore[union-attr]
+                assert "Forbidden" in said and repr(workspace) in said and f"oauth:{subject}" in said
+
+
+@pytest.mark.anyio
 async def test_the_access_token_s_principal_reaches_the_tool_call(served: Served) -> None:
     for subject in ("alice", "bob"):
         headers = {"Authorization": f"Bearer {served.token(sub=subject)}"}
