@@ -51,7 +51,7 @@ def explorer_routes(runtime: Runtime, *, token: str | None) -> list[Route]:
     """The page and its endpoints, answering from `runtime`'s store."""
 
     async def page(request: Request) -> Response:
-        if token is not None and request.query_params.get("token"):
+        if request.query_params.get("token"):  # the guard let it in: it is the server's, or none is asked
             response: Response = RedirectResponse(UI_PATH + "/", status_code=303)  # the token leaves the address bar
             response.set_cookie(TOKEN_COOKIE, page_token(dict(request.headers), request.scope), httponly=True,
                                 samesite="strict", path=UI_PATH)

@@ -1,7 +1,11 @@
 """Streamable HTTP: the MCP endpoint at /mcp, /health and /ready, behind one guard.
 
-The guard refuses, before anything else runs: requests without the bearer token when
-one is configured (401; the scheme is case-insensitive, RFC 7235), a Host or Origin
+The guard refuses, before anything else runs: requests without a valid bearer token once
+one is required (401; the scheme is case-insensitive, RFC 7235): when `$CHRONOGRAPH_TOKEN`
+is set, the store has any token (`chronograph token create`) or another authenticator is
+configured. It asks its authenticators (server/authentication.py) in turn and puts the
+principal of the token in the request's scope (`PRINCIPAL_KEY`); without a token required,
+the principal is the local user's, as over stdio. It refuses a Host or Origin
 that is not this server's (DNS rebinding: 421 and 403, saying how to allow a name),
 bodies over the size limit (413). It covers every route, the health probes included, and
 counts the MCP sessions each address holds (server/sessions.py): at its share, a new one
@@ -12,25 +16,29 @@ that opens it (a browser sends no Authorization header for a page).
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
+from chronograph.application.engine.tokens import Tokens
 from chronograph.server.addresses import LOOPBACK, WILDCARDS, is_ip, is_loopback, served_names
 from chronograph.server.app import Runtime
+from chronograph.server.authentication import PRINCIPAL_KEY, Authenticator
 from chronograph.server.config import DEFAULT_MAX_BODY
 from chronograph.server.sessions import Sessions
+from chronograph.server.tokens import EnvToken, StoreTokens
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-__all__ = ["LOOPBACK", "TOKEN_COOKIE", "UI_PATH", "Guard", "http_app", "page_token"]
+__all__ = ["LOOPBACK", "TOKEN_COOKIE", "UI_PATH", "Guard", "http_app", "page_token", "store_tokens"]
 
 MCP_PATH = "/mcp"
 UI_PATH = "/ui"
@@ -58,9 +66,12 @@ class Guard:
         max_body: int = DEFAULT_MAX_BODY,
         sessions: Sessions | None = None,
         any_ip: bool = False,
+        authenticators: Sequence[Authenticator] = (),
     ) -> None:
         self.app = app
         self.token = token
+        self.authenticators: list[Authenticator] = [*([EnvToken(token)] if token else []), *authenticators]
+        """Asked in turn for a request's principal; `token` ($CHRONOGRAPH_TOKEN) first."""
         self.hosts = {h.lower() for h in hosts}
         self.any_ip = any_ip
         """Answer to any IP address as Host (a server listening on every address)."""
@@ -153,20 +164,32 @@ class Guard:
 
         await self.app(closing, _nothing, discard)
 
+    def required(self) -> bool:
+        """Whether a request must present a valid token: an authenticator that can tell (the
+        store's tokens) says whether it has any; any other one configured always asks for one."""
+        return any(getattr(authenticator, "any", lambda: True)() for authenticator in self.authenticators)
+
+    def principal(self, token: str) -> Principal | None:
+        """The principal of a bearer token, as the first authenticator that knows it says."""
+        token = token.strip()
+        if not token:
+            return None
+        for authenticator in self.authenticators:
+            principal = authenticator.authenticate(token)
+            if principal is not None:
+                return principal
+        return None
+
     def vouches(self, headers: Iterable[tuple[bytes, bytes]]) -> bool:
-        """Whether a request's raw headers carry this server's bearer token (the listener keeps
-        the requests that do, under a flood, and closes the others first)."""
-        if self.token is None:
+        """Whether a request's raw headers carry a valid bearer token (the listener keeps the
+        requests that do, under a flood, and closes the others first)."""
+        if not self.authenticators:
             return False
         for name, value in headers:
             if name.lower() == b"authorization":
                 scheme, _, given = value.decode("latin-1").strip().partition(" ")
-                return scheme.lower() == "bearer" and self._token_is(given)
+                return scheme.lower() == "bearer" and self.principal(given) is not None
         return False
-
-    def _token_is(self, given: str) -> bool:
-        assert self.token is not None
-        return hmac.compare_digest(given.strip().encode(), self.token.encode())
 
     async def _read_at_most(self, receive: Receive) -> tuple[bytes, bool]:
         parts: list[bytes] = []
@@ -201,14 +224,18 @@ class Guard:
         origin = headers.get("origin")
         if origin is not None and not self._serves(_hostname(origin.split("://", 1)[-1].lower()), peer):
             return _error(403, f"origin {origin!r} is not allowed; --allow-host adds a name")
-        if self.token is not None:
+        principal: Principal | None = LOCAL_PRINCIPAL
+        if self.authenticators and self.required():
             scheme, _, given = headers.get("authorization", "").strip().partition(" ")
             if scheme.lower() != "bearer" and str(scope.get("path", "")).startswith(UI_PATH):
                 given, scheme = page_token(headers, scope), "bearer"  # a browser cannot send the header
-            if scheme.lower() != "bearer" or not self._token_is(given):
-                response = _error(401, "a valid bearer token is required (Authorization: Bearer ...)")
+            principal = self.principal(given) if scheme.lower() == "bearer" else None
+            if principal is None:
+                response = _error(401, "a valid bearer token is required (Authorization: Bearer ...); a "
+                                       "revoked or expired one is not")
                 response.headers["WWW-Authenticate"] = "Bearer"
                 return response
+        scope[PRINCIPAL_KEY] = principal
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
             return _error(413, f"request bodies are limited to {self.max_body} bytes")
@@ -296,9 +323,10 @@ def http_app(
     max_sessions: int = 1000,
     sessions_per_address: int = 100,
     session_idle: float = 300.0,
+    authenticators: Sequence[Authenticator] | None = None,
 ) -> Any:
     """The ASGI app: MCP at /mcp, /health and /ready (also under /api/), the explorer at /ui, all
-    behind the `Guard`."""
+    behind the `Guard`. `authenticators` (default: the store's tokens) are asked after `token`."""
 
     @server.custom_route("/health", methods=["GET"])
     async def health(_: Request) -> Response:
@@ -348,4 +376,22 @@ def http_app(
     )
     logging.getLogger("mcp.server.streamable_http_manager").addFilter(_OncePerMinute())
     sessions = Sessions(sessions_per_address, max_sessions, session_idle)
-    return Guard(app, token=token, hosts=hosts, max_body=max_body, sessions=sessions, any_ip=host in WILDCARDS)
+    if authenticators is None:
+        authenticators = [store_tokens(runtime)]
+    return Guard(app, token=token, hosts=hosts, max_body=max_body, sessions=sessions, any_ip=host in WILDCARDS,
+                 authenticators=authenticators)
+
+
+def store_tokens(runtime: Runtime) -> StoreTokens:
+    """The authenticator of the tokens issued in `runtime`'s store, found when first asked (the
+    store is open by then): a database store's are folded as far as the follower has brought the
+    views. "Last used" is written when the runtime closes, too."""
+
+    def opened() -> tuple[Tokens, Path | None]:
+        memory = runtime.memory
+        folded = None if memory.cache is None else (lambda: memory.followed or None)
+        return Tokens(memory.log, folded=folded), Path(memory.views.env.path)
+
+    authenticator = StoreTokens(opened=opened)
+    runtime.closing.append(authenticator.save)
+    return authenticator

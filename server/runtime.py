@@ -11,12 +11,15 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chronograph.application import PROFILES, Memory, Tool
+from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
 from chronograph.application.engine.exportdir import ExportDir
 from chronograph.application.surfaces.projectfiles import ProjectFiles
 from chronograph.projections import paused_gc
+from chronograph.server.authentication import PRINCIPAL_KEY
 from chronograph.server.config import Settings
 from chronograph.server.results import Reply, reply, result
 
@@ -57,6 +60,8 @@ class Runtime:
         self._turns: dict[str, list[Any]] = {}
         """session -> [its lock, calls waiting or running]: a session's calls run one after another."""
         self._memory: Memory | None = None
+        self.closing: list[Callable[[], None]] = []
+        """Work before the store closes (saving when tokens were last used)."""
         self._users = 0
         self._subscribers: dict[int, Any] = {}
         self._sessions: dict[str, str] = {}
@@ -123,6 +128,8 @@ class Runtime:
         """One user fewer; the last one closes the store."""
         self._users -= 1
         if self._users == 0 and self._memory is not None:
+            for work in self.closing:
+                work()
             self._memory.close()
             self._memory = None
 
@@ -167,8 +174,18 @@ class Runtime:
         elif action == "end" and self._sessions.get(connection) == arguments.get("id"):
             del self._sessions[connection]
 
-    async def call(self, tool: Tool, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
-        """Run `tool` and turn its output into a tool result.
+    def principal_of(self, ctx: Context, default: Principal = LOCAL_PRINCIPAL) -> Principal:
+        """Who a call is made for: the principal the HTTP guard put in the request's scope (see
+        server/authentication.py), else `default` (stdio: the local user)."""
+        request = ctx.request_context.request if self.offload else None
+        scope = getattr(request, "scope", None)
+        found = scope.get(PRINCIPAL_KEY) if isinstance(scope, dict) else None
+        return found if isinstance(found, Principal) else default
+
+    async def call(self, tool: Tool, arguments: dict[str, Any], ctx: Context, *,
+                   principal: Principal = LOCAL_PRINCIPAL) -> CallToolResult:
+        """Run `tool` for the request's principal (`principal` when the request names none) and
+        turn its output into a tool result.
 
         With `offload` (HTTP, where many clients share the event loop), the work runs in a
         worker thread, so that a long history or a whole-graph read never holds up the event
@@ -181,6 +198,7 @@ class Runtime:
 
         params = ctx.session.client_params
         actor = self.actor(params.client_info.name if params is not None else None)
+        principal = self.principal_of(ctx, principal)
         if self.offload:
             if self._limits is None:
                 self._limits = (anyio.CapacityLimiter(READERS), anyio.CapacityLimiter(1))
@@ -190,13 +208,14 @@ class Runtime:
                 async with turn[0]:
                     work = self._serialised if tool.writes else self.run
                     outcome, changed = await anyio.to_thread.run_sync(
-                        work, tool, arguments, actor, connection, limiter=self._limits[bool(tool.writes)])
+                        partial(work, tool, arguments, actor, connection, principal=principal),
+                        limiter=self._limits[bool(tool.writes)])
             finally:
                 turn[1] -= 1
                 if not turn[1] and connection is not None:
                     self._turns.pop(connection, None)
         else:
-            outcome, changed = self.run(tool, arguments, actor, self.connection(ctx))
+            outcome, changed = self.run(tool, arguments, actor, self.connection(ctx), principal=principal)
         if changed:
             await self.notify(ctx)
         return result(*outcome)
@@ -218,14 +237,15 @@ class Runtime:
         with self._one_at_a_time:
             return work(*args)
 
-    def _serialised(self, tool: Tool, arguments: dict[str, Any], actor: str, connection: str | None,
-                    ) -> tuple[Reply, bool]:
+    def _serialised(self, tool: Tool, arguments: dict[str, Any], actor: str, connection: str | None, *,
+                    principal: Principal = LOCAL_PRINCIPAL) -> tuple[Reply, bool]:
         with self._one_at_a_time:
-            return self.run(tool, arguments, actor, connection)
+            return self.run(tool, arguments, actor, connection, principal=principal)
 
-    def run(self, tool: Tool, arguments: dict[str, Any], actor: str, connection: str | None = None,
-            ) -> tuple[Reply, bool]:
-        """Run `tool`: its reply (text, structured content, `_meta`) and whether it changed the store.
+    def run(self, tool: Tool, arguments: dict[str, Any], actor: str, connection: str | None = None, *,
+            principal: Principal = LOCAL_PRINCIPAL) -> tuple[Reply, bool]:
+        """Run `tool` for `principal`: its reply (text, structured content, `_meta`) and whether it
+        changed the store.
 
         A write of a `connection` that started a team session is recorded as the actor's
         within that session (``claude-code/sess_…``).
@@ -236,12 +256,12 @@ class Runtime:
         if connection is not None:
             self.began(connection)
         if tool.writes:
-            written = self.memory.write(tool, arguments, actor=self._in_session(actor, connection))
+            written = self.memory.write(tool, arguments, actor=self._in_session(actor, connection), principal=principal)
             self._follow_session(tool, arguments, written.output, connection)
             return reply(written.output, tool=tool.name, exact=self.exact), written.changed
         with paused_gc():
-            return reply(self.memory.read(tool, arguments), tool=tool.name, limit=self.settings.max_reply,
-                         exact=self.exact), False
+            return reply(self.memory.read(tool, arguments, principal=principal), tool=tool.name,
+                         limit=self.settings.max_reply, exact=self.exact), False
 
     async def notify(self, ctx: Context) -> None:
         """Tell subscribers the knowledge graph changed (both protocol generations)."""

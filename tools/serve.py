@@ -301,16 +301,24 @@ def run(args: argparse.Namespace) -> int:
         except OSError as error:
             print(f"chronograph: cannot listen on {args.host}:{args.port}: {error.strerror}", file=sys.stderr)
             return 2
-        token = os.environ.get(TOKEN_ENV) or None
-        if not may_listen("chronograph", sock, token, args.allow_network_without_token, "read and write the memory"):
-            sock.close()
-            return 2
     runtime = Runtime(settings, offload=args.http)
     try:
         adopt_memory_file(runtime.open())
     except (EventStoreError, ProjectionError, ChronographError) as error:
         print(f"chronograph: {error}", file=sys.stderr)
+        if sock is not None:
+            sock.close()
         return 2
+    tokens = None
+    if sock is not None:
+        from chronograph.server.http import store_tokens
+
+        tokens = store_tokens(runtime)
+        token = os.environ.get(TOKEN_ENV) or ("(the store's tokens)" if tokens.any() else None)
+        if not may_listen("chronograph", sock, token, args.allow_network_without_token, "read and write the memory"):
+            sock.close()
+            runtime.close()
+            return 2
     try:
         version = chronograph.__version__
         if sock is None:
@@ -338,11 +346,13 @@ def run(args: argparse.Namespace) -> int:
         token = os.environ.get(TOKEN_ENV) or None
         app = http_app(server, runtime, host=args.host, token=token, allowed_hosts=args.allow_host,
                        max_body=args.max_body, max_sessions=args.max_sessions,
-                       sessions_per_address=args.sessions_per_address, session_idle=args.session_idle)
+                       sessions_per_address=args.sessions_per_address, session_idle=args.session_idle,
+                       authenticators=None if tokens is None else [tokens])
+        required = app.required()
         hosts = sorted(app.hosts - {"[::1]"})
         url = announced(args.host, sock.getsockname()[1], "/mcp")  # the port bound (--port 0: any free one)
         print(f"chronograph {version}: serving {settings.store} at {url} "
-              f"(profile {settings.profile}{'; bearer token required' if token else ''})", file=sys.stderr)
+              f"(profile {settings.profile}{'; bearer token required' if required else ''})", file=sys.stderr)
         print(f"chronograph: answering requests whose Host is {', '.join(hosts)}"
               f"{' or any IP address' if app.any_ip else ''} (this machine's names only from "
               "this machine); add a name with --allow-host NAME", file=sys.stderr)

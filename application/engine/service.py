@@ -21,6 +21,7 @@ from chronograph.application.engine.arguments import parse
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.exportdir import ExportDir
 from chronograph.application.engine.outputs import Out
+from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
 from chronograph.application.engine.registry import Tool, find
 from chronograph.application.engine.storelock import StoreLock
 from chronograph.application.engine.stores import open_store
@@ -273,8 +274,10 @@ class Memory:
 
     # --- calls ----------------------------------------------------------------------------
 
-    def call(self, tool: Tool | str, arguments: dict[str, Any], *, actor: str = "unknown") -> Written:
-        """Run `tool` with raw `arguments`; a command's events are recorded as `actor`'s.
+    def call(self, tool: Tool | str, arguments: dict[str, Any], *, actor: str = "unknown",
+             principal: Principal = LOCAL_PRINCIPAL) -> Written:
+        """Run `tool` with raw `arguments` for `principal`; a command's events are recorded as
+        `actor`'s (the client's own name) and `principal`'s (who was authenticated).
 
         Raises:
             ChronographError: Invalid arguments, a missing item, a stale expectedVersion,
@@ -282,13 +285,15 @@ class Memory:
         """
         spec = find(tool)
         if spec.writes:
-            return self.write(spec, arguments, actor=actor)
-        return Written(self.read(spec, arguments), changed=False)
+            return self.write(spec, arguments, actor=actor, principal=principal)
+        return Written(self.read(spec, arguments, principal=principal), changed=False)
 
     def write(
-        self, tool: Tool | str, arguments: dict[str, Any], *, actor: str, correlation_id: str | None = None
+        self, tool: Tool | str, arguments: dict[str, Any], *, actor: str, correlation_id: str | None = None,
+        principal: Principal = LOCAL_PRINCIPAL,
     ) -> Written:
-        """Run the command `tool` with raw `arguments`, recording `actor` on its events.
+        """Run the command `tool` with raw `arguments` for `principal`, recording `actor` and
+        `principal`'s name on its events.
 
         `correlation_id` (default: a new one) lets several calls share one, as an import does.
 
@@ -303,12 +308,12 @@ class Memory:
             before(self, spec, args)
         if spec.reads and getattr(args, "action", None) in spec.reads:
             return Written(self._answer(spec, args), changed=False)
-        written = self._write(spec, args, actor=actor, correlation_id=correlation_id)
+        written = self._write(spec, args, actor=actor, correlation_id=correlation_id, principal=principal.name)
         for after in self.after_write:
             after(self, spec, args, written)
         return written
 
-    def _write(self, spec: Tool, args: Any, *, actor: str, correlation_id: str | None) -> Written:
+    def _write(self, spec: Tool, args: Any, *, actor: str, correlation_id: str | None, principal: str) -> Written:
         workspace: str = getattr(args, "workspace", "default")
         request_id = getattr(args, "request_id", UNSET)
         key = None if request_id is UNSET else f"{spec.name}\x00{workspace}\x00{request_id}"
@@ -343,7 +348,8 @@ class Memory:
                         _Remembered(fingerprint, msgspec.Raw(msgspec.msgpack.encode(output)))
                     )
                 appended = tx.append(
-                    writes, actor=actor, correlation_id=correlation, idempotency_key=key, result=result
+                    writes, actor=actor, correlation_id=correlation, idempotency_key=key, result=result,
+                    principal=principal,
                 )
                 batch.confirm(appended)
             return Written(output, changed=bool(writes))
@@ -377,9 +383,9 @@ class Memory:
         return written
 
     def read(self, tool: Tool | str, arguments: dict[str, Any], *,
-             reply_limit: int | None | Literal["server"] = "server") -> Out:
-        """Run the query `tool` with raw `arguments` (on the live views, or as of then); its reply
-        may take `reply_limit` bytes (by default the server's, `self.reply_limit`).
+             reply_limit: int | None | Literal["server"] = "server", principal: Principal = LOCAL_PRINCIPAL) -> Out:
+        """Run the query `tool` with raw `arguments` for `principal` (on the live views, or as of
+        then); its reply may take `reply_limit` bytes (by default the server's, `self.reply_limit`).
 
         Raises:
             ChronographError: If the arguments are invalid or name something unknown.
