@@ -313,7 +313,7 @@ def _change(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict
 
 def audit(memory: Memory, workspace: str, *, actor: str | None = None, session: str | None = None,
           types: list[str] | None = None, since: str | None = None, until: str | None = None,
-          after: int | None = None, limit: int = 100) -> dict[str, Any]:
+          after: int | None = None, limit: int = 100, principal: str | None = None) -> dict[str, Any]:
     """The audit feed, newest first, filtered; `after` gives only what came after a position (the
     page polls with it to follow writes as they happen).
 
@@ -321,8 +321,8 @@ def audit(memory: Memory, workspace: str, *, actor: str | None = None, session: 
         InvalidArgumentsError: If a filter is malformed.
     """
     arguments: dict[str, Any] = {"workspace": workspace, "limit": limit}
-    for key, value in (("actor", actor), ("eventTypes", types), ("since", since), ("until", until),
-                       ("afterPosition", after)):
+    for key, value in (("actor", actor), ("principal", principal), ("eventTypes", types), ("since", since),
+                       ("until", until), ("afterPosition", after)):
         if value:
             arguments[key] = value
     answer = memory.read("get_audit_log", arguments)
