@@ -34,6 +34,7 @@ from chronograph.application.engine.stores import open_store
 from chronograph.application.engine.tokens import TokenRecord, Tokens, parse_duration, parse_grants
 from chronograph.application.errors import ChronographError
 from chronograph.eventstore import EventStoreError, clock
+from chronograph.projections import ProjectionError, Views
 from chronograph.server.tokens import last_used
 from chronograph.tools.common.parsing import add_store_argument, script_main
 from chronograph.tools.common.terminal import print_rows
@@ -75,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{PROG} {args.action}: {error}", file=sys.stderr)
         return 2
     try:
+        if args.action != "list":  # its appends fold into the views too, so their checkpoint stays at the head
+            Views(store.log, cache=store.cache)
         tokens = Tokens(store.log)
         if args.action == "create":
             secret = tokens.issue(args.name, grants, expires_in=expires)
@@ -92,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     except ChronographError as error:
         print(f"{PROG} {args.action}: {_problem(error)}", file=sys.stderr)
         return 2
-    except EventStoreError as error:
+    except (EventStoreError, ProjectionError) as error:
         print(f"{PROG} {args.action}: {error}", file=sys.stderr)
         return 2
     finally:

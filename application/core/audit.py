@@ -69,7 +69,7 @@ class AuditEventOut(Out, kw_only=True):
     version: int
     recorded_at: str
     actor: Annotated[str, D(description="Who made the change (MCP client or --actor)")]
-    principal: Annotated[str, D(description="Who was authenticated (local, or a token's name)")] = "local"
+    principal: Annotated[str, D(description="Who was authenticated (local, or a token's name)")]
     correlation_id: Annotated[str, D(description="Shared by every change of one tool call")] | UnsetType = UNSET
     type: str
     workspace: str
