@@ -388,9 +388,7 @@ def store_tokens(runtime: Runtime) -> StoreTokens:
     views. "Last used" is written when the runtime closes, too."""
 
     def opened() -> tuple[Tokens, Path | None]:
-        memory = runtime.memory
-        folded = None if memory.cache is None else (lambda: memory.followed or None)
-        return Tokens(memory.log, folded=folded), Path(memory.views.env.path)
+        return Tokens.of(runtime.memory), Path(runtime.memory.views.env.path)
 
     authenticator = StoreTokens(opened=opened)
     runtime.closing.append(authenticator.save)

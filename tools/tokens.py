@@ -76,9 +76,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{PROG} {args.action}: {error}", file=sys.stderr)
         return 2
     try:
-        if args.action != "list":  # its appends fold into the views too, so their checkpoint stays at the head
-            Views(store.log, cache=store.cache)
-        tokens = Tokens(store.log)
+        # appends fold into the views too, so that their checkpoint stays at the head
+        tokens = Tokens(store.log, views=None if args.action == "list" else Views(store.log, cache=store.cache))
         if args.action == "create":
             secret = tokens.issue(args.name, grants, expires_in=expires)
             print(f"issued the token {args.name!r} ({_grants(grants)}"

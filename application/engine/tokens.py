@@ -24,12 +24,18 @@ import os
 import re
 import threading
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from chronograph.application.engine.principal import ANY_WORKSPACE, LEVELS, Level, Principal
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError, NotFoundError
 from chronograph.eventstore import NO_STREAM, ConcurrencyError, Envelope, EventLog, StreamWrite, clock
 from chronograph.eventstore.tokenevents import TokenIssued, TokenRevoked, token_stream
+from chronograph.projections import Views
+
+if TYPE_CHECKING:
+    from chronograph.application.engine.service import Memory
 
 __all__ = [
     "PREFIX", "TokenRecord", "TokenView", "Tokens", "digest_of", "new_secret", "parse_duration", "parse_grants",
@@ -140,11 +146,29 @@ class Tokens:
     database log (the follower): the view folds that far and asks the log for nothing else.
     """
 
-    def __init__(self, log: EventLog, *, folded: Callable[[], int] | None = None) -> None:
+    def __init__(self, log: EventLog, *, folded: Callable[[], int | None] | None = None,
+                 views: Views | None = None, lock: AbstractContextManager[Any] | None = None) -> None:
         self.log = log
         self._folded = folded
+        self._views = views
+        """The log's views, when it has them: appends go through them (they fold inline)."""
+        self._writing = lock or nullcontext()
         self._view = TokenView()
         self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, memory: Memory) -> Tokens:
+        """The tokens of an open memory: written through its views under its lock; for a database
+        store, folded as far as its follower has come (or from the log, before it first looked)."""
+        folded = None if memory.cache is None else (lambda: memory.followed or None)
+        return cls(memory.log, folded=folded, views=memory.views, lock=memory.lock)
+
+    def _append(self, write: StreamWrite, actor: str) -> None:
+        if self._views is None:
+            self.log.append([write], actor=actor)
+            return
+        with self._writing:
+            self._views.transact(lambda tx, _: tx.append([write], actor=actor))
 
     def view(self) -> TokenView:
         """The view, with whatever is new folded in."""
@@ -197,7 +221,7 @@ class Tokens:
         expires = None if expires_in is None else clock.now_us() + expires_in
         event = TokenIssued(name=name, digest=digest_of(secret), grants=dict(grants), expires_at=expires)
         try:
-            self.log.append([StreamWrite(token_stream(name), [event], NO_STREAM)], actor=actor)
+            self._append(StreamWrite(token_stream(name), [event], NO_STREAM), actor)
         except ConcurrencyError:
             raise DuplicateError(f"a token named {name!r} exists (or existed: a revoked token keeps its "
                                  "name); choose another name") from None
@@ -218,4 +242,4 @@ class Tokens:
         version = 0
         with self.log.read() as reader:
             version = reader.stream_version(token_stream(name))
-        self.log.append([StreamWrite(token_stream(name), [TokenRevoked(name=name)], version)], actor=actor)
+        self._append(StreamWrite(token_stream(name), [TokenRevoked(name=name)], version), actor)
