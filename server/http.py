@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from pathlib import Path
@@ -312,6 +313,21 @@ class _OncePerMinute(logging.Filter):
         return True
 
 
+class _NoTokenInLinks(logging.Filter):
+    """Blanks the `token` query of the explorer's link in the access log (uvicorn logs each request's
+    path with its query at INFO): a secret is never a log line's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and any(isinstance(arg, str) and "token=" in arg for arg in args):
+            record.args = tuple(_TOKEN_QUERY.sub(r"\1token=(hidden)", arg) if isinstance(arg, str) else arg
+                                for arg in args)
+        return True
+
+
+_TOKEN_QUERY = re.compile(r"([?&])token=[^&\s]*")
+
+
 def http_app(
     server: MCPServer,
     runtime: Runtime,
@@ -375,6 +391,7 @@ def http_app(
         session_idle_timeout=session_idle, max_sessions=max_sessions,
     )
     logging.getLogger("mcp.server.streamable_http_manager").addFilter(_OncePerMinute())
+    logging.getLogger("uvicorn.access").addFilter(_NoTokenInLinks())
     sessions = Sessions(sessions_per_address, max_sessions, session_idle)
     if authenticators is None:
         authenticators = [store_tokens(runtime)]
