@@ -5,8 +5,9 @@ recorded_at, schema_version, actor, correlation_id, idempotency_key, event[, pri
 event a msgpack map whose ``type`` key is its stable tag; the principal is left out when it is
 `LOCAL` (every record written before issue 36 reads as the local user's). Records of codec 2
 (`compact`, written since issue 35) say the same in fewer bytes; each record says which it is by
-its first byte (and, for an array of 10, its last), so a log holds both and reads both. Decoding takes one pass with one reused decoder; only an
-event written at an older schema version takes the slow path through the upcasters.
+its first byte (and, for an array of 10, its last), so a log holds both and reads both. Decoding
+takes one pass with one reused decoder; only an event written at an older schema version takes
+the slow path through the upcasters.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chronograph.application import PROFILES, Memory, Tool
-from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
 from chronograph.application.engine.exportdir import ExportDir
+from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
 from chronograph.application.surfaces.projectfiles import ProjectFiles
 from chronograph.projections import paused_gc
 from chronograph.server.authentication import PRINCIPAL_KEY

@@ -22,7 +22,6 @@ from chronograph.eventstore import (
     clock,
 )
 from chronograph.eventstore.events import event_type
-from chronograph.eventstore.tokenevents import TokenIssued, TokenRevoked
 from chronograph.eventstore.teamevents import (
     ConflictDetected,
     EntryAdded,
@@ -33,6 +32,7 @@ from chronograph.eventstore.teamevents import (
     TagAttached,
     TagCreated,
 )
+from chronograph.eventstore.tokenevents import TokenIssued, TokenRevoked
 from chronograph.projections import changes_of
 from msgspec import UNSET, Meta, UnsetType
 

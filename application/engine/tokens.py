@@ -68,8 +68,7 @@ class TokenRecord(msgspec.Struct, kw_only=True):
 
     def principal(self) -> Principal:
         """The principal it stands for."""
-        grants: dict[str, Level] = {workspace: level for workspace, level in self.grants.items()
-                                    if level in LEVELS}  # type: ignore[misc]
+        grants: dict[str, Level] = {workspace: level for workspace, level in self.grants.items() if level in LEVELS}
         return Principal(self.name, grants)
 
 
