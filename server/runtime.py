@@ -61,7 +61,9 @@ class Runtime:
         """session -> [its lock, calls waiting or running]: a session's calls run one after another."""
         self._memory: Memory | None = None
         self.closing: list[Callable[[], None]] = []
-        """Work before the store closes (saving when tokens were last used)."""
+        """Work whenever a user of the store closes (saving when tokens were last used): an HTTP
+        server's last close may never come (uvicorn ends the process with the signal it caught,
+        once the app's lifespan, one user, has closed)."""
         self._users = 0
         self._subscribers: dict[int, Any] = {}
         self._sessions: dict[str, str] = {}
@@ -127,9 +129,10 @@ class Runtime:
     def close(self) -> None:
         """One user fewer; the last one closes the store."""
         self._users -= 1
-        if self._users == 0 and self._memory is not None:
+        if self._memory is not None:
             for work in self.closing:
                 work()
+        if self._users == 0 and self._memory is not None:
             self._memory.close()
             self._memory = None
 

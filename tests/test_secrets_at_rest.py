@@ -6,6 +6,7 @@ the token, its random part, or that part's bytes as hex or base64; only its dige
 from __future__ import annotations
 
 import base64
+import json
 import os
 import subprocess
 import sys
@@ -89,13 +90,17 @@ async def test_a_token_s_whole_life_leaves_no_secret_in_any_byte_written_or_prin
             server.terminate()
             server.wait(timeout=30)
 
-    cli(outputs, "token", "list", "--json", "--store", str(store))
+    listed = cli(outputs, "token", "list", "--json", "--store", str(store)).stdout.decode().splitlines()
+    used = {row["name"]: row["lastUsed"] for row in map(json.loads, listed)}
+    assert used["alice"] is not None and used["bob"] is None  # the server wrote when it last saw alice
     cli(outputs, "audit", "--json", "--store", str(store), "--limit", "0")
     backup, export, restored = tmp_path / "backup.chronograph", tmp_path / "export.jsonl", tmp_path / "restored"
     cli(outputs, "backup", "--store", str(store), "-o", str(backup))
     cli(outputs, "export", "--store", str(store), "--all-workspaces", "-o", str(export))
     cli(outputs, "restore", str(backup), "--store", str(restored))
     cli(outputs, "replay", "--store", str(restored), "--verify")
+    audited = cli(outputs, "audit", "--json", "--store", str(restored), "--principal", "alice").stdout
+    assert b'"subject":"Ada"' in audited.replace(b'": "', b'":"')  # the restored log keeps the principal
 
     leaks = [(str(path), form) for path, data in every_byte(store, backup, export, restored, log)
              for form in forms(secret) if form in data]

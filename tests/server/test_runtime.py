@@ -28,9 +28,9 @@ def test_calls_run_off_the_event_loop_only_when_asked(tmp_path: Path, offload: b
     seen: list[int] = []
     real = runtime.memory.read
 
-    def read(tool: Any, arguments: dict[str, Any]) -> Any:
+    def read(tool: Any, arguments: dict[str, Any], **options: Any) -> Any:
         seen.append(threading.get_ident())
-        return real(tool, arguments)
+        return real(tool, arguments, **options)
 
     runtime.memory.read = read  # type: ignore[method-assign]
 
@@ -67,7 +67,7 @@ def test_a_session_s_reads_take_turns_while_another_session_s_read_runs_beside_t
     guard = threading.Lock()
     real = runtime.memory.read
 
-    def read(tool: Any, arguments: dict[str, Any]) -> Any:
+    def read(tool: Any, arguments: dict[str, Any], **options: Any) -> Any:
         who = arguments["names"][0]
         with guard:
             inside[who] = inside.get(who, 0) + 1
@@ -75,7 +75,7 @@ def test_a_session_s_reads_take_turns_while_another_session_s_read_runs_beside_t
         try:
             if arguments["names"][1:] == ["first"]:
                 both.wait()  # returns only if the other session's read runs at the same time
-            return real(tool, {"names": arguments["names"][:1]})
+            return real(tool, {"names": arguments["names"][:1]}, **options)
         finally:
             with guard:
                 inside[who] -= 1
