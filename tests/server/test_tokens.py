@@ -5,6 +5,10 @@ loopback as before, as the local user."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,7 +19,7 @@ from chronograph.tools.tokens import main as token
 from freezegun import freeze_time
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from support.http import request, start
+from support.http import ROOT, free_port, request, start
 from support.mcp import call, entity
 
 pytestmark = [pytest.mark.anyio, pytest.mark.wire]
@@ -121,3 +125,30 @@ def test_the_explorer_takes_the_token_from_its_link_and_shows_the_principal(
         assert opened.status_code == 200 and tokens["alice"] not in str(opened.url)
         feed = browser.get(f"{server}/ui/api/audit", params={"principal": "local"})
     assert feed.status_code == 200 and feed.json()["events"] == []
+
+
+def test_the_ui_command_asks_for_a_token_of_the_store_too(tmp_path: Path, tokens: dict[str, str]) -> None:
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "chronograph", "ui", "--store", str(tmp_path / "store"),
+                                "--port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)}, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                if request(base + "/health", headers=bearer(tokens["alice"]))[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert process.poll() is None
+            time.sleep(0.1)
+        assert request(base + "/ui/api/overview")[0] == 401
+        assert request(base + "/ui/api/overview", headers=bearer(tokens["gone"]))[0] == 401
+        assert request(base + "/ui/api/overview", headers=bearer(tokens["alice"]))[0] == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        assert process.stderr is not None
+        said = process.stderr.read()
+        process.stderr.close()
+    assert "?token=..." in said and tokens["alice"] not in said
