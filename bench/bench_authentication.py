@@ -27,7 +27,6 @@ from typing import Any
 from report import print_table, write_json
 
 
-
 def percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     return statistics.median(ordered), ordered[int(len(ordered) * 0.99)]
@@ -46,8 +45,9 @@ def guard_costs(events: int, tokens: int, samples: int) -> dict[str, Any]:
         issuer = Tokens.of(memory)
         secrets = [issuer.issue(f"t{n}", {"*": "write"}) for n in range(tokens)]
         store = StoreTokens(Tokens.of(memory), Path(base))
-        env = EnvToken("an-environment-token-of-some-length")
-        cases = {"store token": (store, secrets[-1]), "$CHRONOGRAPH_TOKEN": (env, "an-environment-token-of-some-length"),
+        shared = "an-environment-token-of-some-length"
+        env = EnvToken(shared)
+        cases = {"store token": (store, secrets[-1]), "$CHRONOGRAPH_TOKEN": (env, shared),
                  "unknown token": (store, "chg_" + "A" * 43)}
         store.authenticate(secrets[0])  # the first fold (a raw scan of the log) is the open's, not a request's
         timings: dict[str, list[float]] = {name: [] for name in cases}
