@@ -42,28 +42,45 @@ from chronograph.tools.common.terminal import print_rows
 __all__ = ["add_arguments", "main", "run"]
 
 PROG = "chronograph token"
+ACTIONS = ("create", "list", "revoke")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `token`."""
-    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(parser))
-    create = actions.add_parser("create", help="issue a token; prints it once, as the last line",
-                                description="Issue a token to the principal NAME; print it once, as the last line.")
-    create.add_argument("name", metavar="NAME", help="the principal's name (letters, digits, . _ @ -)")
-    create.add_argument("--grant", action="append", default=[], metavar="WORKSPACE=LEVEL", dest="grants",
-                        help="LEVEL: read, write or admin; WORKSPACE * for every workspace (repeat for several)")
-    create.add_argument("--expires", metavar="DURATION", help="it stops working after this long: 90d, 12h, 30m, 2w "
-                        "(default: never)")
-    listing = actions.add_parser("list", help="names, grants, created, expires, last used, revoked (never a secret)")
-    listing.add_argument("--json", action="store_true", help="one JSON object per token, per line")
-    revoke = actions.add_parser("revoke", help="revoke a token: every server refuses it within a second")
-    revoke.add_argument("name", metavar="NAME", help="the token's name")
-    for sub in (create, listing, revoke):
-        add_store_argument(sub)
+    parser.add_argument("action", choices=ACTIONS, metavar="ACTION",
+                        help="create (issue a token; prints it once, as the last line), list (names, grants, "
+                             "created, expires, last used, revoked; never a secret) or revoke (every server "
+                             "refuses it within a second)")
+    parser.add_argument("name", nargs="?", metavar="NAME",
+                        help="the token's name, its principal's (letters, digits, . _ @ -): for create and revoke")
+    parser.add_argument("--grant", action="append", default=[], metavar="WORKSPACE=LEVEL", dest="grants",
+                        help="create: LEVEL read, write or admin; WORKSPACE * for every workspace (repeat for several)")
+    parser.add_argument("--expires", metavar="DURATION", help="create: it stops working after this long: 90d, 12h, "
+                        "30m, 2w (default: never)")
+    parser.add_argument("--json", action="store_true", help="list: one JSON object per token, per line")
+    add_store_argument(parser)
+
+
+def _misused(args: argparse.Namespace) -> str | None:
+    """What is wrong with the arguments of `args.action`, if anything."""
+    if args.action == "list":
+        if args.name is not None:
+            return f"list takes no NAME (got {args.name!r})"
+    elif args.name is None:
+        return f"{args.action} needs the token's NAME"
+    if args.action != "create" and (args.grants or args.expires):
+        return "--grant and --expires are for create"
+    if args.action != "list" and args.json:
+        return "--json is for list"
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
     """Carry out `token ACTION`; return the exit code."""
+    misused = _misused(args)
+    if misused is not None:
+        print(f"{PROG} {args.action}: {misused} (see {PROG} --help)", file=sys.stderr)
+        return 2
     try:
         grants = parse_grants(args.grants) if args.action == "create" else {}
         expires = parse_duration(args.expires) if args.action == "create" and args.expires else None
