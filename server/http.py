@@ -189,7 +189,10 @@ class Guard:
         for name, value in headers:
             if name.lower() == b"authorization":
                 scheme, _, given = value.decode("latin-1").strip().partition(" ")
-                return scheme.lower() == "bearer" and self.principal(given) is not None
+                try:
+                    return scheme.lower() == "bearer" and self.principal(given) is not None
+                except Exception:  # noqa: BLE001 (tokens that cannot be read vouch for nobody)
+                    return False
         return False
 
     async def _read_at_most(self, receive: Receive) -> tuple[bytes, bool]:
@@ -226,11 +229,17 @@ class Guard:
         if origin is not None and not self._serves(_hostname(origin.split("://", 1)[-1].lower()), peer):
             return _error(403, f"origin {origin!r} is not allowed; --allow-host adds a name")
         principal: Principal | None = LOCAL_PRINCIPAL
-        if self.authenticators and self.required():
-            scheme, _, given = headers.get("authorization", "").strip().partition(" ")
-            if scheme.lower() != "bearer" and str(scope.get("path", "")).startswith(UI_PATH):
-                given, scheme = page_token(headers, scope), "bearer"  # a browser cannot send the header
-            principal = self.principal(given) if scheme.lower() == "bearer" else None
+        try:
+            required = bool(self.authenticators) and self.required()
+            if required:
+                scheme, _, given = headers.get("authorization", "").strip().partition(" ")
+                if scheme.lower() != "bearer" and str(scope.get("path", "")).startswith(UI_PATH):
+                    given, scheme = page_token(headers, scope), "bearer"  # a browser cannot send the header
+                principal = self.principal(given) if scheme.lower() == "bearer" else None
+        except Exception as error:  # the store's tokens cannot be read (its database is gone): let nobody in
+            _log.warning("cannot read the store's tokens: %s", error)
+            return _error(503, "the store's tokens cannot be read now; retry later")
+        if required:
             if principal is None:
                 response = _error(401, "a valid bearer token is required (Authorization: Bearer ...); a "
                                        "revoked or expired one is not")
@@ -392,6 +401,7 @@ def http_app(
     )
     logging.getLogger("mcp.server.streamable_http_manager").addFilter(_OncePerMinute())
     logging.getLogger("uvicorn.access").addFilter(_NoTokenInLinks())
+    _log.addFilter(_OncePerMinute())
     sessions = Sessions(sessions_per_address, max_sessions, session_idle)
     if authenticators is None:
         authenticators = [store_tokens(runtime)]

@@ -141,11 +141,11 @@ def parse_duration(text: str) -> int:
 class Tokens:
     """The tokens of a log: issue, revoke, list, and find the principal of a bearer token.
 
-    `folded`, when given, says how far another thread keeps this process's views of a
-    database log (the follower): the view folds that far and asks the log for nothing else.
+    `folded`, when given, says how far this process's views of a database log have come (the
+    follower keeps them): the view folds that far and asks the log for nothing else.
     """
 
-    def __init__(self, log: EventLog, *, folded: Callable[[], int | None] | None = None,
+    def __init__(self, log: EventLog, *, folded: Callable[[], int] | None = None,
                  views: Views | None = None, lock: AbstractContextManager[Any] | None = None) -> None:
         self.log = log
         self._folded = folded
@@ -158,8 +158,14 @@ class Tokens:
     @classmethod
     def of(cls, memory: Memory) -> Tokens:
         """The tokens of an open memory: written through its views under its lock; for a database
-        store, folded as far as its follower has come (or from the log, before it first looked)."""
-        folded = None if memory.cache is None else (lambda: memory.followed or None)
+        store, folded as far as its views have come (caught up at the open, then by the follower),
+        so that a request asks the database only when there is something new, and nothing while
+        it cannot be reached."""
+        folded = None
+        if memory.cache is not None:
+            with memory.lock, memory.views.env.read() as txn:
+                opened = memory.views.tables.checkpoint(txn)
+            folded = lambda: max(memory.followed, opened)  # noqa: E731
         return cls(memory.log, folded=folded, views=memory.views, lock=memory.lock)
 
     def _append(self, write: StreamWrite, actor: str) -> None:
@@ -177,7 +183,7 @@ class Tokens:
             if target is not None and target <= view.position:
                 return view
             with self.log.read() as reader:
-                head = reader.head() if target is None else min(target, reader.head())
+                head = reader.head() if target is None else target  # the views hold no more than the log
                 if head > view.position:
                     for envelope in reader.mentions(_NEEDLES, view.position + 1):
                         if envelope.position > head:
