@@ -327,17 +327,19 @@ def _change(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict
 
 def audit(memory: Memory, workspace: str, *, actor: str | None = None, session: str | None = None,
           types: list[str] | None = None, since: str | None = None, until: str | None = None,
-          after: int | None = None, limit: int = 100, principal: Principal = LOCAL_PRINCIPAL) -> dict[str, Any]:
-    """The audit feed of `workspace`, newest first, filtered; `after` gives only what came after
-    a position (the page polls with it to follow writes as they happen).
+          after: int | None = None, limit: int = 100, by_principal: str | None = None,
+          principal: Principal = LOCAL_PRINCIPAL) -> dict[str, Any]:
+    """The audit feed of `workspace` as `principal` may read it, newest first, filtered (`by_principal`:
+    the events of one principal); `after` gives only what came after a position (the page polls with
+    it to follow writes as they happen).
 
     Raises:
         ForbiddenError: If `principal` may not read `workspace`.
         InvalidArgumentsError: If a filter is malformed.
     """
     arguments: dict[str, Any] = {"workspace": workspace, "limit": limit}
-    for key, value in (("actor", actor), ("eventTypes", types), ("since", since), ("until", until),
-                       ("afterPosition", after)):
+    for key, value in (("actor", actor), ("principal", by_principal), ("eventTypes", types), ("since", since),
+                       ("until", until), ("afterPosition", after)):
         if value:
             arguments[key] = value
     answer = memory.read("get_audit_log", arguments, principal=principal)

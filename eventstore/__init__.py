@@ -7,7 +7,7 @@ write transaction, and may keep their own databases in the log's LMDB environmen
 
 from chronograph.eventstore import events
 from chronograph.eventstore.catalogue import CATALOGUE
-from chronograph.eventstore.codec import UPCASTERS, Codec, Envelope, Upcasters
+from chronograph.eventstore.codec import LOCAL, UPCASTERS, Codec, Envelope, Upcasters
 from chronograph.eventstore.errors import (
     ConcurrencyError,
     EventStoreError,
@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_MAP_SIZE",
     "EXISTS",
     "FORMAT_VERSION",
+    "LOCAL",
     "NO_STREAM",
     "UPCASTERS",
     "AppendResult",

@@ -1,11 +1,13 @@
 """The envelope the log stores for each event, and the codec that reads old shapes as new.
 
 A record of codec 1 is the envelope as a msgpack array (position, stream, version,
-recorded_at, schema_version, actor, correlation_id, idempotency_key, event), the event a
-msgpack map whose ``type`` key is its stable tag. Records of codec 2 (`compact`, written
-since issue 35) say the same in fewer bytes; each record says which it is by its first byte,
-so a log holds both and reads both. Decoding takes one pass with one reused decoder; only an
-event written at an older schema version takes the slow path through the upcasters.
+recorded_at, schema_version, actor, correlation_id, idempotency_key, event[, principal]), the
+event a msgpack map whose ``type`` key is its stable tag; the principal is left out when it is
+`LOCAL` (every record written before issue 36 reads as the local user's). Records of codec 2
+(`compact`, written since issue 35) say the same in fewer bytes; each record says which it is by
+its first byte (and, for an array of 10, its last), so a log holds both and reads both. Decoding
+takes one pass with one reused decoder; only an event written at an older schema version takes
+the slow path through the upcasters.
 """
 
 from __future__ import annotations
@@ -21,10 +23,36 @@ from chronograph.eventstore.errors import UnknownEventError
 from chronograph.eventstore.events import Event, event_type
 from chronograph.eventstore.keys import Stored
 
-__all__ = ["Codec", "Envelope", "SlimEnvelope", "Upcasters", "UPCASTERS"]
+__all__ = ["LOCAL", "Codec", "Envelope", "SlimEnvelope", "Upcasters", "UPCASTERS", "check_principal"]
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 _MARK = bytes([MARK])
+_MARK_PRINCIPAL = bytes([MARK + 1])
+_CODEC_BYTE = bytes([CODEC])
+
+LOCAL = "local"
+"""The principal of an event whose envelope names none: the local user (stdio, a command), and
+every event written before envelopes carried a principal."""
+
+
+def check_principal(principal: str) -> None:
+    """Refuse a principal name a record cannot carry unambiguously.
+
+    A codec-1 record with a principal is an array of 10, as a codec-2 record is; the codec-2
+    record ends in the byte 2 (its codec number), which a name without control characters
+    never ends in.
+
+    Raises:
+        ValueError: If `principal` is empty or holds a control character.
+    """
+    if not principal or not principal.isprintable():
+        raise ValueError(f"{principal!r} is not a principal name (printable characters, not empty)")
+
+
+def _compact(data: Stored) -> bool:
+    """Whether a stored record is of codec 2 (see the module's docstring)."""
+    first = data[:1]
+    return first == _MARK_PRINCIPAL or (first == _MARK and data[-1:] == _CODEC_BYTE)
 
 
 class Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
@@ -43,6 +71,9 @@ class Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """Shared by every event written by one command (one tool call)."""
     idempotency_key: str | None
     event: Event
+    principal: str = LOCAL
+    """Who was authenticated for the call that wrote it: `local` over stdio and in commands, a
+    token's (or an OAuth subject's) name over HTTP. Beside `actor`, which the client names itself."""
 
     @property
     def type(self) -> str:
@@ -65,6 +96,7 @@ class SlimEnvelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
     correlation_id: msgspec.Raw
     idempotency_key: msgspec.Raw
     event: Event
+    principal: str = LOCAL
 
 
 class _Header(msgspec.Struct, frozen=True, array_like=True, gc=False):
@@ -85,6 +117,7 @@ class _RawEnvelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
     correlation_id: str
     idempotency_key: str | None
     event: msgspec.Raw
+    principal: str = LOCAL
 
 
 class Upcasters:
@@ -163,6 +196,8 @@ class Codec:
     def encode(self, envelope: Envelope) -> bytes:
         """The stored bytes of `envelope`, in the codec this one writes."""
         if self.writes == 1:
+            if envelope.principal == LOCAL:  # as records were before envelopes carried one
+                return self._encoder.encode(msgspec.structs.astuple(envelope)[:-1])
             return self._encoder.encode(envelope)
         return self._compact.encode(*msgspec.structs.astuple(envelope))
 
@@ -176,7 +211,7 @@ class Codec:
         Raises:
             UnknownEventError: If the event type or its schema version cannot be read.
         """
-        if data[:1] == _MARK:
+        if _compact(data):
             return self._decode_compact(data)
         try:
             envelope: Envelope = self._decoder.decode(data)  # type: ignore[assignment]  # a subclass of it
@@ -191,7 +226,7 @@ class Codec:
 
         With `slim`, the audit fields are left undecoded (see `SlimEnvelope`).
         """
-        compact = sum(value[:1] == _MARK for value in values)
+        compact = sum(_compact(value) for value in values)
         if compact:
             return self._decode_many_compact(values) if compact == len(values) else [self.decode(v) for v in values]
         buffer = b"\xdd" + struct.pack(">I", len(values)) + b"".join(values)
@@ -230,7 +265,8 @@ class Codec:
             if correlation is None:
                 correlation = calls[call] = call.hex() if isinstance(call, bytes) else call[0]
             out.append(make(record.position, stream(record, event), record.version, record.recorded_at,
-                            record.schema_version, record.actor, correlation, record.idempotency_key, event))
+                            record.schema_version, record.actor, correlation, record.idempotency_key, event,
+                            record.principal))
         return out
 
     def _decode_compact(self, data: Stored) -> Envelope:
@@ -245,7 +281,7 @@ class Codec:
                                                                                                 record.schema_version))
         return self._envelope(record.position, compact.stream(record, event), record.version, record.recorded_at,
                         self._schemas[type(event)], record.actor, compact.correlation(record), record.idempotency_key,
-                        event)
+                        event, record.principal)
 
     def _lift(self, position: int, schema: int, fields_of: Callable[[], dict[str, Any]]) -> Event:
         """An event of a codec-2 record at an older schema, lifted by the upcasters.
@@ -275,6 +311,7 @@ class Codec:
             correlation_id=raw.correlation_id,
             idempotency_key=raw.idempotency_key,
             event=event,
+            principal=raw.principal,
         )
 
     def _event_of(self, position: int, schema: int, fields: dict[str, Any]) -> Event:

@@ -24,7 +24,7 @@ def reenveloped(codec: Codec, original: Envelope, stream: str, event: Event) -> 
     and its stored bytes."""
     envelope = Envelope(
         original.position, stream, original.version, original.recorded_at, codec.schema_of(event),
-        original.actor, original.correlation_id, original.idempotency_key, event,
+        original.actor, original.correlation_id, original.idempotency_key, event, original.principal,
     )
     return envelope, codec.encode(envelope)
 

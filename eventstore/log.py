@@ -132,8 +132,10 @@ class LogTransaction(LogReader, Protocol):
         correlation_id: str | None = None,
         idempotency_key: str | None = None,
         result: bytes | None = None,
+        principal: str = "local",
     ) -> AppendResult:
-        """Append to one or more streams, each checked against its expected version.
+        """Append to one or more streams, each checked against its expected version; each event's
+        envelope names `actor` and `principal` (who was authenticated: `local` in commands).
 
         Raises:
             ConcurrencyError: If a stream is not at the version its write expects.
@@ -212,7 +214,7 @@ class EventLog(Protocol):
         ...
 
     def append(self, writes: Sequence[StreamWrite], *, actor: str, correlation_id: str | None = None,
-               idempotency_key: str | None = None) -> AppendResult:
+               idempotency_key: str | None = None, principal: str = "local") -> AppendResult:
         """Append in a transaction of its own (see `LogTransaction.append`).
 
         Raises:
@@ -223,7 +225,8 @@ class EventLog(Protocol):
         """
 
         def work(tx: LogTransaction) -> AppendResult:
-            return tx.append(writes, actor=actor, correlation_id=correlation_id, idempotency_key=idempotency_key)
+            return tx.append(writes, actor=actor, correlation_id=correlation_id, idempotency_key=idempotency_key,
+                             principal=principal)
 
         return self.transact(work)
 

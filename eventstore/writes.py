@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal, cast
 
 import msgspec
 from chronograph.eventstore import checksums, clock
-from chronograph.eventstore.codec import Codec, Envelope
+from chronograph.eventstore.codec import LOCAL, Codec, Envelope, check_principal
 from chronograph.eventstore.errors import ConcurrencyError, IdempotencyConflictError, StoreCorruptError
 from chronograph.eventstore.events import Event
 from chronograph.eventstore.keys import digest
@@ -202,9 +202,12 @@ class Appender:
         return None if recorded is None else replayed(recorded)
 
     def append(self, writes: Sequence[StreamWrite], *, actor: str, correlation_id: str | None = None,
-               idempotency_key: str | None = None, result: bytes | None = None) -> AppendResult:
+               idempotency_key: str | None = None, result: bytes | None = None, principal: str = LOCAL,
+               ) -> AppendResult:
         """Check every stream against its expected version, then store the events at the
         positions after the head, all with this transaction's timestamp, and run the hooks.
+        Each event's envelope names `actor` (the client's own name) and `principal` (who was
+        authenticated).
 
         With an `idempotency_key` seen before, nothing is written and the first append's
         result is returned (`replayed=True`); `result` is opaque bytes kept with the key.
@@ -212,7 +215,9 @@ class Appender:
         Raises:
             ConcurrencyError: If a stream is not at the version its write expects.
             IdempotencyConflictError: If the key was used for different writes.
+            ValueError: If `principal` is no principal name (see `codec.check_principal`).
         """
+        check_principal(principal)
         fingerprint = b""
         if idempotency_key is not None:
             fingerprint = fingerprint_of(self.codec.encode_event, writes)
@@ -239,7 +244,7 @@ class Appender:
                 position += 1
                 current += 1
                 envelope = Envelope(position, write.stream, current, recorded_at, schema_of(event),
-                                    actor, correlation, idempotency_key, event)
+                                    actor, correlation, idempotency_key, event, principal)
                 stored = encode(envelope)
                 rows.append((position, write.stream, current, recorded_at, checksums.digest(stored), stored))
                 envelopes.append(envelope)

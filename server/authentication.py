@@ -21,7 +21,9 @@ PRINCIPAL_KEY = "chronograph.principal"
 
 
 class Authenticator(Protocol):
-    """Knows some bearer tokens and the principals they stand for."""
+    """Knows some bearer tokens and the principals they stand for. One whose `authenticate` may
+    block (fetch keys over the network) says so with a true class attribute `blocking`: the
+    guard then asks it in a worker thread, and the listener's flood triage does not ask it."""
 
     def authenticate(self, token: str) -> Principal | None:
         """The principal `token` stands for, or None if this authenticator does not know it

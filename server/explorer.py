@@ -14,7 +14,7 @@ endpoint is a GET; nothing here writes.
                                         one entity and its neighbours, or the most connected
     GET /ui/api/entity?workspace=&name= every version (who, when, which call, what changed)
                                         and the history of every relation that named it
-    GET /ui/api/audit?workspace=&actor=&session=&types=&since=&until=&after=&limit=
+    GET /ui/api/audit?workspace=&actor=&principal=&session=&types=&since=&until=&after=&limit=
                                         the change log, newest first (`after` to follow it)
     GET /ui/api/diff?workspace=&from=&to=
                                         what was created, changed, deleted between two moments
@@ -53,7 +53,7 @@ def explorer_routes(runtime: Runtime, *, token: str | None) -> list[Route]:
     """The page and its endpoints, answering from `runtime`'s store."""
 
     async def page(request: Request) -> Response:
-        if token is not None and request.query_params.get("token"):
+        if request.query_params.get("token"):  # the guard let it in: it is the server's, or none is asked
             response: Response = RedirectResponse(UI_PATH + "/", status_code=303)  # the token leaves the address bar
             response.set_cookie(TOKEN_COOKIE, page_token(dict(request.headers), request.scope), httponly=True,
                                 samesite="strict", path=UI_PATH)
@@ -125,7 +125,7 @@ def explorer_routes(runtime: Runtime, *, token: str | None) -> list[Route]:
         if after is not None and not after.isdigit():
             raise ValueError("after: a log position")
         return explorer.audit(memory(), workspace(request), actor=q.get("actor") or None,
-                              session=q.get("session") or None,
+                              by_principal=q.get("principal") or None, session=q.get("session") or None,
                               types=[t for t in q.get("types", "").split(",") if t] or None,
                               since=q.get("since") or None, until=q.get("until") or None,
                               after=int(after) if after else None, limit=number(request, "limit", 100, 1000),

@@ -1,7 +1,11 @@
 """Streamable HTTP: the MCP endpoint at /mcp, /health and /ready, behind one guard.
 
-The guard refuses, before anything else runs: requests without the bearer token when
-one is configured (401; the scheme is case-insensitive, RFC 7235), a Host or Origin
+The guard refuses, before anything else runs: requests without a valid bearer token once
+one is required (401; the scheme is case-insensitive, RFC 7235): when `$CHRONOGRAPH_TOKEN`
+is set, the store has any token (`chronograph token create`) or another authenticator is
+configured. It asks its authenticators (server/authentication.py) in turn and puts the
+principal of the token in the request's scope (`PRINCIPAL_KEY`); without a token required,
+the principal is the local user's, as over stdio. It refuses a Host or Origin
 that is not this server's (DNS rebinding: 421 and 403, saying how to allow a name),
 bodies over the size limit (413). It covers every route, the health probes included, and
 counts the MCP sessions each address holds (server/sessions.py): at its share, a new one
@@ -14,21 +18,24 @@ whose principal then rides the request's scope under PRINCIPAL_KEY.
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import anyio.to_thread
-from chronograph.application.engine.principal import Principal
+from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
+from chronograph.application.engine.tokens import Tokens
 from chronograph.server.addresses import LOOPBACK, WILDCARDS, is_ip, is_loopback, served_names
 from chronograph.server.app import Runtime
 from chronograph.server.authentication import PRINCIPAL_KEY, Authenticator
 from chronograph.server.config import DEFAULT_MAX_BODY
 from chronograph.server.sessions import Sessions
+from chronograph.server.tokens import EnvToken, StoreTokens
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -38,7 +45,7 @@ from starlette.responses import JSONResponse, Response
 if TYPE_CHECKING:
     from chronograph.server.oauth import ProtectedResource
 
-__all__ = ["LOOPBACK", "TOKEN_COOKIE", "UI_PATH", "Guard", "http_app", "page_token"]
+__all__ = ["LOOPBACK", "TOKEN_COOKIE", "UI_PATH", "Guard", "http_app", "page_token", "store_tokens"]
 
 MCP_PATH = "/mcp"
 UI_PATH = "/ui"
@@ -71,8 +78,8 @@ class Guard:
     ) -> None:
         self.app = app
         self.token = token
-        self.authenticators = tuple(authenticators)
-        """Asked in turn for a bearer token that is not `token` (e.g. an OAuth issuer's)."""
+        self.authenticators: list[Authenticator] = [*([EnvToken(token)] if token else []), *authenticators]
+        """Asked in turn for a request's principal; `token` ($CHRONOGRAPH_TOKEN) first."""
         self.resource = resource
         """This server as an OAuth protected resource: its metadata is public, and a 401 points at it."""
         self.hosts = {h.lower() for h in hosts}
@@ -167,20 +174,38 @@ class Guard:
 
         await self.app(closing, _nothing, discard)
 
+    def required(self) -> bool:
+        """Whether a request must present a valid token: an authenticator that can tell (the
+        store's tokens) says whether it has any; any other one configured always asks for one."""
+        return any(getattr(authenticator, "any", lambda: True)() for authenticator in self.authenticators)
+
+    def principal(self, token: str, *, blocking: bool = True) -> Principal | None:
+        """The principal of a bearer token, as the first authenticator that knows it says (without
+        `blocking`, those that may block are not asked)."""
+        token = token.strip()
+        if not token:
+            return None
+        for authenticator in self.authenticators:
+            if not blocking and getattr(authenticator, "blocking", False):
+                continue
+            principal = authenticator.authenticate(token)
+            if principal is not None:
+                return principal
+        return None
+
     def vouches(self, headers: Iterable[tuple[bytes, bytes]]) -> bool:
-        """Whether a request's raw headers carry this server's bearer token (the listener keeps
-        the requests that do, under a flood, and closes the others first)."""
-        if self.token is None:
+        """Whether a request's raw headers carry a valid bearer token (the listener keeps the
+        requests that do, under a flood, and closes the others first)."""
+        if not self.authenticators:
             return False
         for name, value in headers:
             if name.lower() == b"authorization":
                 scheme, _, given = value.decode("latin-1").strip().partition(" ")
-                return scheme.lower() == "bearer" and self._token_is(given)
+                try:
+                    return scheme.lower() == "bearer" and self.principal(given, blocking=False) is not None
+                except Exception:  # noqa: BLE001 (tokens that cannot be read vouch for nobody)
+                    return False
         return False
-
-    def _token_is(self, given: str) -> bool:
-        assert self.token is not None
-        return hmac.compare_digest(given.strip().encode(), self.token.encode())
 
     async def _read_at_most(self, receive: Receive) -> tuple[bytes, bool]:
         parts: list[bytes] = []
@@ -198,19 +223,17 @@ class Guard:
                 return b"".join(parts), True
 
     async def _authenticated(self, token: str) -> Principal | None:
-        """The principal the first authenticator that knows `token` names (asked in a worker
-        thread: an OAuth authenticator may fetch its issuer's keys)."""
-        if not self.authenticators:
-            return None
-
-        def ask() -> Principal | None:
-            for authenticator in self.authenticators:
+        """The principal the first authenticator that knows `token` names: those that may block
+        (an OAuth authenticator fetching its issuer's keys says so with `blocking`) are asked in a
+        worker thread, the others (a digest looked up in memory) at once."""
+        for authenticator in self.authenticators:
+            if getattr(authenticator, "blocking", False):
+                principal = await anyio.to_thread.run_sync(authenticator.authenticate, token)
+            else:
                 principal = authenticator.authenticate(token)
-                if principal is not None:
-                    return principal
-            return None
-
-        return await anyio.to_thread.run_sync(ask)
+            if principal is not None:
+                return principal
+        return None
 
     def _public(self, scope: Scope) -> bool:
         """Whether the request is for the protected-resource metadata (which tells a client
@@ -218,7 +241,8 @@ class Guard:
         return self.resource is not None and scope.get("path", "") in self.resource.paths
 
     def _unauthorized(self, *, invalid: bool) -> Response:
-        response = _error(401, "a valid bearer token is required (Authorization: Bearer ...)")
+        response = _error(401, "a valid bearer token is required (Authorization: Bearer ...); a revoked or "
+                               "expired one is not")
         response.headers["WWW-Authenticate"] = self.resource.challenge(invalid=invalid) if self.resource else "Bearer"
         return response
 
@@ -240,16 +264,23 @@ class Guard:
         origin = headers.get("origin")
         if origin is not None and not self._serves(_hostname(origin.split("://", 1)[-1].lower()), peer):
             return _error(403, f"origin {origin!r} is not allowed; --allow-host adds a name")
-        if (self.token is not None or self.authenticators) and not self._public(scope):
-            scheme, _, given = headers.get("authorization", "").strip().partition(" ")
-            if scheme.lower() != "bearer" and str(scope.get("path", "")).startswith(UI_PATH):
-                given, scheme = page_token(headers, scope), "bearer"  # a browser cannot send the header
-            bearer = scheme.lower() == "bearer" and bool(given.strip())
-            if not (bearer and self.token is not None and self._token_is(given)):
-                principal = await self._authenticated(given.strip()) if bearer else None
-                if principal is None:
-                    return self._unauthorized(invalid=bearer)
-                scope[PRINCIPAL_KEY] = principal
+        principal: Principal | None = LOCAL_PRINCIPAL
+        if not self._public(scope):
+            bearer = False
+            try:
+                required = bool(self.authenticators) and self.required()
+                if required:
+                    scheme, _, given = headers.get("authorization", "").strip().partition(" ")
+                    if scheme.lower() != "bearer" and str(scope.get("path", "")).startswith(UI_PATH):
+                        given, scheme = page_token(headers, scope), "bearer"  # a browser cannot send the header
+                    bearer = scheme.lower() == "bearer" and bool(given.strip())
+                    principal = await self._authenticated(given.strip()) if bearer else None
+            except Exception as error:  # the store's tokens cannot be read (its database is gone): let nobody in
+                _log.warning("cannot read the store's tokens: %s", error)
+                return _error(503, "the store's tokens cannot be read now; retry later")
+            if required and principal is None:
+                return self._unauthorized(invalid=bearer)
+            scope[PRINCIPAL_KEY] = principal
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
             return _error(413, f"request bodies are limited to {self.max_body} bytes")
@@ -326,6 +357,21 @@ class _OncePerMinute(logging.Filter):
         return True
 
 
+class _NoTokenInLinks(logging.Filter):
+    """Blanks the `token` query of the explorer's link in the access log (uvicorn logs each request's
+    path with its query at INFO): a secret is never a log line's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and any(isinstance(arg, str) and "token=" in arg for arg in args):
+            record.args = tuple(_TOKEN_QUERY.sub(r"\1token=(hidden)", arg) if isinstance(arg, str) else arg
+                                for arg in args)
+        return True
+
+
+_TOKEN_QUERY = re.compile(r"([?&])token=[^&\s]*")
+
+
 def http_app(
     server: MCPServer,
     runtime: Runtime,
@@ -337,11 +383,11 @@ def http_app(
     max_sessions: int = 1000,
     sessions_per_address: int = 100,
     session_idle: float = 300.0,
-    authenticators: Sequence[Authenticator] = (),
+    authenticators: Sequence[Authenticator] | None = None,
     resource: ProtectedResource | None = None,
 ) -> Any:
     """The ASGI app: MCP at /mcp, /health and /ready (also under /api/), the explorer at /ui, all
-    behind the `Guard`, which asks `authenticators` for a bearer token that is not `token`;
+    behind the `Guard`, which asks `authenticators` (default: the store's tokens) after `token`;
     with a `resource`, its metadata document at the well-known paths (server/oauth.py)."""
 
     @server.custom_route("/health", methods=["GET"])
@@ -394,6 +440,23 @@ def http_app(
         session_idle_timeout=session_idle, max_sessions=max_sessions,
     )
     logging.getLogger("mcp.server.streamable_http_manager").addFilter(_OncePerMinute())
+    logging.getLogger("uvicorn.access").addFilter(_NoTokenInLinks())
+    _log.addFilter(_OncePerMinute())
     sessions = Sessions(sessions_per_address, max_sessions, session_idle)
+    if authenticators is None:
+        authenticators = [store_tokens(runtime)]
     return Guard(app, token=token, hosts=hosts, max_body=max_body, sessions=sessions, any_ip=host in WILDCARDS,
                  authenticators=authenticators, resource=resource)
+
+
+def store_tokens(runtime: Runtime) -> StoreTokens:
+    """The authenticator of the tokens issued in `runtime`'s store, found when first asked (the
+    store is open by then): a database store's are folded as far as the follower has brought the
+    views. "Last used" is written when the runtime closes, too."""
+
+    def opened() -> tuple[Tokens, Path | None]:
+        return Tokens.of(runtime.memory), Path(runtime.memory.views.env.path)
+
+    authenticator = StoreTokens(opened=opened)
+    runtime.closing.append(authenticator.save)
+    return authenticator

@@ -257,6 +257,9 @@ def _signing_keys(document: Any, source: str) -> list[dict[str, Any]]:
 class OAuthAuthenticator:
     """Accepts the issuer's JWT access tokens for this server; their principal from the grant map."""
 
+    blocking = True
+    """`authenticate` may fetch the issuer's keys: the guard asks it in a worker thread."""
+
     def __init__(self, issuer: str, audience: str, keys: IssuerKeys, grants: GrantMap = DEFAULT_MAP, *,
                  leeway: float = LEEWAY) -> None:
         self.issuer = issuer

@@ -61,6 +61,10 @@ class Runtime:
         self._turns: dict[str, list[Any]] = {}
         """session -> [its lock, calls waiting or running]: a session's calls run one after another."""
         self._memory: Memory | None = None
+        self.closing: list[Callable[[], None]] = []
+        """Work whenever a user of the store closes (saving when tokens were last used): an HTTP
+        server's last close may never come (uvicorn ends the process with the signal it caught,
+        once the app's lifespan, one user, has closed)."""
         self._users = 0
         self._subscribers: dict[int, Any] = {}
         self._sessions: dict[str, str] = {}
@@ -129,6 +133,9 @@ class Runtime:
     def close(self) -> None:
         """One user fewer; the last one closes the store."""
         self._users -= 1
+        if self._memory is not None:
+            for work in self.closing:
+                work()
         if self._users == 0 and self._memory is not None:
             self._memory.close()
             self._memory = None

@@ -2,6 +2,7 @@
 
     chronograph audit                                     the newest 50 events, as a table
     chronograph audit --actor claude-ai --since 2026-11-20 --type entity_deleted
+    chronograph audit --principal alice                   what the token `alice` wrote over HTTP
     chronograph audit --entity Ada --workspace default    every change to Ada (deleted or not)
     chronograph audit --correlation 3f2a... --json        one tool call, as JSON lines
     chronograph audit --follow                            print new events as other processes write them
@@ -41,7 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", help="only this workspace")
     parser.add_argument("--entity", metavar="NAME", help="only changes to this entity (every incarnation)")
     parser.add_argument("--stream", help="only this stream (an entity id, a relation, a context)")
-    parser.add_argument("--actor", help="only changes by this actor")
+    parser.add_argument("--actor", help="only changes by this actor (the name a client gives itself)")
+    parser.add_argument("--principal", metavar="NAME",
+                        help="only changes made for this principal (local, or a token's name)")
     parser.add_argument("--type", action="append", dest="types", metavar="TYPE",
                         help="only this event type (repeatable), e.g. entity_deleted")
     parser.add_argument("--correlation", metavar="ID", help="only the changes of one tool call")
@@ -80,6 +83,8 @@ class Filter:
         if self.types and envelope.type not in self.types:
             return False
         if args.actor and envelope.actor != args.actor:
+            return False
+        if args.principal and envelope.principal != args.principal:
             return False
         if args.correlation and envelope.correlation_id != args.correlation:
             return False
@@ -153,8 +158,8 @@ def _run(store: OpenStore, args: argparse.Namespace) -> int:
         for row in rows:
             _print_json(row)
     else:
-        print_rows(["position", "recorded", "actor", "type", "workspace", "subject", "version", "call"],
-                   [[r.position, r.recorded_at, r.actor, r.type, r.workspace, r.subject, r.version,
+        print_rows(["position", "recorded", "actor", "principal", "type", "workspace", "subject", "version", "call"],
+                   [[r.position, r.recorded_at, r.actor, r.principal, r.type, r.workspace, r.subject, r.version,
                      str(r.correlation_id)[:12]] for r in rows], title="events")
     if args.follow:
         _follow(store, views, args, head)
@@ -181,13 +186,14 @@ def _follow(store: OpenStore, views: Views | None, args: argparse.Namespace, see
                         if args.json:
                             _print_json(row)
                         else:
-                            print(f"{row.position}  {row.recorded_at}  {row.actor}  {row.type}  "
-                                  f"{row.workspace}  {row.subject}", flush=True)
+                            print(f"{row.position}  {row.recorded_at}  {row.actor}  {row.principal}  "
+                                  f"{row.type}  {row.workspace}  {row.subject}", flush=True)
             seen = head
 
 
 def _stats(rows: Sequence[AuditEventOut]) -> None:
-    for title, key in (("per actor", "actor"), ("per event type", "type"), ("per day", "day")):
+    for title, key in (("per actor", "actor"), ("per principal", "principal"), ("per event type", "type"),
+                       ("per day", "day")):
         counts = Counter(r.recorded_at[:10] if key == "day" else getattr(r, key) for r in rows)
         print_rows([key, "events"], sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])), title=title)
 

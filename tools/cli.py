@@ -10,6 +10,7 @@
     chronograph ui                           the graph and its history in a browser
     chronograph context / hooks claude-code  recall at a session's start, from a client's hooks
     chronograph suggest                      duplicates to merge, stale facts to invalidate
+    chronograph token create|list|revoke     bearer tokens for HTTP: a principal and its grants
 
 Each subcommand is a module with `add_arguments(parser)` and `run(args)`; the MCP SDK is
 imported only when a server starts.
@@ -42,6 +43,7 @@ SUBCOMMANDS = {
     "suggest": ("chronograph.tools.suggest", "suggest duplicates to merge and stale facts to invalidate"),
     "hooks": ("chronograph.tools.hooks", "print or write a client's hooks that recall memory at each session"),
     "copy": ("chronograph.tools.copy_store", "copy a store's log between LMDB and PostgreSQL, checked event for event"),
+    "token": ("chronograph.tools.tokens", "issue, list and revoke bearer tokens for HTTP (a principal, its grants)"),
 }
 """name -> (module, one-line help)."""
 

@@ -310,17 +310,25 @@ def run(args: argparse.Namespace) -> int:
         except OSError as error:
             print(f"chronograph: cannot listen on {args.host}:{args.port}: {error.strerror}", file=sys.stderr)
             return 2
-        token = os.environ.get(TOKEN_ENV) or None
-        guarded = token or ("oauth" if authenticators else None)  # an issuer's tokens guard it as well
-        if not may_listen("chronograph", sock, guarded, args.allow_network_without_token, "read and write the memory"):
-            sock.close()
-            return 2
     runtime = Runtime(settings, offload=args.http)
     try:
         adopt_memory_file(runtime.open())
     except (EventStoreError, ProjectionError, ChronographError) as error:
         print(f"chronograph: {error}", file=sys.stderr)
+        if sock is not None:
+            sock.close()
         return 2
+    tokens = None
+    if sock is not None:
+        from chronograph.server.http import store_tokens
+
+        tokens = store_tokens(runtime)
+        token = os.environ.get(TOKEN_ENV) or ("(the store's tokens)" if tokens.any() else None)
+        token = token or ("(an issuer's access tokens)" if authenticators else None)
+        if not may_listen("chronograph", sock, token, args.allow_network_without_token, "read and write the memory"):
+            sock.close()
+            runtime.close()
+            return 2
     try:
         version = chronograph.__version__
         if sock is None:
@@ -349,12 +357,13 @@ def run(args: argparse.Namespace) -> int:
         app = http_app(server, runtime, host=args.host, token=token, allowed_hosts=args.allow_host,
                        max_body=args.max_body, max_sessions=args.max_sessions,
                        sessions_per_address=args.sessions_per_address, session_idle=args.session_idle,
-                       authenticators=authenticators, resource=resource)
+                       authenticators=[*([] if tokens is None else [tokens]), *authenticators],
+                       resource=resource)
+        required = app.required()
         hosts = sorted(app.hosts - {"[::1]"})
         url = announced(args.host, sock.getsockname()[1], "/mcp")  # the port bound (--port 0: any free one)
         print(f"chronograph {version}: serving {settings.store} at {url} "
-              f"(profile {settings.profile}{'; bearer token required' if token or authenticators else ''})",
-              file=sys.stderr)
+              f"(profile {settings.profile}{'; bearer token required' if required else ''})", file=sys.stderr)
         if resource is not None:
             print(f"chronograph: accepting access tokens of {args.auth_issuer} for {args.audience}; "
                   f"metadata at {resource.metadata_url}", file=sys.stderr)

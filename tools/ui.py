@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         from chronograph.server.addresses import WILDCARDS, announced, served_names
         from chronograph.server.explorer import explorer_routes
-        from chronograph.server.http import Guard
+        from chronograph.server.http import Guard, store_tokens
         from starlette.applications import Starlette
         from starlette.responses import JSONResponse, RedirectResponse
         from starlette.routing import Route
@@ -89,13 +89,14 @@ def run(args: argparse.Namespace) -> int:
 
         app = Starlette(routes=[Route("/", home), Route("/health", health), *explorer_routes(runtime, token=token)])
         guarded = Guard(app, token=token, hosts=served_names(args.host, args.allow_host),
-                        any_ip=args.host in WILDCARDS)
+                        any_ip=args.host in WILDCARDS, authenticators=[store_tokens(runtime)])
+        required = guarded.required()
         link = announced(args.host, sock.getsockname()[1], "/ui/")  # the port bound (--port 0: any free one)
-        print(f"chronograph ui: {store} at {link}{'?token=...' if token else ''} (read-only)", file=sys.stderr,
+        print(f"chronograph ui: {store} at {link}{'?token=...' if required else ''} (read-only)", file=sys.stderr,
               flush=True)  # whatever stderr is (a pipe, a file, a terminal): the link is needed now
-        if token:
-            print("chronograph ui: open the link with ?token= and your $CHRONOGRAPH_TOKEN once; the page keeps it "
-                  "as a cookie", file=sys.stderr, flush=True)
+        if required:
+            print("chronograph ui: open the link with ?token= and a token of the store (chronograph token create) or "
+                  "your $CHRONOGRAPH_TOKEN once; the page keeps it as a cookie", file=sys.stderr, flush=True)
         serve(guarded, sock, vouch=guarded.vouches)
         return 0
     finally:

@@ -33,6 +33,7 @@ from chronograph.eventstore.teamevents import (
     TagAttached,
     TagCreated,
 )
+from chronograph.eventstore.tokenevents import TokenIssued, TokenRevoked
 from chronograph.projections import changes_of
 from msgspec import UNSET, Meta, UnsetType
 
@@ -46,6 +47,7 @@ class GetAuditLog(ReadArgs, kw_only=True):
     all_workspaces: Annotated[bool, D(description="Every workspace")] = False
     entity_name: Annotated[Name, D(description="Only this entity")] | UnsetType = UNSET
     actor: Annotated[Text, D(description="Only this actor")] | UnsetType = UNSET
+    principal: Annotated[Text, D(description="Only this principal")] | UnsetType = UNSET
     event_types: Annotated[list[Annotated[str, Meta(max_length=64)]], Meta(max_length=32), D(
         description="Only these event types")] | UnsetType = UNSET
     since: Annotated[str, D(description="ISO-8601, inclusive")] | UnsetType = UNSET
@@ -72,6 +74,7 @@ class AuditEventOut(Out, kw_only=True):
     version: int
     recorded_at: str
     actor: Annotated[str, D(description="Who made the change (MCP client or --actor)")]
+    principal: Annotated[str, D(description="Who was authenticated (local, or a token's name)")]
     correlation_id: Annotated[str, D(description="Shared by every change of one tool call")] | UnsetType = UNSET
     type: str
     workspace: str
@@ -132,21 +135,25 @@ def _team_subject(event: object) -> str | None:
         return f"tag {event.name!r}" if isinstance(event, TagCreated) else f"tags of {event.entry_id}"
     if isinstance(event, ConflictDetected):
         return f"conflict on {event.entry_id}"
+    if isinstance(event, TokenIssued | TokenRevoked):
+        return f"token {event.name}"
     return None
 
 
 def event_out(envelope: Envelope, workspace: str, subject: str, *, ids: bool = True) -> AuditEventOut:
     """One event as the audit log shows it; without `ids`, leaving out the stream and call ids
     (internal: an agent pays for their tokens and has no tool that takes them)."""
-    out = AuditEventOut(**stamp(envelope), type=envelope.type, workspace=workspace, subject=subject,
-                        data=changes_of(envelope))
+    data = changes_of(envelope)
+    data.pop("digest", None)  # a token's: no reader needs it (nothing of a secret leaves the log)
+    out = AuditEventOut(**stamp(envelope), principal=envelope.principal, type=envelope.type, workspace=workspace,
+                        subject=subject, data=data)
     if not ids:
         out.stream = out.correlation_id = UNSET
     return out
 
 
 @CORE.query("get_audit_log", "Audit Log",
-            "The change log, newest first: who changed what, when; filter by entity, actor, type or time")
+            "The change log, newest first: who changed what, when; filter by entity, actor, principal, type or time")
 def get_audit_log(memory: Memory, args: GetAuditLog) -> AuditOut:
     """Events matching the filters, paged, in `order`."""
     with memory.timeline.at("get_audit_log") as moment:
@@ -186,6 +193,8 @@ def get_audit_log(memory: Memory, args: GetAuditLog) -> AuditOut:
             if types is not None and envelope.type not in types:
                 continue
             if args.actor is not UNSET and envelope.actor != args.actor:
+                continue
+            if args.principal is not UNSET and envelope.principal != args.principal:
                 continue
             workspace, subject = subjects.of(envelope)
             if not (readable(workspace) if args.all_workspaces else workspace == args.workspace):

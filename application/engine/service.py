@@ -279,7 +279,8 @@ class Memory:
 
     def call(self, tool: Tool | str, arguments: dict[str, Any], *, actor: str = "unknown",
              principal: Principal = LOCAL_PRINCIPAL) -> Written:
-        """Run `tool` with raw `arguments` for `principal`; a command's events are recorded as `actor`'s.
+        """Run `tool` with raw `arguments` for `principal`; a command's events are recorded as
+        `actor`'s (the client's own name) and `principal`'s (who was authenticated).
 
         Raises:
             ForbiddenError: If `principal` lacks a grant the call needs; nothing was read or written.
@@ -295,7 +296,8 @@ class Memory:
         self, tool: Tool | str, arguments: dict[str, Any], *, actor: str, correlation_id: str | None = None,
         principal: Principal = LOCAL_PRINCIPAL,
     ) -> Written:
-        """Run the command `tool` with raw `arguments` for `principal`, recording `actor` on its events.
+        """Run the command `tool` with raw `arguments` for `principal`, recording `actor` and
+        `principal`'s name on its events.
 
         `correlation_id` (default: a new one) lets several calls share one, as an import does.
 
@@ -314,13 +316,14 @@ class Memory:
                 before(self, spec, args)
             if spec.reads and getattr(args, "action", None) in spec.reads:
                 return Written(self._answer(spec, args), changed=False, workspaces=workspaces)
-            written = self._write(spec, args, actor=actor, correlation_id=correlation_id)
+            written = self._write(spec, args, actor=actor, correlation_id=correlation_id,
+                                 principal=principal.name)
             written = msgspec.structs.replace(written, workspaces=workspaces)
             for after in self.after_write:
                 after(self, spec, args, written)
             return written
 
-    def _write(self, spec: Tool, args: Any, *, actor: str, correlation_id: str | None) -> Written:
+    def _write(self, spec: Tool, args: Any, *, actor: str, correlation_id: str | None, principal: str) -> Written:
         workspace: str = getattr(args, "workspace", "default")
         request_id = getattr(args, "request_id", UNSET)
         key = None if request_id is UNSET else f"{spec.name}\x00{workspace}\x00{request_id}"
@@ -355,7 +358,8 @@ class Memory:
                         _Remembered(fingerprint, msgspec.Raw(msgspec.msgpack.encode(output)))
                     )
                 appended = tx.append(
-                    writes, actor=actor, correlation_id=correlation, idempotency_key=key, result=result
+                    writes, actor=actor, correlation_id=correlation, idempotency_key=key, result=result,
+                    principal=principal,
                 )
                 batch.confirm(appended)
             return Written(output, changed=bool(writes))

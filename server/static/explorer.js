@@ -365,7 +365,8 @@ function auditParams() {
 function feedItem(e, fresh) {
   return el("li", {class: fresh ? "new" : "", "data-position": e.position},
     el("strong", {}, e.type), " ", e.subject, el("div", {class: "muted"},
-      `${e.recordedAt} · ${e.actor} · position ${e.position}`));
+      `${e.recordedAt} · ${e.actor}` + (e.principal && e.principal !== "local" ? ` (as ${e.principal})` : "")
+      + ` · position ${e.position}`));
 }
 
 async function loadFeed() {

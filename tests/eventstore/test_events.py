@@ -45,6 +45,8 @@ STABLE_TAGS = {
     "EntityForgotten": "entity_forgotten",
     "EntityRestored": "entity_restored",
     "EntryForgotten": "entry_forgotten",
+    "TokenIssued": "token_issued",
+    "TokenRevoked": "token_revoked",
 }
 
 
@@ -64,6 +66,7 @@ def test_every_event_is_named_in_the_past_tense(cls: type) -> None:
         "Invalidated",
         "Attached", "Detached",
         "CheckedOut", "CheckedIn", "Unlocked", "Detected", "Resolved", "Reset", "Erased", "Forgotten", "Restored",
+        "Issued", "Revoked",
     ))
 
 

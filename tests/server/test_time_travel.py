@@ -151,7 +151,8 @@ async def test_the_audit_log_leaves_the_internal_ids_out_unless_asked(
 ) -> None:
     await ada_lifecycle(client, clock)
     [brief] = (await call(client, "get_audit_log", {"limit": 1}))["events"]
-    assert set(brief) == {"position", "version", "recordedAt", "actor", "type", "workspace", "subject", "data"}
+    assert set(brief) == {"position", "version", "recordedAt", "actor", "principal", "type", "workspace", "subject",
+                          "data"}
     [full] = (await call(client, "get_audit_log", {"limit": 1, "includeIds": True}))["events"]
     assert full["stream"].startswith("entity-") and len(full["correlationId"]) == 32
     assert {k: v for k, v in full.items() if k not in ("stream", "correlationId")} == brief

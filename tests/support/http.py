@@ -46,7 +46,9 @@ async def session(base: str) -> AsyncIterator[Client]:
 
 
 def start(tmp_path: Path, token: str | None, *extra: str, store: str | None = None,
-          processes: list[subprocess.Popen[str]] | None = None) -> Iterator[str]:
+          processes: list[subprocess.Popen[str]] | None = None, bearer: str | None = None) -> Iterator[str]:
+    """A server on a free port (`token`: its $CHRONOGRAPH_TOKEN; `bearer`: the token its probe
+    presents, when the store has tokens of its own)."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("CHRONOGRAPH_TOKEN", None)
@@ -60,7 +62,7 @@ def start(tmp_path: Path, token: str | None, *extra: str, store: str | None = No
     if processes is not None:
         processes.append(process)
     base = f"http://127.0.0.1:{port}"
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    headers = {"Authorization": f"Bearer {bearer or token}"} if bearer or token else {}
     deadline = time.monotonic() + 60
     while True:
         try:

@@ -87,3 +87,22 @@ def test_the_memory_under_audit_is_never_written(history_store: Path, capsys) ->
     lines(capsys, "--store", str(history_store))
     with Memory(history_store) as memory:
         assert memory.log.head() == 6
+
+
+def test_the_principal_is_shown_and_filtered(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from chronograph.application.engine.principal import Principal  # noqa: PLC0415
+
+    store = tmp_path / "store"
+    with Memory(store) as memory:
+        memory.write("create_entities", {"entities": [{"name": "Ada", "entityType": "p", "observations": []}]},
+                     actor="claude", principal=Principal("alice", {"*": "write"}))
+        memory.write("create_entities", {"entities": [{"name": "Bob", "entityType": "p", "observations": []}]},
+                     actor="claude")
+    assert [(e["subject"], e["principal"]) for e in lines(capsys, "--store", str(store), "--principal", "alice")] == [
+        ("Ada", "alice")]
+    assert [e["subject"] for e in lines(capsys, "--store", str(store), "--principal", "local")] == ["Bob"]
+    assert main(["--store", str(store)]) == 0
+    table = capsys.readouterr().out
+    assert "principal" in table.splitlines()[1] and "alice" in table
+    assert main(["--store", str(store), "--stats"]) == 0
+    assert "per principal" in capsys.readouterr().out
