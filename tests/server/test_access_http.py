@@ -35,24 +35,27 @@ BASE = "http://127.0.0.1"
 @asynccontextmanager
 async def served(tmp_path: Path) -> AsyncIterator[tuple[Runtime, Any]]:
     """An HTTP server in process (its lifespan run) whose requests carry the principal their
-    `X-Test-Principal` header names, as an authenticator would put it in the scope."""
+    `X-Test-Principal` header names, as an authenticator would put it in the scope (behind the
+    guard, which finds no token required and says `local`)."""
     settings = Settings(store=tmp_path / "store", embeddings="off")
     runtime = Runtime(settings, offload=True)
     guarded = http_app(create_server(settings, runtime), runtime, host="127.0.0.1", token=None)
 
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    starlette = guarded.app
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:  # behind the guard, which says `local`
         if scope["type"] == "http":
             name = dict(scope["headers"]).get(b"x-test-principal")
             if name is not None:
                 scope = {**scope, PRINCIPAL_KEY: PRINCIPALS[name.decode()]}
-        await guarded(scope, receive, send)
+        await starlette(scope, receive, send)
 
-    starlette = guarded.app
+    guarded.app = app
     async with starlette.router.lifespan_context(starlette):
         for workspace, name in (("alpha", "AlphaOne"), ("bravo", "BravoOne")):
             runtime.memory.write("create_entities", {"workspace": workspace, "entities": [
                 entity(name, "thing", f"{workspace}-fact")]}, actor="setup")
-        yield runtime, app
+        yield runtime, guarded
 
 
 def http(app: Any, who: str) -> httpx2.AsyncClient:
