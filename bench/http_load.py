@@ -280,15 +280,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", metavar="CMD", help='another Chronograph, e.g. "/work/before/.venv/bin/python '
                                                           '-m chronograph"')
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                        help="keep the built store in DIR and use it again in later runs of the same size")
     args = parser.parse_args(argv)
     results: dict[str, Any] = {"mode": args.mode, "entities": args.entities, "seconds": args.seconds}
     with tempfile.TemporaryDirectory(prefix="bench-http-") as base:
         root = Path(base)
         workload = Workload(seed=5)
         if args.mode != "admit":
-            print(f"building a store of {args.entities:,} entities ...", file=sys.stderr)
             (root / "built").mkdir()
-            workload = build_store(root / "built" / "store", args.entities)
+            kept = args.keep / f"store-{args.entities}" if args.keep else None
+            if kept is not None and kept.exists():
+                shutil.copytree(kept, root / "built" / "store")
+            else:
+                print(f"building a store of {args.entities:,} entities ...", file=sys.stderr)
+                build_store(root / "built" / "store", args.entities)
+                if kept is not None:
+                    shutil.copytree(root / "built" / "store", kept)
         servers: dict[str, Server] = {}
         try:
             for label, command in targets(args.baseline):  # all up at once; measured in turn, level by level
