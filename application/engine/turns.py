@@ -30,7 +30,7 @@ _MARK = "\x00chronograph-turn-{}\x00"
 def builtins_in_turns(items: list[Any]) -> list[Any]:
     """`msgspec.to_builtins(items)`, converted `TURN` items at a time."""
     if len(items) <= TURN:
-        return msgspec.to_builtins(items)  # type: ignore[no-any-return]
+        return msgspec.to_builtins(items)
     out: list[Any] = []
     for start in range(0, len(items), TURN):
         out.extend(msgspec.to_builtins(items[start:start + TURN]))

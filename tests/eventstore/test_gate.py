@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import lmdb
-import pytest
 from chronograph.eventstore.lmdb.env import LmdbEnv
 from chronograph.eventstore.lmdb.gate import Gate
 
