@@ -156,7 +156,8 @@ def export_graph(memory: Memory, args: ExportGraph) -> ExportOut:
     """The graph rendered in `format`, returned, or written inside the export directory."""
     with memory.timeline.at("export_graph", args.as_of) as moment:  # every fact, true now or not
         graph: dict[str, Any] = {  # whole records, timestamps too, made in turns (see turns.py)
-            "entities": builtins_in_turns([entity_out(e, metadata=True) for e in moment.graph.entities(args.workspace)]),
+            "entities": builtins_in_turns([
+                entity_out(e, metadata=True) for e in moment.graph.entities(args.workspace)]),
             "relations": builtins_in_turns([
                 relation_out(r, metadata=True) for r in moment.graph.relations(args.workspace)])}
     context = read_context(memory, ReadContext(workspace=args.workspace, as_of=args.as_of))
