@@ -16,6 +16,7 @@ chronograph") one after the other on the same machine in the same run.
 - long: one session loops a long call (a whole read_graph, a search matching most entities,
   an export of the whole graph, or read_graph {} refused for its size) while 4 others loop open_nodes;
   prints the 4's p50/p99 alone and beside the long call, and the server's RSS.
+- --keep DIR keeps the built store (DIR/store-N) and copies it from there in later runs.
 - admit: --openings initializes at once from one address with --sessions-per-address
   --quota; prints how many were answered 200 and 429 and how many sessions are alive after.
 """
