@@ -3,8 +3,9 @@
 Over HTTP, reads run in threads beside each other and the event loop; the GIL passes between
 them every millisecond (`sys.setswitchinterval`), but only between bytecodes: one call into C
 keeps it to the end. msgspec's `to_builtins` over the 50,000 entities of an export, its
-encoding of the 20 MB answer and the formatting of its text block each held the interpreter
-35-40 ms, and every short call waiting beside it waited that long, several times a call. The
+encoding of the whole-graph answer (tens of MB) and the formatting of its text block each
+held the interpreter 35-40 ms, and every short call beside it waited that long, at each of
+its hops between the event loop and a worker thread. The
 functions here give the same result as the one call, made of calls over `TURN` items (or
 `TURN_CHARS` characters) each, so that no stretch of C outlasts a few milliseconds.
 """
