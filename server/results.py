@@ -70,8 +70,6 @@ OFFICIAL_DELETED = {
 """What the official server says after each deletion, whatever it deleted."""
 
 _encoder = msgspec.json.Encoder()
-_ONE_TURN = 1 << 18
-"""Bytes of JSON formatted in one call (a big answer's text is formatted anew, in turns)."""
 
 
 def pretty(value: Any) -> str:
@@ -148,7 +146,7 @@ def reply(output: msgspec.Struct, *, tool: str = "", limit: int | None = None, e
     if isinstance(output, DeletedOut):
         text = output.message
     elif printed is value:
-        text = formatted(value) if len(raw) > _ONE_TURN else msgspec.json.format(raw, indent=2).decode()
+        text = formatted(value, raw)
     else:
         text = pretty(printed)
     text_json = encoded(text)

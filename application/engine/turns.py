@@ -49,13 +49,14 @@ def encoded(value: Any) -> bytes:
     return _spliced(_encoder.encode(template), {mark: _encoded_big(item) for mark, item in big.items()})
 
 
-def formatted(value: Any) -> str:
-    """`msgspec.json.format(msgspec.json.encode(value), indent=2)`, as text, built in turns."""
+def formatted(value: Any, raw: bytes | None = None) -> str:
+    """`msgspec.json.format(msgspec.json.encode(value), indent=2)`, as text, built in turns
+    (`raw`: the JSON of `value` when the caller has it, formatted whole if `value` has no big part)."""
     if _big(value):
         return _formatted_big(value, 0)
     template, big = _split(value)
     if not big:
-        return msgspec.json.format(_encoder.encode(value), indent=2).decode()
+        return msgspec.json.format(_encoder.encode(value) if raw is None else raw, indent=2).decode()
     text = msgspec.json.format(_encoder.encode(template), indent=2)
     return _spliced(text, {mark: _formatted_big(item, 1).encode() for mark, item in big.items()}).decode()
 
