@@ -16,6 +16,7 @@ chronograph") one after the other on the same machine in the same run.
 - long: one session loops a long call (a whole read_graph, a search matching most entities,
   an export of the whole graph, or read_graph {} refused for its size) while 4 others loop open_nodes;
   prints the 4's p50/p99 alone and beside the long call, and the server's RSS.
+- --keep DIR keeps the built store (DIR/store-N) and copies it from there in later runs.
 - admit: --openings initializes at once from one address with --sessions-per-address
   --quota; prints how many were answered 200 and 429 and how many sessions are alive after.
 """
@@ -280,15 +281,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", metavar="CMD", help='another Chronograph, e.g. "/work/before/.venv/bin/python '
                                                           '-m chronograph"')
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                        help="keep the built store in DIR and use it again in later runs of the same size")
     args = parser.parse_args(argv)
     results: dict[str, Any] = {"mode": args.mode, "entities": args.entities, "seconds": args.seconds}
     with tempfile.TemporaryDirectory(prefix="bench-http-") as base:
         root = Path(base)
         workload = Workload(seed=5)
         if args.mode != "admit":
-            print(f"building a store of {args.entities:,} entities ...", file=sys.stderr)
             (root / "built").mkdir()
-            workload = build_store(root / "built" / "store", args.entities)
+            kept = args.keep / f"store-{args.entities}" if args.keep else None
+            if kept is not None and kept.exists():
+                shutil.copytree(kept, root / "built" / "store")
+            else:
+                print(f"building a store of {args.entities:,} entities ...", file=sys.stderr)
+                build_store(root / "built" / "store", args.entities)
+                if kept is not None:
+                    shutil.copytree(root / "built" / "store", kept)
         servers: dict[str, Server] = {}
         try:
             for label, command in targets(args.baseline):  # all up at once; measured in turn, level by level

@@ -15,6 +15,7 @@ from chronograph.application import ReplyTooLargeError
 from chronograph.application.core.entities import AddObservationsOut
 from chronograph.application.core.graph import GraphPageOut
 from chronograph.application.engine.outputs import DeletedOut, EntitiesOut, ObjectOut, RelationsOut, official_shape
+from chronograph.application.engine.turns import encoded, formatted
 from chronograph.application.errors import ChronographError
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ _encoder = msgspec.json.Encoder()
 
 def pretty(value: Any) -> str:
     """JSON with two-space indent, non-ASCII kept: what JSON.stringify(value, null, 2) prints."""
-    return msgspec.json.format(_encoder.encode(value), indent=2).decode()
+    return formatted(value)  # in turns: a whole graph's text would hold the GIL ~40 ms
 
 
 def text_of(output: msgspec.Struct) -> str:
@@ -140,15 +141,15 @@ def reply(output: msgspec.Struct, *, tool: str = "", limit: int | None = None, e
             meta = {ASIDE_META.format(_camel(name)): msgspec.to_builtins(value) for name, value in aside.items()}
         output = official_shape(output)
     value = output.reply if isinstance(output, ObjectOut) else output
-    raw = _encoder.encode(value)  # each form encoded once: the size is theirs, and a transport sends them
-    printed = _printed(output)
+    raw = encoded(value)  # each form encoded once: the size is theirs, and a transport sends them
+    printed = _printed(output)  # (each in turns, so that other threads' calls get the GIL between slices)
     if isinstance(output, DeletedOut):
         text = output.message
     elif printed is value:
-        text = msgspec.json.format(raw, indent=2).decode()
+        text = formatted(value, raw)
     else:
         text = pretty(printed)
-    text_json = _encoder.encode(text)
+    text_json = encoded(text)
     if limit is not None:
         size = len(text_json) + len(raw)
         if size > limit:

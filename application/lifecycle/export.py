@@ -17,6 +17,7 @@ from chronograph.application.engine.exportdir import ExportRefused
 from chronograph.application.engine.outputs import Out, entity_out, relation_out
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
+from chronograph.application.engine.turns import builtins_in_turns
 from chronograph.application.errors import InvalidArgumentsError, StorageError
 from msgspec import UNSET, Meta, UnsetType
 
@@ -154,10 +155,11 @@ class ExportOut(Out, kw_only=True):
 def export_graph(memory: Memory, args: ExportGraph) -> ExportOut:
     """The graph rendered in `format`, returned, or written inside the export directory."""
     with memory.timeline.at("export_graph", args.as_of) as moment:  # every fact, true now or not
-        graph = {"entities": msgspec.to_builtins([  # whole records, timestamps too
-                     entity_out(e, metadata=True) for e in moment.graph.entities(args.workspace)]),
-                 "relations": msgspec.to_builtins([
-                     relation_out(r, metadata=True) for r in moment.graph.relations(args.workspace)])}
+        graph: dict[str, Any] = {  # whole records, timestamps too, made in turns (see turns.py)
+            "entities": builtins_in_turns([
+                entity_out(e, metadata=True) for e in moment.graph.entities(args.workspace)]),
+            "relations": builtins_in_turns([
+                relation_out(r, metadata=True) for r in moment.graph.relations(args.workspace)])}
     context = read_context(memory, ReadContext(workspace=args.workspace, as_of=args.as_of))
     if context.version:
         graph["context"] = {key: value for key, value in msgspec.to_builtins(context).items()

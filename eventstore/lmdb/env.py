@@ -235,33 +235,38 @@ class LmdbEnv:
         if self.readonly:
             raise EventStoreError(f"the store at {self.path} is open read-only")
         while True:
-            with self._transaction(write=True) as txn:
-                try:
-                    outcome = work(txn)
-                    txn.commit()
-                    return outcome
-                except lmdb.MapFullError:
-                    txn.abort()
-                except lmdb.DiskError:
-                    txn.abort()
-                    raise StorageFullError(
-                        f"the disk holding {self.path} is full; nothing was written. "
-                        "Free some space and retry"
-                    ) from None
-                except _DAMAGE as error:
-                    txn.abort()
-                    raise self.damaged(error) from None
-                except StoreCorruptError as error:
-                    txn.abort()
-                    raise self.located(error) from None
-                except lmdb.Error as error:
-                    txn.abort()
-                    if any(sign in str(error) for sign in _FAILING_DISK):
+            try:
+                with self._transaction(write=True) as txn:
+                    try:
+                        outcome = work(txn)
+                        txn.commit()
+                        return outcome
+                    except lmdb.MapFullError:
+                        self.gate.claim()  # first: readers stop coming before this thread lets go of the GIL
+                        txn.abort()
+                    except lmdb.DiskError:
+                        txn.abort()
                         raise StorageFullError(
-                            f"the disk holding {self.path} is full or failing ({error}); nothing was written. "
-                            "Free some space (or check the disk) and retry"
+                            f"the disk holding {self.path} is full; nothing was written. "
+                            "Free some space and retry"
                         ) from None
-                    raise
+                    except _DAMAGE as error:
+                        txn.abort()
+                        raise self.damaged(error) from None
+                    except StoreCorruptError as error:
+                        txn.abort()
+                        raise self.located(error) from None
+                    except lmdb.Error as error:
+                        txn.abort()
+                        if any(sign in str(error) for sign in _FAILING_DISK):
+                            raise StorageFullError(
+                                f"the disk holding {self.path} is full or failing ({error}); nothing was written. "
+                                "Free some space (or check the disk) and retry"
+                            ) from None
+                        raise
+            except BaseException:
+                self.gate.unclaim()
+                raise
             with self.gate.remapping():  # the map is full: grow it, with no transaction of this process open
                 self._grow()
 
@@ -284,17 +289,22 @@ class LmdbEnv:
         """A transaction, through the gate; aborted at the end unless committed. A map another
         process grew is taken on (a remap: alone) and the transaction begun again."""
         while True:
-            with self.gate.transaction():
-                try:
-                    txn = self._begin_write() if write else self.env.begin()
-                except lmdb.MapResizedError:
-                    txn = None
-                if txn is not None:
+            try:
+                with self.gate.transaction():
                     try:
-                        yield txn
-                    finally:
-                        txn.abort()
-                    return
+                        txn = self._begin_write() if write else self.env.begin()
+                    except lmdb.MapResizedError:  # another process grew the map: take it on, alone
+                        self.gate.claim()  # before anything lets go of the GIL (see `Gate.claim`)
+                        txn = None
+                    if txn is not None:
+                        try:
+                            yield txn
+                        finally:
+                            txn.abort()
+                        return
+            except BaseException:
+                self.gate.unclaim()
+                raise
             with self.gate.remapping():
                 self.env.set_mapsize(0)
 

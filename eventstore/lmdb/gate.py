@@ -8,6 +8,13 @@ points into. So each transaction passes the gate shared, and a remap passes it a
 waits for the transactions of other threads to end, and new ones wait for it (a waiting
 remap goes first, so that a stream of readers cannot hold it off). A thread that holds a
 transaction may always begin another (it would otherwise wait for itself).
+
+A thread that finds it must remap (a full map, a map grown by another process) `claim`s
+the gate at once, before it ends its transaction: ending one lets go of the GIL, and
+threads that read without pause pass the GIL between each other so fast that the one
+waiting for it got it back only seconds later (`docs/decisions.md`, "Calls that don't wait
+for each other"). From the claim on, new transactions of other threads wait; those open
+end, their threads sleep at the gate, and the claimant has the interpreter to itself.
 """
 
 from __future__ import annotations
@@ -28,8 +35,8 @@ class Gate:
         """Transactions open in this process."""
         self._remapping: int | None = None
         """The thread remapping now."""
-        self._waiting = 0
-        """Threads waiting to remap."""
+        self._wanting: set[int] = set()
+        """Threads that want to remap: from the moment one says so, no other thread's transaction begins."""
         self._mine = threading.local()
 
     def _held(self) -> int:
@@ -42,7 +49,7 @@ class Gate:
         me = threading.get_ident()
         with self._changed:
             if not held and self._remapping != me:
-                while self._remapping is not None or self._waiting:
+                while self._remapping is not None or self._wanting:
                     self._changed.wait()
             self._open += 1
         self._mine.count = held + 1
@@ -59,23 +66,50 @@ class Gate:
         """Pass alone: no other thread of this process holds a transaction for the `with` block."""
         me = threading.get_ident()
         if self._remapping == me:  # already alone (a reopen inside a remap)
+            self._wanting.discard(me)
             yield
             return
         held = self._held()
-        with self._changed:
-            self._waiting += 1
-            try:
+        self.claim()
+        try:
+            with self._changed:
                 while self._remapping is not None or self._open - held:
                     self._changed.wait()
-            finally:
-                self._waiting -= 1
-            self._remapping = me
+                self._remapping = me
+                self._wanting.discard(me)
+        except BaseException:
+            self.unclaim()
+            raise
         try:
             yield
         finally:
             with self._changed:
                 self._remapping = None
                 self._changed.notify_all()
+
+    def claim(self) -> None:
+        """Say that this thread is about to remap: from now on other threads' new transactions
+        wait, until its `remapping` block ends (or `unclaim`).
+
+        Takes no lock, so it never lets go of the interpreter: a thread that must remap says so
+        before anything that does. Threads that read without pause hand the interpreter to each
+        other, and one that let go of it between finding the map full and saying so would wait
+        for it behind them, seconds at a time.
+        """
+        self._wanting.add(threading.get_ident())  # one bytecode on a set: atomic
+
+    def unclaim(self) -> None:
+        """Take back this thread's `claim` when it will not remap after all."""
+        me = threading.get_ident()
+        if me in self._wanting:
+            self._wanting.discard(me)
+            with self._changed:
+                self._changed.notify_all()
+
+    @property
+    def waiting(self) -> int:
+        """Threads that want to remap now."""
+        return len(self._wanting)
 
     @property
     def open(self) -> int:
