@@ -147,12 +147,15 @@ class SearchIndex:
                 return 0
             images = [(index.workspace, index.position, index.image()) for index in indexes]
 
+        db = self.db
+        assert db is not None  # due and changed find nothing without it
+
         def write(txn: lmdb.Transaction) -> bool:
             if self.erasures_in is not None and self.erasures_in(txn) != self.erasures:
                 return False  # the indexes may hold words forgotten since: not kept
             for workspace, _, image in images:
-                drop_parts(txn, self.db, workspace)
-                txn.put(digest(workspace.encode()), image, db=self.db)
+                drop_parts(txn, db, workspace)
+                txn.put(digest(workspace.encode()), image, db=db)
             return True
 
         if not self.env.write(write):
@@ -190,8 +193,12 @@ class SearchIndex:
         source.seek(0)
         db, workspace, image_id = self.db, spooled.workspace, spooled.image_id
         for number in range(spooled.parts):
-            data = _unspill(source)
-            self.env.write(lambda txn, n=number, d=data: txn.put(part_key(workspace, image_id, n), d, db=db))
+            key, data = part_key(workspace, image_id, number), _unspill(source)
+
+            def put(txn: lmdb.Transaction, key: bytes = key, data: bytes = data) -> bool:
+                return bool(txn.put(key, data, db=db))
+
+            self.env.write(put)
         head = _unspill(source)
 
         def write(txn: lmdb.Transaction) -> bool:
