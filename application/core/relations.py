@@ -51,7 +51,8 @@ class CreateRelations(WriteArgs, kw_only=True):
               "Relations should be in active voice")
 def create_relations(batch: Batch, args: CreateRelations) -> RelationsOut:
     """New relations between existing entities; existing triples skipped, missing ends refused."""
-    absent = [name for item in args.relations for name in (item.source, item.target) if batch.entity(name) is None]
+    ends = dict.fromkeys(name for item in args.relations for name in (item.source, item.target))
+    absent = [name for name in ends if batch.entity(name) is None]  # each name looked up once
     if absent:
         names = ", ".join(repr(name) for name in unique(absent))
         raise NotFoundError(

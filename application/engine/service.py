@@ -30,6 +30,7 @@ from chronograph.application.engine.timeline import Timeline
 from chronograph.application.errors import ChronographError, RequestReplayError, StorageError
 from chronograph.eventstore import ConcurrencyError, EventStoreError, LogTransaction, Scrubbed, StorageFullError
 from chronograph.eventstore.keys import digest
+from chronograph.eventstore.lmdb import resident
 from chronograph.projections import LmdbState, Progress, ProjectionError, Views, paused_gc
 from chronograph.projections.errors import EmbeddingsUnavailableError
 from chronograph.projections.search.embedder import open_embedder
@@ -53,6 +54,10 @@ _SEMANTIC = frozenset({"semantic", "hybrid"})
 
 FOLLOW_PAUSE = 0.01
 """Seconds a follower waits after folding other servers' writes before it looks again."""
+
+RESIDENT = 192 << 20
+"""The store pages a process preparing the search images keeps resident before it gives them
+back (see `eventstore.lmdb.resident`)."""
 
 IMAGE_IDLE = 1.0
 """Seconds without a tool call before a server saves the search images that changed."""
@@ -246,12 +251,11 @@ class Memory:
 
     def prepare_search(self) -> int:
         """Index every workspace's words and keep the images in the store, so that the first
-        search of the next server loads them instead of reading every entity; return how many."""
-        with self.lock, self.views.search.lock:
-            with self.views.snapshot() as snapshot:
-                for workspace in snapshot.graph.workspaces():
-                    self.views.search_index(snapshot, workspace.name)
-            return self.views.search.save(every=1)
+        search of the next server loads them instead of reading every entity; return how many.
+        A workspace whose index this process does not hold is indexed a part at a time (see
+        `Views.prepare_search`), the store pages it read given back as it goes."""
+        with self.lock:
+            return self.views.prepare_search(between=lambda: resident.release(RESIDENT))
 
     def scrub(self, needles: Sequence[bytes] = ()) -> Scrubbed:
         """Overwrite what erasures left in the store's files: the log's, and the views' cache

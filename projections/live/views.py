@@ -9,6 +9,7 @@ any process. Reads take one read transaction: a consistent snapshot of views and
 from __future__ import annotations
 
 import re
+import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -30,6 +31,7 @@ from chronograph.projections.live.erasure import (
 )
 from chronograph.projections.live.rebuild import RebuildReport, rebuild
 from chronograph.projections.past.snapshots import Snapshots
+from chronograph.projections.search import indexes
 from chronograph.projections.search.indexes import SearchIndex
 from chronograph.projections.search.wordindex import WorkspaceIndex
 from chronograph.projections.states.graph import LmdbGraph
@@ -189,6 +191,35 @@ class Views:
         """The search index of `workspace` if it is at hand (held, or kept in the store), current at
         the snapshot's position; None rather than building one."""
         return self.search.known(snapshot.log, snapshot.graph, workspace)
+
+    def prepare_search(self, between: Callable[[], object] | None = None) -> int:
+        """Bring every workspace's search image to the head; return how many were saved.
+
+        An index this process holds, or a small one whose image is behind, is brought to the
+        head and kept whole. Any other workspace whose image is missing or behind is indexed
+        from its entities a part at a time into a temporary file, then kept a part per
+        transaction (`SearchIndex.spool`, `keep`): the memory is a part's whatever the
+        workspace's size, so an import, a copy or a restore never hold a whole index. `between`
+        runs after each part."""
+        search = self.search
+        with search.lock:
+            with self.snapshot() as snapshot:
+                graph, behind = snapshot.graph, []
+                for record in graph.workspaces():
+                    kept = search.kept_at(graph, record.name)
+                    if record.name in search.loaded() or (0 <= kept and record.entities <= indexes.PART_DOCS):
+                        self.search_index(snapshot, record.name)  # held, or small: caught up, kept whole
+                    elif kept != graph.position:
+                        behind.append(record.name)
+            saved = search.save(every=1)
+            for workspace in behind:
+                with tempfile.TemporaryFile(prefix="chronograph-search-") as spool:
+                    with self.snapshot() as snapshot:
+                        spooled = search.spool(snapshot.graph, workspace, spool, between=between)
+                    saved += search.keep(spooled, spool)
+                if between is not None:
+                    between()
+            return saved
 
     def refresh(self) -> None:
         """Catch this process up with erasures made elsewhere, before it writes anything (call it

@@ -1,9 +1,11 @@
 """The word indexes of a store, one per workspace: kept in the store, caught up from the log.
 
 A process loads a workspace's index from its image in the store (the `search.v<IMAGE_FORMAT>`
-database), brings it up to the snapshot it answers from by re-indexing the entities the
-log changed since the image's position, and keeps it in memory from then on. Only a
-workspace without an image is indexed from every entity, once; its image is saved
+database: a head under the workspace's digest, and the parts it names after it, see
+`wordimage`), brings it up to the snapshot it answers from by re-indexing the entities the
+log changed since the image's position, and keeps it in memory from then on. A process that
+holds no index keeps an image built a part at a time (`spool`, then `keep`: an import's last
+step). Only a workspace without an image is indexed from every entity, once; its image is saved
 right after, again every `SAVE_EVERY` events, when a server has been idle a moment after
 its index changed (see `Memory.keep_images`), and when the store closes. Threads share the
 indexes under `lock`, which a search holds from before it opens its read snapshot until
@@ -18,16 +20,20 @@ would dirty dozens of B-tree pages per durable write (see docs/decisions.md).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
+from typing import BinaryIO, NamedTuple
 
 import lmdb
 from chronograph.eventstore import EntityCreated, LmdbEnv, LogReader
 from chronograph.eventstore.keys import digest
-from chronograph.projections.search.wordindex import IMAGE_FORMAT, WorkspaceIndex
+from chronograph.projections.errors import ProjectionError
+from chronograph.projections.search.wordimage import IMAGE_FORMAT, PART_DOCS, PartedImage, loader, stamp_of
+from chronograph.projections.search.wordindex import WorkspaceIndex
 from chronograph.projections.states.graph import LmdbGraph
 
-__all__ = ["SAVE_EVERY", "SearchIndex"]
+__all__ = ["SAVE_EVERY", "SearchIndex", "Spooled", "drop_parts", "part_key"]
 
 SAVE_EVERY = 10_000
 """Events an index may run ahead of its saved image before it is saved again."""
@@ -83,11 +89,23 @@ class SearchIndex:
         """The workspaces whose index this process holds."""
         return list(self._workspaces)
 
+    def kept_at(self, graph: LmdbGraph, workspace: str) -> int:
+        """The position of `workspace`'s image in the store (-1: none), read without loading it."""
+        data = None if self.db is None else graph.txn.get(digest(workspace.encode()), db=self.db)
+        stamp = None if data is None else stamp_of(bytes(data))
+        return -1 if stamp is None or stamp[0] != workspace else stamp[1]
+
     def _load(self, graph: LmdbGraph, workspace: str) -> WorkspaceIndex | None:
         if self.db is None:
             return None
         data = graph.txn.get(digest(workspace.encode()), db=self.db)
-        index = None if data is None else WorkspaceIndex.from_image(bytes(data))
+        db = self.db
+
+        def part(image_id: bytes, number: int) -> bytes | None:
+            found = graph.txn.get(part_key(workspace, image_id, number), db=db)
+            return None if found is None else bytes(found)
+
+        index = None if data is None else loader(bytes(data), part)
         if index is None or index.workspace != workspace or index.position > graph.position:
             return None
         self._saved[workspace] = index.position
@@ -129,11 +147,15 @@ class SearchIndex:
                 return 0
             images = [(index.workspace, index.position, index.image()) for index in indexes]
 
+        db = self.db
+        assert db is not None  # due and changed find nothing without it
+
         def write(txn: lmdb.Transaction) -> bool:
             if self.erasures_in is not None and self.erasures_in(txn) != self.erasures:
                 return False  # the indexes may hold words forgotten since: not kept
             for workspace, _, image in images:
-                txn.put(digest(workspace.encode()), image, db=self.db)
+                drop_parts(txn, db, workspace)
+                txn.put(digest(workspace.encode()), image, db=db)
             return True
 
         if not self.env.write(write):
@@ -144,10 +166,56 @@ class SearchIndex:
             self._changed.discard(workspace)
         return len(images)
 
+    def spool(self, graph: LmdbGraph, workspace: str, into: BinaryIO, *, docs: int | None = None,
+              between: Callable[[], object] | None = None) -> Spooled:
+        """Build `workspace`'s image from its entities in `graph` a part at a time, into `into`
+        (a temporary file), holding one part's index at a time (`docs` documents, default
+        `PART_DOCS`); call `between` after each part.
+        `keep` then writes it into the store, once the read of `graph` is over."""
+        erasures = 0 if self.erasures_in is None else self.erasures_in(graph.txn)
+        image = PartedImage(workspace, os.urandom(8), docs=docs or PART_DOCS)
+        for record in graph.entities(workspace):
+            part = image.put(record)
+            if part is not None:
+                _spill(into, part)
+                if between is not None:
+                    between()
+        _spill(into, image.head(graph.position))
+        return Spooled(workspace, graph.position, image.image_id, image.parts, erasures)
+
+    def keep(self, spooled: Spooled, source: BinaryIO) -> bool:
+        """Write an image `spool` built into the store: each part in a transaction of its own (so
+        that none holds more than a part's pages), then the head, which makes it the image
+        readers load; whether it was kept (not if something was forgotten since it was built).
+        Call it outside any transaction."""
+        if self.db is None or self.env.readonly:
+            return False
+        source.seek(0)
+        db, workspace, image_id = self.db, spooled.workspace, spooled.image_id
+        for number in range(spooled.parts):
+            key, data = part_key(workspace, image_id, number), _unspill(source)
+
+            def put(txn: lmdb.Transaction, key: bytes = key, data: bytes = data) -> bool:
+                return bool(txn.put(key, data, db=db))
+
+            self.env.write(put)
+        head = _unspill(source)
+
+        def write(txn: lmdb.Transaction) -> bool:
+            if self.erasures_in is not None and self.erasures_in(txn) != spooled.erasures:
+                drop_parts(txn, db, workspace)  # it may hold words forgotten since: not kept
+                return False
+            drop_parts(txn, db, workspace, keep=image_id)
+            txn.put(digest(workspace.encode()), head, db=db)
+            return True
+
+        return self.env.write(write)
+
     def drop_image(self, txn: lmdb.Transaction, workspace: str) -> None:
         """Delete the image of `workspace` (it holds words an erasure removed)."""
         if self.db is not None:
             txn.delete(digest(workspace.encode()), db=self.db)
+            drop_parts(txn, self.db, workspace)
 
     def forget(self, txn: lmdb.Transaction) -> None:
         """Drop every image in `txn` and every index of this process (after a rebuild)."""
@@ -163,6 +231,47 @@ class SearchIndex:
             self._workspaces.clear()
             self._saved.clear()
             self._changed.clear()
+
+
+class Spooled(NamedTuple):
+    """An image built by `SearchIndex.spool`, waiting in its file to be kept."""
+
+    workspace: str
+    position: int
+    image_id: bytes
+    parts: int
+    erasures: int
+    """The log's erasure count it was built at."""
+
+
+def _spill(into: BinaryIO, data: bytes) -> None:
+    into.write(len(data).to_bytes(8, "little"))
+    into.write(data)
+
+
+def _unspill(source: BinaryIO) -> bytes:
+    size = int.from_bytes(source.read(8), "little")
+    data = source.read(size)
+    if len(data) != size:
+        raise ProjectionError("a spooled search image ends early")
+    return data
+
+
+def part_key(workspace: str, image_id: bytes, number: int) -> bytes:
+    """Where part `number` of the image `image_id` of `workspace` is kept: after its head's key."""
+    return digest(workspace.encode()) + image_id + number.to_bytes(4, "big")
+
+
+def drop_parts(txn: lmdb.Transaction, db: lmdb._Database, workspace: str, keep: bytes = b"") -> None:
+    """Delete the parts of `workspace`'s images (but those of the image `keep`)."""
+    head = digest(workspace.encode())
+    cursor = txn.cursor(db=db)
+    found = cursor.set_range(head + b"\x00")
+    while found:
+        key = bytes(cursor.key())
+        if not key.startswith(head):
+            break
+        found = cursor.delete() if key[len(head):len(head) + len(keep)] != keep or not keep else cursor.next()
 
 
 def _catch_up(index: WorkspaceIndex, log: LogReader, graph: LmdbGraph) -> int:

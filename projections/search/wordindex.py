@@ -30,31 +30,25 @@ Each document also keeps the characters an answer must carry for it (name, type 
 observations without a valid time), so a caller can tell an answer is too large to send
 before building it.
 
-The whole index encodes to one `image` and decodes from it in milliseconds, so a new
-process loads it from the store instead of building it from every entity.
+The whole index encodes to one `image` and decodes from it in milliseconds (`wordimage`), so
+a new process loads it from the store instead of building it from every entity.
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 import re
 from array import array
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
-import msgspec
 from chronograph.projections.records import EntityRecord
-from chronograph.projections.sealed import seal_array, sound
 from chronograph.projections.search.selection import Ranking, Selection, Volume
 
-__all__ = ["IMAGE_FORMAT", "STOPWORDS", "WorkspaceIndex", "folded", "matches", "query_terms", "terms"]
+__all__ = ["STOPWORDS", "WorkspaceIndex", "folded", "matches", "query_terms", "terms"]
 
-IMAGE_FORMAT = 3
-"""2: sealed with a checksum (see `projections.sealed`); a damaged image is rebuilt.
-3: each document's answer size (characters, observations) and the creation order."""
 TERM = re.compile(r"\w+")
 K1, B = 1.2, 0.75
 """BM25's term-frequency saturation and length normalisation."""
@@ -112,28 +106,6 @@ def edits_allowed(term: str) -> int:
     if len(term) <= 3 or _DIGIT.search(term):
         return 0
     return 1 if len(term) <= 7 else 2
-
-
-class _Image(msgspec.Struct, array_like=True, gc=False):
-    format: int
-    workspace: str
-    position: int
-    streams: list[str]
-    alive: bytes
-    versions: bytes
-    seqs: bytes
-    lengths: bytes
-    total_length: int
-    vocabulary: str
-    postings: list[bytes]
-    weights: list[bytes]
-    """Each document's heads, chars and observations (see `Volume`)."""
-    order: bytes
-    """The live documents in creation order."""
-
-
-_decoder = msgspec.msgpack.Decoder(_Image)
-_encoder = msgspec.msgpack.Encoder()
 
 
 class WorkspaceIndex:
@@ -535,52 +507,15 @@ class WorkspaceIndex:
         self._docs = {stream: doc for doc, stream in enumerate(self._streams)}
 
     def image(self) -> bytes:
-        """The index as bytes, to keep in the store."""
-        if len(self._streams) > 2 * len(self._docs):
-            self._compact()
-        return seal_array(_encoder.encode(_Image(
-            IMAGE_FORMAT, self.workspace, self.position, self._streams, bytes(self._alive),
-            self._versions.tobytes(), self._seqs.tobytes(), self._lengths.tobytes(),
-            self._total_length, SEP.join(self._vocabulary), [posting.tobytes() for posting in self._postings],
-            [self._heads.tobytes(), self._chars.tobytes(), self._notes.tobytes()],
-            array("I", itertools.compress(self._in_order(), map(self._alive.__getitem__, self._in_order()))).tobytes(),
-        )))
+        """The index as bytes, to keep in the store (see `wordimage`)."""
+        from chronograph.projections.search.wordimage import image_of  # noqa: PLC0415 (it builds on this module)
+
+        return image_of(self)
 
     @classmethod
-    def from_image(cls, data: bytes) -> WorkspaceIndex | None:
-        """The index an `image` holds (None if it is of another format or damaged)."""
-        if not sound(data):
-            return None
-        try:
-            image = _decoder.decode(data)
-        except msgspec.DecodeError:
-            return None
-        if image.format != IMAGE_FORMAT:
-            return None
-        index = cls(image.workspace)
-        index.position = image.position
-        index._streams = image.streams
-        index._alive = bytearray(image.alive)
-        index._versions.frombytes(image.versions)
-        index._seqs.frombytes(image.seqs)
-        index._lengths.frombytes(image.lengths)
-        index._docs = {stream: doc for doc, stream in enumerate(image.streams) if image.alive[doc]}
-        index._vocabulary = image.vocabulary.split(SEP) if image.vocabulary else []
-        index._ids = {term: tid for tid, term in enumerate(index._vocabulary)}
-        index._postings = [array("I", posting) for posting in image.postings]
-        index._total_length = image.total_length
-        if len(image.weights) != 3:
-            return None
-        for column, data in zip((index._heads, index._chars, index._notes), image.weights, strict=True):
-            column.frombytes(data)
-        index._order.frombytes(image.order)
-        sizes = {len(index._streams), len(index._alive), len(index._versions), len(index._seqs), len(index._lengths),
-                 len(index._heads), len(index._chars), len(index._notes)}
-        if len(sizes) != 1 or len(index._postings) != len(index._vocabulary) or len(index._order) != len(index._docs):
-            return None
-        if index._order and max(index._order) >= len(index._streams):
-            return None
-        index._totals = [sum(itertools.compress(column, index._alive))
-                         for column in (index._heads, index._chars, index._notes)]
-        index._place = None  # built when a change first needs it
-        return index
+    def from_image(cls, data: bytes, parts: Sequence[bytes] = ()) -> WorkspaceIndex | None:
+        """The index an `image` holds, with the parts it names if it was kept in parts (None if
+        it is of another format, damaged or incomplete)."""
+        from chronograph.projections.search.wordimage import index_of  # noqa: PLC0415 (it builds on this module)
+
+        return index_of(data, parts)

@@ -46,7 +46,9 @@ class Overlay:
         found = self.base.live_entity(workspace, name)
         if found is None:
             return None
-        return self.get_entity(found.stream)
+        if found.stream not in self._entities:  # the record just read, not read again by stream
+            self._entities[found.stream] = copy_record(found)
+        return self._entities[found.stream]
 
     def add_entity(self, entity: EntityRecord) -> None:
         self._entities[entity.stream] = entity

@@ -35,6 +35,16 @@ def test_priming_keeps_every_opening_answer_at_every_protocol_version(tmp_path: 
         assert memory.log.head() == 0  # priming wrote no event
 
 
+def test_priming_loads_no_word_index(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store") as memory:
+        things = [{"name": f"thing {i}", "entityType": "thing", "observations": [f"note {i}"]} for i in range(50)]
+        memory.write("create_entities", {"entities": things}, actor="t")
+        memory.prepare_search()
+        assert memory.views.search.loaded() == []
+        prime(memory)
+        assert memory.views.search.loaded() == []  # a million entities' index is a gigabyte: the import's peak
+
+
 class Watching(ReplyCache):
     """A reply cache that notes, at each answer it keeps, what the client had already been sent."""
 

@@ -6,8 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from chronograph.application import Memory
+from chronograph.projections import WorkspaceIndex
+from chronograph.projections.search import indexes
 from chronograph.tools.export_graph import main as export_main
 from chronograph.tools.import_graph import main as import_main
 
@@ -399,3 +402,35 @@ def test_export_never_writes_into_a_store_even_when_forced(
     assert (store / "data.mdb").read_bytes() == before
     assert sorted(p.name for p in store.iterdir()) == ["data.mdb", "lock.mdb"]
     assert graph_of(store)["entities"]
+
+
+def test_the_first_search_after_an_import_loads_the_image_it_kept_in_parts_and_answers_as_from_the_entities(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexes, "PART_DOCS", 4)  # 30 entities: seven parts and the head
+    words = ["river", "stone", "maple", "copper", "lantern", "orbit"]
+    source = tmp_path / "memory.jsonl"
+    source.write_text("".join(json.dumps({
+        "type": "entity", "name": f"Thing {i}", "entityType": f"kind{i % 3}",
+        "observations": [f"{words[i % 6]} {words[(i * 5) % 6]} number {i}", f"note {i * 7}"]}) + "\n"
+        for i in range(30)))
+    store = tmp_path / "store"
+    assert import_main([str(source), "--store", str(store)]) == 0
+    queries = [{"query": "river"}, {"query": "thing 1"}, {"query": "mapel lantrn", "mode": "fuzzy"},
+               {"query": "copper orbit", "mode": "ranked"}, {"query": "kind2"}]
+    indexed: list[str] = []
+    put = WorkspaceIndex.put
+    monkeypatch.setattr(WorkspaceIndex, "put", lambda self, record: (indexed.append(record.name), put(self, record)))
+    with Memory(store) as memory:
+        with memory.views.env.read() as txn:
+            cursor = txn.cursor(db=memory.views.search.db)
+            keys = [bytes(key) for key in cursor.iternext(values=False)]
+        assert len(keys) == 8  # the head and the seven parts before it
+        from_image = [msgspec.to_builtins(memory.read("search_nodes", query)) for query in queries]
+        assert indexed == []  # loaded, nothing indexed
+        memory.views.env.write(lambda txn: memory.views.search.forget(txn))
+    with Memory(store) as memory:
+        from_entities = [msgspec.to_builtins(memory.read("search_nodes", query)) for query in queries]
+    assert len(indexed) == 30  # this time every entity was indexed
+    assert from_image == from_entities
+    assert [len(answer["entities"]) for answer in from_image][:2] == [5, 11]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 
 from chronograph.application import Memory
+from chronograph.eventstore.lmdb import resident
 
 __all__ = ["keep_startup_state"]
 
@@ -24,6 +25,7 @@ def keep_startup_state(memory: Memory) -> int:
     and succeeds (the first session keeps them, as before).
     """
     images = memory.prepare_search()
+    resident.release()  # the store pages the images were read from are not the SDK's to keep
     if memory.cache is None:  # a database log's views are each machine's own: its server keeps them
         try:
             from chronograph.server.priming import prime  # noqa: PLC0415 (the MCP SDK loads here)

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 from chronograph.eventstore import NO_STREAM, EntityCreated, EntityDeleted, LmdbLog, ObservationsAdded, StreamWrite
-from chronograph.projections import Views, WorkspaceIndex, new_entity_stream
+from chronograph.eventstore.keys import digest
+from chronograph.projections import EntityRecord, Views, WorkspaceIndex, new_entity_stream
+from chronograph.projections.search import indexes
 
 
 def write(views: Views, stream: str, *events, expected=None) -> None:  # type: ignore[no-untyped-def]
@@ -113,3 +115,63 @@ def test_a_rebuild_run_beside_this_process_drops_the_indexes_it_built_from_the_o
             pass  # the next read adopts the rebuilt views
         assert views.search._workspaces == {}
         assert containing(views, "mathematician") == [stream]
+
+
+def kept_parts(views: Views, workspace: str) -> int:
+    head = digest(workspace.encode())
+    with views.env.read() as txn:
+        cursor = txn.cursor(db=views.search.db)
+        cursor.set_range(head)
+        return sum(1 for key in cursor.iternext(values=False) if bytes(key).startswith(head) and len(key) > len(head))
+
+
+def test_images_prepared_a_part_at_a_time_never_hold_a_whole_index_and_load_whole_in_the_next_process(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexes, "PART_DOCS", 4)
+    largest = [0]
+    put = WorkspaceIndex.put
+
+    def watched(self: WorkspaceIndex, record: EntityRecord) -> None:
+        put(self, record)
+        largest[0] = max(largest[0], len(self))
+
+    with LmdbLog(store_path) as store:
+        views = Views(store)
+        streams = [create(views, f"name{i}", f"fact {i}") for i in range(25)]
+        create(views, "other", "fact", workspace="v")
+        monkeypatch.setattr(WorkspaceIndex, "put", watched)
+        assert views.prepare_search() == 2
+        assert largest[0] <= 4  # a part's documents at most, never the workspace's 25
+        assert views.search.loaded() == []  # the process holds no index afterwards
+        assert kept_parts(views, "w") == 6  # 24 documents in 6 parts, the last in the head
+        assert views.prepare_search() == 0  # every image is at the head
+    indexed: list[str] = []
+    monkeypatch.setattr(WorkspaceIndex, "put", lambda self, record: (indexed.append(record.name), put(self, record)))
+    with LmdbLog(store_path) as store:
+        views = Views(store)
+        assert containing(views, "fact") == streams
+        assert containing(views, "name1") == [streams[1]] + streams[10:20]
+        assert indexed == []  # loaded from the parts, nothing indexed again
+        late = create(views, "late", "fact 25")
+        assert containing(views, "fact") == [*streams, late]
+        assert views.prepare_search() == 2  # the index it holds kept whole, the small one of "v" caught up
+        assert kept_parts(views, "w") == 0  # and the parts of the image it replaced are gone
+    with LmdbLog(store_path) as store:
+        views = Views(store)
+        assert containing(views, "fact") == [*streams, late]
+
+
+def test_forgetting_a_workspace_s_image_drops_its_parts(store: LmdbLog, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(indexes, "PART_DOCS", 2)
+    views = Views(store)
+    for i in range(7):
+        create(views, f"name{i}", f"fact {i}")
+    create(views, "other", "fact", workspace="v")
+    views.prepare_search()
+    assert kept_parts(views, "w") == 3
+    views.env.write(lambda txn: views.search.drop_image(txn, "w"))
+    assert kept_parts(views, "w") == 0
+    with views.env.read() as txn:
+        assert txn.get(digest(b"w"), db=views.search.db) is None
+        assert txn.get(digest(b"v"), db=views.search.db) is not None

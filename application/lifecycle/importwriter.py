@@ -1,0 +1,203 @@
+"""The writing pass of an import: what the survey checked, written a batch per transaction.
+
+Entities are written a batch at a time in file order (new ones created, stored ones given the
+observations they lack, observations with a valid time added with it; a name met again in a
+later batch is merged into the entity the earlier batch created), then each workspace's
+relations from the import's index, a batch at a time in line order. What the store keeps
+instead of the file's (a type, metadata, a relation's confidence) is counted as a conflict.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from chronograph.application.core.context import UpdateContext
+from chronograph.application.engine.arguments import parse
+from chronograph.application.engine.service import Memory
+from chronograph.application.lifecycle.importchecks import entity_entry
+from chronograph.application.lifecycle.importrecords import Problem, Section
+from chronograph.eventstore.lmdb import resident
+from msgspec import UNSET
+
+if TYPE_CHECKING:
+    from chronograph.application.lifecycle.importing import FileImport
+
+__all__ = ["KEPT_CONFLICTS", "MAPPED", "ImportReport", "Writer", "context_changes"]
+
+MAPPED = 192 << 20
+"""The store pages an import keeps resident before it gives them back (see `resident`)."""
+KEPT_CONFLICTS = 100
+"""Conflicts an import keeps the words of (it counts them all)."""
+
+
+@dataclass
+class ImportReport:
+    """What an import did in one workspace."""
+
+    created: int = 0
+    related: int = 0
+    observations: int = 0
+    skipped: int = 0
+    conflicts: list[str] = field(default_factory=list)
+    """The first `KEPT_CONFLICTS` conflicts: entities whose type in the file differs from the
+    stored one (kept), with what was merged; metadata or confidence the store keeps instead."""
+    conflicted: int = 0
+    """How many conflicts there were"""
+    context: bool = False
+    """Whether the file's context was merged into the workspace's"""
+
+    def conflict(self, text: str) -> None:
+        """Count a conflict, keeping its words while there are few."""
+        self.conflicted += 1
+        if len(self.conflicts) < KEPT_CONFLICTS:
+            self.conflicts.append(text)
+
+
+class Writer:
+    """The writing pass: entities a batch at a time in file order, then each section's relations."""
+
+    def __init__(self, job: FileImport, memory: Memory) -> None:
+        self.job = job
+        self.memory = memory
+        self.correlation = os.urandom(16).hex()
+        self.section = job.sections[""]
+        self.reports = {number: ImportReport() for number in range(len(job.sections))}
+        self.entries: dict[str, dict[str, Any]] = {}
+        self.lines_of: dict[str, int] = {}
+        self.again: list[dict[str, Any]] = []
+        """Later lines of names an earlier batch wrote: their observations are merged"""
+        self.written = 0
+        self.total = sum(section.entities for section in job.sections.values())
+        self.empty = memory.log.head() == 0  # nothing stored: no name needs looking up
+
+    @property
+    def report(self) -> ImportReport:
+        return self.reports[self.section.number]
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> Any:
+        return self.memory.write(tool, {**arguments, "workspace": self.section.workspace}, actor=self.job.actor,
+                                 correlation_id=self.correlation).output
+
+    def take(self, number: int, record: dict[str, Any]) -> None:
+        entry = entity_entry(number, record, checked=True)
+        assert not isinstance(entry, Problem)  # the survey checked it
+        name = entry["name"]
+        known = self.entries.get(name)
+        if known is not None:  # the same name twice in one batch: one entity, every observation
+            known["observations"] += [o for o in entry["observations"] if o not in known["observations"]]
+        else:
+            self.entries[name] = entry
+            self.lines_of[name] = number
+        self.job.held = max(self.job.held, len(self.entries) + len(self.again))
+        if len(self.entries) + len(self.again) >= self.job.batch:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the batch held: new entities, merges into stored ones, observations with a valid time."""
+        if not self.entries and not self.again:
+            return
+        section, report, step = self.section, self.report, self.job.batch
+        first = self.job.index.first_lines(section.number, self.entries)
+        for name in [n for n in self.entries if first.get(n, self.lines_of[n]) != self.lines_of[n]]:
+            self.again.append({"entityName": name, "contents": self.entries.pop(name)["observations"]})
+        stored = {} if self.empty else self._stored_types()
+        new = [without(entry) for name, entry in self.entries.items() if name not in stored]
+        for start in range(0, len(new), step):
+            report.created += len(self.call("create_entities", {"entities": new[start : start + step]}).entities)
+        report.observations += sum(len(entry["observations"]) for entry in new)
+        existing = sorted(name for name in self.entries if name in stored)
+        merges = [{"entityName": n, "contents": without(self.entries[n])["observations"]} for n in existing]
+        added_to: dict[str, int] = {}
+        for start in range(0, len(merges), step):
+            for result in self.call("add_observations", {"observations": merges[start : start + step]}).results:
+                added_to[result.entity_name] = len(result.added_observations)
+        report.observations += sum(added_to.values())
+        for spans in (spanned(self.entries), self.again):
+            for start in range(0, len(spans), step):
+                for result in self.call("add_observations", {"observations": spans[start : start + step]}).results:
+                    report.observations += len(result.added_observations)
+        for name in existing:
+            theirs = self.entries[name]["entityType"]
+            if theirs != stored[name]:
+                report.conflict(
+                    f"line {self.lines_of[name]}: {name!r} is a {theirs!r} in the file and a {stored[name]!r} in "
+                    f"the store; kept {stored[name]!r}, merged {added_to.get(name, 0)} new observation(s)")
+        self._report_kept_metadata(existing)
+        resident.release(MAPPED)  # the store's pages batches read leave the import's RSS (see resident)
+        self.written += len(self.entries) + len(self.again)
+        if self.job.progress is not None:
+            self.job.progress("entities", min(self.written, self.total), self.total)
+        self.entries, self.lines_of, self.again = {}, {}, []
+
+    def _stored_types(self) -> dict[str, str]:
+        """name -> type of the batch's entities the store holds."""
+        with self.memory.views.read() as graph:
+            return {name: entity.entity_type for name in self.entries
+                    if (entity := graph.entity(self.section.workspace, name)) is not None}
+
+    def _report_kept_metadata(self, existing: list[str]) -> None:
+        """Say where the store keeps its metadata instead of the file's."""
+        with self.memory.views.read() as graph:
+            for name in existing:
+                theirs = self.entries[name].get("metadata")
+                entity = graph.entity(self.section.workspace, name)
+                if theirs and entity is not None and entity.metadata != theirs:
+                    self.report.conflict(f"line {self.lines_of[name]}: {name!r} has other metadata in the store; "
+                                         "kept the store's (update_entities replaces it)")
+
+    def relations(self) -> None:
+        """Write the section's relations, a batch at a time in line order."""
+        section, report = self.section, self.report
+        done = 0
+        for rows in self.job.index.relation_batches(section.number, self.job.batch):
+            self.job.held = max(self.job.held, len(rows))
+            with self.memory.views.read() as graph:
+                for line, source, target, kind, fields in rows:
+                    if not fields:
+                        continue
+                    relation = graph.relation(section.workspace, source, kind, target)
+                    if relation is not None and any(getattr(relation, k) != v for k, v in fields.items()):
+                        report.conflict(f"line {line}: relation {source} -[{kind}]-> {target} exists with another "
+                                        "confidence or metadata; kept the store's")
+            relations = [{"from": s, "to": t, "relationType": k, **fields} for _, s, t, k, fields in rows]
+            report.related += len(self.call("create_relations", {"relations": relations}).relations)
+            resident.release(MAPPED)
+            done += len(rows)
+            if self.job.progress is not None:
+                self.job.progress("relations", done, section.relations)
+
+
+def context_changes(memory: Memory, section: Section) -> bool:
+    """Whether the file's context changes the workspace's (merging the same fields again writes
+    nothing, so that a second import writes no event)."""
+    with memory.views.read() as graph:
+        current = graph.context(section.workspace)
+    if current is None:
+        return True
+    given = parse("import", dict(section.context or {}), UpdateContext)
+    for field_name in current.FIELDS:
+        value = getattr(given, field_name)
+        if value is not UNSET and (tuple(value) if isinstance(value, list) else value) != getattr(current, field_name):
+            return True
+    return False
+
+
+def without(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entity as create_entities takes it, without the observations that carry a valid time."""
+    spans = entry.get("validity") or {}
+    shown = {k: v for k, v in entry.items() if k != "validity"}
+    shown["observations"] = [o for o in entry["observations"] if o not in spans]
+    return shown
+
+
+def spanned(entries: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """add_observations items for the observations with a valid time, one per entity and span."""
+    items: dict[tuple[str, str | None, str | None], list[str]] = {}
+    for name, entry in entries.items():
+        for observation, span in (entry.get("validity") or {}).items():
+            items.setdefault((name, span.get("validFrom"), span.get("validUntil")), []).append(observation)
+    return [{"entityName": name, "contents": contents,
+             **({"validFrom": start} if start else {}), **({"validUntil": end} if end else {})}
+            for (name, start, end), contents in items.items()]
