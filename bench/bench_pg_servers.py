@@ -75,10 +75,16 @@ def run(python: str, backend: str, servers: int, seconds: float, url: str, root:
     for process in processes:
         assert process.stdout is not None and process.stdout.readline().strip() == "ready"
     start = time.time() + 0.2
-    latencies = sorted(x for p in processes for x in json.loads(p.communicate(f"{start} {seconds}\n",
-                                                                               timeout=seconds + 120)[0]))
+    for process in processes:  # every server told before any is waited for: they write at the same time
+        assert process.stdin is not None
+        process.stdin.write(f"{start} {seconds}\n")
+        process.stdin.flush()
+    each = [json.loads(p.communicate(timeout=seconds + 120)[0]) for p in processes]
     if any(p.returncode for p in processes):
         raise SystemExit(f"a server of {python} on {backend} failed")
+    if not all(each):
+        raise SystemExit(f"a server of {python} on {backend} wrote nothing in {seconds} s: they did not run together")
+    latencies = sorted(x for one in each for x in one)
     shutil.rmtree(folder, ignore_errors=True)
     if backend == "postgresql":
         drop(url, store.rsplit("=", 1)[1])
