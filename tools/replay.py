@@ -33,6 +33,7 @@ from chronograph.application.engine.config import EMBEDDINGS_ENV, resolve_store
 from chronograph.application.errors import ChronographError
 from chronograph.application.explorer import graph_diff
 from chronograph.eventstore import EventStoreError
+from chronograph.eventstore.lmdb import resident
 from chronograph.projections import ProjectionError, verify
 from chronograph.projections.errors import EmbeddingsUnavailableError
 from chronograph.tools.common.parsing import add_store_argument, explain, missing_workspace, script_main
@@ -149,6 +150,7 @@ def _rebuild(store: Path | str, cache: str | None) -> int:
     local = spec if spec in ("auto", "local") else "off"
     with Memory(store, progress=progress, embeddings=local, embedding_threads=0, cache=cache) as memory:
         report = memory.views.rebuild(progress)
+        resident.release()  # what the rebuild read and wrote of the store is not the search's to keep
         started = time.perf_counter()
         images = keep_startup_state(memory)
         indexing = time.perf_counter() - started

@@ -18,6 +18,7 @@ from collections.abc import Callable
 import lmdb
 import msgspec
 from chronograph.eventstore import EventLog
+from chronograph.eventstore.lmdb import resident
 from chronograph.projections.errors import RebuildError
 from chronograph.projections.live.binding import Binding
 from chronograph.projections.live.catchup import Progress, catch_up
@@ -33,6 +34,10 @@ FOLD_BATCH = 4096
 """Events decoded per batch."""
 WRITE_CHUNK = 100_000
 """Keys appended per write transaction."""
+MAPPED = 192 << 20
+"""The store pages a rebuild keeps resident before it gives them back (see `resident`): the log
+it reads and the views it writes are clean pages of the map, which the kernel counts in its RSS
+(at a million events, 500 MB of its 1.1 GB peak)."""
 
 
 class RebuildReport(msgspec.Struct, frozen=True):
@@ -130,6 +135,7 @@ def _rebuild(
                     clock.lap("decode")
                     state.fold(batch)
                     clock.lap("fold")
+                    resident.release(MAPPED)  # no buffer into the map is held: values are copied out
                     if progress is not None:
                         progress("fold", state.position, head)
                 clock.lap("decode")
@@ -176,6 +182,7 @@ def _rebuild(
                     return put_sorted(txn, db, chunk)
 
                 keys += env.write(fill)
+                resident.release(MAPPED)
                 if progress is not None and len(chunk) == WRITE_CHUNK and keys < total:
                     progress("write", size * keys // max(total, 1), size)
             clock.lap("write")

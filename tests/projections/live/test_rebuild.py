@@ -195,3 +195,16 @@ def test_a_rebuild_killed_at_any_point_leaves_a_store_that_opens_with_correct_vi
         assert len(names_of(views)) == 100
         views.rebuild()
         assert verify(views) == [] and len(names_of(views)) == 100
+
+
+def test_a_rebuild_gives_back_the_store_pages_it_read_once_past_its_limit(
+    store: LmdbLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    views = Views(store)
+    _fill(views, 100)
+    asked: list[int] = []
+    monkeypatch.setattr(rebuilding.resident, "release", lambda above=0: asked.append(above) or 0)
+    monkeypatch.setattr(rebuilding, "FOLD_BATCH", 10)
+    monkeypatch.setattr(rebuilding, "WRITE_CHUNK", 10)
+    views.rebuild()
+    assert len(asked) > 20 and set(asked) == {rebuilding.MAPPED}  # after every batch folded, every chunk written
