@@ -34,10 +34,12 @@ FOLD_BATCH = 4096
 """Events decoded per batch."""
 WRITE_CHUNK = 100_000
 """Keys appended per write transaction."""
-MAPPED = 192 << 20
+MAPPED = 16 << 20
 """The store pages a rebuild keeps resident before it gives them back (see `resident`): the log
-it reads and the views it writes are clean pages of the map, which the kernel counts in its RSS
-(at a million events, 500 MB of its 1.1 GB peak)."""
+it reads and the views it writes are clean pages of the map, which the kernel counts in its RSS.
+A rebuild reads each page of the log once and appends the views at their right edges, so pages
+given back are seldom read again: at 50k entities its peak went from 274 to 209 MB with 16 MB
+here instead of 192 (the import's), in the same time (3.0 s)."""
 
 
 class RebuildReport(msgspec.Struct, frozen=True):
