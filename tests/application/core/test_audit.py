@@ -34,7 +34,7 @@ def test_the_explorer_s_audit_feed_shows_and_filters_the_principal(tmp_path: Pat
     with Memory(tmp_path / "store", sync=False) as memory:
         memory.call("create_entities", {"entities": [entity("Ada")]}, actor="claude-code", principal=ALICE)
         memory.call("create_entities", {"entities": [entity("Bob")]}, actor="claude-code")
-        feed = audit(memory, "default", principal="alice")
+        feed = audit(memory, "default", by_principal="alice")
     assert [(e["subject"], e["principal"]) for e in feed["events"]] == [("Ada", "alice")]
 
 
