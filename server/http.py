@@ -23,19 +23,17 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import anyio.to_thread
 from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
-from chronograph.application.engine.tokens import Tokens
 from chronograph.server.addresses import LOOPBACK, WILDCARDS, is_ip, is_loopback, served_names
 from chronograph.server.app import Runtime
 from chronograph.server.authentication import PRINCIPAL_KEY, Authenticator
 from chronograph.server.config import DEFAULT_MAX_BODY
 from chronograph.server.sessions import Sessions
-from chronograph.server.tokens import EnvToken, StoreTokens
+from chronograph.server.tokens import EnvToken, store_tokens
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -45,7 +43,7 @@ from starlette.responses import JSONResponse, Response
 if TYPE_CHECKING:
     from chronograph.server.oauth import ProtectedResource
 
-__all__ = ["LOOPBACK", "TOKEN_COOKIE", "UI_PATH", "Guard", "http_app", "page_token", "store_tokens"]
+__all__ = ["LOOPBACK", "TOKEN_COOKIE", "UI_PATH", "Guard", "http_app", "page_token"]
 
 MCP_PATH = "/mcp"
 UI_PATH = "/ui"
@@ -448,15 +446,3 @@ def http_app(
     return Guard(app, token=token, hosts=hosts, max_body=max_body, sessions=sessions, any_ip=host in WILDCARDS,
                  authenticators=authenticators, resource=resource)
 
-
-def store_tokens(runtime: Runtime) -> StoreTokens:
-    """The authenticator of the tokens issued in `runtime`'s store, found when first asked (the
-    store is open by then): a database store's are folded as far as the follower has brought the
-    views. "Last used" is written when the runtime closes, too."""
-
-    def opened() -> tuple[Tokens, Path | None]:
-        return Tokens.of(runtime.memory), Path(runtime.memory.views.env.path)
-
-    authenticator = StoreTokens(opened=opened)
-    runtime.closing.append(authenticator.save)
-    return authenticator

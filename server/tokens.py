@@ -17,12 +17,16 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from chronograph.application.engine.principal import ANY_WORKSPACE, Principal
 from chronograph.application.engine.tokens import Tokens
 from chronograph.eventstore import clock
 
-__all__ = ["ENV_PRINCIPAL", "USE_FILE", "EnvToken", "StoreTokens", "last_used"]
+if TYPE_CHECKING:
+    from chronograph.server.runtime import Runtime
+
+__all__ = ["ENV_PRINCIPAL", "USE_FILE", "EnvToken", "StoreTokens", "last_used", "store_tokens"]
 
 ENV_PRINCIPAL = "token"
 """The name of the principal `$CHRONOGRAPH_TOKEN` stands for (every grant)."""
@@ -111,3 +115,16 @@ def last_used(folder: Path | None) -> dict[str, int]:
     except (OSError, ValueError):
         return {}
     return {str(k): int(v) for k, v in data.items() if isinstance(v, int)} if isinstance(data, dict) else {}
+
+
+def store_tokens(runtime: Runtime) -> StoreTokens:
+    """The authenticator of the tokens issued in `runtime`'s store, found when first asked (the
+    store is open by then): a database store's are folded as far as the follower has brought the
+    views. "Last used" is written when the runtime closes, too."""
+
+    def opened() -> tuple[Tokens, Path | None]:
+        return Tokens.of(runtime.memory), Path(runtime.memory.views.env.path)
+
+    authenticator = StoreTokens(opened=opened)
+    runtime.closing.append(authenticator.save)
+    return authenticator

@@ -320,7 +320,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     tokens = None
     if sock is not None:
-        from chronograph.server.http import store_tokens
+        from chronograph.server.tokens import store_tokens
 
         tokens = store_tokens(runtime)
         token = os.environ.get(TOKEN_ENV) or ("(the store's tokens)" if tokens.any() else None)

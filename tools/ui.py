@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         from chronograph.server.addresses import WILDCARDS, announced, served_names
         from chronograph.server.explorer import explorer_routes
-        from chronograph.server.http import Guard, store_tokens
+        from chronograph.server.http import Guard
+        from chronograph.server.tokens import store_tokens
         from starlette.applications import Starlette
         from starlette.responses import JSONResponse, RedirectResponse
         from starlette.routing import Route

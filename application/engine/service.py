@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 from chronograph.application.engine.access import calling, check
 from chronograph.application.engine.arguments import parse
+from chronograph.application.engine.background import IMAGE_IDLE, following, keeping
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.exportdir import ExportDir
 from chronograph.application.engine.outputs import Out
@@ -52,15 +53,9 @@ each was checked to touch nothing of the process but its snapshot and the word i
 (which have a lock of their own). Any other read takes the store's lock, as a write does."""
 _SEMANTIC = frozenset({"semantic", "hybrid"})
 
-FOLLOW_PAUSE = 0.01
-"""Seconds a follower waits after folding other servers' writes before it looks again."""
-
 RESIDENT = 192 << 20
 """The store pages a process preparing the search images keeps resident before it gives them
 back (see `eventstore.lmdb.resident`)."""
-
-IMAGE_IDLE = 1.0
-"""Seconds without a tool call before a server saves the search images that changed."""
 
 
 class Written(msgspec.Struct, frozen=True):
@@ -114,7 +109,8 @@ class Memory:
         self._keeper: threading.Thread | None = None
         self.last_call = time.monotonic()
         """When the last tool call of this process began (the image keeper waits for quiet)."""
-        self._stopping = threading.Event()
+        self.stopping = threading.Event()
+        """Set when the memory closes: its background threads stop."""
         self.followed = 0
         """The log position the follower last brought the views to."""
         self.reachable: str | None = None
@@ -170,28 +166,8 @@ class Memory:
         every process reads the one set of views there."""
         if self.cache is None or self._follower is not None:
             return
-        self._follower = threading.Thread(target=self._follow, name="follower", daemon=True)
+        self._follower = threading.Thread(target=following, args=(self,), name="follower", daemon=True)
         self._follower.start()
-
-    def _follow(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                head, erasures = self.log.watch(self._checkpoint(), timeout=1.0)
-                self.views.observed_erasures = erasures
-                self.reachable = None
-                checkpoint = self._checkpoint()  # a write of this process may have brought the views there
-                folded = head > checkpoint or erasures != self.views.erasures_seen
-                if folded:
-                    with self.lock:  # to the head announced: asking the log for it again costs a snapshot
-                        checkpoint = self.views.catch_up(until=head)
-                self.followed = checkpoint
-                if folded:  # what others announce meanwhile is folded together at the next look: a look
-                    # per write of every other server costs each follower CPU that N servers writing at
-                    # once do not have (a server's own writes catch its views up anyway)
-                    self._stopping.wait(FOLLOW_PAUSE)
-            except (EventStoreError, ProjectionError) as error:
-                self.reachable = str(error)
-                self._stopping.wait(1.0)
 
     def keep_images(self, idle: float = IMAGE_IDLE) -> None:
         """Keep the search indexes' images current without a tool call paying for it: a thread
@@ -201,30 +177,21 @@ class Memory:
         re-index. A server calls it; a read-only store keeps nothing."""
         if self._keeper is not None or self.log.readonly:
             return
-        self._keeper = threading.Thread(target=self._keep, args=(idle,), name="images", daemon=True)
+        self._keeper = threading.Thread(target=keeping, args=(self, idle), name="images", daemon=True)
         self._keeper.start()
-
-    def _keep(self, idle: float) -> None:
-        while not self._stopping.wait(idle / 2):
-            if time.monotonic() - self.last_call < idle:
-                continue
-            try:
-                self.keep_images_now()
-            except Exception:  # noqa: BLE001 (an image is an optimisation: tried again later, or the store closed)
-                self._stopping.wait(idle)
 
     def keep_images_now(self) -> int:
         """Bring the indexes this process holds to the head and save the images of those whose
         entities changed; return how many were saved."""
         with self.lock:
-            if self._stopping.is_set():
+            if self.stopping.is_set():
                 return 0
             with self.views.snapshot() as snapshot:
                 for workspace in self.views.search.loaded():
                     self.views.search_index(snapshot, workspace)
             return self.views.search.save(every=None)
 
-    def _checkpoint(self) -> int:
+    def checkpoint(self) -> int:
         """Where the views of this process stand (read from the local cache alone)."""
         with self.lock, self.views.env.read() as txn:
             return self.views.tables.checkpoint(txn)
@@ -232,7 +199,7 @@ class Memory:
     def close(self) -> None:
         """Stop the embedding projector and the follower, keep the search indexes' images, close
         the store."""
-        self._stopping.set()
+        self.stopping.set()
         if self._follower is not None:
             self._follower.join(timeout=10)
         if self.semantic is not None:

@@ -11,9 +11,8 @@ import pytest
 from chronograph.application import Memory
 from chronograph.application.engine.tokens import Tokens
 from chronograph.server.config import Settings
-from chronograph.server.http import store_tokens
 from chronograph.server.runtime import Runtime
-from chronograph.server.tokens import StoreTokens
+from chronograph.server.tokens import StoreTokens, store_tokens
 from support.postgres import database
 
 pytest.importorskip("psycopg")

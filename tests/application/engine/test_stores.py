@@ -82,7 +82,7 @@ def caught_up(memory: Memory) -> None:
     for _ in range(1000):
         if memory.followed >= head and memory.views.erasures_seen is not None:
             return
-        memory._stopping.wait(0.01)  # noqa: SLF001 (the follower's own clock)
+        memory.stopping.wait(0.01)  # the follower's own clock
     raise AssertionError(f"the follower stopped at {memory.followed}, the head is at {head}")
 
 
@@ -108,9 +108,9 @@ def test_a_write_of_one_server_is_read_by_another_once_it_followed(tmp_path: Pat
 
 def test_a_follower_folds_a_burst_of_another_servers_writes_in_a_few_looks(
         tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronograph.application.engine import service
+    from chronograph.application.engine import background
 
-    monkeypatch.setattr(service, "FOLLOW_PAUSE", 2.0, raising=False)  # the burst is over before it looks again
+    monkeypatch.setattr(background, "FOLLOW_PAUSE", 2.0)  # the burst is over before it looks again
     with Memory(url, cache=tmp_path / "a") as a, Memory(url, cache=tmp_path / "b") as b:
         looks: list[int | None] = []
         catch_up = b.views.catch_up

@@ -1,0 +1,62 @@
+"""What a memory does between calls, in threads of its own: following what other servers write
+to a database store, and keeping the search indexes' images current once calls pause.
+
+`Memory.follow` and `Memory.keep_images` start them; `Memory.close` sets `stopping`, and each
+loop ends at its next look.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from chronograph.eventstore import EventStoreError
+from chronograph.projections import ProjectionError
+
+if TYPE_CHECKING:
+    from chronograph.application.engine.service import Memory
+
+__all__ = ["FOLLOW_PAUSE", "IMAGE_IDLE", "following", "keeping"]
+
+FOLLOW_PAUSE = 0.01
+"""Seconds a follower waits after folding other servers' writes before it looks again."""
+
+IMAGE_IDLE = 1.0
+"""Seconds without a tool call before a server saves the search images that changed."""
+
+
+def following(memory: Memory) -> None:
+    """Fold what other servers write into `memory`'s views as the log announces it (or every
+    second), until the memory closes; say in `memory.reachable` why the database cannot be
+    reached when it cannot."""
+    stopping = memory.stopping
+    while not stopping.is_set():
+        try:
+            head, erasures = memory.log.watch(memory.checkpoint(), timeout=1.0)
+            memory.views.observed_erasures = erasures
+            memory.reachable = None
+            checkpoint = memory.checkpoint()  # a write of this process may have brought the views there
+            folded = head > checkpoint or erasures != memory.views.erasures_seen
+            if folded:
+                with memory.lock:  # to the head announced: asking the log for it again costs a snapshot
+                    checkpoint = memory.views.catch_up(until=head)
+            memory.followed = checkpoint
+            if folded:  # what others announce meanwhile is folded together at the next look: a look
+                # per write of every other server costs each follower CPU that N servers writing at
+                # once do not have (a server's own writes catch its views up anyway)
+                stopping.wait(FOLLOW_PAUSE)
+        except (EventStoreError, ProjectionError) as error:
+            memory.reachable = str(error)
+            stopping.wait(1.0)
+
+
+def keeping(memory: Memory, idle: float) -> None:
+    """Save the images of the search indexes whose entities changed each time no call has begun
+    for `idle` seconds, until the memory closes."""
+    while not memory.stopping.wait(idle / 2):
+        if time.monotonic() - memory.last_call < idle:
+            continue
+        try:
+            memory.keep_images_now()
+        except Exception:  # noqa: BLE001 (an image is an optimisation: tried again later, or the store closed)
+            memory.stopping.wait(idle)
