@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 from chronograph.application import Memory
-from chronograph.projections.search.wordindex import STOPWORDS, terms
+from chronograph.projections.search.terms import STOPWORDS, terms
 from conversations import CATEGORIES, Conversation, conversations
 from report import print_table, write_json
 from workload import Workload

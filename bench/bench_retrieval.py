@@ -21,7 +21,7 @@ from statistics import mean
 from typing import Any
 
 from chronograph.application import Memory
-from chronograph.projections.search.wordindex import terms
+from chronograph.projections.search.terms import terms
 from report import print_table, write_json
 from workload import Workload
 

@@ -25,7 +25,8 @@ from chronograph.projections.records import (
     copy_record,
 )
 from chronograph.projections.search.indexes import SearchIndex
-from chronograph.projections.search.wordindex import WorkspaceIndex, matches
+from chronograph.projections.search.terms import matches
+from chronograph.projections.search.wordindex import WorkspaceIndex
 from chronograph.projections.states.dictgraph import DictGraph
 from chronograph.projections.states.dictstate import DictState, fold_log, paused_gc
 from chronograph.projections.states.graph import Direction, Graph, LmdbGraph, relations_touching

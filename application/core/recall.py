@@ -23,7 +23,7 @@ from chronograph.application.core.search import SearchNodes, search_nodes
 from chronograph.application.engine.service import Memory
 from chronograph.eventstore import LogReader, clock
 from chronograph.projections import ContextRecord, EntityRecord
-from chronograph.projections.search.wordindex import STOPWORDS, terms
+from chronograph.projections.search.terms import STOPWORDS, terms
 
 __all__ = ["BUDGET", "Change", "Recall", "Recalled", "Vocabulary", "estimate_tokens", "recall", "render"]
 

@@ -37,7 +37,7 @@ from chronograph.application.errors import InvalidArgumentsError, ReplyTooLargeE
 from chronograph.projections import EntityRecord, RelationRecord, WorkspaceIndex, matches, relations_touching
 from chronograph.projections.search.fusion import fuse
 from chronograph.projections.search.selection import Selection
-from chronograph.projections.search.wordindex import query_terms, terms
+from chronograph.projections.search.terms import query_terms, terms
 from msgspec import UNSET, Meta, UnsetType
 
 __all__ = ["DEPTH", "SearchNodes", "SearchOut", "SemanticSearch", "SemanticSearchOut"]

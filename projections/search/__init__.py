@@ -8,7 +8,8 @@ vectors, with `minilm` (the bundled model) and `endpoint` (an OpenAI-compatible 
 
 from chronograph.projections.search.embedder import Embedder, entity_text, open_embedder
 from chronograph.projections.search.indexes import SearchIndex
-from chronograph.projections.search.wordindex import WorkspaceIndex, matches, query_terms, terms
+from chronograph.projections.search.terms import matches, query_terms, terms
+from chronograph.projections.search.wordindex import WorkspaceIndex
 
 __all__ = ["Embedder", "SearchIndex", "WorkspaceIndex", "entity_text", "matches", "open_embedder", "query_terms",
            "terms"]

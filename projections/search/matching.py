@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from chronograph.projections.search.fusion import WORDS
-from chronograph.projections.search.wordindex import edits_allowed, query_terms, terms
+from chronograph.projections.search.terms import edits_allowed, query_terms, terms
 from rapidfuzz.distance import OSA
 
 __all__ = ["best", "observation_scores", "word_scores"]

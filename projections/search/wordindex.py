@@ -1,34 +1,28 @@
 """The word index of one workspace: postings that answer substring, BM25 and fuzzy search.
 
-An entity's texts (name, type, observations), lowercased, are split into terms: the
-runs of word characters (`\\w+`). Each term of the vocabulary has a posting list: the
-documents holding it, each with how often (capped at 15, where BM25 has long saturated).
+An entity's texts are split into terms (`terms`). Each term of the vocabulary has a posting
+list: the documents holding it, each with how often (capped at 15, where BM25 has long saturated).
 
-- **substring** (the official rule: the query inside one of the texts) needs a superset
-  of the answer, which a caller then checks against the texts. Every run of word
-  characters in the query lies inside one term of any text containing the query, so the
-  documents holding, for each such run, a term containing it are that superset. The
-  terms containing a run are found by one `str.find` sweep over the vocabulary joined
-  into one string: C speed, no n-gram tables to build, keep or load.
+- **substring** (the official rule: the query inside one of the texts) needs a superset of the
+  answer, which a caller then checks against the texts. Every run of word characters in the
+  query lies inside one term of any text containing the query, so the documents holding, for
+  each such run, a term containing it are that superset. The terms containing a run are found
+  by one `str.find` sweep over the vocabulary joined into one string: C speed, no n-gram tables.
 - **ranked** scores the documents holding the query's terms by BM25.
-- **fuzzy** does the same over the vocabulary terms within a small edit distance of each
-  query term (rapidfuzz, optimal string alignment: a swap of two letters is one edit),
-  each weighted by its closeness, so an exact match ranks above a typo. Terms with a
-  digit are matched exactly: an id one digit off is another id.
+- **fuzzy** does the same over the vocabulary terms near each query term (`spellings`), each
+  weighted by its closeness, so an exact match ranks above a typo.
 
-A document is one version of an entity: a changed entity gets a new document and its
-old one dies, so postings never need editing, only filtering by liveness, and are
-compacted once the dead outnumber the living. Nothing here holds the texts themselves:
-the entity views have them.
+A document is one version of an entity: a changed entity gets a new document and its old one
+dies, so postings never need editing, only filtering by liveness, and are compacted once the dead
+outnumber the living. Nothing here holds the texts themselves: the entity views have them.
 
-Counting and paging cost what the page costs: a term's documents are also a bitmap (a
-Python int, one byte per document, so that `int.from_bytes` of the liveness bytes is the
-live set), kept for the terms common enough to need one, so a query's matches are counted
-by AND, OR and a popcount, never by materialising them; the documents are kept in
-creation order (`seq`), so a page of a common word is the first matches met in that order.
-Each document also keeps the characters an answer must carry for it (name, type and the
-observations without a valid time), so a caller can tell an answer is too large to send
-before building it.
+Counting and paging cost what the page costs: a term's documents are also a bitmap (a Python int,
+one byte per document, so that `int.from_bytes` of the liveness bytes is the live set), kept for
+the terms common enough to need one, so a query's matches are counted by AND, OR and a popcount,
+never by materialising them; the documents are kept in creation order (`seq`), so a page of a
+common word is the first matches met in that order. Each document also keeps the characters an
+answer must carry for it (name, type and the observations without a valid time), so a caller can
+tell an answer is too large to send before building it.
 
 The whole index encodes to one `image` and decodes from it in milliseconds (`wordimage`), so
 a new process loads it from the store instead of building it from every entity.
@@ -38,7 +32,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import re
 from array import array
 from bisect import bisect_right
 from collections import Counter
@@ -46,66 +39,23 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from chronograph.projections.records import EntityRecord
 from chronograph.projections.search.selection import Ranking, Selection, Volume
+from chronograph.projections.search.spellings import Spellings
+from chronograph.projections.search.terms import TERM, edits_allowed, folded, query_terms
 
-__all__ = ["STOPWORDS", "WorkspaceIndex", "folded", "matches", "query_terms", "terms"]
+__all__ = ["WorkspaceIndex"]
 
-TERM = re.compile(r"\w+")
 K1, B = 1.2, 0.75
 """BM25's term-frequency saturation and length normalisation."""
 TF_BITS = 4
 TF_MAX = (1 << TF_BITS) - 1
 MAX_DOCS = 1 << (32 - TF_BITS)
 """A posting is `doc << TF_BITS | tf` in 32 bits."""
-_DIGIT = re.compile(r"\d")
 SEP = "\x00"
 """Separates the terms of the joined vocabulary (no term holds it: it is not a word character)."""
 DENSE = 512
 """Postings at least this long keep a bitmap (built once, extended as they grow)."""
 FEW = 1024
 """A run of a query whose terms have at most this many postings is looked up as a set of documents."""
-
-
-def folded(record: EntityRecord) -> tuple[str, ...]:
-    """The searchable texts of an entity, lowercased: name, type, then observations."""
-    return (record.name.lower(), record.entity_type.lower(), *(o.lower() for o in record.observations))
-
-
-def matches(record: EntityRecord, query: str) -> bool:
-    """The official server's rule: the query, case-insensitively, in name, type or an observation."""
-    needle = query.lower()
-    return any(needle in text for text in folded(record))
-
-
-def terms(text: str) -> list[str]:
-    """The terms of `text`, lowercased, in order."""
-    return TERM.findall(text.lower())
-
-
-STOPWORDS = frozenset(
-    "a about above after again against all am an and any are as at be because been before being below "
-    "between both but by can could did do does doing down during each few for from further had has have "
-    "having he her here hers him his how i if in into is it its itself just me more most my no nor not "
-    "of off on once only or other our ours out over own same she should so some such than that the their "
-    "theirs them then there these they this those through to too under until up very was we were what "
-    "when where which while who whom why will with would you your yours".split()
-)
-"""English words too common to rank by: a ranked or fuzzy query leaves them out unless it
-has no other word (as Lucene's English analyzer does). Substring search keeps them."""
-
-
-def query_terms(query: str) -> list[str]:
-    """The distinct terms of a ranked or fuzzy query, in order, stopwords left out when others remain."""
-    found = list(dict.fromkeys(terms(query)))
-    content = [term for term in found if term not in STOPWORDS]
-    return content or found
-
-
-def edits_allowed(term: str) -> int:
-    """How many edits fuzzy search forgives in `term`: none up to 3 letters, 1 up to 7, else 2;
-    none in a term with a digit (an id, a date or a version one digit off is another one)."""
-    if len(term) <= 3 or _DIGIT.search(term):
-        return 0
-    return 1 if len(term) <= 7 else 2
 
 
 class WorkspaceIndex:
@@ -128,8 +78,7 @@ class WorkspaceIndex:
         self._total_length = 0
         self._joined = ""
         self._offsets = array("I")
-        self._by_length: dict[int, tuple[list[str], list[int]]] = {}
-        self._bucketed = 0
+        self._spellings = Spellings()
         self._heads = array("I")
         self._chars = array("I")
         self._notes = array("I")
@@ -377,7 +326,7 @@ class WorkspaceIndex:
                 variants[tid] = 1.0
             allowed = edits_allowed(term)
             if allowed:
-                for tid, edits in self._near(term, allowed):
+                for tid, edits in self._spellings.near(self._vocabulary, term, allowed):
                     variants.setdefault(tid, 1 / (1 + edits))
             if variants:
                 groups.append(variants)
@@ -400,37 +349,10 @@ class WorkspaceIndex:
             weight = 0.0 if tid is None else idf(tid)
             allowed = edits_allowed(term) if fuzzy and not weight else 0
             if allowed:
-                weight = max((idf(near) / (1 + edits) for near, edits in self._near(term, allowed)), default=0.0)
+                near = self._spellings.near(self._vocabulary, term, allowed)
+                weight = max((idf(other) / (1 + edits) for other, edits in near), default=0.0)
             total += weight or rarest
         return total
-
-    def _near(self, term: str, allowed: int) -> Iterator[tuple[int, int]]:
-        """(term id, edits) of the vocabulary terms within `allowed` edits of `term`."""
-        from rapidfuzz import process  # noqa: PLC0415 (loaded on the first fuzzy search only)
-        from rapidfuzz.distance import OSA  # noqa: PLC0415
-
-        self._bucket()
-        for length in range(max(1, len(term) - allowed), len(term) + allowed + 1):
-            bucket = self._by_length.get(length)
-            if bucket is None:
-                continue
-            words, tids = bucket
-            for _, edits, at in process.extract(term, words, scorer=OSA.distance, score_cutoff=allowed, limit=None):
-                if edits:
-                    yield tids[at], int(edits)
-
-    def _bucket(self) -> None:
-        vocabulary = self._vocabulary
-        for tid in range(self._bucketed, len(vocabulary)):
-            term = vocabulary[tid]
-            if _DIGIT.search(term):
-                continue  # matched exactly only (see edits_allowed)
-            bucket = self._by_length.get(len(term))
-            if bucket is None:
-                bucket = self._by_length[len(term)] = ([], [])
-            bucket[0].append(term)
-            bucket[1].append(tid)
-        self._bucketed = len(vocabulary)
 
     def _scored(self, groups: list[dict[int, float]], depth: int | None = None) -> Ranking:
         """BM25 over `groups` (one per query term: its variants and their weights): the best

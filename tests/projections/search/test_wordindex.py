@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chronograph.projections import EntityRecord, WorkspaceIndex, matches
-from chronograph.projections.search.wordindex import folded, terms
+from chronograph.projections.search.terms import folded, terms
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
