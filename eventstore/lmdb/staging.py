@@ -22,7 +22,7 @@ from pathlib import Path
 
 from chronograph.eventstore.files import DATA_FILE, store_of
 from chronograph.eventstore.lmdb.backup import CHUNK, BackupError, BackupInfo
-from chronograph.eventstore.lmdb.env import check_data_file
+from chronograph.eventstore.lmdb.datafile import check_data_file
 from chronograph.eventstore.lmdb.holders import exclusively
 
 __all__ = ["check_place", "extract", "make_durable", "put_in_place", "staging"]
