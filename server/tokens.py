@@ -96,14 +96,18 @@ class StoreTokens:
             return
         self._written = time.monotonic()
         path = self._folder / USE_FILE
-        known = last_used(self._folder)
-        known.update(self._used)
-        temporary = path.with_suffix(".tmp")
+        known = last_used(self._folder)  # what other servers sharing the folder saw: the later time wins
+        for name, when in self._used.items():
+            known[name] = max(when, known.get(name, 0))
+        # a name of its own (servers sharing the folder write at once), never through a link
+        temporary = path.with_name(f".{USE_FILE}.{os.getpid()}.{os.urandom(4).hex()}")
         try:
-            temporary.write_text(json.dumps(known, sort_keys=True))
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "w") as file:
+                file.write(json.dumps(known, sort_keys=True))
             os.replace(temporary, path)
         except OSError:
-            pass  # "last used" is a convenience: a read-only folder keeps none
+            temporary.unlink(missing_ok=True)  # "last used" is a convenience: a read-only folder keeps none
 
 
 def last_used(folder: Path | None) -> dict[str, int]:
