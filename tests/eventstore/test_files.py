@@ -169,8 +169,9 @@ ALLOWED = {
     "application/lifecycle/revert.py": {"rename"},  # renaming an entity, no file
     "application/surfaces/projectroot.py": {"mkdir"},  # a project's .mcp, once confirmed (never through a link)
     "server/stdio.py": {"fdopen"},  # stdout
-    "server/tokens.py": {"os.open", "fdopen", "os.replace", "unlink"},  # token-use.json, beside the views: inside the store,
-    # which the guarded writer (for files outside every store) refuses
+    # token-use.json, beside the views: inside the store, which the guarded writer (for files
+    # outside every store) refuses; written under a name of its own, never through a link
+    "server/tokens.py": {"os.open", "fdopen", "os.replace", "unlink"},
     "application/lifecycle/importindex.py": {"TemporaryDirectory"},  # an import's index of names (SQLite), deleted
     "application/lifecycle/sources.py": {"TemporaryDirectory"},  # another server's memory as records, deleted
     "tools/backup.py": {"TemporaryDirectory"},  # a scratch store beside a checked output (database backups)
