@@ -177,18 +177,17 @@ class Guard:
         store's tokens) says whether it has any; any other one configured always asks for one."""
         return any(getattr(authenticator, "any", lambda: True)() for authenticator in self.authenticators)
 
-    def principal(self, token: str, *, blocking: bool = True) -> Principal | None:
-        """The principal of a bearer token, as the first authenticator that knows it says (without
-        `blocking`, those that may block are not asked)."""
+    def principal(self, token: str) -> Principal | None:
+        """The principal of a bearer token, as the first authenticator that answers at once and
+        knows it says (those that may block, `blocking`, are left to `_authenticated`)."""
         token = token.strip()
         if not token:
             return None
         for authenticator in self.authenticators:
-            if not blocking and getattr(authenticator, "blocking", False):
-                continue
-            principal = authenticator.authenticate(token)
-            if principal is not None:
-                return principal
+            if not getattr(authenticator, "blocking", False):
+                principal = authenticator.authenticate(token)
+                if principal is not None:
+                    return principal
         return None
 
     def vouches(self, headers: Iterable[tuple[bytes, bytes]]) -> bool:
@@ -200,7 +199,7 @@ class Guard:
             if name.lower() == b"authorization":
                 scheme, _, given = value.decode("latin-1").strip().partition(" ")
                 try:
-                    return scheme.lower() == "bearer" and self.principal(given, blocking=False) is not None
+                    return scheme.lower() == "bearer" and self.principal(given) is not None
                 except Exception:  # noqa: BLE001 (tokens that cannot be read vouch for nobody)
                     return False
         return False
@@ -221,17 +220,16 @@ class Guard:
                 return b"".join(parts), True
 
     async def _authenticated(self, token: str) -> Principal | None:
-        """The principal the first authenticator that knows `token` names: those that may block
-        (an OAuth authenticator fetching its issuer's keys says so with `blocking`) are asked in a
-        worker thread, the others (a digest looked up in memory) at once."""
+        """The principal `token` stands for: as the authenticators that answer at once say (a
+        digest looked up in memory), else as one that may block does (an OAuth authenticator
+        fetching its issuer's keys), asked in a worker thread."""
+        principal = self.principal(token)
         for authenticator in self.authenticators:
+            if principal is not None:
+                break
             if getattr(authenticator, "blocking", False):
                 principal = await anyio.to_thread.run_sync(authenticator.authenticate, token)
-            else:
-                principal = authenticator.authenticate(token)
-            if principal is not None:
-                return principal
-        return None
+        return principal
 
     def _public(self, scope: Scope) -> bool:
         """Whether the request is for the protected-resource metadata (which tells a client
