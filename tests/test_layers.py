@@ -83,6 +83,21 @@ def test_the_core_and_the_command_line_load_without_the_mcp_sdk() -> None:
     assert done.stdout.strip() == "[]"
 
 
+def test_a_memory_with_the_local_embedder_opens_and_answers_without_loading_numpy(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "from chronograph.application import Memory\n"
+        f"memory = Memory({str(tmp_path / 'store')!r}, embeddings='local')\n"
+        "assert memory.semantic is not None\n"
+        "memory.call('create_entities', {'entities': [{'name': 'a', 'entityType': 't', 'observations': ['x']}]})\n"
+        "memory.call('search_nodes', {'query': 'a'})\n"
+        "print('numpy' in sys.modules)\n"
+        "memory.close()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
 ROOMS: dict[str, dict[str, set[str]]] = {
     "eventstore": {"": set(), "lmdb": {""}, "postgres": {""}},
     "projections": {

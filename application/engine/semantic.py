@@ -24,7 +24,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 from chronograph.application.engine.storelock import StoreLock
 from chronograph.application.errors import UnavailableError
 from chronograph.eventstore import EventStoreError
@@ -32,7 +31,7 @@ from chronograph.projections import EntityRecord, LmdbGraph, Snapshot, Views
 from chronograph.projections.errors import EmbeddingsUnavailableError, ProjectionError
 from chronograph.projections.search.embedder import Embedder
 from chronograph.projections.search.passages import PASSAGES, digest, embed_records, observation_text
-from chronograph.projections.search.vectors import Match, Parts, Vectors, touched_entities
+from chronograph.projections.search.vectors import Match, Parts, Vectors, load_numpy, touched_entities
 
 __all__ = ["STEP", "Semantic"]
 
@@ -333,6 +332,7 @@ class Semantic:
                 blocks.append(parts.rows(len(vector)))
         if not blocks:
             return {}
+        np = load_numpy()
         sizes = [len(block) for block in blocks]
         similarities = np.concatenate(blocks) @ vector
         starts = np.cumsum([0, *sizes[:-1]])

@@ -146,7 +146,7 @@ class Memory:
                 self.semantic_off = f"Semantic search is unavailable: {error}."
                 embedder = None
             if embedder is not None:
-                from chronograph.application.engine.semantic import Semantic  # noqa: PLC0415 (numpy loads here)
+                from chronograph.application.engine.semantic import Semantic  # noqa: PLC0415 (only with an embedder)
 
                 self.semantic = Semantic(self.views, embedder, self.lock)
         except BaseException:

@@ -18,10 +18,9 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 from chronograph.projections.records import EntityRecord
 from chronograph.projections.search.embedder import MAX_TEXT, Embedder
-from chronograph.projections.search.vectors import DIGEST, Parts
+from chronograph.projections.search.vectors import DIGEST, Parts, load_numpy
 
 __all__ = ["PASSAGES", "Embedded", "digest", "embed_records", "entity_texts", "observation_text"]
 
@@ -79,6 +78,7 @@ def embed_records(embedder: Embedder, records: Sequence[EntityRecord],
     if todo:
         vectors = embedder.embed(list(todo.values()))
         made = dict(zip(todo, vectors, strict=True))
+    np = load_numpy()
     out: list[Embedded] = []
     for record, ks, rows in zip(records, keys, found, strict=True):
         matrix = np.stack([rows[k] if k in rows else made[k] for k in ks]).astype(np.float32)

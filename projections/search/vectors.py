@@ -41,15 +41,16 @@ from chronograph.eventstore import (
 from chronograph.eventstore.keys import Stored, pack_u64, unpack_u64
 from chronograph.projections.keys import VECTORS, vector_prefix
 
-__all__ = ["ENTITY_EVENTS", "Match", "Parts", "Vectors", "touched_entities"]
+__all__ = ["ENTITY_EVENTS", "Match", "Parts", "Vectors", "load_numpy", "touched_entities"]
 
 ENTITY_EVENTS = (EntityCreated, ObservationsAdded, ObservationsDeleted, EntityUpdated, EntityDeleted, EntityRenamed,
                  EntityMerged, EntityForgotten)
 """The events that change what an entity says."""
 
-def _numpy() -> Any:
-    """numpy, imported when vectors are first stored or searched, not when a server starts (it
-    took a fifth of a cold start's imports, and 19 MB, in a server that never embeds)."""
+def load_numpy() -> Any:
+    """numpy, imported when vectors are first made, stored or searched, not when a server starts
+    (it took a fifth of a cold start's imports, and 19 MB, in a server that never embeds; every
+    module of the embedding path imports it through here)."""
     import numpy  # noqa: PLC0415
 
     return numpy
@@ -77,7 +78,7 @@ class Parts(msgspec.Struct, array_like=True, gc=False):
 
     def rows(self, dimensions: int) -> Any:
         """The vectors, float32, one row per text."""
-        np = _numpy()
+        np = load_numpy()
         return np.frombuffer(self.data, dtype="<f2").astype(np.float32).reshape(-1, dimensions)
 
     def keys(self) -> list[bytes]:
@@ -120,7 +121,7 @@ class _Matrix:
     """The vectors of one workspace, a row each; a freed row is zero and reused."""
 
     def __init__(self, dimensions: int, capacity: int = 256) -> None:
-        np = _numpy()
+        np = load_numpy()
         self.data = np.zeros((max(capacity, 1), dimensions), dtype=np.float32)  # untouched rows cost no memory
         self.streams: list[str | None] = []
         self.versions: list[int] = []
@@ -137,7 +138,7 @@ class _Matrix:
                 self.streams.append(None)
                 self.versions.append(0)
                 if row >= len(self.data):  # grow by half: at 50k rows, doubling held 25 MB for nothing
-                    np = _numpy()
+                    np = load_numpy()
                     grown = np.zeros((len(self.data) * 3 // 2, self.data.shape[1]), dtype=np.float32)
                     grown[:row] = self.data[:row]
                     self.data = grown
@@ -159,7 +160,7 @@ class _Matrix:
             return []
         scores = self.data[:size] @ query
         count = min(depth, size)
-        np = _numpy()
+        np = load_numpy()
         top = np.argpartition(-scores, count - 1)[:count] if count < size else np.arange(size)
         top = top[np.argsort(-scores[top], kind="stable")]
         streams, versions = self.streams, self.versions
@@ -225,7 +226,7 @@ class Vectors:
         move the checkpoint (None: leave it, for vectors made ahead of it)."""
         assert self.db is not None
         for stream, workspace, version, vector, *rest in put:
-            data = _numpy().asarray(vector, dtype="<f2").tobytes()
+            data = load_numpy().asarray(vector, dtype="<f2").tobytes()
             txn.put(self._prefix + stream.encode(), _encoder.encode(_Vector(workspace, version, data)), db=self.db)
             parts = rest[0] if rest else None
             if parts is None:
@@ -300,7 +301,7 @@ class Vectors:
                     self._set(bytes(key[len(prefix):]).decode(), vector, capacity)
 
     def _set(self, stream: str, vector: _Vector, capacity: int = 256) -> None:
-        values = _numpy().frombuffer(vector.data, dtype="<f2")
+        values = load_numpy().frombuffer(vector.data, dtype="<f2")
         if self._where.get(stream, vector.workspace) != vector.workspace:
             self._remove(stream)
         matrix = self._matrices.get(vector.workspace)
@@ -320,7 +321,7 @@ class Vectors:
         matrix = self._matrices.get(workspace)
         if matrix is None or query.shape[-1] != matrix.data.shape[1]:
             return []
-        np = _numpy()
+        np = load_numpy()
         return matrix.nearest(np.asarray(query, dtype=np.float32), depth)
 
     def count(self, workspace: str) -> int:
