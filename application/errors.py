@@ -122,7 +122,9 @@ class RequestReplayError(ChronographError):
 
 
 class StorageError(ChronographError):
-    """The store could not take the write (disk or size ceiling full, damaged); nothing was written."""
+    """The store could not take the write (disk or size ceiling full, damaged: nothing was written;
+    or its database went away, when a write whose commit was cut off may have been stored, as
+    the message says)."""
 
     code = "storage"
 

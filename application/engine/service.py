@@ -29,7 +29,14 @@ from chronograph.application.engine.storelock import StoreLock
 from chronograph.application.engine.stores import open_store
 from chronograph.application.engine.timeline import Timeline
 from chronograph.application.errors import ChronographError, RequestReplayError, StorageError
-from chronograph.eventstore import ConcurrencyError, EventStoreError, LogTransaction, Scrubbed, StorageFullError
+from chronograph.eventstore import (
+    ConcurrencyError,
+    EventStoreError,
+    LogTransaction,
+    Scrubbed,
+    StorageFullError,
+    StoreUnavailableError,
+)
 from chronograph.eventstore.keys import digest
 from chronograph.eventstore.lmdb import resident
 from chronograph.projections import LmdbState, Progress, ProjectionError, Views, paused_gc
@@ -354,6 +361,8 @@ class Memory:
             raise StorageError(str(error)) from None
         except ConcurrencyError as error:  # only if the views were wrong about a version
             raise ChronographError(f"{error}; nothing was written") from None
+        except StoreUnavailableError as error:  # it says itself what may have been stored
+            raise StorageError(f"The store could not take the write: {error}") from None
         except (EventStoreError, ProjectionError) as error:
             raise StorageError(f"The store could not take the write: {error}; nothing was written") from None
         if batches and batches[-1].unlocked and not written.replayed:

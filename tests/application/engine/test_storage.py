@@ -98,3 +98,21 @@ def test_a_store_already_over_a_lowered_ceiling_takes_no_write_and_says_so(tmp_p
         assert memory.log.head() == head
         summary = memory.read("get_graph_summary", {"limit": 1})
         assert summary.store_bytes == size and summary.entities == batch * 50  # type: ignore[attr-defined]
+
+
+def test_a_write_whose_commit_was_cut_off_says_it_may_be_stored_not_that_nothing_was(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronograph.eventstore import StoreUnavailableError
+
+    cut = "the database went away at the commit; the write may or may not have been stored: read before retrying"
+    with Memory(tmp_path / "store") as memory:
+        def transact(work: object) -> None:
+            raise StoreUnavailableError(cut)
+
+        monkeypatch.setattr(memory.views, "transact", transact)
+        with pytest.raises(StorageError) as refused:
+            memory.write("create_entities", {"entities": [{"name": "a", "entityType": "t", "observations": []}]},
+                         actor="t")
+    assert cut in str(refused.value)
+    assert "nothing was written" not in str(refused.value)
+    assert refused.value.code == "storage"
