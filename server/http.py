@@ -23,6 +23,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -32,6 +33,7 @@ from chronograph.server.addresses import LOOPBACK, WILDCARDS, is_ip, is_loopback
 from chronograph.server.app import Runtime
 from chronograph.server.authentication import PRINCIPAL_KEY, Authenticator
 from chronograph.server.config import DEFAULT_MAX_BODY
+from chronograph.server.revocation import cut_when_invalid, revoked
 from chronograph.server.sessions import Sessions
 from chronograph.server.tokens import EnvToken, store_tokens
 from mcp.server.mcpserver import MCPServer
@@ -49,6 +51,8 @@ MCP_PATH = "/mcp"
 UI_PATH = "/ui"
 TOKEN_COOKIE = "chronograph_token"
 SESSION_HEADER = "mcp-session-id"
+_BEARER = "chronograph.bearer"
+"""Where `_refusal` leaves a request's valid token for `__call__` (which takes it out of the scope)."""
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -102,10 +106,18 @@ class Guard:
                 await _error(413, f"request bodies are limited to {self.max_body} bytes")(scope, receive, send)
                 return
             receive = _replay(body, receive)
-        if self.sessions is not None and scope.get("path", "").rstrip("/") == MCP_PATH:
-            await self._with_sessions(self.sessions, scope, headers, receive, send)
-            return
-        await self.app(scope, receive, send)
+        bearer = scope.pop(_BEARER, None)
+        if bearer is not None:  # a stream it opens lives only as long as its token
+            send = cut_when_invalid(send, partial(self._still_valid, bearer))
+        try:
+            if self.sessions is not None and scope.get("path", "").rstrip("/") == MCP_PATH:
+                await self._with_sessions(self.sessions, scope, headers, receive, send)
+                return
+            await self.app(scope, receive, send)
+        except BaseException as error:
+            if not revoked(error):
+                raise
+            _log.info("closed a response stream: its token was revoked or has expired")
 
     async def _with_sessions(
         self, sessions: Sessions, scope: Scope, headers: dict[str, str], receive: Receive, send: Send
@@ -231,6 +243,14 @@ class Guard:
                 principal = await anyio.to_thread.run_sync(authenticator.authenticate, token)
         return principal
 
+    async def _still_valid(self, token: str) -> bool:
+        """Whether `token` still stands for a principal (no: revoked, expired, or the tokens
+        cannot be read now)."""
+        try:
+            return await self._authenticated(token) is not None
+        except Exception:  # noqa: BLE001 (tokens that cannot be read vouch for nobody)
+            return False
+
     def _public(self, scope: Scope) -> bool:
         """Whether the request is for the protected-resource metadata (which tells a client
         where to get a token, so it cannot need one)."""
@@ -277,6 +297,8 @@ class Guard:
             if required and principal is None:
                 return self._unauthorized(invalid=bearer)
             scope[PRINCIPAL_KEY] = principal
+            if bearer:
+                scope[_BEARER] = given.strip()  # taken out again at once (see __call__)
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
             return _error(413, f"request bodies are limited to {self.max_body} bytes")

@@ -9,16 +9,21 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from chronograph.tools.tokens import main as token
 from freezegun import freeze_time
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import SubscriptionLost
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types import ResourceUpdatedNotification
 from support.http import ROOT, free_port, request, start
 from support.mcp import call, entity
 
@@ -152,3 +157,46 @@ def test_the_ui_command_asks_for_a_token_of_the_store_too(tmp_path: Path, tokens
         said = process.stderr.read()
         process.stderr.close()
     assert "?token=..." in said and tokens["alice"] not in said
+
+
+async def test_a_listening_stream_ends_when_its_token_is_revoked_and_hears_nothing_after(
+        tmp_path: Path, server: str, tokens: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    carol = issue(tmp_path / "store", capsys, "carol", "--grant", "*=read")
+    async with client(server, carol) as listener, client(server, tokens["alice"]) as writer:
+        async with listener.listen(resource_subscriptions=["memory://knowledge-graph"]) as heard:
+            await call(writer, "create_entities", {"entities": [entity("Ada")]})
+            with anyio.fail_after(10):
+                assert (await heard.__anext__()).uri == "memory://knowledge-graph"  # type: ignore[attr-defined]
+            assert token(["revoke", "carol", "--store", str(tmp_path / "store")]) == 0
+            await call(writer, "create_entities", {"entities": [entity("Bob")]})
+            after: list[object] = []
+            with anyio.fail_after(10), pytest.raises(SubscriptionLost):  # the server closed the stream
+                async for event in heard:
+                    after.append(event)
+            assert after == []  # nothing of Bob reached a revoked token
+    assert request(server + "/mcp", method="POST", headers=bearer(carol))[0] == 401  # listening again: refused
+
+
+async def test_a_handshake_era_subscriber_hears_nothing_once_its_token_is_revoked(
+        tmp_path: Path, server: str, tokens: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    carol = issue(tmp_path / "store", capsys, "carol", "--grant", "*=read")
+    heard: list[object] = []
+
+    async def collect(message: object) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            heard.append(message)
+
+    async with httpx2.AsyncClient(headers=bearer(carol), timeout=30) as http, Client(
+            streamable_http_client(server + "/mcp", http_client=http), mode="legacy", message_handler=collect) as c, \
+            client(server, tokens["alice"]) as writer:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)  # resources/subscribe is the 2025 way
+            await c.session.subscribe_resource("memory://knowledge-graph")
+        await call(writer, "create_entities", {"entities": [entity("Ada")]})
+        with anyio.fail_after(10):
+            while not heard:
+                await anyio.sleep(0.05)
+        assert token(["revoke", "carol", "--store", str(tmp_path / "store")]) == 0
+        await call(writer, "create_entities", {"entities": [entity("Bob")]})
+        await anyio.sleep(1.0)
+    assert len(heard) == 1  # Ada's write only: the stream that would carry Bob's was closed
