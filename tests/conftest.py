@@ -3,9 +3,11 @@ and a real MCP client driving an in-process server."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from importlib.util import find_spec
 from pathlib import Path
@@ -31,6 +33,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 os.environ["CHRONOGRAPH_EMBEDDINGS"] = "off"  # servers a test spawns load no model unless the test asks
+_MODELS = tempfile.mkdtemp(prefix="chronograph-test-models-")
+os.environ["CHRONOGRAPH_MODEL_CACHE"] = _MODELS  # the model's optimised graph stays out of the user's cache
+atexit.register(shutil.rmtree, _MODELS, True)
 
 
 @pytest.fixture

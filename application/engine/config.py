@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["ACTOR_ENV", "STORE_ENV", "TOKEN_ENV", "default_store", "resolve_store"]
+__all__ = ["ACTOR_ENV", "MODEL_CACHE_ENV", "STORE_ENV", "TOKEN_ENV", "default_store", "model_cache", "resolve_store"]
 
 STORE_ENV = "CHRONOGRAPH_STORE"
 TOKEN_ENV = "CHRONOGRAPH_TOKEN"
@@ -19,6 +19,21 @@ def default_store() -> Path:
     import platformdirs  # only when no store is named
 
     return Path(platformdirs.user_data_dir("chronograph", appauthor=False)) / "store"
+
+
+MODEL_CACHE_ENV = "CHRONOGRAPH_MODEL_CACHE"
+"""Another folder for the embedding model's optimised graph, or "off" to keep none."""
+
+
+def model_cache() -> Path | None:
+    """Where the embedding model's optimised graph is kept: $CHRONOGRAPH_MODEL_CACHE ("off":
+    nowhere), else e.g. ~/.cache/chronograph/models."""
+    named = os.environ.get(MODEL_CACHE_ENV)
+    if named:
+        return None if named == "off" else Path(named).expanduser()
+    import platformdirs  # only when the bundled model loads
+
+    return Path(platformdirs.user_cache_dir("chronograph", appauthor=False)) / "models"
 
 
 def resolve_store(flag: str | os.PathLike[str] | None) -> Path | str:

@@ -27,6 +27,7 @@ from typing import Any
 from chronograph.application.engine.storelock import StoreLock
 from chronograph.application.errors import UnavailableError
 from chronograph.eventstore import EventStoreError
+from chronograph.eventstore.lmdb import resident
 from chronograph.projections import EntityRecord, LmdbGraph, Snapshot, Views
 from chronograph.projections.errors import EmbeddingsUnavailableError, ProjectionError
 from chronograph.projections.search.embedder import Embedder
@@ -52,6 +53,11 @@ SETTLE = 32
 RETRY = 30.0
 """Seconds before an embedder that failed is tried again."""
 QUERIES_KEPT = 256
+RESIDENT = 128 << 20
+"""Bytes of the store's pages (and libraries') the server keeps resident while the projector
+works through a backlog; past it, the store's are given back (see `resident`): embedding
+50k entities read them all, 144 MB of the server's RSS. They are given back before the
+model loads too: at 50k its load on top of the pages 100 searches read was the peak."""
 NICE = 10
 """The projector thread's niceness (0 is normal, 19 the lowest priority)."""
 
@@ -112,6 +118,8 @@ class Semantic:
                     todo.append(record)
             parts = self._parts(txn, todo)
         todo.sort(key=lambda r: sum(map(len, r.observations)))  # similar lengths in a chunk pad little
+        if todo and not self.loaded:
+            resident.release()  # the model loads next: the store's pages make room for it first
         chunks = [todo[at:at + CHUNK] for at in range(0, len(todo), CHUNK)] or [[]]
         for number, chunk in enumerate(chunks):
             if self._stop.is_set():
@@ -272,6 +280,8 @@ class Semantic:
                 continue
             if progress is not None and checkpoint != last:
                 progress(checkpoint, head)
+            if checkpoint != last:
+                resident.release(RESIDENT)  # the pages of the entities it read leave the server's RSS
             last = checkpoint
             wait = 0.0 if checkpoint < head else POLL
 

@@ -21,6 +21,7 @@ from chronograph.application.engine.access import calling, check
 from chronograph.application.engine.arguments import parse
 from chronograph.application.engine.background import IMAGE_IDLE, following, keeping
 from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.config import model_cache
 from chronograph.application.engine.exportdir import ExportDir
 from chronograph.application.engine.outputs import Out
 from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
@@ -148,7 +149,7 @@ class Memory:
             """Why `semantic` is None."""
             try:
                 embedder = open_embedder(embeddings, model=embeddings_model, api_key=embeddings_key,
-                                         threads=embedding_threads)
+                                         threads=embedding_threads, cache=model_cache())
             except EmbeddingsUnavailableError as error:
                 self.semantic_off = f"Semantic search is unavailable: {error}."
                 embedder = None

@@ -16,6 +16,8 @@ from chronograph.projections.errors import EmbeddingsUnavailableError
 from chronograph.projections.records import EntityRecord
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
     import numpy.typing as npt
 
@@ -57,11 +59,11 @@ def entity_text(record: EntityRecord) -> str:
 
 
 def open_embedder(
-    spec: str, *, model: str | None = None, api_key: str | None = None, threads: int = 1
+    spec: str, *, model: str | None = None, api_key: str | None = None, threads: int = 1, cache: Path | None = None
 ) -> Embedder | None:
     """The embedder `spec` names, not loaded yet: "auto" (the bundled model if its extra is
-    installed), "local" (the bundled model, on `threads` cores; 0: all), "off" (None) or the
-    URL of an endpoint.
+    installed), "local" (the bundled model, on `threads` cores; 0: all, its optimised graph
+    kept in the folder `cache`), "off" (None) or the URL of an endpoint.
 
     Raises:
         EmbeddingsUnavailableError: If "auto" finds the semantic extra missing.
@@ -81,7 +83,7 @@ def open_embedder(
     if spec == "local":
         from chronograph.projections.search.minilm import LocalMiniLM  # noqa: PLC0415 (numpy and onnxruntime load here)
 
-        return LocalMiniLM(threads=threads)
+        return LocalMiniLM(threads=threads, cache=cache)
     if spec.startswith(("http://", "https://")):
         if not model:
             raise ValueError("an embeddings endpoint needs the name of its model (--embeddings-model)")

@@ -52,6 +52,35 @@ def test_a_damaged_or_missing_model_file_is_refused_with_how_to_reinstall(tmp_pa
         LocalMiniLM(path=tmp_path / "gone.onnx").load()
 
 
+TEXTS = ["Bob (person). Software engineer at a startup", "a much longer text that pads the batch " * 5, "short"]
+
+
+def test_the_optimised_graph_is_kept_once_and_a_later_load_reads_it_to_the_same_vectors(
+        model: LocalMiniLM, tmp_path: Path) -> None:
+    first = LocalMiniLM(cache=tmp_path)
+    made = first.embed(TEXTS)
+    kept = list(tmp_path.iterdir())
+    assert len(kept) == 1 and kept[0].suffix == ".onnx" and kept[0].stat().st_size > 50 << 20
+    stamp = kept[0].stat().st_mtime_ns
+    again = LocalMiniLM(cache=tmp_path).embed(TEXTS)  # reads the kept graph, optimises nothing
+    assert list(tmp_path.iterdir()) == kept and kept[0].stat().st_mtime_ns == stamp
+    assert np.allclose(again, made, atol=1e-5)
+    assert np.allclose(again, model.embed(TEXTS), atol=1e-5)  # the same vectors as without a cache
+
+
+def test_a_damaged_kept_graph_is_made_again_and_an_unusable_cache_is_passed_over(
+        model: LocalMiniLM, tmp_path: Path) -> None:
+    LocalMiniLM(cache=tmp_path / "models").load()
+    (kept,) = (tmp_path / "models").iterdir()
+    kept.write_bytes(b"\x08\x07 torn")
+    assert np.allclose(LocalMiniLM(cache=tmp_path / "models").embed(TEXTS), model.embed(TEXTS), atol=1e-5)
+    assert kept.stat().st_size > 50 << 20  # made again
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    assert np.allclose(LocalMiniLM(cache=blocked / "models").embed(TEXTS), model.embed(TEXTS), atol=1e-5)
+    assert blocked.read_text() == "not a folder"
+
+
 def test_off_means_no_embedder_and_an_url_needs_a_model_name() -> None:
     assert open_embedder("off") is None
     assert isinstance(open_embedder("auto"), LocalMiniLM)  # the test environment has the extra
