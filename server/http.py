@@ -27,11 +27,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-import anyio.to_thread
 from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
 from chronograph.server.addresses import LOOPBACK, WILDCARDS, is_ip, is_loopback, served_names
 from chronograph.server.app import Runtime
-from chronograph.server.authentication import PRINCIPAL_KEY, Authenticator
+from chronograph.server.authentication import PRINCIPAL_KEY, Authenticator, Authenticators
 from chronograph.server.config import DEFAULT_MAX_BODY
 from chronograph.server.revocation import cut_when_invalid, revoked
 from chronograph.server.sessions import Sessions
@@ -80,7 +79,7 @@ class Guard:
     ) -> None:
         self.app = app
         self.token = token
-        self.authenticators: list[Authenticator] = [*([EnvToken(token)] if token else []), *authenticators]
+        self.authenticators = Authenticators([*([EnvToken(token)] if token else []), *authenticators])
         """Asked in turn for a request's principal; `token` ($CHRONOGRAPH_TOKEN) first."""
         self.resource = resource
         """This server as an OAuth protected resource: its metadata is public, and a 401 points at it."""
@@ -108,7 +107,7 @@ class Guard:
             receive = _replay(body, receive)
         bearer = scope.pop(_BEARER, None)
         if bearer is not None:  # a stream it opens lives only as long as its token
-            send = cut_when_invalid(send, partial(self._still_valid, bearer))
+            send = cut_when_invalid(send, partial(self.authenticators.still_valid, bearer))
         try:
             if self.sessions is not None and scope.get("path", "").rstrip("/") == MCP_PATH:
                 await self._with_sessions(self.sessions, scope, headers, receive, send)
@@ -185,36 +184,12 @@ class Guard:
         await self.app(closing, _nothing, discard)
 
     def required(self) -> bool:
-        """Whether a request must present a valid token: an authenticator that can tell (the
-        store's tokens) says whether it has any; any other one configured always asks for one."""
-        return any(getattr(authenticator, "any", lambda: True)() for authenticator in self.authenticators)
-
-    def principal(self, token: str) -> Principal | None:
-        """The principal of a bearer token, as the first authenticator that answers at once and
-        knows it says (those that may block, `blocking`, are left to `_authenticated`)."""
-        token = token.strip()
-        if not token:
-            return None
-        for authenticator in self.authenticators:
-            if not getattr(authenticator, "blocking", False):
-                principal = authenticator.authenticate(token)
-                if principal is not None:
-                    return principal
-        return None
+        """Whether a request must present a valid token (see `Authenticators.required`)."""
+        return self.authenticators.required()
 
     def vouches(self, headers: Iterable[tuple[bytes, bytes]]) -> bool:
-        """Whether a request's raw headers carry a valid bearer token (the listener keeps the
-        requests that do, under a flood, and closes the others first)."""
-        if not self.authenticators:
-            return False
-        for name, value in headers:
-            if name.lower() == b"authorization":
-                scheme, _, given = value.decode("latin-1").strip().partition(" ")
-                try:
-                    return scheme.lower() == "bearer" and self.principal(given) is not None
-                except Exception:  # noqa: BLE001 (tokens that cannot be read vouch for nobody)
-                    return False
-        return False
+        """Whether a request's raw headers carry a valid bearer token (see `Authenticators.vouches`)."""
+        return self.authenticators.vouches(headers)
 
     async def _read_at_most(self, receive: Receive) -> tuple[bytes, bool]:
         parts: list[bytes] = []
@@ -230,26 +205,6 @@ class Guard:
             parts.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(parts), True
-
-    async def _authenticated(self, token: str) -> Principal | None:
-        """The principal `token` stands for: as the authenticators that answer at once say (a
-        digest looked up in memory), else as one that may block does (an OAuth authenticator
-        fetching its issuer's keys), asked in a worker thread."""
-        principal = self.principal(token)
-        for authenticator in self.authenticators:
-            if principal is not None:
-                break
-            if getattr(authenticator, "blocking", False):
-                principal = await anyio.to_thread.run_sync(authenticator.authenticate, token)
-        return principal
-
-    async def _still_valid(self, token: str) -> bool:
-        """Whether `token` still stands for a principal (no: revoked, expired, or the tokens
-        cannot be read now)."""
-        try:
-            return await self._authenticated(token) is not None
-        except Exception:  # noqa: BLE001 (tokens that cannot be read vouch for nobody)
-            return False
 
     def _public(self, scope: Scope) -> bool:
         """Whether the request is for the protected-resource metadata (which tells a client
@@ -290,7 +245,7 @@ class Guard:
                     if scheme.lower() != "bearer" and str(scope.get("path", "")).startswith(UI_PATH):
                         given, scheme = page_token(headers, scope), "bearer"  # a browser cannot send the header
                     bearer = scheme.lower() == "bearer" and bool(given.strip())
-                    principal = await self._authenticated(given.strip()) if bearer else None
+                    principal = await self.authenticators.authenticated(given.strip()) if bearer else None
             except Exception as error:  # the store's tokens cannot be read (its database is gone): let nobody in
                 _log.warning("cannot read the store's tokens: %s", error)
                 return _error(503, "the store's tokens cannot be read now; retry later")
