@@ -19,12 +19,15 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import importlib.util
-import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from chronograph.eventstore.errors import EventStoreError
+from chronograph.eventstore.files import guarded_file
 from chronograph.projections.errors import EmbeddingsUnavailableError
 
 __all__ = ["LocalMiniLM"]
@@ -129,35 +132,35 @@ def _optimised_session(ort: Any, options: Any, model_path: Path, sha256: str, ca
     `cache` if it is there, else optimised now (and kept there, when `cache` is given)."""
     providers = ["CPUExecutionProvider"]
     kept = None if cache is None else cache / f"minilm-{sha256[:16]}-ort{ort.__version__}-basic.onnx"
-    if kept is not None and kept.is_file():
+    if kept is not None and kept.is_file() and not kept.is_symlink():
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # optimised already
         try:
             return ort.InferenceSession(str(kept), options, providers=providers)
         except Exception:  # noqa: BLE001 (a damaged copy: made again below)
-            kept.unlink(missing_ok=True)
+            pass
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    spare = None
-    if kept is not None:
-        try:
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            spare = kept.with_name(f".{kept.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-            options.optimized_model_filepath = str(spare)  # written while the session is made
-        except OSError:
-            spare = None  # a folder that cannot be made: the model loads as before
-    try:
-        session = ort.InferenceSession(str(model_path), options, providers=providers)
-    except Exception:
-        if spare is None:
-            raise
-        spare.unlink(missing_ok=True)  # keeping it failed (a full disk?): load without keeping
-        options.optimized_model_filepath = ""
+    if kept is None:
         return ort.InferenceSession(str(model_path), options, providers=providers)
-    if spare is not None and kept is not None:
+    with tempfile.TemporaryDirectory(prefix="chronograph-model-") as scratch:
+        made = Path(scratch) / "optimised.onnx"
+        options.optimized_model_filepath = str(made)  # ONNX Runtime writes it as it makes the session
         try:
-            os.replace(spare, kept)  # whole or not at all, whichever server kept it first
-        except OSError:
-            spare.unlink(missing_ok=True)
+            session = ort.InferenceSession(str(model_path), options, providers=providers)
+        except Exception:  # noqa: BLE001 (writing it failed, a full disk?): load without keeping it
+            options.optimized_model_filepath = ""
+            return ort.InferenceSession(str(model_path), options, providers=providers)
+        _keep(made, kept)
     return session
+
+
+def _keep(made: Path, kept: Path) -> None:
+    """Put the graph ONNX Runtime wrote at `made` in its place `kept`, whole or not at all,
+    through the guarded writer (never through a link); a place that cannot take it is passed over."""
+    try:
+        with made.open("rb") as source, guarded_file(kept, overwrite=True, parents=True) as target:
+            shutil.copyfileobj(source, target, 1 << 20)
+    except (OSError, EventStoreError):
+        pass  # the next load optimises again
 
 
 def _give_back_freed_memory() -> None:
