@@ -58,6 +58,10 @@ class Profile:
     exact: bool = False
     """Whether answers keep the mirrored server's shape exactly: what Chronograph adds to an
     answer unasked (a deleted name's history) rides in the result's `_meta` instead."""
+    compact: bool = False
+    """Whether an answer's text block is its compact JSON. Chronograph's own surfaces print
+    it so: a model reads the text, and the two-space indentation every mirrored server prints
+    (and its profile keeps) is a third of its tokens."""
 
     @property
     def tools(self) -> Registry:
@@ -119,7 +123,7 @@ def _own_surface() -> Registry:
 
 PROFILES: dict[str, Profile] = {
     "chronograph": Profile("chronograph", "Chronograph's own tools: the official nine and history, time "
-                           "travel, audit, context", _own_surface, INSTRUCTIONS),
+                           "travel, audit, context", _own_surface, INSTRUCTIONS, compact=True),
     "official": Profile("official", "exactly the nine tools of the official MCP memory server",
                         lambda: CORE.select(OFFICIAL_TOOLS), INSTRUCTIONS, exact=True),
     "agent-memory": Profile("agent-memory", "the fifteen tools of Agent Memory 0.3.0 (scopes, sessions, typed "
@@ -144,7 +148,7 @@ PROFILES: dict[str, Profile] = {
                        "AWAITING_CONFIRMATION with detectedRoot: call again with confirmNewProjectRoot set to it. "
                        "Start a session with n2n_read_graph summaryMode true."), errors="n2n"),
     "full": Profile("full", "every tool of every profile (for operators and tests); where two surfaces share a "
-                    "name, Chronograph's own tool is the one offered", _everything, INSTRUCTIONS),
+                    "name, Chronograph's own tool is the one offered", _everything, INSTRUCTIONS, compact=True),
 }
 """Every profile, by name."""
 

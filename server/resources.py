@@ -26,6 +26,7 @@ from chronograph.application import ChronographError, ReplyTooLargeError, profil
 from chronograph.application.engine.access import calling
 from chronograph.application.engine.outputs import official_shape
 from chronograph.application.engine.principal import Principal
+from chronograph.application.engine.turns import encoded
 from chronograph.application.errors import ForbiddenError
 from chronograph.application.surfaces.kuzu import databases
 from chronograph.application.surfaces.n2n import N2N
@@ -72,7 +73,8 @@ def add_resources(server: MCPServer, runtime: Runtime, settings: Settings) -> No
 
         def work() -> str:
             with paused_gc(), calling(caller):
-                return pretty(what())
+                value = what()
+                return encoded(value).decode() if runtime.compact else pretty(value)  # as the tools print
 
         try:
             if runtime.offload:  # HTTP: in a worker thread, in turn with the tool calls

@@ -75,6 +75,8 @@ class Runtime:
         """Whom a call that carries no principal is made for: the local user of a stdio server
         (and of an HTTP one before any authenticator puts a principal in its requests)."""
         self.exact = settings.profile in PROFILES and PROFILES[settings.profile].exact
+        self.compact = settings.profile in PROFILES and PROFILES[settings.profile].compact
+        """Whether answers print their text compact (see `Profile.compact`)."""
         """Whether answers keep the reference server's shape (what we add rides in `_meta`)."""
 
     @classmethod
@@ -267,11 +269,11 @@ class Runtime:
             written = self.memory.write(tool, arguments, actor=self._in_session(actor, connection),
                                         principal=principal)
             self._follow_session(tool, arguments, written.output, connection)
-            return (reply(written.output, tool=tool.name, exact=self.exact),
+            return (reply(written.output, tool=tool.name, exact=self.exact, compact=self.compact),
                     written.workspaces if written.changed else ())
         with paused_gc():
             return reply(self.memory.read(tool, arguments, principal=principal), tool=tool.name,
-                         limit=self.settings.max_reply, exact=self.exact), ()
+                         limit=self.settings.max_reply, exact=self.exact, compact=self.compact), ()
 
     async def notify(self, ctx: Context) -> None:
         """Tell subscribers the knowledge graph changed (both protocol generations): the caller,

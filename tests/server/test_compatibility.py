@@ -146,10 +146,17 @@ async def test_the_official_profile_exposes_exactly_the_nine_tools(settings: Set
         assert [t.name for t in (await c.list_tools()).tools] == [t["name"] for t in OFFICIAL]
 
 
-async def test_the_text_block_is_the_structured_answer_pretty_printed_with_two_spaces(client: Client) -> None:
+async def test_the_text_block_is_the_structured_answer_as_compact_json(client: Client) -> None:
     await call(client, "create_entities", {"entities": [entity("Ada", "person", "ünïcode")]})
     graph = await call(client, "read_graph")
-    assert await text(client, "read_graph") == json.dumps(graph, indent=2, ensure_ascii=False)
+    assert await text(client, "read_graph") == json.dumps(graph, separators=(",", ":"), ensure_ascii=False)
+
+
+async def test_the_official_profile_prints_it_with_two_spaces_as_the_official_server(settings: Settings) -> None:
+    async with Client(create_server(Settings(store=settings.store, profile="official"))) as c:
+        await call(c, "create_entities", {"entities": [entity("Ada", "person", "ünïcode")]})
+        graph = await call(c, "read_graph")
+        assert await text(c, "read_graph") == json.dumps(graph, indent=2, ensure_ascii=False)
 
 
 async def test_create_tools_print_a_bare_array_as_the_official_server_does(client: Client) -> None:
@@ -167,7 +174,7 @@ async def test_delete_tools_print_their_message_and_report_success(client: Clien
 
 
 async def test_an_empty_store_reads_as_an_empty_graph(client: Client) -> None:
-    assert await text(client, "read_graph") == '{\n  "entities": [],\n  "relations": []\n}'
+    assert await text(client, "read_graph") == '{"entities":[],"relations":[]}'
 
 
 async def test_the_knowledge_graph_resource_reads_like_read_graph(client: Client) -> None:
