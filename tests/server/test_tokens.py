@@ -19,7 +19,7 @@ from chronograph.tools.tokens import main as token
 from freezegun import freeze_time
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from support.http import ROOT, free_port, request, start
+from support.http import ROOT, announced_port, request, start
 from support.mcp import call, entity
 
 pytestmark = [pytest.mark.anyio, pytest.mark.wire]
@@ -128,12 +128,13 @@ def test_the_explorer_takes_the_token_from_its_link_and_shows_the_principal(
 
 
 def test_the_ui_command_asks_for_a_token_of_the_store_too(tmp_path: Path, tokens: dict[str, str]) -> None:
-    port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "chronograph", "ui", "--store", str(tmp_path / "store"),
-                                "--port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                "--port", "0"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                env={**os.environ, "PYTHONPATH": str(ROOT)}, text=True)
-    base = f"http://127.0.0.1:{port}"
+    said = ""
     try:
+        port, said = announced_port(process)
+        base = f"http://127.0.0.1:{port}"
         for _ in range(600):
             try:
                 if request(base + "/health", headers=bearer(tokens["alice"]))[0] == 200:
@@ -149,6 +150,6 @@ def test_the_ui_command_asks_for_a_token_of_the_store_too(tmp_path: Path, tokens
         process.terminate()
         process.wait(timeout=30)
         assert process.stderr is not None
-        said = process.stderr.read()
+        said += process.stderr.read()
         process.stderr.close()
     assert "?token=..." in said and tokens["alice"] not in said
