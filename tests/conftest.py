@@ -32,6 +32,19 @@ def pytest_configure(config: pytest.Config) -> None:
         os.execvp("uv", ["uv", "run", "--locked", "--group", "test", "pytest", *sys.argv[1:]])
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """How many workers `-n auto` (the pytest options' default) starts: two per core this process may
+    use, since a test often waits on a server, a browser or PostgreSQL in another process; at most
+    4, since every worker's database, servers and pools share PostgreSQL's 100 connections.
+    $PYTEST_XDIST_AUTO_NUM_WORKERS, as for pytest-xdist's own count, or `-n N` decide otherwise."""
+    named = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    if named:
+        return int(named)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(4, 2 * cores)
+
+
 os.environ["CHRONOGRAPH_EMBEDDINGS"] = "off"  # servers a test spawns load no model unless the test asks
 _MODELS = tempfile.mkdtemp(prefix="chronograph-test-models-")
 os.environ["CHRONOGRAPH_MODEL_CACHE"] = _MODELS  # the model's optimised graph stays out of the user's cache

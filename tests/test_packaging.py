@@ -14,7 +14,10 @@ from support.mcp import call, entity
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.wire  # builds and installs a wheel in subprocesses
+pytestmark = [
+    pytest.mark.wire,  # builds and installs a wheel in subprocesses
+    pytest.mark.xdist_group("wheel"),  # one build: setuptools builds in the checkout's build/ and egg-info
+]
 
 
 @pytest.fixture(scope="module")

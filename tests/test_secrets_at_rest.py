@@ -19,7 +19,7 @@ import pytest
 from chronograph.application.engine.tokens import PREFIX, digest_of
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from support.http import free_port, request
+from support.http import ANNOUNCED, request
 
 pytestmark = [pytest.mark.anyio, pytest.mark.wire]
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,12 +60,18 @@ async def test_a_token_s_whole_life_leaves_no_secret_in_any_byte_written_or_prin
     outputs.append(created.stderr)
     cli(outputs, "token", "create", "bob", "--grant", "work=read", "--store", str(store))
 
-    port, log = free_port(), tmp_path / "server.log"
+    log = tmp_path / "server.log"
     with log.open("wb") as sink:
-        server = subprocess.Popen([sys.executable, "-m", "chronograph", "--http", "--port", str(port), "--store",
+        server = subprocess.Popen([sys.executable, "-m", "chronograph", "--http", "--port", "0", "--store",
                                    str(store), "--log-level", "DEBUG"], env=ENV, cwd=ROOT, stdout=sink, stderr=sink)
         try:
-            base = f"http://127.0.0.1:{port}"
+            for _ in range(600):  # the port it bound, from the address it announces
+                if (found := ANNOUNCED.search(log.read_bytes())) is not None:
+                    break
+                assert server.poll() is None, log.read_text()
+                await anyio.sleep(0.1)
+            assert found is not None, "the server announced no address"
+            base = f"http://127.0.0.1:{int(found.group(1))}"
             for _ in range(600):
                 try:
                     if request(base + "/health", headers={"Authorization": f"Bearer {secret}"})[0] == 200:

@@ -17,7 +17,7 @@ from chronograph.server.http import Guard
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
-from support.http import ROOT, free_port, start
+from support.http import ROOT, announced_port, start
 
 NETWORK_FLAG = "--allow-network-without-token"
 
@@ -55,7 +55,7 @@ def existing_store(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("command", [["ui"], ["serve", "--http"]])
 def test_listening_beyond_loopback_without_a_token_is_refused_naming_the_flag(
         existing_store: Path, command: list[str]) -> None:
-    done = run_command(*command, "--store", str(existing_store), "--host", "0.0.0.0", "--port", str(free_port()))
+    done = run_command(*command, "--store", str(existing_store), "--host", "0.0.0.0", "--port", "0")
     assert done.returncode == 2
     assert "refusing to listen on 0.0.0.0" in done.stderr and NETWORK_FLAG in done.stderr
     assert "$CHRONOGRAPH_TOKEN" in done.stderr
@@ -63,15 +63,17 @@ def test_listening_beyond_loopback_without_a_token_is_refused_naming_the_flag(
 
 def served(store: Path, *extra: str, token: str | None = None) -> Iterator[tuple[str, list[str]]]:
     """`chronograph ui` in its own process: (its base URL on loopback, its first lines on stderr)."""
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "CHRONOGRAPH_TOKEN"}
     if token:
         env["CHRONOGRAPH_TOKEN"] = token
-    process = subprocess.Popen([sys.executable, "-m", "chronograph", "ui", "--store", str(store), "--port", str(port),
+    process = subprocess.Popen([sys.executable, "-m", "chronograph", "ui", "--store", str(store), "--port", "0",
                                 *extra], env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     try:
-        lines = []
+        port, said = announced_port(process)
+        lines = said.splitlines(keepends=True)
+        if lines and not lines[-1].endswith("\n"):  # the rest of a line cut where the read stopped
+            lines[-1] += process.stderr.readline()
         while not any("(read-only)" in line for line in lines):
             line = process.stderr.readline()
             assert line, f"the explorer exited: {lines}"

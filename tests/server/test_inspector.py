@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.wire  # a server in a subprocess: skip locally with -m 'not wire'
+pytestmark = [
+    pytest.mark.wire,  # a server in a subprocess: skip locally with -m 'not wire'
+    pytest.mark.xdist_group("npx"),  # one npx at a time: two fetching one package into its cache collide
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"

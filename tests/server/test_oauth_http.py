@@ -30,7 +30,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
-from support.http import ROOT, free_port, request
+from support.http import ROOT, announced_port, free_port, request
 from support.issuer import Issuer, issuer, rsa_key
 from support.mcp import call, entity, names
 
@@ -187,15 +187,26 @@ async def test_serve_takes_an_issuer_s_tokens_with_its_keys_file_and_grant_map(t
     signer = issuer()
     (tmp_path / "jwks.json").write_text(json.dumps(signer.jwks()))
     (tmp_path / "grants.toml").write_text('[subjects]\nalice = { "*" = "write" }\n')
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "chronograph", "--http", "--port", str(port), "--store", str(tmp_path / "store"),
-         "--auth-issuer", signer.url, "--audience", base + "/mcp", "--jwks", str(tmp_path / "jwks.json"),
-         "--auth-map", str(tmp_path / "grants.toml"), "--log-level", "DEBUG"],
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True,
-    )
+    for _ in range(5):  # the audience names the port, so it is chosen first; taken meanwhile, try another
+        base = f"http://127.0.0.1:{free_port()}"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "chronograph", "--http", "--port", base.rsplit(":", 1)[1], "--store",
+             str(tmp_path / "store"), "--auth-issuer", signer.url, "--audience", base + "/mcp", "--jwks",
+             str(tmp_path / "jwks.json"), "--auth-map", str(tmp_path / "grants.toml"), "--log-level", "DEBUG"],
+            env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            said = announced_port(process)[1]
+            break
+        except AssertionError as error:
+            process.wait(timeout=30)
+            assert process.stderr is not None
+            process.stderr.close()
+            if "cannot listen on" not in str(error):
+                raise
+    else:
+        pytest.fail("five ports in a row were taken before the server could bind them")
     token = signer.token(aud=base + "/mcp", scope=None)
     try:
         deadline = time.monotonic() + 60
@@ -218,7 +229,7 @@ async def test_serve_takes_an_issuer_s_tokens_with_its_keys_file_and_grant_map(t
         process.terminate()
         process.wait(timeout=30)
         assert process.stderr is not None
-        said = process.stderr.read()
+        said += process.stderr.read()
         process.stderr.close()
     assert "accepting access tokens of" in said
     assert all(part not in said for part in token.split("."))

@@ -50,6 +50,7 @@ async def test_the_official_profile_answers_the_official_server_s_bytes(tmp_path
     assert ours == RECORDED["calls"]
 
 
+@pytest.mark.xdist_group("npx")  # one npx at a time: two fetching one package into its cache collide
 async def test_the_official_profile_answers_as_the_running_official_server_does(tmp_path: Path) -> None:
     if shutil.which("node") is None or shutil.which("npx") is None:
         pytest.skip("no node: the recorded replies are checked without it")

@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import ResourceUpdatedNotification
-from support.http import ROOT, free_port, request, start
+from support.http import ROOT, announced_port, request, start
 from support.mcp import call, entity
 
 pytestmark = [pytest.mark.anyio, pytest.mark.wire]
@@ -133,12 +133,13 @@ def test_the_explorer_takes_the_token_from_its_link_and_shows_the_principal(
 
 
 def test_the_ui_command_asks_for_a_token_of_the_store_too(tmp_path: Path, tokens: dict[str, str]) -> None:
-    port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "chronograph", "ui", "--store", str(tmp_path / "store"),
-                                "--port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                "--port", "0"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                env={**os.environ, "PYTHONPATH": str(ROOT)}, text=True)
-    base = f"http://127.0.0.1:{port}"
+    said = ""
     try:
+        port, said = announced_port(process)
+        base = f"http://127.0.0.1:{port}"
         for _ in range(600):
             try:
                 if request(base + "/health", headers=bearer(tokens["alice"]))[0] == 200:
@@ -154,7 +155,7 @@ def test_the_ui_command_asks_for_a_token_of_the_store_too(tmp_path: Path, tokens
         process.terminate()
         process.wait(timeout=30)
         assert process.stderr is not None
-        said = process.stderr.read()
+        said += process.stderr.read()
         process.stderr.close()
     assert "?token=..." in said and tokens["alice"] not in said
 

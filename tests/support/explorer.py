@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from support.http import free_port, request
+from support.http import announced_port, request
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -38,12 +38,11 @@ def launch() -> Iterator[Any]:
 
 def serve(store: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
     """`chronograph ui` on `store`, answering its health probe: the process and its base URL."""
-    port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "chronograph", "ui", "--store", str(store), "--port",
-                                str(port), *extra], cwd=ROOT, text=True, stdout=subprocess.DEVNULL,
+                                "0", *extra], cwd=ROOT, text=True, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE,
                                env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
-    base = f"http://127.0.0.1:{port}"
+    base = f"http://127.0.0.1:{announced_port(process)[0]}"
     deadline = time.monotonic() + 60
     while True:
         try:

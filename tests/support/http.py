@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import selectors
 import socket
 import subprocess
 import sys
@@ -22,9 +24,34 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
+    """A port free now. Only for a test that must name its port before the server starts: a
+    server told `--port 0` binds a free one itself (`announced_port`), where a port chosen here
+    may be taken, by another test's server under pytest-xdist, before the server binds it."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+ANNOUNCED = re.compile(rb" at https?://\S*:(\d+)/")
+"""The address a server prints once it has bound its port (`serve --http` and `ui` alike)."""
+
+
+def announced_port(process: subprocess.Popen[str], timeout: float = 60) -> tuple[int, str]:
+    """The port a server started with `--port 0` (its stderr a pipe) bound, read from the address
+    it announces; and what it wrote to stderr until then (which `process.stderr` no longer holds)."""
+    assert process.stderr is not None
+    said = b""
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as waiting:
+        waiting.register(process.stderr, selectors.EVENT_READ)
+        while (found := ANNOUNCED.search(said)) is None:
+            left = deadline - time.monotonic()
+            assert left > 0, f"the server announced no address: {said.decode(errors='replace')}"
+            if waiting.select(timeout=left):
+                chunk = os.read(process.stderr.fileno(), 65536)
+                assert chunk, f"the server exited: {said.decode(errors='replace')}"
+                said += chunk
+    return int(found.group(1)), said.decode(errors="replace")
 
 
 def request(url: str, *, method: str = "GET", headers: dict[str, str] | None = None,
@@ -47,21 +74,20 @@ async def session(base: str) -> AsyncIterator[Client]:
 
 def start(tmp_path: Path, token: str | None, *extra: str, store: str | None = None,
           processes: list[subprocess.Popen[str]] | None = None, bearer: str | None = None) -> Iterator[str]:
-    """A server on a free port (`token`: its $CHRONOGRAPH_TOKEN; `bearer`: the token its probe
+    """A server on a port it chose (`token`: its $CHRONOGRAPH_TOKEN; `bearer`: the token its probe
     presents, when the store has tokens of its own)."""
-    port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("CHRONOGRAPH_TOKEN", None)
     if token:
         env["CHRONOGRAPH_TOKEN"] = token
     process = subprocess.Popen(
-        [sys.executable, "-m", "chronograph", "--http", "--port", str(port), "--store",
+        [sys.executable, "-m", "chronograph", "--http", "--port", "0", "--store",
          store or str(tmp_path / "store"), *extra],
         env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     if processes is not None:
         processes.append(process)
-    base = f"http://127.0.0.1:{port}"
+    base = f"http://127.0.0.1:{announced_port(process)[0]}"
     headers = {"Authorization": f"Bearer {bearer or token}"} if bearer or token else {}
     deadline = time.monotonic() + 60
     while True:

@@ -127,9 +127,9 @@ def test_an_openai_compatible_endpoint_embeds_in_order_with_the_key(endpoint: Th
 
 
 def test_an_endpoint_that_is_down_is_a_clear_error() -> None:
-    with socket.socket() as probe:
+    with socket.socket() as probe:  # bound, never listening: refused, and no other test's server can take it
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    embedder = Endpoint(f"http://127.0.0.1:{port}", "m", timeout=2)
-    with pytest.raises(EmbeddingsUnavailableError, match="does not answer"):
-        embedder.embed(["hello"])
+        embedder = Endpoint(f"http://127.0.0.1:{port}", "m", timeout=2)
+        with pytest.raises(EmbeddingsUnavailableError, match="does not answer"):
+            embedder.embed(["hello"])
