@@ -68,15 +68,18 @@ def dirty(connection: Any, schema: Schema) -> int | None:
 
 def rewrite_catalog(connection: Any, schema: Schema) -> str:
     """Rewrite `pg_statistic` (VACUUM FULL: a new file of its live rows) if it may hold dead
-    samples of the log's content and nobody rewrote it since; return what could not be done,
-    and who can (empty: done)."""
+    samples of the log's content; return what could not be done, and who can (empty: done).
+    A rewrite that had to keep some (a snapshot could see them) leaves the log dirty, with
+    the new file's number."""
     then = dirty(connection, schema)
     if then is None:
         return ""
-    kept = 0
-    if _filenode(connection) == then:
-        kept = vacuum_full(connection, "pg_catalog.pg_statistic")  # PostgreSQL only warns when it may not
+    # Rewritten whatever its file number: a rewrite since (ours at an earlier open, or anyone's)
+    # may have copied the dead samples along, if a snapshot could still see them then.
+    kept = vacuum_full(connection, "pg_catalog.pg_statistic")  # PostgreSQL only warns when it may not
     if kept:
+        connection.execute(schema.sql("UPDATE {meta} SET value = %s WHERE key = %s"),
+                           (DIRTY + _filenode(connection).to_bytes(8, "big"), FLAG))  # they are in the new file
         return (f"PostgreSQL's statistics catalog (pg_statistic) kept {kept} dead row version(s) an open transaction "
                 "may still see; run `chronograph scrub` again once it has ended")
     if _filenode(connection) == then:

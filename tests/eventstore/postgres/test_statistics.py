@@ -101,3 +101,24 @@ def test_a_role_that_may_not_rewrite_the_catalog_is_told_who_can_and_scrub_finis
         assert holding(superuser_url, SAID, SECRET) == []
     finally:
         admin(superuser_url, f"DROP SCHEMA IF EXISTS {schema} CASCADE", f"DROP OWNED BY {role}", f"DROP ROLE {role}")
+
+
+def test_samples_a_snapshot_kept_through_the_first_open_s_rewrite_are_gone_after_a_forget(tmp_path: Path) -> None:
+    url = database().log_url()
+    with Memory(url, cache=tmp_path / "cache") as memory:
+        seed(memory)
+    schema = schema_of(url)
+    admin(url, *(f"ALTER TABLE {schema}.{table} ALTER COLUMN {column} SET STATISTICS -1"
+                 for table, columns in CONTENT.items() for column in columns))
+    analysed(url)
+    with psycopg.connect(url.split("?", 1)[0]) as holder:  # a report, autovacuum: a snapshot older than the seal
+        holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        holder.execute("SELECT count(*) FROM pg_class").fetchone()
+        with Memory(url, cache=tmp_path / "cache"):
+            pass  # the first open seals, and its rewrite of pg_statistic must keep what the snapshot may see
+        assert "pg_statistic" in holding(url, SAID)
+        holder.rollback()
+    with Memory(url, cache=tmp_path / "cache") as memory:
+        out = memory.write("forget_entity", {"name": SECRET, "reason": "asked"}, actor="t").output
+        assert out.scrubbed, out.message
+    assert holding(url, SAID, SECRET, "Blackwattle", "Vantongeren") == []
