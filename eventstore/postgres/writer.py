@@ -5,8 +5,9 @@ Expected versions are checked against `heads` under the log's advisory lock, and
 database enforces them again: (stream, version) is unique, so even a writer that skipped
 the lock could not put two events at one version.
 
-The lock is held from the transaction's first round trip to its commit, so every round
-trip in between is paid by every other writer waiting for it. Two things keep them few:
+The lock is held from the transaction's first round trip to its commit (written, not yet
+flushed: `PgLog.commit`), so every round trip in between is paid by every other writer
+waiting for it. Two things keep them few:
 the events other servers appended since this one's views last looked come back with the
 lock (`ahead`), and what an append stores is not sent at once but with the commit, in
 one pipeline (`_deferred`): a statement that reads first sends what is pending, so the

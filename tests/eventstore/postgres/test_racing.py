@@ -108,7 +108,7 @@ def test_processes_racing_with_one_idempotency_key_write_once_and_all_get_that_r
             assert (reader.head(), reader.stream_version("keyed")) == (20, 20)
 
 
-def test_a_write_waits_on_the_network_once_while_it_holds_the_lock(tmp_path: Path) -> None:
+def test_a_write_waits_on_the_network_once_while_it_holds_the_lock_and_for_the_flush_after_it(tmp_path: Path) -> None:
     import psycopg
     from chronograph.application import Memory
 
@@ -138,3 +138,7 @@ def test_a_write_waits_on_the_network_once_while_it_holds_the_lock(tmp_path: Pat
     locked = next(i for i, line in enumerate(held[0]) if "pg_advisory_xact_lock" in line)
     answers = [line.split("\t")[-1].strip() for line in held[0][locked:] if "\tReadyForQuery" in line]
     assert answers == ["T", "I"]  # the lock, with the events to fold; then the append and its commit
+    sent = [line for line in held[0][locked:] if line.startswith("F\t")]
+    unflushed, commit, barrier = (next(i for i, line in enumerate(sent) if said in line)
+                                  for said in ("synchronous_commit TO off", '"COMMIT"', "pg_logical_emit_message"))
+    assert unflushed < commit < barrier  # the lock goes with the commit's record; the flush is waited for after it
