@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
+from chronograph.eventstore.errors import StoreUnavailableError
 from chronograph.server.addresses import LOOPBACK, WILDCARDS, is_ip, is_loopback, served_names
 from chronograph.server.app import Runtime
 from chronograph.server.authentication import PRINCIPAL_KEY, Authenticator, Authenticators
@@ -37,6 +38,7 @@ from chronograph.server.sessions import Sessions
 from chronograph.server.tokens import EnvToken, store_tokens
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import INTERNAL_ERROR, INVALID_REQUEST
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -102,7 +104,8 @@ class Guard:
             # A chunked body has announced no size: read it (up to the limit) before the app does.
             body, whole = await self._read_at_most(receive)
             if not whole:
-                await _error(413, f"request bodies are limited to {self.max_body} bytes")(scope, receive, send)
+                refused = _error(413, f"request bodies are limited to {self.max_body} bytes", scope)
+                await refused(scope, receive, send)
                 return
             receive = _replay(body, receive)
         bearer = scope.pop(_BEARER, None)
@@ -138,7 +141,7 @@ class Guard:
             return
         body, whole = await self._read_at_most(receive)
         if not whole:
-            await _error(413, f"request bodies are limited to {self.max_body} bytes")(scope, receive, send)
+            await _error(413, f"request bodies are limited to {self.max_body} bytes", scope)(scope, receive, send)
             return
         receive = _replay(body, receive)
         if not _initializes(body):
@@ -148,7 +151,7 @@ class Guard:
         admission = sessions.admit(address)  # counted and reserved in one step: no await in between
         if not admission.admitted:
             response = _error(429 if "address" in admission.reason else 503,
-                              f"{admission.reason}; close one (DELETE /mcp) or retry later")
+                              f"{admission.reason}; close one (DELETE /mcp) or retry later", scope)
             response.headers["Retry-After"] = "5"
             await response(scope, _nothing, send)
             return
@@ -211,9 +214,9 @@ class Guard:
         where to get a token, so it cannot need one)."""
         return self.resource is not None and scope.get("path", "") in self.resource.paths
 
-    def _unauthorized(self, *, invalid: bool) -> Response:
+    def _unauthorized(self, scope: Scope, *, invalid: bool) -> Response:
         response = _error(401, "a valid bearer token is required (Authorization: Bearer ...); a revoked or "
-                               "expired one is not")
+                               "expired one is not", scope)
         response.headers["WWW-Authenticate"] = self.resource.challenge(invalid=invalid) if self.resource else "Bearer"
         return response
 
@@ -229,12 +232,12 @@ class Guard:
         if not self._serves(_hostname(host), peer):
             if _hostname(host) in LOOPBACK:
                 return _error(421, f"host {host!r} names the server's own machine, but this request came from "
-                                   f"{peer or 'elsewhere'}; use the server's name or address")
+                                   f"{peer or 'elsewhere'}; use the server's name or address", scope)
             return _error(421, f"host {host!r} is not served here; start the server with --allow-host "
-                               f"{_hostname(host) or 'NAME'} to serve it")
+                               f"{_hostname(host) or 'NAME'} to serve it", scope)
         origin = headers.get("origin")
         if origin is not None and not self._serves(_hostname(origin.split("://", 1)[-1].lower()), peer):
-            return _error(403, f"origin {origin!r} is not allowed; --allow-host adds a name")
+            return _error(403, f"origin {origin!r} is not allowed; --allow-host adds a name", scope)
         principal: Principal | None = LOCAL_PRINCIPAL
         if not self._public(scope):
             bearer = False
@@ -248,15 +251,17 @@ class Guard:
                     principal = await self.authenticators.authenticated(given.strip()) if bearer else None
             except Exception as error:  # the store's tokens cannot be read (its database is gone): let nobody in
                 _log.warning("cannot read the store's tokens: %s", error)
-                return _error(503, "the store's tokens cannot be read now; retry later")
+                why = " (its database cannot be reached)" if isinstance(error, StoreUnavailableError) else ""
+                return _error(503, f"the store's tokens cannot be read now{why}; nobody is let in until they can: "
+                                   "retry later", scope)
             if required and principal is None:
-                return self._unauthorized(invalid=bearer)
+                return self._unauthorized(scope, invalid=bearer)
             scope[PRINCIPAL_KEY] = principal
             if bearer:
                 scope[_BEARER] = given.strip()  # taken out again at once (see __call__)
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
-            return _error(413, f"request bodies are limited to {self.max_body} bytes")
+            return _error(413, f"request bodies are limited to {self.max_body} bytes", scope)
         return None
 
 
@@ -306,7 +311,15 @@ def _hostname(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
-def _error(status: int, message: str) -> Response:
+def _error(status: int, message: str, scope: Scope) -> Response:
+    """A request refused before it reaches the app. On the MCP endpoint the body is a JSON-RPC
+    error (the request's id is not read yet: null), which MCP clients show with its words
+    whatever the status; a body of another shape reaches a tool caller as "Server returned an
+    error response". Elsewhere (the explorer, health) it is `{"error": message}`."""
+    if str(scope.get("path", "")).rstrip("/") == MCP_PATH:
+        error = {"code": INVALID_REQUEST if status < 500 else INTERNAL_ERROR, "message": message,
+                 "data": {"status": status}}
+        return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=status)
     return JSONResponse({"error": message}, status_code=status)
 
 

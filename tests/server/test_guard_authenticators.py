@@ -8,9 +8,12 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
+from chronograph.eventstore.errors import StoreUnavailableError
 from chronograph.server.addresses import served_names
 from chronograph.server.authentication import PRINCIPAL_KEY
 from chronograph.server.http import Guard
+from mcp_types import INTERNAL_ERROR, JSONRPCError
+from mcp_types.jsonrpc import jsonrpc_message_adapter
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
@@ -23,10 +26,12 @@ ALICE = Principal("alice", {"*": "read"})
 class Known:
     """An authenticator of one token; `tokens` says whether it has any (None: it cannot tell)."""
 
-    def __init__(self, tokens: bool | None = True, broken: bool = False) -> None:
-        self.tokens, self.broken = tokens, broken
+    def __init__(self, tokens: bool | None = True, broken: bool = False, unreachable: bool = False) -> None:
+        self.tokens, self.broken, self.unreachable = tokens, broken, unreachable
 
     def any(self) -> bool:
+        if self.unreachable:
+            raise StoreUnavailableError("the database of postgresql://db.internal/memory cannot be reached")
         if self.broken:
             raise OSError("the database went away")
         return bool(self.tokens)
@@ -72,3 +77,16 @@ async def test_tokens_that_cannot_be_read_let_nobody_in() -> None:
     async with client(Known(broken=True)) as c:
         answer = await c.get("/", headers={"Authorization": "Bearer alice-token"})
     assert answer.status_code == 503 and "cannot be read" in answer.json()["error"]
+
+
+async def test_a_refusal_on_the_mcp_endpoint_is_a_json_rpc_error_whose_words_a_client_shows() -> None:
+    async with client(Known(unreachable=True)) as c:
+        answer = await c.post("/mcp", json={"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {}},
+                              headers={"Authorization": "Bearer alice-token"})
+        page = await c.get("/", headers={"Authorization": "Bearer alice-token"})
+    refusal = jsonrpc_message_adapter.validate_json(answer.content, by_name=False)  # as the MCP SDK reads it
+    assert answer.status_code == 503 and isinstance(refusal, JSONRPCError)
+    assert refusal.error.code == INTERNAL_ERROR
+    assert "tokens cannot be read now (its database cannot be reached)" in refusal.error.message
+    assert "db.internal" not in answer.text  # the database's address is no business of an unauthenticated caller
+    assert page.status_code == 503 and "cannot be read" in page.json()["error"]  # elsewhere: {"error": words}

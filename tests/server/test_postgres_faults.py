@@ -17,6 +17,7 @@ import pytest
 from chronograph.application import Memory
 from chronograph.projections import verify
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from support.http import session, start
 from support.mcp import ToolFailed, call, entity
 from support.postgres import SERVER, database
@@ -34,7 +35,7 @@ async def load(client: Client, count: int, acked: list[str], refused: list[str],
         try:
             await call(client, "create_entities", {"entities": [entity(name)]})
             acked.append(name)
-        except ToolFailed as failed:
+        except (ToolFailed, MCPError) as failed:  # the tool's error, or the HTTP front's (its tokens unreadable)
             refused.append(str(failed))
         await anyio.sleep(pause)
 
