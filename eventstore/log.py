@@ -11,7 +11,7 @@ process wait for what is appended after the position it has seen. The LMDB log
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import NamedTuple, Protocol, Self, TypeVar
 
 from chronograph.eventstore.codec import Codec, Envelope
@@ -247,6 +247,13 @@ class EventLog(Protocol):
     def head(self) -> int:
         """The position of the newest event (0 for an empty log)."""
         ...
+
+    def patience(self, seconds: float) -> AbstractContextManager[None]:
+        """Within the block, give up on a log out of reach after about `seconds` rather than the
+        usual wait (a store that is closing has nothing to wait for); a local log is never out
+        of reach."""
+        del seconds
+        return nullcontext()
 
     def stored_bytes(self) -> int:
         """What the log takes where it is stored (0 when the backend cannot tell)."""

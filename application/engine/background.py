@@ -32,7 +32,8 @@ def following(memory: Memory) -> None:
     stopping = memory.stopping
     while not stopping.is_set():
         try:
-            head, erasures = memory.log.watch(memory.checkpoint(), timeout=1.0)
+            with memory.log.patience(1.0):  # a database out of reach is said at once, and a stop not held up
+                head, erasures = memory.log.watch(memory.checkpoint(), timeout=1.0)
             memory.views.observed_erasures = erasures
             memory.reachable = None
             checkpoint = memory.checkpoint()  # a write of this process may have brought the views there

@@ -64,6 +64,9 @@ _SEMANTIC = frozenset({"semantic", "hybrid"})
 RESIDENT = 192 << 20
 """The store pages a process preparing the search images keeps resident before it gives them
 back (see `eventstore.lmdb.resident`)."""
+CLOSING_PATIENCE = 0.5
+"""Seconds a closing store waits for a log out of reach (its database gone) before it gives up
+keeping its search images; the next process builds them instead."""
 
 
 class Written(msgspec.Struct, frozen=True):
@@ -212,11 +215,13 @@ class Memory:
             self._follower.join(timeout=10)
         if self.semantic is not None:
             self.semantic.stop()
-        with self.lock:  # the image keeper, if it is saving, has finished
-            try:
-                self.views.search.save(every=None)  # only what changed: a whole image of 1M entities takes a second
+        if self.reachable is None:  # (a follower that cannot reach the database says so: no image then)
+            try:  # the image keeper, if it is saving, has finished once the lock is taken
+                with self.log.patience(CLOSING_PATIENCE), self.lock:
+                    self.views.search.save(every=None)  # only what changed: a whole image of 1M entities takes 1 s
             except (EventStoreError, ProjectionError):
                 pass  # an image is an optimisation: the next process builds the index instead
+        with self.lock.bare():  # closing needs nothing of a log out of reach
             self._close_store()
 
     def _close_store(self) -> None:

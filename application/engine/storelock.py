@@ -11,7 +11,8 @@ write bytes of its old page buffers, which may hold the erased content, into new
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 
 __all__ = ["StoreLock"]
@@ -38,6 +39,17 @@ class StoreLock:
                 self.release()
                 raise
         return True
+
+    @contextmanager
+    def bare(self) -> Iterator[None]:
+        """Hold the lock without the refresh taking it from free runs: for closing the store,
+        which writes nothing and must not wait for a log out of reach."""
+        self._lock.acquire()
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self.release()
 
     def release(self) -> None:
         """Give the lock back."""

@@ -105,6 +105,9 @@ class PgLog(EventLog):
         self._erase_hooks: list[EraseHook] = []
         self._listener: psycopg.Connection[Any] | None = None
         self._listen_lock = threading.Lock()
+        self._patience = threading.local()
+        """`seconds`: how long a unit of work of this thread waits for a connection (unset: the
+        pool's timeout)."""
         self._known: tuple[int, int] | None = None
         """The (head, erasures) last announced while the listener listened, or last read."""
         self.pool = psycopg_pool.ConnectionPool(
@@ -177,12 +180,13 @@ class PgLog(EventLog):
         """
         try:
             for attempt in range(RETRIES + 1):
-                connection = self.pool.getconn()
+                patience = getattr(self._patience, "seconds", None)
+                connection = self.pool.getconn(timeout=patience)
                 try:
                     cursor = connection.execute(first) if first else None
                 except psycopg.OperationalError:
                     self.pool.putconn(connection)  # broken: the pool drops it
-                    if attempt == RETRIES:
+                    if attempt == RETRIES or patience is not None:
                         raise
                     continue
                 try:
@@ -309,6 +313,18 @@ class PgLog(EventLog):
             finally:
                 if held and held[0].info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                     held[0].execute("ROLLBACK")
+
+    @contextmanager
+    def patience(self, seconds: float) -> Iterator[None]:
+        """Within the block, this thread's units of work wait at most `seconds` for a connection,
+        and one the database dropped is not replaced: a database out of reach fails at once
+        instead of after the pool's ten seconds."""
+        before = getattr(self._patience, "seconds", None)
+        self._patience.seconds = seconds
+        try:
+            yield
+        finally:
+            self._patience.seconds = before
 
     def _durable(self) -> None:
         """Return once every commit made so far is flushed (a snapshot that sees a commit whose

@@ -1,6 +1,6 @@
 """A PostgreSQL log releases its lock before the commit is flushed; nothing may depend on a
 commit before it is: what a write acknowledges, and what any server's cache folds, survives a
-database crash at once after it.
+database crash at once after it. And a store whose database is gone still closes.
 
 Each test runs a cluster of its own whose WAL writer sleeps 10 s, so a commit nobody waits to
 be flushed stays unflushed until the crash, and the crash loses it.
@@ -66,3 +66,17 @@ def test_no_cache_folds_another_servers_write_before_it_is_flushed(
         with Memory(db.url, cache=tmp_path / "reader") as again:  # the cache kept, against the recovered log
             assert verify(again.views) == []
         assert names_after_a_restart(db, tmp_path) == {"before", "committed, not yet flushed"}
+
+
+def test_a_store_whose_database_is_gone_closes_at_once_without_an_error(tmp_path: Path) -> None:
+    with cluster() as db:
+        alone = Memory(db.url, cache=tmp_path / "alone")  # a command's store: no follower
+        served = Memory(db.url, cache=tmp_path / "served")
+        served.follow()  # a server's: its follower is looking when the database goes
+        for memory in (alone, served):
+            memory.write("create_entities", {"entities": [entity("before")]}, actor="w")
+        db.crash()
+        alone.close()  # waited ten seconds for a connection, then raised StoreUnavailableError
+        served.close()
+        db.start()
+        assert names_after_a_restart(db, tmp_path) == {"before"}
