@@ -40,7 +40,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from chronograph.projections.records import EntityRecord
 from chronograph.projections.search.selection import Ranking, Selection, Volume
 from chronograph.projections.search.spellings import Spellings
-from chronograph.projections.search.terms import TERM, edits_allowed, folded, query_terms
+from chronograph.projections.search.terms import TERM, edits_allowed, entity_terms, query_terms
 
 __all__ = ["WorkspaceIndex"]
 
@@ -111,7 +111,7 @@ class WorkspaceIndex:
         if len(self._streams) >= MAX_DOCS:
             self._compact()
             old = None  # renumbered: its place is found again below
-        counts = Counter(term for text in folded(record) for term in TERM.findall(text))
+        counts = Counter(entity_terms(record))
         doc = self._docs[record.stream] = len(self._streams)
         self._streams.append(record.stream)
         self._alive.append(1)
@@ -122,12 +122,12 @@ class WorkspaceIndex:
         self._total_length += length
         self._weigh(record)
         self._arrange(doc, old, record.seq)
-        ids, postings = self._ids, self._postings
-        for term, count in counts.items():
+        ids, postings, base = self._ids, self._postings, doc << TF_BITS
+        for term, count in counts.items():  # the build's innermost loop: no call but the append
             tid = ids.get(term)
             if tid is None:
                 tid = self._learn(term)
-            postings[tid].append(doc << TF_BITS | min(count, TF_MAX))
+            postings[tid].append(base | (count if count < TF_MAX else TF_MAX))
         if len(self._streams) > 4096 and len(self._streams) > 2 * len(self._docs):
             self._compact()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chronograph.projections import EntityRecord, WorkspaceIndex, matches
-from chronograph.projections.search.terms import folded, terms
+from chronograph.projections.search.terms import entity_terms, folded, terms
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +24,14 @@ def substring(index: WorkspaceIndex, records: dict[str, EntityRecord], query: st
 
 def scan(records: dict[str, EntityRecord], query: str) -> list[str]:
     return [r.stream for r in sorted(records.values(), key=lambda r: r.seq) if matches(r, query)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=text, entity_type=text, observations=st.lists(text, max_size=4))
+def test_an_entity_s_terms_in_one_pass_are_those_of_its_texts_one_by_one(  # type: ignore[no-untyped-def]
+        name, entity_type, observations) -> None:
+    entity = record("e", 1, name, entity_type, observations)
+    assert entity_terms(entity) == [term for piece in folded(entity) for term in terms(piece)]
 
 
 @settings(max_examples=150, deadline=None)
