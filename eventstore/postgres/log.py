@@ -61,15 +61,28 @@ AHEAD = 256
 (more are read after it, in batches)."""
 POLL_INTERVAL = 1.0
 """How often `wait_for_append` reads the head even without a notification."""
-FLUSHED = "pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn()"
-"""Whether every commit the database has made so far is on its disk (flushed)."""
-DURABLE = f"SELECT CASE WHEN {FLUSHED} THEN NULL ELSE pg_logical_emit_message(true, 'chronograph', '') END"
-"""The durability barrier: returns once every commit made before it is flushed. A statement on
-its own commits with the database's `synchronous_commit`, and a commit waits for the flush of
-the write-ahead log up to itself if its transaction wrote to it (a transaction id alone does
-not count): a transactional message (ignored by anything that does not decode it) is the
-smallest such write any role may make. The log is one sequence, so every commit before it is
-flushed with it. When all is flushed already, it writes nothing and waits for nothing."""
+EARLY = ("current_setting('synchronous_standby_names') = '' AND current_setting('synchronous_commit') <> 'off' "
+         "AND has_function_privilege('pg_logical_emit_message(boolean,text,text)', 'EXECUTE')")
+"""Whether a commit lets the lock go before its flush (see `PgLog.commit`): not where a commit
+waits for a synchronous standby (the standby's answer is part of what it waits for, and the
+commit stays unseen until then), nor where the database commits without waiting for a flush
+anyway (`synchronous_commit = off`), nor where this role may not write the barrier."""
+BARRIER = "pg_logical_emit_message(true, 'chronograph', '')"
+"""A commit of a statement on its own waits for the flush of the write-ahead log up to itself if
+it wrote to it (a transaction id alone does not count); a transactional message, which
+nothing but a logical decoder reads, is the smallest such write. The log is one sequence, so
+every commit before it is flushed with it."""
+DURABLE = f"SELECT CASE WHEN pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn() THEN NULL ELSE {BARRIER} END"
+"""The barrier when nothing is to be announced: returns once every commit made before it is
+flushed, writing nothing when all is flushed already."""
+SEEN = (f"SELECT lsn, pg_current_wal_flush_lsn() >= lsn FROM (SELECT CASE WHEN pg_is_in_recovery() OR NOT ({EARLY}) "
+        "THEN NULL ELSE pg_current_wal_insert_lsn() END AS lsn) AS seen")
+"""In a snapshot's first statement: the point the write-ahead log must be flushed to before
+anything the snapshot sees may be relied on, and whether it is (NULL where commits are not
+seen before their flush: a standby, or no early release)."""
+POLLS = 20
+"""How many times (a millisecond apart) a snapshot looks for the flush it waits for before it
+writes a barrier itself (its writer may have gone between its commit and its barrier)."""
 
 
 class PgLog(EventLog):
@@ -95,7 +108,7 @@ class PgLog(EventLog):
             "BEGIN; SELECT pg_advisory_xact_lock(" + str(self.schema.lock) + "); "
             "SELECT coalesce((SELECT max(position) FROM {events}), 0), "
             "coalesce((SELECT recorded_at FROM {events} ORDER BY position DESC LIMIT 1), 0), "
-            "(SELECT value FROM {meta} WHERE key = 'erasures')")
+            "(SELECT value FROM {meta} WHERE key = 'erasures'), " + EARLY)
         self._begin_text = self._begin.as_string()
         self._ahead_text = self.schema.sql(
             "; SELECT position, envelope, checksum FROM {events} WHERE position > {{after}} ORDER BY position "
@@ -186,7 +199,7 @@ class PgLog(EventLog):
                     cursor = connection.execute(first) if first else None
                 except psycopg.OperationalError:
                     self.pool.putconn(connection)  # broken: the pool drops it
-                    if attempt == RETRIES or patience is not None:
+                    if attempt == RETRIES:
                         raise
                     continue
                 try:
@@ -233,7 +246,7 @@ class PgLog(EventLog):
             # One round trip: begin, take the lock, read where the log stands (and what is new).
             cursor.nextset()  # past BEGIN's result and the lock's, to where the log stands
             cursor.nextset()
-            head, last, erasures = cursor.fetchone() or (0, 0, None)
+            head, last, erasures, early = cursor.fetchone() or (0, 0, None, False)
             ahead = None
             if after is not None:
                 cursor.nextset()
@@ -243,7 +256,7 @@ class PgLog(EventLog):
                 tx = PgTransaction(connection, self.codec, self.schema, self._hooks, self._erase_hooks,
                                    head=int(head), last_recorded_at=int(last),
                                    erasures=0 if erasures is None else int.from_bytes(erasures, "big"),
-                                   peek=self._versions, ahead=ahead)
+                                   peek=self._versions, ahead=ahead, early=bool(early))
                 yield tx
             finally:
                 if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
@@ -253,21 +266,26 @@ class PgLog(EventLog):
         """Commit `tx`, announcing its new head if it appended; return once it is on the
         database's disk.
 
-        The lock is released when the commit is written, before it is flushed: the flush,
-        most of a write's time on the database, is then shared by the writers queued
-        behind it (group commit) instead of being waited for by each in turn. Nothing
-        depends on a commit before it is flushed: this returns only after the barrier, the
-        views commit after this, and every reader's snapshot waits for what it sees to be
-        flushed (`read`). A database crash in between loses only what nobody was told of.
+        Where the database allows (`EARLY`), the lock is released when the commit is written,
+        before it is flushed: the flush is then off the lock's hold, and shared by the writers
+        queued behind it instead of waited for by each in turn. Nothing depends on a commit
+        before it is flushed: the barrier that follows it in the same round trip returns only
+        once it is, the announcement is made by the barrier (delivered after its flush), the
+        views commit after this, and every snapshot waits for what it sees to be flushed
+        (`read`). A database crash in between loses only what nobody was told of.
 
         Raises:
             StoreUnavailableError: If the commit could not be confirmed (see the error).
         """
-        try:  # one round trip: what was deferred, the announcement (delivered with the commit or not at all),
-            # COMMIT, which releases the lock once its record is written, not flushed; then the barrier, which
-            # returns once it is flushed (see `DURABLE`)
-            notify = [f"NOTIFY {self.schema.channel}, '{tx.head()} {tx.erasures()}'"] if tx.appended else []
-            tx.send("SET LOCAL synchronous_commit TO off", *notify, "COMMIT", DURABLE)
+        try:  # one round trip: what was deferred, COMMIT, the barrier (with the announcement)
+            payload = f"'{tx.head()} {tx.erasures()}'"
+            if not tx.early:  # the commit waits for its flush (and standby) holding the lock
+                tx.send(*([f"NOTIFY {self.schema.channel}, {payload}"] if tx.appended else []), "COMMIT")
+            elif tx.appended:
+                tx.send("SET LOCAL synchronous_commit TO off", "COMMIT",
+                        f"SELECT pg_notify('{self.schema.channel.lower()}', {payload}), {BARRIER}")
+            else:
+                tx.send("SET LOCAL synchronous_commit TO off", "COMMIT", DURABLE)
         except psycopg.OperationalError as error:
             raise StoreUnavailableError(
                 f"the database of {self._shown} went away at the commit: {str(error).strip()}; the write may or "
@@ -297,12 +315,12 @@ class PgLog(EventLog):
                 # the snapshot is taken at the first statement after BEGIN, which also says whether
                 # every commit it sees is flushed
                 connection, cursor = stack.enter_context(self._connection(
-                    f"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT {FLUSHED}"))
+                    f"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {SEEN}"))
                 held.append(connection)
                 cursor.nextset()
-                flushed = cursor.fetchone()
-                if not (flushed and flushed[0]):
-                    self._durable()
+                lsn, flushed = cursor.fetchone() or (None, None)
+                if lsn is not None and not flushed:
+                    self._flushed(connection, str(lsn))
                 return connection
 
             reader = PgReader(begin, self.codec, self.schema)
@@ -317,8 +335,7 @@ class PgLog(EventLog):
     @contextmanager
     def patience(self, seconds: float) -> Iterator[None]:
         """Within the block, this thread's units of work wait at most `seconds` for a connection,
-        and one the database dropped is not replaced: a database out of reach fails at once
-        instead of after the pool's ten seconds."""
+        so a database out of reach fails in about that time instead of the pool's ten seconds."""
         before = getattr(self._patience, "seconds", None)
         self._patience.seconds = seconds
         try:
@@ -326,9 +343,15 @@ class PgLog(EventLog):
         finally:
             self._patience.seconds = before
 
-    def _durable(self) -> None:
-        """Return once every commit made so far is flushed (a snapshot that sees a commit whose
-        writer has not yet passed its barrier waits for it; see `commit`)."""
+    def _flushed(self, connection: psycopg.Connection[Any], lsn: str) -> None:
+        """Return once the write-ahead log is flushed to `lsn` (a snapshot that sees a commit whose
+        writer has not passed its barrier yet waits for it, on its own connection; see `commit`);
+        a barrier written on another connection if it is not soon."""
+        for _ in range(POLLS):
+            time.sleep(0.001)
+            row = connection.execute("SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", (lsn,)).fetchone()
+            if row and row[0]:
+                return
         with self._connection(DURABLE):
             pass
 
@@ -396,9 +419,9 @@ class PgLog(EventLog):
                 for notice in self._listener.notifies(timeout=seconds, stop_after=1):
                     head, _, erasures = notice.payload.partition(" ")
                     latest = (int(head), int(erasures or 0))
-                for notice in self._listener.notifies(timeout=0):  # the newest of those queued
-                    head, _, erasures = notice.payload.partition(" ")
-                    latest = (int(head), int(erasures or 0))
+                for notice in self._listener.notifies(timeout=0):  # the furthest of those queued (barriers
+                    head, _, erasures = notice.payload.partition(" ")  # of two writers may commit out of order)
+                    latest = max(latest or (0, 0), (int(head), int(erasures or 0)))
                 return latest
             except psycopg.OperationalError:
                 if self._listener is not None:

@@ -52,6 +52,7 @@ class PgTransaction(PgReader, Appender):
         erasures: int = 0,
         peek: Callable[[list[str]], dict[str, int]] | None = None,
         ahead: tuple[int, int, list[tuple[int, bytes, int]]] | None = None,
+        early: bool = False,
     ) -> None:
         super().__init__(lambda: connection, codec, schema)
         self._open = connection
@@ -72,6 +73,8 @@ class PgTransaction(PgReader, Appender):
         """Reads stream versions outside this transaction (after a statement of it failed)."""
         self._versions: dict[str, int] = {}
         """Stream versions read or written in this transaction (the lock keeps them true)."""
+        self.early = early
+        """Whether its commit lets the lock go before the flush (see `PgLog.commit`)."""
         self.appended = False
         """Whether this transaction appended anything (its commit is then announced)."""
         self.views_txn: Any = None

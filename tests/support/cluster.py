@@ -1,7 +1,7 @@
 """A PostgreSQL cluster of one test's own, to crash at will: made with the machine's `initdb`,
 run by `pg_ctl` on a free port, stopped with `-m immediate` (what a power cut or a killed
 postmaster leaves: whatever the write-ahead log had not flushed is lost) and started again
-(crash recovery). Root runs the server as the `postgres` user, as PostgreSQL requires.
+(crash recovery) on the same port. Root runs the server as the `postgres` user, as PostgreSQL requires.
 
 The test is skipped where no PostgreSQL binaries are installed or the cluster cannot be made.
 """
@@ -72,7 +72,14 @@ def cluster(**settings: str) -> Iterator[Cluster]:
             made._run("initdb", "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync")
         except (subprocess.CalledProcessError, LookupError) as error:
             pytest.skip(f"cannot make a private PostgreSQL cluster: {error}")
-        made.start()
+        for attempt in range(3):  # the free port may be taken by another worker before the server binds it
+            try:
+                made.start()
+                break
+            except subprocess.CalledProcessError:
+                if attempt == 2:
+                    raise
+                made = Cluster(bindir, data, _free_port(), settings)
         try:
             yield made
         finally:

@@ -80,3 +80,16 @@ def test_a_store_whose_database_is_gone_closes_at_once_without_an_error(tmp_path
         served.close()
         db.start()
         assert names_after_a_restart(db, tmp_path) == {"before"}
+
+
+def test_the_lock_goes_before_the_flush_only_where_a_commit_waits_for_its_own_flush_alone() -> None:
+    import psycopg
+    from chronograph.eventstore.postgres.log import EARLY
+    from support.postgres import SERVER
+
+    with psycopg.connect(f"{SERVER}/postgres", autocommit=True) as connection:
+        assert connection.execute(f"SELECT {EARLY}").fetchone() == (True,)
+        connection.execute("SET synchronous_commit = off")  # commits that never wait: nothing to release early
+        assert connection.execute(f"SELECT {EARLY}").fetchone() == (False,)
+    with cluster(synchronous_standby_names="standby") as db, psycopg.connect(db.url, autocommit=True) as connection:
+        assert connection.execute(f"SELECT {EARLY}").fetchone() == (False,)  # a commit waits for its standby too
