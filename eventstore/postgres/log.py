@@ -72,9 +72,9 @@ BARRIER = "pg_logical_emit_message(true, 'chronograph', '')"
 it wrote to it (a transaction id alone does not count); a transactional message, which
 nothing but a logical decoder reads, is the smallest such write. The log is one sequence, so
 every commit before it is flushed with it."""
-DURABLE = f"SELECT CASE WHEN pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn() THEN NULL ELSE {BARRIER} END"
-"""The barrier when nothing is to be announced: returns once every commit made before it is
-flushed, writing nothing when all is flushed already."""
+DURABLE = f"CASE WHEN pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn() THEN NULL ELSE {BARRIER} END"
+"""The barrier: returns (committed on its own) once every commit made before it is flushed,
+writing nothing when all is flushed already (the WAL writer often has, woken by the commit)."""
 SEEN = (f"SELECT lsn, pg_current_wal_flush_lsn() >= lsn FROM (SELECT CASE WHEN pg_is_in_recovery() OR NOT ({EARLY}) "
         "THEN NULL ELSE pg_current_wal_insert_lsn() END AS lsn) AS seen")
 """In a snapshot's first statement: the point the write-ahead log must be flushed to before
@@ -283,9 +283,9 @@ class PgLog(EventLog):
                 tx.send(*([f"NOTIFY {self.schema.channel}, {payload}"] if tx.appended else []), "COMMIT")
             elif tx.appended:
                 tx.send("SET LOCAL synchronous_commit TO off", "COMMIT",
-                        f"SELECT pg_notify('{self.schema.channel.lower()}', {payload}), {BARRIER}")
+                        f"SELECT pg_notify('{self.schema.channel.lower()}', {payload}), {DURABLE}")
             else:
-                tx.send("SET LOCAL synchronous_commit TO off", "COMMIT", DURABLE)
+                tx.send("SET LOCAL synchronous_commit TO off", "COMMIT", f"SELECT {DURABLE}")
         except psycopg.OperationalError as error:
             raise StoreUnavailableError(
                 f"the database of {self._shown} went away at the commit: {str(error).strip()}; the write may or "
@@ -352,7 +352,7 @@ class PgLog(EventLog):
             row = connection.execute("SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", (lsn,)).fetchone()
             if row and row[0]:
                 return
-        with self._connection(DURABLE):
+        with self._connection(f"SELECT {DURABLE}"):
             pass
 
     def head(self) -> int:
