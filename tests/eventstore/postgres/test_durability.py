@@ -68,7 +68,7 @@ def test_no_cache_folds_another_servers_write_before_it_is_flushed(
         assert names_after_a_restart(db, tmp_path) == {"before", "committed, not yet flushed"}
 
 
-def test_a_store_whose_database_is_gone_closes_at_once_without_an_error(tmp_path: Path) -> None:
+def test_a_store_whose_database_is_gone_still_closes_without_an_error(tmp_path: Path) -> None:
     with cluster() as db:
         alone = Memory(db.url, cache=tmp_path / "alone")  # a command's store: no follower
         served = Memory(db.url, cache=tmp_path / "served")
