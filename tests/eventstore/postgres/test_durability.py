@@ -18,7 +18,6 @@ from chronograph.projections import verify
 from support.cluster import Cluster, cluster
 
 pytest.importorskip("psycopg")
-pytestmark = pytest.mark.xdist_group("cluster")
 
 LAZY_FLUSH = {"wal_writer_delay": "10000ms", "wal_writer_flush_after": "0"}
 
