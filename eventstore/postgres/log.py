@@ -32,6 +32,7 @@ from chronograph.eventstore.errors import (
 )
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
 from chronograph.eventstore.postgres.address import split_url
+from chronograph.eventstore.postgres.durability import DURABLE, EARLY, SEEN, wait_for_flush
 from chronograph.eventstore.postgres.reader import PgReader
 from chronograph.eventstore.postgres.schema import DDL, FORMAT_VERSION, Schema
 from chronograph.eventstore.postgres.statistics import rewrite_catalog, seal
@@ -61,28 +62,7 @@ AHEAD = 256
 (more are read after it, in batches)."""
 POLL_INTERVAL = 1.0
 """How often `wait_for_append` reads the head even without a notification."""
-EARLY = ("current_setting('synchronous_standby_names') = '' AND current_setting('synchronous_commit') <> 'off' "
-         "AND has_function_privilege('pg_logical_emit_message(boolean,text,text)', 'EXECUTE')")
-"""Whether a commit lets the lock go before its flush (see `PgLog.commit`): not where a commit
-waits for a synchronous standby (the standby's answer is part of what it waits for, and the
-commit stays unseen until then), nor where the database commits without waiting for a flush
-anyway (`synchronous_commit = off`), nor where this role may not write the barrier."""
-BARRIER = "pg_logical_emit_message(true, 'chronograph', '')"
-"""A commit of a statement on its own waits for the flush of the write-ahead log up to itself if
-it wrote to it (a transaction id alone does not count); a transactional message, which
-nothing but a logical decoder reads, is the smallest such write. The log is one sequence, so
-every commit before it is flushed with it."""
-DURABLE = f"CASE WHEN pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn() THEN NULL ELSE {BARRIER} END"
-"""The barrier: returns (committed on its own) once every commit made before it is flushed,
-writing nothing when all is flushed already (the WAL writer often has, woken by the commit)."""
-SEEN = (f"SELECT lsn, pg_current_wal_flush_lsn() >= lsn FROM (SELECT CASE WHEN pg_is_in_recovery() OR NOT ({EARLY}) "
-        "THEN NULL ELSE pg_current_wal_insert_lsn() END AS lsn) AS seen")
-"""In a snapshot's first statement: the point the write-ahead log must be flushed to before
-anything the snapshot sees may be relied on, and whether it is (NULL where commits are not
-seen before their flush: a standby, or no early release)."""
-POLLS = 20
-"""How many times (a millisecond apart) a snapshot looks for the flush it waits for before it
-writes a barrier itself (its writer may have gone between its commit and its barrier)."""
+
 
 
 class PgLog(EventLog):
@@ -344,16 +324,13 @@ class PgLog(EventLog):
             self._patience.seconds = before
 
     def _flushed(self, connection: psycopg.Connection[Any], lsn: str) -> None:
-        """Return once the write-ahead log is flushed to `lsn` (a snapshot that sees a commit whose
-        writer has not passed its barrier yet waits for it, on its own connection; see `commit`);
-        a barrier written on another connection if it is not soon."""
-        for _ in range(POLLS):
-            time.sleep(0.001)
-            row = connection.execute("SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", (lsn,)).fetchone()
-            if row and row[0]:
-                return
-        with self._connection(f"SELECT {DURABLE}"):
-            pass
+        """Return once the write-ahead log is flushed to `lsn` (see `durability.wait_for_flush`)."""
+
+        def barrier() -> None:
+            with self._connection(f"SELECT {DURABLE}"):
+                pass
+
+        wait_for_flush(connection, lsn, barrier)
 
     def head(self) -> int:
         """The position of the newest event (0 for an empty log)."""

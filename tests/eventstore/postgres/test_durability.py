@@ -83,7 +83,7 @@ def test_a_store_whose_database_is_gone_still_closes_without_an_error(tmp_path: 
 
 def test_the_lock_goes_before_the_flush_only_where_a_commit_waits_for_its_own_flush_alone() -> None:
     import psycopg
-    from chronograph.eventstore.postgres.log import EARLY
+    from chronograph.eventstore.postgres.durability import EARLY
     from support.postgres import SERVER
 
     with psycopg.connect(f"{SERVER}/postgres", autocommit=True) as connection:
