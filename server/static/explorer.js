@@ -11,6 +11,9 @@ const state = {
   asOf: null,          // null: now
   focus: {mode: "top"}, // top | search (q) | names (names)
   feedAfter: 0,
+  feedLoads: 0,        // how many times the feed was loaded whole: a follow begun before the last one is stale
+  following: false,    // a follow is under way: the next tick waits for it
+  feedLoaded: 0,       // the load the feed shows (0: none yet)
   selected: null,
 };
 window.chronograph = {ready: false, redraws: [], state};
@@ -370,23 +373,32 @@ function feedItem(e, fresh) {
 }
 
 async function loadFeed() {
+  const loads = ++state.feedLoads;
   const answer = await get("audit", {...auditParams(), limit: 100});
+  if (loads !== state.feedLoads) return;  // a later load (new filters) answers instead
   $("feed").replaceChildren(...answer.events.map((e) => feedItem(e, false)));
   state.feedAfter = answer.events.length ? answer.events[0].position : state.feedAfter;
+  state.feedLoaded = loads;
 }
 
 async function followFeed() {
-  if (!$("live").checked) return;
+  // Only from a feed loaded whole, one follow at a time, and only while no load has begun since:
+  // otherwise the events the load shows come again, marked new.
+  if (!$("live").checked || !state.feedLoaded || state.following) return;
+  const loads = state.feedLoads, after = state.feedAfter;
+  state.following = true;
   try {
-    const answer = await get("audit", {...auditParams(), after: state.feedAfter, limit: 100});
-    if (answer.events.length) {
+    const answer = await get("audit", {...auditParams(), after, limit: 100});
+    if (answer.events.length && loads === state.feedLoads && after === state.feedAfter) {
       state.feedAfter = answer.events[0].position;
       $("feed").prepend(...answer.events.map((e) => feedItem(e, true)));
       const overview = await get("overview", {});
       grow(overview.head);
       if (state.asOf === null) legendSoon();
     }
-  } catch (error) { /* the problem banner says it */ }
+  } catch (error) { /* the problem banner says it */ } finally {
+    state.following = false;
+  }
 }
 
 function grow(head) {
