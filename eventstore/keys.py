@@ -8,6 +8,7 @@ key is ever rejected or truncated.
 
 from __future__ import annotations
 
+import re
 import struct
 from hashlib import blake2b
 from typing import TypeAlias
@@ -49,3 +50,20 @@ def text_key(text: str) -> bytes:
     if len(raw) <= RAW_TEXT_LIMIT:
         return b"=" + raw
     return b"#" + digest(raw, 32)
+
+
+_ENTITY_STREAM = re.compile(r"entity-([0-9a-f]{30})")
+
+
+def stream_key(stream: str) -> bytes:
+    """A fixed-size key for `stream`: 15 bytes for an entity's stream, 16 for any other.
+
+    An entity's stream (`entity-` + 14 hex digits of time + 16 random ones) becomes its own 15
+    bytes, which keep its time order: creating an entity appends at the end of every B-tree
+    keyed this way (full pages, one leaf dirtied) instead of landing on a random leaf. Any other
+    stream (a relation's spells out its workspace, both names and its type) becomes its 16-byte
+    digest. The two lengths differ, so the two kinds of key can never be equal.
+    """
+    if len(stream) == 37 and (found := _ENTITY_STREAM.fullmatch(stream)) is not None:
+        return bytes.fromhex(found[1])
+    return digest(stream.encode("utf-8", "surrogatepass"), 16)

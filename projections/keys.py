@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from chronograph.eventstore.keys import digest, pack_u64, text_key
+from chronograph.eventstore.keys import digest, pack_u64, stream_key, text_key
 
 __all__ = [
     "ANSWER_CACHES",
@@ -45,13 +45,15 @@ def workspace_key(workspace: str) -> bytes:
 
 
 def record_key(stream: str) -> bytes:
-    """entities / relations: stream -> record, under the stream's 16-byte digest.
+    """entities / relations: stream -> record, under the stream's `stream_key`.
 
     The order and adjacency indexes hold this key as their value, so a relation's stream
     (which spells out its workspace, both names and its type) is stored once, in its
-    record, rather than in four places (view format 4; format 3 kept the text).
+    record, rather than in four places (view format 4; format 3 kept the text). An entity's
+    key keeps its stream's time order (format 5; format 4 took its digest, so every new
+    entity landed on a random leaf and left the pages two-thirds full).
     """
-    return digest(stream.encode("utf-8", "surrogatepass"), 16)
+    return stream_key(stream)
 
 
 def name_key(workspace: bytes, name: str) -> bytes:

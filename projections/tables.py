@@ -30,10 +30,11 @@ __all__ = [
     "table_names",
 ]
 
-VIEWS_FORMAT = 4
+VIEWS_FORMAT = 5
 """Bump when a view's layout changes: a new format builds its own views beside the old ones.
 (3: every value sealed with its checksum, see `projections.sealed`; 4: records keyed by their
-stream's digest, see `projections.keys.record_key`.)"""
+stream's digest; 5: an entity's record by its stream's time-ordered bytes, see
+`projections.keys.record_key`.)"""
 
 TABLES = ("entities", "relations", "names", "order", "adjacency", "workspaces", "meta")
 

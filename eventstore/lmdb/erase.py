@@ -23,7 +23,7 @@ from chronograph.eventstore.codec import Envelope
 from chronograph.eventstore.erasure import forgotten_result, reenveloped
 from chronograph.eventstore.errors import StoreCorruptError
 from chronograph.eventstore.events import Event
-from chronograph.eventstore.keys import pack_u64, text_key
+from chronograph.eventstore.keys import pack_u64
 from chronograph.eventstore.lmdb.reader import ERASURES, LmdbReader
 
 __all__ = ["erase", "rewrite"]
@@ -44,7 +44,7 @@ def erase(
         for envelope in events:
             _put(reader, envelope, new, redact(envelope))
         if new != old and events:
-            old_key, new_key = text_key(old), text_key(new)
+            old_key, new_key = dbs.key(old), dbs.key(new)
             for envelope in events:
                 txn.delete(old_key + pack_u64(envelope.version), db=dbs.streams)
                 txn.put(new_key + pack_u64(envelope.version), pack_u64(envelope.position), db=dbs.streams)

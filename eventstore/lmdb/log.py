@@ -19,7 +19,7 @@ from typing import TypeVar, Unpack
 import lmdb
 from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.errors import StoreCorruptError, StoreFormatError
-from chronograph.eventstore.keys import pack_u32, unpack_u32
+from chronograph.eventstore.keys import pack_u32, text_key, unpack_u32
 from chronograph.eventstore.lmdb.env import EnvOptions, LmdbEnv
 from chronograph.eventstore.lmdb.reader import Databases, LmdbReader
 from chronograph.eventstore.lmdb.writer import LmdbTransaction
@@ -29,11 +29,16 @@ __all__ = ["FORMAT_VERSION", "LmdbLog"]
 
 T = TypeVar("T")
 
-FORMAT_VERSION = 2
-"""On-disk format this code writes; a store with a higher one is refused, never guessed at.
+FORMAT_VERSION = 3
+"""On-disk format this code creates; a store with a higher one is refused, never guessed at.
 2: the log may hold records of codec 2 (`eventstore.compact`); a store of format 1 is raised to
 2 when it is opened for writing, so a version of Chronograph that cannot read them refuses it
-by its format instead of failing on a record."""
+by its format instead of failing on a record. 3: `streams` and `heads` are keyed by
+`keys.stream_key` (15 or 16 bytes) instead of the stream's text. A store is created in format 3
+and never raised to it: its keys would have to be rewritten while another process may be
+writing the old ones (`chronograph copy` writes a store of format 3)."""
+_KEYED = 3
+"""The first format whose stream keys are `keys.stream_key`"""
 
 _LOG_DATABASES = (b"log", b"streams", b"heads", b"idempotency", b"meta")
 _SUMS = b"sums"
@@ -126,9 +131,12 @@ class LmdbLog(EventLog):
             dbs = Databases(log, streams, heads, idempotency, meta, sums)
             with env.read() as txn:
                 version = self._check_format(txn, dbs)
+            if version < _KEYED:
+                dbs = dbs._replace(key=text_key)
+            with env.read() as txn:
                 self._check_tail(LmdbReader(txn, self.codec, dbs))
-            if version < FORMAT_VERSION and not env.readonly:
-                env.write(lambda txn: txn.put(_FORMAT, pack_u32(FORMAT_VERSION), db=dbs.meta))
+            if version < 2 and not env.readonly:
+                env.write(lambda txn: txn.put(_FORMAT, pack_u32(2), db=dbs.meta))
             return dbs
         except lmdb.Error as error:
             raise StoreCorruptError(f"{self.path} is damaged: {error}") from None

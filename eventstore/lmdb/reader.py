@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import lmdb
@@ -11,7 +11,7 @@ import msgspec
 from chronograph.eventstore import checksums
 from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.errors import StoreCorruptError
-from chronograph.eventstore.keys import Stored, pack_u64, text_key, unpack_u64
+from chronograph.eventstore.keys import Stored, pack_u64, stream_key, unpack_u64
 
 __all__ = ["ERASURES", "Databases", "LmdbReader"]
 
@@ -35,6 +35,9 @@ class Databases(NamedTuple):
     """format version and store identity"""
     sums: lmdb._Database | None
     """pages of envelope checksums (see `checksums`); absent in a read-only store that never had them"""
+    key: Callable[[str], bytes] = stream_key
+    """a stream's key in `streams` and `heads`: `stream_key` since store format 3, its text
+    (`text_key`) in the stores of format 1 and 2 (see `log.FORMAT_VERSION`)"""
 
 
 
@@ -56,7 +59,7 @@ class LmdbReader:
 
     def stream_version(self, stream: str) -> int:
         """The current version of `stream` (0 when it has no events)."""
-        value = self.txn.get(text_key(stream), db=self.dbs.heads)
+        value = self.txn.get(self.dbs.key(stream), db=self.dbs.heads)
         return 0 if value is None else unpack_u64(value)
 
     def get(self, position: int) -> Envelope | None:
@@ -91,7 +94,7 @@ class LmdbReader:
         Raises:
             StoreCorruptError: If the stream index misses a version, or points at another event.
         """
-        prefix = text_key(stream)
+        prefix = self.dbs.key(stream)
         width = len(prefix)
         last = to_version if to_version is not None else 2**64 - 1
         expected = max(from_version, 1)
@@ -117,7 +120,7 @@ class LmdbReader:
         Raises:
             StoreCorruptError: If the stream index misses a version.
         """
-        prefix = text_key(stream)
+        prefix = self.dbs.key(stream)
         width = len(prefix)
         found: list[int] = []
         with self.txn.cursor(self.dbs.streams) as cursor:
@@ -138,7 +141,7 @@ class LmdbReader:
         Raises:
             StoreCorruptError: If the stream index misses a version, or points at another event.
         """
-        prefix = text_key(stream)
+        prefix = self.dbs.key(stream)
         width = len(prefix)
         top = self.stream_version(stream) if from_version is None else min(from_version, self.stream_version(stream))
         if top < 1:

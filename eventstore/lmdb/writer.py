@@ -47,21 +47,21 @@ class LmdbTransaction(LmdbReader, Appender):
             self._check_room()
 
     def _store(self, rows: list[Row], versions: dict[str, int], writes: Sequence[StreamWrite]) -> None:
-        txn, dbs = self.txn, self.dbs
+        txn, dbs, key = self.txn, self.dbs, self.dbs.key
         with txn.cursor(dbs.log) as cursor:
             if cursor.putmulti([(pack_u64(row[0]), row[5]) for row in rows], append=True)[1] != len(rows):
                 raise AssertionError(f"log positions after {rows[0][0] - 1} were already taken")
         if dbs.sums is not None:
             checksums.record(txn, dbs.sums, rows[0][0], [row[4] for row in rows])
         with txn.cursor(dbs.streams) as cursor:  # a version already indexed: the heads said less than the truth
-            if cursor.putmulti([(text_key(row[1]) + pack_u64(row[2]), pack_u64(row[0])) for row in rows],
+            if cursor.putmulti([(key(row[1]) + pack_u64(row[2]), pack_u64(row[0])) for row in rows],
                                overwrite=False)[1] != len(rows):
                 raise StoreCorruptError(
                     "the stream heads are damaged (a stream's head is below a version it already has); nothing "
                     "was written; restore from a backup, or copy the log into a new store (`chronograph copy`)"
                 )
         with txn.cursor(dbs.heads) as cursor:
-            cursor.putmulti([(text_key(stream), pack_u64(v)) for stream, v in versions.items()])
+            cursor.putmulti([(key(stream), pack_u64(v)) for stream, v in versions.items()])
 
     def _store_copy(self, rows: list[Row], versions: dict[str, int]) -> None:
         if self._check_room is not None:

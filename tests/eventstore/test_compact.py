@@ -76,9 +76,11 @@ def test_a_relation_s_record_leaves_out_the_stream_its_fields_name_and_keeps_any
 
 
 def test_a_log_written_before_codec_2_reads_on_and_takes_compact_records_after_it(store_path: Path) -> None:
+    with LmdbLog(store_path) as empty, empty.environment.env.begin(write=True) as txn:
+        txn.put(b"format", pack_u32(1), db=empty.dbs.meta)  # a version before codec 2 made it
     with LmdbLog(store_path, codec=Codec(writes=1)) as old:
         old.append(writes(3), actor="t")
-        with old.environment.env.begin(write=True) as txn:  # as a version before codec 2 left it
+        with old.environment.env.begin(write=True) as txn:  # and left it
             txn.put(b"format", pack_u32(1), db=old.dbs.meta)
     with LmdbLog(store_path) as new:
         new.append([StreamWrite("entity-000000000000000000000000000000", [ObservationsAdded(observations=("x",))])],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chronograph.eventstore.keys import MAX_KEY_BYTES, text_key
+from chronograph.eventstore.keys import MAX_KEY_BYTES, stream_key, text_key
 
 
 def test_short_text_is_kept_verbatim() -> None:
@@ -21,3 +21,19 @@ def test_long_texts_that_share_a_prefix_get_different_keys() -> None:
 def test_a_hashed_key_never_equals_a_verbatim_one() -> None:
     hashed = text_key("y" * 1000)
     assert text_key(hashed[1:].decode("latin-1")) != hashed
+
+
+def test_an_entity_stream_s_key_is_its_own_bytes_in_its_time_order() -> None:
+    streams = [f"entity-{micros:014x}{tail:016x}" for micros, tail in
+               ((1_700_000_000_000_000, 2**64 - 1), (1_700_000_000_000_001, 0), (1_800_000_000_000_000, 7))]
+    keys = [stream_key(stream) for stream in streams]
+    assert [len(key) for key in keys] == [15, 15, 15]
+    assert keys == sorted(keys) and keys[0] == bytes.fromhex(streams[0].removeprefix("entity-"))
+
+
+def test_any_other_stream_s_key_is_a_digest_of_another_length() -> None:
+    others = ["relation:[\"w\",\"Alice\",\"knows\",\"Bob\"]", "context:w", "entity-" + "A" * 30,
+              "entity-" + "0" * 29, "r" * 10_000]
+    keys = [stream_key(stream) for stream in others]
+    assert [len(key) for key in keys] == [16] * len(others) and len(set(keys)) == len(others)
+    assert b"Alice" not in keys[0]

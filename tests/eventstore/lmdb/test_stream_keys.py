@@ -1,0 +1,55 @@
+"""The stream index's keys: fixed-size in a new store, the stream's text in a store made before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from chronograph.eventstore import LmdbLog, StreamWrite
+from chronograph.eventstore.events import EntityCreated, ObservationsAdded, RelationCreated
+from chronograph.eventstore.keys import pack_u32, pack_u64, stream_key, text_key
+from chronograph.projections.streams import new_entity_stream, relation_stream
+
+
+def indexed(log: LmdbLog) -> tuple[list[bytes], list[bytes]]:
+    """The keys of `streams` and of `heads`."""
+    with log.read() as reader:
+        return ([bytes(key) for key in reader.txn.cursor(log.dbs.streams).iternext(values=False)],
+                [bytes(key) for key in reader.txn.cursor(log.dbs.heads).iternext(values=False)])
+
+
+def a_graph(log: LmdbLog) -> tuple[str, str]:
+    alice, bob = new_entity_stream(), new_entity_stream()
+    log.append([StreamWrite(alice, [EntityCreated(workspace="w", name="Alice", entity_type="person")]),
+                StreamWrite(bob, [EntityCreated(workspace="w", name="Bob", entity_type="person")])], actor="t")
+    log.append([StreamWrite(relation_stream("w", "Alice", "knows", "Bob"),
+                            [RelationCreated(workspace="w", source="Alice", target="Bob", relation_type="knows")]),
+                StreamWrite(alice, [ObservationsAdded(observations=("likes tea",))])], actor="t")
+    return alice, bob
+
+
+def test_a_new_store_keys_its_streams_by_fixed_size_keys_that_spell_no_name(store: LmdbLog) -> None:
+    alice, bob = a_graph(store)
+    versions, heads = indexed(store)
+    relation = stream_key(relation_stream("w", "Alice", "knows", "Bob"))
+    assert sorted(heads) == sorted([stream_key(alice), stream_key(bob), relation])
+    assert sorted(versions) == sorted([stream_key(alice) + pack_u64(1), stream_key(alice) + pack_u64(2),
+                                       stream_key(bob) + pack_u64(1), relation + pack_u64(1)])
+    assert not any(b"Alice" in key or b"Bob" in key for key in versions + heads)
+    assert [e.event.observations for e in store.read_stream(alice)][1:] == [("likes tea",)]
+    assert store.stream_version(alice) == 2
+
+
+def test_a_store_made_before_format_3_keeps_its_text_keys_and_its_format(store_path: Path) -> None:
+    with LmdbLog(store_path) as empty, empty.environment.env.begin(write=True) as txn:
+        txn.put(b"format", pack_u32(2), db=empty.dbs.meta)  # as a version before format 3 made it
+    with LmdbLog(store_path) as old:
+        alice, _ = a_graph(old)
+        versions, heads = indexed(old)
+        assert text_key(alice) in heads and text_key(alice) + pack_u64(2) in versions
+        with old.read() as reader:
+            assert [e.version for e in reader.stream(alice)] == [1, 2] == [
+                e.version for e in reversed(list(reader.stream_backward(alice)))]
+            assert len(reader.positions(alice)) == 2
+    with LmdbLog(store_path) as reopened, reopened.read() as reader:
+        assert bytes(reader.txn.get(b"format", db=reopened.dbs.meta)) == pack_u32(2)
+        assert reader.stream_version(alice) == 2
