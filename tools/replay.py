@@ -52,7 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--at", metavar="TIME", help="the graph as of this ISO-8601 time")
     what.add_argument("--position", metavar="N", type=int, help="the graph as of this log position")
     what.add_argument("--diff", nargs=2, metavar=("A", "B"), help="what changed from moment A to moment B")
-    what.add_argument("--rebuild", action="store_true", help="rebuild every view from the log")
+    what.add_argument("--rebuild", action="store_true",
+                      help="rebuild every view from the log (run alone, it also empties the views other versions "
+                           "of Chronograph left in the store)")
     what.add_argument("--verify", action="store_true",
                       help="fold the log afresh and compare with the views; exit 1 on any difference")
     parser.add_argument("--entity", metavar="NAME", help="with --at/--position: only this entity")
@@ -149,7 +151,7 @@ def _rebuild(store: Path | str, cache: str | None) -> int:
     spec = os.environ.get(EMBEDDINGS_ENV) or "auto"
     local = spec if spec in ("auto", "local") else "off"
     with Memory(store, progress=progress, embeddings=local, embedding_threads=0, cache=cache) as memory:
-        report = memory.views.rebuild(progress)
+        report = memory.views.rebuild(progress, others=True)
         resident.release()  # what the rebuild read and wrote of the store is not the search's to keep
         started = time.perf_counter()
         images = keep_startup_state(memory)
@@ -169,7 +171,9 @@ def _rebuild(store: Path | str, cache: str | None) -> int:
           f"in {report.seconds:.2f} s; {images} search index(es)"
           + (f"; embeddings rebuilt ({computed:,} computed, the others kept)" if embedded else ""))
     phases = ", ".join(f"{phase} {seconds:.2f}" for phase, seconds in report.phases.items())
-    print(f"seconds: {phases}; word index {indexing:.2f}; {report.snapshots} snapshot(s) kept")
+    print(f"seconds: {phases}; word index {indexing:.2f}; {report.snapshots} snapshot(s) kept"
+          + (f"; emptied {report.others} database(s) other versions derived (they fold them again if "
+             "they open this store)" if report.others else ""))
     return 0
 
 

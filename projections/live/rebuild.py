@@ -13,7 +13,7 @@ where it was: the live views stay whole, and the next rebuild empties the idle s
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import lmdb
 import msgspec
@@ -55,6 +55,8 @@ class RebuildReport(msgspec.Struct, frozen=True):
     appending them), swap (the final transaction)."""
     snapshots: int = 0
     """Snapshots saved (those already kept at their positions are left as they are)."""
+    others: int = 0
+    """Databases other versions of Chronograph derived from the log, emptied (see `rebuild`)."""
 
 
 class _Clock:
@@ -75,10 +77,14 @@ def rebuild(
     snapshots: Snapshots,
     tables_of: Callable[[int], Tables],
     progress: Progress | None = None,
+    foreign: Sequence[lmdb._Database] = (),
 ) -> RebuildReport:
     """Rebuild every view from position 1 into the idle slot and make it the live one.
 
-    `tables_of(generation)` opens a generation's tables (outside any transaction).
+    `tables_of(generation)` opens a generation's tables (outside any transaction). `foreign`
+    are what other versions of Chronograph derived from the log (other view formats): when
+    no other process has the store open, they are emptied too, so that the pages an upgrade
+    left behind hold the new views (a version that opens the store again folds its own anew).
 
     Raises:
         RebuildError: If another rebuild swapped in first, or an entity was forgotten while
@@ -86,7 +92,7 @@ def rebuild(
     """
     env = binding.env
     with env.alone() as alone:
-        return _rebuild(log, binding, pointer, snapshots, tables_of, progress, alone=alone)
+        return _rebuild(log, binding, pointer, snapshots, tables_of, progress, foreign if alone else None)
 
 
 def _rebuild(
@@ -96,9 +102,9 @@ def _rebuild(
     snapshots: Snapshots,
     tables_of: Callable[[int], Tables],
     progress: Progress | None,
-    *,
-    alone: bool,
+    foreign: Sequence[lmdb._Database] | None,
 ) -> RebuildReport:
+    alone = foreign is not None
     started = time.perf_counter()
     clock = _Clock()
     env = binding.env
@@ -119,6 +125,13 @@ def _rebuild(
 
         env.write(drop)
         live_now = 0
+    if foreign:
+
+        def empty_others(txn: lmdb.Transaction) -> None:
+            for database in foreign:
+                txn.drop(database, delete=False)
+
+        env.write(empty_others)
     with log.read() as reader:
         erasures = reader.erasures()
         head = reader.head()
@@ -207,7 +220,7 @@ def _rebuild(
     if not env.write(swap):
         raise RebuildError("another rebuild swapped in its views first; nothing was changed")
     clock.lap("swap")
-    return RebuildReport(generation, head, keys, time.perf_counter() - started, clock.phases, saved)
+    return RebuildReport(generation, head, keys, time.perf_counter() - started, clock.phases, saved, len(foreign or ()))
 
 
 _FORGOTTEN = "an entity was forgotten while the rebuild folded the log; nothing was changed: run the rebuild again"

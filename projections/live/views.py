@@ -148,13 +148,16 @@ class Views:
             known = self._slots[slot(generation)] = open_tables(self.env, generation, create=not self.env.readonly)
         return known._replace(generation=generation)
 
-    def rebuild(self, progress: Progress | None = None) -> RebuildReport:
-        """Rebuild every view from the log into the idle slot and swap it in.
+    def rebuild(self, progress: Progress | None = None, *, others: bool = False) -> RebuildReport:
+        """Rebuild every view from the log into the idle slot and swap it in; with `others`, also
+        empty what other versions of Chronograph derived from the log, if no other process has
+        the store open (`replay --rebuild` after an upgrade: their pages then hold these views).
 
         Raises:
             RebuildError: If another rebuild swapped in first.
         """
-        report = rebuild(self.log, self.binding, self.pointer, self.snapshots, self._tables_of, progress)
+        report = rebuild(self.log, self.binding, self.pointer, self.snapshots, self._tables_of, progress,
+                         self._foreign if others else ())
         self.adopt(report.generation)
         self.env.write(self.search.forget)
         return report

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from chronograph.eventstore import NO_STREAM, EntityCreated, LmdbLog, ObservationsAdded, StreamWrite
 from chronograph.eventstore.keys import pack_u32
-from chronograph.projections import Views, ViewsUnavailableError, new_entity_stream
+from chronograph.projections import Views, ViewsUnavailableError, new_entity_stream, tables
 from chronograph.projections.tables import table_names
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -197,6 +197,35 @@ def test_two_view_formats_on_one_store_never_rebuild_each_other(store_path: Path
         assert memory.views.tables.generation == 1  # caught up, not rebuilt
         assert [e.name for e in memory.read("read_graph", {}).entities] == ["a", "b", "c"]
     assert other_version("d") == "1 ['a', 'b', 'c', 'd']"
+
+
+def test_a_rebuild_alone_empties_the_views_of_another_format_which_that_version_folds_again(
+    store_path: Path,
+) -> None:
+    from chronograph.application import Memory
+
+    def other_version(name: str) -> str:
+        done = subprocess.run([sys.executable, "-c", ANOTHER_FORMAT, str(store_path), name],
+                              check=True, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    def theirs(memory: Memory) -> int:
+        entries = 0
+        with memory.views.env.read() as txn:
+            for name in memory.views.env.database_names():
+                if name.startswith(f"views.v{tables.VIEWS_FORMAT + 1}."):
+                    entries += txn.stat(memory.views.env.open_db(name))["entries"]
+        return entries
+
+    assert other_version("a") == "1 ['a']"
+    with Memory(store_path) as memory:
+        assert theirs(memory) > 0
+        memory.views.rebuild()
+        assert theirs(memory) > 0  # a rebuild leaves them unless told
+        assert memory.views.rebuild(others=True).others > 0  # no other process has the store open
+        assert theirs(memory) == 0
+        assert [e.name for e in memory.read("read_graph", {}).entities] == ["a"]
+    assert other_version("b") == "1 ['a', 'b']"
 
 
 def test_the_most_connected_names_agree_between_the_live_views_and_a_past_graph(store: LmdbLog) -> None:
