@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from chronograph.eventstore import LmdbLog, StreamWrite
+from chronograph.eventstore.copying import copy_log, verify_copy
 from chronograph.eventstore.events import EntityCreated, ObservationsAdded, RelationCreated
 from chronograph.eventstore.keys import pack_u32, pack_u64, stream_key, text_key
 from chronograph.projections.streams import new_entity_stream, relation_stream
+from msgspec.structs import astuple
 
 
 def indexed(log: LmdbLog) -> tuple[list[bytes], list[bytes]]:
@@ -53,3 +55,17 @@ def test_a_store_made_before_format_3_keeps_its_text_keys_and_its_format(store_p
     with LmdbLog(store_path) as reopened, reopened.read() as reader:
         assert bytes(reader.txn.get(b"format", db=reopened.dbs.meta)) == pack_u32(2)
         assert reader.stream_version(alice) == 2
+
+
+def test_a_copy_of_a_store_made_before_format_3_is_keyed_anew_and_reads_the_same(tmp_path: Path) -> None:
+    old_path = tmp_path / "old"
+    with LmdbLog(old_path) as empty, empty.environment.env.begin(write=True) as txn:
+        txn.put(b"format", pack_u32(2), db=empty.dbs.meta)
+    with LmdbLog(old_path) as old, LmdbLog(tmp_path / "new") as new:
+        alice, bob = a_graph(old)
+        assert copy_log(old, new) == 4 and verify_copy(old, new) == []
+        _, heads = indexed(new)
+        assert stream_key(alice) in heads and text_key(alice) not in heads
+        with old.read() as before, new.read() as after:
+            for stream in (alice, bob, relation_stream("w", "Alice", "knows", "Bob")):
+                assert [astuple(e) for e in before.stream(stream)] == [astuple(e) for e in after.stream(stream)]
