@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from formats import shared
 from report import print_table, write_json
 
 OFFICIAL_PACKAGE = "@modelcontextprotocol/server-memory@2026.8.31"
@@ -245,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
             store = root / ("store-after" if args.one_store else f"store-{name}")
             extra = [] if args.embeddings is None else ["--embeddings", args.embeddings]
             if not store.exists() and not (args.one_store and name == "before"):
+                if args.one_store or args.alternate:  # the baseline serves it too
+                    shared(store)
                 started = time.perf_counter()
                 subprocess.run([python, "-m", "chronograph", "import", str(graph), "--store", str(store)],
                                check=True, cwd=root, stdout=subprocess.DEVNULL)

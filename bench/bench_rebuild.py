@@ -25,6 +25,7 @@ from typing import Any
 from bench_projections import fill_mixed
 from bench_store_size import parts, run
 from chronograph.eventstore import LmdbLog
+from formats import shared
 from report import write_json
 
 
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         source = Path(tmp) / "log"
         print(f"writing a {args.events:,}-event log ...", file=sys.stderr)
+        if args.baseline:  # one log for both: in a format the code before format 3 opens too
+            shared(source, map_size=1 << 34, sync=False)
         with LmdbLog(source, map_size=1 << 34, sync=False) as store:
             fill_mixed(store, args.events)
         for name, cli in sides:

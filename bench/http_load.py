@@ -40,6 +40,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from formats import shared
 from mcp_http import Refused, Session
 from report import print_table, write_json
 from workload import Workload
@@ -53,8 +54,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def build_store(path: Path, entities: int) -> Workload:
-    """A store of `entities` entities (imported from an official-format file)."""
+def build_store(path: Path, entities: int, *, for_baseline: bool = False) -> Workload:
+    """A store of `entities` entities (imported from an official-format file); `for_baseline`: in
+    a format that a baseline from before store format 3 opens too."""
+    if for_baseline:
+        shared(path)
     workload = Workload(seed=5)
     lines = []
     for i in range(entities):
@@ -295,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.copytree(kept, root / "built" / "store")
             else:
                 print(f"building a store of {args.entities:,} entities ...", file=sys.stderr)
-                build_store(root / "built" / "store", args.entities)
+                build_store(root / "built" / "store", args.entities, for_baseline=bool(args.baseline))
                 if kept is not None:
                     shutil.copytree(root / "built" / "store", kept)
         servers: dict[str, Server] = {}
