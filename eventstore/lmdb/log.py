@@ -131,9 +131,8 @@ class LmdbLog(EventLog):
             dbs = Databases(log, streams, heads, idempotency, meta, sums)
             with env.read() as txn:
                 version = self._check_format(txn, dbs)
-            if version < _KEYED:
-                dbs = dbs._replace(key=text_key)
-            with env.read() as txn:
+                if version < _KEYED:
+                    dbs = dbs._replace(key=text_key)
                 self._check_tail(LmdbReader(txn, self.codec, dbs))
             if version < 2 and not env.readonly:
                 env.write(lambda txn: txn.put(_FORMAT, pack_u32(2), db=dbs.meta))

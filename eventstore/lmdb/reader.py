@@ -40,8 +40,6 @@ class Databases(NamedTuple):
     (`text_key`) in the stores of format 1 and 2 (see `log.FORMAT_VERSION`)"""
 
 
-
-
 class LmdbReader:
     """Read access to the log within one LMDB transaction (read-only or write)."""
 
