@@ -67,3 +67,8 @@ def stream_key(stream: str) -> bytes:
     if len(stream) == 37 and (found := _ENTITY_STREAM.fullmatch(stream)) is not None:
         return bytes.fromhex(found[1])
     return digest(stream.encode("utf-8", "surrogatepass"), 16)
+
+
+def entity_stream_of(key: Stored) -> str:
+    """The entity stream whose `stream_key` is the 15-byte `key`."""
+    return "entity-" + bytes(key).hex()

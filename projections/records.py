@@ -29,6 +29,8 @@ __all__ = [
     "TypeCount",
     "WorkspaceRecord",
     "copy_record",
+    "stored_entity",
+    "stored_name",
 ]
 
 
@@ -47,6 +49,17 @@ class EntityRecord(msgspec.Struct, array_like=True, gc=False):
     seq: int
     validity: dict[str, tuple[int | None, int | None]] = {}
     """observation -> (valid from, valid until) in µs, for the observations that have a valid time"""
+
+
+ENTITY_KEY = 15
+"""The size of an entity stream's key (see `keys.stream_key`): its record leaves the stream out."""
+
+
+def stored_entity(entity: EntityRecord, key: bytes) -> EntityRecord:
+    """What the entities table keeps of `entity` under its `key`: without its stream's text when
+    the key is that text's own bytes (an entity's stream, see `keys.stream_key`; view format 5),
+    which a reader puts back (`keys.entity_stream_of`)."""
+    return msgspec.structs.replace(entity, stream="") if len(key) == ENTITY_KEY else entity
 
 
 class RelationRecord(msgspec.Struct, array_like=True, gc=False):
@@ -90,6 +103,21 @@ class NameRecord(msgspec.Struct, frozen=True, array_like=True, gc=False):
 
     live: str | None
     streams: tuple[str, ...]
+
+
+class _StoredName(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """A NameRecord as the names table keeps it: the live stream by its place among the streams,
+    so that each stream's text is stored once (view format 5; the text of a live stream that
+    is not among them, which the fold never makes, would be kept as it is)."""
+
+    live: int | str | None
+    streams: tuple[str, ...]
+
+
+def stored_name(record: NameRecord) -> msgspec.Struct:
+    """What the names table keeps of `record` (encode it with `encode` or a `bulk_encoder`)."""
+    live, streams = record.live, record.streams
+    return _StoredName(streams.index(live) if live is not None and live in streams else live, streams)
 
 
 class WorkspaceRecord(msgspec.Struct, frozen=True, array_like=True, gc=False):
@@ -161,6 +189,15 @@ relation_decoder = msgspec.msgpack.Decoder(RelationRecord)
 decode_entity = sealed_decoder(entity_decoder.decode, "a stored EntityRecord")
 decode_relation = sealed_decoder(relation_decoder.decode, "a stored RelationRecord")
 decode_context = _decoder(ContextRecord)
-decode_name = _decoder(NameRecord)
+_decode_stored_name = msgspec.msgpack.Decoder(_StoredName).decode
+
+
+def _name(value: Stored) -> NameRecord:
+    stored = _decode_stored_name(value)
+    live = stored.live
+    return NameRecord(stored.streams[live] if type(live) is int else live, stored.streams)  # type: ignore[arg-type]
+
+
+decode_name = sealed_decoder(_name, "a stored NameRecord")
 decode_workspace = _decoder(WorkspaceRecord)
 decode_type_count = _decoder(TypeCount)

@@ -29,7 +29,7 @@ from chronograph.projections.keys import (
     type_count_key,
     workspace_key,
 )
-from chronograph.projections.records import NameRecord, TypeCount, bulk_encoder
+from chronograph.projections.records import NameRecord, TypeCount, bulk_encoder, stored_entity, stored_name
 from chronograph.projections.states.dictstate import DictState
 
 __all__ = ["TABLE_ROWS", "Keys", "chunks", "count_rows", "put_sorted", "rows", "table_rows"]
@@ -62,7 +62,7 @@ class Keys:
 def _entities(state: DictState, keys: Keys) -> Rows:
     items = sorted(zip(keys.entities, state.entities.values(), strict=True), key=_first)
     encode = bulk_encoder()
-    return ((key, encode(entity)) for key, entity in items)
+    return ((key, encode(stored_entity(entity, key))) for key, entity in items)
 
 
 def _relations(state: DictState, keys: Keys) -> Rows:
@@ -76,7 +76,7 @@ def _names(state: DictState, keys: Keys) -> Rows:
     items = sorted([(name_key(ws(workspace), name), known)
                     for (workspace, name), known in state._names.items()], key=_first)  # noqa: SLF001
     encode = bulk_encoder()
-    return ((key, encode(NameRecord(known[0], tuple(known[1:])))) for key, known in items)  # type: ignore[arg-type]
+    return ((key, encode(stored_name(NameRecord(known[0], tuple(known[1:]))))) for key, known in items)  # type: ignore[arg-type]
 
 
 def _order(state: DictState, keys: Keys) -> Rows:

@@ -14,7 +14,7 @@ from itertools import islice
 from typing import Literal, Protocol, TypeVar
 
 import lmdb
-from chronograph.eventstore.keys import Stored
+from chronograph.eventstore.keys import Stored, entity_stream_of
 from chronograph.projections.errors import ViewsDamagedError
 from chronograph.projections.keys import (
     ENTITY,
@@ -149,7 +149,10 @@ class LmdbGraph:
             return None
         if _crc(value) != RESIDUE:
             raise ViewsDamagedError("a record fails its checksum")
-        return _entity(value)
+        entity = _entity(value)
+        if not entity.stream:  # its key spells it (see `records.stored_entity`)
+            entity.stream = stream
+        return entity
 
     def relation_by_stream(self, stream: str) -> RelationRecord | None:
         """The live relation whose stream is `stream`, or None."""
@@ -164,14 +167,17 @@ class LmdbGraph:
         self, workspace: str, offset: int = 0, limit: int | None = None
     ) -> Iterator[EntityRecord]:
         """The workspace's live entities, oldest first."""
-        for value in self._records(self._ordered(workspace, ENTITY, offset, limit), self.tables.entities):
-            yield _entity(value)
+        for key, value in self._records(self._ordered(workspace, ENTITY, offset, limit), self.tables.entities):
+            entity = _entity(value)
+            if not entity.stream:  # its key spells it (see `records.stored_entity`)
+                entity.stream = entity_stream_of(key)
+            yield entity
 
     def relations(
         self, workspace: str, offset: int = 0, limit: int | None = None
     ) -> Iterator[RelationRecord]:
         """The workspace's live relations, oldest first."""
-        for value in self._records(self._ordered(workspace, RELATION, offset, limit), self.tables.relations):
+        for _, value in self._records(self._ordered(workspace, RELATION, offset, limit), self.tables.relations):
             yield _relation(value)
 
     def relation(
@@ -271,19 +277,19 @@ class LmdbGraph:
         return value
 
 
-    def _records(self, keys: Iterator[Stored], db: lmdb._Database) -> Iterator[Stored]:
-        """The records index entries (stream keys) point at, in their order, read `BATCH` at a time
-        in one call each (a whole graph's read spent a third of its time on single reads), each
-        checksum checked (a damaged entry points at none)."""
+    def _records(self, keys: Iterator[Stored], db: lmdb._Database) -> Iterator[tuple[Stored, Stored]]:
+        """The records index entries (stream keys) point at, with their keys, in their order, read
+        `BATCH` at a time in one call each (a whole graph's read spent a third of its time on single
+        reads), each checksum checked (a damaged entry points at none)."""
         with self.txn.cursor(db) as cursor:
             while batch := list(islice(keys, BATCH)):
                 found = cursor.getmulti(batch)
                 if len(found) != len(batch):
                     raise ViewsDamagedError("an index points at a record that is not there")
-                for _, value in found:
+                for key, value in found:
                     if _crc(value) != RESIDUE:
                         raise ViewsDamagedError("a record fails its checksum")
-                    yield value
+                    yield key, value
 
     def _ordered(self, workspace: str, kind: bytes, offset: int, limit: int | None) -> Iterator[Stored]:
         return page(self._scan_values(order_prefix(self._ws(workspace), kind), self.tables.order), offset, limit)

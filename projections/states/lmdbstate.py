@@ -31,12 +31,14 @@ from chronograph.projections.records import (
     decode_type_count,
     decode_workspace,
     encode,
+    stored_entity,
+    stored_name,
 )
 from chronograph.projections.states.graph import LmdbGraph
 
 __all__ = ["LmdbState"]
 
-_NO_NAME = encode(NameRecord(None, ()))
+_NO_NAME = encode(stored_name(NameRecord(None, ())))
 
 
 class LmdbState(LmdbGraph):
@@ -53,17 +55,18 @@ class LmdbState(LmdbGraph):
     def add_entity(self, entity: EntityRecord) -> None:
         txn, tables = self.txn, self.tables
         stream_key = record_key(entity.stream)
-        txn.put(stream_key, encode(entity), db=tables.entities)
+        txn.put(stream_key, encode(stored_entity(entity, stream_key)), db=tables.entities)
         ws = self._ws(entity.workspace)
         key = name_key(ws, entity.name)
         known = decode_name(txn.get(key, db=tables.names) or _NO_NAME).streams
         streams = known if entity.stream in known else (*known, entity.stream)
-        txn.put(key, encode(NameRecord(entity.stream, streams)), db=tables.names)
+        txn.put(key, encode(stored_name(NameRecord(entity.stream, streams))), db=tables.names)
         txn.put(order_key(ws, ENTITY, entity.seq), stream_key, db=tables.order)
         self._count(entity.workspace, ws, ENTITY, entity.entity_type, +1)
 
     def changed_entity(self, entity: EntityRecord, old_type: str) -> None:
-        self.txn.put(record_key(entity.stream), encode(entity), db=self.tables.entities)
+        key = record_key(entity.stream)
+        self.txn.put(key, encode(stored_entity(entity, key)), db=self.tables.entities)
         if old_type != entity.entity_type:
             ws = self._ws(entity.workspace)
             self._count(entity.workspace, ws, ENTITY, old_type, -1, total=False)
@@ -76,7 +79,7 @@ class LmdbState(LmdbGraph):
         key = name_key(ws, entity.name)
         known = decode_name(txn.get(key, db=tables.names) or _NO_NAME)
         if known.live == entity.stream:
-            txn.put(key, encode(NameRecord(None, known.streams)), db=tables.names)
+            txn.put(key, encode(stored_name(NameRecord(None, known.streams))), db=tables.names)
         txn.delete(order_key(ws, ENTITY, entity.seq), db=tables.order)
         self._count(entity.workspace, ws, ENTITY, entity.entity_type, -1)
 
@@ -150,7 +153,7 @@ class LmdbState(LmdbGraph):
         streams = tuple(s for s in known.streams if s != stream)
         live = None if known.live == stream else known.live
         if streams or live is not None:
-            self.txn.put(key, encode(NameRecord(live, streams)), db=self.tables.names)
+            self.txn.put(key, encode(stored_name(NameRecord(live, streams))), db=self.tables.names)
         else:
             self.txn.delete(key, db=self.tables.names)
 

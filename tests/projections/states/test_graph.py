@@ -39,3 +39,25 @@ def test_one_pass_and_lookups_find_the_same_relations(tmp_path_factory: pytest.T
             finally:
                 module.SCAN_SHARE = share
         assert [r.stream for r in scanned] == [r.stream for r in looked_up]
+
+
+def test_an_entity_s_record_leaves_its_stream_to_its_key_and_reads_back_whole(tmp_path: Path) -> None:
+    from chronograph.eventstore import EntityCreated, StreamWrite
+    from chronograph.projections import Views
+    from chronograph.projections.keys import record_key
+
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": []}]},
+                     actor="t")
+        other = "entity-imported-by-hand"  # a stream of another shape keeps its text in its record
+        memory.log.append([StreamWrite(other, [EntityCreated(workspace="default", name="Bob", entity_type="t")])],
+                          actor="t")
+        views: Views = memory.views
+        with views.read() as graph:
+            ada, bob = graph.entity("default", "Ada"), graph.entity("default", "Bob")
+            assert ada is not None and bob is not None and bob.stream == other
+            listed = {e.name: e.stream for e in graph.entities("default")}
+            stored = {name: bytes(graph.txn.get(record_key(e.stream), db=graph.tables.entities))
+                      for name, e in (("Ada", ada), ("Bob", bob))}
+        assert ada.stream.startswith("entity-") and listed == {"Ada": ada.stream, "Bob": other}
+        assert ada.stream.encode() not in stored["Ada"] and other.encode() in stored["Bob"]
