@@ -13,6 +13,8 @@ import struct
 from hashlib import blake2b
 from typing import TypeAlias
 
+from chronograph.eventstore.errors import StoreCorruptError
+
 MAX_KEY_BYTES = 511
 """LMDB's compiled-in key size limit."""
 
@@ -30,13 +32,32 @@ pack_u32 = _U32.pack
 
 
 def unpack_u64(data: Stored) -> int:
-    """The integer of an 8-byte big-endian key."""
-    return _U64.unpack(data)[0]
+    """The integer of an 8-byte big-endian key.
+
+    Raises:
+        StoreCorruptError: If `data` is not 8 bytes long (a damaged key or value).
+    """
+    try:
+        return _U64.unpack(data)[0]
+    except struct.error:
+        raise _damaged(data, 8) from None
 
 
 def unpack_u32(data: Stored) -> int:
-    """The integer of a 4-byte big-endian key."""
-    return _U32.unpack(data)[0]
+    """The integer of a 4-byte big-endian key.
+
+    Raises:
+        StoreCorruptError: If `data` is not 4 bytes long (a damaged key or value).
+    """
+    try:
+        return _U32.unpack(data)[0]
+    except struct.error:
+        raise _damaged(data, 4) from None
+
+
+def _damaged(data: Stored, size: int) -> StoreCorruptError:
+    return StoreCorruptError(f"the store is damaged: a number stored in {size} bytes was read from {len(data)}; "
+                             "`chronograph replay --verify` tells whether its log is whole")
 
 
 def digest(data: bytes, size: int = 16) -> bytes:

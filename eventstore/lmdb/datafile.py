@@ -1,7 +1,11 @@
-"""An LMDB data file's own account of its length: its meta pages, read before the file is mapped.
+"""An LMDB data file's own account of its length, and zeros kept past its end.
 
 LMDB maps the file and would die of SIGBUS reading a page past its end (a file cut short by a
 bad copy or a full disk), so a store's data file is checked against its newest meta page first.
+A page damaged where it lists its nodes' offsets (LMDB does not check them) sends a reader up to
+64 KiB past the page, and a key's length up to 64 KiB beyond: a writer keeps `TAIL` bytes of
+zeros past the last page (`Tail`), so that such a read finds a node of zeros, which the
+checksums refuse, instead of the end of the file.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from pathlib import Path
 
 from chronograph.eventstore.errors import StoreCorruptError, StoreOpenError
 
-__all__ = ["check_data_file"]
+__all__ = ["TAIL", "Tail", "check_data_file"]
 
 
 _META = struct.Struct("<II8xQI44x48xQQ")
@@ -54,3 +58,41 @@ def check_data_file(path: Path) -> None:
             f"{path} is truncated: {size:,} bytes where its last commit needs {needed:,}; "
             "restore the store from a backup"
         )
+
+
+TAIL = 256 << 10
+"""Bytes of zeros a writer keeps past the data file's last page: more than a damaged node offset
+(16 bits) and key length (16 bits) can reach past a page's start together."""
+
+
+_fallocate = getattr(os, "posix_fallocate", None)
+"""Absent where the system has none (macOS): there the file keeps no tail."""
+
+
+class Tail:
+    """Keeps `TAIL` bytes of zeros past the last page of the data file at `path`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._through = 0
+        """The end of the file as last extended (or found) by this process."""
+
+    def keep(self, last_page: int, page_size: int) -> None:
+        """After a commit: make the file reach `TAIL` past page `last_page` when it reaches less
+        than half of that. `posix_fallocate` only ever lengthens a file, so another process
+        extending it at the same moment loses nothing; the new bytes read as zeros."""
+        end = (last_page + 1) * page_size
+        if end + TAIL // 2 <= self._through or _fallocate is None:
+            return
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+            try:
+                size = os.fstat(fd).st_size
+                if size < end + TAIL // 2:
+                    _fallocate(fd, size, end + TAIL - size)
+                    size = end + TAIL
+                self._through = size
+            finally:
+                os.close(fd)
+        except OSError:  # a full disk, a filesystem without it: the tail is a guard, not a need
+            self._through = end + TAIL

@@ -22,7 +22,7 @@ from typing import TypedDict, TypeVar
 import lmdb
 from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreCorruptError, StoreOpenError
 from chronograph.eventstore.files import DATA_FILE, store_of
-from chronograph.eventstore.lmdb.datafile import check_data_file
+from chronograph.eventstore.lmdb.datafile import Tail, check_data_file
 from chronograph.eventstore.lmdb.gate import Gate
 from chronograph.eventstore.lmdb.holders import hold, release, sole
 from chronograph.eventstore.lmdb.scrub import Pass, scrub_pass
@@ -102,6 +102,9 @@ class LmdbEnv:
         except BaseException:
             release(self._held)
             raise
+        self._page_size: int = self.env.stat()["psize"]
+        self._tail = Tail(self.path / DATA_FILE)
+        """Zeros past the data file's last page, kept after every commit (see `datafile`)."""
         try:
             self.stale_readers_cleared = self.env.reader_check()
             """Reader slots of dead processes that opening this environment released."""
@@ -197,11 +200,13 @@ class LmdbEnv:
             )
 
     def file_bytes(self) -> int:
-        """The size of the data file on disk."""
+        """The size of the data file on disk, up to its last page (not the zeros kept past it: see
+        `datafile.Tail`)."""
         try:
-            return (self.path / DATA_FILE).stat().st_size
+            size = (self.path / DATA_FILE).stat().st_size
         except OSError:
             return 0
+        return min(size, (self.env.info()["last_pgno"] + 1) * self._page_size)
 
     # --- databases ------------------------------------------------------------------------
 
@@ -218,9 +223,17 @@ class LmdbEnv:
             raise self.damaged(error) from None
 
     def database_names(self) -> list[str]:
-        """The names of every named database in the environment."""
+        """The names of every named database in the environment.
+
+        Raises:
+            StoreCorruptError: If a name is not text (the file is damaged where they are kept).
+        """
         with self.read() as txn:
-            return [bytes(name).decode() for name, _ in txn.cursor()]
+            names = [bytes(name) for name, _ in txn.cursor()]
+        try:
+            return [name.decode() for name in names]
+        except UnicodeDecodeError:
+            raise self.damaged("a database's name is not text") from None
 
     # --- transactions ---------------------------------------------------------------------
 
@@ -241,6 +254,7 @@ class LmdbEnv:
                     try:
                         outcome = work(txn)
                         txn.commit()
+                        self._tail.keep(self.env.info()["last_pgno"], self._page_size)
                         return outcome
                     except lmdb.MapFullError:
                         self.gate.claim()  # first: readers stop coming before this thread lets go of the GIL
@@ -324,7 +338,7 @@ class LmdbEnv:
         """`error`, naming this store if it does not yet."""
         return error if str(self.path) in str(error) else StoreCorruptError(f"the store at {self.path}: {error}")
 
-    def damaged(self, error: lmdb.Error) -> StoreCorruptError:
+    def damaged(self, error: lmdb.Error | str) -> StoreCorruptError:
         """What LMDB's own signs of a damaged file mean, and what to do."""
         return StoreCorruptError(
             f"the store's file at {self.path} is damaged (LMDB: {error}); `chronograph replay --verify --store "

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from chronograph.eventstore.keys import MAX_KEY_BYTES, stream_key, text_key
+import pytest
+from chronograph.eventstore.errors import StoreCorruptError
+from chronograph.eventstore.keys import MAX_KEY_BYTES, pack_u64, stream_key, text_key, unpack_u32, unpack_u64
 
 
 def test_short_text_is_kept_verbatim() -> None:
@@ -37,3 +39,11 @@ def test_any_other_stream_s_key_is_a_digest_of_another_length() -> None:
     keys = [stream_key(stream) for stream in others]
     assert [len(key) for key in keys] == [16] * len(others) and len(set(keys)) == len(others)
     assert b"Alice" not in keys[0]
+
+
+def test_a_number_read_from_the_wrong_number_of_bytes_is_damage_not_a_struct_error() -> None:
+    with pytest.raises(StoreCorruptError, match="a number stored in 8 bytes was read from 5"):
+        unpack_u64(b"12345")
+    with pytest.raises(StoreCorruptError, match="stored in 4 bytes"):
+        unpack_u32(b"")
+    assert unpack_u64(pack_u64(7)) == 7
