@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Callable
 from hashlib import blake2b
 from typing import TypeAlias
 
@@ -31,33 +32,25 @@ pack_u64 = _U64.pack
 pack_u32 = _U32.pack
 
 
-def unpack_u64(data: Stored) -> int:
-    """The integer of an 8-byte big-endian key.
+def _unpacker(layout: struct.Struct) -> Callable[[Stored], int]:
+    def unpack(data: Stored) -> int:
+        try:
+            return layout.unpack(data)[0]
+        except struct.error:
+            raise StoreCorruptError(
+                f"the store is damaged: a number stored in {layout.size} bytes was read from {len(data)}; "
+                "`chronograph replay --verify` tells whether its log is whole") from None
+
+    unpack.__doc__ = f"""The integer of a {layout.size}-byte big-endian key.
 
     Raises:
-        StoreCorruptError: If `data` is not 8 bytes long (a damaged key or value).
+        StoreCorruptError: If the bytes are not {layout.size} (a damaged key or value).
     """
-    try:
-        return _U64.unpack(data)[0]
-    except struct.error:
-        raise _damaged(data, 8) from None
+    return unpack
 
 
-def unpack_u32(data: Stored) -> int:
-    """The integer of a 4-byte big-endian key.
-
-    Raises:
-        StoreCorruptError: If `data` is not 4 bytes long (a damaged key or value).
-    """
-    try:
-        return _U32.unpack(data)[0]
-    except struct.error:
-        raise _damaged(data, 4) from None
-
-
-def _damaged(data: Stored, size: int) -> StoreCorruptError:
-    return StoreCorruptError(f"the store is damaged: a number stored in {size} bytes was read from {len(data)}; "
-                             "`chronograph replay --verify` tells whether its log is whole")
+unpack_u64 = _unpacker(_U64)
+unpack_u32 = _unpacker(_U32)
 
 
 def digest(data: bytes, size: int = 16) -> bytes:
