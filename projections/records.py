@@ -184,10 +184,10 @@ def _decoder(kind: type[D]) -> Callable[[Stored], D]:
 
 entity_decoder = msgspec.msgpack.Decoder(EntityRecord)
 relation_decoder = msgspec.msgpack.Decoder(RelationRecord)
-"""Without the checksum check: for readers that check it themselves (`LmdbGraph`'s hot loops)."""
+"""Without the checksum check: for readers that check it themselves (`LmdbGraph`'s hot loops). An
+entity keyed by its stream's bytes comes back with an empty stream, which the reader puts back
+from the key (see `stored_entity`)."""
 
-decode_entity = sealed_decoder(entity_decoder.decode, "a stored EntityRecord")
-decode_relation = sealed_decoder(relation_decoder.decode, "a stored RelationRecord")
 decode_context = _decoder(ContextRecord)
 _decode_stored_name = msgspec.msgpack.Decoder(_StoredName).decode
 
