@@ -30,6 +30,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
 
 from chronograph.application import Memory
 from chronograph.application.engine.config import EMBEDDINGS_ENV, resolve_store
+from chronograph.application.engine.stores import store_exists
 from chronograph.application.errors import ChronographError
 from chronograph.application.explorer import graph_diff
 from chronograph.eventstore import EventStoreError
@@ -66,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
     store = resolve_store(args.store)
     try:
         if args.rebuild:
+            if not store_exists(store):  # a mistyped path is not a new, empty store to rebuild
+                print(f"chronograph replay: there is no store at {store}", file=sys.stderr)
+                return 2
             return _rebuild(store, args.cache)
         with Memory(store, readonly=True, cache=args.cache) as memory:
             if args.verify:

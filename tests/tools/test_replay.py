@@ -77,6 +77,15 @@ def test_rebuild_repairs_the_views(history_store: Path, capsys) -> None:  # type
     assert run(capsys, "--store", str(history_store), "--verify")[0] == 0
 
 
+def test_a_rebuild_where_there_is_no_store_refuses_in_one_line_and_creates_none(  # type: ignore[no-untyped-def]
+    tmp_path: Path, capsys
+) -> None:
+    missing = tmp_path / "mistyped" / "store"
+    code = main(["--store", str(missing), "--rebuild"])
+    assert code == 2 and capsys.readouterr().err.strip() == f"chronograph replay: there is no store at {missing}"
+    assert not (tmp_path / "mistyped").exists()
+
+
 def test_rebuild_keeps_the_search_index_and_embeds_the_store_again(  # type: ignore[no-untyped-def]
     history_store: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
