@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from itertools import islice
 from operator import itemgetter
+from typing import TypeVar
 
 import lmdb
 import msgspec
@@ -35,6 +36,7 @@ from chronograph.projections.states.dictstate import DictState
 __all__ = ["TABLE_ROWS", "Keys", "chunks", "count_rows", "put_sorted", "rows", "table_rows"]
 
 Rows = Iterator[tuple[bytes, bytes]]
+T = TypeVar("T")
 _first = itemgetter(0)
 
 
@@ -153,7 +155,7 @@ def rows(state: DictState) -> dict[str, list[tuple[bytes, bytes]]]:
     return {table: list(table_rows(state, table, keys)) for table in TABLE_ROWS}
 
 
-def chunks(items: Rows, size: int) -> Iterator[list[tuple[bytes, bytes]]]:
+def chunks(items: Iterator[T], size: int) -> Iterator[list[T]]:
     """`items` in lists of at most `size` (one write transaction each)."""
     while chunk := list(islice(items, size)):
         yield chunk

@@ -14,8 +14,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chronograph.eventstore import NO_STREAM, EntityCreated, LmdbLog, StreamWrite, clock
+from chronograph.eventstore import (
+    NO_STREAM,
+    ContentErased,
+    ContextUpdated,
+    EntityCreated,
+    EntityDeleted,
+    EntityForgotten,
+    EntityMerged,
+    EntityRenamed,
+    LmdbLog,
+    ObservationsAdded,
+    RelationCreated,
+    RelationDeleted,
+    RelationUpdated,
+    StreamWrite,
+    clock,
+)
 from chronograph.projections import Views, new_entity_stream, verify
+from chronograph.projections.streams import relation_stream
 from chronograph.projections.tables import table_names
 from freezegun import freeze_time
 from hypothesis import HealthCheck, given, settings
@@ -48,14 +65,16 @@ def play(views: Views, history: list[tuple[Any, ...]]) -> None:
                 views.transact(lambda tx, state, writes=writes: tx.append(writes, actor="test"))
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), steps=st.integers(min_value=1, max_value=30),
-       fold_batch=st.integers(min_value=1, max_value=4), chunk=st.integers(min_value=1, max_value=5))
-def test_a_rebuild_in_small_batches_and_chunks_writes_the_inline_views_byte_for_byte(
-    data: st.DataObject, steps: int, fold_batch: int, chunk: int, monkeypatch: pytest.MonkeyPatch
+       fold_batch=st.integers(min_value=1, max_value=4), chunk=st.integers(min_value=1, max_value=5),
+       records=st.sampled_from([1, 2, 3, 5, 1_000_000]))
+def test_a_rebuild_in_small_batches_chunks_and_segments_writes_the_inline_views_byte_for_byte(
+    data: st.DataObject, steps: int, fold_batch: int, chunk: int, records: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(rebuilding, "FOLD_BATCH", fold_batch)
     monkeypatch.setattr(rebuilding, "WRITE_CHUNK", chunk)  # every table spans several transactions
+    monkeypatch.setattr(rebuilding, "FOLD_RECORDS", records)  # and, but for the last, the rest folds onto it
     history = draw_history(data, Simulator(), steps)
     directory = tempfile.mkdtemp()
     try:
@@ -69,6 +88,82 @@ def test_a_rebuild_in_small_batches_and_chunks_writes_the_inline_views_byte_for_
                 assert raw_tables(store, views.tables.generation) == inline
     finally:
         shutil.rmtree(directory)
+
+
+STREAMS = [f"entity-{i:030x}" for i in range(1, 9)]
+NAMED = ["ada", "bob", "cy"]
+
+
+def raw_events(sim: st.DataObject, count: int) -> list[StreamWrite]:
+    """`count` events of every kind the fold knows, on a few entities and the relations between
+    their names, in any order: the fold is total, so any log is one a rebuild must replay."""
+    ws = st.sampled_from(["default", "lab"])
+    name, stream = st.sampled_from(NAMED), st.sampled_from(STREAMS)
+    relation = st.tuples(ws, name, st.sampled_from(["knows", "uses"]), name)
+    event = st.one_of(
+        st.tuples(stream, st.builds(EntityCreated, workspace=ws, name=name, entity_type=st.sampled_from("xy"),
+                                    observations=st.lists(st.sampled_from("abc"), max_size=2).map(tuple))),
+        st.tuples(stream, st.builds(ObservationsAdded, observations=st.lists(st.sampled_from("abcd"),
+                                                                            min_size=1, max_size=2).map(tuple))),
+        st.tuples(stream, st.builds(EntityRenamed, name=name, previous=st.just(""))),
+        st.tuples(stream, st.builds(EntityMerged, into=name)),
+        st.tuples(stream, st.just(EntityDeleted())),
+        st.tuples(stream, st.builds(EntityForgotten, workspace=ws, reason=st.just("asked"), events=st.just(1))),
+        relation.map(lambda r: (relation_stream(*r), RelationCreated(workspace=r[0], source=r[1],
+                                                                     relation_type=r[2], target=r[3]))),
+        relation.map(lambda r: (relation_stream(*r), RelationUpdated(confidence=0.5))),
+        relation.map(lambda r: (relation_stream(*r), RelationDeleted())),
+        ws.map(lambda w: ("context-" + w, ContextUpdated(workspace=w, active_task="ship"))),
+        st.sampled_from(["default", "gone"]).map(  # "gone": a workspace only an erasure names
+            lambda w: ("erased-" + w, ContentErased(erased="entity_created", workspace=w))),
+    )
+    return [StreamWrite(s, [e]) for s, e in sim.draw(st.lists(event, min_size=count, max_size=count))]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), count=st.integers(min_value=1, max_value=50), records=st.integers(min_value=1, max_value=5))
+def test_a_rebuild_in_segments_replays_renames_merges_forgetting_and_erasures_as_the_inline_fold(
+    data: st.DataObject, count: int, records: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rebuilding, "FOLD_BATCH", 2)
+    monkeypatch.setattr(rebuilding, "FOLD_RECORDS", records)
+    writes = raw_events(data, count)
+    directory = tempfile.mkdtemp()
+    try:
+        with LmdbLog(directory + "/store", sync=False) as store:
+            views = Views(store)
+            for write in writes:  # one event a transaction, each folded inline
+                views.transact(lambda tx, state, write=write: tx.append([write], actor="test"))
+            inline = raw_tables(store, views.tables.generation)
+            views.rebuild()
+            assert raw_tables(store, views.tables.generation) == inline
+    finally:
+        shutil.rmtree(directory)
+
+
+def test_a_name_keeps_its_streams_in_creation_order_when_one_came_and_went_within_a_segment(
+    store: LmdbLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rebuilding, "FOLD_BATCH", 1)
+    monkeypatch.setattr(rebuilding, "FOLD_RECORDS", 2)  # two in memory, then segments of two
+    a, b, c, d = STREAMS[:4]
+    views = Views(store)
+    for stream, event in [
+        (a, EntityCreated(workspace="default", name="x", entity_type="t")),
+        (d, EntityCreated(workspace="default", name="w", entity_type="t")),
+        (b, EntityCreated(workspace="default", name="y", entity_type="t")),  # a segment: b comes and goes,
+        (b, EntityDeleted()),
+        (c, EntityCreated(workspace="default", name="y", entity_type="t")),  # and c takes its name
+        (c, EntityRenamed(name="x", previous="y")),  # the next: c takes a's name, a leaves
+    ]:
+        views.transact(lambda tx, state, s=stream, e=event: tx.append([StreamWrite(s, [e])], actor="test"))
+    inline = raw_tables(store, views.tables.generation)
+    views.rebuild()
+    assert raw_tables(store, views.tables.generation) == inline
+    with views.read() as graph:
+        assert graph.name_streams("default", "y") == (b, c)
+        assert graph.name_streams("default", "x") == (a, c)
+        assert graph.entity("default", "x").stream == c and graph.entity("default", "y") is None
 
 
 def _fill(views: Views, entities: int) -> None:
