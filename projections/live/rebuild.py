@@ -25,10 +25,18 @@ from chronograph.projections.live.binding import Binding
 from chronograph.projections.live.catchup import Progress, catch_up
 from chronograph.projections.past.snapshots import Snapshots
 from chronograph.projections.past.snapshots import encode as encode_snapshot
-from chronograph.projections.states.bulkload import TABLE_ROWS, Keys, chunks, count_rows, put_sorted, table_rows
+from chronograph.projections.states.bulkload import (
+    TABLE_ROWS,
+    Keys,
+    chunks,
+    count_rows,
+    put_changes,
+    put_sorted,
+    table_rows,
+)
 from chronograph.projections.states.dictstate import DictState, paused_gc
 from chronograph.projections.states.lmdbstate import LmdbState
-from chronograph.projections.states.segment import Segment, Write
+from chronograph.projections.states.segment import Segment
 from chronograph.projections.tables import Pointer, Tables
 
 __all__ = ["RebuildReport", "rebuild"]
@@ -271,17 +279,29 @@ def _fold_onto(
             else:
                 folded = head
             clock.lap("decode")
-        for chunk in chunks(segment.writes(), WRITE_CHUNK):
-
-            def write(txn: lmdb.Transaction, chunk: list[Write] = chunk) -> None:
-                unchanged(txn)
-                target = LmdbState(txn, tables)
-                for change in chunk:
-                    change(target)
-
-            env.write(write)
-            resident.release(MAPPED)
+            changes, forgotten = segment.changes(segment.base)
         del segment
+        for table, rows in changes.items():
+            db = getattr(tables, table)
+            for chunk in chunks(iter(rows), WRITE_CHUNK):
+
+                def write(txn: lmdb.Transaction, chunk: list[tuple[bytes, bytes | None]] = chunk,
+                          db: lmdb._Database = db) -> None:
+                    unchanged(txn)
+                    put_changes(txn, db, chunk)
+
+                env.write(write)
+                resident.release(MAPPED)
+        if forgotten:  # purged from the name index once the segment is written (see `segment`)
+
+            def forget(txn: lmdb.Transaction, forgotten: list[tuple[str, str]] = forgotten) -> None:
+                unchanged(txn)
+                state = LmdbState(txn, tables)
+                for stream, workspace in forgotten:
+                    state.forget_entity(stream, workspace)
+
+            env.write(forget)
+        del changes
         clock.lap("write")
 
 

@@ -33,7 +33,7 @@ from chronograph.projections.keys import (
 from chronograph.projections.records import NameRecord, TypeCount, bulk_encoder, stored_entity, stored_name
 from chronograph.projections.states.dictstate import DictState
 
-__all__ = ["TABLE_ROWS", "Keys", "chunks", "count_rows", "put_sorted", "rows", "table_rows"]
+__all__ = ["TABLE_ROWS", "Keys", "chunks", "count_rows", "put_changes", "put_sorted", "rows", "table_rows"]
 
 Rows = Iterator[tuple[bytes, bytes]]
 T = TypeVar("T")
@@ -172,3 +172,17 @@ def put_sorted(txn: lmdb.Transaction, db: lmdb._Database, items: list[tuple[byte
     if added != len(items):
         raise AssertionError(f"a rebuild appended {added} of {len(items)} keys: a key out of order or repeated")
     return int(added)
+
+
+def put_changes(txn: lmdb.Transaction, db: lmdb._Database, changes: list[tuple[bytes, bytes | None]]) -> int:
+    """Make `changes` (sorted by key: a value to put, or None to delete the key) in `db`, which
+    holds other keys too; return how many."""
+    puts = []
+    for key, value in changes:
+        if value is None:
+            txn.delete(key, db=db)
+        else:
+            puts.append((key, value))
+    with txn.cursor(db) as cursor:
+        cursor.putmulti(puts)
+    return len(changes)

@@ -7,8 +7,6 @@ databases, which the tests check.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from chronograph.projections.keys import (
     ENTITY,
     INCOMING,
@@ -141,16 +139,6 @@ class LmdbState(LmdbGraph):
                         names.append(bytes(key))
         for key in names:
             self._drop_stream(key, stream)
-
-    def settle_name(self, workspace: str, name: str, live: str | None, streams: Sequence[str] = ()) -> None:
-        """Make `live` the stream live under `name`, and add `streams` (oldest first) to those ever
-        created under it (a rebuild's segment, written at once: see `segment`)."""
-        key = name_key(self._ws(workspace), name)
-        value = self.txn.get(key, db=self.tables.names)
-        known = () if value is None else decode_name(value).streams
-        added = tuple(stream for stream in dict.fromkeys(streams) if stream not in known)
-        if live is not None or known or added:
-            self.txn.put(key, encode(stored_name(NameRecord(live, (*known, *added)))), db=self.tables.names)
 
     def drop_name_stream(self, workspace: str, name: str, stream: str) -> None:
         """Take `stream` out of the streams ever created under `name` (forgetting); a name no

@@ -3,29 +3,48 @@
 A rebuild folds the log in memory until its state holds `FOLD_RECORDS` records, lays that
 state into the idle slot, and folds the rest a segment at a time: each `Segment` reads
 the records its events touch from what is written so far (an `Overlay`, so the fold is the
-one every state uses) and keeps only what they changed, which `writes()` then turns into
-the changes `LmdbState` makes event by event. The tables end byte for byte as an inline
-fold leaves them, which the tests check.
+one every state uses) and keeps only what they changed. `changes()` turns that into the
+keys each table gains, changes and loses, sorted, so they are written as a rebuild writes
+(`putmulti`), not record by record. The tables end byte for byte as an inline fold leaves
+them, which the tests check.
 
-The name index is settled first (each name's live stream as the segment left it, and the
-streams created under it in creation order), so the records' own writes find it
-already right; entities forgotten in the segment are purged from it last.
+A name's record is rebuilt from the streams the written views know under it and those the
+segment created, in creation order (a stream that came and went within the segment keeps
+its place); entities forgotten in the segment are purged from the name index after.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from functools import partial
-
-from chronograph.projections.keys import record_key
-from chronograph.projections.records import EntityRecord, RelationRecord
+from chronograph.projections.keys import (
+    ENTITY,
+    INCOMING,
+    OUTGOING,
+    RELATION,
+    adjacency_key,
+    context_key,
+    name_key,
+    order_key,
+    record_key,
+    totals_key,
+    type_count_key,
+)
+from chronograph.projections.records import (
+    NameRecord,
+    TypeCount,
+    WorkspaceRecord,
+    decode_name,
+    decode_type_count,
+    encode,
+    stored_entity,
+    stored_name,
+)
 from chronograph.projections.states.lmdbstate import LmdbState
 from chronograph.projections.states.overlay import Overlay
 
-__all__ = ["Segment", "Write"]
+__all__ = ["Changes", "Segment"]
 
-Write = Callable[[LmdbState], None]
-"""One change to the written views, made inside a write transaction."""
+Changes = dict[str, list[tuple[bytes, bytes | None]]]
+"""table -> (key, new value or None to delete it), sorted by key, each key once."""
 
 
 class Segment(Overlay):
@@ -48,43 +67,76 @@ class Segment(Overlay):
         super().forget_entity(stream, workspace)
         self._forgotten.append((stream, workspace))
 
-    def writes(self) -> Iterator[Write]:
-        """The changes that bring the written views to this segment's end, in the order to make
-        them (records in key order); make them in as many transactions as you like."""
-        for (workspace, name), live in self._names.items():  # every name an entity was added under is here
-            yield partial(LmdbState.settle_name, workspace=workspace, name=name, live=live,
-                          streams=self._new_streams.get((workspace, name), ()))
-        for stream in sorted(self._entities, key=record_key):
-            yield partial(_entity, stream, self._entities[stream])
-        for stream in sorted(self._relations, key=record_key):
-            yield partial(_relation, stream, self._relations[stream])
+    def changes(self, base: LmdbState) -> tuple[Changes, list[tuple[str, str]]]:
+        """What the segment changes in each table of the views `base` reads (those it was folded
+        over), and the (stream, workspace) of the entities it forgot, which are purged from the
+        name index after (`LmdbState.forget_entity`)."""
+        rows: Changes = {table: [] for table in ("entities", "relations", "names", "order", "adjacency")}
+        ws = base._ws  # noqa: SLF001 (the one cache of workspace keys)
+        counts: dict[tuple[str, bytes, str], int] = {}
+        totals: dict[str, list[int]] = {workspace: [0, 0] for workspace in self._seen}
+
+        def count(workspace: str, kind: bytes, type_name: str, delta: int) -> None:
+            counts[(workspace, kind, type_name)] = counts.get((workspace, kind, type_name), 0) + delta
+            totals.setdefault(workspace, [0, 0])[kind == RELATION] += delta
+
+        entities, order = rows["entities"], rows["order"]
+        for stream, new in self._entities.items():
+            old = base.get_entity(stream)
+            if old is None and new is None:
+                continue
+            key = record_key(stream)
+            entities.append((key, None if new is None else encode(stored_entity(new, key))))
+            if old is not None:
+                count(old.workspace, ENTITY, old.entity_type, -1)
+                if new is None or new.seq != old.seq:
+                    order.append((order_key(ws(old.workspace), ENTITY, old.seq), None))
+            if new is not None:
+                count(new.workspace, ENTITY, new.entity_type, +1)
+                if old is None or new.seq != old.seq:
+                    order.append((order_key(ws(new.workspace), ENTITY, new.seq), key))
+        relations, adjacency = rows["relations"], rows["adjacency"]
+        for stream, relation in self._relations.items():
+            was = base.get_relation(stream)
+            if was is None and relation is None:
+                continue
+            key = record_key(stream)
+            relations.append((key, None if relation is None else encode(relation)))
+            for record, value in ((was, None), (relation, key)):
+                if record is None:
+                    continue
+                count(record.workspace, RELATION, record.relation_type, -1 if value is None else +1)
+                if was is None or relation is None or was.seq != relation.seq:
+                    space = ws(record.workspace)
+                    order.append((order_key(space, RELATION, record.seq), value))
+                    adjacency.append((adjacency_key(space, record.source, OUTGOING, record.seq), value))
+                    adjacency.append((adjacency_key(space, record.target, INCOMING, record.seq), value))
+        names, txn, tables = rows["names"], base.txn, base.tables
+        for (workspace, name), live in self._names.items():
+            key = name_key(ws(workspace), name)
+            found = txn.get(key, db=tables.names)
+            known = () if found is None else decode_name(found).streams
+            added = tuple(s for s in dict.fromkeys(self._new_streams.get((workspace, name), ())) if s not in known)
+            names.append((key, encode(stored_name(NameRecord(live, (*known, *added))))))
+        spaces: list[tuple[bytes, bytes | None]] = []
+        for (workspace, kind, type_name), delta in counts.items():
+            if delta:
+                key = type_count_key(ws(workspace), kind, type_name)
+                found = txn.get(key, db=tables.workspaces)
+                now = (0 if found is None else decode_type_count(found).count) + delta
+                spaces.append((key, encode(TypeCount(type_name, now)) if now else None))
         for context in self._contexts.values():
-            yield partial(LmdbState.save_context, context=context)
-        for workspace in self._seen:
-            yield partial(LmdbState.saw_workspace, workspace=workspace)
-        for stream, workspace in self._forgotten:
-            yield partial(LmdbState.forget_entity, stream=stream, workspace=workspace)
+            spaces.append((context_key(ws(context.workspace)), encode(context)))
+            totals.setdefault(context.workspace, [0, 0])
+        for workspace, (entity_delta, relation_delta) in totals.items():
+            had = base.workspace(workspace) or WorkspaceRecord(workspace)
+            spaces.append((totals_key(ws(workspace)), encode(WorkspaceRecord(
+                workspace, had.entities + entity_delta, had.relations + relation_delta))))
+        rows["workspaces"] = spaces
+        for table in rows.values():
+            table.sort(key=_first)
+        return rows, list(self._forgotten)
 
 
-def _entity(stream: str, new: EntityRecord | None, target: LmdbState) -> None:
-    old = target.get_entity(stream)
-    if old is not None and (new is None or old.seq != new.seq):  # a rename changes in place: names are settled
-        target.remove_entity(old)
-        old = None
-    if new is not None:
-        if old is None:
-            target.add_entity(new)
-        else:
-            target.changed_entity(new, old.entity_type)
-
-
-def _relation(stream: str, new: RelationRecord | None, target: LmdbState) -> None:
-    old = target.get_relation(stream)
-    if old is not None and (new is None or old.seq != new.seq):
-        target.remove_relation(old)
-        old = None
-    if new is not None:
-        if old is None:
-            target.add_relation(new)
-        else:
-            target.changed_relation(new)
+def _first(row: tuple[bytes, bytes | None]) -> bytes:
+    return row[0]
