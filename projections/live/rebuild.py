@@ -49,6 +49,10 @@ FOLD_RECORDS = 400_000
 """Records (entities, relations, contexts) a rebuild holds in memory: the state it folds first, and
 then each segment it folds onto the views written (see `segment`). About 0.5 KB each at the
 benchmarks' graph, so a rebuild's memory stops growing with the store past ~1.3M events."""
+CHANGE_CHUNK = 20_000
+"""Keys changed per write transaction when a segment is written onto the views: they land all
+over the tables, so each may copy a page, which the transaction holds in memory and the file
+holds twice until the next (20k: ~80 MB at most of either)."""
 MAPPED = 16 << 20
 """The store pages a rebuild keeps resident before it gives them back (see `resident`): the log
 it reads and the views it writes are clean pages of the map, which the kernel counts in its RSS.
@@ -258,7 +262,7 @@ def _fold_onto(
     clock: _Clock,
 ) -> None:
     """Fold the log after `folded` up to `head` onto the views written into `tables`, a `Segment`
-    of at most `FOLD_RECORDS` records at a time, each written in transactions of `WRITE_CHUNK`."""
+    of at most `FOLD_RECORDS` records at a time, each written in transactions of `CHANGE_CHUNK`."""
     env = binding.env
     while folded < head:
         with binding.read() as (reader, txn):
@@ -283,7 +287,7 @@ def _fold_onto(
         del segment
         for table, rows in changes.items():
             db = getattr(tables, table)
-            for chunk in chunks(iter(rows), WRITE_CHUNK):
+            for chunk in chunks(iter(rows), CHANGE_CHUNK):
 
                 def write(txn: lmdb.Transaction, chunk: list[tuple[bytes, bytes | None]] = chunk,
                           db: lmdb._Database = db) -> None:

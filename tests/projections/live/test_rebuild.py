@@ -74,6 +74,7 @@ def test_a_rebuild_in_small_batches_chunks_and_segments_writes_the_inline_views_
 ) -> None:
     monkeypatch.setattr(rebuilding, "FOLD_BATCH", fold_batch)
     monkeypatch.setattr(rebuilding, "WRITE_CHUNK", chunk)  # every table spans several transactions
+    monkeypatch.setattr(rebuilding, "CHANGE_CHUNK", chunk)
     monkeypatch.setattr(rebuilding, "FOLD_RECORDS", records)  # and, but for the last, the rest folds onto it
     history = draw_history(data, Simulator(), steps)
     directory = tempfile.mkdtemp()
@@ -127,6 +128,7 @@ def test_a_rebuild_in_segments_replays_renames_merges_forgetting_and_erasures_as
 ) -> None:
     monkeypatch.setattr(rebuilding, "FOLD_BATCH", 2)
     monkeypatch.setattr(rebuilding, "FOLD_RECORDS", records)
+    monkeypatch.setattr(rebuilding, "CHANGE_CHUNK", 3)
     writes = raw_events(data, count)
     directory = tempfile.mkdtemp()
     try:
