@@ -283,7 +283,7 @@ def _fold_onto(
             else:
                 folded = head
             clock.lap("decode")
-            changes, forgotten = segment.changes(segment.base)
+            changes, forgotten = segment.changes(segment.base, lambda: resident.release(MAPPED))
         del segment
         for table, rows in changes.items():
             db = getattr(tables, table)

@@ -15,6 +15,8 @@ its place); entities forgotten in the segment are purged from the name index aft
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from chronograph.projections.keys import (
     ENTITY,
     INCOMING,
@@ -45,6 +47,8 @@ __all__ = ["Changes", "Segment"]
 
 Changes = dict[str, list[tuple[bytes, bytes | None]]]
 """table -> (key, new value or None to delete it), sorted by key, each key once."""
+TICK = 4096
+"""Records between two calls of `changes`'s `between`."""
 
 
 class Segment(Overlay):
@@ -67,10 +71,15 @@ class Segment(Overlay):
         super().forget_entity(stream, workspace)
         self._forgotten.append((stream, workspace))
 
-    def changes(self, base: LmdbState) -> tuple[Changes, list[tuple[str, str]]]:
+    def changes(self, base: LmdbState, between: Callable[[], object] = lambda: None) -> tuple[
+            Changes, list[tuple[str, str]]]:
         """What the segment changes in each table of the views `base` reads (those it was folded
         over), and the (stream, workspace) of the entities it forgot, which are purged from the
-        name index after (`LmdbState.forget_entity`)."""
+        name index after (`LmdbState.forget_entity`).
+
+        The segment is emptied as its rows are made (they take the memory its records gave
+        back); `between()` is called every `TICK` records (a rebuild gives back store pages).
+        """
         rows: Changes = {table: [] for table in ("entities", "relations", "names", "order", "adjacency")}
         ws = base._ws  # noqa: SLF001 (the one cache of workspace keys)
         counts: dict[tuple[str, bytes, str], int] = {}
@@ -80,8 +89,11 @@ class Segment(Overlay):
             counts[(workspace, kind, type_name)] = counts.get((workspace, kind, type_name), 0) + delta
             totals.setdefault(workspace, [0, 0])[kind == RELATION] += delta
 
-        entities, order = rows["entities"], rows["order"]
-        for stream, new in self._entities.items():
+        entities, order, touched = rows["entities"], rows["order"], self._entities
+        while touched:
+            stream, new = touched.popitem()
+            if len(touched) % TICK == 0:
+                between()
             old = base.get_entity(stream)
             if old is None and new is None:
                 continue
@@ -95,8 +107,11 @@ class Segment(Overlay):
                 count(new.workspace, ENTITY, new.entity_type, +1)
                 if old is None or new.seq != old.seq:
                     order.append((order_key(ws(new.workspace), ENTITY, new.seq), key))
-        relations, adjacency = rows["relations"], rows["adjacency"]
-        for stream, relation in self._relations.items():
+        relations, adjacency, linked = rows["relations"], rows["adjacency"], self._relations
+        while linked:
+            stream, relation = linked.popitem()
+            if len(linked) % TICK == 0:
+                between()
             was = base.get_relation(stream)
             if was is None and relation is None:
                 continue
@@ -112,11 +127,12 @@ class Segment(Overlay):
                     adjacency.append((adjacency_key(space, record.source, OUTGOING, record.seq), value))
                     adjacency.append((adjacency_key(space, record.target, INCOMING, record.seq), value))
         names, txn, tables = rows["names"], base.txn, base.tables
-        for (workspace, name), live in self._names.items():
+        while self._names:
+            (workspace, name), live = self._names.popitem()
             key = name_key(ws(workspace), name)
             found = txn.get(key, db=tables.names)
             known = () if found is None else decode_name(found).streams
-            added = tuple(s for s in dict.fromkeys(self._new_streams.get((workspace, name), ())) if s not in known)
+            added = tuple(s for s in dict.fromkeys(self._new_streams.pop((workspace, name), ())) if s not in known)
             names.append((key, encode(stored_name(NameRecord(live, (*known, *added))))))
         spaces: list[tuple[bytes, bytes | None]] = []
         for (workspace, kind, type_name), delta in counts.items():
