@@ -1,13 +1,21 @@
-"""Rebuilding the views from the log: fold in segments, fill the idle slot in key order, swap.
+"""Rebuilding the views from the log: fold in memory, fill the idle slot in key order, swap.
 
-The log is folded in memory segment by segment (a read transaction each), and each
-snapshot is saved as soon as its segment is folded, so no encoded copy of the state waits
+The log is folded in memory between snapshot positions (a read transaction each), and each
+snapshot is saved as soon as its span is folded, so no encoded copy of the state waits
 in memory. The idle slot is then filled table by table in key order, appended in
 transactions of `WRITE_CHUNK` keys (full pages, bounded dirty pages, and the pages the
-last swap freed are reused rather than the file grown). Readers keep using the live slot
-throughout; the final swap transaction folds whatever was appended meanwhile, moves the
-pointer and empties the retired slot. A process killed at any point leaves the pointer
-where it was: the live views stay whole, and the next rebuild empties the idle slot first.
+last swap freed are reused rather than the file grown).
+
+Memory is bounded: once the state holds `FOLD_RECORDS` records, it is written as above and
+the rest of the log is folded onto the written views a `Segment` at a time (the records its
+events touch, read from what is written, and what they changed), each written as sorted
+changes in transactions of `CHANGE_CHUNK` keys. Snapshots past that point are left to the
+as-of folds that want them (a state that large is not kept in memory to encode).
+
+Readers keep using the live slot throughout; the final swap transaction folds whatever was
+appended meanwhile, moves the pointer and empties the retired slot. A process killed at any
+point leaves the pointer where it was: the live views stay whole, and the next rebuild
+empties the idle slot first.
 """
 
 from __future__ import annotations

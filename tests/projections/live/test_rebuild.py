@@ -31,6 +31,8 @@ from chronograph.eventstore import (
     StreamWrite,
     clock,
 )
+from chronograph.eventstore.lmdb import LmdbEnv
+from chronograph.eventstore.postgres.log import PgLog
 from chronograph.projections import Views, new_entity_stream, verify
 from chronograph.projections.streams import relation_stream
 from chronograph.projections.tables import table_names
@@ -38,18 +40,20 @@ from freezegun import freeze_time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.histories import Simulator, draw_history
+from support.postgres import database
 
 rebuilding = importlib.import_module("chronograph.projections.live.rebuild")
 snapshotting = importlib.import_module("chronograph.projections.past.snapshots")
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
-def raw_tables(store: LmdbLog, generation: int) -> dict[str, list[tuple[bytes, bytes]]]:
+def raw_tables(store: LmdbLog | LmdbEnv, generation: int) -> dict[str, list[tuple[bytes, bytes]]]:
     """Every key and value of every view table of `generation` but the checkpoint, byte for byte."""
     tables = {}
-    with store.environment.env.begin() as txn:
+    env = (store.environment if isinstance(store, LmdbLog) else store).env
+    with env.begin() as txn:
         for name in table_names(generation):
-            rows = list(txn.cursor(store.environment.env.open_db(name.encode(), create=False)))
+            rows = list(txn.cursor(env.open_db(name.encode(), create=False)))
             tables[name.rsplit(".", 1)[1]] = [row for row in rows if row[0] != b"checkpoint"]
     return tables
 
@@ -141,6 +145,36 @@ def test_a_rebuild_in_segments_replays_renames_merges_forgetting_and_erasures_as
             assert raw_tables(store, views.tables.generation) == inline
     finally:
         shutil.rmtree(directory)
+
+
+def test_a_rebuild_in_segments_of_a_postgresql_logs_cache_writes_the_inline_views_byte_for_byte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("psycopg")
+    monkeypatch.setattr(rebuilding, "FOLD_BATCH", 3)
+    monkeypatch.setattr(rebuilding, "FOLD_RECORDS", 4)
+    monkeypatch.setattr(rebuilding, "CHANGE_CHUNK", 5)
+    a, b, c = STREAMS[:3]
+    writes = [(s, EntityCreated(workspace="default", name=f"n{i}", entity_type="t", observations=(f"o{i}",)))
+              for i, s in enumerate(STREAMS)]
+    writes += [(relation_stream("default", f"n{i}", "knows", f"n{i + 1}"),
+                RelationCreated(workspace="default", source=f"n{i}", relation_type="knows", target=f"n{i + 1}"))
+               for i in range(len(STREAMS) - 1)]
+    writes += [(a, EntityRenamed(name="n9", previous="n0")), (b, EntityDeleted()),
+               (c, ObservationsAdded(observations=("more",))),
+               (relation_stream("default", "n3", "knows", "n4"), RelationDeleted())]
+    cache = LmdbEnv(tmp_path / "cache", sync=False)
+    try:
+        with PgLog(database().log_url()) as log:
+            views = Views(log, cache=cache)
+            for stream, event in writes:
+                views.transact(lambda tx, state, s=stream, e=event: tx.append([StreamWrite(s, [e])], actor="test"))
+            inline = raw_tables(cache, views.tables.generation)
+            views.rebuild()
+            assert raw_tables(cache, views.tables.generation) == inline
+            assert verify(views) == []
+    finally:
+        cache.close()
 
 
 def test_a_name_keeps_its_streams_in_creation_order_when_one_came_and_went_within_a_segment(
