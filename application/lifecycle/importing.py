@@ -44,7 +44,8 @@ from chronograph.application.lifecycle.importchecks import (
 )
 from chronograph.application.lifecycle.importindex import FileIndex
 from chronograph.application.lifecycle.importrecords import NOT_JSON, Problem, Problems, Section, records
-from chronograph.application.lifecycle.importwriter import ImportReport, Writer, context_changes
+from chronograph.application.lifecycle.importwriter import MAPPED, ImportReport, Writer, context_changes
+from chronograph.eventstore.lmdb import resident
 
 __all__ = ["ACTOR", "NOT_JSON", "FileImport", "ImportReport", "Problem", "Problems"]
 
@@ -215,6 +216,10 @@ class FileImport:
             OSError: If the file cannot be read again.
             ChronographError: If the store refuses a batch (the batches before it stay).
         """
+        with resident.bounded(MAPPED):  # a batch's random reads fault in store pages faster than batches end
+            return self._write(memory)
+
+    def _write(self, memory: Memory) -> list[tuple[str, ImportReport]]:
         writer = Writer(self, memory)
         bad = self.index.bad_entities()
         refused = next(bad, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,25 @@ def test_pages_are_kept_while_they_stay_under_the_limit_given(store: LmdbLog) ->
     list(store.read_all())
     assert resident.release(above=resident.mapped() + (64 << 20)) == 0
     assert resident.release() > 0
+
+
+@pytest.mark.skipif(not STATUS.exists(), reason="needs /proc")
+def test_a_bounded_block_has_the_pages_it_reads_given_back_while_it_reads(store: LmdbLog) -> None:
+    text = "x" * 2000
+    for start in range(0, 8000, 1000):
+        store.append([StreamWrite(f"s{i}", [EntityCreated(workspace="w", name=f"n{i}", entity_type="t",
+                                                           observations=(text,))])
+                      for i in range(start, start + 1000)], actor="t")
+    resident.release()
+    before = [e.event for e in store.read_all()]
+    unbounded = mapped_kib()  # the log's 16 MB, read in one go
+    resident.release()
+    with resident.bounded(above=1 << 20, every=0.001):
+        seen, most = [], 0
+        with store.read() as reader:
+            for batch in reader.batches(1, reader.head(), batch_size=50):  # slowly, so that the watcher runs
+                seen += [e.event for e in batch]
+                most = max(most, mapped_kib())
+                time.sleep(0.002)
+    assert seen == before
+    assert unbounded >= 8 * 1024 and most < unbounded / 2
