@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 
 import lmdb
 import msgspec
-from chronograph.eventstore import EventLog
+from chronograph.eventstore import EntityForgotten, Envelope, EventLog
 from chronograph.eventstore.lmdb import resident
 from chronograph.projections.errors import RebuildError
 from chronograph.projections.fold import apply_all
@@ -280,13 +280,16 @@ def _fold_onto(
             clock.lap("decode")
             for batch in reader.batches(folded + 1, head, batch_size=FOLD_BATCH, slim=True):
                 clock.lap("decode")
+                forgetting = _forgetting(batch)
+                if forgetting is not None:
+                    batch = batch[: forgetting + 1]
                 apply_all(segment, batch)
                 folded = batch[-1].position
                 clock.lap("fold")
                 resident.release(MAPPED)
                 if progress is not None:
                     progress("fold onto the written views", folded, head)
-                if segment.size >= FOLD_RECORDS:
+                if forgetting is not None or segment.size >= FOLD_RECORDS:
                     break
             else:
                 folded = head
@@ -315,6 +318,15 @@ def _fold_onto(
             env.write(forget)
         del changes
         clock.lap("write")
+
+
+def _forgetting(batch: Sequence[Envelope]) -> int | None:
+    """Where in `batch` its first forgetting is, if any: it ends the segment (a segment purges
+    what it forgot from the name index last, see `segment`)."""
+    for i, envelope in enumerate(batch):
+        if type(envelope.event) is EntityForgotten:
+            return i
+    return None
 
 
 _FORGOTTEN = "an entity was forgotten while the rebuild folded the log; nothing was changed: run the rebuild again"

@@ -18,7 +18,7 @@ from chronograph.projections.fold import apply_all
 from chronograph.projections.keys import ENTITY, RELATION
 from chronograph.projections.records import ContextRecord, EntityRecord, NameRecord, RelationRecord, WorkspaceRecord
 
-__all__ = ["DictState", "fold_log", "paused_gc"]
+__all__ = ["DictState", "PresentSets", "fold_log", "paused_gc"]
 
 
 _pausing = threading.Lock()
@@ -56,6 +56,27 @@ _NO_METADATA: dict[str, Any] = {}
 _NO_VALIDITY: dict[str, tuple[int | None, int | None]] = {}
 
 
+class PresentSets:
+    """Each entity's observations as a set the fold may add to, kept between events while the
+    entity keeps that very list (the fold appends to it; any other change replaces it): adding
+    to a big entity then costs what is added, not the entity's size."""
+
+    def __init__(self) -> None:
+        self._sets: dict[str, tuple[list[str], set[str]]] = {}
+
+    def __call__(self, entity: EntityRecord) -> set[str]:
+        known = self._sets.get(entity.stream)
+        if known is not None and known[0] is entity.observations:
+            return known[1]
+        present = set(entity.observations)
+        self._sets[entity.stream] = (entity.observations, present)
+        return present
+
+    def drop(self, stream: str) -> None:
+        """Forget the set of `stream` (its entity left)."""
+        self._sets.pop(stream, None)
+
+
 class DictState:
     """Everything the views hold, in dictionaries; `position` is the last event folded."""
 
@@ -66,9 +87,7 @@ class DictState:
         self._names: dict[tuple[str, str], list[str | None]] = {}
         """(workspace, name) -> [live stream or None, every stream ever, oldest first...]"""
         self._seen: dict[str, None] = {}
-        self._present: dict[str, tuple[list[str], set[str]]] = {}
-        """stream -> (the observation list a set was built for, the set): valid while the
-        entity keeps that very list (the fold appends to it; any other change replaces it)"""
+        self._present = PresentSets()
         self._strings: dict[str, str] = {}
         """Each workspace, name and type once: a relation's ends share its entities' names (at a
         million entities, a third of the fold's memory was copies of the same few strings)."""
@@ -119,18 +138,13 @@ class DictState:
 
     def remove_entity(self, entity: EntityRecord) -> None:
         del self.entities[entity.stream]
-        self._present.pop(entity.stream, None)
+        self._present.drop(entity.stream)
         known = self._names[(entity.workspace, entity.name)]
         if known[0] == entity.stream:
             known[0] = None
 
     def present(self, entity: EntityRecord) -> set[str]:
-        known = self._present.get(entity.stream)
-        if known is not None and known[0] is entity.observations:
-            return known[1]
-        present = set(entity.observations)
-        self._present[entity.stream] = (entity.observations, present)
-        return present
+        return self._present(entity)
 
     def get_relation(self, stream: str) -> RelationRecord | None:
         return self.relations.get(stream)

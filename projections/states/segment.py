@@ -10,7 +10,8 @@ them, which the tests check.
 
 A name's record is rebuilt from the streams the written views know under it and those the
 segment created, in creation order (a stream that came and went within the segment keeps
-its place); entities forgotten in the segment are purged from the name index after.
+its place); an entity forgotten is purged from the name index after, so a rebuild ends a
+segment with each forgetting.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from chronograph.projections.keys import (
     type_count_key,
 )
 from chronograph.projections.records import (
+    EntityRecord,
     NameRecord,
+    RelationRecord,
     TypeCount,
     WorkspaceRecord,
     decode_name,
@@ -40,6 +43,7 @@ from chronograph.projections.records import (
     stored_entity,
     stored_name,
 )
+from chronograph.projections.states.dictstate import PresentSets
 from chronograph.projections.states.lmdbstate import LmdbState
 from chronograph.projections.states.overlay import Overlay
 
@@ -58,11 +62,23 @@ class Segment(Overlay):
         super().__init__(base)
         self._seen: dict[str, None] = {}
         self._forgotten: list[tuple[str, str]] = []
+        self._present = PresentSets()
 
     @property
     def size(self) -> int:
         """How many records the segment holds (touched entities and relations, gone ones too)."""
         return len(self._entities) + len(self._relations)
+
+    def add_entity(self, entity: EntityRecord) -> None:
+        super().add_entity(entity)
+        self._seen[entity.workspace] = None  # its totals exist from now on, whatever comes after
+
+    def add_relation(self, relation: RelationRecord) -> None:
+        super().add_relation(relation)
+        self._seen[relation.workspace] = None
+
+    def present(self, entity: EntityRecord) -> set[str]:
+        return self._present(entity)  # kept between events, as in memory: a long history adds in steps
 
     def saw_workspace(self, workspace: str) -> None:
         self._seen[workspace] = None

@@ -202,6 +202,28 @@ def test_a_name_keeps_its_streams_in_creation_order_when_one_came_and_went_withi
         assert graph.entity("default", "x").stream == c and graph.entity("default", "y") is None
 
 
+def test_a_forgetting_ends_its_segment_so_what_follows_is_folded_after_the_purge(
+    store: LmdbLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rebuilding, "FOLD_BATCH", 2)  # the forgetting ends a batch
+    monkeypatch.setattr(rebuilding, "FOLD_RECORDS", 2)
+    a, b, c = STREAMS[:3]
+    views = Views(store)
+    for stream, event in [
+        (b, EntityCreated(workspace="default", name="bob", entity_type="t")),
+        (c, EntityCreated(workspace="default", name="cy", entity_type="t")),
+        (a, EntityCreated(workspace="default", name="ada", entity_type="t")),
+        (a, EntityForgotten(workspace="default", reason="asked", events=1)),
+        (a, EntityCreated(workspace="default", name="ada", entity_type="t")),  # a log any writer may leave
+    ]:
+        views.transact(lambda tx, state, s=stream, e=event: tx.append([StreamWrite(s, [e])], actor="test"))
+    inline = raw_tables(store, views.tables.generation)
+    views.rebuild()
+    assert raw_tables(store, views.tables.generation) == inline
+    with views.read() as graph:
+        assert graph.entity("default", "ada").stream == a and graph.name_streams("default", "ada") == (a,)
+
+
 def _fill(views: Views, entities: int) -> None:
     words = " ".join(f"word{i}" for i in range(40))
     for start in range(0, entities, 50):
