@@ -176,6 +176,8 @@ def _rebuild(store: Path | str, cache: str | None) -> int:
           + (f"; embeddings rebuilt ({computed:,} computed, the others kept)" if embedded else ""))
     phases = ", ".join(f"{phase} {seconds:.2f}" for phase, seconds in report.phases.items())
     print(f"seconds: {phases}; word index {indexing:.2f}; {report.snapshots} snapshot(s) kept"
+          + (f"; {report.segments:,} segment(s) folded onto the views written, to keep its memory bounded"
+             if report.segments else "")
           + (f"; emptied {report.others} database(s) other versions derived (they fold them again if "
              "they open this store)" if report.others else ""))
     return 0

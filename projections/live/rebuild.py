@@ -84,6 +84,8 @@ class RebuildReport(msgspec.Struct, frozen=True):
     """Snapshots saved (those already kept at their positions are left as they are)."""
     others: int = 0
     """Databases other versions of Chronograph derived from the log, emptied (see `rebuild`)."""
+    segments: int = 0
+    """Segments of the log folded onto the views written, past `FOLD_RECORDS` records in memory."""
 
 
 class _Clock:
@@ -238,8 +240,10 @@ def _rebuild(
         del state, record_keys
         if progress is not None:
             progress("write", size, size)
+        segments = 0
         if folded < head:
-            _fold_onto(binding, tables, folded, head, erasures, unchanged, progress, clock)
+            segments, changed = _fold_onto(binding, tables, folded, head, erasures, unchanged, progress, clock)
+            keys += changed
 
     def swap(txn: lmdb.Transaction) -> bool:
         if pointer.generation(txn) != live_now:
@@ -256,7 +260,8 @@ def _rebuild(
     if not env.write(swap):
         raise RebuildError("another rebuild swapped in its views first; nothing was changed")
     clock.lap("swap")
-    return RebuildReport(generation, head, keys, time.perf_counter() - started, clock.phases, saved, len(foreign or ()))
+    return RebuildReport(generation, head, keys, time.perf_counter() - started, clock.phases, saved,
+                         len(foreign or ()), segments)
 
 
 def _fold_onto(
@@ -268,11 +273,14 @@ def _fold_onto(
     unchanged: Callable[[lmdb.Transaction], None],
     progress: Progress | None,
     clock: _Clock,
-) -> None:
+) -> tuple[int, int]:
     """Fold the log after `folded` up to `head` onto the views written into `tables`, a `Segment`
-    of at most `FOLD_RECORDS` records at a time, each written in transactions of `CHANGE_CHUNK`."""
+    of at most `FOLD_RECORDS` records at a time, each written in transactions of `CHANGE_CHUNK`;
+    return how many segments and how many keys they changed."""
     env = binding.env
+    segments = changed = 0
     while folded < head:
+        segments += 1
         with binding.read() as (reader, txn):
             if reader.erasures() != erasures:
                 raise RebuildError(_FORGOTTEN)
@@ -301,11 +309,11 @@ def _fold_onto(
             for chunk in chunks(iter(rows), CHANGE_CHUNK):
 
                 def write(txn: lmdb.Transaction, chunk: list[tuple[bytes, bytes | None]] = chunk,
-                          db: lmdb._Database = db) -> None:
+                          db: lmdb._Database = db) -> int:
                     unchanged(txn)
-                    put_changes(txn, db, chunk)
+                    return put_changes(txn, db, chunk)
 
-                env.write(write)
+                changed += env.write(write)
                 resident.release(MAPPED)
         if forgotten:  # purged from the name index once the segment is written (see `segment`)
 
@@ -318,6 +326,7 @@ def _fold_onto(
             env.write(forget)
         del changes
         clock.lap("write")
+    return segments, changed
 
 
 def _forgetting(batch: Sequence[Envelope]) -> int | None:

@@ -77,6 +77,16 @@ def test_rebuild_repairs_the_views(history_store: Path, capsys) -> None:  # type
     assert run(capsys, "--store", str(history_store), "--verify")[0] == 0
 
 
+def test_a_rebuild_past_its_memory_bound_says_so_and_leaves_views_that_agree(  # type: ignore[no-untyped-def]
+        history_store: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    rebuilding = importlib.import_module("chronograph.projections.live.rebuild")
+    monkeypatch.setattr(rebuilding, "FOLD_BATCH", 1)
+    monkeypatch.setattr(rebuilding, "FOLD_RECORDS", 2)  # Ada and Bob in memory, the rest onto the views
+    code, out = run(capsys, "--store", str(history_store), "--rebuild")
+    assert code == 0 and "segment(s) folded onto the views written, to keep its memory bounded" in out
+    assert run(capsys, "--store", str(history_store), "--verify")[0] == 0
+
+
 def test_a_rebuild_where_there_is_no_store_refuses_in_one_line_and_creates_none(  # type: ignore[no-untyped-def]
     tmp_path: Path, capsys
 ) -> None:

@@ -286,6 +286,19 @@ def test_a_rebuild_reports_where_its_time_went(store: LmdbLog) -> None:
     report = views.rebuild()
     assert set(report.phases) == {"decode", "fold", "snapshots", "sort", "write", "swap"}
     assert report.keys == 50 * 3 + 1 + 1  # records, names, order; the totals and one type count
+    assert report.segments == 0
+
+
+def test_a_rebuild_past_its_memory_bound_reports_its_segments_and_the_keys_they_wrote(
+    store: LmdbLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rebuilding, "FOLD_BATCH", 10)
+    monkeypatch.setattr(rebuilding, "FOLD_RECORDS", 20)
+    views = Views(store)
+    _fill(views, 50)
+    report = views.rebuild()
+    assert report.segments == 2  # 20 entities in memory, then 20 and 10 onto what was written
+    assert report.keys == 50 * 3 + 3 * 2  # each segment rewrites the totals and the type count
 
 
 def test_a_rebuild_of_a_store_no_other_process_has_open_does_not_grow_its_file() -> None:
