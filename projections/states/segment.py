@@ -16,7 +16,8 @@ segment with each forgetting.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from chronograph.projections.keys import (
     ENTITY,
@@ -51,6 +52,7 @@ __all__ = ["Changes", "Segment"]
 
 Changes = dict[str, list[tuple[bytes, bytes | None]]]
 """table -> (key, new value or None to delete it), sorted by key, each key once."""
+R = TypeVar("R")
 TICK = 4096
 """Records between two calls of `changes`'s `between`."""
 
@@ -105,11 +107,8 @@ class Segment(Overlay):
             counts[(workspace, kind, type_name)] = counts.get((workspace, kind, type_name), 0) + delta
             totals.setdefault(workspace, [0, 0])[kind == RELATION] += delta
 
-        entities, order, touched = rows["entities"], rows["order"], self._entities
-        while touched:
-            stream, new = touched.popitem()
-            if len(touched) % TICK == 0:
-                between()
+        entities, order = rows["entities"], rows["order"]
+        for stream, new in _drained(self._entities, between):
             old = base.get_entity(stream)
             if old is None and new is None:
                 continue
@@ -123,11 +122,8 @@ class Segment(Overlay):
                 count(new.workspace, ENTITY, new.entity_type, +1)
                 if old is None or new.seq != old.seq:
                     order.append((order_key(ws(new.workspace), ENTITY, new.seq), key))
-        relations, adjacency, linked = rows["relations"], rows["adjacency"], self._relations
-        while linked:
-            stream, relation = linked.popitem()
-            if len(linked) % TICK == 0:
-                between()
+        relations, adjacency = rows["relations"], rows["adjacency"]
+        for stream, relation in _drained(self._relations, between):
             was = base.get_relation(stream)
             if was is None and relation is None:
                 continue
@@ -168,6 +164,15 @@ class Segment(Overlay):
         for table in rows.values():
             table.sort(key=_first)
         return rows, list(self._forgotten)
+
+
+def _drained(records: dict[str, R], between: Callable[[], object]) -> Iterator[tuple[str, R]]:
+    """Each item of `records`, taken out as it is given (its memory goes back with it), with
+    `between()` called every `TICK` items."""
+    while records:
+        if len(records) % TICK == 0:
+            between()
+        yield records.popitem()
 
 
 def _first(row: tuple[bytes, bytes | None]) -> bytes:

@@ -18,13 +18,18 @@ def mapped_kib() -> int:
     return int(fields["RssFile"].split()[0])
 
 
-@pytest.mark.skipif(not STATUS.exists(), reason="needs /proc")
-def test_the_pages_a_scan_read_leave_the_resident_set_and_read_back_the_same(store: LmdbLog) -> None:
+def fill(store: LmdbLog, entities: int) -> None:
+    """`entities` events of 2 KB each: about 2 MB of log per thousand."""
     text = "x" * 2000
-    for start in range(0, 4000, 1000):
+    for start in range(0, entities, 1000):
         store.append([StreamWrite(f"s{i}", [EntityCreated(workspace="w", name=f"n{i}", entity_type="t",
                                                            observations=(text,))])
                       for i in range(start, start + 1000)], actor="t")
+
+
+@pytest.mark.skipif(not STATUS.exists(), reason="needs /proc")
+def test_the_pages_a_scan_read_leave_the_resident_set_and_read_back_the_same(store: LmdbLog) -> None:
+    fill(store, 4000)
     resident.release()
     before = [e.event for e in store.read_all()]  # reads every page of the log
     read = mapped_kib()
@@ -43,11 +48,7 @@ def test_pages_are_kept_while_they_stay_under_the_limit_given(store: LmdbLog) ->
 
 @pytest.mark.skipif(not STATUS.exists(), reason="needs /proc")
 def test_a_bounded_block_has_the_pages_it_reads_given_back_while_it_reads(store: LmdbLog) -> None:
-    text = "x" * 2000
-    for start in range(0, 8000, 1000):
-        store.append([StreamWrite(f"s{i}", [EntityCreated(workspace="w", name=f"n{i}", entity_type="t",
-                                                           observations=(text,))])
-                      for i in range(start, start + 1000)], actor="t")
+    fill(store, 8000)
     resident.release()
     before = [e.event for e in store.read_all()]
     unbounded = mapped_kib()  # the log's 16 MB, read in one go
