@@ -303,7 +303,7 @@ def _fold_onto(
             else:
                 folded = head
             clock.lap("decode")
-            changes, forgotten = segment.changes(segment.base, lambda: resident.release(MAPPED))
+            changes, forgotten = segment.changes(lambda: resident.release(MAPPED))
         del segment
         for table, rows in changes.items():
             db = getattr(tables, table)

@@ -89,15 +89,15 @@ class Segment(Overlay):
         super().forget_entity(stream, workspace)
         self._forgotten.append((stream, workspace))
 
-    def changes(self, base: LmdbState, between: Callable[[], object] = lambda: None) -> tuple[
-            Changes, list[tuple[str, str]]]:
-        """What the segment changes in each table of the views `base` reads (those it was folded
-        over), and the (stream, workspace) of the entities it forgot, which are purged from the
-        name index after (`LmdbState.forget_entity`).
+    def changes(self, between: Callable[[], object] = lambda: None) -> tuple[Changes, list[tuple[str, str]]]:
+        """What the segment changes in each table of the views it was folded over (`base`, whose
+        transaction must still be open), and the (stream, workspace) of the entities it forgot,
+        which are purged from the name index after (`LmdbState.forget_entity`).
 
         The segment is emptied as its rows are made (they take the memory its records gave
         back); `between()` is called every `TICK` records (a rebuild gives back store pages).
         """
+        base = self.base
         rows: Changes = {table: [] for table in ("entities", "relations", "names", "order", "adjacency")}
         ws = base._ws  # noqa: SLF001 (the one cache of workspace keys)
         counts: dict[tuple[str, bytes, str], int] = {}
