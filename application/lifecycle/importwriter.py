@@ -30,8 +30,8 @@ MAPPED = 320 << 20
 """The store pages an import keeps resident before it gives them back (see `resident`): a thread
 looks every 5 ms (`resident.bounded`), so the import's peak is about this plus its own ~100 MB.
 Every time they are given back, the pages it reads most (the trees' upper levels) are read
-again: at 192 MB, a million entities' import gave them back twice as often and took 9% longer
-(peak 487 MB, against 700 MB when they were given back only between batches)."""
+again: a million entities' import peaked at 487 MB for 23% more CPU at 192 MB, at 484 MB for
+12% more at 320 (700 MB when they were given back only between batches)."""
 KEPT_CONFLICTS = 100
 """Conflicts an import keeps the words of (it counts them all)."""
 
