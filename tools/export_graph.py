@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 if __package__ in (None, ""):  # run as a script from a checkout
@@ -27,11 +27,12 @@ if __package__ in (None, ""):  # run as a script from a checkout
 from chronograph.application import Memory
 from chronograph.application.engine.config import resolve_store
 from chronograph.application.errors import ChronographError
-from chronograph.application.lifecycle.export import FORMATS
+from chronograph.application.lifecycle.export import FORMATS, Sink, export
 from chronograph.eventstore import EventStoreError
-from chronograph.eventstore.files import check_target, write_file
+from chronograph.eventstore.files import check_target, guarded_file
 from chronograph.projections import ProjectionError
 from chronograph.tools.common.parsing import add_store_argument, explain, missing_workspace, script_main
+from msgspec import UNSET
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -64,60 +65,82 @@ def format_of(args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace) -> int:
     """Carry out `export`; return the exit code."""
     fmt = format_of(args)
-    arguments: dict[str, object] = {"format": fmt, "workspace": args.workspace}
-    if args.at:
-        arguments["asOf"] = int(args.at) if args.at.isdigit() else args.at
+    as_of: Any = UNSET if not args.at else int(args.at) if args.at.isdigit() else args.at
     if args.all_workspaces and fmt not in ("jsonl", "json"):
         print("chronograph export: --all-workspaces writes jsonl or json (what import reads back)", file=sys.stderr)
         return 2
+    output = Path(args.output).expanduser() if args.output else None
     try:
-        if args.output:
-            check_target(Path(args.output).expanduser(), overwrite=args.force)  # before reading the store
+        if output is not None:
+            check_target(output, overwrite=args.force)  # before reading the store
         with Memory(resolve_store(args.store), readonly=True, cache=args.cache) as memory:
             known = [w.name for w in memory.read("list_workspaces", {}).workspaces]  # type: ignore[attr-defined]
-            if args.all_workspaces:
-                exported = _every_workspace(memory, known, arguments, fmt)
-            else:
-                missing = missing_workspace(args.workspace, known)
-                if missing:
-                    print(f"chronograph export: {missing}", file=sys.stderr)
+            missing = None if args.all_workspaces else missing_workspace(args.workspace, known)
+            if missing:
+                print(f"chronograph export: {missing}", file=sys.stderr)
+                return 2
+            names = known if args.all_workspaces else [args.workspace]
+            if output is None:  # written as it is made; a line break ends it
+                stdout = Prefixed(sys.stdout.write)
+                counts = _export(memory, names, fmt, as_of, stdout, every=args.all_workspaces)
+                if stdout.last not in ("", "\n"):
+                    sys.stdout.write("\n")
+            else:  # written whole or not at all
+                try:
+                    with guarded_file(output, overwrite=args.force) as file:
+                        counts = _export(memory, names, fmt, as_of, lambda text: file.write(text.encode()),
+                                         every=args.all_workspaces)
+                except OSError as error:
+                    print(f"chronograph export: cannot write {args.output}: {error.strerror}", file=sys.stderr)
                     return 2
-                exported = memory.read("export_graph", arguments)
-            note = memory.timeline.past_the_end(arguments["asOf"]) if "asOf" in arguments else None  # type: ignore[arg-type]
+            note = None if as_of is UNSET else memory.timeline.past_the_end(as_of)
             if note:
                 print(f"chronograph export: {note}", file=sys.stderr)
     except (EventStoreError, ProjectionError, ChronographError) as error:
         print(f"chronograph export: {explain(error, FLAGS)}", file=sys.stderr)
         return 2
-    content = exported.content
-    if args.output:
-        try:
-            write_file(Path(args.output).expanduser(), content.encode("utf-8"), overwrite=args.force)
-        except EventStoreError as error:
-            print(f"chronograph export: {error}", file=sys.stderr)
-            return 2
-        except OSError as error:
-            print(f"chronograph export: cannot write {args.output}: {error.strerror}", file=sys.stderr)
-            return 2
-        print(f"wrote {exported.entities:,} entities and {exported.relations:,} relations "
-              f"({fmt}) to {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(content if content.endswith("\n") or not content else content + "\n")
+    if output is not None:
+        print(f"wrote {counts[0]:,} entities and {counts[1]:,} relations ({fmt}) to {args.output}", file=sys.stderr)
     return 0
 
 
-def _every_workspace(memory: Memory, known: list[str], arguments: dict[str, object], fmt: str) -> Any:
-    """One export of every workspace: JSONL in sections opened by {"type": "workspace"} lines,
-    JSON as {"workspaces": {name: export}}."""
-    parts = {name: memory.read("export_graph", {**arguments, "workspace": name}) for name in known}
+class Prefixed:
+    """A writer that puts `prefix` before the first text it is given, and remembers the last character."""
+
+    def __init__(self, write: Callable[[str], object], prefix: str = "") -> None:
+        self._write = write
+        self._prefix = prefix
+        self.last = ""
+
+    def __call__(self, text: str) -> None:
+        if text:
+            self._write(self._prefix + text)
+            self._prefix = ""
+            self.last = text[-1]
+
+
+def _export(memory: Memory, names: list[str], fmt: Any, as_of: Any, write: Callable[[str], object], *,
+            every: bool) -> tuple[int, int]:
+    """Write the export of the workspace named, or of every one (JSONL in sections opened by
+    {"type": "workspace"} lines, JSON as {"workspaces": {name: export}}), a piece at a time; how
+    many entities and relations it holds."""
+    if not every:
+        return export(memory, names[0], fmt, as_of, Sink(write))
+    entities = relations = 0
     if fmt == "json":
-        content = json.dumps({"workspaces": {n: json.loads(p.content) for n, p in parts.items()}},  # type: ignore[attr-defined]
-                             indent=2, ensure_ascii=False)
-    else:
-        content = "\n".join(line for n, p in parts.items() for line in (
-            json.dumps({"type": "workspace", "name": n}, ensure_ascii=False), p.content) if line)  # type: ignore[attr-defined]
-    return SimpleNamespace(content=content, entities=sum(p.entities for p in parts.values()),  # type: ignore[attr-defined]
-                           relations=sum(p.relations for p in parts.values()))  # type: ignore[attr-defined]
+        write('{\n  "workspaces": {')
+    for number, name in enumerate(names):
+        if fmt == "json":  # each document nested two levels deeper
+            write(("\n" if number == 0 else ",\n") + f"    {json.dumps(name, ensure_ascii=False)}: ")
+            sink = Sink(lambda text: write(text.replace("\n", "\n    ")))
+        else:  # a section's lines follow its opening line
+            write(("\n" if number else "") + json.dumps({"type": "workspace", "name": name}, ensure_ascii=False))
+            sink = Sink(Prefixed(write, "\n"))
+        counted = export(memory, name, fmt, as_of, sink)
+        entities, relations = entities + counted[0], relations + counted[1]
+    if fmt == "json":
+        write("\n  }\n}" if names else "}\n}")
+    return entities, relations
 
 
 def main(argv: list[str] | None = None) -> int:

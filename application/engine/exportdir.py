@@ -10,11 +10,14 @@ are capped in bytes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from chronograph.eventstore.files import WriteRefused, guarded_file
 
-__all__ = ["DEFAULT_BUDGET", "DEFAULT_MAX_EXPORT", "ExportDir", "ExportRefused"]
+__all__ = ["DEFAULT_BUDGET", "DEFAULT_MAX_EXPORT", "ExportDir", "ExportFile", "ExportRefused"]
 
 DEFAULT_MAX_EXPORT = 64 << 20
 """Largest file one export may write."""
@@ -71,30 +74,58 @@ class ExportDir:
         return self.root / candidate
 
     def write(self, relative: str, content: str, *, overwrite: bool = False) -> tuple[Path, int]:
-        """Write `content` to `relative` whole; return the path and the bytes written.
+        """Write `content` to `relative` whole; return the path and the bytes written (see `writing`)."""
+        with self.writing(relative, overwrite=overwrite) as file:
+            file.write(content)
+        return file.path, file.written
+
+    @contextmanager
+    def writing(self, relative: str, *, overwrite: bool = False) -> Iterator[ExportFile]:
+        """A file at `relative` to write text into, a piece at a time; it takes its place whole
+        when the block ends, and is removed if the block raises or a limit is passed.
 
         Raises:
             ExportRefused: If the target is refused (see `target` and `eventstore.files`), exists
-                and `overwrite` is not set, or the content passes a limit.
+                and `overwrite` is not set, or what is written passes a limit.
             OSError: If the file system refuses the write; nothing is left behind.
         """
         target = self.target(relative)
-        data = content.encode("utf-8")
-        if len(data) > self.max_export:
-            raise ExportRefused(
-                f"the export is {len(data):,} bytes, over the {self.max_export:,} one export may write; "
-                "export with the CLI instead (chronograph export -o FILE)"
-            )
-        if self.written + len(data) > self.budget:
-            raise ExportRefused(
-                f"this server has written {self.written:,} bytes of exports; another {len(data):,} would pass its "
-                f"budget of {self.budget:,}; restart it or export with the CLI"
-            )
         self.root.mkdir(parents=True, exist_ok=True)
         try:
             with guarded_file(target, overwrite=overwrite, flag=OVERWRITE, within=self.root, parents=True) as file:
-                file.write(data)
+                export = ExportFile(target, file, self.max_export, self.budget - self.written, self.written)
+                yield export
         except WriteRefused as error:
             raise ExportRefused(f"outputPath {relative!r} {REFUSALS.get(error.reason, 'cannot be written')}") from None
+        self.written += export.written
+
+
+class ExportFile:
+    """One export being written: its text, encoded as it comes and counted against the limits."""
+
+    def __init__(self, path: Path, file: BinaryIO, most: int, left: int, before: int) -> None:
+        self.path = path
+        self._file = file
+        self._most = most
+        self._left = left
+        self._before = before
+        self.written = 0
+        """Bytes written so far"""
+
+    def write(self, text: str) -> None:
+        """Append `text` (UTF-8).
+
+        Raises:
+            ExportRefused: If the export passes the bytes one export, or all of this process's, may write.
+        """
+        data = text.encode("utf-8")
         self.written += len(data)
-        return target, len(data)
+        if self.written > self._most:
+            raise ExportRefused(
+                f"the export is over the {self._most:,} bytes one export may write; "
+                "export with the CLI instead (chronograph export -o FILE)")
+        if self.written > self._left:
+            raise ExportRefused(
+                f"this server has written {self._before:,} bytes of exports; this one would pass its "
+                f"budget of {self._before + self._left:,}; restart it or export with the CLI")
+        self._file.write(data)

@@ -1,27 +1,33 @@
 """Exporting a graph: the official JSONL file, JSON, Markdown, Mermaid and Graphviz DOT.
 
 Every format escapes names, so any name renders: quotes, brackets, newlines, pipes.
+
+An export is written a piece at a time into a `Sink`, from the records as the views yield
+them: a file (or stdout) receives the text as it is made, so an export of a million entities
+holds no more than a page of it; an answer holds its text and stops as soon as it passes
+the reply limit, so a refusal costs what the limit allows, not the whole graph. Markdown,
+grouped by type, is the one format held whole before it is written.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, Any, Literal
 
 import msgspec
 from chronograph.application.core.context import ReadContext, read_context
 from chronograph.application.engine.arguments import AsOf, D, ReadArgs
+from chronograph.application.engine.budget import CHAR
 from chronograph.application.engine.exportdir import ExportRefused
 from chronograph.application.engine.outputs import Out, entity_out, relation_out
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
-from chronograph.application.engine.turns import builtins_in_turns
-from chronograph.application.errors import InvalidArgumentsError, StorageError
+from chronograph.application.errors import InvalidArgumentsError, ReplyTooLargeError, StorageError
+from chronograph.eventstore.lmdb import resident
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["FORMATS", "ExportGraph", "ExportOut", "Format", "render"]
+__all__ = ["FORMATS", "ExportGraph", "ExportOut", "Format", "Overflow", "Sink", "export", "render"]
 
 Format = Literal["jsonl", "json", "markdown", "mermaid", "dot"]
 FORMATS: tuple[Format, ...] = ("jsonl", "json", "markdown", "mermaid", "dot")
@@ -31,14 +37,75 @@ CONTEXT_FIELDS = ("activeTask", "status", "reason", "nextSteps", "lastCommit")
 
 Graph = dict[str, Any]
 """A read_graph answer as plain data: {"entities": [...], "relations": [...]}."""
+MAPPED = 64 << 20
+"""The store pages an export keeps resident as it reads (see `resident`): checked every `TICK` records."""
+TICK = 4096
+Section = tuple[int, str]
+MAIN: Section = (0, "")
+"""The section of every piece of a format written in order (all but Markdown's)."""
+
+
+class Overflow(Exception):
+    """A sink passed its limit: `chars` characters were written when it stopped."""
+
+    def __init__(self, chars: int) -> None:
+        super().__init__(chars)
+        self.chars = chars
+
+
+class Sink:
+    """Where an export's text goes, a piece at a time: passed on to `write` as it comes (a file),
+    or held (`text`). Pieces given a section other than `MAIN` are held until `close`, which
+    writes every section in order of its key (Markdown writes its entities under their type).
+
+    Raises `Overflow` once more than `limit` characters came (None: no limit)."""
+
+    def __init__(self, write: Callable[[str], object] | None = None, *, limit: int | None = None) -> None:
+        self._write = write
+        self._held: list[str] = []
+        self._sections: dict[Section, list[str]] = {}
+        self.limit = limit
+        self.chars = 0
+
+    def __call__(self, text: str, section: Section = MAIN) -> None:
+        self.chars += len(text)
+        if self.limit is not None and self.chars > self.limit:
+            raise Overflow(self.chars)
+        if section == MAIN and not self._sections:
+            self._emit(text)
+        else:
+            self._sections.setdefault(section, []).append(text)
+
+    def _emit(self, text: str) -> None:
+        if self._write is None:
+            self._held.append(text)
+        else:
+            self._write(text)
+
+    def close(self) -> None:
+        """Write the held sections, in order."""
+        for section in sorted(self._sections):
+            for text in self._sections.pop(section):
+                self._emit(text)
+
+    def text(self) -> str:
+        """Everything written (a sink without `write`), once closed."""
+        self.close()
+        return "".join(self._held)
+
+
+Renderer = Callable[[Iterable[dict[str, Any]], Iterable[dict[str, Any]], dict[str, Any] | None, str, Sink], None]
 
 
 def render(graph: Graph, fmt: Format, workspace: str = "default") -> str:
     """`graph` in format `fmt`."""
-    return _RENDERERS[fmt](graph, workspace)
+    sink = Sink()
+    _RENDERERS[fmt](graph["entities"], graph["relations"], graph.get("context"), workspace, sink)
+    return sink.text()
 
 
-def _jsonl(graph: Graph, workspace: str) -> str:
+def _jsonl(entities: Iterable[dict[str, Any]], relations: Iterable[dict[str, Any]], context: dict[str, Any] | None,
+           workspace: str, out: Sink) -> None:
     """The official server's memory.jsonl: entities, then relations, one compact object per line.
 
     What the official format has no field for rides along where it exists (an entity's
@@ -48,83 +115,99 @@ def _jsonl(graph: Graph, workspace: str) -> str:
     def line(record: dict[str, Any]) -> str:
         return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
-    lines = []
-    for e in graph["entities"]:
+    gap = ""
+    for e in entities:
         entity = {"type": "entity", "name": e["name"], "entityType": e["entityType"], "observations": e["observations"]}
         entity.update((key, e[key]) for key in ("metadata", "validity") if e.get(key))
-        lines.append(line(entity))
-    for r in graph["relations"]:
+        out(gap + line(entity))
+        gap = "\n"
+    for r in relations:
         relation = {"type": "relation", "from": r["from"], "to": r["to"], "relationType": r["relationType"]}
         relation.update((key, r[key]) for key in ("confidence", "metadata", "validFrom", "validUntil")
                         if r.get(key) not in (None, {}))
-        lines.append(line(relation))
-    if graph.get("context"):
-        lines.append(line({"type": "context", **graph["context"]}))
-    return "\n".join(lines)
+        out(gap + line(relation))
+        gap = "\n"
+    if context:
+        out(gap + line({"type": "context", **context}))
 
 
-def _json(graph: Graph, workspace: str) -> str:
-    document = {"entities": graph["entities"], "relations": graph["relations"]}
-    if graph.get("context"):
-        document["context"] = graph["context"]
-    return json.dumps(document, indent=2, ensure_ascii=False)
+def _json(entities: Iterable[dict[str, Any]], relations: Iterable[dict[str, Any]], context: dict[str, Any] | None,
+          workspace: str, out: Sink) -> None:
+    """`json.dumps({"entities", "relations"[, "context"]}, indent=2)`, an item at a time (JSON text
+    holds no line break but between its parts, so an item's own dump, indented, is its place in
+    the whole)."""
+    out("{")
+    for key, items in (("entities", entities), ("relations", relations)):
+        out(("\n" if key == "entities" else ",\n") + f'  "{key}": [')
+        gap = "\n    "
+        for item in items:
+            out(gap + json.dumps(item, indent=2, ensure_ascii=False).replace("\n", "\n    "))
+            gap = ",\n    "
+        out("]" if gap == "\n    " else "\n  ]")
+    if context:
+        out(',\n  "context": ' + json.dumps(context, indent=2, ensure_ascii=False).replace("\n", "\n  "))
+    out("\n}")
 
 
-def _markdown(graph: Graph, workspace: str) -> str:
+def _markdown(entities: Iterable[dict[str, Any]], relations: Iterable[dict[str, Any]],
+              context: dict[str, Any] | None, workspace: str, out: Sink) -> None:
     def md(text: str) -> str:
         escaped = "".join("\\" + c if c in "\\`*_{}[]<>()#+-.!|" else c for c in text)
         return " ".join(escaped.split())  # a newline would end the bullet
 
-    by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for entity in graph["entities"]:
-        by_type[entity["entityType"]].append(entity)
-    out = [f"# Knowledge graph: {md(workspace)}", "",
-           f"{len(graph['entities'])} entities, {len(graph['relations'])} relations.", ""]
-    for entity_type in sorted(by_type):
-        out += [f"## {md(entity_type)}", ""]
-        for entity in by_type[entity_type]:
-            out.append(f"### {md(entity['name'])}")
-            out += [f"- {md(o)}" for o in entity["observations"]] or ["- *(no observations)*"]
-            out.append("")
-    out += ["## Relations", ""]
-    out += [f"- **{md(r['from'])}** {md(r['relationType'])} **{md(r['to'])}**" for r in graph["relations"]]
-    if not graph["relations"]:
-        out.append("*(none)*")
-    return "\n".join(out) + "\n"
+    types: set[str] = set()
+    counted = related = 0
+    for entity in entities:  # under its type's heading, made in the type's section
+        entity_type = entity["entityType"]
+        if entity_type not in types:
+            types.add(entity_type)
+            out(f"## {md(entity_type)}\n\n", (1, entity_type))
+        lines = [f"### {md(entity['name'])}"]
+        lines += [f"- {md(o)}" for o in entity["observations"]] or ["- *(no observations)*"]
+        out("\n".join(lines) + "\n\n", (1, entity_type))
+        counted += 1
+    out("## Relations\n\n", (2, ""))
+    for r in relations:
+        out(f"- **{md(r['from'])}** {md(r['relationType'])} **{md(r['to'])}**\n", (2, ""))
+        related += 1
+    if not related:
+        out("*(none)*\n", (2, ""))
+    out(f"# Knowledge graph: {md(workspace)}\n\n{counted} entities, {related} relations.\n\n")
 
 
-def _mermaid(graph: Graph, workspace: str) -> str:
+def _mermaid(entities: Iterable[dict[str, Any]], relations: Iterable[dict[str, Any]],
+             context: dict[str, Any] | None, workspace: str, out: Sink) -> None:
     def label(text: str) -> str:
         entities = {"&": "#amp;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "#": "#35;", "\n": " ", "|": "#124;"}
         return "".join(entities.get(c, c) for c in text)
 
-    ids = {e["name"]: f"n{i}" for i, e in enumerate(graph["entities"])}
-    out = ["graph LR"]
-    out += [f'    {ids[e["name"]]}["{label(e["name"])}<br/><i>{label(e["entityType"])}</i>"]'
-            for e in graph["entities"]]
-    for relation in graph["relations"]:
+    ids: dict[str, str] = {}
+    out("graph LR\n")
+    for e in entities:
+        ids[e["name"]] = node = f"n{len(ids)}"
+        out(f'    {node}["{label(e["name"])}<br/><i>{label(e["entityType"])}</i>"]\n')
+    for relation in relations:
         for end in (relation["from"], relation["to"]):
             if end not in ids:  # an end outside this graph still gets a node
                 ids[end] = f"n{len(ids)}"
-                out.append(f'    {ids[end]}["{label(end)}"]')
-        out.append(f'    {ids[relation["from"]]} -->|"{label(relation["relationType"])}"| {ids[relation["to"]]}')
-    return "\n".join(out) + "\n"
+                out(f'    {ids[end]}["{label(end)}"]\n')
+        out(f'    {ids[relation["from"]]} -->|"{label(relation["relationType"])}"| {ids[relation["to"]]}\n')
 
 
-def _dot(graph: Graph, workspace: str) -> str:
+def _dot(entities: Iterable[dict[str, Any]], relations: Iterable[dict[str, Any]], context: dict[str, Any] | None,
+         workspace: str, out: Sink) -> None:
     def quoted(text: str) -> str:
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
-    out = [f"digraph {quoted('memory: ' + workspace)} {{", "    rankdir=LR;", "    node [shape=box];"]
-    out += [f"    {quoted(e['name'])} [label={quoted(e['name'] + chr(10) + '(' + e['entityType'] + ')')}];"
-            for e in graph["entities"]]
-    out += [f"    {quoted(r['from'])} -> {quoted(r['to'])} [label={quoted(r['relationType'])}];"
-            for r in graph["relations"]]
-    out.append("}")
-    return "\n".join(out) + "\n"
+    out(f"digraph {quoted('memory: ' + workspace)} {{\n    rankdir=LR;\n    node [shape=box];\n")
+    for e in entities:
+        out(f"    {quoted(e['name'])} [label={quoted(e['name'] + chr(10) + '(' + e['entityType'] + ')')}];\n")
+    for r in relations:
+        out(f"    {quoted(r['from'])} -> {quoted(r['to'])} [label={quoted(r['relationType'])}];\n")
+    out("}\n")
 
 
-_RENDERERS: dict[str, Callable[[Graph, str], str]] = {
+_RENDERERS: dict[str, Renderer] = {
     "jsonl": _jsonl, "json": _json, "markdown": _markdown, "mermaid": _mermaid, "dot": _dot,
 }
 
@@ -154,29 +237,65 @@ class ExportOut(Out, kw_only=True):
             kind="export")
 def export_graph(memory: Memory, args: ExportGraph) -> ExportOut:
     """The graph rendered in `format`, returned, or written inside the export directory."""
-    with memory.timeline.at("export_graph", args.as_of) as moment:  # every fact, true now or not
-        graph: dict[str, Any] = {  # whole records, timestamps too, made in turns (see turns.py)
-            "entities": builtins_in_turns([
-                entity_out(e, metadata=True) for e in moment.graph.entities(args.workspace)]),
-            "relations": builtins_in_turns([
-                relation_out(r, metadata=True) for r in moment.graph.relations(args.workspace)])}
-    context = read_context(memory, ReadContext(workspace=args.workspace, as_of=args.as_of))
-    if context.version:
-        graph["context"] = {key: value for key, value in msgspec.to_builtins(context).items()
-                            if key in CONTEXT_FIELDS and value is not None}
-    content = render(graph, args.format, args.workspace)
-    size = len(content.encode())
-    entities, relations = len(graph["entities"]), len(graph["relations"])
     if args.output_path is UNSET:
-        return ExportOut(format=args.format, content=content, bytes=size, entities=entities, relations=relations)
+        limit = memory.limit_for(export_graph)
+        sink = Sink(limit=None if limit is None else limit // CHAR)  # the reply carries the text twice
+        try:
+            entities, relations = export(memory, args.workspace, args.format, args.as_of, sink)
+        except Overflow as over:
+            assert limit is not None
+            raise ReplyTooLargeError("export_graph", over.chars * CHAR, limit, EXPORT_HINT, at_least=True) from None
+        content = sink.text()
+        return ExportOut(format=args.format, content=content, bytes=len(content.encode()), entities=entities,
+                         relations=relations)
     if memory.export_dir is None:
         raise InvalidArgumentsError(
             "export_graph", "outputPath: this server writes no files; start it with --export-dir DIR "
             "to allow exports into DIR, or leave outputPath out to get the content back")
     try:
-        target, written = memory.export_dir.write(args.output_path, content, overwrite=args.overwrite)
+        with memory.export_dir.writing(args.output_path, overwrite=args.overwrite) as file:
+            entities, relations = export(memory, args.workspace, args.format, args.as_of, Sink(file.write))
     except ExportRefused as error:
         raise InvalidArgumentsError("export_graph", str(error)) from None
     except OSError as error:
         raise StorageError(f"cannot write the export {args.output_path!r}: {error.strerror}") from None
-    return ExportOut(format=args.format, path=str(target), bytes=written, entities=entities, relations=relations)
+    return ExportOut(format=args.format, path=str(file.path), bytes=file.written, entities=entities,
+                     relations=relations)
+
+
+EXPORT_HINT = "Export with the CLI instead: chronograph export --format ... -o FILE."
+
+
+def export(memory: Memory, workspace: str, fmt: Format, as_of: Any, sink: Sink) -> tuple[int, int]:
+    """Write the graph of `workspace` (as of `as_of`, UNSET: now) in `fmt` into `sink`, a record at
+    a time from one read snapshot, and close it; how many entities and relations it holds.
+
+    Raises:
+        Overflow: If `sink` passes its limit (what it held is dropped).
+        InvalidArgumentsError: If `as_of` is neither a position nor a time.
+    """
+    context = read_context(memory, ReadContext(workspace=workspace, as_of=as_of))
+    shown = None
+    if context.version:
+        shown = {key: value for key, value in msgspec.to_builtins(context).items()
+                 if key in CONTEXT_FIELDS and value is not None}
+    counts, bulk = [0, 0], sink.limit is None  # an answer stops at its limit; a file reads every page
+    with memory.timeline.at("export_graph", as_of) as moment:  # every fact, true now or not
+
+        def entities() -> Iterator[dict[str, Any]]:
+            for record in moment.graph.entities(workspace):
+                counts[0] += 1
+                if bulk and not counts[0] % TICK:
+                    resident.release(MAPPED)  # read once, in order: the pages behind need not stay
+                yield msgspec.to_builtins(entity_out(record, metadata=True))  # whole records, timestamps too
+
+        def relations() -> Iterator[dict[str, Any]]:
+            for record in moment.graph.relations(workspace):
+                counts[1] += 1
+                if bulk and not counts[1] % TICK:
+                    resident.release(MAPPED)
+                yield msgspec.to_builtins(relation_out(record, metadata=True))
+
+        _RENDERERS[fmt](entities(), relations(), shown, workspace, sink)
+        sink.close()
+    return counts[0], counts[1]

@@ -1,0 +1,116 @@
+"""Exports written a piece at a time: the same text as a whole document, sent on as it is read."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chronograph.application import Memory
+from chronograph.application.engine.exportdir import ExportDir, ExportRefused
+from chronograph.application.lifecycle.export import FORMATS, Overflow, Sink, export, render
+from chronograph.projections.states.graph import LmdbGraph
+from chronograph.tools.export_graph import main as export_main
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from msgspec import UNSET
+
+text = st.text(st.sampled_from('ab \n"\\#|*é日<&-.('), max_size=8)
+entity = st.fixed_dictionaries({"name": text, "entityType": text, "observations": st.lists(text, max_size=3)},
+                                optional={"metadata": st.dictionaries(text, text, max_size=2)})
+relation = st.fixed_dictionaries({"from": text, "to": text, "relationType": text},
+                                  optional={"confidence": st.floats(0, 1)})
+graphs = st.fixed_dictionaries({"entities": st.lists(entity, max_size=5), "relations": st.lists(relation, max_size=4)},
+                               optional={"context": st.fixed_dictionaries({"status": text})})
+
+
+@settings(max_examples=200, deadline=None)
+@given(graphs)
+def test_json_written_an_item_at_a_time_is_the_document_dumped_whole(graph: dict[str, Any]) -> None:
+    document = {key: graph[key] for key in ("entities", "relations", "context") if graph.get(key)}
+    document.setdefault("entities", [])
+    document.setdefault("relations", [])
+    whole = {"entities": document["entities"], "relations": document["relations"],
+             **({"context": document["context"]} if "context" in document else {})}
+    assert render(graph, "json") == json.dumps(whole, indent=2, ensure_ascii=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([(0, ""), (1, "b"), (1, "a"), (2, "")]), text), max_size=12))
+def test_a_sink_writes_its_sections_in_order_held_or_passed_on(pieces: list[tuple[tuple[int, str], str]]) -> None:
+    passed: list[str] = []
+    held, passing = Sink(), Sink(passed.append)
+    for section, piece in pieces:
+        held(piece, section)
+        passing(piece, section)
+    passing.close()
+    main = 0  # the pieces of the first section written before any other pass straight on
+    while main < len(pieces) and pieces[main][0] == (0, ""):
+        main += 1
+    rest = sorted(pieces[main:], key=lambda p: p[0])  # stable: in order within a section
+    expected = "".join(t for _, t in pieces[:main]) + "".join(t for _, t in rest)
+    assert held.text() == "".join(passed) == expected
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        entities = [{"name": f"E{i:04d}", "entityType": "thing", "observations": [f"fact {i}"]} for i in range(500)]
+        memory.write("create_entities", {"entities": entities}, actor="t")
+        memory.write("create_relations", {"relations": [
+            {"from": f"E{i:04d}", "to": f"E{i + 1:04d}", "relationType": "next"} for i in range(499)]}, actor="t")
+    return tmp_path / "store"
+
+
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f != "markdown"])
+def test_an_export_is_passed_on_while_the_entities_are_still_being_read(
+        store: Path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
+    read = [0]
+    whole = LmdbGraph.entities
+
+    def counted(self: LmdbGraph, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        for record in whole(self, *args, **kwargs):
+            read[0] += 1
+            yield record
+
+    monkeypatch.setattr(LmdbGraph, "entities", counted)
+    first: list[int] = []
+    with Memory(store, readonly=True) as memory:
+        counts = export(memory, "default", fmt, UNSET, Sink(lambda _: first.append(read[0])))
+    assert counts == (500, 499)
+    assert first[0] <= 1 < 500 == read[0]
+
+
+def test_an_answer_stops_reading_once_it_is_over_its_limit(store: Path) -> None:
+    with Memory(store, readonly=True) as memory, pytest.raises(Overflow) as over:
+        export(memory, "default", "jsonl", UNSET, Sink(limit=1_000))
+    assert 1_000 < over.value.chars < 1_200
+
+
+def test_every_workspace_as_json_is_each_export_nested_as_one_document(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    with Memory(tmp_path / "s", sync=False) as memory:
+        for workspace in ("default", "lab", "empty"):
+            memory.write("create_entities", {"workspace": workspace, "entities": [
+                {"name": f"{workspace} one", "entityType": "t", "observations": ["x\ny", '"q"']}]}, actor="t")
+        memory.write("delete_entities", {"workspace": "empty", "entityNames": ["empty one"]}, actor="t")
+        memory.write("update_context", {"workspace": "lab", "activeTask": "nested"}, actor="t")
+    singles = {}
+    for workspace in ("default", "lab", "empty"):
+        assert export_main(["--store", str(tmp_path / "s"), "--workspace", workspace, "--format", "json"]) == 0
+        singles[workspace] = json.loads(capsys.readouterr().out)
+    assert export_main(["--store", str(tmp_path / "s"), "--all-workspaces", "--format", "json"]) == 0
+    everything = capsys.readouterr().out
+    listed = json.loads(everything)["workspaces"]
+    assert listed == {name: singles[name] for name in listed} and set(listed) >= {"default", "lab"}
+    assert everything == json.dumps({"workspaces": listed}, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_an_export_file_past_its_limit_leaves_nothing_behind(tmp_path: Path) -> None:
+    exports = ExportDir(tmp_path, max_export=10)
+    with pytest.raises(ExportRefused, match="over the 10 bytes"), exports.writing("graph.md") as file:
+        for _ in range(5):
+            file.write("abc")
+    assert list(tmp_path.iterdir()) == []
