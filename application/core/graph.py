@@ -27,8 +27,10 @@ from chronograph.eventstore import EntityCreated, EntityDeleted, EntityMerged, E
 from chronograph.projections import ENTITY, RELATION, Graph, relations_touching
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["INDEX_FOR_REFUSAL", "GoneOut", "GraphPageOut", "OpenNodes", "ReadGraph"]
+__all__ = ["INDEX_FOR_REFUSAL", "GoneOut", "GraphPageOut", "OpenNodes", "ReadGraph", "refuse_early"]
 
+READ_GRAPH_HINT = ("Page through it: read_graph with limit {fit} and offset 0, then each answer's nextOffset; "
+                   "or summaryMode true for names and types only.")
 INDEX_FOR_REFUSAL = 2000
 """Entities from which read_graph indexes a workspace that has no word index yet, to tell a reply
 is over the limit without building it."""
@@ -87,13 +89,16 @@ def read_graph(memory: Memory, args: ReadGraph) -> GraphPageOut:
     with memory.timeline.at("read_graph", args.as_of) as moment:
         limit = memory.limit_for(read_graph)
         if limit is not None and not moment.is_past:
-            _refuse_early(memory, moment, args, limit)
+            refuse_early(memory, moment, args, limit)
         return page(moment.graph, args, moment.position)
 
 
-def _refuse_early(memory: Memory, moment: Moment, args: ReadGraph, limit: int) -> None:
+def refuse_early(memory: Memory, moment: Moment, args: ReadGraph, limit: int, tool: str = "read_graph",
+                 hint: str = READ_GRAPH_HINT) -> None:
     """Refuse a page whose reply will be over `limit` bytes before building it: the word index
-    knows what each entity's answer must carry (see `ReplyBudget`).
+    knows what each entity's answer must carry (see `ReplyBudget`). `tool` is the tool refusing
+    (one whose answer carries at least the entities of this page), `hint` how to page it ({fit}:
+    the page size that fits).
 
     Raises:
         ReplyTooLargeError: If even that lower bound is over the limit.
@@ -108,7 +113,7 @@ def _refuse_early(memory: Memory, moment: Moment, args: ReadGraph, limit: int) -
         views.known_search_index(moment.snapshot, ws)
     if index is None:
         return
-    budget = ReplyBudget("read_graph", limit, summary=args.summary_mode)
+    budget = ReplyBudget(tool, limit, summary=args.summary_mode)
     selection = index.everything()
     wanted = None if args.limit is UNSET else args.limit
     bound = budget.selection(selection, offset=args.offset, limit=wanted)
@@ -121,9 +126,7 @@ def _refuse_early(memory: Memory, moment: Moment, args: ReadGraph, limit: int) -
         answer = page(moment.graph, few, moment.position)
         return answer, len(answer.entities)
 
-    raise budget.refuse(bound, count, sample, (
-        "Page through it: read_graph with limit {fit} and offset 0, then each answer's "
-        "nextOffset; or summaryMode true for names and types only."))
+    raise budget.refuse(bound, count, sample, hint)
 
 
 def page(graph: Graph, args: ReadGraph, as_of: int | None = None) -> GraphPageOut:

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 from chronograph.application.errors import ReplyTooLargeError
-from chronograph.projections.records import EntityRecord
+from chronograph.projections.records import EntityRecord, RelationRecord
 from chronograph.projections.search.selection import Selection
 
 __all__ = ["SAMPLE", "ReplyBudget", "reply_size"]
@@ -84,6 +84,13 @@ class ReplyBudget:
             chars += sum(map(len, shown))
             self.spent += _OBSERVATION * len(shown)
         self.spent += self.entity + CHAR * chars
+        return self.spent > self.limit
+
+    def add_relation(self, record: RelationRecord) -> bool:
+        """Count one more relation built; whether the bound is now over the limit."""
+        if self.limit is None:
+            return False
+        self.spent += _RELATION + CHAR * (len(record.source) + len(record.target) + len(record.relation_type))
         return self.spent > self.limit
 
     def refuse(self, bound: int, count: int, sample: Callable[[int], tuple[Any, int]], hint: str) -> ReplyTooLargeError:

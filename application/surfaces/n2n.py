@@ -21,6 +21,7 @@ from chronograph.application.core import relations as core_relations
 from chronograph.application.core import search as core_search
 from chronograph.application.engine.arguments import Args, D, Items, Name, ObservationList, Query, parse
 from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.budget import ReplyBudget
 from chronograph.application.engine.exportdir import REFUSALS
 from chronograph.application.engine.outputs import ObjectOut, object_out
 from chronograph.application.engine.registry import Registry
@@ -160,6 +161,10 @@ def n2n_create_relations(batch: Batch, args: CreateRelations) -> ObjectOut:
     return _done(f"Created {len(made.relations)} relations", createdCount=len(made.relations))
 
 
+N2N_PAGING = ("Page through it: n2n_read_graph with limit {fit} and offset 0, then offset by each page's "
+              "entities while isTruncated is true; or summaryMode true for names and types only.")
+
+
 class ReadGraph(N2nArgs, kw_only=True):
     summary_mode: bool = False
     limit: Annotated[int, Meta(ge=1, le=100_000)] | UnsetType = UNSET
@@ -173,6 +178,11 @@ def n2n_read_graph(memory: Memory, args: ReadGraph) -> ObjectOut:
     arguments: dict[str, Any] = {"offset": args.offset, "summaryMode": args.summary_mode}
     if args.limit is not UNSET:
         arguments["limit"] = args.limit
+    limit = memory.limit_for(n2n_read_graph)
+    if limit is not None:  # the answer carries every entity of the core's page: refused before it is built
+        with memory.timeline.at("n2n_read_graph") as moment:
+            core_graph.refuse_early(memory, moment, parse("n2n_read_graph", {**arguments, "workspace": ws},
+                                                          core_graph.ReadGraph), limit, "n2n_read_graph", N2N_PAGING)
     page = _core("n2n_read_graph", memory, core_graph.read_graph, arguments, core_graph.ReadGraph, ws)
     names = {e.name for e in page.entities}
     graph = msgspec.to_builtins(page)
@@ -198,14 +208,26 @@ class GraphSummary(N2nArgs, kw_only=True):
 @N2N.query("n2n_get_graph_summary", "Graph Summary", "A lightweight entity index plus the total relation count")
 def n2n_get_graph_summary(memory: Memory, args: GraphSummary) -> ObjectOut:
     ws = args.workspace
+    budget = ReplyBudget("n2n_get_graph_summary", memory.limit_for(n2n_get_graph_summary), summary=True)
     with memory.timeline.at("n2n_get_graph_summary") as moment:
         graph = moment.graph
         limit = None if args.limit is UNSET else args.limit
-        entities = [{"name": e.name, "type": e.entity_type} for e in graph.entities(ws, args.offset, limit)]
+        entities = []
+        for entity in graph.entities(ws, args.offset, limit):  # refused as soon as it is over the limit
+            entities.append({"name": entity.name, "type": entity.entity_type})
+            if budget.add(entity):
+                held = graph.workspace(ws)
+                raise budget.refuse(budget.spent, (held.entities if held else 0) - args.offset,
+                                    lambda size: (_summary(entities[:size], 0, 0, False), len(entities[:size])), (
+                                        "Page through it: n2n_get_graph_summary with limit {fit} and offset 0, "
+                                        "then offset by each page's entities while isTruncated is true."))
         totals = graph.workspace(ws)
     total = 0 if totals is None else totals.entities
-    return object_out(entities=entities, relationCount=0 if totals is None else totals.relations,
-                      totalEntityCount=total, isTruncated=args.offset + len(entities) < total)
+    return _summary(entities, 0 if totals is None else totals.relations, total, args.offset + len(entities) < total)
+
+
+def _summary(entities: list[dict[str, str]], relations: int, total: int, truncated: bool) -> ObjectOut:
+    return object_out(entities=entities, relationCount=relations, totalEntityCount=total, isTruncated=truncated)
 
 
 class UpdateContext(N2nArgs, kw_only=True):

@@ -20,10 +20,11 @@ from typing import Annotated, Any, ClassVar
 import msgspec
 from chronograph.application.engine.arguments import Args, D, Name, ObservationList, TypeName, Version, Workspace
 from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.budget import ReplyBudget
 from chronograph.application.engine.outputs import ObjectOut, object_out
 from chronograph.application.engine.registry import Registry
 from chronograph.application.engine.service import Memory
-from chronograph.application.errors import InvalidArgumentsError, NotFoundError
+from chronograph.application.errors import InvalidArgumentsError, NotFoundError, ReplyTooLargeError
 from chronograph.eventstore import EntityCreated, EntityUpdated, RelationCreated, RelationUpdated
 from chronograph.eventstore.keys import digest
 from chronograph.projections import EntityRecord, RelationRecord, new_entity_stream, relation_stream, unique
@@ -92,13 +93,32 @@ class ReadGraphArgs(WorkspaceArgs, kw_only=True):
 
 @WORKSPACE.query("read_graph", "Read Graph", "Returns all entities and relations for a workspace")
 def read_graph(memory: Memory, args: ReadGraphArgs) -> ObjectOut:
+    """The whole workspace (the workspace server has no paging). Refused as soon as what it has
+    built is over the reply limit, not once all of it is built."""
+    budget = ReplyBudget("read_graph", memory.limit_for(read_graph), summary=False)
     with memory.timeline.at("read_graph") as moment:
         graph = moment.graph
-        entities = list(graph.entities(args.workspace_name))
+        entities = []
+        for entity in graph.entities(args.workspace_name):
+            entities.append(entity)
+            if budget.add(entity):
+                raise _too_large(budget)
         ids = {e.name: e.stream for e in entities}
-        relations = [relation_model(r, ids) for r in graph.relations(args.workspace_name)]
+        relations = []
+        for relation in graph.relations(args.workspace_name):
+            relations.append(relation_model(relation, ids))
+            if budget.add_relation(relation):
+                raise _too_large(budget)
     return object_out(workspaceName=args.workspace_name, entities=[entity_model(e) for e in entities],
                       relations=relations)
+
+
+def _too_large(budget: ReplyBudget) -> ReplyTooLargeError:
+    assert budget.limit is not None
+    return ReplyTooLargeError("read_graph", budget.spent, budget.limit, (
+        "This profile's read_graph has no paging: read the workspace a page at a time with a server of "
+        "the default profile (read_graph with limit and offset), or start this one with a larger --max-reply."),
+        at_least=True)
 
 
 class UpsertEntity(WorkspaceArgs, kw_only=True):

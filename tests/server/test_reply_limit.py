@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from chronograph.projections.states.graph import LmdbGraph
 from chronograph.server.app import GRAPH_URI, create_server
 from chronograph.server.config import DEFAULT_MAX_REPLY, Settings
 from chronograph.tools.serve import add_arguments
@@ -81,3 +84,63 @@ def test_serve_takes_the_limit_as_a_size_and_zero_as_none() -> None:
     assert parser.parse_args(["--max-reply", "0"]).max_reply is None
     with pytest.raises(SystemExit):
         parser.parse_args(["--max-reply", "1K"])
+
+
+@pytest.fixture
+def entities_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many entity records the views have yielded, counted as they come."""
+    count = [0]
+    whole = LmdbGraph.entities
+
+    def counted(self: LmdbGraph, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        for record in whole(self, *args, **kwargs):
+            count[0] += 1
+            yield record
+
+    monkeypatch.setattr(LmdbGraph, "entities", counted)
+    return count
+
+
+WHOLE = [("chronograph", "export_graph", {"format": fmt}) for fmt in ("jsonl", "json", "markdown", "mermaid", "dot")]
+
+
+@pytest.mark.parametrize(("profile", "tool", "arguments"), [
+    *WHOLE,
+    ("workspace", "read_graph", {"workspaceName": "default"}),
+])
+async def test_a_whole_workspace_answer_is_refused_once_it_passes_the_limit_not_once_it_is_built(
+        tmp_path: Path, entities_read: list[int], profile: str, tool: str, arguments: dict[str, Any]) -> None:
+    store = tmp_path / "store"
+    async with Client(create_server(Settings(store=store, max_reply=None))) as client:
+        await fill(client, 300)
+    limit = 4_000 if arguments.get("format") in ("mermaid", "dot") else LIMIT  # those leave observations out
+    async with Client(create_server(Settings(store=store, max_reply=limit, profile=profile))) as client:
+        entities_read[0] = 0
+        answer = await client.call_tool(tool, arguments)
+    assert answer.is_error
+    assert re.search(r"would be at least .* over the .* one reply may carry", answer.content[0].text)  # type: ignore[union-attr]
+    assert 0 < entities_read[0] < 300 // 2
+
+
+async def test_n2n_pages_are_refused_before_they_are_built_and_point_to_a_page_that_fits(
+        tmp_path: Path, entities_read: list[int]) -> None:
+    root = tmp_path / "repo"
+    (root / ".mcp").mkdir(parents=True)
+    (root / ".git").mkdir()
+    project = {"projectPath": str(root)}
+    async with Client(create_server(Settings(store=tmp_path / "store", profile="n2n", max_reply=None))) as client:
+        await call(client, "n2n_add_entities", {**project, "entities": [
+            {"name": f"E{i:04d}", "entityType": "thing", "observations": [f"{PAD} {i}"]} for i in range(300)]})
+    async with Client(create_server(Settings(store=tmp_path / "store", profile="n2n", max_reply=LIMIT))) as client:
+        await call(client, "n2n_search", {**project, "query": "E0001"})  # the word index at hand, as after any search
+        entities_read[0] = 0
+        refused = await client.call_tool("n2n_read_graph", project)
+        assert refused.is_error and entities_read[0] < 300 // 2
+        fit = int(re.search(r"n2n_read_graph with limit (\d+)", refused.content[0].text).group(1))  # type: ignore[union-attr]
+        assert not (await client.call_tool("n2n_read_graph", {**project, "limit": fit})).is_error
+    async with Client(create_server(Settings(store=tmp_path / "store", profile="n2n", max_reply=2_000))) as client:
+        entities_read[0] = 0
+        refused = await client.call_tool("n2n_get_graph_summary", project)
+        assert refused.is_error and entities_read[0] < 300 // 2
+        fit = int(re.search(r"n2n_get_graph_summary with limit (\d+)", refused.content[0].text).group(1))  # type: ignore[union-attr]
+        assert not (await client.call_tool("n2n_get_graph_summary", {**project, "limit": fit})).is_error
