@@ -80,7 +80,7 @@ def test_an_export_is_passed_on_while_the_entities_are_still_being_read(
     with Memory(store, readonly=True) as memory:
         counts = export(memory, "default", fmt, UNSET, Sink(lambda _: first.append(read[0])))
     assert counts == (500, 499)
-    assert first[0] <= 1 < 500 == read[0]
+    assert first[0] < 500 == read[0]  # the first piece went out before the last entity was read
 
 
 def test_an_answer_stops_reading_once_it_is_over_its_limit(store: Path) -> None:
