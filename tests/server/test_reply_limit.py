@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from chronograph.projections.states.graph import LmdbGraph
 from chronograph.server.app import GRAPH_URI, create_server
 from chronograph.server.config import DEFAULT_MAX_REPLY, Settings
 from chronograph.tools.serve import add_arguments
 from mcp import Client
 from support.mcp import ToolFailed, call, entity, relation
+from support.reads import count_entities_read
 
 pytestmark = pytest.mark.anyio
 
@@ -89,16 +88,7 @@ def test_serve_takes_the_limit_as_a_size_and_zero_as_none() -> None:
 @pytest.fixture
 def entities_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many entity records the views have yielded, counted as they come."""
-    count = [0]
-    whole = LmdbGraph.entities
-
-    def counted(self: LmdbGraph, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        for record in whole(self, *args, **kwargs):
-            count[0] += 1
-            yield record
-
-    monkeypatch.setattr(LmdbGraph, "entities", counted)
-    return count
+    return count_entities_read(monkeypatch)
 
 
 WHOLE = [("chronograph", "export_graph", {"format": fmt}) for fmt in ("jsonl", "json", "markdown", "mermaid", "dot")]

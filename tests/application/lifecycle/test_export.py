@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +10,11 @@ import pytest
 from chronograph.application import Memory
 from chronograph.application.engine.exportdir import ExportDir, ExportRefused
 from chronograph.application.lifecycle.export import FORMATS, Overflow, Sink, export, render
-from chronograph.projections.states.graph import LmdbGraph
 from chronograph.tools.export_graph import main as export_main
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec import UNSET
+from support.reads import count_entities_read
 
 text = st.text(st.sampled_from('ab \n"\\#|*é日<&-.('), max_size=8)
 entity = st.fixed_dictionaries({"name": text, "entityType": text, "observations": st.lists(text, max_size=3)},
@@ -67,15 +66,7 @@ def store(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("fmt", [f for f in FORMATS if f != "markdown"])
 def test_an_export_is_passed_on_while_the_entities_are_still_being_read(
         store: Path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
-    read = [0]
-    whole = LmdbGraph.entities
-
-    def counted(self: LmdbGraph, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        for record in whole(self, *args, **kwargs):
-            read[0] += 1
-            yield record
-
-    monkeypatch.setattr(LmdbGraph, "entities", counted)
+    read = count_entities_read(monkeypatch)
     first: list[int] = []
     with Memory(store, readonly=True) as memory:
         counts = export(memory, "default", fmt, UNSET, Sink(lambda _: first.append(read[0])))
