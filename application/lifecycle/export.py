@@ -251,7 +251,7 @@ def export_graph(memory: Memory, args: ExportGraph) -> ExportOut:
             entities, relations = export(memory, args.workspace, args.format, args.as_of, sink)
         except Overflow as over:
             assert limit is not None
-            raise ReplyTooLargeError("export_graph", over.chars * CHAR, limit, EXPORT_HINT, at_least=True) from None
+            raise ReplyTooLargeError("export_graph", over.chars * CHAR, limit, _hint(memory), at_least=True) from None
         content = sink.text()
         return ExportOut(format=args.format, content=content, bytes=len(content.encode()), entities=entities,
                          relations=relations)
@@ -270,7 +270,13 @@ def export_graph(memory: Memory, args: ExportGraph) -> ExportOut:
                      relations=relations)
 
 
-EXPORT_HINT = "Export with the CLI instead: chronograph export --format ... -o FILE."
+def _hint(memory: Memory) -> str:
+    """How to have an export too large for a reply: a file, where this server writes them."""
+    cli = "chronograph export --format ... -o FILE"
+    if memory.export_dir is None:
+        return f"Export with the CLI instead: {cli}."
+    return (f"Pass outputPath to write it to a file in this server's export directory (up to "
+            f"{memory.export_dir.max_export >> 20} MiB), or export with the CLI: {cli}.")
 
 
 def export(memory: Memory, workspace: str, fmt: Format, as_of: Any, sink: Sink) -> tuple[int, int]:

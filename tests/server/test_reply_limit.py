@@ -134,3 +134,14 @@ async def test_n2n_pages_are_refused_before_they_are_built_and_point_to_a_page_t
         assert refused.is_error and entities_read[0] < 300 // 2
         fit = int(re.search(r"n2n_get_graph_summary with limit (\d+)", refused.content[0].text).group(1))  # type: ignore[union-attr]
         assert not (await client.call_tool("n2n_get_graph_summary", {**project, "limit": fit})).is_error
+
+
+async def test_an_export_too_large_for_a_reply_points_to_a_file_where_the_server_writes_them(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    async with Client(create_server(Settings(store=store, max_reply=None))) as client:
+        await fill(client, 300)
+    async with Client(create_server(Settings(store=store, max_reply=LIMIT, export_dir=tmp_path / "out"))) as client:
+        with pytest.raises(ToolFailed, match="Pass outputPath to write it to a file"):
+            await call(client, "export_graph", {"format": "jsonl"})
+        written = await call(client, "export_graph", {"format": "jsonl", "outputPath": "graph.jsonl"})
+    assert written["entities"] == 300 and (tmp_path / "out" / "graph.jsonl").stat().st_size == written["bytes"]
