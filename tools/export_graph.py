@@ -27,7 +27,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
 from chronograph.application import Memory
 from chronograph.application.engine.config import resolve_store
 from chronograph.application.errors import ChronographError
-from chronograph.application.lifecycle.export import FORMATS, Sink, export
+from chronograph.application.lifecycle.export import FORMATS, Sink, checked, export
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.files import check_target, guarded_file
 from chronograph.projections import ProjectionError
@@ -80,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"chronograph export: {missing}", file=sys.stderr)
                 return 2
             names = known if args.all_workspaces else [args.workspace]
+            checked(memory, as_of)  # a bad --at is said before a line of the export is written
             if output is None:  # written as it is made; a line break ends it
                 stdout = Prefixed(sys.stdout.write)
                 counts = _export(memory, names, fmt, as_of, stdout, every=args.all_workspaces)

@@ -35,8 +35,16 @@ def reply_size(output: Any) -> int:
     return len(raw) + len(_encoder.encode(msgspec.json.format(raw, indent=2).decode()))
 
 
+def _least_size(output: Any) -> int:
+    """The bytes a reply of `output` carries at least: its compact JSON, and its text as a JSON
+    string, printed compact (Chronograph's own profiles print it so; the others, indented)."""
+    raw = _encoder.encode(output)
+    return len(raw) + len(_encoder.encode(raw.decode()))
+
+
 def _carried(entity: dict[str, Any]) -> int:
-    return reply_size([entity]) - reply_size([])
+    """The bytes one more item of this shape adds to a reply, at least (with empty texts)."""
+    return _least_size([entity]) - _least_size([])
 
 
 _FULL = _carried({"name": "", "entityType": "", "observations": []})
@@ -50,12 +58,13 @@ CHAR = 2
 class ReplyBudget:
     """The reply limit of one query (None: no limit), and the lower bound of what it has built so far."""
 
-    def __init__(self, tool: str, limit: int | None, *, summary: bool) -> None:
+    def __init__(self, tool: str, limit: int | None, *, summary: bool, shape: dict[str, Any] | None = None) -> None:
         self.tool = tool
         self.limit = limit
         self.summary = summary
-        self.entity = _HEADS if summary else _FULL
-        """The least bytes an entity costs in this answer, before its texts."""
+        self.entity = _carried(shape) if shape is not None else _HEADS if summary else _FULL
+        """The least bytes an entity costs in this answer, before its texts (`shape`: the keys
+        of an entity as the answer spells them, with empty values, when they are not ours)."""
         self.spent = 0
         """A lower bound of the bytes of what was built so far."""
 

@@ -28,7 +28,7 @@ from chronograph.application.errors import InvalidArgumentsError, ReplyTooLargeE
 from chronograph.eventstore.lmdb import resident
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["FORMATS", "ExportGraph", "ExportOut", "Format", "Overflow", "Sink", "export", "render"]
+__all__ = ["FORMATS", "ExportGraph", "ExportOut", "Format", "Overflow", "Sink", "checked", "export", "render"]
 
 Format = Literal["jsonl", "json", "markdown", "mermaid", "dot"]
 FORMATS: tuple[Format, ...] = ("jsonl", "json", "markdown", "mermaid", "dot")
@@ -279,6 +279,16 @@ def _hint(memory: Memory) -> str:
             f"{memory.export_dir.max_export >> 20} MiB), or export with the CLI: {cli}.")
 
 
+def checked(memory: Memory, as_of: Any) -> None:
+    """Check that `as_of` names a moment an export can be of.
+
+    Raises:
+        InvalidArgumentsError: If it is neither a position nor an ISO-8601 time (as export_graph's).
+    """
+    with memory.timeline.at("export_graph", as_of):
+        pass
+
+
 def export(memory: Memory, workspace: str, fmt: Format, as_of: Any, sink: Sink) -> tuple[int, int]:
     """Write the graph of `workspace` (as of `as_of`, UNSET: now) in `fmt` into `sink`, a record at
     a time from one read snapshot, and close it; how many entities and relations it holds.
@@ -287,6 +297,7 @@ def export(memory: Memory, workspace: str, fmt: Format, as_of: Any, sink: Sink) 
         Overflow: If `sink` passes its limit (what it held is dropped).
         InvalidArgumentsError: If `as_of` is neither a position nor a time.
     """
+    checked(memory, as_of)  # a bad asOf is refused as the export's, before anything is written
     context = read_context(memory, ReadContext(workspace=workspace, as_of=as_of))
     shown = None
     if context.version:

@@ -208,7 +208,8 @@ class GraphSummary(N2nArgs, kw_only=True):
 @N2N.query("n2n_get_graph_summary", "Graph Summary", "A lightweight entity index plus the total relation count")
 def n2n_get_graph_summary(memory: Memory, args: GraphSummary) -> ObjectOut:
     ws = args.workspace
-    budget = ReplyBudget("n2n_get_graph_summary", memory.limit_for(n2n_get_graph_summary), summary=True)
+    budget = ReplyBudget("n2n_get_graph_summary", memory.limit_for(n2n_get_graph_summary), summary=True,
+                         shape={"name": "", "type": ""})
     with memory.timeline.at("n2n_get_graph_summary") as moment:
         graph = moment.graph
         limit = None if args.limit is UNSET else args.limit

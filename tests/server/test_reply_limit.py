@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -145,3 +146,48 @@ async def test_an_export_too_large_for_a_reply_points_to_a_file_where_the_server
             await call(client, "export_graph", {"format": "jsonl"})
         written = await call(client, "export_graph", {"format": "jsonl", "outputPath": "graph.jsonl"})
     assert written["entities"] == 300 and (tmp_path / "out" / "graph.jsonl").stat().st_size == written["bytes"]
+
+
+def wire_size(answer: Any) -> int:
+    """The bytes the server counts for an answer: its structured content's JSON and its text as a JSON string."""
+    return len(json.dumps(answer.structured_content, separators=(",", ":"), ensure_ascii=False).encode()) + len(
+        json.dumps(answer.content[0].text, ensure_ascii=False).encode())
+
+
+@pytest.mark.parametrize(("profile", "tool", "arguments"), [
+    ("chronograph", "read_graph", {}),
+    ("chronograph", "read_graph", {"summaryMode": True}),
+    ("official", "read_graph", {}),
+    ("workspace", "read_graph", {"workspaceName": "default"}),
+    ("n2n", "n2n_read_graph", {}),
+    ("n2n", "n2n_read_graph", {"summaryMode": True}),
+    ("n2n", "n2n_get_graph_summary", {}),
+    ("full", "n2n_read_graph", {}),
+    ("full", "n2n_get_graph_summary", {}),
+])
+async def test_an_answer_just_under_the_limit_is_answered_and_one_well_over_it_refused(
+        tmp_path: Path, profile: str, tool: str, arguments: dict[str, Any]) -> None:
+    root = tmp_path / "repo"
+    (root / ".mcp").mkdir(parents=True)
+    (root / ".git").mkdir()
+    if tool.startswith("n2n"):
+        arguments = {**arguments, "projectPath": str(root)}
+        write = ("n2n_add_entities", {"projectPath": str(root)})
+    else:
+        write = ("create_entities", {})
+    store = tmp_path / "store"
+    async with Client(create_server(Settings(store=store, max_reply=None, profile="full"))) as client:
+        await call(client, write[0], {**write[1], "entities": [
+            {"name": f"E{i:03d}", "entityType": "t", "observations": ["o"]} for i in range(120)]})
+    async with Client(create_server(Settings(store=store, max_reply=None, profile=profile))) as client:
+        whole = await client.call_tool(tool, arguments)
+        assert not whole.is_error and "E119" in whole.content[0].text  # type: ignore[union-attr]
+        size = wire_size(whole)
+    for limit, refused in ((size * 103 // 100, False), (size // 2, True)):
+        async with Client(create_server(Settings(store=store, max_reply=limit, profile=profile))) as client:
+            search = ("n2n_search", {"projectPath": str(root), "query": "E001"}) if tool.startswith("n2n") else (
+                "search_nodes", {"query": "E001"})
+            if profile != "workspace":
+                await client.call_tool(*search)  # the word index at hand: the early refusal's bound is used
+            answer = await client.call_tool(tool, arguments)
+        assert answer.is_error is refused, (limit, size, answer.content[0].text[:200])  # type: ignore[union-attr]

@@ -74,10 +74,11 @@ def test_an_export_is_passed_on_while_the_entities_are_still_being_read(
     assert first[0] < 500 == read[0]  # the first piece went out before the last entity was read
 
 
-def test_an_answer_stops_reading_once_it_is_over_its_limit(store: Path) -> None:
+def test_an_answer_stops_reading_once_it_is_over_its_limit(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    read = count_entities_read(monkeypatch)
     with Memory(store, readonly=True) as memory, pytest.raises(Overflow) as over:
         export(memory, "default", "jsonl", UNSET, Sink(limit=1_000))
-    assert 1_000 < over.value.chars < 1_200
+    assert 1_000 < over.value.chars < 1_200 and read[0] < 50
 
 
 def test_every_workspace_as_json_is_each_export_nested_as_one_document(tmp_path: Path,
