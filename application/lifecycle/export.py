@@ -276,7 +276,7 @@ def _hint(memory: Memory) -> str:
     if memory.export_dir is None:
         return f"Export with the CLI instead: {cli}."
     return (f"Pass outputPath to write it to a file in this server's export directory (up to "
-            f"{memory.export_dir.max_export >> 20} MiB), or export with the CLI: {cli}.")
+            f"{memory.export_dir.max_export:,} bytes), or export with the CLI: {cli}.")
 
 
 def checked(memory: Memory, as_of: Any) -> None:
