@@ -32,6 +32,7 @@ from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.files import check_target, guarded_file
 from chronograph.projections import ProjectionError
 from chronograph.tools.common.parsing import add_store_argument, explain, missing_workspace, script_main
+from chronograph.tools.common.progress import Progress
 from msgspec import UNSET
 
 __all__ = ["add_arguments", "main", "run"]
@@ -81,19 +82,25 @@ def run(args: argparse.Namespace) -> int:
                 return 2
             names = known if args.all_workspaces else [args.workspace]
             checked(memory, as_of)  # a bad --at is said before a line of the export is written
+            progress = Progress()  # bars on stderr when it is a terminal
             if output is None:  # written as it is made; a line break ends it
                 stdout = Prefixed(sys.stdout.write)
-                counts = _export(memory, names, fmt, as_of, stdout, every=args.all_workspaces)
+                try:
+                    counts = _export(memory, names, fmt, as_of, stdout, progress, every=args.all_workspaces)
+                finally:
+                    progress.finish()
                 if stdout.last not in ("", "\n"):
                     sys.stdout.write("\n")
             else:  # written whole or not at all
                 try:
                     with guarded_file(output, overwrite=args.force) as file:
                         counts = _export(memory, names, fmt, as_of, lambda text: file.write(text.encode()),
-                                         every=args.all_workspaces)
+                                         progress, every=args.all_workspaces)
                 except OSError as error:
                     print(f"chronograph export: cannot write {args.output}: {error.strerror}", file=sys.stderr)
                     return 2
+                finally:
+                    progress.finish()
             note = None if as_of is UNSET else memory.timeline.past_the_end(as_of)
             if note:
                 print(f"chronograph export: {note}", file=sys.stderr)
@@ -120,13 +127,13 @@ class Prefixed:
             self.last = text[-1]
 
 
-def _export(memory: Memory, names: list[str], fmt: Any, as_of: Any, write: Callable[[str], object], *,
-            every: bool) -> tuple[int, int]:
+def _export(memory: Memory, names: list[str], fmt: Any, as_of: Any, write: Callable[[str], object],
+            progress: Progress, *, every: bool) -> tuple[int, int]:
     """Write the export of the workspace named, or of every one (JSONL in sections opened by
     {"type": "workspace"} lines, JSON as {"workspaces": {name: export}}), a piece at a time; how
     many entities and relations it holds."""
     if not every:
-        return export(memory, names[0], fmt, as_of, Sink(write))
+        return export(memory, names[0], fmt, as_of, Sink(write), progress)
     entities = relations = 0
     if fmt == "json":
         write('{\n  "workspaces": {')
@@ -137,7 +144,7 @@ def _export(memory: Memory, names: list[str], fmt: Any, as_of: Any, write: Calla
         else:  # a section's lines follow its opening line
             write(("\n" if number else "") + json.dumps({"type": "workspace", "name": name}, ensure_ascii=False))
             sink = Sink(Prefixed(write, "\n"))
-        counted = export(memory, name, fmt, as_of, sink)
+        counted = export(memory, name, fmt, as_of, sink, progress)
         entities, relations = entities + counted[0], relations + counted[1]
     if fmt == "json":
         write("\n  }\n}" if names else "}\n}")

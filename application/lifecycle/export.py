@@ -47,6 +47,8 @@ CHUNK = 256
 """Records converted to plain data at a time (a multiple of it is `TICK`)."""
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _INDENTED = json.JSONEncoder(ensure_ascii=False, indent=2)
+STAGES = ("entities", "relations")
+Progress = Callable[[str, int, int], None]
 Section = tuple[int, str]
 MAIN: Section = (0, "")
 """The section of every piece of a format written in order (all but Markdown's)."""
@@ -289,9 +291,11 @@ def checked(memory: Memory, as_of: Any) -> None:
         pass
 
 
-def export(memory: Memory, workspace: str, fmt: Format, as_of: Any, sink: Sink) -> tuple[int, int]:
+def export(memory: Memory, workspace: str, fmt: Format, as_of: Any, sink: Sink,
+           progress: Progress | None = None) -> tuple[int, int]:
     """Write the graph of `workspace` (as of `as_of`, UNSET: now) in `fmt` into `sink`, a record at
     a time from one read snapshot, and close it; how many entities and relations it holds.
+    `progress(stage, done, total)` hears of each `CHUNK` read ("entities", then "relations").
 
     Raises:
         Overflow: If `sink` passes its limit (what it held is dropped).
@@ -310,11 +314,15 @@ def export(memory: Memory, workspace: str, fmt: Format, as_of: Any, sink: Sink) 
         answer, a few at a time: it stops at its limit)."""
         while chunk := list(itertools.islice(records, CHUNK if bulk else 8)):
             counts[kind] += len(chunk)
+            if progress is not None:
+                progress(STAGES[kind], counts[kind], max(totals[kind], counts[kind]))
             yield from msgspec.to_builtins([shape(record, metadata=True) for record in chunk])
             if bulk and kind == 0 and not counts[kind] % TICK:
                 resident.release(MAPPED)  # read in key order, once: the pages behind need not stay
 
     with memory.timeline.at("export_graph", as_of) as moment:  # every fact, true now or not
+        held = moment.graph.workspace(workspace) if progress is not None else None
+        totals = (held.entities, held.relations) if held is not None else (0, 0)
         entities = plain(moment.graph.entities(workspace), entity_out, 0)
         relations = plain(moment.graph.relations(workspace), relation_out, 1)
         _RENDERERS[fmt](entities, relations, shown, workspace, sink)

@@ -106,3 +106,11 @@ def test_an_export_file_past_its_limit_leaves_nothing_behind(tmp_path: Path) -> 
         for _ in range(5):
             file.write("abc")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_export_says_how_far_it_has_read_each_part(store: Path) -> None:
+    heard: list[tuple[str, int, int]] = []
+    with Memory(store, readonly=True) as memory:
+        export(memory, "default", "jsonl", UNSET, Sink(lambda _: None), lambda *step: heard.append(step))
+    assert heard[0][0] == "entities" and heard[-1] == ("relations", 499, 499)
+    assert ("entities", 500, 500) in heard and all(done <= total for _, done, total in heard)
