@@ -114,3 +114,31 @@ def test_an_export_says_how_far_it_has_read_each_part(store: Path) -> None:
         export(memory, "default", "jsonl", UNSET, Sink(lambda _: None), lambda *step: heard.append(step))
     assert heard[0][0] == "entities" and heard[-1] == ("relations", 499, 499)
     assert ("entities", 500, 500) in heard and all(done <= total for _, done, total in heard)
+
+
+GRAPH = {"entities": [{"name": "Bo", "entityType": "pet", "observations": ["barks"]},
+                      {"name": "Ada", "entityType": "person", "observations": []},
+                      {"name": "Cy", "entityType": "pet", "observations": ["a.b", "c"]}],
+         "relations": [{"from": "Ada", "to": "Bo", "relationType": "owns"}]}
+
+
+@pytest.mark.parametrize(("fmt", "text"), [
+    ("markdown", "# Knowledge graph: home\n\n3 entities, 1 relations.\n\n## person\n\n### Ada\n- *(no observations)*"
+                 "\n\n## pet\n\n### Bo\n- barks\n\n### Cy\n- a\\.b\n- c\n\n## Relations\n\n- **Ada** owns **Bo**\n"),
+    ("jsonl", '{"type":"entity","name":"Bo","entityType":"pet","observations":["barks"]}\n'
+              '{"type":"entity","name":"Ada","entityType":"person","observations":[]}\n'
+              '{"type":"entity","name":"Cy","entityType":"pet","observations":["a.b","c"]}\n'
+              '{"type":"relation","from":"Ada","to":"Bo","relationType":"owns"}'),
+    ("mermaid", 'graph LR\n    n0["Bo<br/><i>pet</i>"]\n    n1["Ada<br/><i>person</i>"]\n    n2["Cy<br/><i>pet</i>"]\n'
+                '    n1 -->|"owns"| n0\n'),
+    ("dot", 'digraph "memory: home" {\n    rankdir=LR;\n    node [shape=box];\n    "Bo" [label="Bo\\n(pet)"];\n'
+            '    "Ada" [label="Ada\\n(person)"];\n    "Cy" [label="Cy\\n(pet)"];\n'
+            '    "Ada" -> "Bo" [label="owns"];\n}\n'),
+])
+def test_each_format_reads_as_it_always_has(fmt: str, text: str) -> None:
+    assert render(GRAPH, fmt, "home") == text
+
+
+def test_markdown_of_nothing_says_so() -> None:
+    assert render({"entities": [], "relations": []}, "markdown", "w") == (
+        "# Knowledge graph: w\n\n0 entities, 0 relations.\n\n## Relations\n\n*(none)*\n")
