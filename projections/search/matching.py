@@ -1,6 +1,6 @@
 """Which observations of an entity match a query, and how well: answers that point at the fact.
 
-Two signals, each 0..1, weighed as hybrid search weighs them (`fusion.WORDS` for words):
+Two signals, each 0..1, weighed `WORDS` to words and the rest to meaning:
 
 - words: the query's content words found in the observation (a word counts when the
   observation has it, a word sharing its stem-like prefix: `broken` finds `broke`,
@@ -18,12 +18,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from chronograph.projections.search.fusion import WORDS
 from chronograph.projections.search.terms import edits_allowed, query_terms, terms
 from rapidfuzz.distance import OSA
 
 __all__ = ["best", "observation_scores", "word_scores"]
 
+WORDS = 0.3
+"""The weight of the words in an observation's score. Hybrid ranking weighs its candidates'
+words by how much of the query their best match covers (`fusion`); within one entity a fixed
+weight was as good: the evidence in a hybrid answer's first 10 matched observations
+(bench_recall sessions) was 0.616 at 0.3, 0.610 at 0.5, 0.612 at 0.15, 0.602 with words
+ignored, 0.613 and 0.615 with hybrid's scheme at 0.5 and 0.7."""
 STEM = 4
 """Letters two words must share from their start to count as one (and all but two of the shorter)."""
 
