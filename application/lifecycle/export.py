@@ -6,15 +6,17 @@ An export is written a piece at a time into a `Sink`, from the records as the vi
 them: a file (or stdout) receives the text as it is made, so an export of a million entities
 holds no more than a page of it; an answer holds its text and stops as soon as it passes
 the reply limit, so a refusal costs what the limit allows, not the whole graph. Markdown,
-grouped by type, is the one format held whole before it is written.
+grouped by type, is written once every entity is read: what passes `SPILL` characters of it
+waits in a temporary file.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from typing import Annotated, Any, Literal
+from typing import IO, Annotated, Any, Literal
 
 import msgspec
 from chronograph.application.core.context import ReadContext, read_context
@@ -49,6 +51,8 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _INDENTED = json.JSONEncoder(ensure_ascii=False, indent=2)
 STAGES = ("entities", "relations")
 Progress = Callable[[str, int, int], None]
+SPILL = 16 << 20
+"""Characters of held sections a sink passing its text on keeps in memory (see `Sink`)."""
 Section = tuple[int, str]
 MAIN: Section = (0, "")
 """The section of every piece of a format written in order (all but Markdown's)."""
@@ -65,14 +69,23 @@ class Overflow(Exception):
 class Sink:
     """Where an export's text goes, a piece at a time: passed on to `write` as it comes (a file),
     or held (`text`). Pieces given a section other than `MAIN` are held until `close`, which
-    writes every section in order of its key (Markdown writes its entities under their type).
+    writes every section in order of its key (Markdown writes its entities under their type); a
+    sink that passes its text on keeps at most `spill` characters of them in memory, the rest
+    in a temporary file until then.
 
     Raises `Overflow` once more than `limit` characters came (None: no limit)."""
 
-    def __init__(self, write: Callable[[str], object] | None = None, *, limit: int | None = None) -> None:
+    def __init__(self, write: Callable[[str], object] | None = None, *, limit: int | None = None,
+                 spill: int = SPILL) -> None:
         self._write = write
         self._held: list[str] = []
         self._sections: dict[Section, list[str]] = {}
+        self._sectioned = False
+        self._pending = 0
+        self._spill = spill
+        self._file: IO[bytes] | None = None
+        self._spilled: dict[Section, list[tuple[int, int]]] = {}
+        """Each section's chunks in the temporary file: (offset, bytes)"""
         self.limit = limit
         self.chars = 0
 
@@ -80,10 +93,25 @@ class Sink:
         self.chars += len(text)
         if self.limit is not None and self.chars > self.limit:
             raise Overflow(self.chars)
-        if section == MAIN and not self._sections:
+        if section == MAIN and not self._sectioned:
             self._emit(text)
-        else:
-            self._sections.setdefault(section, []).append(text)
+            return
+        self._sectioned = True
+        self._sections.setdefault(section, []).append(text)
+        self._pending += len(text)
+        if self._write is not None and self._pending > self._spill:
+            self._spill_sections()
+
+    def _spill_sections(self) -> None:
+        """Move the held sections into the temporary file, a chunk each."""
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="chronograph-export-")  # noqa: SIM115 (closed by close)
+        for section, texts in self._sections.items():
+            data = "".join(texts).encode("utf-8", "surrogatepass")
+            self._spilled.setdefault(section, []).append((self._file.tell(), len(data)))
+            self._file.write(data)
+        self._sections.clear()
+        self._pending = 0
 
     def _emit(self, text: str) -> None:
         if self._write is None:
@@ -93,9 +121,19 @@ class Sink:
 
     def close(self) -> None:
         """Write the held sections, in order."""
-        for section in sorted(self._sections):
-            for text in self._sections.pop(section):
-                self._emit(text)
+        try:
+            for section in sorted(self._sections.keys() | self._spilled.keys()):
+                for offset, length in self._spilled.pop(section, ()):
+                    assert self._file is not None
+                    self._file.seek(offset)
+                    self._emit(self._file.read(length).decode("utf-8", "surrogatepass"))
+                for text in self._sections.pop(section, ()):
+                    self._emit(text)
+        finally:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+            self._pending = 0
 
     def text(self) -> str:
         """Everything written (a sink without `write`), once closed."""

@@ -40,17 +40,20 @@ def test_json_written_an_item_at_a_time_is_the_document_dumped_whole(graph: dict
 @given(st.lists(st.tuples(st.sampled_from([(0, ""), (1, "b"), (1, "a"), (2, "")]), text), max_size=12))
 def test_a_sink_writes_its_sections_in_order_held_or_passed_on(pieces: list[tuple[tuple[int, str], str]]) -> None:
     passed: list[str] = []
-    held, passing = Sink(), Sink(passed.append)
+    spilled: list[str] = []
+    held, passing, spilling = Sink(), Sink(passed.append), Sink(spilled.append, spill=3)
     for section, piece in pieces:
         held(piece, section)
         passing(piece, section)
+        spilling(piece, section)
     passing.close()
+    spilling.close()
     main = 0  # the pieces of the first section written before any other pass straight on
     while main < len(pieces) and pieces[main][0] == (0, ""):
         main += 1
     rest = sorted(pieces[main:], key=lambda p: p[0])  # stable: in order within a section
     expected = "".join(t for _, t in pieces[:main]) + "".join(t for _, t in rest)
-    assert held.text() == "".join(passed) == expected
+    assert held.text() == "".join(passed) == "".join(spilled) == expected
 
 
 @pytest.fixture
