@@ -1,7 +1,7 @@
 """Exports and whole-workspace answers at size: what an export to a file costs, and what a refusal
 of an answer over the reply limit costs; this checkout and a baseline side by side.
 
-    python bench/bench_export.py --store DIR [--project DIR --n2n-store DIR] \
+    python bench/bench_export.py --store DIR [--project DIR --n2n-store DIR]
         [--baseline "/work/before/.venv/bin/python"] [--rounds 2]
 
 --store is a store whose "default" workspace is large (bench_import.py's graph imported). For
