@@ -135,6 +135,14 @@ class Sink:
                 self._file = None
             self._pending = 0
 
+    def discard(self) -> None:
+        """Drop what is held (the export failed): nothing more is written, the temporary file goes."""
+        self._sections.clear()
+        self._spilled.clear()
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
     def text(self) -> str:
         """Everything written (a sink without `write`), once closed."""
         self.close()
@@ -363,6 +371,10 @@ def export(memory: Memory, workspace: str, fmt: Format, as_of: Any, sink: Sink,
         totals = (held.entities, held.relations) if held is not None else (0, 0)
         entities = plain(moment.graph.entities(workspace), entity_out, 0)
         relations = plain(moment.graph.relations(workspace), relation_out, 1)
-        _RENDERERS[fmt](entities, relations, shown, workspace, sink)
+        try:
+            _RENDERERS[fmt](entities, relations, shown, workspace, sink)
+        except BaseException:
+            sink.discard()
+            raise
         sink.close()
     return counts[0], counts[1]

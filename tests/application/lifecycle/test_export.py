@@ -145,3 +145,14 @@ def test_each_format_reads_as_it_always_has(fmt: str, text: str) -> None:
 def test_markdown_of_nothing_says_so() -> None:
     assert render({"entities": [], "relations": []}, "markdown", "w") == (
         "# Knowledge graph: w\n\n0 entities, 0 relations.\n\n## Relations\n\n*(none)*\n")
+
+
+def test_a_failed_export_drops_its_spilled_sections_and_writes_nothing_more() -> None:
+    written: list[str] = []
+    sink = Sink(written.append, spill=1)
+    for letter in "abc":
+        sink(letter * 4, (1, letter))
+    assert sink._file is not None  # noqa: SLF001 (what the sink holds on disk)
+    sink.discard()
+    sink.close()
+    assert written == [] and sink._file is None  # noqa: SLF001
