@@ -1,10 +1,9 @@
 """The memory: a log and its views, and one call per tool, whatever the transport.
 
-The MCP server, the command line and the tests use it alike. A write is one command in
-one write transaction: parse, check a retried requestId, decide events against the live
-views (folding each into an overlay), append them guarded by the versions read, fold
-them into the views inline, and answer from what the overlay folded: exactly what was
-stored. Nothing of a rejected call is written.
+The MCP server, the command line and the tests use it alike. A write is parsed, checked
+against its caller's grants and run as one command in one write transaction
+(`commands.commit`); a read runs under the store's lock, or beside the writer in a read
+snapshot of its own (`Memory.alongside`).
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ import msgspec
 from chronograph.application.engine.access import calling, check
 from chronograph.application.engine.arguments import parse
 from chronograph.application.engine.background import IMAGE_IDLE, following, keeping
-from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.commands import Written, commit
 from chronograph.application.engine.config import model_cache
 from chronograph.application.engine.exportdir import ExportDir
 from chronograph.application.engine.outputs import Out
@@ -29,18 +28,13 @@ from chronograph.application.engine.registry import Tool, find
 from chronograph.application.engine.storelock import StoreLock
 from chronograph.application.engine.stores import open_store
 from chronograph.application.engine.timeline import Timeline
-from chronograph.application.errors import ChronographError, RequestReplayError, StorageError
+from chronograph.application.errors import StorageError
 from chronograph.eventstore import (
-    ConcurrencyError,
     EventStoreError,
-    LogTransaction,
     Scrubbed,
-    StorageFullError,
-    StoreUnavailableError,
 )
-from chronograph.eventstore.keys import digest
 from chronograph.eventstore.lmdb import resident
-from chronograph.projections import LmdbState, Progress, ProjectionError, Views, paused_gc
+from chronograph.projections import Progress, ProjectionError, Views, paused_gc
 from chronograph.projections.errors import EmbeddingsUnavailableError
 from chronograph.projections.search.embedder import open_embedder
 from chronograph.projections.team.view import TeamView
@@ -67,22 +61,6 @@ back (see `eventstore.lmdb.resident`)."""
 CLOSING_PATIENCE = 0.5
 """Seconds a closing store waits for a log out of reach (its database gone) before it gives up
 keeping its search images; the next process builds them instead."""
-
-
-class Written(msgspec.Struct, frozen=True):
-    """What a call returns: its output, and whether it changed the store."""
-
-    output: Out
-    changed: bool
-    replayed: bool = False
-    workspaces: tuple[str, ...] = ()
-    """The workspaces the call touched (each checked against its principal's grants)."""
-
-
-class _Remembered(msgspec.Struct, frozen=True, array_like=True):
-    arguments: bytes
-    """digest of the call's arguments (without the requestId)"""
-    output: msgspec.Raw
 
 
 class Memory:
@@ -300,83 +278,12 @@ class Memory:
                 before(self, spec, args)
             if spec.reads and getattr(args, "action", None) in spec.reads:
                 return Written(self._answer(spec, args), changed=False, workspaces=workspaces)
-            written = self._write(spec, args, actor=actor, correlation_id=correlation_id,
-                                 principal=principal.name)
+            written = commit(self, spec, args, actor=actor, correlation_id=correlation_id,
+                             principal=principal.name)
             written = msgspec.structs.replace(written, workspaces=workspaces)
             for after in self.after_write:
                 after(self, spec, args, written)
             return written
-
-    def _write(self, spec: Tool, args: Any, *, actor: str, correlation_id: str | None, principal: str) -> Written:
-        workspace: str = getattr(args, "workspace", "default")
-        request_id = getattr(args, "request_id", UNSET)
-        key = None if request_id is UNSET else f"{spec.name}\x00{workspace}\x00{request_id}"
-        fingerprint = b""
-        if key is not None:
-            fingerprint = digest(msgspec.msgpack.encode(msgspec.structs.replace(args, request_id=UNSET)), 32)
-        correlation = correlation_id or os.urandom(16).hex()
-
-        def work(tx: LogTransaction, views: LmdbState) -> Written:
-            if key is not None:
-                recalled = tx.recall(key)
-                if recalled is not None:
-                    if recalled.result is None:
-                        raise RequestReplayError(spec.name, str(request_id), erased=True)
-                    remembered = msgspec.msgpack.decode(recalled.result, type=_Remembered)
-                    if remembered.arguments != fingerprint:
-                        raise RequestReplayError(spec.name, str(request_id))
-                    output = msgspec.msgpack.decode(remembered.output, type=spec.output)
-                    return Written(output, changed=False, replayed=True)
-            batch = Batch(tx, views, workspace, actor=actor, correlation_id=correlation, idempotency_key=key)
-            batch.teams = self.teams
-            batch.scrub = self.scrub
-            if self.semantic is not None:
-                batch.embed_now = self.semantic.embed_now
-            batches.append(batch)
-            output = spec.handler(batch, args)
-            writes = batch.writes()
-            if writes or key is not None:
-                result = None
-                if key is not None:
-                    result = msgspec.msgpack.encode(
-                        _Remembered(fingerprint, msgspec.Raw(msgspec.msgpack.encode(output)))
-                    )
-                appended = tx.append(
-                    writes, actor=actor, correlation_id=correlation, idempotency_key=key, result=result,
-                    principal=principal,
-                )
-                batch.confirm(appended)
-            return Written(output, changed=bool(writes))
-
-        batches: list[Batch] = []  # the last one ran in the transaction that committed
-        try:
-            with self.lock:
-                try:
-                    written = self.views.transact(work)
-                except BaseException:
-                    if self.teams.dirty:
-                        self.teams.discard()
-                    raise
-                self.teams.committed()
-                if batches and batches[-1].afterwards and not written.replayed:
-                    output = written.output
-                    for then in batches[-1].afterwards:
-                        output = then(output)
-                    written = msgspec.structs.replace(written, output=output)
-        except StorageFullError as error:
-            raise StorageError(str(error)) from None
-        except ConcurrencyError as error:  # only if the views were wrong about a version
-            raise ChronographError(f"{error}; nothing was written") from None
-        except StoreUnavailableError as error:  # it says itself what may have been stored
-            raise StorageError(f"The store could not take the write: {error}") from None
-        except (EventStoreError, ProjectionError) as error:
-            raise StorageError(f"The store could not take the write: {error}; nothing was written") from None
-        if batches and batches[-1].unlocked and not written.replayed:
-            output = written.output
-            for then in batches[-1].unlocked:
-                output = then(output)
-            written = msgspec.structs.replace(written, output=output)
-        return written
 
     def read(self, tool: Tool | str, arguments: dict[str, Any], *,
              reply_limit: int | None | Literal["server"] = "server", principal: Principal = LOCAL_PRINCIPAL) -> Out:

@@ -1,0 +1,130 @@
+"""A command's write: one transaction that parses nothing and decides everything.
+
+`Memory.write` checks the caller and runs the adapters' work around it; `commit` is the
+transaction itself: a retried requestId answered from what the log remembers, the command
+decided against the live views (folding each event into an overlay), its events appended
+guarded by the versions read and folded into the views inline, and the answer made from
+what the overlay folded: exactly what was stored. Nothing of a rejected call is written.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.outputs import Out
+from chronograph.application.engine.registry import Tool
+from chronograph.application.errors import ChronographError, RequestReplayError, StorageError
+from chronograph.eventstore import (
+    ConcurrencyError,
+    EventStoreError,
+    LogTransaction,
+    StorageFullError,
+    StoreUnavailableError,
+)
+from chronograph.eventstore.keys import digest
+from chronograph.projections import LmdbState, ProjectionError
+from msgspec import UNSET
+
+if TYPE_CHECKING:
+    from chronograph.application.engine.service import Memory
+
+__all__ = ["Written", "commit"]
+
+
+class Written(msgspec.Struct, frozen=True):
+    """What a call returns: its output, and whether it changed the store."""
+
+    output: Out
+    changed: bool
+    replayed: bool = False
+    workspaces: tuple[str, ...] = ()
+    """The workspaces the call touched (each checked against its principal's grants)."""
+
+
+class _Remembered(msgspec.Struct, frozen=True, array_like=True):
+    arguments: bytes
+    """digest of the call's arguments (without the requestId)"""
+    output: msgspec.Raw
+
+
+def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id: str | None, principal: str) -> Written:
+    """Run the command `spec` with parsed `args` in one write transaction of `memory`'s views,
+    its events recorded as `actor`'s and `principal`'s (`correlation_id`, default: a new one).
+
+    Raises:
+        RequestReplayError: If its requestId was used with other arguments, or erased.
+        StorageError: If the store could not take the write; nothing was written.
+        ChronographError: What the command refuses; nothing was written.
+    """
+    workspace: str = getattr(args, "workspace", "default")
+    request_id = getattr(args, "request_id", UNSET)
+    key = None if request_id is UNSET else f"{spec.name}\x00{workspace}\x00{request_id}"
+    fingerprint = b""
+    if key is not None:
+        fingerprint = digest(msgspec.msgpack.encode(msgspec.structs.replace(args, request_id=UNSET)), 32)
+    correlation = correlation_id or os.urandom(16).hex()
+
+    def work(tx: LogTransaction, views: LmdbState) -> Written:
+        if key is not None:
+            recalled = tx.recall(key)
+            if recalled is not None:
+                if recalled.result is None:
+                    raise RequestReplayError(spec.name, str(request_id), erased=True)
+                remembered = msgspec.msgpack.decode(recalled.result, type=_Remembered)
+                if remembered.arguments != fingerprint:
+                    raise RequestReplayError(spec.name, str(request_id))
+                output = msgspec.msgpack.decode(remembered.output, type=spec.output)
+                return Written(output, changed=False, replayed=True)
+        batch = Batch(tx, views, workspace, actor=actor, correlation_id=correlation, idempotency_key=key)
+        batch.teams = memory.teams
+        batch.scrub = memory.scrub
+        if memory.semantic is not None:
+            batch.embed_now = memory.semantic.embed_now
+        batches.append(batch)
+        output = spec.handler(batch, args)
+        writes = batch.writes()
+        if writes or key is not None:
+            result = None
+            if key is not None:
+                result = msgspec.msgpack.encode(
+                    _Remembered(fingerprint, msgspec.Raw(msgspec.msgpack.encode(output)))
+                )
+            appended = tx.append(
+                writes, actor=actor, correlation_id=correlation, idempotency_key=key, result=result,
+                principal=principal,
+            )
+            batch.confirm(appended)
+        return Written(output, changed=bool(writes))
+
+    batches: list[Batch] = []  # the last one ran in the transaction that committed
+    try:
+        with memory.lock:
+            try:
+                written = memory.views.transact(work)
+            except BaseException:
+                if memory.teams.dirty:
+                    memory.teams.discard()
+                raise
+            memory.teams.committed()
+            if batches and batches[-1].afterwards and not written.replayed:
+                output = written.output
+                for then in batches[-1].afterwards:
+                    output = then(output)
+                written = msgspec.structs.replace(written, output=output)
+    except StorageFullError as error:
+        raise StorageError(str(error)) from None
+    except ConcurrencyError as error:  # only if the views were wrong about a version
+        raise ChronographError(f"{error}; nothing was written") from None
+    except StoreUnavailableError as error:  # it says itself what may have been stored
+        raise StorageError(f"The store could not take the write: {error}") from None
+    except (EventStoreError, ProjectionError) as error:
+        raise StorageError(f"The store could not take the write: {error}; nothing was written") from None
+    if batches and batches[-1].unlocked and not written.replayed:
+        output = written.output
+        for then in batches[-1].unlocked:
+            output = then(output)
+        written = msgspec.structs.replace(written, output=output)
+    return written
