@@ -30,7 +30,9 @@ from chronograph.application.errors import InvalidArgumentsError, ReplyTooLargeE
 from chronograph.eventstore.lmdb import resident
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["FORMATS", "ExportGraph", "ExportOut", "Format", "Overflow", "Sink", "checked", "export", "render"]
+__all__ = [
+    "FORMATS", "ExportGraph", "ExportOut", "Format", "Overflow", "Sink", "checked", "export", "render", "render_into",
+]
 
 Format = Literal["jsonl", "json", "markdown", "mermaid", "dot"]
 FORMATS: tuple[Format, ...] = ("jsonl", "json", "markdown", "mermaid", "dot")
@@ -157,6 +159,22 @@ def render(graph: Graph, fmt: Format, workspace: str = "default") -> str:
     sink = Sink()
     _RENDERERS[fmt](graph["entities"], graph["relations"], graph.get("context"), workspace, sink)
     return sink.text()
+
+
+def render_into(sink: Sink, fmt: Format, entities: Iterable[dict[str, Any]], relations: Iterable[dict[str, Any]],
+                context: dict[str, Any] | None = None, workspace: str = "default") -> None:
+    """Write the graph of `entities` and `relations` (plain data, each iterated once, as lazily as
+    they come) in `fmt` into `sink`, and close it; if that fails, what the sink held is dropped.
+
+    Raises:
+        Overflow: If `sink` passes its limit.
+    """
+    try:
+        _RENDERERS[fmt](entities, relations, context, workspace, sink)
+    except BaseException:
+        sink.discard()
+        raise
+    sink.close()
 
 
 def _jsonl(entities: Iterable[dict[str, Any]], relations: Iterable[dict[str, Any]], context: dict[str, Any] | None,
@@ -371,10 +389,5 @@ def export(memory: Memory, workspace: str, fmt: Format, as_of: Any, sink: Sink,
         totals = (held.entities, held.relations) if held is not None else (0, 0)
         entities = plain(moment.graph.entities(workspace), entity_out, 0)
         relations = plain(moment.graph.relations(workspace), relation_out, 1)
-        try:
-            _RENDERERS[fmt](entities, relations, shown, workspace, sink)
-        except BaseException:
-            sink.discard()
-            raise
-        sink.close()
+        render_into(sink, fmt, entities, relations, shown, workspace)
     return counts[0], counts[1]

@@ -5,7 +5,10 @@ registry of tools over the same commands and events (`from_n2n` reads an n2n pro
 for `chronograph import`). It imports nothing of `team`.
 """
 
-from chronograph.application.surfaces import from_n2n  # noqa: F401 (registers n2n's project folder as a source)
+from chronograph.application.surfaces import (
+    from_n2n,  # noqa: F401 (registers n2n's project folder as a source)
+    n2nmarkdown,  # noqa: F401 (registers n2n_export_markdown, n2n's last tool)
+)
 from chronograph.application.surfaces.kuzu import KUZU, KUZU_TOOLS
 from chronograph.application.surfaces.n2n import N2N, N2N_TOOLS
 from chronograph.application.surfaces.workspace import WORKSPACE, WORKSPACE_TOOLS

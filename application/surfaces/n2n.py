@@ -8,9 +8,7 @@ Each tool translates to our own commands and queries on the project's workspace 
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
@@ -22,19 +20,15 @@ from chronograph.application.core import search as core_search
 from chronograph.application.engine.arguments import Args, D, Items, Name, ObservationList, Query, parse
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.budget import ReplyBudget
-from chronograph.application.engine.exportdir import REFUSALS
 from chronograph.application.engine.outputs import ObjectOut, object_out
 from chronograph.application.engine.registry import Registry
 from chronograph.application.engine.service import Memory
-from chronograph.application.errors import InvalidArgumentsError, NotFoundError, UnavailableError
-from chronograph.application.lifecycle.export import render
 from chronograph.application.surfaces.projectroot import project_root, project_workspace, workspace_name
 from chronograph.eventstore import EntityCreated, ObservationsAdded
-from chronograph.eventstore.files import WriteRefused, write_file
 from chronograph.projections import new_entity_stream
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["N2N", "N2N_TOOLS", "project_graph"]
+__all__ = ["N2N", "N2N_TOOLS", "N2nArgs", "Path_", "done", "project_graph"]
 
 N2N = Registry(files="project")
 """n2n-memory's twelve tools. Any of them may write inside the project root: adopting a new one
@@ -61,7 +55,7 @@ class N2nArgs(Args, kw_only=True):
         return (workspace_name(project_root("n2n", self.project_path)),)
 
 
-def _done(message: str, action: str = "MEMORY_UPDATED", **fields: Any) -> ObjectOut:
+def done(message: str, action: str = "MEMORY_UPDATED", **fields: Any) -> ObjectOut:
     return object_out(status="success", message=message, **fields,
                       _protocol={"action": action, "reminder": REMINDER})
 
@@ -97,7 +91,7 @@ def n2n_add_entities(batch: Batch, args: AddEntities) -> ObjectOut:
             created.append(item.name)
         else:
             merged += _add(batch, entity.name, item.observations)
-    return _done(f"Created {len(created)} entities; merged {merged} new observations into existing ones",
+    return done(f"Created {len(created)} entities; merged {merged} new observations into existing ones",
                  created=created, mergedObservations=merged)
 
 
@@ -134,7 +128,7 @@ def n2n_add_observations(batch: Batch, args: AddObservations) -> ObjectOut:
             skipped.append(item.entity_name)
         else:
             added += _add(batch, item.entity_name, item.contents)
-    return _done(f"Added {added} observations" + (f"; skipped missing entities {skipped}" if skipped else ""),
+    return done(f"Added {added} observations" + (f"; skipped missing entities {skipped}" if skipped else ""),
                  addedCount=added, skippedEntities=skipped)
 
 
@@ -158,7 +152,7 @@ def n2n_create_relations(batch: Batch, args: CreateRelations) -> ObjectOut:
     raw = [{"from": r.source, "to": r.target, "relationType": r.relation_type} for r in args.relations]
     made = _core("n2n_create_relations", batch, core_relations.create_relations, {"relations": raw},
                  core_relations.CreateRelations, batch.workspace)
-    return _done(f"Created {len(made.relations)} relations", createdCount=len(made.relations))
+    return done(f"Created {len(made.relations)} relations", createdCount=len(made.relations))
 
 
 N2N_PAGING = ("Page through it: n2n_read_graph with limit {fit} and offset 0, then offset by each page's "
@@ -189,7 +183,7 @@ def n2n_read_graph(memory: Memory, args: ReadGraph) -> ObjectOut:
     graph["relations"] = [r for r in graph["relations"] if r["from"] in names and r["to"] in names]
     total = page.total_entities if page.total_entities is not UNSET else len(page.entities)
     context = _core("n2n_read_graph", memory, core_context.read_context, {}, core_context.ReadContext, ws)
-    return _done("Memory loaded", "MEMORY_LOADED", graph={"entities": graph["entities"],
+    return done("Memory loaded", "MEMORY_LOADED", graph={"entities": graph["entities"],
                  "relations": graph["relations"]}, context=_context(context), totalEntityCount=total,
                  isTruncated=args.offset + len(page.entities) < total)
 
@@ -246,7 +240,7 @@ def n2n_update_context(batch: Batch, args: UpdateContext) -> ObjectOut:
               if k in ("activeTask", "status", "reason", "nextSteps", "lastCommit")}
     out = _core("n2n_update_context", batch, core_context.update_context, fields, core_context.UpdateContext,
                 batch.workspace)
-    return _done("Context updated", "CONTEXT_SYNCED", context=_context(out))
+    return done("Context updated", "CONTEXT_SYNCED", context=_context(out))
 
 
 class Search(N2nArgs, kw_only=True):
@@ -292,7 +286,7 @@ class DeleteEntities(N2nArgs, kw_only=True):
 def n2n_delete_entities(batch: Batch, args: DeleteEntities) -> ObjectOut:
     out = _core("n2n_delete_entities", batch, core_entities.delete_entities, {"entityNames": args.entity_names},
                 core_entities.DeleteEntities, batch.workspace)
-    return _done(f"Deleted {out.deleted} entities", deletedCount=out.deleted)
+    return done(f"Deleted {out.deleted} entities", deletedCount=out.deleted)
 
 
 class Deletion(Args, kw_only=True):
@@ -310,7 +304,7 @@ def n2n_delete_observations(batch: Batch, args: DeleteObservations) -> ObjectOut
     raw = [{"entityName": d.entity_name, "observations": d.observations} for d in args.deletions]
     out = _core("n2n_delete_observations", batch, core_entities.delete_observations, {"deletions": raw},
                 core_entities.DeleteObservations, batch.workspace)
-    return _done(f"Deleted {out.deleted} observations", deletedCount=out.deleted)
+    return done(f"Deleted {out.deleted} observations", deletedCount=out.deleted)
 
 
 class DeleteRelations(N2nArgs, kw_only=True):
@@ -322,7 +316,7 @@ def n2n_delete_relations(batch: Batch, args: DeleteRelations) -> ObjectOut:
     raw = [{"from": r.source, "to": r.target, "relationType": r.relation_type} for r in args.relations]
     out = _core("n2n_delete_relations", batch, core_relations.delete_relations, {"relations": raw},
                 core_relations.DeleteRelations, batch.workspace)
-    return _done(f"Deleted {out.deleted} relations", deletedCount=out.deleted)
+    return done(f"Deleted {out.deleted} relations", deletedCount=out.deleted)
 
 
 class OpenNodes(N2nArgs, kw_only=True):
@@ -336,50 +330,6 @@ def n2n_open_nodes(memory: Memory, args: OpenNodes) -> ObjectOut:
     names = {e.name for e in out.entities}
     relations = [r for r in msgspec.to_builtins(out.relations) if r["from"] in names and r["to"] in names]
     return object_out(entities=msgspec.to_builtins(out.entities), relations=relations)
-
-
-class ExportMarkdown(N2nArgs, kw_only=True):
-    output_path: Path_ = "KNOWLEDGE_GRAPH.md"
-    overwrite: Annotated[bool, D(description="Replace an existing file")] = False
-
-
-@N2N.query("n2n_export_markdown", "Export Markdown", "Export the graph to Markdown inside the project root "
-           "(outputPath relative to it, default KNOWLEDGE_GRAPH.md)", kind="export")
-def n2n_export_markdown(memory: Memory, args: ExportMarkdown) -> ObjectOut:
-    ws = args.workspace
-    if not memory.project_files:
-        raise UnavailableError("This server writes no project files (HTTP without --allow-http-export)")
-    root = project_root("n2n_export_markdown", args.project_path)
-    target = _inside(root, args.output_path)
-    text = render(project_graph(memory, ws), "markdown", root.name)
-    try:
-        write_file(target, text.encode("utf-8"), overwrite=args.overwrite, flag="overwrite: true", within=root)
-    except WriteRefused as error:
-        raise InvalidArgumentsError("n2n_export_markdown", f"outputPath: {target.relative_to(root)} "
-                                    f"{REFUSALS.get(error.reason, 'cannot be written')}") from None
-    return _done(f"Exported the graph to {target.relative_to(root)}", "MEMORY_EXPORTED",
-                 path=str(target.relative_to(root)), bytes=len(text.encode()))
-
-
-def _inside(root: Path, output_path: str) -> Path:
-    """The Markdown file `output_path` names inside `root`: its folder resolved, its own name not
-    (a link there is refused by the writer, never followed)."""
-    tool = "n2n_export_markdown"
-    if os.path.isabs(output_path) or "\x00" in output_path:
-        raise InvalidArgumentsError(tool, "outputPath: must be relative to the project root")
-    named = Path(output_path)
-    if named.name in ("", ".", ".."):
-        raise InvalidArgumentsError(tool, "outputPath: must name a Markdown file (.md) inside the root")
-    folder = Path(os.path.realpath(root / named.parent))
-    target = folder / named.name
-    if folder != root and root not in folder.parents:
-        raise InvalidArgumentsError(tool, "outputPath: escapes the project root")
-    relative = target.relative_to(root)
-    if any(part.startswith(".") for part in relative.parts) or target.suffix.lower() not in (".md", ".markdown"):
-        raise InvalidArgumentsError(tool, "outputPath: must be a Markdown file (.md), not hidden, inside the root")
-    if not folder.is_dir():
-        raise NotFoundError(f"outputPath: the folder {folder.relative_to(root)} does not exist")
-    return target
 
 
 def project_graph(memory: Memory, workspace: str) -> dict[str, Any]:
