@@ -26,8 +26,9 @@ if __package__ in (None, ""):  # run as a script from a checkout
 
 from chronograph.application import Memory
 from chronograph.application.engine.config import resolve_store
+from chronograph.application.engine.sink import Sink
 from chronograph.application.errors import ChronographError
-from chronograph.application.lifecycle.export import FORMATS, Sink, checked, export
+from chronograph.application.lifecycle.export import FORMATS, checked, export
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.files import check_target, guarded_file
 from chronograph.projections import ProjectionError

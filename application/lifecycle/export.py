@@ -6,7 +6,7 @@ An export is written a piece at a time into a `Sink`, from the records as the vi
 them: a file (or stdout) receives the text as it is made, so an export of a million entities
 holds no more than a page of it; an answer holds its text and stops as soon as it passes
 the reply limit, so a refusal costs what the limit allows, not the whole graph. Markdown,
-grouped by type, is written once every entity is read: what passes `SPILL` characters of it
+grouped by type, is written once every entity is read: what passes `sink.SPILL` characters of it
 waits in a temporary file.
 """
 
@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from chronograph.application.core.context import ReadContext, read_context
@@ -26,6 +25,7 @@ from chronograph.application.engine.exportdir import ExportRefused
 from chronograph.application.engine.outputs import Out, entity_out, relation_out
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
+from chronograph.application.engine.sink import Overflow, Sink
 from chronograph.application.errors import InvalidArgumentsError, ReplyTooLargeError, StorageError
 from chronograph.eventstore.lmdb import resident
 from msgspec import UNSET, Meta, UnsetType
@@ -53,104 +53,6 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _INDENTED = json.JSONEncoder(ensure_ascii=False, indent=2)
 STAGES = ("entities", "relations")
 Progress = Callable[[str, int, int], None]
-SPILL = 16 << 20
-"""Characters of held sections a sink passing its text on keeps in memory (see `Sink`)."""
-Section = tuple[int, str]
-MAIN: Section = (0, "")
-"""The section of every piece of a format written in order (all but Markdown's)."""
-
-
-class Overflow(Exception):
-    """A sink passed its limit: `chars` characters were written when it stopped."""
-
-    def __init__(self, chars: int) -> None:
-        super().__init__(chars)
-        self.chars = chars
-
-
-class Sink:
-    """Where an export's text goes, a piece at a time: passed on to `write` as it comes (a file),
-    or held (`text`). Pieces given a section other than `MAIN` are held until `close`, which
-    writes every section in order of its key (Markdown writes its entities under their type); a
-    sink that passes its text on keeps at most `spill` characters of them in memory, the rest
-    in a temporary file until then.
-
-    Raises `Overflow` once more than `limit` characters came (None: no limit)."""
-
-    def __init__(self, write: Callable[[str], object] | None = None, *, limit: int | None = None,
-                 spill: int = SPILL) -> None:
-        self._write = write
-        self._held: list[str] = []
-        self._sections: dict[Section, list[str]] = {}
-        self._sectioned = False
-        self._pending = 0
-        self._spill = spill
-        self._file: IO[bytes] | None = None
-        self._spilled: dict[Section, list[tuple[int, int]]] = {}
-        """Each section's chunks in the temporary file: (offset, bytes)"""
-        self.limit = limit
-        self.chars = 0
-
-    def __call__(self, text: str, section: Section = MAIN) -> None:
-        self.chars += len(text)
-        if self.limit is not None and self.chars > self.limit:
-            raise Overflow(self.chars)
-        if section == MAIN and not self._sectioned:
-            self._emit(text)
-            return
-        self._sectioned = True
-        self._sections.setdefault(section, []).append(text)
-        self._pending += len(text)
-        if self._write is not None and self._pending > self._spill:
-            self._spill_sections()
-
-    def _spill_sections(self) -> None:
-        """Move the held sections into the temporary file, a chunk each."""
-        if self._file is None:
-            self._file = tempfile.TemporaryFile(prefix="chronograph-export-")  # noqa: SIM115 (closed by close)
-        for section, texts in self._sections.items():
-            data = "".join(texts).encode("utf-8", "surrogatepass")
-            self._spilled.setdefault(section, []).append((self._file.tell(), len(data)))
-            self._file.write(data)
-        self._sections.clear()
-        self._pending = 0
-
-    def _emit(self, text: str) -> None:
-        if self._write is None:
-            self._held.append(text)
-        else:
-            self._write(text)
-
-    def close(self) -> None:
-        """Write the held sections, in order."""
-        try:
-            for section in sorted(self._sections.keys() | self._spilled.keys()):
-                for offset, length in self._spilled.pop(section, ()):
-                    assert self._file is not None
-                    self._file.seek(offset)
-                    self._emit(self._file.read(length).decode("utf-8", "surrogatepass"))
-                for text in self._sections.pop(section, ()):
-                    self._emit(text)
-        finally:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
-            self._pending = 0
-
-    def discard(self) -> None:
-        """Drop what is held (the export failed): nothing more is written, the temporary file goes."""
-        self._sections.clear()
-        self._spilled.clear()
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-    def text(self) -> str:
-        """Everything written (a sink without `write`), once closed."""
-        self.close()
-        return "".join(self._held)
-
-
 Renderer = Callable[[Iterable[dict[str, Any]], Iterable[dict[str, Any]], dict[str, Any] | None, str, Sink], None]
 
 

@@ -4,7 +4,7 @@ order n2n writes, stable for git diffs).
 
 The file is written as the views are read, from one read snapshot: what is held in memory
 is each entity's and relation's sort key, not the graph (the Markdown groups entities under
-their type, and the sections past `export.SPILL` wait in a temporary file). The file takes
+their type, and the sections past `sink.SPILL` wait in a temporary file). The file takes
 its place whole, or not at all.
 """
 
@@ -21,8 +21,9 @@ from chronograph.application.engine.arguments import D
 from chronograph.application.engine.exportdir import REFUSALS
 from chronograph.application.engine.outputs import ObjectOut, PageEntityOut, entity_out
 from chronograph.application.engine.service import Memory
+from chronograph.application.engine.sink import Sink
 from chronograph.application.errors import InvalidArgumentsError, NotFoundError, StorageError, UnavailableError
-from chronograph.application.lifecycle.export import CHUNK, Sink, render_into
+from chronograph.application.lifecycle.export import CHUNK, render_into
 from chronograph.application.surfaces.n2n import N2N, N2nArgs, Path_, done
 from chronograph.application.surfaces.projectroot import project_root
 from chronograph.eventstore.files import WriteRefused, guarded_file

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from chronograph.application import Memory
 from chronograph.application.engine.exportdir import ExportDir, ExportRefused
-from chronograph.application.lifecycle.export import FORMATS, Overflow, Sink, export, render
+from chronograph.application.engine.sink import Overflow, Sink
+from chronograph.application.lifecycle.export import FORMATS, export, render
 from chronograph.tools.export_graph import main as export_main
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -34,26 +35,6 @@ def test_json_written_an_item_at_a_time_is_the_document_dumped_whole(graph: dict
     whole = {"entities": document["entities"], "relations": document["relations"],
              **({"context": document["context"]} if "context" in document else {})}
     assert render(graph, "json") == json.dumps(whole, indent=2, ensure_ascii=False)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from([(0, ""), (1, "b"), (1, "a"), (2, "")]), text), max_size=12))
-def test_a_sink_writes_its_sections_in_order_held_or_passed_on(pieces: list[tuple[tuple[int, str], str]]) -> None:
-    passed: list[str] = []
-    spilled: list[str] = []
-    held, passing, spilling = Sink(), Sink(passed.append), Sink(spilled.append, spill=3)
-    for section, piece in pieces:
-        held(piece, section)
-        passing(piece, section)
-        spilling(piece, section)
-    passing.close()
-    spilling.close()
-    main = 0  # the pieces of the first section written before any other pass straight on
-    while main < len(pieces) and pieces[main][0] == (0, ""):
-        main += 1
-    rest = sorted(pieces[main:], key=lambda p: p[0])  # stable: in order within a section
-    expected = "".join(t for _, t in pieces[:main]) + "".join(t for _, t in rest)
-    assert held.text() == "".join(passed) == "".join(spilled) == expected
 
 
 @pytest.fixture

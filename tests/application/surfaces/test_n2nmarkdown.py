@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 from chronograph.application import Memory
-from chronograph.application.lifecycle.export import Sink, render
+from chronograph.application.engine.sink import Sink
+from chronograph.application.lifecycle.export import render
 from chronograph.application.surfaces.n2n import project_graph
 from chronograph.application.surfaces.n2nmarkdown import write_markdown
 from hypothesis import HealthCheck, example, given, settings
