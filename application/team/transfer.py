@@ -1,6 +1,7 @@
 """Moving team entries in and out (`memory_export`, `memory_import`).
 
-Export writes JSON (what import reads back), Markdown or YAML, as text in the reply.
+Export writes JSON (what import reads back), Markdown or YAML, as text in the reply, an entry
+at a time (`documents`): an answer over the reply limit is refused where it passes it.
 Import is all or nothing: the whole file is checked first (its shape, its scopes, and
 with `conflictStrategy: "error"` every existing entry), then written in one transaction.
 """
@@ -8,15 +9,18 @@ with `conflictStrategy: "error"` every existing entry), then written in one tran
 from __future__ import annotations
 
 import json
-import re
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from chronograph.application.engine.arguments import parse
 from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.budget import CHAR
 from chronograph.application.engine.outputs import ObjectOut, object_out
 from chronograph.application.engine.service import Memory
-from chronograph.application.errors import DuplicateError, InvalidArgumentsError
+from chronograph.application.engine.sink import Overflow, Sink
+from chronograph.application.errors import DuplicateError, InvalidArgumentsError, ReplyTooLargeError
 from chronograph.application.team.common import TEAM, Short, Team, TeamArgs, new_id
+from chronograph.application.team.documents import write_document
 from chronograph.application.team.entries import ARGUMENTS, KINDS, entry_fields, entry_out, is_live
 from chronograph.application.team.links import relation_out
 from chronograph.eventstore import clock
@@ -24,7 +28,7 @@ from chronograph.eventstore.teamevents import EntryAdded, EntryRelationCreated, 
 from chronograph.projections.team.state import Entry
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["MemoryExport", "MemoryImport", "yaml"]
+__all__ = ["MemoryExport", "MemoryImport"]
 
 PLURALS = {"tools": "tool", "guidelines": "guideline", "knowledge": "knowledge"}
 Plural = Literal["tools", "guidelines", "knowledge"]
@@ -60,80 +64,32 @@ def memory_export(memory: Memory, args: MemoryExport) -> ObjectOut:
         and (wanted is None or wanted.intersection(state.tags_of.get(e.id, ())))
     ]
     at = clock.isoformat(team.now)
-    entries: dict[str, list[dict[str, Any]]] = {KINDS[t].plural: [] for t in types}
+    by_kind: dict[str, list[Entry]] = {KINDS[t].plural: [] for t in types}
     for entry in chosen:
-        out = entry_out(entry, versions=args.include_versions)
-        out["tags"] = [state.tags[t].name for t in state.tags_of.get(entry.id, ())]
-        entries[KINDS[entry.type].plural].append(out)
+        by_kind[KINDS[entry.type].plural].append(entry)
+
+    def shaped(entries: list[Entry]) -> Iterator[dict[str, Any]]:
+        for entry in entries:
+            out = entry_out(entry, versions=args.include_versions)
+            out["tags"] = [state.tags[t].name for t in state.tags_of.get(entry.id, ())]
+            yield out
+
     ids = {e.id for e in chosen}
-    relations = [relation_out(r) for r in state.relations.values() if r.source_id in ids or r.target_id in ids]
-    document = {"version": "1.0", "exportedAt": at, "entries": entries, "relations": relations}
-    if args.format == "json":
-        content = json.dumps(document, indent=2, ensure_ascii=False)
-    elif args.format == "yaml":
-        content = yaml(document)
-    else:
-        content = _markdown(document)
+    relations = (relation_out(r) for r in state.relations.values() if r.source_id in ids or r.target_id in ids)
+    limit = memory.limit_for(memory_export)
+    sink = Sink(limit=None if limit is None else limit // CHAR)  # the reply carries the text twice
+    try:
+        write_document(args.format, sink, at, {plural: shaped(entries) for plural, entries in by_kind.items()},
+                       relations)
+    except Overflow as over:
+        assert limit is not None
+        raise ReplyTooLargeError("memory_export", over.chars * CHAR, limit, "Export fewer entries at a time: name "
+                                 "types, scopeType/scopeId or tags.", at_least=True) from None
+    content = sink.text()
     metadata = {"exportedAt": at, "entryCount": len(chosen), "types": [KINDS[t].plural for t in types],
                 "scopeType": None if args.scope_type is UNSET else args.scope_type, "scopeId": scope_id}
     return object_out(success=True, format=args.format, content=content,
                  metadata={k: v for k, v in metadata.items() if v is not None})
-
-
-_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-"""Keys YAML reads as the same string unquoted, unless they are one of `_YAML_WORDS`."""
-_YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
-
-
-def yaml(value: Any, indent: int = 0) -> str:
-    """`value` (JSON data) as block YAML; strings are double-quoted JSON strings, which YAML reads alike."""
-    pad = " " * indent
-    if isinstance(value, dict):
-        if not value:
-            return pad + "{}\n"
-        lines = []
-        for key, item in value.items():
-            text = str(key)
-            plain = _PLAIN_KEY.fullmatch(text) and text.lower() not in _YAML_WORDS
-            name = text if plain else json.dumps(text, ensure_ascii=False)
-            if isinstance(item, dict | list) and item:
-                lines.append(f"{pad}{name}:\n{yaml(item, indent + 2)}")
-            else:
-                lines.append(f"{pad}{name}: {yaml(item).strip()}\n")
-        return "".join(lines)
-    if isinstance(value, list):
-        if not value:
-            return pad + "[]\n"
-        lines = []
-        for item in value:
-            text = yaml(item, indent + 2)
-            lines.append(f"{pad}- {text.lstrip()}")
-        return "".join(lines)
-    return pad + json.dumps(value, ensure_ascii=False) + "\n"
-
-
-def _markdown(document: dict[str, Any]) -> str:
-    lines = ["# Memory export", "", f"Exported at {document['exportedAt']}.", ""]
-    for plural, entries in document["entries"].items():
-        lines += [f"## {plural.capitalize()}", ""]
-        if not entries:
-            lines += ["_None._", ""]
-        for entry in entries:
-            title = entry.get("name") or entry.get("title")
-            lines += [f"### {title}", "", f"- id: `{entry['id']}`", f"- scope: {entry['scopeType']}"
-                      + (f" `{entry['scopeId']}`" if entry.get("scopeId") else "")]
-            for key in ("category", "priority"):
-                if entry.get(key) is not None:
-                    lines.append(f"- {key}: {entry[key]}")
-            if entry.get("tags"):
-                lines.append("- tags: " + ", ".join(entry["tags"]))
-            current = entry["currentVersion"]
-            lines.append(f"- version: {current['versionNum']}")
-            for key in ("description", "content", "rationale", "constraints", "source", "validUntil"):
-                if current.get(key) is not None:
-                    lines += ["", f"**{key}**: {current[key]}"]
-            lines.append("")
-    return "\n".join(lines)
 
 
 class ScopeTarget(TeamArgs, kw_only=True):
