@@ -28,7 +28,7 @@ from chronograph.application import Memory
 from chronograph.application.engine.config import resolve_store
 from chronograph.application.engine.sink import Sink
 from chronograph.application.errors import ChronographError
-from chronograph.application.lifecycle.export import FORMATS, checked, export
+from chronograph.application.lifecycle.export import FORMATS, checked, export, jsonl_line
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.files import check_target, guarded_file
 from chronograph.projections import ProjectionError
@@ -143,7 +143,7 @@ def _export(memory: Memory, names: list[str], fmt: Any, as_of: Any, write: Calla
             write(("\n" if number == 0 else ",\n") + f"    {json.dumps(name, ensure_ascii=False)}: ")
             sink = Sink(lambda text: write(text.replace("\n", "\n    ")))
         else:  # a section's lines follow its opening line
-            write(("\n" if number else "") + json.dumps({"type": "workspace", "name": name}, ensure_ascii=False))
+            write(("\n" if number else "") + jsonl_line({"type": "workspace", "name": name}))
             sink = Sink(Prefixed(write, "\n"))
         counted = export(memory, name, fmt, as_of, sink, progress)
         entities, relations = entities + counted[0], relations + counted[1]

@@ -31,7 +31,8 @@ from chronograph.eventstore.lmdb import resident
 from msgspec import UNSET, Meta, UnsetType
 
 __all__ = [
-    "FORMATS", "ExportGraph", "ExportOut", "Format", "Overflow", "Sink", "checked", "export", "render", "render_into",
+    "FORMATS", "ExportGraph", "ExportOut", "Format", "Overflow", "Sink", "checked", "export", "jsonl_line", "render",
+    "render_into",
 ]
 
 Format = Literal["jsonl", "json", "markdown", "mermaid", "dot"]
@@ -51,6 +52,14 @@ CHUNK = 256
 """Records converted to plain data at a time (a multiple of it is `TICK`)."""
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _INDENTED = json.JSONEncoder(ensure_ascii=False, indent=2)
+_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+"""Characters JSON leaves raw in a string that readers splitting lines at every Unicode break
+(Python's `str.splitlines`) take for a line's end: escaped in a JSONL line, read back alike."""
+
+
+def jsonl_line(record: Any) -> str:
+    """`record` as one line of a JSONL file (compact, non-ASCII as itself but for `_BREAKS`)."""
+    return _COMPACT.encode(record).translate(_BREAKS)
 STAGES = ("entities", "relations")
 Progress = Callable[[str, int, int], None]
 Renderer = Callable[[Iterable[dict[str, Any]], Iterable[dict[str, Any]], dict[str, Any] | None, str, Sink], None]
@@ -87,23 +96,20 @@ def _jsonl(entities: Iterable[dict[str, Any]], relations: Iterable[dict[str, Any
     metadata, a relation's confidence and metadata, a last line with the workspace's
     context), so that an import brings it back; the official server ignores it.
     """
-    def line(record: dict[str, Any]) -> str:
-        return _COMPACT.encode(record)
-
     gap = ""
     for e in entities:
         entity = {"type": "entity", "name": e["name"], "entityType": e["entityType"], "observations": e["observations"]}
         entity.update((key, e[key]) for key in ("metadata", "validity") if e.get(key))
-        out(gap + line(entity))
+        out(gap + jsonl_line(entity))
         gap = "\n"
     for r in relations:
         relation = {"type": "relation", "from": r["from"], "to": r["to"], "relationType": r["relationType"]}
         relation.update((key, r[key]) for key in ("confidence", "metadata", "validFrom", "validUntil")
                         if r.get(key) not in (None, {}))
-        out(gap + line(relation))
+        out(gap + jsonl_line(relation))
         gap = "\n"
     if context:
-        out(gap + line({"type": "context", **context}))
+        out(gap + jsonl_line({"type": "context", **context}))
 
 
 def _json(entities: Iterable[dict[str, Any]], relations: Iterable[dict[str, Any]], context: dict[str, Any] | None,

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from chronograph.application.lifecycle.importrecords import lines_of
 from chronograph.application.lifecycle.sources import Source, SourceError, provenance, register
 
 __all__ = ["BASIC_MEMORY"]
@@ -65,7 +66,7 @@ def front_matter(note: Path, text: str) -> tuple[dict[str, Any], list[str]]:
     Raises:
         SourceError: If the front matter is never closed.
     """
-    lines = text.splitlines()
+    lines = lines_of(text)  # an observation may hold U+2028 and the like: only newlines end a line
     if not lines or lines[0].strip() != "---":
         return {}, lines
     try:

@@ -9,6 +9,7 @@ first few lines of each, so a file full of bad lines costs a count, not a list.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["FIRST", "NOT_JSON", "Problem", "Problems", "Section", "records"]
+__all__ = ["FIRST", "NOT_JSON", "Problem", "Problems", "Section", "lines_of", "records"]
 
 NOT_JSON = "not JSON"
 FIRST = 5
@@ -101,6 +102,17 @@ class Problems:
         return [(kind, count, first) for kind, (count, first) in ordered]
 
 
+_BREAKS = re.compile(r"\r\n?|\n")
+"""What ends a line of a JSONL file: JSON text holds neither raw, but it may hold U+2028, U+2029,
+U+0085 and the other breaks `str.splitlines` knows inside a string."""
+
+
+def lines_of(text: str) -> list[str]:
+    """`text`'s lines, split at newlines and carriage returns only (one ending the text ends its
+    last line, as `str.splitlines` has it)."""
+    return _BREAKS.split(text.removesuffix("\n").removesuffix("\r")) if text else [""]
+
+
 def records(path: Path, progress: Callable[[int, int], None] | None = None) -> Iterator[Record]:
     """The records of a memory file, in file order (see `Record`).
 
@@ -116,7 +128,7 @@ def records(path: Path, progress: Callable[[int, int], None] | None = None) -> I
     with path.open("rb") as file:
         for raw in file:
             done += len(raw)
-            for line in raw.decode("utf-8", errors="replace").splitlines() or [""]:
+            for line in lines_of(raw.decode("utf-8", errors="replace")):
                 number += 1
                 if progress is not None and number % _EVERY == 0:
                     progress(done, total)

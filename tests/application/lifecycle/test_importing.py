@@ -11,6 +11,7 @@ import msgspec
 import pytest
 from chronograph.application import Memory
 from chronograph.application.lifecycle.importing import FileImport, ImportReport
+from chronograph.tools.export_graph import main as export_main
 from chronograph.tools.import_graph import main as import_main
 
 
@@ -127,3 +128,37 @@ def test_a_legacy_json_document_imports_in_batches_too(tmp_path: Path) -> None:
     path.write_text(json.dumps(document, indent=2), encoding="utf-8")
     job, [(_, report)] = imported(path, tmp_path / "s", batch=2)
     assert (report.created, report.related, job.held) == (9, 1, 2)
+
+
+BREAKS = "a\u2028b\u2029c\x85d\x1ce"
+
+
+@pytest.mark.parametrize("escaped", [True, False])
+def test_a_line_break_unicode_knows_inside_a_string_does_not_end_a_jsonl_line(tmp_path: Path, escaped: bool) -> None:
+    """Python's splitlines ends lines at U+2028 and its kin; JSON holds them raw in strings."""
+    records = [{"type": "entity", "name": f"Ada{BREAKS}", "entityType": f"t{BREAKS}", "observations": [BREAKS]},
+               {"type": "entity", "name": "Bob", "entityType": "t", "observations": []},
+               {"type": "relation", "from": f"Ada{BREAKS}", "to": "Bob", "relationType": f"r{BREAKS}"}]
+    path = tmp_path / "memory.jsonl"
+    path.write_text("\r\n".join(json.dumps(r, ensure_ascii=escaped) for r in records) + "\n", encoding="utf-8")
+    assert import_main([str(path), "--store", str(tmp_path / "store")]) == 0
+    with Memory(tmp_path / "store") as memory:
+        graph = memory.read("read_graph", {})
+    assert [(e.name, e.entity_type, e.observations) for e in graph.entities] == [  # type: ignore[attr-defined]
+        (f"Ada{BREAKS}", f"t{BREAKS}", [BREAKS]), ("Bob", "t", [])]
+    assert [r.relation_type for r in graph.relations] == [f"r{BREAKS}"]  # type: ignore[attr-defined]
+
+
+def test_every_workspace_exported_to_jsonl_comes_back_whole_whatever_its_names_hold(tmp_path: Path) -> None:
+    with Memory(tmp_path / "source") as memory:
+        for workspace in ("alpha", f"beta{BREAKS}"):
+            memory.write("create_entities", {"workspace": workspace, "entities": [
+                {"name": f"{workspace} one", "entityType": "t", "observations": [f"x{BREAKS}"]}]}, actor="t")
+    out = tmp_path / "all.jsonl"
+    assert export_main(["--store", str(tmp_path / "source"), "--all-workspaces", "-o", str(out)]) == 0
+    assert "\u2028" not in out.read_text(encoding="utf-8")  # escaped: any line reader splits it right
+    assert import_main([str(out), "--store", str(tmp_path / "copy")]) == 0
+    with Memory(tmp_path / "copy") as memory:
+        for workspace in ("alpha", f"beta{BREAKS}"):
+            [entity] = memory.read("read_graph", {"workspace": workspace}).entities  # type: ignore[attr-defined]
+            assert (entity.name, entity.observations) == (f"{workspace} one", [f"x{BREAKS}"])
