@@ -57,6 +57,10 @@ _BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0
 (Python's `str.splitlines`) take for a line's end: escaped in a JSONL line, read back alike."""
 
 
+_DOT = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "&": "&amp;"})
+"""A DOT string's escapes (& too: Graphviz reads entities in a label)."""
+
+
 def jsonl_line(record: Any) -> str:
     """`record` as one line of a JSONL file (compact, non-ASCII as itself but for `_BREAKS`)."""
     return _COMPACT.encode(record).translate(_BREAKS)
@@ -133,7 +137,7 @@ def _json(entities: Iterable[dict[str, Any]], relations: Iterable[dict[str, Any]
 def _markdown(entities: Iterable[dict[str, Any]], relations: Iterable[dict[str, Any]],
               context: dict[str, Any] | None, workspace: str, out: Sink) -> None:
     def md(text: str) -> str:
-        escaped = "".join("\\" + c if c in "\\`*_{}[]<>()#+-.!|" else c for c in text)
+        escaped = "".join("\\" + c if c in "\\`*_{}[]<>()#+-.!|&" else c for c in text)  # &: no entity
         return " ".join(escaped.split())  # a newline would end the bullet
 
     types: set[str] = set()
@@ -159,7 +163,8 @@ def _markdown(entities: Iterable[dict[str, Any]], relations: Iterable[dict[str, 
 def _mermaid(entities: Iterable[dict[str, Any]], relations: Iterable[dict[str, Any]],
              context: dict[str, Any] | None, workspace: str, out: Sink) -> None:
     def label(text: str) -> str:
-        entities = {"&": "#amp;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "#": "#35;", "\n": " ", "|": "#124;"}
+        entities = {"&": "#amp;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "#": "#35;", "\n": " ", "|": "#124;",
+                    "`": "#96;", "%": "#37;"}  # a backtick opens Markdown text; %% a comment or a directive
         return "".join(entities.get(c, c) for c in text)
 
     ids: dict[str, str] = {}
@@ -178,7 +183,7 @@ def _mermaid(entities: Iterable[dict[str, Any]], relations: Iterable[dict[str, A
 def _dot(entities: Iterable[dict[str, Any]], relations: Iterable[dict[str, Any]], context: dict[str, Any] | None,
          workspace: str, out: Sink) -> None:
     def quoted(text: str) -> str:
-        return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+        return '"' + text.translate(_DOT) + '"'
 
     out(f"digraph {quoted('memory: ' + workspace)} {{\n    rankdir=LR;\n    node [shape=box];\n")
     for e in entities:

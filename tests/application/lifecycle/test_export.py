@@ -137,3 +137,17 @@ def test_a_failed_export_drops_its_spilled_sections_and_writes_nothing_more() ->
     sink.discard()
     sink.close()
     assert written == [] and sink._file is None  # noqa: SLF001
+
+
+def test_drawings_and_markdown_escape_what_their_readers_would_take_for_syntax() -> None:
+    """A backtick opens Mermaid's Markdown text and %% its comments and directives; Graphviz and
+    Markdown read HTML entities (a name AT&amp;T must not show as AT&T)."""
+    graph = {"entities": [{"name": "`code` AT&amp;T", "entityType": "%%{init: {}}%%", "observations": ["a&lt;b"]}],
+             "relations": [{"from": "`code` AT&amp;T", "to": "x", "relationType": "%%{init: {}}%%"}]}
+    mermaid = render(graph, "mermaid")
+    assert "`" not in mermaid and "%" not in mermaid and "#96;code#96; AT#amp;amp;T" in mermaid
+    assert '-->|"#37;#37;{init: {}}#37;#37;"|' in mermaid
+    dot = render(graph, "dot")
+    assert '"`code` AT&amp;amp;T" -> "x" [label="%%{init: {}}%%"];' in dot
+    markdown = render(graph, "markdown")
+    assert "### \\`code\\` AT\\&amp;T" in markdown and "- a\\&lt;b" in markdown
