@@ -24,7 +24,15 @@ from chronograph.application.team.documents import write_document
 from chronograph.application.team.entries import ARGUMENTS, KINDS, entry_fields, entry_out, is_live
 from chronograph.application.team.links import relation_out
 from chronograph.eventstore import clock
-from chronograph.eventstore.teamevents import EntryAdded, EntryRelationCreated, EntryUpdated, TagAttached, TagCreated
+from chronograph.eventstore.teamevents import (
+    EntryAdded,
+    EntryDeactivated,
+    EntryReactivated,
+    EntryRelationCreated,
+    EntryUpdated,
+    TagAttached,
+    TagCreated,
+)
 from chronograph.projections.team.state import Entry
 from msgspec import UNSET, Meta, UnsetType
 
@@ -118,6 +126,8 @@ class _Item:
         self.scope = scope
         self.fields = fields
         self.tags = tags
+        self.active: bool | None = raw.get("isActive")
+        """What the file says of it (None: nothing; an export with includeInactive says false)."""
 
 
 @TEAM.command("memory_import", "Import", "Import entries from a JSON export: conflictStrategy skip, update "
@@ -163,11 +173,28 @@ def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
             counts["updated" if changed else "skipped"] += 1
         if item.id:
             new_ids[item.id] = entry.id
+        if item.active is not None and item.active != entry.active:  # as the file says, kept in the history
+            team.emit(f"am/entry/{entry.id}", EntryReactivated() if item.active else EntryDeactivated(
+                reason=f"Imported inactive ({args.conflict_strategy})"))
         _tag(team, entry, item.tags)
+    errors: list[str] = []
+
+    def end(kind: str, old: str) -> str:
+        """An end's id here: an imported entry's, or a scope's as scopeMapping maps it."""
+        mapped = args.scope_mapping.get(f"{kind}:{old}")
+        if old not in new_ids and mapped is not None and mapped.type == kind and mapped.id is not UNSET:
+            return mapped.id
+        return new_ids.get(old, old)
+
     for raw in relations:
-        source, target = new_ids.get(raw["sourceId"], raw["sourceId"]), new_ids.get(raw["targetId"], raw["targetId"])
-        ends = [(raw["sourceType"], source), (raw["targetType"], target)]
-        if all(end in state.projects or end in state.entries for _, end in ends) and not any(
+        source, target = end(raw["sourceType"], raw["sourceId"]), end(raw["targetType"], raw["targetId"])
+        missing = [f"{kind} {ident}" for kind, ident in ((raw["sourceType"], source), (raw["targetType"], target))
+                   if ident not in state.projects and ident not in state.entries]
+        if missing:
+            errors.append(f"relation {raw['sourceId']} {raw['relationType']} {raw['targetId']} not imported: no "
+                          f"{' and no '.join(missing)} here (map a scope with scopeMapping)")
+            continue
+        if not any(
             (r.source_id, r.target_id, r.relation_type) == (source, target, raw["relationType"])
             for r in state.relations.values()
         ):
@@ -176,7 +203,7 @@ def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
                 relation_id=relation_id, source_type=raw["sourceType"], source_id=source,
                 target_type=raw["targetType"], target_id=target, relation_type=raw["relationType"]), new=True)
     totals = {key: sum(d[key] for d in details.values()) for key in ("created", "updated", "skipped")}
-    return object_out(success=True, **totals, errors=[], details=details)
+    return object_out(success=True, **totals, errors=errors, details=details)
 
 
 def _parse(team: Team, args: MemoryImport) -> tuple[list[_Item], list[dict[str, Any]]]:
@@ -237,6 +264,8 @@ def _problem(label: str, raw: Any) -> str | None:
         return "scopeType must be global, org, project or session"
     if "currentVersion" in raw and not isinstance(raw["currentVersion"], dict):
         return "currentVersion must be an object"
+    if raw.get("isActive") is not None and not isinstance(raw["isActive"], bool):
+        return "isActive must be true or false"
     return None
 
 

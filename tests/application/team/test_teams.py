@@ -299,3 +299,36 @@ def test_the_audit_names_what_each_team_event_is_about(memory: Memory) -> None:
     events = memory.read("get_audit_log", {"allWorkspaces": True}).events
     assert [e.subject for e in events][:2] == ["lock /src/a.py", "tool 'git'"]
     assert events[2].subject.startswith("session sess_") and events[2].subject.endswith("of claude")
+
+
+def test_an_entry_exported_inactive_comes_back_inactive(memory: Memory, tmp_path: Path) -> None:
+    kept = call(memory, "memory_knowledge", action="add", scopeType="global", title="kept", content="a")
+    gone = call(memory, "memory_knowledge", action="add", scopeType="global", title="gone", content="b")
+    call(memory, "memory_knowledge", action="deactivate", id=gone["knowledge"]["id"])
+    exported = call(memory, "memory_export", action="export", includeInactive=True)["content"]
+    assert kept and '"isActive": false' in exported
+    with Memory(tmp_path / "other", sync=False) as other:
+        assert call(other, "memory_import", action="import", content=exported)["created"] == 2
+        listed = call(other, "memory_knowledge", action="list")["knowledge"]
+        assert [e["title"] for e in listed] == ["kept"]
+        every = call(other, "memory_knowledge", action="list", includeInactive=True)["knowledge"]
+        assert {e["title"]: e["isActive"] for e in every} == {"kept": True, "gone": False}
+
+
+def test_a_relation_to_a_project_follows_the_scope_mapping_or_is_reported(memory: Memory, tmp_path: Path) -> None:
+    _, proj = project(memory)
+    entry = call(memory, "memory_guideline", action="add", scopeType="global", name="sql", content="use params")
+    call(memory, "memory_relation", action="create", sourceType="guideline", sourceId=entry["guideline"]["id"],
+         targetType="project", targetId=proj, relationType="applies_to")
+    exported = call(memory, "memory_export", action="export")["content"]
+    with Memory(tmp_path / "other", sync=False) as other:
+        unmapped = call(other, "memory_import", action="import", content=exported)
+        assert unmapped["created"] == 1 and len(unmapped["errors"]) == 1 and proj in unmapped["errors"][0]
+        assert call(other, "memory_relation", action="list")["relations"] == []
+    with Memory(tmp_path / "third", sync=False) as third:
+        _, here = project(third)
+        mapped = call(third, "memory_import", action="import", content=exported,
+                      scopeMapping={f"project:{proj}": {"type": "project", "id": here}})
+        assert mapped["errors"] == []
+        [relation] = call(third, "memory_relation", action="list")["relations"]
+        assert (relation["targetType"], relation["targetId"]) == ("project", here)
