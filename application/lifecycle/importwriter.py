@@ -189,19 +189,41 @@ def context_changes(memory: Memory, section: Section) -> bool:
 
 
 def without(entry: dict[str, Any]) -> dict[str, Any]:
-    """The entity as create_entities takes it, without the observations that carry a valid time."""
-    spans = entry.get("validity") or {}
+    """The entity as create_entities takes it: its observations before the first that carries a
+    valid time (`spanned` adds the rest, in order)."""
     shown = {k: v for k, v in entry.items() if k != "validity"}
-    shown["observations"] = [o for o in entry["observations"] if o not in spans]
+    shown["observations"] = entry["observations"][: _first_spanned(entry)]
     return shown
 
 
 def spanned(entries: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """add_observations items for the observations with a valid time, one per entity and span."""
-    items: dict[tuple[str, str | None, str | None], list[str]] = {}
+    """add_observations items for each entity's observations from the first with a valid time on,
+    in their order: one item a run of observations with the same span (or none)."""
+    items: list[dict[str, Any]] = []
     for name, entry in entries.items():
-        for observation, span in (entry.get("validity") or {}).items():
-            items.setdefault((name, span.get("validFrom"), span.get("validUntil")), []).append(observation)
-    return [{"entityName": name, "contents": contents,
-             **({"validFrom": start} if start else {}), **({"validUntil": end} if end else {})}
-            for (name, start, end), contents in items.items()]
+        spans = entry.get("validity") or {}
+        run: list[str] = []
+        span: tuple[str | None, str | None] = (None, None)
+        for observation in entry["observations"][_first_spanned(entry):]:
+            given = spans.get(observation) or {}
+            this = (given.get("validFrom"), given.get("validUntil"))
+            if run and this != span:
+                items.append(_item(name, run, span))
+                run = []
+            span = this
+            run.append(observation)
+        if run:
+            items.append(_item(name, run, span))
+    return items
+
+
+def _first_spanned(entry: dict[str, Any]) -> int:
+    spans = entry.get("validity") or {}
+    observations = entry["observations"]
+    return next((i for i, o in enumerate(observations) if o in spans), len(observations))
+
+
+def _item(name: str, contents: list[str], span: tuple[str | None, str | None]) -> dict[str, Any]:
+    start, end = span
+    return {"entityName": name, "contents": contents,
+            **({"validFrom": start} if start else {}), **({"validUntil": end} if end else {})}

@@ -162,3 +162,26 @@ def test_every_workspace_exported_to_jsonl_comes_back_whole_whatever_its_names_h
         for workspace in ("alpha", f"beta{BREAKS}"):
             [entity] = memory.read("read_graph", {"workspace": workspace}).entities  # type: ignore[attr-defined]
             assert (entity.name, entity.observations) == (f"{workspace} one", [f"x{BREAKS}"])
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+def test_an_entity_s_observations_keep_their_order_through_an_export_and_import_whatever_their_valid_times(
+        tmp_path: Path, fmt: str) -> None:
+    with Memory(tmp_path / "source") as memory:
+        memory.write("create_entities", {"entities": [{"name": "A", "entityType": "t", "observations": ["o1", "o2"]}]},
+                     actor="t")
+        for contents, span in ((["o3"], {"validUntil": "2001-01-01T00:00:00Z"}), (["o4", "o5"], {}),
+                               (["o6"], {"validFrom": "2000-01-01T00:00:00Z"}), (["o7"], {})):
+            memory.write("add_observations", {"observations": [{"entityName": "A", "contents": contents, **span}]},
+                         actor="t")
+    out = tmp_path / f"graph.{fmt}"
+    assert export_main(["--store", str(tmp_path / "source"), "--format", fmt, "-o", str(out)]) == 0
+    assert import_main([str(out), "--store", str(tmp_path / "copy")]) == 0
+    for valid_at in ("2000-06-01T00:00:00Z", "2026-01-01T00:00:00Z"):
+        seen = []
+        for store in ("source", "copy"):
+            with Memory(tmp_path / store) as memory:
+                [entity] = memory.read("open_nodes", {"names": ["A"], "validAt": valid_at}).entities  # type: ignore[attr-defined]
+                seen.append(entity.observations)
+        assert seen[0] == seen[1] and seen[0][0] == "o1"
+    assert seen[0] == ["o1", "o2", "o4", "o5", "o6", "o7"]
