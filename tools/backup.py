@@ -33,7 +33,7 @@ from chronograph.eventstore import EventStoreError, LmdbLog
 from chronograph.eventstore.copying import copy_log
 from chronograph.eventstore.files import check_target
 from chronograph.eventstore.lmdb.backup import BackupInfo, key_of, write_backup
-from chronograph.tools.common.parsing import add_store_argument, script_main
+from chronograph.tools.common.parsing import add_store_argument, given_file, script_main
 
 import chronograph
 
@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
     parser.add_argument("-o", "--output", metavar="FILE", required=True, help="the backup file to write")
     parser.add_argument("--force", action="store_true", help="replace the output file if it exists")
-    parser.add_argument("--key-file", metavar="FILE",
+    parser.add_argument("--key-file", metavar="FILE", type=given_file,
                         help="seal with the key in FILE (at least 16 secret bytes: head -c 32 /dev/urandom > FILE); "
                              "restore then needs the same --key-file")
 

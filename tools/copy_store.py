@@ -29,7 +29,7 @@ from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.copying import copy_log, verify_copy
 from chronograph.eventstore.lmdb import resident
 from chronograph.projections import ProjectionError
-from chronograph.tools.common.parsing import script_main
+from chronograph.tools.common.parsing import script_main, store_location
 from chronograph.tools.common.progress import Progress
 from chronograph.tools.common.startup import keep_startup_state
 
@@ -38,9 +38,9 @@ __all__ = ["add_arguments", "main", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `copy`."""
-    parser.add_argument("--from", dest="source", required=True, metavar="PATH|URL",
+    parser.add_argument("--from", dest="source", required=True, metavar="PATH|URL", type=store_location,
                         help="the store to copy: a directory or a postgresql:// URL")
-    parser.add_argument("--to", dest="target", required=True, metavar="PATH|URL",
+    parser.add_argument("--to", dest="target", required=True, metavar="PATH|URL", type=store_location,
                         help="where to copy it: an empty (or new) directory or database schema")
 
 

@@ -34,7 +34,7 @@ from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.lmdb.backup import BackupInfo, key_of, read_backup
 from chronograph.eventstore.lmdb.holders import exclusively
 from chronograph.eventstore.lmdb.staging import check_place, extract, put_in_place, staging
-from chronograph.tools.common.parsing import add_store_argument, script_main
+from chronograph.tools.common.parsing import add_store_argument, given_file, script_main
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replace", action="store_true",
                         help="restore over a store that exists (it is kept beside, renamed); refused while a process "
                              "has it open")
-    parser.add_argument("--key-file", metavar="FILE",
+    parser.add_argument("--key-file", metavar="FILE", type=given_file,
                         help="the key the backup was sealed with (backup --key-file): refuse a backup that is not "
                              "sealed with it")
 

@@ -36,6 +36,7 @@ from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES
 from chronograph.server.config import DEFAULT_MAX_BODY, DEFAULT_MAX_REPLY, MAX_MESSAGE, Settings
 from chronograph.tools.common.listening import add_network_argument, may_listen
 from chronograph.tools.common.oauth import add_oauth_arguments, oauth_of
+from chronograph.tools.common.parsing import store_location
 
 import chronograph
 
@@ -50,7 +51,7 @@ EMBEDDINGS_KEY_ENV = "CHRONOGRAPH_EMBEDDINGS_KEY"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `serve`."""
     parser.add_argument(
-        "--store", metavar="PATH|URL",
+        "--store", metavar="PATH|URL", type=store_location,
         help=f"store directory, or a postgresql:// URL to share one log between servers (default: ${STORE_ENV}, "
              f"else {default_store()})",
     )

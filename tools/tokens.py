@@ -129,7 +129,12 @@ def _grants(grants: dict[str, str]) -> str:
 
 
 def _when(at: int | None) -> str | None:
-    return None if at is None else clock.isoformat(at)
+    if at is None:
+        return None
+    try:
+        return clock.isoformat(at)
+    except (OverflowError, ValueError):  # a token an earlier version let expire past year 9999
+        return "9999-12-31T23:59:59.999999Z"
 
 
 def _list(records: list[TokenRecord], used: dict[str, int], *, as_json: bool) -> None:

@@ -42,6 +42,7 @@ def resolve_store(flag: str | os.PathLike[str] | None) -> Path | str:
     named = str(flag) if flag else os.environ.get(STORE_ENV)
     if not named:
         return default_store()
-    if named.startswith(("postgresql://", "postgres://")):
-        return named
+    scheme, found, rest = named.partition("://")
+    if found and scheme.lower() in ("postgresql", "postgres"):  # a URL's scheme is read in any case
+        return f"{scheme.lower()}://{rest}"
     return Path(named).expanduser()

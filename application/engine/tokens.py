@@ -125,6 +125,10 @@ def parse_grants(given: list[str]) -> dict[str, str]:
     return grants
 
 
+LONGEST = 36_500 * 86_400
+"""The longest --expires, in seconds: a century (a date past year 9999 cannot be written or read)."""
+
+
 def parse_duration(text: str) -> int:
     """A duration such as `90d`, `12h`, `30m`, `2w` or `3600s`, in µs.
 
@@ -135,7 +139,11 @@ def parse_duration(text: str) -> int:
     if match is None or int(match[1]) == 0:
         raise InvalidArgumentsError("token", f"--expires {text!r}: say a positive number and a unit: s, m, h, d "
                                     "or w (e.g. 90d)")
-    return int(match[1]) * _UNITS[match[2]] * 1_000_000
+    seconds = int(match[1]) * _UNITS[match[2]]
+    if seconds > LONGEST:
+        raise InvalidArgumentsError("token", f"--expires {text!r}: at most {LONGEST // 86_400}d (a century); leave "
+                                    "--expires out for a token that does not expire")
+    return seconds * 1_000_000
 
 
 class Tokens:

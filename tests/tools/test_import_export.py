@@ -9,8 +9,11 @@ from typing import Any
 import msgspec
 import pytest
 from chronograph.application import Memory
+from chronograph.application.engine.config import resolve_store
 from chronograph.projections import WorkspaceIndex
 from chronograph.projections.search import indexes
+from chronograph.tools.cli import main as chronograph_main
+from chronograph.tools.common.parsing import store_location
 from chronograph.tools.export_graph import main as export_main
 from chronograph.tools.import_graph import main as import_main
 
@@ -434,3 +437,31 @@ def test_the_first_search_after_an_import_loads_the_image_it_kept_in_parts_and_a
     assert len(indexed) == 30  # this time every entity was indexed
     assert from_image == from_entities
     assert [len(answer["entities"]) for answer in from_image][:2] == [5, 11]
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["export", "--store", ""], "argument --store: is empty"),
+    (["import", "FILE", "--store", " "], "argument --store: is empty"),
+    (["copy", "--from", "", "--to", "x"], "argument --from: is empty"),
+    (["copy", "--from", "x", "--to", "mysql://db/x"], "not a mysql:// one"),
+    (["copy", "--from", "x", "--to", "postgresql+psycopg://db/x"], "not a postgresql+psycopg:// one"),
+    (["backup", "-o", "b", "--key-file", ""], "argument --key-file: is empty"),
+    (["restore", "b", "--key-file", ""], "argument --key-file: is empty"),
+    (["serve", "--store", ""], "argument --store: is empty"),
+])
+def test_an_empty_or_foreign_store_or_key_is_refused_before_anything_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str],
+        says: str) -> None:
+    """An unset shell variable made --store '' the per-user store (forget erased there) and
+    --key-file '' no key; a mistyped URL scheme became a folder named after the URL."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(SystemExit) as refused:
+        chronograph_main(argv)
+    assert refused.value.code == 2 and says in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_postgresql_scheme_is_read_in_any_case() -> None:
+    assert resolve_store("PostgreSQL://db.example/team") == "postgresql://db.example/team"
+    assert store_location("Postgres://h/d") == "postgres://h/d"

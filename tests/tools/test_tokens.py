@@ -75,6 +75,8 @@ def test_list_shows_names_grants_and_dates_never_a_secret(
     (["create", "alice", "--grant", "work=owner"], "LEVEL one of read, write, admin"),
     (["create", "alice", "--grant", "work"], "WORKSPACE=LEVEL"),
     (["create", "alice", "--grant", "*=read", "--expires", "forever"], "--expires 'forever'"),
+    (["create", "alice", "--grant", "*=read", "--expires", "5000000d"], "at most 36500d"),
+    (["create", "alice", "--grant", "*=read", "--expires", "999999999w"], "at most 36500d"),
     (["create", "has space", "--grant", "*=read"], "name 'has space'"),
     (["create", "taken", "--grant", "*=read"], "a token named 'taken' exists"),
     (["revoke", "nobody"], "no token is named 'nobody'"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
@@ -66,12 +67,45 @@ def _nearest(typed: str, known: list[str]) -> str:
     return f"; did you mean {close[0]}?" if close else ""
 
 
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def store_location(text: str) -> str:
+    """A store flag's value, checked: a folder, or a postgresql:// URL (its scheme in any case).
+
+    Raises:
+        argparse.ArgumentTypeError: If it is empty (an unset shell variable: it would have meant
+            the per-user store), or a URL of another scheme (it would have become a folder).
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty (an unset variable?); name a folder or a postgresql:// URL")
+    scheme = _SCHEME.match(text)
+    if scheme is not None:
+        if scheme[1].lower() not in ("postgresql", "postgres"):
+            raise argparse.ArgumentTypeError(f"{text!r}: a store is a folder or a postgresql:// URL, not a "
+                                             f"{scheme[1]}:// one")
+        return scheme[1].lower() + text[len(scheme[1]):]
+    return text
+
+
+def given_file(text: str) -> str:
+    """A file flag's value, checked not to be empty (an unset shell variable would have turned the
+    option off).
+
+    Raises:
+        argparse.ArgumentTypeError: If it is empty.
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty (an unset variable?); name a file, or leave the flag out")
+    return text
+
+
 def add_store_argument(parser: argparse.ArgumentParser) -> None:
     """--store (resolved by `application.config.resolve_store`) and --cache."""
-    parser.add_argument("--store", metavar="PATH|URL",
+    parser.add_argument("--store", metavar="PATH|URL", type=store_location,
                         help="store directory or postgresql:// URL (default: $CHRONOGRAPH_STORE, else the per-user "
                              "store)")
-    parser.add_argument("--cache", metavar="DIR",
+    parser.add_argument("--cache", metavar="DIR", type=given_file,
                         help="with a postgresql:// store: where this machine keeps its views (default: the per-user "
                              "cache)")
 
