@@ -139,7 +139,7 @@ def kept_graph() -> str:
 
 WRITERS = [
     Writer("export_graph (tool)", ("application/engine/exportdir.py",), export_tool, agent=True),
-    Writer("n2n_export_markdown (tool)", ("application/surfaces/n2n.py",), n2n_export, agent=True),
+    Writer("n2n_export_markdown (tool)", ("application/surfaces/n2nmarkdown.py",), n2n_export, agent=True),
     Writer("the n2n marker", ("application/surfaces/projectroot.py",), n2n_marker, agent=True, replaces=False,
            fixed=".mcp/chronograph.json"),
     Writer("the n2n project files (--project-files)", ("application/surfaces/projectfiles.py",), n2n_mirror,
