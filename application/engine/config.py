@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
-__all__ = ["ACTOR_ENV", "MODEL_CACHE_ENV", "STORE_ENV", "TOKEN_ENV", "default_store", "model_cache", "resolve_store"]
+__all__ = [
+    "ACTOR_ENV", "DATABASE_SCHEMES", "MODEL_CACHE_ENV", "STORE_ENV", "TOKEN_ENV", "default_store", "model_cache",
+    "resolve_store", "url_scheme",
+]
 
 STORE_ENV = "CHRONOGRAPH_STORE"
 TOKEN_ENV = "CHRONOGRAPH_TOKEN"
@@ -42,7 +46,18 @@ def resolve_store(flag: str | os.PathLike[str] | None) -> Path | str:
     named = str(flag) if flag else os.environ.get(STORE_ENV)
     if not named:
         return default_store()
-    scheme, found, rest = named.partition("://")
-    if found and scheme.lower() in ("postgresql", "postgres"):  # a URL's scheme is read in any case
-        return f"{scheme.lower()}://{rest}"
+    scheme = url_scheme(named)
+    if scheme in DATABASE_SCHEMES:
+        return scheme + named[len(scheme):]
     return Path(named).expanduser()
+
+
+DATABASE_SCHEMES = ("postgresql", "postgres")
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def url_scheme(store: str) -> str | None:
+    """The scheme of `store` if it is a URL, in lower case (a URL's scheme is read in any case);
+    None if it names a folder."""
+    found = _SCHEME.match(store)
+    return None if found is None else found[1].lower()

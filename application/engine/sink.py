@@ -6,11 +6,12 @@ Exports write into one (`lifecycle.export`, the team memory's `memory_export`).
 
 from __future__ import annotations
 
+import json
 import tempfile
-from collections.abc import Callable
-from typing import IO
+from collections.abc import Callable, Iterable
+from typing import IO, Any
 
-__all__ = ["MAIN", "SPILL", "Overflow", "Section", "Sink"]
+__all__ = ["MAIN", "SPILL", "Overflow", "Section", "Sink", "json_list"]
 
 SPILL = 16 << 20
 """Characters of held sections a sink passing its text on keeps in memory (see `Sink`)."""
@@ -108,3 +109,18 @@ class Sink:
         """Everything written (a sink without `write`), once closed."""
         self.close()
         return "".join(self._held)
+
+
+_INDENTED = json.JSONEncoder(ensure_ascii=False, indent=2)
+
+
+def json_list(out: Sink, items: Iterable[Any], pad: str) -> None:
+    """Write `items` as `json.dumps(..., indent=2)` writes a list nested at `pad`, an item at a time
+    (JSON text holds no line break but between its parts, so an item's own dump, re-indented, is
+    its place in the whole)."""
+    inner = pad + "  "
+    gap = "[\n" + inner
+    for item in items:
+        out(gap + _INDENTED.encode(item).replace("\n", "\n" + inner))
+        gap = ",\n" + inner
+    out("[]" if gap[0] == "[" else "\n" + pad + "]")

@@ -13,13 +13,12 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
-from chronograph.application.engine.sink import Sink
+from chronograph.application.engine.sink import Sink, json_list
 
 __all__ = ["Entries", "write_document", "yaml"]
 
 Entries = Mapping[str, Iterable[dict[str, Any]]]
 """Each kind's entries, by plural, as plain data."""
-_INDENTED = json.JSONEncoder(ensure_ascii=False, indent=2)
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 """Keys YAML reads as the same string unquoted, unless they are one of `_YAML_WORDS`."""
 _YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
@@ -38,27 +37,16 @@ def write_document(fmt: Literal["json", "yaml", "markdown"], sink: Sink, at: str
 
 
 def _json(out: Sink, at: str, entries: Entries, relations: Iterable[dict[str, Any]]) -> None:
-    out('{\n  "version": "1.0",\n  "exportedAt": ' + _INDENTED.encode(at) + ',\n  "entries": {')
+    out('{\n  "version": "1.0",\n  "exportedAt": ' + json.dumps(at, ensure_ascii=False) + ',\n  "entries": {')
     gap = "\n"
     for plural, items in entries.items():
-        out(gap + "    " + _INDENTED.encode(plural) + ": ")
-        _json_list(out, items, "    ")
+        out(gap + "    " + json.dumps(plural, ensure_ascii=False) + ": ")
+        json_list(out, items, "    ")
         gap = ",\n"
     out("}" if gap == "\n" else "\n  }")
     out(',\n  "relations": ')
-    _json_list(out, relations, "  ")
+    json_list(out, relations, "  ")
     out("\n}")
-
-
-def _json_list(out: Sink, items: Iterable[dict[str, Any]], pad: str) -> None:
-    """`items` as `json.dumps` indents a list at `pad` (an item's own dump, re-indented, is its
-    place in the whole: JSON text holds no line break but between its parts)."""
-    inner = pad + "  "
-    gap = "[\n" + inner
-    for item in items:
-        out(gap + _INDENTED.encode(item).replace("\n", "\n" + inner))
-        gap = ",\n" + inner
-    out("[]" if gap[0] == "[" else "\n" + pad + "]")
 
 
 def _yaml(out: Sink, at: str, entries: Entries, relations: Iterable[dict[str, Any]]) -> None:

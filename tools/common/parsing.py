@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
-import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from chronograph.application.engine.config import DATABASE_SCHEMES, url_scheme
 from chronograph.application.errors import InvalidArgumentsError
 
 __all__ = ["Parser", "add_store_argument", "closed_output", "explain", "missing_workspace", "script_main"]
@@ -67,9 +67,6 @@ def _nearest(typed: str, known: list[str]) -> str:
     return f"; did you mean {close[0]}?" if close else ""
 
 
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
-
-
 def store_location(text: str) -> str:
     """A store flag's value, checked: a folder, or a postgresql:// URL (its scheme in any case).
 
@@ -79,13 +76,13 @@ def store_location(text: str) -> str:
     """
     if not text.strip():
         raise argparse.ArgumentTypeError("is empty (an unset variable?); name a folder or a postgresql:// URL")
-    scheme = _SCHEME.match(text)
-    if scheme is not None:
-        if scheme[1].lower() not in ("postgresql", "postgres"):
-            raise argparse.ArgumentTypeError(f"{text!r}: a store is a folder or a postgresql:// URL, not a "
-                                             f"{scheme[1]}:// one")
-        return scheme[1].lower() + text[len(scheme[1]):]
-    return text
+    scheme = url_scheme(text)
+    if scheme is None:
+        return text
+    if scheme not in DATABASE_SCHEMES:
+        raise argparse.ArgumentTypeError(f"{text!r}: a store is a folder or a postgresql:// URL, not a "
+                                         f"{text[:len(scheme)]}:// one")
+    return scheme + text[len(scheme):]
 
 
 def given_file(text: str) -> str:
