@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+from typing import Any
 
 from chronograph.tools.common.parsing import Parser, closed_output
+from chronograph.tools.common.signals import Stopped, stopped_by_signals
 
 import chronograph
 
@@ -86,6 +89,19 @@ def main(argv: list[str] | None = None) -> int:
     fast = argv[0] if argv[0] in SUBCOMMANDS and "-h" not in argv and "--help" not in argv else None
     args = build_parser(fast).parse_args(argv)
     module = importlib.import_module(SUBCOMMANDS[args.command][0])
+    if args.command == "serve":  # it stops on signals as a server does (see tools/serve.py)
+        return _run(module, args)
+    try:
+        with stopped_by_signals():
+            return _run(module, args)
+    except Stopped as stop:
+        name = signal.Signals(stop.signum).name
+        print(f"chronograph {args.command}: stopped by {name}; the store holds what was committed before it, "
+              "and a file being written was removed", file=sys.stderr)
+        return 128 + stop.signum
+
+
+def _run(module: Any, args: argparse.Namespace) -> int:
     try:
         return int(module.run(args))
     except BrokenPipeError:

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -37,6 +34,7 @@ from chronograph.server.config import DEFAULT_MAX_BODY, DEFAULT_MAX_REPLY, MAX_M
 from chronograph.tools.common.listening import add_network_argument, may_listen
 from chronograph.tools.common.oauth import add_oauth_arguments, oauth_of
 from chronograph.tools.common.parsing import store_location
+from chronograph.tools.common.signals import stopped_by_signals
 
 import chronograph
 
@@ -336,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"chronograph {version}: serving {settings.store} over stdio (profile {settings.profile})",
                   file=sys.stderr)
             try:
-                with _stopped_by_signals():
+                with stopped_by_signals():  # SIGTERM stops a stdio server as the end of stdin does
                     _serve_stdio(runtime, args)
             except KeyboardInterrupt:
                 pass  # asked to stop: the store closes below, as when stdin closes
@@ -386,29 +384,6 @@ def _leave() -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
-
-
-@contextmanager
-def _stopped_by_signals() -> Iterator[None]:
-    """SIGTERM stops a stdio server as SIGINT does (KeyboardInterrupt), so that it closes its store
-    as when stdin closes, in well under a second (the embedding projector keeps what it
-    embedded); a second signal while it closes ends it at once."""
-
-    def stop(signum: int, _: object) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        raise KeyboardInterrupt
-
-    try:
-        before = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGINT)}
-    except ValueError:  # not the main thread (a test's): signals stay as they are
-        yield
-        return
-    try:
-        yield
-    finally:
-        for signum, handler in before.items():
-            signal.signal(signum, handler)
 
 
 def _serve_stdio(runtime: Runtime, args: argparse.Namespace) -> None:
