@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         print("chronograph restore: a backup is restored into a store folder; to put it into a database, restore "
               "it into a folder, then `chronograph copy --from FOLDER --to URL`", file=sys.stderr)
         return 2
+    store = Path(os.path.abspath(store))  # `.` and `a/..` name a folder, as its parent sees it
     try:
         key = key_of(Path(args.key_file).expanduser()) if args.key_file else None
         backup = Path(args.backup).expanduser()

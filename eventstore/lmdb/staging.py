@@ -4,7 +4,7 @@
 its store was put in place); `extract` writes a backup's environment into a folder of it
 (created exclusively, never followed) and checks its length; `put_in_place` moves a store
 from it to the store's place, refusing a place that lies inside another store, that holds
-something unless asked to replace it, or that any process (this one included) has open. The
+something unless asked to replace a store there, or that any process (this one included) has open. The
 replaced store is kept beside, renamed `<store>.replaced-N`; where the kernel can, the two
 are exchanged in one step, so no opening ever finds the place empty.
 """
@@ -35,7 +35,8 @@ def check_place(store: Path, *, replace: bool) -> bool:
     """Whether something is at `store` (to be set aside), after refusing a place a restore may not use.
 
     Raises:
-        BackupError: If `store` lies inside another store, or holds something and `replace` is not set.
+        BackupError: If `store` lies inside another store, or holds something and `replace` is not
+            set, or holds something other than a store.
     """
     outer = store_of(store.parent)
     if outer is not None or store.name in (DATA_FILE, "lock.mdb"):
@@ -45,6 +46,9 @@ def check_place(store: Path, *, replace: bool) -> bool:
     if occupied and not replace:
         raise BackupError(f"{store} is not empty; restore into a new folder, or pass --replace to keep the current "
                           "store beside it and restore in its place")
+    if occupied and not (store / DATA_FILE).is_file():
+        raise BackupError(f"{store} holds no Chronograph store (--replace sets a store aside, not other files); "
+                          "restore into a new folder")
     return occupied
 
 

@@ -112,6 +112,27 @@ def test_a_store_that_holds_something_is_replaced_only_when_asked_and_kept_besid
         assert [e.name for e in memory.read("read_graph", {}).entities] == ["Bob"]
 
 
+def test_replace_sets_aside_a_store_never_a_folder_of_other_files(backup: Path, tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("my own", encoding="utf-8")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    refused = cli("restore", str(backup), "--store", str(mine), "--replace")
+    assert refused.returncode == 2 and "holds no Chronograph store" in refused.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing moved aside, nothing staged
+    assert (mine / "notes.txt").read_text(encoding="utf-8") == "my own"
+
+
+def test_a_store_named_as_the_current_folder_is_restored_there(backup: Path, tmp_path: Path) -> None:
+    here = tmp_path / "here"
+    here.mkdir()
+    done = subprocess.run([sys.executable, "-m", "chronograph", "restore", str(backup), "--store", "."],
+                          capture_output=True, text=True, timeout=120, env=ENV, cwd=here)
+    assert done.returncode == 0, done.stderr
+    with Memory(here, sync=False) as memory:
+        assert [e.name for e in memory.read("read_graph", {}).entities] == ["Ada"]
+
+
 def test_backup_refuses_a_store_that_does_not_exist(tmp_path: Path) -> None:
     missing = cli("backup", "--store", str(tmp_path / "nothing"), "-o", str(tmp_path / "b"))
     assert missing.returncode == 2 and not (tmp_path / "b").exists() and not (tmp_path / "nothing").exists()
