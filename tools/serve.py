@@ -33,7 +33,7 @@ from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES
 from chronograph.server.config import DEFAULT_MAX_BODY, DEFAULT_MAX_REPLY, MAX_MESSAGE, Settings
 from chronograph.tools.common.listening import add_network_argument, may_listen
 from chronograph.tools.common.oauth import add_oauth_arguments, oauth_of
-from chronograph.tools.common.parsing import store_location
+from chronograph.tools.common.parsing import port, positive, seconds, store_location
 from chronograph.tools.common.signals import stopped_by_signals
 
 import chronograph
@@ -124,7 +124,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default: 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8765, help="HTTP port (default: 8765)")
+    parser.add_argument("--port", type=port, default=8765, help="HTTP port (default: 8765)")
     parser.add_argument(
         "--allow-host", action="append", default=[], metavar="HOST",
         help="an extra Host/Origin name HTTP clients may use (repeatable)",
@@ -132,31 +132,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_argument(parser)
     add_oauth_arguments(parser)
     parser.add_argument(
-        "--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
+        "--max-body", type=positive, default=DEFAULT_MAX_BODY, metavar="BYTES",
         help=f"largest HTTP request body accepted (default: {DEFAULT_MAX_BODY})",
     )
     parser.add_argument(
-        "--max-connections", type=int, default=None, metavar="N",
+        "--max-connections", type=positive, default=None, metavar="N",
         help="open HTTP connections at once (default: 1000, or fewer if file descriptors are short); a new one "
         "beyond takes the place of the one that began a request longest ago without finishing it",
     )
     parser.add_argument(
-        "--request-timeout", type=float, default=30.0, metavar="SECONDS",
+        "--request-timeout", type=seconds, default=30.0, metavar="SECONDS",
         help="close an HTTP connection whose request has not arrived whole this long after it began "
         "(default: 30; 2 while half the connections are taken, unless the request carries the token)",
     )
     parser.add_argument(
-        "--max-sessions", type=int, default=1000, metavar="N",
+        "--max-sessions", type=positive, default=1000, metavar="N",
         help="MCP sessions open at once over HTTP (default: 1000); a new one beyond closes the least recently "
         "used idle one",
     )
     parser.add_argument(
-        "--sessions-per-address", type=int, default=100, metavar="N",
+        "--sessions-per-address", type=positive, default=100, metavar="N",
         help="MCP sessions one client address may hold (default: 100); a new one beyond closes that address's "
         "least recently used idle one (refused only when all are busy)",
     )
     parser.add_argument(
-        "--session-idle", type=float, default=300.0, metavar="SECONDS",
+        "--session-idle", type=seconds, default=300.0, metavar="SECONDS",
         help="close an HTTP session after this long without a request (default: 300)",
     )
     parser.set_defaults(exit_at_once=True)  # the command's own process (a test calling `run` keeps its own)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from chronograph.tools.common.parsing import add_store_argument
+from chronograph.tools.common.parsing import add_store_argument, positive
 
 __all__ = ["add_arguments", "run"]
 
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", default="default", help="the workspace to look at (default: default)")
     parser.add_argument("--threshold", type=_share, default=0.8, metavar="0..1",
                         help="only suggestions at least this likely (default: 0.8)")
-    parser.add_argument("--limit", type=int, default=50, metavar="N", help="at most N of each kind (default: 50)")
+    parser.add_argument("--limit", type=positive, default=50, metavar="N", help="at most N of each kind (default: 50)")
     parser.add_argument("--json", action="store_true", help="one JSON object instead of tables")
 
 
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         with memory.timeline.at("suggest") as moment:
-            found = suggest(moment.graph, args.workspace, args.threshold, max(1, args.limit))
+            found = suggest(moment.graph, args.workspace, args.threshold, args.limit)
     finally:
         memory.close()
     if args.json:

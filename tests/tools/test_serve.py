@@ -145,3 +145,21 @@ def test_a_stdio_server_asked_to_stop_closes_its_store_as_when_stdin_closes(tmp_
         image = txn.get(digest(b"default"), db=memory.views.env.open_db(SearchIndex.NAME, create=False))
         index = WorkspaceIndex.from_image(bytes(image))
         assert index is not None and index.position == memory.log.head()
+
+
+@pytest.mark.parametrize(("flag", "value", "says"), [
+    ("--port", "-1", "a port is 0 to 65535"), ("--port", "99999", "a port is 0 to 65535"),
+    ("--max-body", "0", "at least 1"), ("--max-connections", "-1", "at least 1"),
+    ("--max-sessions", "0", "at least 1"), ("--sessions-per-address", "-3", "at least 1"),
+    ("--request-timeout", "nan", "above 0"), ("--request-timeout", "0", "above 0"),
+    ("--session-idle", "-1", "above 0"), ("--max-body", "many", "not a whole number"),
+])
+def test_a_count_a_port_or_a_duration_out_of_range_is_refused_at_the_command_line(
+        capsys: pytest.CaptureFixture[str], flag: str, value: str, says: str) -> None:
+    """They were taken, and the server then refused every connection or session, or crashed."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    with pytest.raises(SystemExit) as refused:
+        parser.parse_args(["--http", f"{flag}={value}"])
+    err = capsys.readouterr().err
+    assert refused.value.code == 2 and f"argument {flag}" in err and says in err

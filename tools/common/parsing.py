@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -95,6 +96,51 @@ def given_file(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("is empty (an unset variable?); name a file, or leave the flag out")
     return text
+
+
+def positive(text: str) -> int:
+    """A count flag's value: a whole number of at least 1.
+
+    Raises:
+        argparse.ArgumentTypeError: If it is not one.
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: must be at least 1")
+    return value
+
+
+def seconds(text: str) -> float:
+    """A duration flag's value: a finite number of seconds above 0.
+
+    Raises:
+        argparse.ArgumentTypeError: If it is not one.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be a number of seconds above 0")
+    return value
+
+
+def port(text: str) -> int:
+    """A TCP port: 0 (any free one) to 65535.
+
+    Raises:
+        argparse.ArgumentTypeError: If it is not one.
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65_535:
+        raise argparse.ArgumentTypeError(f"{text}: a port is 0 to 65535")
+    return value
 
 
 def add_store_argument(parser: argparse.ArgumentParser) -> None:
