@@ -59,8 +59,9 @@ def entries(run: str) -> dict[str, list[dict[str, Any]]]:
 
 
 def merge(settings: dict[str, Any], wanted: dict[str, list[dict[str, Any]]]) -> bool:
-    """Add `wanted`'s hook entries to `settings` where an equal command is not there yet;
-    whether anything was added. Nothing already there is changed or removed.
+    """Put `wanted`'s hook entries into `settings`, in place of the ones an earlier `hooks --write`
+    put there (another --store or --client-name: two would recall twice); whether anything
+    changed. Other hooks are left as they are.
 
     Raises:
         ValueError: If `settings["hooks"]` (or an event's list in it) is not what Claude Code reads.
@@ -68,24 +69,40 @@ def merge(settings: dict[str, Any], wanted: dict[str, list[dict[str, Any]]]) -> 
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ValueError('"hooks" is not an object')
-    added = False
+    changed = False
     for event, groups in wanted.items():
         present = hooks.setdefault(event, [])
         if not isinstance(present, list):
             raise ValueError(f'"hooks.{event}" is not a list')
-        have = {h.get("command") for g in present if isinstance(g, dict)
-                for h in g.get("hooks", []) if isinstance(h, dict)}
-        for group in groups:
-            if not {h["command"] for h in group["hooks"]} <= have:
-                present.append(group)
-                added = True
-    return added
+        kept = [g for g in present if not _ours(g)]
+        if kept + groups != present:
+            present[:] = kept + groups
+            changed = True
+    return changed
+
+
+def _ours(group: Any) -> bool:
+    """Whether a hook group runs only `chronograph context` (as `hooks --write` writes it)."""
+    if not isinstance(group, dict) or not isinstance(group.get("hooks"), list) or not group["hooks"]:
+        return False
+    for hook in group["hooks"]:
+        try:
+            words = shlex.split(hook.get("command", "")) if isinstance(hook, dict) else []
+        except ValueError:
+            return False
+        by_name = len(words) > 1 and Path(words[0]).name == "chronograph" and words[1] == "context"
+        if not by_name and not any(words[i:i + 3] == ["-m", "chronograph", "context"] for i in range(len(words))):
+            return False
+    return True
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the entries, or merge them into the settings file."""
-    from chronograph.eventstore.files import WriteRefused, write_file  # noqa: PLC0415
+    from chronograph.eventstore.files import DATA_FILE, WriteRefused, write_file  # noqa: PLC0415
 
+    if args.store and "://" not in str(args.store) and not (Path(args.store).expanduser() / DATA_FILE).is_file():
+        return _refuse(f"there is no store at {args.store}; the hooks would recall nothing (name a store that "
+                       "exists, or leave --store out for the per-user store)")
     wanted = entries(command(args))
     if not args.write:
         print(json.dumps({"hooks": wanted}, indent=2))
@@ -114,14 +131,25 @@ def run(args: argparse.Namespace) -> int:
         print(f"{path} already runs chronograph context; nothing to change")
         return 0
     try:
-        if old is not None:
-            write_file(path.with_name(path.name + ".bak"), old, overwrite=True)
+        backup = _backup_name(path, old) if old is not None else None
+        if backup is not None and old is not None:
+            write_file(backup, old, overwrite=True)
         write_file(path, (json.dumps(settings, indent=2) + "\n").encode(), overwrite=True, parents=True)
     except (WriteRefused, OSError) as error:
         return _refuse(f"cannot write {path}: {error}")
-    saved = f" (the old file is {path.name}.bak)" if old is not None else ""
+    saved = f" (the old file is {backup.name})" if backup is not None else ""
     print(f"wrote the hooks into {path}{saved}")
     return 0
+
+
+def _backup_name(path: Path, old: bytes) -> Path:
+    """Where the old settings are kept: `<name>.bak`, or the first `<name>.bak.N` that holds
+    nothing else (a backup someone kept is never written over)."""
+    candidate, n = path.with_name(path.name + ".bak"), 0
+    while candidate.exists() and candidate.read_bytes() != old:
+        n += 1
+        candidate = path.with_name(f"{path.name}.bak.{n}")
+    return candidate
 
 
 def _refuse(reason: str) -> int:

@@ -52,3 +52,31 @@ def test_a_settings_file_it_cannot_read_is_refused_and_left_alone(
     assert cli(["hooks", "claude-code", "--write"]) == 2
     assert settings.read_text() == content and not (settings.parent / "settings.json.bak").exists()
     assert "nothing was written" in capsys.readouterr().err
+
+
+def test_writing_again_for_another_store_replaces_the_hooks_it_wrote_and_keeps_each_backup(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "data.mdb").write_bytes(b"")
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    mine = {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo hi"}]}]}}
+    settings.write_text(json.dumps(mine))
+    (settings.parent / "settings.json.bak").write_text("MY OLD BACKUP")
+    assert cli(["hooks", "claude-code", "--write", "--store", "one"]) == 0
+    assert cli(["hooks", "claude-code", "--write", "--store", "two", "--client-name", "other"]) == 0
+    hooks = json.loads(settings.read_text())["hooks"]
+    commands = [h["command"] for event in hooks.values() for g in event for h in g["hooks"]]
+    assert len(commands) == 3 and "echo hi" in commands  # one hook an event is ours, the user's stays
+    assert all(str(tmp_path / "two") in c and "other" in c for c in commands if c != "echo hi")
+    assert (settings.parent / "settings.json.bak").read_text() == "MY OLD BACKUP"
+    assert json.loads((settings.parent / "settings.json.bak.1").read_text()) == mine
+
+
+def test_hooks_for_a_store_that_does_not_exist_are_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli(["hooks", "claude-code", "--write", "--store", "nowhere"]) == 2
+    assert "there is no store at nowhere" in capsys.readouterr().err and not (tmp_path / ".claude").exists()
