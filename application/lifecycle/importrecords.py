@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from codecs import BOM_UTF8
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,6 +129,8 @@ def records(path: Path, progress: Callable[[int, int], None] | None = None) -> I
     with path.open("rb") as file:
         for raw in file:
             done += len(raw)
+            if done == len(raw):  # the first line: without the byte-order mark a Windows editor writes
+                raw = raw.removeprefix(BOM_UTF8)
             for line in lines_of(raw.decode("utf-8", errors="replace")):
                 number += 1
                 if progress is not None and number % _EVERY == 0:
@@ -168,17 +171,19 @@ def _document(path: Path) -> list[Record] | None:
     or None when the file is JSONL (or one JSONL line)."""
     with path.open("rb") as file:
         start = file.read(_SCAN)
+        bom = len(BOM_UTF8) if start.startswith(BOM_UTF8) else 0  # Windows editors write one
+        start = start[bom:]
         text = start.decode("utf-8", errors="replace")
         if not text.lstrip().startswith("{"):
             return None
-        offset = len(start) - len(start.lstrip())
+        offset = bom + len(start) - len(start.lstrip())
         tail = b""
         file.seek(offset)
         while chunk := file.read(_SCAN):  # a line that starts with "{": JSONL, streamed
             if b"\n{" in tail + chunk:
                 return None
             tail = chunk[-1:]
-    stripped = path.read_bytes().decode("utf-8", errors="replace").strip()
+    stripped = path.read_bytes()[bom:].decode("utf-8", errors="replace").strip()
     try:
         document = json.loads(stripped)
     except (ValueError, RecursionError):

@@ -185,3 +185,19 @@ def test_an_entity_s_observations_keep_their_order_through_an_export_and_import_
                 seen.append(entity.observations)
         assert seen[0] == seen[1] and seen[0][0] == "o1"
     assert seen[0] == ["o1", "o2", "o4", "o5", "o6", "o7"]
+
+
+@pytest.mark.parametrize("form", ["jsonl", "json"])
+def test_a_file_that_begins_with_a_byte_order_mark_imports_whole(tmp_path: Path, form: str) -> None:
+    records = [{"type": "entity", "name": "Ada", "entityType": "t", "observations": ["x"]},
+               {"type": "entity", "name": "Bob", "entityType": "t", "observations": []}]
+    if form == "jsonl":
+        text = "\n".join(json.dumps(r) for r in records)
+    else:
+        text = json.dumps({"entities": [{k: v for k, v in r.items() if k != "type"} for r in records],
+                           "relations": []})
+    path = tmp_path / f"memory.{form}"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert import_main([str(path), "--store", str(tmp_path / "store")]) == 0
+    with Memory(tmp_path / "store") as memory:
+        assert [e.name for e in memory.read("read_graph", {}).entities] == ["Ada", "Bob"]  # type: ignore[attr-defined]
