@@ -88,8 +88,9 @@ class Views:
         if self.env.readonly:
             if generation == 0:
                 raise ViewsUnavailableError(
-                    f"the store at {log.location} has no views of this version's format yet; open it "
-                    "once for writing (chronograph serve, or any command without a read-only open) to build them"
+                    f"the store at {log.location} has no views of this version's format yet (a new version, or "
+                    "a rebuild or copy stopped before its end); build them with `chronograph replay --rebuild "
+                    f"--store {log.location}`, or start `chronograph serve` on it once"
                 )
             self.adopt(generation)
             return
