@@ -3,7 +3,7 @@ server's memory, into a store.
 
     chronograph import memory.jsonl                     the official JSONL file
     chronograph import memory.json                      its legacy file (JSONL, or {entities, relations})
-    chronograph import --workspace lab --strict FILE    all or nothing
+    chronograph import --workspace lab --strict FILE    every line checked before the first write
     chronograph import ~/code/app                       an n2n project (.mcp/memory.json, context.json)
     chronograph import agent-memory.db                  Agent Memory's SQLite database (the team memory)
     chronograph import memory.kuzu                      a Kuzu memory graph (needs chronograph[kuzu])
@@ -52,7 +52,7 @@ from chronograph.application.lifecycle.sources import SOURCES, Source, SourceErr
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.lmdb import resident
 from chronograph.projections import ProjectionError
-from chronograph.tools.common.parsing import add_store_argument, script_main
+from chronograph.tools.common.parsing import add_store_argument, script_main, workspace_flag
 from chronograph.tools.common.progress import Progress
 from chronograph.tools.common.startup import keep_startup_state
 
@@ -65,7 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "memory (an n2n project folder, Agent Memory's database, a Kuzu database, mem0's export, "
                         "a basic-memory folder)")
     add_store_argument(parser)
-    parser.add_argument("--workspace", default="default", help='workspace to import into (default: "default")')
+    parser.add_argument("--workspace", type=workspace_flag, help='workspace to import into (default: "default"; a '
+                        "file exported with --all-workspaces goes into the workspaces it names)")
     parser.add_argument("--strict", action="store_true", help="abort, writing nothing, on any bad line")
     parser.add_argument("--from", dest="source", metavar="FORMAT",
                         help=f"the source's format, not detected: {', '.join(SOURCES)}")
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if source.team is not None:
             return _run_team(args, source)
-        with stage(source, args.file, args.workspace) as staged:
+        with stage(source, args.file, args.workspace or "default") as staged:
             return _run_file(args, staged, source.actor)
     except SourceError as error:
         print(f"chronograph import: {error}", file=sys.stderr)
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_file(args: argparse.Namespace, staged: Staged, actor: str) -> int:
     """Import the records of a file (the official one, or another server's memory as records)."""
     progress = Progress()
-    with FileImport(staged.path, args.workspace, progress=progress, actor=actor) as job:
+    with FileImport(staged.path, args.workspace or "default", progress=progress, actor=actor) as job:
         try:
             job.survey()
         except OSError as error:
@@ -111,6 +112,12 @@ def _run_file(args: argparse.Namespace, staged: Staged, actor: str) -> int:
                   f"{job.lines:,} lines are not JSON; nothing was written", file=sys.stderr)
             _report_problems(job)
             return 1
+        named = [section.workspace for section in job.sections.values() if section.named]
+        if named and args.workspace is not None:
+            print(f"chronograph import: {args.file} names its workspaces ({', '.join(named[:5])}"
+                  f"{', ...' if len(named) > 5 else ''}) and goes into them; leave --workspace out (nothing was "
+                  "written)", file=sys.stderr)
+            return 2
         store = resolve_store(args.store)
         existed = store_exists(store)
         if args.plan:
@@ -162,7 +169,7 @@ def _plan(args: argparse.Namespace, job: FileImport, staged: Staged, store: Path
     for section in job.sections.values():
         if section.empty:
             continue
-        counts = staged.counted(args.workspace).get(section.workspace)
+        counts = staged.counted(args.workspace or "default").get(section.workspace)
         observations = counts.observations if counts is not None else 0
         print(f"plan: workspace {section.workspace!r}: {section.entities} entities, {section.relations} relations, "
               f"{observations} observations" + ("; the workspace context" if section.context else ""))

@@ -465,3 +465,19 @@ def test_an_empty_or_foreign_store_or_key_is_refused_before_anything_runs(
 def test_a_postgresql_scheme_is_read_in_any_case() -> None:
     assert resolve_store("PostgreSQL://db.example/team") == "postgresql://db.example/team"
     assert store_location("Postgres://h/d") == "postgres://h/d"
+
+
+def test_a_file_of_every_workspace_refuses_a_workspace_flag_and_an_empty_one_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "all.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [
+        {"type": "workspace", "name": "alpha"}, {"type": "entity", "name": "A", "entityType": "t", "observations": []},
+        {"type": "workspace", "name": "beta"}, {"type": "entity", "name": "B", "entityType": "t", "observations": []},
+    ]), encoding="utf-8")
+    assert import_main([str(path), "--workspace", "gamma", "--store", str(tmp_path / "store")]) == 2
+    assert "names its workspaces (alpha, beta)" in capsys.readouterr().err and not (tmp_path / "store").exists()
+    with pytest.raises(SystemExit):
+        import_main([str(path), "--workspace", "", "--store", str(tmp_path / "store")])
+    assert "a workspace is named by 1 to 128 characters" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()
+    assert import_main([str(path), "--store", str(tmp_path / "store")]) == 0

@@ -86,6 +86,21 @@ def store_location(text: str) -> str:
     return scheme + text[len(scheme):]
 
 
+def workspace_flag(text: str) -> str:
+    """A --workspace value, checked as the tools check a workspace (1 to 128 characters).
+
+    Raises:
+        argparse.ArgumentTypeError: If it is not one.
+    """
+    import msgspec  # noqa: PLC0415 (only where the flag is)
+    from chronograph.application.engine.arguments import Workspace  # noqa: PLC0415
+
+    try:
+        return msgspec.convert(text, Workspace)  # type: ignore[no-any-return]
+    except msgspec.ValidationError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a workspace is named by 1 to 128 characters") from None
+
+
 def given_file(text: str) -> str:
     """A file flag's value, checked not to be empty (an unset shell variable would have turned the
     option off).
