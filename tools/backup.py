@@ -43,7 +43,8 @@ __all__ = ["add_arguments", "main", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `backup`."""
     add_store_argument(parser)
-    parser.add_argument("-o", "--output", metavar="FILE", required=True, help="the backup file to write")
+    parser.add_argument("-o", "--output", metavar="FILE", required=True, type=given_file,
+                        help="the backup file to write")
     parser.add_argument("--force", action="store_true", help="replace the output file if it exists")
     parser.add_argument("--key-file", metavar="FILE", type=given_file,
                         help="seal with the key in FILE (at least 16 secret bytes: head -c 32 /dev/urandom > FILE); "

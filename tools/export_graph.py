@@ -32,7 +32,7 @@ from chronograph.application.lifecycle.export import FORMATS, checked, export, j
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.files import check_target, guarded_file
 from chronograph.projections import ProjectionError
-from chronograph.tools.common.parsing import add_store_argument, explain, missing_workspace, script_main
+from chronograph.tools.common.parsing import add_store_argument, explain, given_file, missing_workspace, script_main
 from chronograph.tools.common.progress import Progress
 from msgspec import UNSET
 
@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all-workspaces", action="store_true",
                         help="every workspace, in sections chronograph import reads back (jsonl or json)")
     parser.add_argument("--at", metavar="TIME", help="the graph as of this ISO-8601 time or log position")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    parser.add_argument("-o", "--output", metavar="FILE", type=given_file, help="write here (default: stdout)")
     parser.add_argument("--force", action="store_true", help="replace the output file if it exists")
 
 

@@ -39,7 +39,7 @@ from chronograph.application.errors import ChronographError
 from chronograph.application.lifecycle.forgetting import ForgetOut
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError
-from chronograph.tools.common.parsing import add_store_argument, explain, script_main
+from chronograph.tools.common.parsing import add_store_argument, explain, given_name, script_main
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reason", required=True, help="why, kept in the audit (say why, not what)")
     add_store_argument(parser)
     parser.add_argument("--workspace", default="default", help='the workspace (default: "default")')
-    parser.add_argument("--as", dest="actor", default="chronograph forget",
+    parser.add_argument("--as", dest="actor", default="chronograph forget", type=given_name,
                         help='who asks, as the audit records it (default: "chronograph forget")')
     parser.add_argument("--json", action="store_true", help="print the answer as JSON")
 

@@ -448,6 +448,9 @@ def test_the_first_search_after_an_import_loads_the_image_it_kept_in_parts_and_a
     (["backup", "-o", "b", "--key-file", ""], "argument --key-file: is empty"),
     (["restore", "b", "--key-file", ""], "argument --key-file: is empty"),
     (["serve", "--store", ""], "argument --store: is empty"),
+    (["export", "-o", ""], "argument -o/--output: is empty"),
+    (["backup", "-o", " "], "argument -o/--output: is empty"),
+    (["forget", "Ada", "--reason", "r", "--as", ""], "argument --as: is empty"),
 ])
 def test_an_empty_or_foreign_store_or_key_is_refused_before_anything_runs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str],

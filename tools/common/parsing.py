@@ -101,6 +101,17 @@ def workspace_flag(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r}: a workspace is named by 1 to 128 characters") from None
 
 
+def given_name(text: str) -> str:
+    """A name flag's value, checked not to be blank (an unset shell variable).
+
+    Raises:
+        argparse.ArgumentTypeError: If it is.
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty (an unset variable?); give a name, or leave the flag out")
+    return text
+
+
 def given_file(text: str) -> str:
     """A file flag's value, checked not to be empty (an unset shell variable would have turned the
     option off).
