@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from chronograph.application.core.context import UpdateContext
 from chronograph.application.engine.arguments import parse
 from chronograph.application.engine.service import Memory
-from chronograph.application.lifecycle.importchecks import entity_entry
+from chronograph.application.lifecycle.importchecks import FORK_FIELDS, entity_entry
 from chronograph.application.lifecycle.importrecords import Problem, Section
 from chronograph.eventstore.lmdb import resident
 from msgspec import UNSET
@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from chronograph.application.lifecycle.importing import FileImport
 
 __all__ = ["KEPT_CONFLICTS", "MAPPED", "ImportReport", "Writer", "context_changes"]
+
+IMPORTED = frozenset(FORK_FIELDS.values())
+"""The metadata keys an import fills from a file's createdAt, version and updatedAt."""
 
 MAPPED = 320 << 20
 """The store pages an import keeps resident before it gives them back (see `resident`): a thread
@@ -145,9 +148,14 @@ class Writer:
         """Say where the store keeps its metadata instead of the file's."""
         with self.memory.views.read() as graph:
             for name in existing:
-                theirs = self.entries[name].get("metadata")
+                theirs = self.entries[name].get("metadata") or {}
                 entity = graph.entity(self.section.workspace, name)
-                if theirs and entity is not None and entity.metadata != theirs:
+                if entity is None:
+                    continue
+                ours = entity.metadata or {}
+                # where the file came from (importedVersion, ...) is no other metadata of an entity that has none
+                theirs = {k: v for k, v in theirs.items() if k in ours or k not in IMPORTED}
+                if theirs and ours != theirs:
                     self.report.conflict(f"line {self.lines_of[name]}: {name!r} has other metadata in the store; "
                                          "kept the store's (update_entities replaces it)")
 

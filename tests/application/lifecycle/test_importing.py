@@ -201,3 +201,17 @@ def test_a_file_that_begins_with_a_byte_order_mark_imports_whole(tmp_path: Path,
     assert import_main([str(path), "--store", str(tmp_path / "store")]) == 0
     with Memory(tmp_path / "store") as memory:
         assert [e.name for e in memory.read("read_graph", {}).entities] == ["Ada", "Bob"]  # type: ignore[attr-defined]
+
+
+def test_a_json_export_imported_back_into_its_store_reports_no_conflict(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with Memory(tmp_path / "store") as memory:
+        memory.write("create_entities", {"entities": [
+            {"name": "Ada", "entityType": "t", "observations": ["x"], "metadata": {"k": 1}},
+            {"name": "Bob", "entityType": "t", "observations": []}]}, actor="t")
+    out = tmp_path / "graph.json"
+    assert export_main(["--store", str(tmp_path / "store"), "--format", "json", "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert import_main([str(out), "--store", str(tmp_path / "store")]) == 0
+    said = capsys.readouterr().out
+    assert "0 conflict(s)" in said and "other metadata" not in said
