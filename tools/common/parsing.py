@@ -120,7 +120,7 @@ def given_file(text: str) -> str:
         argparse.ArgumentTypeError: If it is empty.
     """
     if not text.strip():
-        raise argparse.ArgumentTypeError("is empty (an unset variable?); name a file, or leave the flag out")
+        raise argparse.ArgumentTypeError("is empty (an unset variable?); name one, or leave the flag out")
     return text
 
 
