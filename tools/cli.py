@@ -78,8 +78,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+SERVERS = frozenset({"serve", "ui"})
+"""The commands that serve until stopped and handle their signals themselves."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run `chronograph` with `argv` (default: the process arguments); return the exit code."""
+    whole_process = argv is None  # the command itself, not a caller in this process (a test)
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["--version"]:  # answered before anything else is imported
         print(f"chronograph {chronograph.__version__}")
@@ -89,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     fast = argv[0] if argv[0] in SUBCOMMANDS and "-h" not in argv and "--help" not in argv else None
     args = build_parser(fast).parse_args(argv)
     module = importlib.import_module(SUBCOMMANDS[args.command][0])
-    if args.command == "serve":  # it stops on signals as a server does (see tools/serve.py)
+    if args.command in SERVERS:  # they stop on signals as servers do (see tools/serve.py, uvicorn)
         return _run(module, args)
     try:
         with stopped_by_signals():
@@ -98,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         name = signal.Signals(stop.signum).name
         print(f"chronograph {args.command}: stopped by {name}; the store holds what was committed before it, "
               "and a file being written was removed", file=sys.stderr)
+        if whole_process:  # die by the signal, cleaned up: a shell loop or systemd sees what ended it
+            signal.signal(stop.signum, signal.SIG_DFL)
+            signal.raise_signal(stop.signum)
         return 128 + stop.signum
 
 
