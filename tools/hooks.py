@@ -59,9 +59,10 @@ def entries(run: str) -> dict[str, list[dict[str, Any]]]:
 
 
 def merge(settings: dict[str, Any], wanted: dict[str, list[dict[str, Any]]]) -> bool:
-    """Put `wanted`'s hook entries into `settings`, in place of the ones an earlier `hooks --write`
-    put there (another --store or --client-name: two would recall twice); whether anything
-    changed. Other hooks are left as they are.
+    """Put `wanted`'s hook entries into `settings` in place of the hooks an earlier `hooks --write`
+    wrote (another --store or --client-name: two would recall twice); whether anything changed.
+    An event that already runs exactly the wanted commands is left as it is; other hooks, and
+    the groups that hold them, are kept.
 
     Raises:
         ValueError: If `settings["hooks"]` (or an event's list in it) is not what Claude Code reads.
@@ -74,26 +75,40 @@ def merge(settings: dict[str, Any], wanted: dict[str, list[dict[str, Any]]]) -> 
         present = hooks.setdefault(event, [])
         if not isinstance(present, list):
             raise ValueError(f'"hooks.{event}" is not a list')
-        kept = [g for g in present if not _ours(g)]
-        if kept + groups != present:
-            present[:] = kept + groups
-            changed = True
+        commands = [h.get("command") for g in present if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+                    for h in g["hooks"] if isinstance(h, dict) and _ours(h.get("command"))]
+        if commands == [h["command"] for g in groups for h in g["hooks"]]:
+            continue
+        kept = []
+        for group in present:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list) and group["hooks"]:
+                rest = [h for h in group["hooks"] if not (isinstance(h, dict) and _ours(h.get("command")))]
+                if not rest:
+                    continue  # a group of ours alone
+                group = {**group, "hooks": rest} if len(rest) < len(group["hooks"]) else group
+            kept.append(group)
+        present[:] = kept + groups
+        changed = True
     return changed
 
 
-def _ours(group: Any) -> bool:
-    """Whether a hook group runs only `chronograph context` (as `hooks --write` writes it)."""
-    if not isinstance(group, dict) or not isinstance(group.get("hooks"), list) or not group["hooks"]:
+def _ours(command: Any) -> bool:
+    """Whether `command` is one `hooks --write` writes: this command's words and nothing else
+    (`<python> -m chronograph context` or `chronograph context`, then only --client, --store and
+    --budget with their values; a shell operator makes it the user's own)."""
+    if not isinstance(command, str):
         return False
-    for hook in group["hooks"]:
-        try:
-            words = shlex.split(hook.get("command", "")) if isinstance(hook, dict) else []
-        except ValueError:
-            return False
-        by_name = len(words) > 1 and Path(words[0]).name == "chronograph" and words[1] == "context"
-        if not by_name and not any(words[i:i + 3] == ["-m", "chronograph", "context"] for i in range(len(words))):
-            return False
-    return True
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    if len(words) > 3 and words[1:4] == ["-m", "chronograph", "context"]:
+        rest = words[4:]
+    elif len(words) > 1 and Path(words[0]).name == "chronograph" and words[1] == "context":
+        rest = words[2:]
+    else:
+        return False
+    return len(rest) % 2 == 0 and all(flag in ("--client", "--store", "--budget") for flag in rest[::2])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -80,3 +80,27 @@ def test_hooks_for_a_store_that_does_not_exist_are_refused(
     monkeypatch.chdir(tmp_path)
     assert cli(["hooks", "claude-code", "--write", "--store", "nowhere"]) == 2
     assert "there is no store at nowhere" in capsys.readouterr().err and not (tmp_path / ".claude").exists()
+
+
+def test_a_hook_of_the_users_own_is_kept_and_ours_inside_their_group_is_not_doubled(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli(["hooks", "claude-code"]) == 0
+    wanted = json.loads(capsys.readouterr().out)["hooks"]
+    ours = {event: groups[0]["hooks"][0]["command"] for event, groups in wanted.items()}
+    compound = "chronograph context --budget 200 && ~/bin/notify-start.sh"
+    mine = {"hooks": {
+        "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo hello"},
+                                                          {"type": "command", "command": ours["SessionStart"]}]},
+                         {"hooks": [{"type": "command", "command": compound}]}],
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": ours["UserPromptSubmit"]}]}]}}
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(mine))
+    assert cli(["hooks", "claude-code", "--write"]) == 0
+    assert "nothing to change" in capsys.readouterr().out and json.loads(settings.read_text()) == mine
+    assert cli(["hooks", "claude-code", "--write", "--client-name", "other"]) == 0
+    hooks = json.loads(settings.read_text())["hooks"]
+    start = [h["command"] for g in hooks["SessionStart"] for h in g["hooks"]]
+    assert start[:2] == ["echo hello", compound] and len(start) == 3 and "other" in start[2]
+    assert hooks["SessionStart"][0]["matcher"] == "startup"
