@@ -170,7 +170,8 @@ def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
             if changed:
                 team.emit(f"am/entry/{entry.id}", EntryUpdated(
                     fields=changed, change_reason=f"Imported ({args.conflict_strategy})", created_by=by))
-            counts["updated" if changed else "skipped"] += 1
+            activated = item.active is not None and item.active != entry.active
+            counts["updated" if changed or activated else "skipped"] += 1
         if item.id:
             new_ids[item.id] = entry.id
         if item.active is not None and item.active != entry.active:  # as the file says, kept in the history

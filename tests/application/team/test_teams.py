@@ -313,6 +313,9 @@ def test_an_entry_exported_inactive_comes_back_inactive(memory: Memory, tmp_path
         assert [e["title"] for e in listed] == ["kept"]
         every = call(other, "memory_knowledge", action="list", includeInactive=True)["knowledge"]
         assert {e["title"]: e["isActive"] for e in every} == {"kept": True, "gone": False}
+        call(other, "memory_knowledge", action="reactivate", id=gone["knowledge"]["id"])
+        again = call(other, "memory_import", action="import", content=exported)
+        assert (again["updated"], again["skipped"]) == (1, 1)  # "gone" deactivated again, as the file says
 
 
 def test_a_relation_to_a_project_follows_the_scope_mapping_or_is_reported(memory: Memory, tmp_path: Path) -> None:
