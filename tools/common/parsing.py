@@ -96,7 +96,7 @@ def workspace_flag(text: str) -> str:
     from chronograph.application.engine.arguments import Workspace  # noqa: PLC0415
 
     try:
-        return msgspec.convert(text, Workspace)  # type: ignore[no-any-return]
+        return msgspec.convert(text, Workspace)
     except msgspec.ValidationError:
         raise argparse.ArgumentTypeError(f"{text!r}: a workspace is named by 1 to 128 characters") from None
 
