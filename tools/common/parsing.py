@@ -107,20 +107,22 @@ def given_name(text: str) -> str:
     Raises:
         argparse.ArgumentTypeError: If it is.
     """
-    if not text.strip():
-        raise argparse.ArgumentTypeError("is empty (an unset variable?); give a name, or leave the flag out")
-    return text
+    return _not_blank(text, "give a name")
 
 
 def given_file(text: str) -> str:
-    """A file flag's value, checked not to be empty (an unset shell variable would have turned the
-    option off).
+    """A file or folder flag's value, checked not to be blank (an unset shell variable would have
+    turned the option off).
 
     Raises:
-        argparse.ArgumentTypeError: If it is empty.
+        argparse.ArgumentTypeError: If it is.
     """
+    return _not_blank(text, "name one")
+
+
+def _not_blank(text: str, instead: str) -> str:
     if not text.strip():
-        raise argparse.ArgumentTypeError("is empty (an unset variable?); name one, or leave the flag out")
+        raise argparse.ArgumentTypeError(f"is empty (an unset variable?); {instead}, or leave the flag out")
     return text
 
 
@@ -130,12 +132,25 @@ def positive(text: str) -> int:
     Raises:
         argparse.ArgumentTypeError: If it is not one.
     """
+    return _whole(text, "a whole number", 1, None, "must be at least 1")
+
+
+def port(text: str) -> int:
+    """A TCP port: 0 (any free one) to 65535.
+
+    Raises:
+        argparse.ArgumentTypeError: If it is not one.
+    """
+    return _whole(text, "a port number", 0, 65_535, "a port is 0 to 65535")
+
+
+def _whole(text: str, what: str, low: int, high: int | None, bounds: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: must be at least 1")
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if value < low or (high is not None and value > high):
+        raise argparse.ArgumentTypeError(f"{text}: {bounds}")
     return value
 
 
@@ -151,21 +166,6 @@ def seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"{text}: must be a number of seconds above 0")
-    return value
-
-
-def port(text: str) -> int:
-    """A TCP port: 0 (any free one) to 65535.
-
-    Raises:
-        argparse.ArgumentTypeError: If it is not one.
-    """
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= value <= 65_535:
-        raise argparse.ArgumentTypeError(f"{text}: a port is 0 to 65535")
     return value
 
 
