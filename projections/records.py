@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 import msgspec
+from chronograph.eventstore.compact import relation_stream
 from chronograph.eventstore.keys import Stored
 from chronograph.projections.sealed import SEAL, seal_array, sealed_decoder
 
@@ -31,6 +32,8 @@ __all__ = [
     "copy_record",
     "stored_entity",
     "stored_name",
+    "stored_relation",
+    "with_stream",
 ]
 
 
@@ -80,6 +83,23 @@ class RelationRecord(msgspec.Struct, array_like=True, gc=False):
     """When it started being true in the world (µs), if the writer said"""
     valid_until: int | None = None
     """When it stopped being true (µs), if it did"""
+
+
+def stored_relation(relation: RelationRecord) -> RelationRecord:
+    """What the relations table keeps of `relation`: without its stream's text when the other
+    fields spell it (`relation_stream` of its workspace, ends and type: every relation but one a
+    redacted log renamed; view format 6), which a reader puts back (`with_stream`)."""
+    if relation.stream == relation_stream(relation.workspace, relation.source, relation.relation_type, relation.target):
+        return msgspec.structs.replace(relation, stream="")
+    return relation
+
+
+def with_stream(relation: RelationRecord) -> RelationRecord:
+    """`relation` as decoded from the relations table, its stream's text put back (see
+    `stored_relation`)."""
+    if not relation.stream:
+        relation.stream = relation_stream(relation.workspace, relation.source, relation.relation_type, relation.target)
+    return relation
 
 
 class ContextRecord(msgspec.Struct, array_like=True, gc=False):
@@ -186,7 +206,7 @@ entity_decoder = msgspec.msgpack.Decoder(EntityRecord)
 relation_decoder = msgspec.msgpack.Decoder(RelationRecord)
 """Without the checksum check: for readers that check it themselves (`LmdbGraph`'s hot loops). An
 entity keyed by its stream's bytes comes back with an empty stream, which the reader puts back
-from the key (see `stored_entity`)."""
+from the key (see `stored_entity`); a relation too, put back from its fields (`with_stream`)."""
 
 decode_context = _decoder(ContextRecord)
 _decode_stored_name = msgspec.msgpack.Decoder(_StoredName).decode

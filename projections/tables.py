@@ -30,12 +30,13 @@ __all__ = [
     "table_names",
 ]
 
-VIEWS_FORMAT = 5
+VIEWS_FORMAT = 6
 """Bump when a view's layout changes: a new format builds its own views beside the old ones.
 (3: every value sealed with its checksum, see `projections.sealed`; 4: records keyed by their
 stream's digest; 5: an entity's record by its stream's time-ordered bytes, which stand for
 the stream's text in it, and each stream's text once in a name's record, see
-`projections.keys.record_key` and `projections.records`.)"""
+`projections.keys.record_key` and `projections.records`; 6: a relation's record without its
+stream's text, which its workspace, ends and type spell, see `records.stored_relation`.)"""
 
 TABLES = ("entities", "relations", "names", "order", "adjacency", "workspaces", "meta")
 

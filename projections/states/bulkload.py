@@ -30,7 +30,14 @@ from chronograph.projections.keys import (
     type_count_key,
     workspace_key,
 )
-from chronograph.projections.records import NameRecord, TypeCount, bulk_encoder, stored_entity, stored_name
+from chronograph.projections.records import (
+    NameRecord,
+    TypeCount,
+    bulk_encoder,
+    stored_entity,
+    stored_name,
+    stored_relation,
+)
 from chronograph.projections.states.dictstate import DictState
 
 __all__ = ["TABLE_ROWS", "Keys", "chunks", "count_rows", "put_changes", "put_sorted", "rows", "table_rows"]
@@ -70,7 +77,7 @@ def _entities(state: DictState, keys: Keys) -> Rows:
 def _relations(state: DictState, keys: Keys) -> Rows:
     items = sorted(zip(keys.relations, state.relations.values(), strict=True), key=_first)
     encode = bulk_encoder()
-    return ((key, encode(relation)) for key, relation in items)
+    return ((key, encode(stored_relation(relation))) for key, relation in items)
 
 
 def _names(state: DictState, keys: Keys) -> Rows:

@@ -41,6 +41,7 @@ from chronograph.projections.records import (
     decode_workspace,
     entity_decoder,
     relation_decoder,
+    with_stream,
 )
 from chronograph.projections.sealed import RESIDUE
 from chronograph.projections.streams import relation_stream
@@ -161,7 +162,10 @@ class LmdbGraph:
             return None
         if _crc(value) != RESIDUE:
             raise ViewsDamagedError("a record fails its checksum")
-        return _relation(value)
+        relation = _relation(value)
+        if not relation.stream:  # its fields spell it (see `records.stored_relation`)
+            relation.stream = stream
+        return relation
 
     def entities(
         self, workspace: str, offset: int = 0, limit: int | None = None
@@ -178,7 +182,7 @@ class LmdbGraph:
     ) -> Iterator[RelationRecord]:
         """The workspace's live relations, oldest first."""
         for _, value in self._records(self._ordered(workspace, RELATION, offset, limit), self.tables.relations):
-            yield _relation(value)
+            yield with_stream(_relation(value))
 
     def relation(
         self, workspace: str, source: str, relation_type: str, target: str
@@ -196,7 +200,7 @@ class LmdbGraph:
         for way in directions[direction]:
             prefix = adjacency_prefix(self._ws(workspace), name, way)
             for stream_key in self._scan_values(prefix, self.tables.adjacency):
-                record = _relation(self._indexed(stream_key, db))
+                record = with_stream(_relation(self._indexed(stream_key, db)))
                 if record.workspace == workspace and (
                     record.source == name if way == OUTGOING else record.target == name
                 ):

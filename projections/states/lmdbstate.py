@@ -33,6 +33,7 @@ from chronograph.projections.records import (
     encode,
     stored_entity,
     stored_name,
+    stored_relation,
 )
 from chronograph.projections.states.graph import LmdbGraph
 
@@ -92,7 +93,7 @@ class LmdbState(LmdbGraph):
     def add_relation(self, relation: RelationRecord) -> None:
         txn, tables = self.txn, self.tables
         stream_key = record_key(relation.stream)
-        txn.put(stream_key, encode(relation), db=tables.relations)
+        txn.put(stream_key, encode(stored_relation(relation)), db=tables.relations)
         ws = self._ws(relation.workspace)
         txn.put(order_key(ws, RELATION, relation.seq), stream_key, db=tables.order)
         for name, way in ((relation.source, OUTGOING), (relation.target, INCOMING)):
@@ -100,7 +101,7 @@ class LmdbState(LmdbGraph):
         self._count(relation.workspace, ws, RELATION, relation.relation_type, +1)
 
     def changed_relation(self, relation: RelationRecord) -> None:
-        self.txn.put(record_key(relation.stream), encode(relation), db=self.tables.relations)
+        self.txn.put(record_key(relation.stream), encode(stored_relation(relation)), db=self.tables.relations)
 
     def remove_relation(self, relation: RelationRecord) -> None:
         txn, tables = self.txn, self.tables

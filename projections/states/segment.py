@@ -43,6 +43,7 @@ from chronograph.projections.records import (
     encode,
     stored_entity,
     stored_name,
+    stored_relation,
 )
 from chronograph.projections.states.dictstate import PresentSets
 from chronograph.projections.states.lmdbstate import LmdbState
@@ -128,7 +129,7 @@ class Segment(Overlay):
             if was is None and relation is None:
                 continue
             key = record_key(stream)
-            relations.append((key, None if relation is None else encode(relation)))
+            relations.append((key, None if relation is None else encode(stored_relation(relation))))
             for record, value in ((was, None), (relation, key)):
                 if record is None:
                     continue

@@ -3,6 +3,7 @@ the workspace's relations in one pass (a page of many names)."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,47 @@ def test_an_entity_s_record_leaves_its_stream_to_its_key_and_reads_back_whole(tm
                       for name, e in (("Ada", ada), ("Bob", bob))}
         assert ada.stream.startswith("entity-") and listed == {"Ada": ada.stream, "Bob": other}
         assert ada.stream.encode() not in stored["Ada"] and other.encode() in stored["Bob"]
+
+
+@pytest.mark.parametrize("folded", ["as written", "by a rebuild", "by a rebuild in segments"])
+def test_a_relation_s_record_leaves_its_stream_to_its_fields_and_reads_back_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folded: str
+) -> None:
+    from chronograph.eventstore import RelationCreated, StreamWrite
+    from chronograph.projections import Views
+    from chronograph.projections.keys import record_key
+    from chronograph.projections.streams import relation_stream
+
+    rebuilding = importlib.import_module("chronograph.projections.live.rebuild")  # the module, not its function
+
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [{"name": n, "entityType": "t", "observations": []}
+                                                      for n in ("Ada", "Bob")]}, actor="t")
+        memory.write("create_relations", {"relations": [{"from": "Ada", "to": "Bob", "relationType": "knows"}]},
+                     actor="t")
+        other = "relation-imported-by-hand"  # a stream its fields do not spell keeps its text in its record
+        memory.log.append([StreamWrite(other, [RelationCreated(workspace="default", source="Bob", target="Ada",
+                                                               relation_type="knows")])], actor="t")
+        views: Views = memory.views
+        if folded != "as written":
+            if folded == "by a rebuild in segments":
+                monkeypatch.setattr(rebuilding, "FOLD_RECORDS", 2)
+            views.rebuild()
+        spelled = relation_stream("default", "Ada", "knows", "Bob")
+        with views.read() as graph:
+            assert [r.stream for r in graph.relations("default")] == [spelled, other]
+            assert [r.stream for r in graph.relations_of("default", "Ada")] == [spelled, other]
+            assert [r.stream for r in graph.relations_of("default", "Bob", "out")] == [other]
+            found = graph.relation("default", "Ada", "knows", "Bob")
+            assert found is not None and found.stream == spelled
+            by_stream = graph.relation_by_stream(other)
+            assert by_stream is not None and (by_stream.source, by_stream.stream) == ("Bob", other)
+            stored = {stream: bytes(graph.txn.get(record_key(stream), db=graph.tables.relations))
+                      for stream in (spelled, other)}
+        assert spelled.encode() not in stored[spelled] and b"relation:" not in stored[spelled]
+        assert other.encode() in stored[other]
+        memory.write("add_observations", {"observations": [{"entityName": "Ada", "contents": ["x"]}]}, actor="t")
+        memory.write("delete_relations", {"relations": [{"from": "Ada", "to": "Bob", "relationType": "knows"}]},
+                     actor="t")
+        with views.read() as graph:
+            assert [r.stream for r in graph.relations("default")] == [other]
