@@ -48,8 +48,9 @@ def erase(
             for envelope in events:
                 txn.delete(old_key + pack_u64(envelope.version), db=dbs.streams)
                 txn.put(new_key + pack_u64(envelope.version), pack_u64(envelope.position), db=dbs.streams)
-            txn.delete(old_key, db=dbs.heads)
-            txn.put(new_key, pack_u64(events[-1].version), db=dbs.heads)
+            if dbs.heads is not None:
+                txn.delete(old_key, db=dbs.heads)
+                txn.put(new_key, pack_u64(events[-1].version), db=dbs.heads)
         originals.extend(events)
     _forget_results(txn, reader, streams)
     count = reader.erasures() + 1

@@ -1,9 +1,9 @@
 """The log in LMDB: named databases of one environment, shared safely by many processes.
 
 `log` maps big-endian positions to envelopes and is written with `append=True`;
-`streams` maps (stream, version) to positions; `heads` gives a stream's version in one
-lookup; `idempotency` remembers what each idempotency key produced. Commits are
-synchronous by default: an acknowledged append survives a power loss.
+`streams` maps (stream, version) to positions, and a stream's last key there is its version;
+`idempotency` remembers what each idempotency key produced. Commits are synchronous by
+default: an acknowledged append survives a power loss.
 """
 
 from __future__ import annotations
@@ -29,18 +29,24 @@ __all__ = ["FORMAT_VERSION", "LmdbLog"]
 
 T = TypeVar("T")
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 """On-disk format this code creates; a store with a higher one is refused, never guessed at.
 2: the log may hold records of codec 2 (`eventstore.compact`); a store of format 1 is raised to
 2 when it is opened for writing, so a version of Chronograph that cannot read them refuses it
 by its format instead of failing on a record. 3: `streams` and `heads` are keyed by
-`keys.stream_key` (15 or 16 bytes) instead of the stream's text. A store is created in format 3
-and never raised to it: its keys would have to be rewritten while another process may be
-writing the old ones (`chronograph copy` writes a store of format 3)."""
+`keys.stream_key` (15 or 16 bytes) instead of the stream's text. 4: no `heads`; a stream's
+version is its last key in `streams` (a tenth of a store's pages were the heads). A store is
+created in the newest format and never raised to 3 or 4: its keys would have to be rewritten
+while another process, of a version that reads the heads, may be writing them (`chronograph
+copy` writes a store of the newest format)."""
 _KEYED = 3
 """The first format whose stream keys are `keys.stream_key`"""
+_HEADLESS = 4
+"""The first format without the `heads` database"""
 
-_LOG_DATABASES = (b"log", b"streams", b"heads", b"idempotency", b"meta")
+_LOG_DATABASES = (b"log", b"streams", b"idempotency", b"meta")
+_HEADS = b"heads"
+"""stream key -> version, kept by stores of formats 1 to 3 (and read by the versions that made them)"""
 _SUMS = b"sums"
 """Checksums of the stored envelopes: added after the first stores, created when a store is opened
 for writing, and absent (nothing to verify) in a read-only store that never had them."""
@@ -127,12 +133,17 @@ class LmdbLog(EventLog):
             sums = None
             if _SUMS in existing or not env.readonly:
                 sums = env.env.open_db(_SUMS, create=not env.readonly)
-            log, streams, heads, idempotency, meta = (env.env.open_db(name, create=False) for name in _LOG_DATABASES)
-            dbs = Databases(log, streams, heads, idempotency, meta, sums)
+            log, streams, idempotency, meta = (env.env.open_db(name, create=False) for name in _LOG_DATABASES)
+            dbs = Databases(log, streams, None, idempotency, meta, sums)
             with env.read() as txn:
                 version = self._check_format(txn, dbs)
-                if version < _KEYED:
-                    dbs = dbs._replace(key=text_key)
+            if version < _HEADLESS:
+                if _HEADS not in existing and env.readonly:
+                    raise StoreCorruptError(f"{self.path} is damaged: its stream heads are missing")
+                dbs = dbs._replace(heads=env.env.open_db(_HEADS, create=not env.readonly))
+            if version < _KEYED:
+                dbs = dbs._replace(key=text_key)
+            with env.read() as txn:
                 self._check_tail(LmdbReader(txn, self.codec, dbs))
             if version < 2 and not env.readonly:
                 env.write(lambda txn: txn.put(_FORMAT, pack_u32(2), db=dbs.meta))
@@ -141,10 +152,10 @@ class LmdbLog(EventLog):
             raise StoreCorruptError(f"{self.path} is damaged: {error}") from None
 
     def _create_log(self, txn: lmdb.Transaction) -> Databases:
-        log, streams, heads, idempotency, meta, sums = (
+        log, streams, idempotency, meta, sums = (
             self.environment.env.open_db(name, txn=txn) for name in (*_LOG_DATABASES, _SUMS)
         )
-        dbs = Databases(log, streams, heads, idempotency, meta, sums)
+        dbs = Databases(log, streams, None, idempotency, meta, sums)
         txn.put(_FORMAT, pack_u32(FORMAT_VERSION), db=dbs.meta)
         txn.put(_STORE_ID, uuid.uuid4().hex.encode(), db=dbs.meta)
         return dbs

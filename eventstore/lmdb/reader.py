@@ -15,6 +15,8 @@ from chronograph.eventstore.keys import Stored, pack_u64, stream_key, unpack_u64
 
 __all__ = ["ERASURES", "Databases", "LmdbReader"]
 
+_LAST_VERSION = 2**64 - 1
+_LAST = pack_u64(_LAST_VERSION)
 ERASURES = b"erasures"
 """The `meta` key counting erasures: caches of the log's content compare it to know they
 hold nothing forgotten since they were filled."""
@@ -27,8 +29,9 @@ class Databases(NamedTuple):
     """position (u64 BE) -> envelope"""
     streams: lmdb._Database
     """stream key + version (u64 BE) -> position (u64 BE)"""
-    heads: lmdb._Database
-    """stream key -> current version (u64 BE)"""
+    heads: lmdb._Database | None
+    """stream key -> current version (u64 BE), in the stores of formats 1 to 3; a stream's last
+    key in `streams` says it in the others (see `log.FORMAT_VERSION`)"""
     idempotency: lmdb._Database
     """idempotency key -> recorded append"""
     meta: lmdb._Database
@@ -57,8 +60,26 @@ class LmdbReader:
 
     def stream_version(self, stream: str) -> int:
         """The current version of `stream` (0 when it has no events)."""
-        value = self.txn.get(self.dbs.key(stream), db=self.dbs.heads)
-        return 0 if value is None else unpack_u64(value)
+        prefix = self.dbs.key(stream)
+        if self.dbs.heads is not None:
+            value = self.txn.get(prefix, db=self.dbs.heads)
+            return 0 if value is None else unpack_u64(value)
+        size = len(prefix)
+        with self.txn.cursor(self.dbs.streams) as cursor:
+            if cursor.set_range(prefix + _LAST):
+                if cursor.key() == prefix + _LAST:
+                    return _LAST_VERSION
+                found = cursor.prev()
+            else:
+                found = cursor.last()
+            while found:  # back over the keys that share the prefix: the stream's, the newest first
+                key = cursor.key()
+                if key[:size] != prefix:
+                    break
+                if len(key) == size + 8:  # not a longer stream key that begins with this one
+                    return unpack_u64(key[size:])
+                found = cursor.prev()
+        return 0
 
     def get(self, position: int) -> Envelope | None:
         """The envelope at `position`, or None if there is none."""

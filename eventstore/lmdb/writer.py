@@ -1,5 +1,5 @@
 """Appends inside one LMDB write transaction: the rows `Appender` decided, stored in the
-log, its checksums, the stream index and the heads; and erasures, through `erase`."""
+log, its checksums, the stream index (and the heads of a store that keeps them); and erasures, through `erase`."""
 
 from __future__ import annotations
 
@@ -60,8 +60,9 @@ class LmdbTransaction(LmdbReader, Appender):
                     "the stream heads are damaged (a stream's head is below a version it already has); nothing "
                     "was written; restore from a backup, or copy the log into a new store (`chronograph copy`)"
                 )
-        with txn.cursor(dbs.heads) as cursor:
-            cursor.putmulti([(key(stream), pack_u64(v)) for stream, v in versions.items()])
+        if dbs.heads is not None:
+            with txn.cursor(dbs.heads) as cursor:
+                cursor.putmulti([(key(stream), pack_u64(v)) for stream, v in versions.items()])
 
     def _store_copy(self, rows: list[Row], versions: dict[str, int]) -> None:
         if self._check_room is not None:
