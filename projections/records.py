@@ -33,7 +33,6 @@ __all__ = [
     "stored_entity",
     "stored_name",
     "stored_relation",
-    "with_stream",
 ]
 
 
@@ -88,17 +87,9 @@ class RelationRecord(msgspec.Struct, array_like=True, gc=False):
 def stored_relation(relation: RelationRecord) -> RelationRecord:
     """What the relations table keeps of `relation`: without its stream's text when the other
     fields spell it (`relation_stream` of its workspace, ends and type: every relation but one a
-    redacted log renamed; view format 6), which a reader puts back (`with_stream`)."""
+    redacted log renamed; view format 6), which `LmdbGraph` puts back as it reads."""
     if relation.stream == relation_stream(relation.workspace, relation.source, relation.relation_type, relation.target):
         return msgspec.structs.replace(relation, stream="")
-    return relation
-
-
-def with_stream(relation: RelationRecord) -> RelationRecord:
-    """`relation` as decoded from the relations table, its stream's text put back (see
-    `stored_relation`)."""
-    if not relation.stream:
-        relation.stream = relation_stream(relation.workspace, relation.source, relation.relation_type, relation.target)
     return relation
 
 
@@ -206,7 +197,7 @@ entity_decoder = msgspec.msgpack.Decoder(EntityRecord)
 relation_decoder = msgspec.msgpack.Decoder(RelationRecord)
 """Without the checksum check: for readers that check it themselves (`LmdbGraph`'s hot loops). An
 entity keyed by its stream's bytes comes back with an empty stream, which the reader puts back
-from the key (see `stored_entity`); a relation too, put back from its fields (`with_stream`)."""
+from the key (see `stored_entity`); a relation too, put back from its fields (see `stored_relation`)."""
 
 decode_context = _decoder(ContextRecord)
 _decode_stored_name = msgspec.msgpack.Decoder(_StoredName).decode

@@ -41,7 +41,6 @@ from chronograph.projections.records import (
     decode_workspace,
     entity_decoder,
     relation_decoder,
-    with_stream,
 )
 from chronograph.projections.sealed import RESIDUE
 from chronograph.projections.streams import relation_stream
@@ -182,7 +181,11 @@ class LmdbGraph:
     ) -> Iterator[RelationRecord]:
         """The workspace's live relations, oldest first."""
         for _, value in self._records(self._ordered(workspace, RELATION, offset, limit), self.tables.relations):
-            yield with_stream(_relation(value))
+            relation = _relation(value)
+            if not relation.stream:  # its fields spell it (see `records.stored_relation`)
+                relation.stream = relation_stream(relation.workspace, relation.source, relation.relation_type,
+                                                  relation.target)
+            yield relation
 
     def relation(
         self, workspace: str, source: str, relation_type: str, target: str
@@ -200,14 +203,17 @@ class LmdbGraph:
         for way in directions[direction]:
             prefix = adjacency_prefix(self._ws(workspace), name, way)
             for stream_key in self._scan_values(prefix, self.tables.adjacency):
-                record = with_stream(_relation(self._indexed(stream_key, db)))
+                record = _relation(self._indexed(stream_key, db))
                 if record.workspace == workspace and (
                     record.source == name if way == OUTGOING else record.target == name
                 ):
                     found.append(record)
-        if direction == "both":  # a self-relation is both outgoing and incoming
-            found = list({record.stream: record for record in found}.values())
+        if direction == "both":  # a self-relation is both outgoing and incoming (its creation, `seq`, is its own)
+            found = list({record.seq: record for record in found}.values())
             found.sort(key=lambda record: record.seq)
+        for record in found:
+            if not record.stream:  # its fields spell it (see `records.stored_relation`)
+                record.stream = relation_stream(workspace, record.source, record.relation_type, record.target)
         return found
 
     def most_connected(self, workspace: str, limit: int) -> list[tuple[str, int]]:
