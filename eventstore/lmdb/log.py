@@ -152,9 +152,9 @@ class LmdbLog(EventLog):
             raise StoreCorruptError(f"{self.path} is damaged: {error}") from None
 
     def _create_log(self, txn: lmdb.Transaction) -> Databases:
-        log, streams, idempotency, meta, sums = (
-            self.environment.env.open_db(name, txn=txn) for name in (*_LOG_DATABASES, _SUMS)
-        )
+        log, streams, idempotency, meta, sums, _ = (
+            self.environment.env.open_db(name, txn=txn) for name in (*_LOG_DATABASES, _SUMS, _HEADS)
+        )  # `heads` stays empty: a version that reads it finds the store's shape and refuses its format
         dbs = Databases(log, streams, None, idempotency, meta, sums)
         txn.put(_FORMAT, pack_u32(FORMAT_VERSION), db=dbs.meta)
         txn.put(_STORE_ID, uuid.uuid4().hex.encode(), db=dbs.meta)

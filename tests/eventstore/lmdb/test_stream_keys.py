@@ -39,7 +39,10 @@ def test_a_new_store_keys_its_streams_by_fixed_size_keys_that_spell_no_name(stor
     alice, bob = a_graph(store)
     versions, heads = indexed(store)
     relation = stream_key(relation_stream("w", "Alice", "knows", "Bob"))
-    assert heads == [] and b"heads" not in databases(store)  # a stream's last key is its version
+    assert store.dbs.heads is None and heads == []  # a stream's last key is its version
+    with store.read() as reader:  # an empty `heads`, so that a version that reads it refuses the format 4
+        assert b"heads" in databases(store) and reader.txn.stat(store.environment.env.open_db(b"heads"))[
+            "entries"] == 0
     assert sorted(versions) == sorted([stream_key(alice) + pack_u64(1), stream_key(alice) + pack_u64(2),
                                        stream_key(bob) + pack_u64(1), relation + pack_u64(1)])
     assert not any(b"Alice" in key or b"Bob" in key for key in versions + heads)
