@@ -93,6 +93,14 @@ class Views:
                     f"--store {log.location}`, or start `chronograph serve` on it once"
                 )
             self.adopt(generation)
+            missed = self.behind()
+            if missed > 0:  # written by another version of Chronograph, or emptied by its rebuild
+                raise ViewsUnavailableError(
+                    f"the store at {log.location} holds {missed:,} event(s) this version's views have not folded "
+                    "(another version of Chronograph wrote to it, or emptied them in a rebuild); a read-only "
+                    f"command would answer from an older state. Fold them with `chronograph replay --rebuild "
+                    f"--store {log.location}`, or start `chronograph serve` on it once"
+                )
             return
         self._open_erasables()
         self.env.on_reopen(self._reopened)

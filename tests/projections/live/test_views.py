@@ -244,3 +244,21 @@ def test_the_most_connected_names_agree_between_the_live_views_and_a_past_graph(
         now = live.most_connected("w", 5)
     assert now == graph_as_of(store, store.head()).most_connected("w", 5)
     assert [count for _, count in now] == sorted((count for _, count in now), reverse=True) and now[0][1] >= 4
+
+
+def test_a_read_only_open_refuses_views_another_version_left_behind_the_log_rather_than_answer_from_them(
+    store_path: Path,
+) -> None:
+    from chronograph.application import Memory
+
+    with Memory(store_path) as memory:
+        memory.write("create_entities", {"entities": [{"name": "a", "entityType": "t", "observations": []}]},
+                     actor="v2")
+    subprocess.run([sys.executable, "-c", ANOTHER_FORMAT, str(store_path), "b"], check=True, capture_output=True)
+    refused = r"1 event\(s\) this version's views have not folded.*replay --rebuild"
+    with pytest.raises(ViewsUnavailableError, match=refused):
+        Memory(store_path, readonly=True)  # before: an export or a session's recall without "b", silently
+    with Memory(store_path) as memory:  # a writable open folds what the other version wrote
+        assert [e.name for e in memory.read("read_graph", {}).entities] == ["a", "b"]
+    with Memory(store_path, readonly=True) as memory:
+        assert [e.name for e in memory.read("read_graph", {}).entities] == ["a", "b"]
