@@ -137,10 +137,10 @@ class LmdbLog(EventLog):
             dbs = Databases(log, streams, None, idempotency, meta, sums)
             with env.read() as txn:
                 version = self._check_format(txn, dbs)
-            if version < _HEADLESS:
-                if _HEADS not in existing and env.readonly:
+            if version < _HEADLESS:  # every version that wrote such a store created them
+                if _HEADS not in existing:
                     raise StoreCorruptError(f"{self.path} is damaged: its stream heads are missing")
-                dbs = dbs._replace(heads=env.env.open_db(_HEADS, create=not env.readonly))
+                dbs = dbs._replace(heads=env.env.open_db(_HEADS, create=False))
             if version < _KEYED:
                 dbs = dbs._replace(key=text_key)
             with env.read() as txn:

@@ -93,7 +93,7 @@ class Views:
                     f"--store {log.location}`, or start `chronograph serve` on it once"
                 )
             self.adopt(generation)
-            missed = self.behind()
+            missed = self._missed()
             if missed > 0:  # written by another version of Chronograph, or emptied by its rebuild
                 raise ViewsUnavailableError(
                     f"the store at {log.location} holds {missed:,} event(s) this version's views have not folded "
@@ -120,6 +120,17 @@ class Views:
                     self.env.write(lambda txn: self.pointer.set_erasures(txn, count))
                     self._erasures_seen = count
             self.refresh()
+
+    def _missed(self) -> int:
+        """How many events of the log the views have not folded, the generation read with the
+        checkpoint in one snapshot: a rebuild another process swaps in meanwhile empties the slot
+        this process adopted, which must not read as views left behind."""
+        while True:
+            with self.binding.read() as (log, txn):
+                generation = self.pointer.generation(txn)
+                if generation == self.tables.generation:
+                    return log.head() - self.tables.checkpoint(txn)
+            self.adopt(generation)
 
     def _open_erasables(self) -> None:
         self._vectors = self.env.open_db(VECTORS)

@@ -262,3 +262,32 @@ def test_a_read_only_open_refuses_views_another_version_left_behind_the_log_rath
         assert [e.name for e in memory.read("read_graph", {}).entities] == ["a", "b"]
     with Memory(store_path, readonly=True) as memory:
         assert [e.name for e in memory.read("read_graph", {}).entities] == ["a", "b"]
+
+
+REBUILD = textwrap.dedent("""
+    import sys
+    from chronograph.application import Memory
+    with Memory(sys.argv[1]) as memory:
+        memory.views.rebuild()
+""")
+
+
+def test_a_read_only_open_takes_a_rebuild_another_process_swaps_in_meanwhile_for_what_it_is(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chronograph.application import Memory
+
+    with Memory(store_path) as memory:
+        memory.write("create_entities", {"entities": [{"name": "a", "entityType": "t", "observations": []}]},
+                     actor="t")
+    adopt, rebuilt = Views.adopt, []
+
+    def adopt_then_rebuild_elsewhere(self: Views, generation: int) -> None:
+        adopt(self, generation)
+        if not rebuilt:  # the slot just adopted is emptied as the other process swaps its rebuild in
+            rebuilt.append(subprocess.run([sys.executable, "-c", REBUILD, str(store_path)], check=True))
+
+    monkeypatch.setattr(Views, "adopt", adopt_then_rebuild_elsewhere)
+    with Memory(store_path, readonly=True) as memory:  # before: refused as views "another version" left behind
+        assert rebuilt and [e.name for e in memory.read("read_graph", {}).entities] == ["a"]
+        assert memory.views.tables.generation == 2
