@@ -224,12 +224,20 @@ class LmdbGraph:
         prefix = self._ws(workspace)
         counts: Counter[bytes] = Counter()
         width = len(prefix)
+        name, incoming = b"", set()
         with self.txn.cursor(self.tables.adjacency) as cursor:
             if cursor.set_range(prefix):
                 for key in cursor.iternext(values=False):
                     if key[:width] != prefix:
                         break
-                    counts[bytes(key[width : width + 16])] += 1  # the name's digest
+                    if key[width : width + 16] != name:  # the name's digest; its incoming keys come first
+                        name, incoming = bytes(key[width : width + 16]), set()
+                    seq = bytes(key[width + 17 :])
+                    if key[width + 16 : width + 17] == INCOMING:
+                        incoming.add(seq)
+                    elif seq in incoming:  # a relation from the name to itself: counted once, as by a fold
+                        continue
+                    counts[name] += 1
         found = []
         for name_digest, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
             stream_key = next(iter(self._scan_values(prefix + name_digest, self.tables.adjacency)), None)

@@ -246,6 +246,23 @@ def test_the_most_connected_names_agree_between_the_live_views_and_a_past_graph(
     assert [count for _, count in now] == sorted((count for _, count in now), reverse=True) and now[0][1] >= 4
 
 
+def test_the_live_views_count_a_relation_from_a_name_to_itself_once_as_a_past_graph_does(store: LmdbLog) -> None:
+    from chronograph.eventstore import RelationCreated
+    from chronograph.projections import graph_as_of, relation_stream
+
+    views = Views(store)
+    store.append([StreamWrite(new_entity_stream(), [EntityCreated(workspace="w", name=n, entity_type="t")], NO_STREAM)
+                  for n in ("A", "B")], actor="t")
+    store.append([StreamWrite(relation_stream("w", a, kind, b), [RelationCreated(workspace="w", source=a, target=b,
+                                                                                 relation_type=kind)])
+                  for a, kind, b in (("A", "self", "A"), ("A", "k", "B"), ("B", "self", "B"), ("B", "again", "B"))],
+                 actor="t")
+    with views.read() as live:
+        now = live.most_connected("w", 5)
+    assert now == graph_as_of(store, store.head()).most_connected("w", 5)
+    assert dict(now) == {"A": 2, "B": 3}  # before: A 3, B 5 (each self-relation as outgoing and incoming)
+
+
 def test_a_read_only_open_refuses_views_another_version_left_behind_the_log_rather_than_answer_from_them(
     store_path: Path,
 ) -> None:
