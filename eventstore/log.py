@@ -93,6 +93,11 @@ class LogReader(Protocol):
         cannot be read back)."""
         ...
 
+    def index_problems(self) -> Iterator[str]:
+        """Where the log's index of streams and versions disagrees with its events (none: it
+        agrees; a database that enforces the index itself has nothing to say)."""
+        ...
+
     def mentions(self, needles: Sequence[bytes], from_position: int = 1) -> Iterator[Envelope]:
         """The events from `from_position` on whose stored bytes contain one of `needles`
         (a raw scan: what forgetting looks for), oldest first."""

@@ -192,6 +192,13 @@ def _verify(memory: Memory) -> int:
         for line in differences:
             print(f"  {line}")
         return 1
+    if differences and differences[0].startswith("index:"):
+        print(f"the log's index of streams disagrees with its events in {len(differences)} place(s) (a write "
+              "could reuse a version); copy the log into a new store, which indexes it anew "
+              f"(`chronograph copy --from {memory.log.location} --to NEW`), or restore from a backup:")
+        for line in differences:
+            print(f"  {line}")
+        return 1
     if differences:
         print(f"the views differ from the log in {len(differences)} place(s):")
         for line in differences:

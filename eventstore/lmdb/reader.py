@@ -246,6 +246,28 @@ class LmdbReader:
         if values:
             yield self._decode_many(positions, values, False)
 
+    def index_problems(self) -> Iterator[str]:
+        """Where the stream index disagrees with the log: an event whose (stream, version) key is
+        missing or points at another position, keys no event has, and a stream head (the stores
+        that keep them) below the stream's last version. A store without heads finds a stream's
+        version in the index alone, so a lost key there would let a write reuse a version."""
+        streams, get, key = self.dbs.streams, self.txn.get, self.dbs.key
+        head, last = self.head(), {}
+        for envelope in self.all(1, head, 4096):
+            at = get(key(envelope.stream) + pack_u64(envelope.version), db=streams)
+            if at is None or unpack_u64(at) != envelope.position:
+                where = "no key" if at is None else f"a key that points at position {unpack_u64(at):,}"
+                yield (f"index: the event at position {envelope.position:,} (version {envelope.version} of its "
+                       f"stream) has {where}")
+            if self.dbs.heads is not None:
+                last[envelope.stream] = envelope.version
+        extra = self.txn.stat(streams)["entries"] - head
+        if extra > 0:
+            yield f"index: it holds {extra:,} key(s) more than the log has events"
+        for stream, version in last.items():
+            if self.stream_version(stream) < version:
+                yield f"index: a stream's head says version {self.stream_version(stream)}, its events reach {version}"
+
     def all(
         self, from_position: int = 1, to_position: int | None = None, batch_size: int = 1024
     ) -> Iterator[Envelope]:

@@ -62,6 +62,10 @@ class PgReader:
         ).fetchone()
         return None if row is None else self._decode(*row)
 
+    def index_problems(self) -> Iterator[str]:
+        """Nothing: the events table's own UNIQUE (stream, version) is the index, kept by the database."""
+        return iter(())
+
     def verify(self, from_position: int = 1, to_position: int | None = None) -> Iterator[int]:
         """Positions in the range whose stored bytes do not match their checksum, or that cannot
         be decoded at all (the stored envelope is damaged)."""

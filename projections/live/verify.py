@@ -1,10 +1,12 @@
-"""Verification: the log against its checksums, then the live views against the log folded
-afresh, at the same position.
+"""Verification: the log against its checksums, its index of streams against its events, then
+the live views against the log folded afresh, at the same position.
 
 Works on a read-only store while a server writes: both sides come from one snapshot.
 """
 
 from __future__ import annotations
+
+from itertools import islice
 
 import msgspec
 from chronograph.projections.live.catchup import Progress
@@ -17,8 +19,9 @@ __all__ = ["verify"]
 
 
 def verify(views: Views, progress: Progress | None = None, shown: int = 50) -> list[str]:
-    """The damaged events of the log, else the differences between the live views and a fresh
-    fold of the log (none: the store is whole and the views agree with it)."""
+    """The damaged events of the log, else where its stream index disagrees with them, else the
+    differences between the live views and a fresh fold of the log (none: the store is whole and
+    the views agree with it)."""
     with views.snapshot() as (live, log):
         damaged = []
         for position in log.verify(1, live.position):
@@ -28,6 +31,11 @@ def verify(views: Views, progress: Progress | None = None, shown: int = 50) -> l
             progress("checksums", live.position, live.position)
         if damaged:
             return _first(damaged, shown)
+        unindexed = list(islice(log.index_problems(), shown + 1))
+        if progress is not None:
+            progress("index", live.position, live.position)
+        if unindexed:
+            return _first(unindexed, shown)
         state = DictState()
         with paused_gc():
             for batch in log.batches(1, live.position, batch_size=4096, slim=True):

@@ -6,8 +6,11 @@ import importlib
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import lmdb
 import pytest
 from chronograph.application import Memory
 from chronograph.eventstore import LmdbLog
@@ -136,6 +139,38 @@ def test_verify_names_every_damaged_position_of_the_log(history_store: Path, cap
     (history_store / "data.mdb").write_bytes(data.replace(b"countess", b"cOuntess"))
     code, out = run(capsys, "--store", str(history_store), "--verify")
     assert code == 1 and "the log is damaged" in out and "position 4" in out
+
+
+def _index(store: Path, change: Callable[[lmdb.Transaction, Any, list[bytes]], None]) -> None:
+    """Change the stream index of `store` by hand: `change(txn, index, keys)`, the keys in order."""
+    env = lmdb.open(str(store), max_dbs=64)
+    try:
+        index = env.open_db(b"streams")
+        with env.begin(write=True) as txn:
+            change(txn, index, [bytes(key) for key in txn.cursor(index).iternext(values=False)])
+    finally:
+        env.close()
+
+
+def test_verify_finds_a_stream_index_that_lost_a_stream_s_last_key(history_store: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    with LmdbLog(history_store) as log, log.read() as reader:  # Ada's stream: created, updated, deleted
+        ada = next(e.stream for e in reader.all() if e.version == 3)
+        key = reader.dbs.key(ada)
+    _index(history_store, lambda txn, index, keys: txn.delete(key + (3).to_bytes(8, "big"), db=index))
+    code, out = run(capsys, "--store", str(history_store), "--verify")  # before: "the views agree with the log"
+    assert code == 1 and "index of streams disagrees" in out and "chronograph copy" in out
+    assert "the event at position 6 (version 3 of its stream) has no key" in out
+
+
+def test_verify_finds_a_stream_index_key_that_points_at_another_event(history_store: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    def swap(txn: lmdb.Transaction, index: Any, keys: list[bytes]) -> None:
+        first, second = txn.get(keys[0], db=index), txn.get(keys[1], db=index)
+        txn.put(keys[0], second, db=index)
+        txn.put(keys[1], first, db=index)
+
+    _index(history_store, swap)
+    code, out = run(capsys, "--store", str(history_store), "--verify")
+    assert code == 1 and out.count("has a key that points at position") == 2
 
 
 def test_a_truncated_store_is_one_clear_line_not_a_crash(history_store: Path, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -84,3 +84,16 @@ def test_a_store_of_format_3_without_its_heads_is_refused_as_damaged(store_path:
     env.close()
     with pytest.raises(StoreCorruptError, match="heads are missing"):  # not made anew, empty: every version 0
         LmdbLog(store_path, readonly=readonly)
+
+
+def test_the_index_of_a_sound_store_has_no_problems_and_a_head_below_its_stream_is_one(store_path: Path) -> None:
+    a_format_3_store(store_path)
+    with LmdbLog(store_path) as old:
+        append(old, "x", 2)
+        append(old, "y", 1)
+        with old.read() as reader:
+            assert list(reader.index_problems()) == []
+        with old.environment.env.begin(write=True) as txn:
+            txn.put(stream_key("x"), pack_u64(1), db=old.dbs.heads)  # the head says 1; its events reach 2
+        with old.read() as reader:
+            assert list(reader.index_problems()) == ["index: a stream's head says version 1, its events reach 2"]
