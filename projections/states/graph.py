@@ -224,7 +224,7 @@ class LmdbGraph:
         prefix = self._ws(workspace)
         counts: Counter[bytes] = Counter()
         width = len(prefix)
-        name, incoming = b"", set()
+        name, incoming = b"", set[bytes]()
         with self.txn.cursor(self.tables.adjacency) as cursor:
             if cursor.set_range(prefix):
                 for key in cursor.iternext(values=False):
