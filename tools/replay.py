@@ -5,7 +5,7 @@
     chronograph replay --at ... --entity Ada              one entity then
     chronograph replay --diff 2026-11-20 2026-11-21       created, changed and deleted between two moments
     chronograph replay --rebuild                          rebuild every view from the log
-    chronograph replay --verify                           compare the views with a fresh fold; exit 1 on a difference
+    chronograph replay --verify                           check the log, its index and the views; exit 1 on a fault
 
 Moments are ISO-8601 timestamps or log positions. Everything but --rebuild opens the
 store read-only, so it runs safely beside a server using the same store.
@@ -57,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="rebuild every view from the log (run alone, it also empties the views other versions "
                            "of Chronograph left in the store)")
     what.add_argument("--verify", action="store_true",
-                      help="fold the log afresh and compare with the views; exit 1 on any difference")
+                      help="check the log's checksums and its index of streams, fold it afresh and compare with "
+                           "the views; exit 1 on any difference")
     parser.add_argument("--entity", metavar="NAME", help="with --at/--position: only this entity")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
 
