@@ -25,6 +25,7 @@ __all__ = [
     "order_key",
     "order_prefix",
     "record_key",
+    "relation_key",
     "totals_key",
     "type_count_key",
     "vector_prefix",
@@ -45,15 +46,21 @@ def workspace_key(workspace: str) -> bytes:
 
 
 def record_key(stream: str) -> bytes:
-    """entities / relations: stream -> record, under the stream's `stream_key`.
+    """entities: stream -> record, and identities: a relation's stream -> its `relation_key`,
+    under the stream's `stream_key`.
 
-    The order and adjacency indexes hold this key as their value, so a relation's stream
-    (which spells out its workspace, both names and its type) is stored once, in its
-    record, rather than in four places (view format 4; format 3 kept the text). An entity's
-    key keeps its stream's time order (format 5; format 4 took its digest, so every new
-    entity landed on a random leaf and left the pages two-thirds full).
+    The order index holds an entity's key as its value (view format 4; format 3 kept the
+    text). An entity's key keeps its stream's time order (format 5; format 4 took its digest,
+    so every new entity landed on a random leaf and left the pages two-thirds full).
     """
     return stream_key(stream)
+
+
+def relation_key(workspace: bytes, seq: int) -> bytes:
+    """relations: (workspace, creation position) -> RelationRecord, so that a workspace's
+    relations lie in creation order and a new one lands at the tree's right edge (view format 7);
+    `identities` maps each relation's `record_key` to this key."""
+    return workspace + pack_u64(seq)
 
 
 def name_key(workspace: bytes, name: str) -> bytes:
@@ -67,7 +74,8 @@ def order_prefix(workspace: bytes, kind: bytes) -> bytes:
 
 
 def order_key(workspace: bytes, kind: bytes, seq: int) -> bytes:
-    """order: (workspace, kind, creation position) -> stream key."""
+    """order: (workspace, ENTITY, creation position) -> stream key (a workspace's relations are
+    in creation order in their own table, see `relation_key`)."""
     return workspace + kind + pack_u64(seq)
 
 
@@ -77,7 +85,8 @@ def adjacency_prefix(workspace: bytes, name: str, direction: bytes) -> bytes:
 
 
 def adjacency_key(workspace: bytes, name: str, direction: bytes, seq: int) -> bytes:
-    """adjacency: (workspace, name, direction, relation creation position) -> stream key."""
+    """adjacency: (workspace, name, direction, relation creation position) -> nothing: the
+    workspace and the position are the relation's `relation_key`."""
     return adjacency_prefix(workspace, name, direction) + pack_u64(seq)
 
 

@@ -30,15 +30,17 @@ __all__ = [
     "table_names",
 ]
 
-VIEWS_FORMAT = 6
+VIEWS_FORMAT = 7
 """Bump when a view's layout changes: a new format builds its own views beside the old ones.
 (3: every value sealed with its checksum, see `projections.sealed`; 4: records keyed by their
 stream's digest; 5: an entity's record by its stream's time-ordered bytes, which stand for
 the stream's text in it, and each stream's text once in a name's record, see
 `projections.keys.record_key` and `projections.records`; 6: a relation's record without its
-stream's text, which its workspace, ends and type spell, see `records.stored_relation`.)"""
+stream's text, which its workspace, ends and type spell, see `records.stored_relation`; 7:
+relations keyed by workspace and creation, found by identity through `identities`, and the
+adjacency index without values, see `keys.relation_key`.)"""
 
-TABLES = ("entities", "relations", "names", "order", "adjacency", "workspaces", "meta")
+TABLES = ("entities", "relations", "identities", "names", "order", "adjacency", "workspaces", "meta")
 
 _CHECKPOINT = b"checkpoint"
 
@@ -49,6 +51,7 @@ class Tables(NamedTuple):
     generation: int
     entities: lmdb._Database
     relations: lmdb._Database
+    identities: lmdb._Database
     names: lmdb._Database
     order: lmdb._Database
     adjacency: lmdb._Database

@@ -21,11 +21,11 @@ from chronograph.projections.keys import (
     ENTITY,
     INCOMING,
     OUTGOING,
-    RELATION,
     context_key,
     name_key,
     order_key,
     record_key,
+    relation_key,
     totals_key,
     type_count_key,
     workspace_key,
@@ -61,7 +61,8 @@ def _workspaces() -> Callable[[str], bytes]:
 
 class Keys:
     """The record key of every entity and relation of a state, computed once (a digest each) for
-    the three tables that hold them; valid while the state does not change."""
+    the tables that hold them (entities and order; identities); valid while the state does not
+    change."""
 
     def __init__(self, state: DictState) -> None:
         self.entities = [record_key(stream) for stream in state.entities]
@@ -75,9 +76,18 @@ def _entities(state: DictState, keys: Keys) -> Rows:
 
 
 def _relations(state: DictState, keys: Keys) -> Rows:
-    items = sorted(zip(keys.relations, state.relations.values(), strict=True), key=_first)
+    ws = _workspaces()
+    items = sorted(((relation_key(ws(r.workspace), r.seq), r) for r in state.relations.values()), key=_first)
     encode = bulk_encoder()
     return ((key, encode(stored_relation(relation))) for key, relation in items)
+
+
+def _identities(state: DictState, keys: Keys) -> Rows:
+    ws = _workspaces()
+    items = [(key, relation_key(ws(r.workspace), r.seq))
+             for r, key in zip(state.relations.values(), keys.relations, strict=True)]
+    items.sort(key=_first)
+    return iter(items)
 
 
 def _names(state: DictState, keys: Keys) -> Rows:
@@ -92,8 +102,6 @@ def _order(state: DictState, keys: Keys) -> Rows:
     ws = _workspaces()
     items = [(order_key(ws(r.workspace), ENTITY, r.seq), key)
              for r, key in zip(state.entities.values(), keys.entities, strict=True)]
-    items += [(order_key(ws(r.workspace), RELATION, r.seq), key)
-              for r, key in zip(state.relations.values(), keys.relations, strict=True)]
     items.sort(key=_first)
     return iter(items)
 
@@ -109,11 +117,11 @@ def _adjacency(state: DictState, keys: Keys) -> Rows:
         return found
 
     items = []
-    for relation, stream_key in zip(state.relations.values(), keys.relations, strict=True):
+    for relation in state.relations.values():
         workspace = ws(relation.workspace)
         seq = pack_u64(relation.seq)
-        items.append((prefix(workspace, relation.source) + OUTGOING + seq, stream_key))
-        items.append((prefix(workspace, relation.target) + INCOMING + seq, stream_key))
+        items.append((prefix(workspace, relation.source) + OUTGOING + seq, b""))
+        items.append((prefix(workspace, relation.target) + INCOMING + seq, b""))
     prefixes.clear()
     items.sort(key=_first)
     return iter(items)
@@ -133,6 +141,7 @@ def _workspace_rows(state: DictState, keys: Keys) -> Rows:
 TABLE_ROWS: dict[str, Callable[[DictState, Keys], Rows]] = {
     "entities": _entities,
     "relations": _relations,
+    "identities": _identities,
     "names": _names,
     "order": _order,
     "adjacency": _adjacency,

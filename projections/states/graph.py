@@ -20,7 +20,6 @@ from chronograph.projections.keys import (
     ENTITY,
     INCOMING,
     OUTGOING,
-    RELATION,
     adjacency_prefix,
     context_key,
     is_totals_key,
@@ -156,14 +155,15 @@ class LmdbGraph:
 
     def relation_by_stream(self, stream: str) -> RelationRecord | None:
         """The live relation whose stream is `stream`, or None."""
-        value = self.txn.get(record_key(stream), db=self.tables.relations)
-        if value is None:
+        key = self.txn.get(record_key(stream), db=self.tables.identities)
+        if key is None:
             return None
-        if _crc(value) != RESIDUE:
-            raise ViewsDamagedError("a record fails its checksum")
-        relation = _relation(value)
+        relation = _relation(self._indexed(key, self.tables.relations))
         if not relation.stream:  # its fields spell it (see `records.stored_relation`)
-            relation.stream = stream
+            relation.stream = relation_stream(relation.workspace, relation.source, relation.relation_type,
+                                              relation.target)
+        if relation.stream != stream:
+            raise ViewsDamagedError("an index points at another record")
         return relation
 
     def entities(
@@ -180,7 +180,9 @@ class LmdbGraph:
         self, workspace: str, offset: int = 0, limit: int | None = None
     ) -> Iterator[RelationRecord]:
         """The workspace's live relations, oldest first."""
-        for _, value in self._records(self._ordered(workspace, RELATION, offset, limit), self.tables.relations):
+        for value in page(self._scan_values(self._ws(workspace), self.tables.relations), offset, limit):
+            if _crc(value) != RESIDUE:
+                raise ViewsDamagedError("a record fails its checksum")
             relation = _relation(value)
             if not relation.stream:  # its fields spell it (see `records.stored_relation`)
                 relation.stream = relation_stream(relation.workspace, relation.source, relation.relation_type,
@@ -198,12 +200,12 @@ class LmdbGraph:
     ) -> list[RelationRecord]:
         """The live relations leaving (out), reaching (in) or touching (both) `name`."""
         directions = {"out": (OUTGOING,), "in": (INCOMING,), "both": (OUTGOING, INCOMING)}
-        db = self.tables.relations
+        db, ws = self.tables.relations, self._ws(workspace)
         found: list[RelationRecord] = []
         for way in directions[direction]:
-            prefix = adjacency_prefix(self._ws(workspace), name, way)
-            for stream_key in self._scan_values(prefix, self.tables.adjacency):
-                record = _relation(self._indexed(stream_key, db))
+            prefix = adjacency_prefix(ws, name, way)
+            for key in self._scan_keys(prefix, self.tables.adjacency):
+                record = _relation(self._indexed(ws + key[-8:], db))  # the relation's `relation_key`
                 if record.workspace == workspace and (
                     record.source == name if way == OUTGOING else record.target == name
                 ):
@@ -240,10 +242,10 @@ class LmdbGraph:
                     counts[name] += 1
         found = []
         for name_digest, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
-            stream_key = next(iter(self._scan_values(prefix + name_digest, self.tables.adjacency)), None)
-            if stream_key is None:
+            first = next(iter(self._scan_keys(prefix + name_digest, self.tables.adjacency)), None)
+            if first is None:
                 continue
-            record = _relation(self._indexed(stream_key, self.tables.relations))
+            record = _relation(self._indexed(prefix + first[-8:], self.tables.relations))
             ends = [n for n in (record.source, record.target)
                     if adjacency_prefix(prefix, n, OUTGOING)[: width + 16] == prefix + name_digest]
             if ends:
@@ -311,6 +313,16 @@ class LmdbGraph:
 
     def _ordered(self, workspace: str, kind: bytes, offset: int, limit: int | None) -> Iterator[Stored]:
         return page(self._scan_values(order_prefix(self._ws(workspace), kind), self.tables.order), offset, limit)
+
+    def _scan_keys(self, prefix: bytes, db: lmdb._Database) -> Iterator[bytes]:
+        with self.txn.cursor(db) as cursor:
+            if not cursor.set_range(prefix):
+                return
+            width = len(prefix)
+            for key in cursor.iternext(values=False):
+                if key[:width] != prefix:
+                    return
+                yield bytes(key)
 
     def _scan_values(self, prefix: bytes, db: lmdb._Database) -> Iterator[Stored]:
         with self.txn.cursor(db) as cursor:

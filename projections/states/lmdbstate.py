@@ -17,6 +17,7 @@ from chronograph.projections.keys import (
     name_key,
     order_key,
     record_key,
+    relation_key,
     totals_key,
     type_count_key,
 )
@@ -92,22 +93,23 @@ class LmdbState(LmdbGraph):
 
     def add_relation(self, relation: RelationRecord) -> None:
         txn, tables = self.txn, self.tables
-        stream_key = record_key(relation.stream)
-        txn.put(stream_key, encode(stored_relation(relation)), db=tables.relations)
         ws = self._ws(relation.workspace)
-        txn.put(order_key(ws, RELATION, relation.seq), stream_key, db=tables.order)
+        key = relation_key(ws, relation.seq)
+        txn.put(key, encode(stored_relation(relation)), db=tables.relations)
+        txn.put(record_key(relation.stream), key, db=tables.identities)
         for name, way in ((relation.source, OUTGOING), (relation.target, INCOMING)):
-            txn.put(adjacency_key(ws, name, way, relation.seq), stream_key, db=tables.adjacency)
+            txn.put(adjacency_key(ws, name, way, relation.seq), b"", db=tables.adjacency)
         self._count(relation.workspace, ws, RELATION, relation.relation_type, +1)
 
     def changed_relation(self, relation: RelationRecord) -> None:
-        self.txn.put(record_key(relation.stream), encode(stored_relation(relation)), db=self.tables.relations)
+        key = relation_key(self._ws(relation.workspace), relation.seq)
+        self.txn.put(key, encode(stored_relation(relation)), db=self.tables.relations)
 
     def remove_relation(self, relation: RelationRecord) -> None:
         txn, tables = self.txn, self.tables
-        txn.delete(record_key(relation.stream), db=tables.relations)
         ws = self._ws(relation.workspace)
-        txn.delete(order_key(ws, RELATION, relation.seq), db=tables.order)
+        txn.delete(relation_key(ws, relation.seq), db=tables.relations)
+        txn.delete(record_key(relation.stream), db=tables.identities)
         for name, way in ((relation.source, OUTGOING), (relation.target, INCOMING)):
             txn.delete(adjacency_key(ws, name, way, relation.seq), db=tables.adjacency)
         self._count(relation.workspace, ws, RELATION, relation.relation_type, -1)

@@ -29,6 +29,7 @@ from chronograph.projections.keys import (
     name_key,
     order_key,
     record_key,
+    relation_key,
     totals_key,
     type_count_key,
 )
@@ -99,7 +100,7 @@ class Segment(Overlay):
         back); `between()` is called every `TICK` records (a rebuild gives back store pages).
         """
         base = self.base
-        rows: Changes = {table: [] for table in ("entities", "relations", "names", "order", "adjacency")}
+        rows: Changes = {table: [] for table in ("entities", "relations", "identities", "names", "order", "adjacency")}
         ws = base._ws  # noqa: SLF001 (the one cache of workspace keys)
         counts: dict[tuple[str, bytes, str], int] = {}
         totals: dict[str, list[int]] = {workspace: [0, 0] for workspace in self._seen}
@@ -123,22 +124,30 @@ class Segment(Overlay):
                 count(new.workspace, ENTITY, new.entity_type, +1)
                 if old is None or new.seq != old.seq:
                     order.append((order_key(ws(new.workspace), ENTITY, new.seq), key))
-        relations, adjacency = rows["relations"], rows["adjacency"]
+        relations, identities, adjacency = rows["relations"], rows["identities"], rows["adjacency"]
         for stream, relation in _drained(self._relations, between):
             was = base.get_relation(stream)
             if was is None and relation is None:
                 continue
-            key = record_key(stream)
-            relations.append((key, None if relation is None else encode(stored_relation(relation))))
-            for record, value in ((was, None), (relation, key)):
-                if record is None:
-                    continue
-                count(record.workspace, RELATION, record.relation_type, -1 if value is None else +1)
-                if was is None or relation is None or was.seq != relation.seq:
-                    space = ws(record.workspace)
-                    order.append((order_key(space, RELATION, record.seq), value))
-                    adjacency.append((adjacency_key(space, record.source, OUTGOING, record.seq), value))
-                    adjacency.append((adjacency_key(space, record.target, INCOMING, record.seq), value))
+            moved = was is None or relation is None or was.seq != relation.seq  # its keys change
+            if was is not None:
+                count(was.workspace, RELATION, was.relation_type, -1)
+                if moved:
+                    space = ws(was.workspace)
+                    relations.append((relation_key(space, was.seq), None))
+                    adjacency.append((adjacency_key(space, was.source, OUTGOING, was.seq), None))
+                    adjacency.append((adjacency_key(space, was.target, INCOMING, was.seq), None))
+            if relation is None:
+                identities.append((record_key(stream), None))
+                continue
+            count(relation.workspace, RELATION, relation.relation_type, +1)
+            space = ws(relation.workspace)
+            key = relation_key(space, relation.seq)
+            relations.append((key, encode(stored_relation(relation))))
+            if moved:
+                identities.append((record_key(stream), key))
+                adjacency.append((adjacency_key(space, relation.source, OUTGOING, relation.seq), b""))
+                adjacency.append((adjacency_key(space, relation.target, INCOMING, relation.seq), b""))
         names, txn, tables = rows["names"], base.txn, base.tables
         while self._names:
             (workspace, name), live = self._names.popitem()

@@ -113,7 +113,7 @@ def values(store: Path) -> list[tuple[bytes, bytes]]:
             for name in names:
                 if name.decode().startswith(DAMAGEABLE):
                     db = env.open_db(name, txn=txn, create=False)
-                    found += [(name, bytes(key)) for key in txn.cursor(db).iternext(values=False)]
+                    found += [(name, bytes(key)) for key, value in txn.cursor(db) if value]  # a byte to flip
         return found
     finally:
         env.close()

@@ -97,7 +97,8 @@ def test_a_relation_s_record_leaves_its_stream_to_its_fields_and_reads_back_whol
             assert found is not None and found.stream == spelled
             by_stream = graph.relation_by_stream(other)
             assert by_stream is not None and (by_stream.source, by_stream.stream) == ("Bob", other)
-            stored = {stream: bytes(graph.txn.get(record_key(stream), db=graph.tables.relations))
+            stored = {stream: bytes(graph.txn.get(graph.txn.get(record_key(stream), db=graph.tables.identities),
+                                                  db=graph.tables.relations))
                       for stream in (spelled, other)}
         assert spelled.encode() not in stored[spelled] and b"relation:" not in stored[spelled]
         assert other.encode() in stored[other]
@@ -106,3 +107,30 @@ def test_a_relation_s_record_leaves_its_stream_to_its_fields_and_reads_back_whol
                      actor="t")
         with views.read() as graph:
             assert [r.stream for r in graph.relations("default")] == [other]
+
+
+def test_relations_lie_in_creation_order_found_by_identity_and_an_identity_pointing_elsewhere_is_damage(
+    tmp_path: Path,
+) -> None:
+    from chronograph.projections import Views
+    from chronograph.projections.errors import ViewsDamagedError
+    from chronograph.projections.keys import record_key, relation_key, workspace_key
+    from chronograph.projections.streams import relation_stream
+
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [{"name": n, "entityType": "t", "observations": []}
+                                                      for n in ("A", "B", "C")]}, actor="t")
+        for a, b in (("C", "A"), ("A", "B"), ("B", "C")):
+            memory.write("create_relations", {"relations": [{"from": a, "to": b, "relationType": "k"}]}, actor="t")
+        views: Views = memory.views
+        streams = [relation_stream("default", a, "k", b) for a, b in (("C", "A"), ("A", "B"), ("B", "C"))]
+        with views.read() as graph:
+            keys = [bytes(key) for key in graph.txn.cursor(graph.tables.relations).iternext(values=False)]
+            seqs = [r.seq for r in graph.relations("default")]
+            assert keys == [relation_key(workspace_key("default"), seq) for seq in seqs] and seqs == sorted(seqs)
+            assert [bytes(graph.txn.get(record_key(s), db=graph.tables.identities)) for s in streams] == keys
+            assert {bytes(v) for _, v in graph.txn.cursor(graph.tables.adjacency)} == {b""}
+        with views.env.env.begin(write=True) as txn:  # C -> A's identity now names A -> B's record
+            txn.put(record_key(streams[0]), keys[1], db=views.tables.identities)
+        with views.read() as graph, pytest.raises(ViewsDamagedError, match="points at another record"):
+            graph.relation_by_stream(streams[0])
