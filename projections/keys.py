@@ -69,7 +69,8 @@ def name_key(workspace: bytes, name: str) -> bytes:
 
 
 def order_prefix(workspace: bytes, kind: bytes) -> bytes:
-    """order: the prefix of a workspace's entities (ENTITY) or relations (RELATION)."""
+    """order: the prefix of a workspace's entities (ENTITY; relations keep their own order, see
+    `relation_key`)."""
     return workspace + kind
 
 

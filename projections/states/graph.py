@@ -287,8 +287,8 @@ class LmdbGraph:
     # --- scanning ---------------------------------------------------------------------------
 
     def _indexed(self, key: Stored, db: lmdb._Database) -> Stored:
-        """The record an index entry (a stream key) points at, its checksum checked (a damaged
-        entry points at none)."""
+        """The record a key from an index points at (an entity's stream key, a relation's
+        `relation_key`), its checksum checked (a damaged entry points at none)."""
         value = self.txn.get(key, db=db)
         if value is None:
             raise ViewsDamagedError("an index points at a record that is not there")
@@ -298,7 +298,7 @@ class LmdbGraph:
 
 
     def _records(self, keys: Iterator[Stored], db: lmdb._Database) -> Iterator[tuple[Stored, Stored]]:
-        """The records index entries (stream keys) point at, with their keys, in their order, read
+        """The records index entries (entities' stream keys) point at, with their keys, in their order, read
         `BATCH` at a time in one call each (a whole graph's read spent a third of its time on single
         reads), each checksum checked (a damaged entry points at none)."""
         with self.txn.cursor(db) as cursor:

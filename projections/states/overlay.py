@@ -116,15 +116,17 @@ class Overlay:
 
     def relations_of(self, workspace: str, name: str, direction: Direction = "both") -> list[RelationRecord]:
         """The live relations touching `name`, as changed here, oldest first."""
+        def touches(relation: RelationRecord | None) -> bool:  # as changed here, which may have moved it
+            return relation is not None and relation.workspace == workspace and (
+                (direction != "in" and relation.source == name) or (direction != "out" and relation.target == name))
+
         found: dict[str, RelationRecord] = {}
         for record in self.base.relations_of(workspace, name, direction):
             current = self.get_relation(record.stream)
-            if current is not None:
+            if current is not None and touches(current):
                 found[current.stream] = current
         for relation in self._relations.values():
-            if relation is None or relation.stream in found or relation.workspace != workspace:
-                continue
-            if (direction != "in" and relation.source == name) or (direction != "out" and relation.target == name):
+            if relation is not None and relation.stream not in found and touches(relation):
                 found[relation.stream] = relation
         return sorted(found.values(), key=lambda record: record.seq)
 

@@ -224,6 +224,29 @@ def test_a_forgetting_ends_its_segment_so_what_follows_is_folded_after_the_purge
         assert graph.entity("default", "ada").stream == a and graph.name_streams("default", "ada") == (a,)
 
 
+@pytest.mark.parametrize("records", [1, 2, 3])
+def test_a_forgetting_in_a_segment_leaves_a_relation_its_stream_moved_to_another_workspace(
+    store: LmdbLog, monkeypatch: pytest.MonkeyPatch, records: int
+) -> None:
+    monkeypatch.setattr(rebuilding, "FOLD_BATCH", 1)
+    monkeypatch.setattr(rebuilding, "FOLD_RECORDS", records)
+    a = STREAMS[0]
+    moved = "relation-by-hand"  # a stream its fields do not spell, so it may name another workspace later
+    views = Views(store)
+    for stream, event in [
+        (a, EntityCreated(workspace="default", name="ada", entity_type="t")),
+        (moved, RelationCreated(workspace="default", source="ada", target="ada", relation_type="k")),
+        (moved, RelationCreated(workspace="lab", source="ada", target="ada", relation_type="k")),
+        (a, EntityForgotten(workspace="default", reason="asked", events=1)),
+    ]:
+        views.transact(lambda tx, state, s=stream, e=event: tx.append([StreamWrite(s, [e])], actor="test"))
+    inline = raw_tables(store, views.tables.generation)
+    views.rebuild()  # before: the segment's forgetting took the relation now in "lab" for one of "default"
+    assert raw_tables(store, views.tables.generation) == inline and verify(views) == []
+    with views.read() as graph:
+        assert [r.workspace for r in graph.relations("lab")] == ["lab"]
+
+
 def _fill(views: Views, entities: int) -> None:
     words = " ".join(f"word{i}" for i in range(40))
     for start in range(0, entities, 50):
