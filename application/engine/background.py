@@ -49,6 +49,10 @@ def following(memory: Memory) -> None:
         except (EventStoreError, ProjectionError) as error:
             memory.reachable = str(error)
             stopping.wait(1.0)
+        except Exception as error:  # noqa: BLE001 (a follower that died would leave /ready saying ready
+            # while the views stop following: anything else the driver raises is said, and looked at again)
+            memory.reachable = f"the follower of {memory.log.location} failed: {type(error).__name__}: {error}"
+            stopping.wait(1.0)
 
 
 def keeping(memory: Memory, idle: float) -> None:

@@ -126,6 +126,29 @@ def test_a_follower_folds_a_burst_of_another_servers_writes_in_a_few_looks(
     assert 1 <= len(looks) <= 3
 
 
+def test_a_follower_says_an_error_it_did_not_expect_and_follows_on_once_it_passes(
+        tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Memory(url, cache=tmp_path / "a") as a, Memory(url, cache=tmp_path / "b") as b:
+        watch, failing = b.log.watch, [True]
+
+        def flaky(after: int, timeout: float) -> tuple[int, int]:
+            if failing[0]:
+                raise RuntimeError("the driver's socket was closed under it")
+            return watch(after, timeout)
+
+        monkeypatch.setattr(b.log, "watch", flaky)
+        b.follow()
+        for _ in range(500):  # before: the thread died, and nothing said so
+            if b.reachable is not None:
+                break
+            b.stopping.wait(0.01)
+        assert b.reachable is not None and "RuntimeError" in b.reachable
+        failing[0] = False
+        a.write("create_entities", {"entities": [{"name": "Ada", "entityType": "p", "observations": []}]}, actor="a")
+        caught_up(b)
+        assert b.reachable is None and [e.name for e in b.read("read_graph", {}).entities] == ["Ada"]
+
+
 def test_a_write_decides_against_the_database_not_a_stale_cache(tmp_path: Path, url: str) -> None:
     with Memory(url, cache=tmp_path / "a") as a, Memory(url, cache=tmp_path / "b") as b:
         a.write("create_entities", {"entities": [{"name": "Ada", "entityType": "p", "observations": []}]}, actor="a")
