@@ -188,20 +188,15 @@ def _verify(memory: Memory) -> int:
     progress = Progress()
     differences = verify(memory.views, progress=progress)
     progress.finish()
-    if differences and differences[0].startswith("log:"):
-        print(f"the log is damaged in {len(differences)} place(s); restore the store from a backup:")
-        for line in differences:
-            print(f"  {line}")
-        return 1
-    if differences and differences[0].startswith("index:"):
-        print(f"the log's index of streams disagrees with its events in {len(differences)} place(s) (a write "
-              "could reuse a version); copy the log into a new store, which indexes it anew "
-              f"(`chronograph copy --from {memory.log.location} --to NEW`), or restore from a backup:")
-        for line in differences:
-            print(f"  {line}")
-        return 1
     if differences:
-        print(f"the views differ from the log in {len(differences)} place(s):")
+        n = len(differences)
+        headline = {
+            "log:": f"the log is damaged in {n} place(s); restore the store from a backup:",
+            "index:": (f"the log's index of streams disagrees with its events in {n} place(s) (a write could reuse "
+                       "a version); copy the log into a new store, which indexes it anew (`chronograph copy --from "
+                       f"{memory.log.location} --to NEW`), or restore from a backup:"),
+        }.get(differences[0].split(" ", 1)[0], f"the views differ from the log in {n} place(s):")
+        print(headline)
         for line in differences:
             print(f"  {line}")
         return 1

@@ -66,8 +66,9 @@ class LmdbReader:
             return 0 if value is None else unpack_u64(value)
         size = len(prefix)
         with self.txn.cursor(self.dbs.streams) as cursor:
-            if cursor.set_range(prefix + _LAST):
-                if cursor.key() == prefix + _LAST:
+            end = prefix + _LAST
+            if cursor.set_range(end):
+                if cursor.key() == end:
                     return _LAST_VERSION
                 found = cursor.prev()
             else:
@@ -265,8 +266,8 @@ class LmdbReader:
         if extra > 0:
             yield f"index: it holds {extra:,} key(s) more than the log has events"
         for stream, version in last.items():
-            if self.stream_version(stream) < version:
-                yield f"index: a stream's head says version {self.stream_version(stream)}, its events reach {version}"
+            if (said := self.stream_version(stream)) < version:
+                yield f"index: a stream's head says version {said}, its events reach {version}"
 
     def all(
         self, from_position: int = 1, to_position: int | None = None, batch_size: int = 1024

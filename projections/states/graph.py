@@ -56,6 +56,14 @@ _entity, _relation = entity_decoder.decode, relation_decoder.decode
 _crc = zlib.crc32
 
 
+def _spelled(relation: RelationRecord) -> RelationRecord:
+    """`relation` as read from its table, its stream's text put back where its fields spell it
+    (see `records.stored_relation`)."""
+    if not relation.stream:
+        relation.stream = relation_stream(relation.workspace, relation.source, relation.relation_type, relation.target)
+    return relation
+
+
 def page(items: Iterable[T], offset: int, limit: int | None) -> Iterator[T]:
     """`limit` items of `items` after the first `offset` (all the rest when `limit` is None),
     whatever the size of the numbers: a page past the end is empty, never an error."""
@@ -158,10 +166,7 @@ class LmdbGraph:
         key = self.txn.get(record_key(stream), db=self.tables.identities)
         if key is None:
             return None
-        relation = _relation(self._indexed(key, self.tables.relations))
-        if not relation.stream:  # its fields spell it (see `records.stored_relation`)
-            relation.stream = relation_stream(relation.workspace, relation.source, relation.relation_type,
-                                              relation.target)
+        relation = _spelled(_relation(self._indexed(key, self.tables.relations)))
         if relation.stream != stream:
             raise ViewsDamagedError("an index points at another record")
         return relation
@@ -183,11 +188,7 @@ class LmdbGraph:
         for value in page(self._scan_values(self._ws(workspace), self.tables.relations), offset, limit):
             if _crc(value) != RESIDUE:
                 raise ViewsDamagedError("a record fails its checksum")
-            relation = _relation(value)
-            if not relation.stream:  # its fields spell it (see `records.stored_relation`)
-                relation.stream = relation_stream(relation.workspace, relation.source, relation.relation_type,
-                                                  relation.target)
-            yield relation
+            yield _spelled(_relation(value))
 
     def relation(
         self, workspace: str, source: str, relation_type: str, target: str
@@ -213,10 +214,7 @@ class LmdbGraph:
         if direction == "both":  # a self-relation is both outgoing and incoming (its creation, `seq`, is its own)
             found = list({record.seq: record for record in found}.values())
             found.sort(key=lambda record: record.seq)
-        for record in found:
-            if not record.stream:  # its fields spell it (see `records.stored_relation`)
-                record.stream = relation_stream(workspace, record.source, record.relation_type, record.target)
-        return found
+        return [_spelled(record) for record in found]
 
     def most_connected(self, workspace: str, limit: int) -> list[tuple[str, int]]:
         """The `limit` names with the most live relations, and how many, most first (ties in the
