@@ -12,14 +12,13 @@ and relations the way the official server orders its file: oldest first.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 import msgspec
 from chronograph.eventstore.compact import relation_stream
 from chronograph.eventstore.keys import Stored
-from chronograph.projections.sealed import SEAL, seal_array, sealed_decoder
+from chronograph.projections.sealed import seal_array, seal_into, sealed_decoder
 
 __all__ = [
     "ContextRecord",
@@ -174,17 +173,10 @@ def bulk_encoder() -> Callable[[msgspec.Struct], bytes]:
     one reused buffer and sealed there, in a third of the time. Never share one between threads."""
     encoder = msgspec.msgpack.Encoder()
     buffer = bytearray()
-    crc = zlib.crc32
 
     def encoded(record: msgspec.Struct) -> bytes:
         encoder.encode_into(record, buffer, 0)
-        header = buffer[0]
-        if not 0x90 <= header < 0x9F:
-            raise ValueError("a record is a msgpack array of at most 14 elements")
-        buffer[0] = header + 1  # one more element: the CRC, a uint32 (see `projections.sealed`)
-        buffer.append(0xCE)
-        buffer.extend(crc(buffer).to_bytes(SEAL, "little"))
-        return bytes(buffer)
+        return seal_into(buffer)
 
     return encoded
 

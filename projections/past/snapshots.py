@@ -17,7 +17,7 @@ import msgspec
 from chronograph.eventstore import EventLog, LmdbEnv
 from chronograph.eventstore.keys import Stored, pack_u64, unpack_u64
 from chronograph.projections.records import ContextRecord, EntityRecord, RelationRecord
-from chronograph.projections.sealed import seal_array, sound
+from chronograph.projections.sealed import seal_into, sound
 from chronograph.projections.states.dictstate import DictState, paused_gc
 
 __all__ = ["KEEP", "SPACING", "Snapshots", "encode", "fold_to"]
@@ -185,10 +185,12 @@ def _stops(after: int, last: int, spacing: int) -> list[int]:
 def encode(state: DictState) -> bytes:
     """The snapshot bytes of `state` as it is now."""
     names = [(ws, name, known) for (ws, name), known in state._names.items()]  # noqa: SLF001
-    return seal_array(_encoder.encode(_Snapshot(
+    buffer = bytearray()
+    _encoder.encode_into(_Snapshot(
         SNAPSHOT_FORMAT, state.position, list(state.entities.values()), list(state.relations.values()),
         list(state.contexts.values()), names, list(state._seen),  # noqa: SLF001
-    )))
+    ), buffer)
+    return seal_into(buffer)
 
 
 def _decoded(body: Stored) -> _Snapshot | None:
