@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 
 class EventStoreError(Exception):
     """Base class of every error the event store raises."""
@@ -61,3 +63,15 @@ def _describe(expected: int | str) -> str:
     if isinstance(expected, int):
         return "no stream" if expected == 0 else f"version {expected}"
     return {"no_stream": "no stream", "exists": "an existing stream"}.get(expected, expected)
+
+
+def advised(words: str, store: str) -> str:
+    """The command `chronograph <words>` as a message advises it, naming `store` (a path, or a
+    database URL without its secrets) so that, run as it is, it reaches the store the message is
+    about and not the per-user one."""
+    return f"`chronograph {words} --store {shlex.quote(store)}`" if store else f"`chronograph {words}`"
+
+
+def advised_copy(store: str) -> str:
+    """`chronograph copy` of `store` into a new store, as a message advises it (see `advised`)."""
+    return f"`chronograph copy --from {shlex.quote(store) if store else 'STORE'} --to NEW`"

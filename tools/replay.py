@@ -34,6 +34,7 @@ from chronograph.application.engine.stores import store_exists
 from chronograph.application.errors import ChronographError
 from chronograph.application.explorer import graph_diff
 from chronograph.eventstore import EventStoreError
+from chronograph.eventstore.errors import advised_copy
 from chronograph.eventstore.lmdb import resident
 from chronograph.projections import ProjectionError, verify
 from chronograph.projections.errors import EmbeddingsUnavailableError
@@ -193,8 +194,8 @@ def _verify(memory: Memory) -> int:
         headline = {
             "log:": f"the log is damaged in {n} place(s); restore the store from a backup:",
             "index:": (f"the log's index of streams disagrees with its events in {n} place(s) (a write could reuse "
-                       "a version); copy the log into a new store, which indexes it anew (`chronograph copy --from "
-                       f"{memory.log.location} --to NEW`), or restore from a backup:"),
+                       f"a version); copy the log into a new store, which indexes it anew "
+                       f"({advised_copy(memory.log.location)}), or restore from a backup:"),
         }.get(differences[0].split(" ", 1)[0], f"the views differ from the log in {n} place(s):")
         print(headline)
         for line in differences:

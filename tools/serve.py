@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from functools import partial
 from pathlib import Path
@@ -30,6 +31,7 @@ from chronograph.application.engine.config import (
 from chronograph.application.engine.exportdir import DEFAULT_BUDGET, DEFAULT_MAX_EXPORT
 from chronograph.application.lifecycle.importing import FileImport
 from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES
+from chronograph.eventstore.errors import advised
 from chronograph.server.config import DEFAULT_MAX_BODY, DEFAULT_MAX_REPLY, MAX_MESSAGE, Settings
 from chronograph.tools.common.listening import add_network_argument, may_listen
 from chronograph.tools.common.oauth import add_oauth_arguments, oauth_of
@@ -254,8 +256,9 @@ def adopt_memory_file(memory: Memory) -> None:
     with memory.lock:  # the embedding projector may be using the store already
         head = memory.log.head()
     if head > 0:
+        adding = advised(f"import {shlex.quote(str(path))}", memory.log.location)
         print(f"chronograph: ${MEMORY_FILE_ENV} ({path}) is ignored: the store at {memory.log.location} already "
-              f"holds a memory; to add the file to it: chronograph import {path}", file=sys.stderr)
+              f"holds a memory; to add the file to it: {adding}", file=sys.stderr)
         return
     if not path.is_file():
         print(f"chronograph: ${MEMORY_FILE_ENV} names {path}, which is not a file; nothing was imported",

@@ -52,6 +52,8 @@ class Batch:
         """The team memory of the store (set by the memory running the command)."""
         self.scrub: Callable[[Sequence[bytes]], Scrubbed] | None = None
         """Overwrites what erasures left in the store's files (set by the memory running the command)."""
+        self.store = ""
+        """Where the store is (a path, a URL without secrets): the commands a message advises name it"""
         self.observers: list[Callable[[Envelope], None]] = []
         """Other states that fold each decided event too (the team memory's)."""
         self.embed_now: Callable[[Sequence[EntityRecord]], bool] | None = None

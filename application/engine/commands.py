@@ -81,6 +81,7 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
         batch = Batch(tx, views, workspace, actor=actor, correlation_id=correlation, idempotency_key=key)
         batch.teams = memory.teams
         batch.scrub = memory.scrub
+        batch.store = memory.log.location
         if memory.semantic is not None:
             batch.embed_now = memory.semantic.embed_now
         batches.append(batch)

@@ -13,6 +13,7 @@ from typing import Annotated, TypeVar
 
 from chronograph.application.engine.batch import Batch
 from chronograph.eventstore import EventStoreError
+from chronograph.eventstore.errors import advised
 from msgspec import Meta
 
 __all__ = ["Reason", "scrub_after"]
@@ -34,12 +35,12 @@ def scrub_after(batch: Batch, needles: Sequence[bytes], finish: Callable[[T, boo
         except EventStoreError as error:
             return finish(output, False, (
                 f"Erased from the log and every view, but the store's free pages could not be scrubbed: {error}. "
-                "Run `chronograph scrub --store ...` to finish"))
+                f"Run {advised('scrub', batch.store)} to finish"))
         if done.held:
             return finish(output, False, (
                 f"Erased from the log and every view; {done.held} old copies are still visible to a long reader (an "
-                "open transaction) and keep the old bytes until the next scrub (`chronograph scrub`, or the next "
-                "forget)"))
+                f"open transaction) and keep the old bytes until the next scrub ({advised('scrub', batch.store)}, or "
+                "the next forget)"))
         if done.unreached:
             return finish(output, False, f"Erased from the log and every view; {done.unreached}")
         return finish(output, True, f"Erased; {done.zeroed} old pages of the store overwritten")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TypedDict, TypeVar
 
 import lmdb
-from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreCorruptError, StoreOpenError
+from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreCorruptError, StoreOpenError, advised
 from chronograph.eventstore.files import DATA_FILE, store_of
 from chronograph.eventstore.lmdb.datafile import Tail, check_data_file
 from chronograph.eventstore.lmdb.gate import Gate
@@ -341,8 +341,8 @@ class LmdbEnv:
     def damaged(self, error: lmdb.Error | str) -> StoreCorruptError:
         """What LMDB's own signs of a damaged file mean, and what to do."""
         return StoreCorruptError(
-            f"the store's file at {self.path} is damaged (LMDB: {error}); `chronograph replay --verify --store "
-            f"{self.path}` tells whether its log is whole (then `chronograph replay --rebuild` rebuilds the views); "
+            f"the store's file at {self.path} is damaged (LMDB: {error}); {advised('replay --verify', str(self.path))} "
+            f"tells whether its log is whole (then {advised('replay --rebuild', str(self.path))} rebuilds the views); "
             "if it is not, restore from a backup"
         )
 

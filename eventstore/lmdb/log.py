@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import TypeVar, Unpack
 
 import lmdb
+import msgspec
 from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.errors import StoreCorruptError, StoreFormatError
-from chronograph.eventstore.keys import pack_u32, text_key, unpack_u32
+from chronograph.eventstore.keys import pack_u32, pack_u64, text_key, unpack_u32
 from chronograph.eventstore.lmdb.env import EnvOptions, LmdbEnv
 from chronograph.eventstore.lmdb.reader import Databases, LmdbReader
 from chronograph.eventstore.lmdb.writer import LmdbTransaction
@@ -134,7 +135,7 @@ class LmdbLog(EventLog):
             if _SUMS in existing or not env.readonly:
                 sums = env.env.open_db(_SUMS, create=not env.readonly)
             log, streams, idempotency, meta = (env.env.open_db(name, create=False) for name in _LOG_DATABASES)
-            dbs = Databases(log, streams, None, idempotency, meta, sums)
+            dbs = Databases(log, streams, None, idempotency, meta, sums, where=str(self.path))
             with env.read() as txn:
                 version = self._check_format(txn, dbs)
             if version < _HEADLESS:  # every version that wrote such a store created them
@@ -155,18 +156,30 @@ class LmdbLog(EventLog):
         log, streams, idempotency, meta, sums, _ = (
             self.environment.env.open_db(name, txn=txn) for name in (*_LOG_DATABASES, _SUMS, _HEADS)
         )  # `heads` stays empty: a version that reads it finds the store's shape and refuses its format
-        dbs = Databases(log, streams, None, idempotency, meta, sums)
+        dbs = Databases(log, streams, None, idempotency, meta, sums, where=str(self.path))
         txn.put(_FORMAT, pack_u32(FORMAT_VERSION), db=dbs.meta)
         txn.put(_STORE_ID, uuid.uuid4().hex.encode(), db=dbs.meta)
         return dbs
 
     def _check_tail(self, reader: LmdbReader) -> None:
+        """The newest event must be where it says it is, since appends follow it. A writer also reads
+        it whole (its checksum checked): nothing is appended after damage. A reader only looks at the
+        position it claims, so that `replay --verify` can open the store and name the damage."""
         head = reader.head()
-        newest = reader.get(head) if head else None
-        if newest is not None and newest.position != head:
+        if not head:
+            return
+        if self.environment.readonly:
+            stored = reader.txn.get(pack_u64(head), db=reader.dbs.log)
+            try:
+                claimed = self.codec.position(stored) if stored is not None else head
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                return  # unreadable: any read of it says so, and `replay --verify` lists it
+        else:
+            newest = reader.get(head)
+            claimed = head if newest is None else newest.position
+        if claimed != head:
             raise StoreCorruptError(
-                f"{self.path} is damaged: the event stored at position {head} claims position {newest.position}"
-            )
+                f"{self.path} is damaged: the event stored at position {head} claims position {claimed}")
 
     def _check_format(self, txn: lmdb.Transaction, dbs: Databases) -> int:
         value = txn.get(_FORMAT, db=dbs.meta)

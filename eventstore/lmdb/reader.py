@@ -10,7 +10,7 @@ import lmdb
 import msgspec
 from chronograph.eventstore import checksums
 from chronograph.eventstore.codec import Codec, Envelope
-from chronograph.eventstore.errors import StoreCorruptError
+from chronograph.eventstore.errors import StoreCorruptError, advised, advised_copy
 from chronograph.eventstore.keys import Stored, pack_u64, stream_key, unpack_u64
 
 __all__ = ["ERASURES", "Databases", "LmdbReader"]
@@ -41,6 +41,8 @@ class Databases(NamedTuple):
     key: Callable[[str], bytes] = stream_key
     """a stream's key in `streams` and `heads`: `stream_key` since store format 3, its text
     (`text_key`) in the stores of format 1 and 2 (see `log.FORMAT_VERSION`)"""
+    where: str = ""
+    """the store's folder, for the commands its errors advise"""
 
 
 class LmdbReader:
@@ -332,21 +334,20 @@ class LmdbReader:
         with self.txn.cursor(self.dbs.log) as cursor:
             return self.codec.recorded_at(cursor.value()) if cursor.last() else 0
 
-    @staticmethod
-    def _missing(stream: str, version: int) -> StoreCorruptError:
+    def _missing(self, stream: str, version: int) -> StoreCorruptError:
         return StoreCorruptError(
             f"the stream index is damaged: it has no version {version} of {stream!r}; restore from a backup, or "
-            "copy the log into a new store (`chronograph copy`) to rebuild its indexes"
+            f"copy the log into a new store ({advised_copy(self.dbs.where)}) to rebuild its indexes"
         )
 
-    @staticmethod
-    def _indexed(stream: str, version: int, envelope: Envelope) -> Envelope:
+    def _indexed(self, stream: str, version: int, envelope: Envelope) -> Envelope:
         """`envelope`, found through the stream index as `version` of `stream`: it must be that."""
         if envelope.stream != stream or envelope.version != version:
             raise StoreCorruptError(
                 f"the stream index is damaged: version {version} of {stream!r} points at position "
                 f"{envelope.position}, which holds version {envelope.version} of {envelope.stream!r}; restore "
-                "from a backup, or copy the log into a new store (`chronograph copy`) to rebuild its indexes"
+                f"from a backup, or copy the log into a new store ({advised_copy(self.dbs.where)}) to rebuild its "
+                "indexes"
             )
         return envelope
 
@@ -370,7 +371,8 @@ class LmdbReader:
             if theirs and mine != theirs:
                 raise StoreCorruptError(
                     f"the event at position {position} does not match its checksum: the store is damaged "
-                    "there; `chronograph replay --verify` lists every damaged position; restore from a backup"
+                    f"there; {advised('replay --verify', self.dbs.where)} lists every damaged position; restore from "
+                    "a backup"
                 )
 
     def _decode(self, value: Stored | None, position: int) -> Envelope:

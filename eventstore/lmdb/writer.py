@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from chronograph.eventstore import checksums
 from chronograph.eventstore.codec import Codec, Envelope
-from chronograph.eventstore.errors import StoreCorruptError
+from chronograph.eventstore.errors import StoreCorruptError, advised_copy
 from chronograph.eventstore.events import Event
 from chronograph.eventstore.keys import pack_u64, text_key
 from chronograph.eventstore.lmdb import erase as lmdberase
@@ -58,7 +58,7 @@ class LmdbTransaction(LmdbReader, Appender):
                                overwrite=False)[1] != len(rows):
                 raise StoreCorruptError(
                     "the stream heads are damaged (a stream's head is below a version it already has); nothing "
-                    "was written; restore from a backup, or copy the log into a new store (`chronograph copy`)"
+                    f"was written; restore from a backup, or copy the log into a new store ({advised_copy(dbs.where)})"
                 )
         if dbs.heads is not None:
             with txn.cursor(dbs.heads) as cursor:

@@ -303,7 +303,7 @@ class PgLog(EventLog):
                     self._flushed(connection, str(lsn))
                 return connection
 
-            reader = PgReader(begin, self.codec, self.schema)
+            reader = PgReader(begin, self.codec, self.schema, self._shown)
             if not lazy:
                 reader.connection  # noqa: B018 (takes the snapshot now)
             try:
@@ -428,7 +428,7 @@ class PgLog(EventLog):
                            for table in ("events", "heads", "idempotency", "meta"))
                 if not held or time.monotonic() >= deadline:
                     break
-            unreached = rewrite_catalog(connection, self.schema)
+            unreached = rewrite_catalog(connection, self.schema, self._shown)
             row = connection.execute(
                 "SELECT coalesce(sum(relpages), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = %s", (self.schema.name,)).fetchone()

@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 from chronograph.eventstore import checksums
 from chronograph.eventstore.codec import Codec, Envelope
-from chronograph.eventstore.errors import StoreCorruptError
+from chronograph.eventstore.errors import StoreCorruptError, advised
 from chronograph.eventstore.postgres.schema import Schema
 
 __all__ = ["PgReader"]
@@ -29,11 +29,14 @@ would spell every envelope in hex, which doubled the time to read the log."""
 class PgReader:
     """Read access to the log within one PostgreSQL transaction (read-only or write)."""
 
-    def __init__(self, connect: Callable[[], psycopg.Connection[Any]], codec: Codec, schema: Schema) -> None:
+    def __init__(self, connect: Callable[[], psycopg.Connection[Any]], codec: Codec, schema: Schema,
+                 where: str = "") -> None:
         self._connect = connect
         self._connection: psycopg.Connection[Any] | None = None
         self.codec = codec
         self.schema = schema
+        self.where = where
+        """The log's URL without secrets, for the commands its errors advise"""
 
     @property
     def connection(self) -> psycopg.Connection[Any]:
@@ -208,7 +211,7 @@ class PgReader:
             if digest and checksums.digest(stored) != digest:
                 raise StoreCorruptError(
                     f"the event at position {position} does not match its checksum: the log is damaged there; "
-                    "`chronograph replay --verify` lists every damaged position")
+                    f"{advised('replay --verify', self.where)} lists every damaged position")
 
     def _decode(self, position: int, stored: bytes, digest: int) -> Envelope:
         stored = bytes(stored)

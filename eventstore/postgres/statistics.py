@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chronograph.eventstore.errors import advised
 from chronograph.eventstore.postgres.schema import CONTENT, Schema
 from chronograph.eventstore.postgres.vacuum import vacuum_full
 
@@ -66,7 +67,7 @@ def dirty(connection: Any, schema: Schema) -> int | None:
     return int.from_bytes(value[len(DIRTY):], "big") if value is not None and value.startswith(DIRTY) else None
 
 
-def rewrite_catalog(connection: Any, schema: Schema) -> str:
+def rewrite_catalog(connection: Any, schema: Schema, where: str = "") -> str:
     """Rewrite `pg_statistic` (VACUUM FULL: a new file of its live rows) if it may hold dead
     samples of the log's content; return what could not be done, and who can (empty: done).
     A rewrite that had to keep some (a snapshot could see them) leaves the log dirty, with
@@ -81,11 +82,11 @@ def rewrite_catalog(connection: Any, schema: Schema) -> str:
         connection.execute(schema.sql("UPDATE {meta} SET value = %s WHERE key = %s"),
                            (DIRTY + _filenode(connection).to_bytes(8, "big"), FLAG))  # they are in the new file
         return (f"PostgreSQL's statistics catalog (pg_statistic) kept {kept} dead row version(s) an open transaction "
-                "may still see; run `chronograph scrub` again once it has ended")
+                f"may still see; run {advised('scrub', where)} again once it has ended")
     if _filenode(connection) == then:
         return ("PostgreSQL's statistics catalog (pg_statistic) may still hold samples of the log that an earlier "
                 "version let ANALYZE collect; only the database's owner or a superuser can rewrite it: ask them to run "
-                "VACUUM FULL pg_catalog.pg_statistic, then `chronograph scrub`")
+                f"VACUUM FULL pg_catalog.pg_statistic, then {advised('scrub', where)}")
     connection.execute(schema.sql("UPDATE {meta} SET value = %s WHERE key = %s"), (CLEAN, FLAG))
     return ""
 

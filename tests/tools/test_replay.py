@@ -13,7 +13,7 @@ from typing import Any
 import lmdb
 import pytest
 from chronograph.application import Memory
-from chronograph.eventstore import LmdbLog
+from chronograph.eventstore import LmdbLog, StoreCorruptError
 from chronograph.projections import Views
 from chronograph.projections.tables import table_names
 from chronograph.tools.replay import main
@@ -139,6 +139,24 @@ def test_verify_names_every_damaged_position_of_the_log(history_store: Path, cap
     (history_store / "data.mdb").write_bytes(data.replace(b"countess", b"cOuntess"))
     code, out = run(capsys, "--store", str(history_store), "--verify")
     assert code == 1 and "the log is damaged" in out and "position 4" in out
+
+
+def test_verify_names_damage_in_the_newest_event_and_reading_it_advises_verify_on_this_store(
+        tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "store"
+    with Memory(store) as memory:
+        memory.write("create_entities", {"entities": [{"name": "a", "entityType": "t", "observations": ["x"]}]},
+                     actor="t")
+        memory.write("add_observations", {"observations": [{"entityName": "a", "contents": ["zanzibar"]}]},
+                     actor="t")
+    data = (store / "data.mdb").read_bytes()
+    (store / "data.mdb").write_bytes(data.replace(b"zanzibar", b"zAnzibar"))  # the log's last event, and a view
+    code, out = run(capsys, "--store", str(store), "--verify")  # the open read the newest event whole, and refused
+    assert code == 1 and "the log is damaged" in out and "position 2" in out
+    assert run(capsys, "--store", str(store), "--at", "2999-01-01")[0] == 2
+    with Memory(store, readonly=True) as memory, memory.log.read() as log, pytest.raises(StoreCorruptError) as read:
+        log.get(2)
+    assert f"`chronograph replay --verify --store {store}`" in str(read.value)
 
 
 def _index(store: Path, change: Callable[[lmdb.Transaction, Any, list[bytes]], None]) -> None:
