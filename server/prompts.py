@@ -49,7 +49,7 @@ def add_prompts(server: MCPServer, runtime: Runtime, settings: Settings) -> None
     def where(project: str | None, ctx: Context, prompt: str) -> str:
         """The workspace a prompt reads, once the request's principal may read it (the core's check)."""
         try:
-            workspace = workspace_of(name, project)
+            workspace = workspace_of(name, project, runtime.memory)
             runtime.principal_of(ctx.request_context.request).check(workspace, "read", tool=prompt)
         except ForbiddenError as error:
             raise forbidden(error) from None

@@ -7,11 +7,11 @@
 
 Clients such as Claude Code run a command when a session starts and when the user sends a
 prompt, and add what it prints to the model's context. Given the hook's JSON on stdin, the
-project is found from its `cwd` (the nearest adopted n2n project root above it) and, on a
-prompt, only entities the prompt names are printed: nothing at all when none does. It only
-reads, works while a server holds the store, and never breaks the client's session:
-whatever goes wrong (no store, a damaged one, garbage on stdin), it exits 0 with nothing on
-stdout and one line on stderr. `chronograph hooks claude-code`
+project is found from its `cwd` (the nearest n2n project root above it that a client adopted or
+whose files were imported) and, on a prompt, only entities the prompt names are printed: nothing
+at all when none does. It only reads, works while a server holds the store, and never breaks the
+client's session: whatever goes wrong (no store, a damaged one, a misspelt --workspace, garbage on
+stdin), it exits 0 with nothing on stdout and one line on stderr. `chronograph hooks claude-code`
 prints the settings that run it.
 """
 
@@ -121,6 +121,7 @@ def _recall(args: argparse.Namespace, hook: dict[str, Any]) -> str:
     from chronograph.application.core.recall import BUDGET, recall, render  # noqa: PLC0415 (after the cheap checks)
     from chronograph.application.engine.config import resolve_store  # noqa: PLC0415
     from chronograph.application.surfaces.recalling import VOCABULARIES, workspace_of  # noqa: PLC0415
+    from chronograph.tools.common.parsing import missing_workspace  # noqa: PLC0415
 
     store = resolve_store(args.store)
     if not isinstance(store, str):
@@ -130,18 +131,22 @@ def _recall(args: argparse.Namespace, hook: dict[str, Any]) -> str:
             raise BlockingIOError(f"the store at {store} is being replaced (a restore)")
     prompted = hook.get("hook_event_name") in PROMPT_EVENTS
     query = args.query or (_text(hook.get("prompt")) if prompted else None)
-    if args.workspace:
-        workspace = args.workspace
-    else:
-        project = args.project or _text(hook.get("cwd")) or (None if hook else os.getcwd())
-        if project is not None:
-            project = os.path.abspath(os.path.expanduser(project))
-        workspace = workspace_of(args.profile, project)
     budget = args.budget or (400 if prompted else BUDGET)
     from chronograph.application.engine.service import Memory  # noqa: PLC0415
 
     memory = Memory(store, readonly=True, embeddings="off")
     try:
+        if args.workspace:
+            workspace = args.workspace
+            known = [w.name for w in memory.read("list_workspaces", {}).workspaces]  # type: ignore[attr-defined]
+            missing = missing_workspace(workspace, known)
+            if missing:  # a misspelt name recalls nothing rather than an empty memory, and says why
+                raise ValueError(missing)
+        else:
+            project = args.project or _text(hook.get("cwd")) or (None if hook else os.getcwd())
+            if project is not None:
+                project = os.path.abspath(os.path.expanduser(project))
+            workspace = workspace_of(args.profile, project, memory)
         found = recall(memory, workspace, query=query, client=args.client, strict=prompted)
     finally:
         memory.close()

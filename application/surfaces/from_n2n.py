@@ -8,7 +8,8 @@ root's real path), whatever `--workspace` says, so that the profile finds them w
 them. The files are read by the project files' own reader (`projectfiles.read_project_files`:
 never through a link, n2n's format checked), so a file the profile would refuse is refused
 here too. The import writes nothing into the project (no marker: the first n2n call adopts
-it as usual).
+it as usual); `chronograph context` and the `recall` prompt find its memory from its folder all
+the same, by its n2n files and the workspace the store now holds (`projectroot.adopted_root`).
 """
 
 from __future__ import annotations

@@ -44,14 +44,12 @@ from chronograph.application.surfaces.projectfold import (
     fields_of,
     revision,
 )
-from chronograph.application.surfaces.projectroot import MARKER_FILE, project_root
+from chronograph.application.surfaces.projectroot import CONTEXT_FILE, MARKER_FILE, MEMORY_FILE, project_root
 from chronograph.eventstore import clock
 from chronograph.eventstore.files import WriteRefused, write_file
 
 __all__ = ["CONTEXT_FILE", "MEMORY_FILE", "ProjectFiles", "read_project_files", "write_project_file"]
 
-MEMORY_FILE = "memory.json"
-CONTEXT_FILE = "context.json"
 LINEAGE = 32
 """Revisions a context file names as its ancestors."""
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from chronograph.application.errors import ChronographError, InvalidArgumentsError, NotFoundError
 from chronograph.eventstore.files import WriteRefused, write_file
 from chronograph.eventstore.keys import digest
 
-__all__ = ["STRONG_MARKERS", "AwaitingConfirmationError", "adopted_root", "project_root", "project_workspace",
-           "workspace_name"]
+__all__ = ["CONTEXT_FILE", "MEMORY_FILE", "STRONG_MARKERS", "AwaitingConfirmationError", "adopted_root",
+           "project_root", "project_workspace", "workspace_name"]
 
 STRONG_MARKERS = (
     ".git", ".mcp", "package.json", "tsconfig.json", "pyproject.toml", "setup.py", "setup.cfg", "Cargo.toml",
@@ -29,6 +30,9 @@ STRONG_MARKERS = (
 WEAK_MARKERS = ("README.md", "README", "README.txt", "readme.md")
 MARKER_FILE = "chronograph.json"
 """What `.mcp/` holds once a root is adopted: the workspace its memory lives in."""
+MEMORY_FILE = "memory.json"
+CONTEXT_FILE = "context.json"
+"""n2n's own files in `.mcp/`: the project's graph and its hot context."""
 
 
 class AwaitingConfirmationError(ChronographError):
@@ -74,12 +78,19 @@ def workspace_name(root: Path) -> str:
     return f"n2n:{root.name[:48]}:{digest(str(root).encode('utf-8', 'surrogatepass'), 8).hex()}"
 
 
-def adopted_root(path: str) -> Path | None:
+def adopted_root(path: str, imported: Callable[[str], bool] | None = None) -> Path | None:
     """The nearest folder at or above `path` that is an adopted project root (it has
-    `.mcp/chronograph.json`: a project whose memory an n2n client keeps); None if there is none."""
+    `.mcp/chronograph.json`: a project whose memory an n2n client keeps), or, given `imported`,
+    an n2n project whose files `chronograph import` brought in (its `.mcp` holds them and
+    `imported(its workspace)` says the store holds that workspace: the import writes nothing into
+    the project); None if there is none."""
     start = Path(os.path.realpath(path))
     for folder in (start, *start.parents):
-        if (folder / ".mcp" / MARKER_FILE).is_file():
+        mcp = folder / ".mcp"
+        if (mcp / MARKER_FILE).is_file():
+            return folder
+        if imported is not None and ((mcp / MEMORY_FILE).is_file() or (mcp / CONTEXT_FILE).is_file()) \
+                and imported(workspace_name(folder)):
             return folder
     return None
 

@@ -45,16 +45,23 @@ PROMPTED = frozenset(VOCABULARIES)
 """The profiles that offer the `recall` and `remember` prompts unasked."""
 
 
-def workspace_of(profile: str, project: str | None) -> str:
+def workspace_of(profile: str, project: str | None, memory: Memory | None = None) -> str:
     """The workspace a recall of `project` reads in `profile`: a path names the project whose
-    root holds it (the nearest adopted root above it); a Kuzu database names its own; any other
-    name is a workspace. Nothing is adopted or written."""
+    root holds it (the nearest adopted root above it, or, given the `memory` it is read from, the
+    nearest n2n project whose files were imported into it); a Kuzu database names its own; any
+    other name is a workspace. Nothing is adopted or written."""
     if not project:
         return PRIMARY if profile == "kuzu" else "default"
     if profile != "kuzu" and os.path.isabs(project):
-        root = adopted_root(project)
+        root = adopted_root(project, None if memory is None else stored_workspaces(memory).__contains__)
         return "default" if root is None else workspace_name(root)
     return project
+
+
+def stored_workspaces(memory: Memory) -> frozenset[str]:
+    """The workspaces `memory`'s store holds (whatever the caller may read: it only names them)."""
+    with memory.views.read() as graph:
+        return frozenset(record.name for record in graph.workspaces())
 
 
 @dataclass(frozen=True)

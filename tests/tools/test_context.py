@@ -82,6 +82,37 @@ def test_the_project_is_found_from_the_hooks_cwd(
     assert "ProjectOnly" in out
 
 
+def test_an_imported_n2n_project_is_found_from_its_folder_though_the_import_wrote_nothing_into_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    project = tmp_path / "shop"
+    (project / ".mcp").mkdir(parents=True)
+    (project / "src").mkdir()
+    (project / ".mcp" / "memory.json").write_text(json.dumps({"entities": [
+        {"name": "Checkout", "entityType": "component", "observations": ["fix billing"]}], "relations": []}))
+    fill(tmp_path / "store")
+    assert cli(["import", "--store", str(tmp_path / "store"), str(project)]) == 0
+    assert not (project / ".mcp" / "chronograph.json").exists()
+    for args in (["--project", str(project)], ["--project", str(project / "src")]):
+        code, out, _ = context(monkeypatch, capsys, tmp_path / "store", *args)
+        assert code == 0 and "Checkout" in out and "Billing service" not in out
+    code, out, _ = context(monkeypatch, capsys, tmp_path / "store", stdin=hook("SessionStart", project / "src"))
+    assert "Checkout" in out
+    other = tmp_path / "other"
+    (other / ".mcp").mkdir(parents=True)
+    (other / ".mcp" / "memory.json").write_text('{"entities": [], "relations": []}')  # never imported
+    code, out, _ = context(monkeypatch, capsys, tmp_path / "store", "--project", str(other))
+    assert "Billing service" in out  # the default workspace, as for any folder without a project's memory
+
+
+def test_a_misspelt_workspace_recalls_nothing_and_says_which_there_are(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    fill(tmp_path / "store")
+    code, out, err = context(monkeypatch, capsys, tmp_path / "store", "--workspace", "defualt")
+    assert (code, out) == (0, "")
+    assert err == "chronograph context: nothing recalled: there is no workspace 'defualt' in this store; the " \
+                  "workspaces are: 'default'\n"
+
+
 @pytest.mark.parametrize("case", ["no store", "damaged store", "garbage on stdin", "not an object",
                                   "store being replaced"])
 def test_every_failure_exits_0_with_nothing_on_stdout_and_one_line_on_stderr(
