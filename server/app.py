@@ -13,11 +13,12 @@ from typing import Any
 
 import mcp_types as types
 from chronograph.application import Files, Tool, profile
-from chronograph.application.errors import ForbiddenError
+from chronograph.application.errors import ForbiddenError, NotFoundError
 from chronograph.application.profiles import OFFICIAL_TOOLS
 from chronograph.server.config import Settings
 from chronograph.server.prompts import add_prompts
 from chronograph.server.resources import add_resources, forbidden
+from chronograph.server.results import failure
 from chronograph.server.runtime import GRAPH_URI, GRAPH_WORKSPACE, EmbeddingProgress, Runtime
 from chronograph.server.sdktools import build_tools
 from mcp.server.mcpserver import Context, MCPServer
@@ -54,12 +55,13 @@ def create_server(settings: Settings, runtime: Runtime | None = None, *, log_lev
     async def call(tool: Tool, arguments: dict[str, Any], ctx: Context) -> types.CallToolResult:
         return await runtime.call(tool, arguments, ctx, principal=runtime.principal_of(ctx.request_context.request))
 
+    tools = build_tools(surface.tools, call, files=writable(settings), official=OFFICIAL_TOOLS,
+                        output_schemas=surface.name == "official", errors=surface.errors)
     server = MCPServer(
         "chronograph",
         version=chronograph.__version__,
         instructions=surface.instructions,
-        tools=build_tools(surface.tools, call, files=writable(settings), official=OFFICIAL_TOOLS,
-                          output_schemas=surface.name == "official", errors=surface.errors),
+        tools=tools,
         lifespan=lifespan,
         log_level=log_level,  # type: ignore[arg-type]
     )
@@ -83,7 +85,32 @@ def create_server(settings: Settings, runtime: Runtime | None = None, *, log_lev
     lowlevel.add_request_handler("resources/subscribe", types.SubscribeRequestParams, subscribe)
     lowlevel.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, unsubscribe)
     _guard_listening(server, runtime)
+    _name_unknown_tools(server, frozenset(tool.name for tool in tools), surface.name, surface.errors,
+                        schema=surface.name == "official")
     return server
+
+
+def _name_unknown_tools(server: MCPServer, names: frozenset[str], profile: str, style: str, *,
+                        schema: bool) -> None:
+    """Refuse a call of a tool this server does not serve as the profile refuses any call: with the
+    code `not_found` in `_meta` (the SDK's own refusal carries only its text), and the way out."""
+    lowlevel = server._lowlevel_server  # noqa: SLF001 (the SDK answers an unknown name itself)
+    entry = lowlevel.get_request_handler("tools/call")
+    if entry is None:
+        return
+    sdk_call = entry.handler
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
+        if params.name in names or any(tool.name == params.name for tool in await server.list_tools()):
+            return await sdk_call(ctx, params)  # one of ours, or one added to the server since
+        served = len(await server.list_tools())
+        error = NotFoundError(f"Unknown tool: {params.name}. This server ({profile} profile) serves {served} "
+                              "tools; tools/list names them")
+        text, structured, meta = failure(error, style, schema=schema)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                    structured_content=structured, is_error=True, _meta=meta)
+
+    lowlevel.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
 
 
 def _guard_listening(server: MCPServer, runtime: Runtime) -> None:

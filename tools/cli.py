@@ -35,7 +35,7 @@ SUBCOMMANDS = {
     "serve": ("chronograph.tools.serve", "serve the memory over MCP (stdio, or --http)"),
     "replay": ("chronograph.tools.replay", "the graph as of a time or position, diffs, rebuild and verify"),
     "audit": ("chronograph.tools.audit", "inspect the audit log: who changed what, when, by which call"),
-    "import": ("chronograph.tools.import_graph", "import a memory.jsonl / memory.json file"),
+    "import": ("chronograph.tools.import_graph", "import a memory: the official file, n2n, Agent Memory, Kuzu, ..."),
     "export": ("chronograph.tools.export_graph", "export the graph as JSONL, JSON, Markdown, Mermaid or DOT"),
     "backup": ("chronograph.tools.backup", "back the whole store up into one sealed file, beside a running server"),
     "restore": ("chronograph.tools.restore", "restore a store from a backup file, checked before and after"),

@@ -16,7 +16,8 @@ The format is detected from the path (--from names it) and named in the report's
 Another server's memory is recorded as the actor "import:<format>", and each entity it brings
 names its source in its metadata (importedFrom); importing it again writes nothing.
 
-Everything becomes ordinary events, recorded as actor "import" under one correlation id.
+Everything becomes ordinary events under one correlation id (the official file's recorded as
+actor "import").
 Importing the same file again changes nothing: existing entities only gain observations
 they lack, existing relations are skipped. The fork's createdAt/version are kept in each
 entity's metadata (importedCreatedAt, importedVersion). Bad lines are reported with their

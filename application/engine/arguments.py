@@ -39,6 +39,7 @@ __all__ = [
     "Items",
     "Workspace",
     "WriteArgs",
+    "described",
     "parse",
 ]
 
@@ -156,7 +157,7 @@ def parse(tool: str, arguments: dict[str, Any], into: type[T]) -> T:
     try:
         parsed = msgspec.convert(arguments, into, strict=True)
     except msgspec.ValidationError as error:
-        raise InvalidArgumentsError(tool, _describe(str(error), into)) from None
+        raise InvalidArgumentsError(tool, described(str(error), into)) from None
     problem = None if encodable and _fine(parsed) else _check(parsed, "")
     if problem:
         raise InvalidArgumentsError(tool, problem)
@@ -236,7 +237,9 @@ def _container_fields(into: type[msgspec.Struct]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _describe(message: str, into: type[msgspec.Struct]) -> str:
+def described(message: str, into: type[msgspec.Struct]) -> str:
+    """msgspec's `message` about a value converted `into` a Struct, as its path and problem, an enum's
+    choices named (`status: invalid enum value 'x'; choose one of "A", "B"`)."""
     match = _PATH.search(message)
     text = message[: match.start()] if match else message
     text = text[:1].lower() + text[1:]

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
+from chronograph.application.engine.arguments import described
 from chronograph.application.engine.registry import Tool
 from chronograph.application.engine.service import Memory, Written
 from chronograph.application.errors import ChronographError, StorageError
@@ -50,6 +51,7 @@ from chronograph.eventstore.files import WriteRefused, write_file
 
 __all__ = ["CONTEXT_FILE", "MEMORY_FILE", "ProjectFiles", "read_project_files", "write_project_file"]
 
+F = TypeVar("F", bound=msgspec.Struct)
 LINEAGE = 32
 """Revisions a context file names as its ancestors."""
 
@@ -107,12 +109,22 @@ def read_project_files(mcp: Path) -> tuple[FileGraph | None, FileContext | None]
         ProjectFileError: If a file is a link, not JSON, or not in n2n's format.
         OSError: If a file cannot be read.
     """
-    graph, context = _read_json(mcp / MEMORY_FILE), _read_json(mcp / CONTEXT_FILE)
+    return _in_format(mcp / MEMORY_FILE, FileGraph), _in_format(mcp / CONTEXT_FILE, FileContext)
+
+
+def _in_format(path: Path, kind: type[F]) -> F | None:
+    """The n2n file at `path` as `kind` (None if it is absent).
+
+    Raises:
+        ProjectFileError: If it is a link, not JSON, or not in n2n's format (its field and problem named).
+    """
+    value = _read_json(path)
+    if value is None:
+        return None
     try:
-        return (None if graph is None else msgspec.convert(graph, FileGraph),
-                None if context is None else msgspec.convert(context, FileContext))
+        return msgspec.convert(value, kind)
     except msgspec.ValidationError as error:
-        raise ProjectFileError(f"A project file in {mcp} is not in n2n's format: {error}") from None
+        raise ProjectFileError(f"{path} is not in n2n's format: {described(str(error), kind)}") from None
 
 
 def _signature(mcp: Path) -> tuple[Any, ...]:

@@ -48,3 +48,17 @@ async def test_the_agent_memory_profile_answers_its_json_object_as_text_and_stru
         result = await c.call_tool("memory_tool", {"action": "get", "id": "tool_x"})
     assert json.loads(result.content[0].text) == result.structured_content == {  # type: ignore[union-attr]
         "error": "Tool 'tool_x' not found", "code": "not_found"}
+
+
+@pytest.mark.parametrize(("profile", "structured"), [("chronograph", True), ("official", False),
+                                                      ("agent-memory", True)])
+async def test_a_tool_no_profile_serves_is_refused_with_its_code_and_the_way_out(
+        tmp_path: Path, profile: str, structured: bool) -> None:
+    async with Client(create_server(Settings(store=tmp_path / "s", embeddings="off", profile=profile))) as c:
+        served = len((await c.list_tools()).tools)
+        result = await c.call_tool("no_such_tool", {})
+    assert result.is_error and result.meta is not None
+    assert result.meta[ERROR_META] == {"code": "not_found", "message": (
+        f"Unknown tool: no_such_tool. This server ({profile} profile) serves {served} tools; tools/list names them")}
+    assert (result.structured_content is not None) == structured
+    assert "Unknown tool: no_such_tool" in result.content[0].text  # type: ignore[union-attr]

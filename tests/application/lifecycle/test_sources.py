@@ -319,6 +319,17 @@ def test_an_n2n_project_goes_into_the_workspace_the_n2n_profile_reads_and_stays_
     assert all(name in shown for name in ("Billing service", "Payments gateway", "Retry policy", "IN_PROGRESS"))
 
 
+def test_an_n2n_file_out_of_format_is_named_with_its_field_and_the_values_it_takes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "shop"
+    (root / ".mcp").mkdir(parents=True)
+    (root / ".mcp" / "context.json").write_text('{"activeTask": "ship", "status": "in progress"}')
+    assert import_main([str(root), "--store", str(tmp_path / "store")]) == 2
+    assert (f"{root / '.mcp' / 'context.json'} is not in n2n's format: status: invalid enum value 'in progress'; "
+            'choose one of "BLOCKED", "COMPLETED", "IN_PROGRESS", "PLANNING"') in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()
+
+
 def test_a_context_the_workspace_already_holds_is_not_merged_again(tmp_path: Path) -> None:
     path, store = tmp_path / "memory.jsonl", tmp_path / "store"
     path.write_text("\n".join(json.dumps(r) for r in [
