@@ -311,16 +311,25 @@ def _hostname(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
+REFUSALS = {401: "unauthorized", 403: "forbidden", 413: "limit", 421: "misdirected", 429: "limit",
+            503: "unavailable"}
+"""The machine-readable code of each status a request is refused with before it reaches the app
+(the codes of refused tool calls where one means the same)."""
+
+
 def _error(status: int, message: str, scope: Scope) -> Response:
     """A request refused before it reaches the app. On the MCP endpoint the body is a JSON-RPC
     error (the request's id is not read yet: null), which MCP clients show with its words
     whatever the status; a body of another shape reaches a tool caller as "Server returned an
-    error response". Elsewhere (the explorer, health) it is `{"error": message}`."""
+    error response". Elsewhere (the explorer, health) it is `{"error": message, "code": code}`,
+    as the explorer's own refusals are. Either way the code is `REFUSALS`'s (in the JSON-RPC
+    error's data)."""
+    code = REFUSALS.get(status, "invalid" if status < 500 else "unavailable")
     if str(scope.get("path", "")).rstrip("/") == MCP_PATH:
         error = {"code": INVALID_REQUEST if status < 500 else INTERNAL_ERROR, "message": message,
-                 "data": {"status": status}}
+                 "data": {"status": status, "code": code}}
         return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=status)
-    return JSONResponse({"error": message}, status_code=status)
+    return JSONResponse({"error": message, "code": code}, status_code=status)
 
 
 class _OncePerMinute(logging.Filter):

@@ -166,10 +166,11 @@ class IssuerKeys:
             return self._bound(found, algorithm)
 
     def load(self) -> str | None:
-        """Fetch the keys now (at start); why not, or None if they were."""
+        """Fetch the keys now (at start); why not, or None if they were. The caller says why (the
+        log says it only when a token's arrival fetches them)."""
         with self._lock:
             self._tried = self._clock()
-            return self._load(self._tried)
+            return self._load(self._tried, logged=False)
 
     def _find(self, kid: str | None) -> dict[str, Any] | None:
         keys = self._keys or []
@@ -193,7 +194,7 @@ class IssuerKeys:
             self._built[(id(jwk), algorithm)] = cached
         return cached
 
-    def _load(self, now: float) -> str | None:
+    def _load(self, now: float, *, logged: bool = True) -> str | None:
         try:
             if self.jwks_file is not None:
                 keys = self._read_file(self.jwks_file)
@@ -203,7 +204,8 @@ class IssuerKeys:
                 keys = _signing_keys(self._fetch(self._jwks_uri), self._jwks_uri)
         except (OSError, ValueError) as error:
             why = f"cannot load the signing keys of {self.issuer}: {error}"
-            _log.warning("%s (tokens signed with keys not yet known are refused)", why)
+            if logged:
+                _log.warning("%s (tokens signed with keys not yet known are refused)", why)
             return why
         if keys != self._keys:  # the same keys again: what they verified stands
             self._keys, self._built = keys, {}

@@ -57,7 +57,7 @@ from chronograph.tools.common.parsing import add_store_argument, script_main, wo
 from chronograph.tools.common.progress import Progress
 from chronograph.tools.common.startup import keep_startup_state
 
-__all__ = ["add_arguments", "main", "run"]
+__all__ = ["add_arguments", "main", "report_problems", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -111,7 +111,7 @@ def _run_file(args: argparse.Namespace, staged: Staged, actor: str) -> int:
             bad = job.problems.count_of(NOT_JSON)
             print(f"chronograph import: {args.file} is not a memory file (JSONL or JSON): {bad:,} of its "
                   f"{job.lines:,} lines are not JSON; nothing was written", file=sys.stderr)
-            _report_problems(job)
+            report_problems(job)
             return 1
         named = [section.workspace for section in job.sections.values() if section.named]
         if named and args.workspace is not None:
@@ -148,7 +148,7 @@ def _run_file(args: argparse.Namespace, staged: Staged, actor: str) -> int:
         _say(args, workspace, report)
     print(f"{len(job.problems)} error(s)")
     if job.problems:
-        _report_problems(job)
+        report_problems(job)
         return 1
     return 0
 
@@ -175,7 +175,7 @@ def _plan(args: argparse.Namespace, job: FileImport, staged: Staged, store: Path
         print(f"plan: workspace {section.workspace!r}: {section.entities} entities, {section.relations} relations, "
               f"{observations} observations" + ("; the workspace context" if section.context else ""))
     print(f"plan: nothing was written; {len(job.problems)} error(s)")
-    _report_problems(job)
+    report_problems(job)
     return 1 if job.problems else 0
 
 
@@ -213,7 +213,7 @@ def _say(args: argparse.Namespace, workspace: str, report: ImportReport) -> None
 
 
 def _refuse(job: FileImport, args: argparse.Namespace) -> int:
-    _report_problems(job)
+    report_problems(job)
     if job.problems and args.strict:
         print(f"--strict: {len(job.problems)} problem(s); nothing was imported", file=sys.stderr)
     else:
@@ -221,7 +221,7 @@ def _refuse(job: FileImport, args: argparse.Namespace) -> int:
     return 1
 
 
-def _report_problems(job: FileImport) -> None:
+def report_problems(job: FileImport) -> None:
     """One line per kind of problem: a kind met once with its line and detail, a kind met more
     often with its count and its first line numbers."""
     for kind, count, first in job.problems.kinds():

@@ -278,8 +278,12 @@ def adopt_memory_file(memory: Memory) -> None:
     print(f"chronograph: imported {path} (${MEMORY_FILE_ENV}) into the empty store, once: "
           f"{sum(r.created for r in reports)} entities, {sum(r.related for r in reports)} relations, "
           f"{sum(r.observations for r in reports)} observations"
-          f"{f'; {len(job.problems)} line(s) skipped as unreadable' if job.problems else ''} "
+          f"{f'; {len(job.problems)} line(s) not imported (below)' if job.problems else ''} "
           "(recorded in the audit log as actor 'import')", file=sys.stderr)
+    if job.problems:
+        from chronograph.tools.import_graph import report_problems  # noqa: PLC0415 (only then)
+
+        report_problems(job)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -58,7 +58,10 @@ def test_the_server_binds_to_loopback_by_default(open_server: str) -> None:
 @pytest.mark.parametrize("path", ["/health", "/ready", "/mcp"])
 def test_without_the_token_every_request_is_refused(guarded_server: str, path: str) -> None:
     assert request(guarded_server + path)[0] == 401
-    assert request(guarded_server + path, headers={"Authorization": "Bearer wrong"})[0] == 401
+    status, body = request(guarded_server + path, headers={"Authorization": "Bearer wrong"})
+    assert status == 401
+    code = body["error"]["data"]["code"] if path == "/mcp" else body["code"]  # a JSON-RPC error on /mcp
+    assert code == "unauthorized"
 
 
 def test_with_the_token_the_probes_answer(guarded_server: str) -> None:
@@ -66,8 +69,10 @@ def test_with_the_token_the_probes_answer(guarded_server: str) -> None:
 
 
 def test_a_foreign_host_or_origin_is_refused(open_server: str) -> None:
-    assert request(open_server + "/health", headers={"Host": "evil.example:80"})[0] == 421
-    assert request(open_server + "/health", headers={"Origin": "http://evil.example"})[0] == 403
+    status, body = request(open_server + "/health", headers={"Host": "evil.example:80"})
+    assert (status, body["code"]) == (421, "misdirected") and "--allow-host" in body["error"]
+    status, body = request(open_server + "/health", headers={"Origin": "http://evil.example"})
+    assert (status, body["code"]) == (403, "forbidden")
     assert request(open_server + "/health", headers={"Origin": "http://localhost:3000"})[0] == 200
 
 

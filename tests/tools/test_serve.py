@@ -99,6 +99,23 @@ def test_a_file_named_by_the_old_variable_that_is_no_memory_file_is_not_imported
     assert "is not a memory file" in capsys.readouterr().err
 
 
+def test_lines_the_old_variable_s_file_could_not_give_are_each_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chronograph.application import Memory
+    from chronograph.tools.serve import MEMORY_FILE_ENV, adopt_memory_file
+
+    memory_file = tmp_path / "memory.jsonl"
+    memory_file.write_text('{"type":"entity","name":"A","entityType":"t","observations":[]}\nnot json\n'
+                           '{"type":"relation","from":"A","to":"Ghost","relationType":"r"}\n')
+    monkeypatch.setenv(MEMORY_FILE_ENV, str(memory_file))
+    with Memory(tmp_path / "store") as memory:
+        adopt_memory_file(memory)
+    err = capsys.readouterr().err
+    assert "1 entities, 0 relations" in err and "2 line(s) not imported (below)" in err
+    assert "  line 2: not JSON" in err and "  line 3: a relation whose end is in neither the file nor the store" in err
+
+
 @pytest.mark.wire
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "stdin"])
 def test_a_stdio_server_asked_to_stop_closes_its_store_as_when_stdin_closes(tmp_path: Path, how: str) -> None:
