@@ -77,7 +77,8 @@ def open_embedder(
         if missing:
             raise EmbeddingsUnavailableError(
                 f"semantic search needs the semantic extra ({', '.join(missing)} not installed): "
-                "pip install 'chronograph[semantic]' (in a checkout: uv sync --extra semantic), "
+                "pip install 'chronograph[semantic]' (with uvx: uvx --from '.[semantic]' chronograph; a checkout's "
+                "`uv run --locked chronograph` has it), "
                 "or point the server at an embeddings endpoint (--embeddings URL --embeddings-model NAME)")
         spec = "local"
     if spec == "local":

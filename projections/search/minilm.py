@@ -36,7 +36,8 @@ from chronograph.projections.errors import EmbeddingsUnavailableError
 
 __all__ = ["LocalMiniLM", "kept_name"]
 
-ENABLE = "pip install 'chronograph[semantic]' (in a checkout: uv sync --extra semantic)"
+ENABLE = ("pip install 'chronograph[semantic]' (with uvx: uvx --from '.[semantic]' chronograph; a checkout's "
+          "`uv run --locked chronograph` has it)")
 MAX_TOKENS = 256
 """Word pieces read per text (the model's limit)."""
 BATCH = 8
