@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import anyio
 import pytest
@@ -54,3 +55,37 @@ async def test_a_handshake_era_subscriber_is_notified_after_a_write_that_changed
         await call(c, "create_entities", {"entities": [entity("Bob")]})
         await anyio.sleep(0.05)
         assert len(received) == 1
+
+
+@pytest.mark.wire
+async def test_over_http_a_subscriber_hears_of_its_own_writes_and_of_another_session_s(tmp_path: Path) -> None:
+    """Answers over HTTP are single JSON bodies, without the call's own event stream: what a write
+    tells subscribers travels on their sessions' streams, so it still arrives."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+    from support.http import start
+
+    served = start(tmp_path, None)
+    base = next(served)
+    received: list[str] = []
+
+    async def collect(message: object) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            received.append(str(message.params.uri))
+
+    async with httpx2.AsyncClient(timeout=30) as http, Client(
+            streamable_http_client(base + "/mcp", http_client=http), mode="legacy", message_handler=collect) as mine, \
+            Client(streamable_http_client(base + "/mcp", http_client=http), mode="legacy") as other:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await mine.session.subscribe_resource(GRAPH)
+        await call(mine, "create_entities", {"entities": [entity("Ada")]})
+        with anyio.fail_after(10):
+            while len(received) < 1:
+                await anyio.sleep(0.02)
+        await call(other, "create_entities", {"entities": [entity("Bob")]})
+        with anyio.fail_after(10):
+            while len(received) < 2:
+                await anyio.sleep(0.02)
+    served.close()  # stops the server
+    assert received == [GRAPH, GRAPH]
