@@ -83,35 +83,35 @@ def test_an_official_memory_file_named_by_the_old_variable_is_imported_once_into
     assert actors == {"import"}
 
 
-def test_a_file_named_by_the_old_variable_that_is_no_memory_file_is_not_imported(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def adopted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+            name: str, text: str) -> tuple[int, str]:
+    """Name a file of `text` in $MEMORY_FILE_PATH and open an empty store as a server does: the
+    store's head after, and what was said on stderr."""
     from chronograph.application import Memory
     from chronograph.tools.serve import MEMORY_FILE_ENV, adopt_memory_file
 
-    notes = tmp_path / "notes.md"
-    notes.write_text("# Notes\n\n- one\n- two\n"
-                     '{"type":"entity","name":"Ada","entityType":"p","observations":[]}\n')
-    monkeypatch.setenv(MEMORY_FILE_ENV, str(notes))
+    (tmp_path / name).write_text(text)
+    monkeypatch.setenv(MEMORY_FILE_ENV, str(tmp_path / name))
     with Memory(tmp_path / "store") as memory:
         adopt_memory_file(memory)
-        assert memory.log.head() == 0
-    assert "is not a memory file" in capsys.readouterr().err
+        head = memory.log.head()
+    return head, capsys.readouterr().err
+
+
+def test_a_file_named_by_the_old_variable_that_is_no_memory_file_is_not_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head, err = adopted(tmp_path, monkeypatch, capsys, "notes.md", "# Notes\n\n- one\n- two\n"
+                        '{"type":"entity","name":"Ada","entityType":"p","observations":[]}\n')
+    assert head == 0 and "is not a memory file" in err
 
 
 def test_lines_the_old_variable_s_file_could_not_give_are_each_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from chronograph.application import Memory
-    from chronograph.tools.serve import MEMORY_FILE_ENV, adopt_memory_file
-
-    memory_file = tmp_path / "memory.jsonl"
-    memory_file.write_text('{"type":"entity","name":"A","entityType":"t","observations":[]}\nnot json\n'
-                           '{"type":"relation","from":"A","to":"Ghost","relationType":"r"}\n')
-    monkeypatch.setenv(MEMORY_FILE_ENV, str(memory_file))
-    with Memory(tmp_path / "store") as memory:
-        adopt_memory_file(memory)
-    err = capsys.readouterr().err
+    _, err = adopted(tmp_path, monkeypatch, capsys, "memory.jsonl",
+                     '{"type":"entity","name":"A","entityType":"t","observations":[]}\nnot json\n'
+                     '{"type":"relation","from":"A","to":"Ghost","relationType":"r"}\n')
     assert "1 entities, 0 relations" in err and "2 line(s) not imported (below)" in err
     assert "  line 2: not JSON" in err and "  line 3: a relation whose end is in neither the file nor the store" in err
 
