@@ -109,7 +109,8 @@ class LogReader(Protocol):
         ...
 
     def stored(self, from_position: int, to_position: int) -> list[bytes]:
-        """The stored bytes of the events in the range, oldest first (what a copy checks)."""
+        """The stored bytes of the events in the range, oldest first (what a copy checks), each
+        checked against its checksum (StoreCorruptError names the first that fails)."""
         ...
 
     def idempotency_records(self) -> Iterator[tuple[bytes, bytes]]:

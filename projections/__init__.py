@@ -11,7 +11,7 @@ from chronograph.projections.fold import State, apply, apply_all, unique
 from chronograph.projections.keys import ENTITY, RELATION
 from chronograph.projections.live.catchup import Progress
 from chronograph.projections.live.rebuild import RebuildReport
-from chronograph.projections.live.verify import verify
+from chronograph.projections.live.verify import damaged_event, verify
 from chronograph.projections.live.views import Snapshot, Views
 from chronograph.projections.past.asof import entity_as_of, fold_streams, graph_as_of, position_of, relation_as_of
 from chronograph.projections.past.versions import Version, changes_of, stream_history, versions_of
@@ -80,5 +80,6 @@ __all__ = [
     "stream_history",
     "unique",
     "verify",
+    "damaged_event",
     "versions_of",
 ]

@@ -16,6 +16,7 @@ from chronograph.application.surfaces.recalling import (
     PROMPTED,
     VOCABULARIES,
     remember_text,
+    seen_by,
     session_writes,
     workspace_of,
 )
@@ -49,8 +50,9 @@ def add_prompts(server: MCPServer, runtime: Runtime, settings: Settings) -> None
     def where(project: str | None, ctx: Context, prompt: str) -> str:
         """The workspace a prompt reads, once the request's principal may read it (the core's check)."""
         try:
-            workspace = workspace_of(name, project, runtime.memory)
-            runtime.principal_of(ctx.request_context.request).check(workspace, "read", tool=prompt)
+            principal = runtime.principal_of(ctx.request_context.request)
+            workspace = workspace_of(name, project, seen_by(runtime.memory, principal))
+            principal.check(workspace, "read", tool=prompt)
         except ForbiddenError as error:
             raise forbidden(error) from None
         except ChronographError as error:

@@ -1,14 +1,16 @@
 """Response streams that end when the token they were opened with stops being valid.
 
 A request is authenticated when it arrives; a stream it opens (a `subscriptions/listen`, a
-session's GET stream, a tool call answered as server-sent events) may outlive its token's
-revocation or expiry. Each chunk such a stream sends after the first is let through only
-while the token is still valid (a digest looked up in memory, ~13 µs); once it is not, the
-stream is closed in order and whatever the server would have sent next is dropped.
+session's GET stream) may outlive its token's revocation or expiry, and so may a long call. Each
+chunk such a stream sends after the first is let through only while the token is still valid (a
+digest looked up in memory, ~13 µs); once it is not, the stream is closed in order and whatever
+the server would have sent next is dropped. An answer sent whole (a tool call's JSON body) is
+looked at as it starts: a token that stopped being valid while the call ran gets a 401 instead.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -33,6 +35,14 @@ def cut_when_invalid(send: Send, valid: Callable[[], Awaitable[bool]]) -> Send:
         nonlocal closed
         if closed:
             raise Revoked("the stream's token was revoked or expired")
+        if message["type"] == "http.response.start" and not await valid():
+            closed = True
+            body = json.dumps({"error": "the bearer token was revoked or expired while the request ran; its answer "
+                                        "was withheld", "code": "unauthorized"}).encode()
+            await send({"type": "http.response.start", "status": 401, "headers": [
+                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+            raise Revoked("the request's token was revoked or expired")
         if message["type"] == "http.response.body" and message.get("more_body", False) and not await valid():
             closed = True
             await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -120,7 +120,7 @@ def _hook() -> dict[str, Any]:
 def _recall(args: argparse.Namespace, hook: dict[str, Any]) -> str:
     from chronograph.application.core.recall import BUDGET, recall, render  # noqa: PLC0415 (after the cheap checks)
     from chronograph.application.engine.config import resolve_store  # noqa: PLC0415
-    from chronograph.application.surfaces.recalling import VOCABULARIES, workspace_of  # noqa: PLC0415
+    from chronograph.application.surfaces.recalling import VOCABULARIES, seen_by, workspace_of  # noqa: PLC0415
     from chronograph.tools.common.parsing import missing_workspace  # noqa: PLC0415
 
     store = resolve_store(args.store)
@@ -146,7 +146,7 @@ def _recall(args: argparse.Namespace, hook: dict[str, Any]) -> str:
             project = args.project or _text(hook.get("cwd")) or (None if hook else os.getcwd())
             if project is not None:
                 project = os.path.abspath(os.path.expanduser(project))
-            workspace = workspace_of(args.profile, project, memory)
+            workspace = workspace_of(args.profile, project, seen_by(memory))
         found = recall(memory, workspace, query=query, client=args.client, strict=prompted)
     finally:
         memory.close()

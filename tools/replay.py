@@ -33,10 +33,10 @@ from chronograph.application.engine.config import EMBEDDINGS_ENV, resolve_store
 from chronograph.application.engine.stores import store_exists
 from chronograph.application.errors import ChronographError
 from chronograph.application.explorer import graph_diff
-from chronograph.eventstore import EventStoreError
+from chronograph.eventstore import EventStoreError, LmdbLog, StoreCorruptError
 from chronograph.eventstore.errors import advised_copy
 from chronograph.eventstore.lmdb import resident
-from chronograph.projections import ProjectionError, verify
+from chronograph.projections import ProjectionError, damaged_event, verify
 from chronograph.projections.errors import EmbeddingsUnavailableError
 from chronograph.tools.common.parsing import add_store_argument, explain, missing_workspace, script_main
 from chronograph.tools.common.progress import Progress
@@ -85,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
                 return _diff(memory, args)
             return _at(memory, args)
     except (EventStoreError, ProjectionError, ChronographError) as error:
+        if args.verify and isinstance(error, StoreCorruptError) and isinstance(store, Path):
+            return _verify_damaged(store, error)
         flags = {"asOf": "--diff" if args.diff else "--position" if args.position is not None else "--at",
                  "workspace": "--workspace", "names": "--entity"}
         print(f"chronograph replay: {explain(error, flags)}", file=sys.stderr)
@@ -190,20 +192,39 @@ def _verify(memory: Memory) -> int:
     differences = verify(memory.views, progress=progress)
     progress.finish()
     if differences:
-        n = len(differences)
-        headline = {
-            "log:": f"the log is damaged in {n} place(s); restore the store from a backup:",
-            "index:": (f"the log's index of streams disagrees with its events in {n} place(s) (a write could reuse "
-                       f"a version); copy the log into a new store, which indexes it anew "
-                       f"({advised_copy(memory.log.location)}), or restore from a backup:"),
-        }.get(differences[0].split(" ", 1)[0], f"the views differ from the log in {n} place(s):")
-        print(headline)
-        for line in differences:
-            print(f"  {line}")
-        return 1
+        return _differences(differences, memory.log.location)
     with memory.views.read() as graph:
         print(f"the views agree with the log (position {graph.position:,})")
     return 0
+
+
+def _verify_damaged(store: Path, refused: StoreCorruptError) -> int:
+    """`--verify` of a store that would not open for damage (its newest event's, say): the events
+    of its log whose bytes fail their checksum, else the error that refused it."""
+    try:
+        with LmdbLog(store, readonly=True, damaged=True) as log, log.read() as reader:
+            damaged = [damaged_event(position) for position in reader.verify()]
+    except EventStoreError:
+        damaged = []
+    if not damaged:
+        print(f"chronograph replay: {refused}", file=sys.stderr)
+        return 2
+    return _differences(damaged, str(store))
+
+
+def _differences(differences: list[str], location: str) -> int:
+    """Print what `--verify` found, under a headline saying what to do; return 1."""
+    n = len(differences)
+    headline = {
+        "log:": f"the log is damaged in {n} place(s); restore the store from a backup:",
+        "index:": (f"the log's index of streams disagrees with its events in {n} place(s) (a write could reuse "
+                   f"a version); copy the log into a new store, which indexes it anew "
+                   f"({advised_copy(location)}), or restore from a backup:"),
+    }.get(differences[0].split(" ", 1)[0], f"the views differ from the log in {n} place(s):")
+    print(headline)
+    for line in differences:
+        print(f"  {line}")
+    return 1
 
 
 def main(argv: list[str] | None = None) -> int:

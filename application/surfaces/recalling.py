@@ -9,10 +9,12 @@ context` use what is here.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from chronograph.application.core.audit import Subjects
 from chronograph.application.core.recall import Vocabulary, estimate_tokens
+from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
 from chronograph.application.engine.service import Memory
 from chronograph.application.surfaces.kuzu import PRIMARY
 from chronograph.application.surfaces.projectroot import adopted_root, workspace_name
@@ -45,23 +47,33 @@ PROMPTED = frozenset(VOCABULARIES)
 """The profiles that offer the `recall` and `remember` prompts unasked."""
 
 
-def workspace_of(profile: str, project: str | None, memory: Memory | None = None) -> str:
+def workspace_of(profile: str, project: str | None, known: Callable[[str], bool] | None = None) -> str:
     """The workspace a recall of `project` reads in `profile`: a path names the project whose
-    root holds it (the nearest adopted root above it, or, given the `memory` it is read from, the
-    nearest n2n project whose files were imported into it); a Kuzu database names its own; any
-    other name is a workspace. Nothing is adopted or written."""
+    root holds it (the nearest adopted root above it, or the nearest n2n project whose files
+    were imported, if its workspace is `known`: see `seen_by`); a Kuzu database names its own;
+    any other name is a workspace. Nothing is adopted or written."""
     if not project:
         return PRIMARY if profile == "kuzu" else "default"
     if profile != "kuzu" and os.path.isabs(project):
-        root = adopted_root(project, None if memory is None else stored_workspaces(memory).__contains__)
+        root = adopted_root(project, known)
         return "default" if root is None else workspace_name(root)
     return project
 
 
-def stored_workspaces(memory: Memory) -> frozenset[str]:
-    """The workspaces `memory`'s store holds (whatever the caller may read: it only names them)."""
-    with memory.views.read() as graph:
-        return frozenset(record.name for record in graph.workspaces())
+def seen_by(memory: Memory, principal: Principal = LOCAL_PRINCIPAL) -> Callable[[str], bool]:
+    """Whether `memory`'s store holds a workspace `principal` may see (`list_workspaces`' answer,
+    asked once, at the first question): a caller without a grant on a project's workspace
+    learns nothing of it, its recall falls back to the default as for a folder never imported."""
+    names: frozenset[str] | None = None
+
+    def known(name: str) -> bool:
+        nonlocal names
+        if names is None:
+            listed = memory.read("list_workspaces", {}, principal=principal)
+            names = frozenset(record.name for record in listed.workspaces)  # type: ignore[attr-defined]
+        return name in names
+
+    return known
 
 
 @dataclass(frozen=True)

@@ -75,9 +75,13 @@ class LmdbLog(EventLog):
         path: str | os.PathLike[str],
         *,
         codec: Codec | None = None,
+        damaged: bool = False,
         **options: Unpack[EnvOptions],
     ) -> None:
         self.codec = codec or Codec()
+        self._damaged = damaged
+        """Opened to name its damage (`replay --verify`, read-only): the newest event's bytes are
+        not read at open, only the position they claim"""
         self._hooks: list[InlineHook] = []
         self._erase_hooks: list[EraseHook] = []
         self.environment = LmdbEnv(path, **options)
@@ -162,13 +166,14 @@ class LmdbLog(EventLog):
         return dbs
 
     def _check_tail(self, reader: LmdbReader) -> None:
-        """The newest event must be where it says it is, since appends follow it. A writer also reads
-        it whole (its checksum checked): nothing is appended after damage. A reader only looks at the
-        position it claims, so that `replay --verify` can open the store and name the damage."""
+        """The newest event must be where it says it is, since appends follow it, and whole (its
+        checksum checked): nothing is appended after damage, and no backup or copy is made of it.
+        Opened to name damage (`damaged`), only the position it claims is looked at, so that
+        `replay --verify` opens a store whose newest event is damaged and lists it."""
         head = reader.head()
         if not head:
             return
-        if self.environment.readonly:
+        if self._damaged and self.environment.readonly:
             stored = reader.txn.get(pack_u64(head), db=reader.dbs.log)
             try:
                 claimed = self.codec.position(stored) if stored is not None else head

@@ -162,8 +162,17 @@ class PgReader:
             yield self._decode(*row)
 
     def stored(self, from_position: int, to_position: int) -> list[bytes]:
-        """The stored bytes of the events in the range, oldest first."""
-        return [stored for batch in self._rows(from_position, to_position) for _, stored, _ in batch]
+        """The stored bytes of the events in the range, oldest first, checked against their
+        checksums (a copy never carries damage on under new ones).
+
+        Raises:
+            StoreCorruptError: Naming the first event whose bytes fail their checksum.
+        """
+        out: list[bytes] = []
+        for batch in self._rows(from_position, to_position):
+            self._check(batch)
+            out += [bytes(stored) for _, stored, _ in batch]
+        return out
 
     def idempotency_records(self) -> Iterator[tuple[bytes, bytes]]:
         """Every idempotency key the log remembers (as stored) and its stored record."""

@@ -15,7 +15,7 @@ from chronograph.projections.sealed import sound
 from chronograph.projections.states.bulkload import rows
 from chronograph.projections.states.dictstate import DictState, paused_gc
 
-__all__ = ["verify"]
+__all__ = ["damaged_event", "verify"]
 
 
 def verify(views: Views, progress: Progress | None = None, shown: int = 50) -> list[str]:
@@ -25,8 +25,7 @@ def verify(views: Views, progress: Progress | None = None, shown: int = 50) -> l
     with views.snapshot() as (live, log):
         damaged = []
         for position in log.verify(1, live.position):
-            damaged.append(f"log: the event at position {position} is damaged (its bytes fail their checksum "
-                           "or cannot be read)")
+            damaged.append(damaged_event(position))
         if progress is not None:
             progress("checksums", live.position, live.position)
         if damaged:
@@ -59,6 +58,11 @@ def verify(views: Views, progress: Progress | None = None, shown: int = 50) -> l
                 else:
                     differences.append(f"{table}: {_show(key)} holds {_show(have)}; the log says {_show(want)}")
     return _first(differences, shown)
+
+
+def damaged_event(position: int) -> str:
+    """What `verify` says of an event whose bytes are damaged."""
+    return f"log: the event at position {position} is damaged (its bytes fail their checksum or cannot be read)"
 
 
 def _first(lines: list[str], shown: int) -> list[str]:

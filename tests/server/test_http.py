@@ -111,3 +111,23 @@ async def test_mcp_over_http_with_the_token_keeps_workspaces_apart(guarded_serve
         await call(c, "create_entities", {"entities": [entity("Secret")], "workspace": "team-a"})
         assert names(await call(c, "read_graph", {"workspace": "team-a"})) == ["Secret"]
         assert (await call(c, "search_nodes", {"query": "secret", "workspace": "team-b"}))["entities"] == []
+
+
+def test_a_call_is_answered_with_one_json_body(open_server: str) -> None:
+    """Not an event stream of one event: the stream cost the event loop a third of a short call."""
+    import json
+    import urllib.request
+
+    def post(message: dict, session: str | None = None) -> tuple[str, dict, str | None]:  # type: ignore[type-arg]
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                   **({"Mcp-Session-Id": session} if session else {})}
+        req = urllib.request.Request(open_server + "/mcp", data=json.dumps(message).encode(), headers=headers)
+        with urllib.request.urlopen(req, timeout=10) as response:
+            return response.headers["Content-Type"], json.loads(response.read()), response.headers["Mcp-Session-Id"]
+
+    kind, answer, session = post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    assert kind.startswith("application/json") and answer["id"] == 1 and session
+    kind, answer, _ = post({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                            "params": {"name": "read_graph", "arguments": {}}}, session)
+    assert kind.startswith("application/json") and answer["result"]["isError"] is False

@@ -91,3 +91,25 @@ async def test_a_budget_that_is_not_a_number_leaves_the_default(tmp_path: Path) 
         for budget in ("x", "", "-5", "1e3"):
             result = await client.get_prompt("recall", {"budget": budget})
             assert "nothing yet" in result.messages[0].content.text  # type: ignore[union-attr]
+
+
+async def test_an_imported_n2n_project_is_recalled_for_whoever_may_read_it_and_unseen_by_others(
+        tmp_path: Path) -> None:
+    import json
+
+    from chronograph.application.engine.principal import Principal
+    from chronograph.server.app import Runtime
+    from chronograph.tools.cli import main as cli
+
+    project = tmp_path / "shop"
+    (project / ".mcp").mkdir(parents=True)
+    (project / ".mcp" / "memory.json").write_text(json.dumps({"entities": [
+        {"name": "Checkout", "entityType": "component", "observations": ["fix billing"]}], "relations": []}))
+    assert cli(["import", "--store", str(tmp_path / "store"), str(project)]) == 0
+    settings = Settings(store=tmp_path / "store", profile="n2n", embeddings="off")
+    runtime = Runtime(settings)
+    async with Client(create_server(settings, runtime)) as client:
+        assert "Checkout" in await prompt(client, "recall", {"project": str(project)})  # the local user
+        runtime.principal = Principal("reader", {"default": "read"})
+        shown = await prompt(client, "recall", {"project": str(project)})  # no grant on the project's workspace
+        assert "Checkout" not in shown and shown == await prompt(client, "recall", {"project": str(tmp_path)})

@@ -19,23 +19,33 @@ def sink() -> tuple[list[dict[str, Any]], Any]:
     return sent, send
 
 
-async def test_a_response_of_one_chunk_is_sent_without_asking_about_the_token() -> None:
-    sent, send = sink()
-    asked: list[bool] = []
+async def test_an_answer_sent_whole_goes_out_while_its_token_holds_and_is_a_401_once_it_does_not() -> None:
+    for holds in (True, False):  # a long call's JSON body: the token was revoked while it ran, or not
+        sent, send = sink()
+        guarded = cut_when_invalid(send, lambda holds=holds: _answer(holds))
+        start = {"type": "http.response.start", "status": 200, "headers": []}
+        body = {"type": "http.response.body", "body": b'{"result": "the whole graph"}', "more_body": False}
+        if holds:
+            await guarded(start)
+            await guarded(body)
+            assert sent == [start, body]
+            continue
+        with pytest.raises(Revoked):
+            await guarded(start)
+        with pytest.raises(Revoked):  # the answer goes nowhere
+            await guarded(body)
+        assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"]
+        assert sent[0]["status"] == 401 and b'"code": "unauthorized"' in sent[1]["body"]
+        assert b"the whole graph" not in b"".join(m.get("body", b"") for m in sent)
 
-    async def valid() -> bool:
-        asked.append(True)
-        return False
 
-    guarded = cut_when_invalid(send, valid)
-    await guarded({"type": "http.response.start", "status": 200, "headers": []})
-    await guarded({"type": "http.response.body", "body": b"{}", "more_body": False})
-    assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"] and asked == []
+async def _answer(value: bool) -> bool:
+    return value
 
 
 async def test_a_stream_is_closed_in_order_once_its_token_is_no_longer_valid() -> None:
     sent, send = sink()
-    still = [True, True, False]
+    still = [True, True, True, False]  # the start, then each chunk after the first
 
     async def valid() -> bool:
         return still.pop(0)
