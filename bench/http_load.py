@@ -1,7 +1,7 @@
 """MCP over HTTP under load, side by side with another Chronograph (run through http_flood.py).
 
     python bench/http_flood.py load  [--entities 10000] [--levels 1,10,50,200] [--seconds 20] [--baseline CMD]
-    python bench/http_flood.py long  [--entities 10000] [--long read_graph|search|refused] [--seconds 20] [...]
+    python bench/http_flood.py long  [--entities 10000] [--long read_graph|search|refused] [--seconds 20] [--warm] [...]
     python bench/http_flood.py admit [--openings 200] [--quota 100] [...]
 
 Each builds a store of --entities entities (3 observations and about 2 relations each, the
@@ -243,6 +243,17 @@ async def short_calls(port: int, workload: Workload, entities: int, seconds: flo
             "long_p50_ms": quantile(slow, 0.5) * 1e3 if slow else None}
 
 
+async def warm(port: int, long: str) -> float:
+    """One long call on a session of its own (what a server loads once, such as a workspace's word
+    index, is loaded before the phases); its seconds."""
+    [session] = await opened(port, 1, "warm")
+    tool, arguments = LONG[long]
+    started = time.perf_counter()
+    await session.call(tool, arguments)
+    session.close()
+    return time.perf_counter() - started
+
+
 async def admit(port: int, openings: int) -> dict[str, Any]:
     sessions = [Session(HOST, port, f"o{i}") for i in range(openings)]
     for session in sessions:
@@ -285,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", metavar="CMD", help='another Chronograph, e.g. "/work/before/.venv/bin/python '
                                                           '-m chronograph"')
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--warm", action="store_true",
+                        help="long: make one long call before the phases, so that they measure a server that has "
+                             "loaded what the call loads once (its time is printed apart)")
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
                         help="keep the built store in DIR and use it again in later runs of the same size")
     args = parser.parse_args(argv)
@@ -326,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
             elif args.mode == "long":
                 for label, server in servers.items():
                     results[label] = {"rss_start_mb": server.rss_mb()}
+                    if args.warm:
+                        print(f"[{label}] one {args.long} call first ...", file=sys.stderr)
+                        results[label]["warm_s"] = asyncio.run(warm(server.port, args.long))
                 for phase, long in (("alone", None), ("beside", args.long)):
                     for label, server in servers.items():
                         print(f"[{label}] 4 clients {phase} for {args.seconds:.0f} s ...", file=sys.stderr)
@@ -373,6 +390,9 @@ def print_tables(args: argparse.Namespace, results: dict[str, Any]) -> None:
             seen = figures["beside"]
             rows.append((f"{label}: the long client", f"{seen['long_calls']:,} calls ({seen['long_refused']} refused), "
                          f"p50 {seen['long_p50_ms'] or 0:,.0f} ms", ""))
+            if "warm_s" in figures:
+                rows.append((f"{label}: the first {args.long} call, before the phases", f"{figures['warm_s']:,.2f} s",
+                             ""))
             rows.append((f"{label}: server RSS start -> end", f"{figures['rss_start_mb']:,.0f} -> "
                          f"{figures['rss_end_mb']:,.0f} MB", ""))
         title = f"one long call ({args.long}) beside 4 clients' open_nodes, {args.entities:,} entities, " \
