@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -37,10 +38,16 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """How many workers `-n auto` (the pytest options' default) starts: two per core this process may
     use, since a test often waits on a server, a browser or PostgreSQL in another process; at most
     4, since every worker's database, servers and pools share PostgreSQL's 100 connections.
-    $PYTEST_XDIST_AUTO_NUM_WORKERS, as for pytest-xdist's own count, or `-n N` decide otherwise."""
+    $PYTEST_XDIST_AUTO_NUM_WORKERS, as for pytest-xdist's own count, or `-n N` decide otherwise.
+
+    A run of the `slow` tests is one process: one of them restarts the PostgreSQL server, which
+    every other worker's database tests would meet mid-query, and the soak and crash runs measure
+    a machine that is not shared with the rest of the suite."""
     named = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
     if named:
         return int(named)
+    if re.search(r"(?<!not )\bslow\b", config.getoption("markexpr") or ""):
+        return 0
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return min(4, 2 * cores)
 

@@ -8,6 +8,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 TEST_TOOLS = {"playwright", "mypy", "ruff", "hypothesis", "freezegun"}
 """What the run environment must not hold (pytest it holds, so that the README's test command
@@ -81,3 +83,18 @@ def test_ci_runs_the_readme_s_test_command_and_fails_on_a_dirty_checkout() -> No
     [line] = [line for line in ci.splitlines() if line.startswith("uv run ")]
     assert line.split("#")[0].strip() == readme_command("Test")
     assert 'if [ -n "$(git status --porcelain)" ]' in ci.split(line)[1]
+
+
+@pytest.mark.parametrize(("expression", "workers"), [("slow", 0), ("slow and not wire", 0), ("not slow", 4),
+                                                      ("", 4), ("wire", 4)])
+def test_a_run_of_the_slow_tests_is_one_process_and_any_other_is_parallel(
+        monkeypatch: pytest.MonkeyPatch, expression: str, workers: int) -> None:
+    import os
+    from types import SimpleNamespace
+
+    from conftest import pytest_xdist_auto_num_workers
+
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    config = SimpleNamespace(getoption=lambda name: expression if name == "markexpr" else None)
+    assert pytest_xdist_auto_num_workers(config) == workers  # type: ignore[arg-type]
