@@ -66,6 +66,7 @@ __all__ = [
     "changes_of",
     "context_stream",
     "copy_record",
+    "damaged_event",
     "entity_as_of",
     "fold_log",
     "fold_streams",
@@ -80,6 +81,5 @@ __all__ = [
     "stream_history",
     "unique",
     "verify",
-    "damaged_event",
     "versions_of",
 ]

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import msgspec
 from chronograph.eventstore.keys import Stored
 from chronograph.projections.errors import ViewsDamagedError
 
-__all__ = ["RESIDUE", "SEAL", "seal", "seal_array", "seal_into", "sealed_decoder", "sound", "unseal"]
+__all__ = ["RESIDUE", "SEAL", "encode_sealed", "seal", "seal_array", "seal_into", "sealed_decoder", "sound", "unseal"]
 
 SEAL = 4
 """Bytes the CRC adds to a value."""
@@ -62,6 +63,14 @@ def seal_into(buffer: bytearray) -> bytes:
     buffer += _UINT32
     buffer += _crc(buffer).to_bytes(SEAL, "little")
     return bytes(buffer)
+
+
+def encode_sealed(encoder: msgspec.msgpack.Encoder, value: Any) -> bytes:
+    """`seal_array(encoder.encode(value))`, encoded into a buffer of its own and sealed there (see
+    `seal_into`): for a value too big to copy four times."""
+    buffer = bytearray()
+    encoder.encode_into(value, buffer)
+    return seal_into(buffer)
 
 
 def sound(value: Stored) -> bool:

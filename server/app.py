@@ -101,10 +101,12 @@ def _name_unknown_tools(server: MCPServer, names: frozenset[str], profile: str, 
     sdk_call = entry.handler
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
-        if params.name in names or any(tool.name == params.name for tool in await server.list_tools()):
-            return await sdk_call(ctx, params)  # one of ours, or one added to the server since
-        served = len(await server.list_tools())
-        error = NotFoundError(f"Unknown tool: {params.name}. This server ({profile} profile) serves {served} "
+        if params.name in names:
+            return await sdk_call(ctx, params)
+        served = await server.list_tools()
+        if any(tool.name == params.name for tool in served):  # added to the server since it was made
+            return await sdk_call(ctx, params)
+        error = NotFoundError(f"Unknown tool: {params.name}. This server ({profile} profile) serves {len(served)} "
                               "tools; tools/list names them")
         text, structured, meta = failure(error, style, schema=schema)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],

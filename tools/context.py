@@ -121,7 +121,7 @@ def _recall(args: argparse.Namespace, hook: dict[str, Any]) -> str:
     from chronograph.application.core.recall import BUDGET, recall, render  # noqa: PLC0415 (after the cheap checks)
     from chronograph.application.engine.config import resolve_store  # noqa: PLC0415
     from chronograph.application.surfaces.recalling import VOCABULARIES, seen_by, workspace_of  # noqa: PLC0415
-    from chronograph.tools.common.parsing import missing_workspace  # noqa: PLC0415
+    from chronograph.tools.common.parsing import missing_workspace, workspace_names  # noqa: PLC0415
 
     store = resolve_store(args.store)
     if not isinstance(store, str):
@@ -138,7 +138,7 @@ def _recall(args: argparse.Namespace, hook: dict[str, Any]) -> str:
     try:
         if args.workspace:
             workspace = args.workspace
-            known = [w.name for w in memory.read("list_workspaces", {}).workspaces]  # type: ignore[attr-defined]
+            known = workspace_names(memory)
             missing = missing_workspace(workspace, known)
             if missing:  # a misspelt name recalls nothing rather than an empty memory, and says why
                 raise ValueError(missing)

@@ -32,7 +32,14 @@ from chronograph.application.lifecycle.export import FORMATS, checked, export, j
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.files import check_target, guarded_file
 from chronograph.projections import ProjectionError
-from chronograph.tools.common.parsing import add_store_argument, explain, given_file, missing_workspace, script_main
+from chronograph.tools.common.parsing import (
+    add_store_argument,
+    explain,
+    given_file,
+    missing_workspace,
+    script_main,
+    workspace_names,
+)
 from chronograph.tools.common.progress import Progress
 from msgspec import UNSET
 
@@ -76,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         if output is not None:
             check_target(output, overwrite=args.force)  # before reading the store
         with Memory(resolve_store(args.store), readonly=True, cache=args.cache) as memory:
-            known = [w.name for w in memory.read("list_workspaces", {}).workspaces]  # type: ignore[attr-defined]
+            known = workspace_names(memory)
             missing = None if args.all_workspaces else missing_workspace(args.workspace, known)
             if missing:
                 print(f"chronograph export: {missing}", file=sys.stderr)

@@ -38,7 +38,13 @@ from chronograph.eventstore.errors import advised_copy
 from chronograph.eventstore.lmdb import resident
 from chronograph.projections import ProjectionError, damaged_event, verify
 from chronograph.projections.errors import EmbeddingsUnavailableError
-from chronograph.tools.common.parsing import add_store_argument, explain, missing_workspace, script_main
+from chronograph.tools.common.parsing import (
+    add_store_argument,
+    explain,
+    missing_workspace,
+    script_main,
+    workspace_names,
+)
 from chronograph.tools.common.progress import Progress
 from chronograph.tools.common.startup import keep_startup_state
 from chronograph.tools.common.terminal import print_rows
@@ -76,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         with Memory(store, readonly=True, cache=args.cache) as memory:
             if args.verify:
                 return _verify(memory)
-            known = [w.name for w in memory.read("list_workspaces", {}).workspaces]  # type: ignore[attr-defined]
+            known = workspace_names(memory)
             missing = missing_workspace(args.workspace, known)
             if missing:
                 print(f"chronograph replay: {missing}", file=sys.stderr)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from chronograph.tools.common.parsing import add_store_argument, missing_workspace, positive
+from chronograph.tools.common.parsing import add_store_argument, missing_workspace, positive, workspace_names
 
 __all__ = ["add_arguments", "run"]
 
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"chronograph suggest: {error}", file=sys.stderr)
         return 2
     try:
-        known = [w.name for w in memory.read("list_workspaces", {}).workspaces]  # type: ignore[attr-defined]
+        known = workspace_names(memory)
         missing = missing_workspace(args.workspace, known)
         if missing:
             print(f"chronograph suggest: {missing}", file=sys.stderr)

@@ -17,7 +17,7 @@ import msgspec
 from chronograph.eventstore import EventLog, LmdbEnv
 from chronograph.eventstore.keys import Stored, pack_u64, unpack_u64
 from chronograph.projections.records import ContextRecord, EntityRecord, RelationRecord
-from chronograph.projections.sealed import seal_into, sound
+from chronograph.projections.sealed import encode_sealed, sound
 from chronograph.projections.states.dictstate import DictState, paused_gc
 
 __all__ = ["KEEP", "SPACING", "Snapshots", "encode", "fold_to"]
@@ -185,12 +185,10 @@ def _stops(after: int, last: int, spacing: int) -> list[int]:
 def encode(state: DictState) -> bytes:
     """The snapshot bytes of `state` as it is now."""
     names = [(ws, name, known) for (ws, name), known in state._names.items()]  # noqa: SLF001
-    buffer = bytearray()
-    _encoder.encode_into(_Snapshot(
+    return encode_sealed(_encoder, _Snapshot(
         SNAPSHOT_FORMAT, state.position, list(state.entities.values()), list(state.relations.values()),
         list(state.contexts.values()), names, list(state._seen),  # noqa: SLF001
-    ), buffer)
-    return seal_into(buffer)
+    ))
 
 
 def _decoded(body: Stored) -> _Snapshot | None:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 from chronograph.projections.records import EntityRecord
-from chronograph.projections.sealed import seal_into, sound
+from chronograph.projections.sealed import encode_sealed, sound
 from chronograph.projections.search.wordindex import SEP, TF_BITS, WorkspaceIndex
 
 __all__ = ["IMAGE_FORMAT", "PART_DOCS", "PartedImage", "image_of", "index_of", "loader", "parts_of", "stamp_of"]
@@ -88,15 +88,9 @@ def image_of(index: WorkspaceIndex, parts: tuple[bytes, int] = (b"", 0), base: i
     if order is None:
         ordered = index._in_order()
         order = array("I", itertools.compress(ordered, map(index._alive.__getitem__, ordered))).tobytes()
-    return _sealed(_Head(IMAGE_FORMAT, index.workspace, index.position,
+    return encode_sealed(_encoder, _Head(IMAGE_FORMAT, index.workspace, index.position,
                          index._total_length if total_length is None else total_length, order, parts,
                          _part(index, base)))
-
-
-def _sealed(value: msgspec.Struct) -> bytes:
-    buffer = bytearray()
-    _encoder.encode_into(value, buffer)
-    return seal_into(buffer)
 
 
 def _part(index: WorkspaceIndex, base: int) -> _Part:
@@ -237,7 +231,7 @@ class PartedImage:
 
     def _cut(self) -> bytes:
         index = self._index
-        part = _sealed(_part(index, self._base))
+        part = encode_sealed(_encoder, _part(index, self._base))
         self._base += len(index._streams)
         self._total_length += index._total_length
         self.parts += 1

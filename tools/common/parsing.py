@@ -15,7 +15,8 @@ from typing import Any, NoReturn
 from chronograph.application.engine.config import DATABASE_SCHEMES, url_scheme
 from chronograph.application.errors import InvalidArgumentsError
 
-__all__ = ["Parser", "add_store_argument", "closed_output", "explain", "missing_workspace", "script_main"]
+__all__ = ["Parser", "add_store_argument", "closed_output", "explain", "missing_workspace", "script_main",
+           "workspace_names"]
 
 SIGPIPE_EXIT = 141
 """What a shell reports for a program whose reader went away (128 + SIGPIPE)."""
@@ -189,6 +190,11 @@ def explain(error: Exception, flags: dict[str, str]) -> str:
                 return flag + problem[len(field):]
         return problem
     return str(error)
+
+
+def workspace_names(memory: Any) -> list[str]:
+    """The workspaces `memory`'s store holds, as `list_workspaces` names them to the local user."""
+    return [w.name for w in memory.read("list_workspaces", {}).workspaces]
 
 
 def missing_workspace(workspace: str, known: list[str]) -> str | None:
