@@ -10,7 +10,7 @@ rows are byte for byte what `LmdbState` writes event by event; the tests compare
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from itertools import islice
+from itertools import chain, islice
 from operator import itemgetter
 from typing import TypeVar
 
@@ -20,9 +20,11 @@ from chronograph.eventstore.keys import digest, pack_u64
 from chronograph.projections.keys import (
     ENTITY,
     INCOMING,
+    LAST_NUMBER,
     OUTGOING,
     context_key,
     name_key,
+    number_key,
     order_key,
     record_key,
     relation_key,
@@ -38,6 +40,7 @@ from chronograph.projections.records import (
     stored_name,
     stored_relation,
 )
+from chronograph.projections.sealed import seal
 from chronograph.projections.states.dictstate import DictState
 
 __all__ = ["TABLE_ROWS", "Keys", "chunks", "count_rows", "put_changes", "put_sorted", "rows", "table_rows"]
@@ -47,26 +50,16 @@ T = TypeVar("T")
 _first = itemgetter(0)
 
 
-def _workspaces() -> Callable[[str], bytes]:
-    known: dict[str, bytes] = {}
-
-    def key(workspace: str) -> bytes:
-        found = known.get(workspace)
-        if found is None:
-            found = known[workspace] = workspace_key(workspace)
-        return found
-
-    return key
-
-
 class Keys:
     """The record key of every entity and relation of a state, computed once (a digest each) for
-    the tables that hold them (entities and order; identities); valid while the state does not
-    change."""
+    the tables that hold them (entities and order; identities), and each workspace's key prefix,
+    numbered in the order the fold met them (as `LmdbState._numbered` numbers them); valid while
+    the state does not change."""
 
     def __init__(self, state: DictState) -> None:
         self.entities = [record_key(stream) for stream in state.entities]
         self.relations = [record_key(stream) for stream in state.relations]
+        self.workspaces = {workspace: workspace_key(number) for number, workspace in enumerate(state.workspaces, 1)}
 
 
 def _entities(state: DictState, keys: Keys) -> Rows:
@@ -76,14 +69,14 @@ def _entities(state: DictState, keys: Keys) -> Rows:
 
 
 def _relations(state: DictState, keys: Keys) -> Rows:
-    ws = _workspaces()
+    ws = keys.workspaces.__getitem__
     items = sorted(((relation_key(ws(r.workspace), r.seq), r) for r in state.relations.values()), key=_first)
     encode = bulk_encoder()
     return ((key, encode(stored_relation(relation))) for key, relation in items)
 
 
 def _identities(state: DictState, keys: Keys) -> Rows:
-    ws = _workspaces()
+    ws = keys.workspaces.__getitem__
     items = [(key, relation_key(ws(r.workspace), r.seq))
              for r, key in zip(state.relations.values(), keys.relations, strict=True)]
     items.sort(key=_first)
@@ -91,7 +84,7 @@ def _identities(state: DictState, keys: Keys) -> Rows:
 
 
 def _names(state: DictState, keys: Keys) -> Rows:
-    ws = _workspaces()
+    ws = keys.workspaces.__getitem__
     items = sorted([(name_key(ws(workspace), name), known)
                     for (workspace, name), known in state._names.items()], key=_first)  # noqa: SLF001
     encode = bulk_encoder()
@@ -99,7 +92,7 @@ def _names(state: DictState, keys: Keys) -> Rows:
 
 
 def _order(state: DictState, keys: Keys) -> Rows:
-    ws = _workspaces()
+    ws = keys.workspaces.__getitem__
     items = [(order_key(ws(r.workspace), ENTITY, r.seq), key)
              for r, key in zip(state.entities.values(), keys.entities, strict=True)]
     items.sort(key=_first)
@@ -107,7 +100,7 @@ def _order(state: DictState, keys: Keys) -> Rows:
 
 
 def _adjacency(state: DictState, keys: Keys) -> Rows:
-    ws = _workspaces()
+    ws = keys.workspaces.__getitem__
     prefixes: dict[tuple[bytes, str], bytes] = {}
 
     def prefix(workspace: bytes, name: str) -> bytes:
@@ -128,14 +121,19 @@ def _adjacency(state: DictState, keys: Keys) -> Rows:
 
 
 def _workspace_rows(state: DictState, keys: Keys) -> Rows:
+    ws = keys.workspaces
     items: list[tuple[bytes, msgspec.Struct]] = [
-        (totals_key(workspace_key(ws)), record) for ws, record in state.workspaces.items()]
-    items += [(context_key(workspace_key(ws)), context) for ws, context in state.contexts.items()]
-    items += [(type_count_key(workspace_key(ws), kind, type_name), TypeCount(type_name, count))
-              for (ws, kind, type_name), count in state.type_counts.items()]
+        (totals_key(ws[workspace]), record) for workspace, record in state.workspaces.items()]
+    items += [(context_key(ws[workspace]), context) for workspace, context in state.contexts.items()]
+    items += [(type_count_key(ws[workspace], kind, type_name), TypeCount(type_name, count))
+              for (workspace, kind, type_name), count in state.type_counts.items()]
     items.sort(key=_first)
+    numbers = [(number_key(workspace), seal(key)) for workspace, key in ws.items()]
+    if ws:
+        numbers.append((LAST_NUMBER, seal(workspace_key(len(ws)))))
+    numbers.sort(key=_first)  # after the workspaces' own keys: their prefix is no number given
     encode = bulk_encoder()
-    return ((key, encode(record)) for key, record in items)
+    return chain(((key, encode(record)) for key, record in items), numbers)
 
 
 TABLE_ROWS: dict[str, Callable[[DictState, Keys], Rows]] = {
@@ -159,7 +157,8 @@ def table_rows(state: DictState, table: str, keys: Keys | None = None) -> Rows:
 def count_rows(state: DictState) -> int:
     """How many rows `table_rows` yields over every table, without building them."""
     return (2 * len(state.entities) + 4 * len(state.relations) + len(state._names)  # noqa: SLF001
-            + len(state.workspaces) + len(state.contexts) + len(state.type_counts))
+            + 2 * len(state.workspaces) + bool(state.workspaces)  # totals and numbers, the last number
+            + len(state.contexts) + len(state.type_counts))
 
 
 def rows(state: DictState) -> dict[str, list[tuple[bytes, bytes]]]:

@@ -19,15 +19,16 @@ from chronograph.projections.errors import ViewsDamagedError
 from chronograph.projections.keys import (
     ENTITY,
     INCOMING,
+    NO_WORKSPACE,
     OUTGOING,
     adjacency_prefix,
     context_key,
     is_totals_key,
     name_key,
+    number_key,
     order_prefix,
     record_key,
     totals_key,
-    workspace_key,
 )
 from chronograph.projections.records import (
     ContextRecord,
@@ -41,7 +42,7 @@ from chronograph.projections.records import (
     entity_decoder,
     relation_decoder,
 )
-from chronograph.projections.sealed import RESIDUE
+from chronograph.projections.sealed import RESIDUE, unseal
 from chronograph.projections.streams import relation_stream
 from chronograph.projections.tables import Tables
 
@@ -136,9 +137,18 @@ class LmdbGraph:
         self._workspace_keys: dict[str, bytes] = {}
 
     def _ws(self, workspace: str) -> bytes:
+        """The prefix of `workspace`'s keys (`keys.workspace_key`), or `NO_WORKSPACE`, which holds
+        nothing, when these views have not met it. Kept for the transaction: a number, once
+        given, is never taken back or given again within a generation."""
         key = self._workspace_keys.get(workspace)
         if key is None:
-            key = self._workspace_keys[workspace] = workspace_key(workspace)
+            value = self.txn.get(number_key(workspace), db=self.tables.workspaces)
+            if value is None:
+                return NO_WORKSPACE
+            key = bytes(unseal(value, "a workspace's number"))
+            if len(key) != len(NO_WORKSPACE) or key == NO_WORKSPACE:
+                raise ViewsDamagedError("a workspace's number is not one")
+            self._workspace_keys[workspace] = key
         return key
 
     def entity(self, workspace: str, name: str) -> EntityRecord | None:

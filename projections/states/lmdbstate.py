@@ -7,19 +7,26 @@ databases, which the tests check.
 
 from __future__ import annotations
 
+from chronograph.eventstore.keys import unpack_u32
+from chronograph.projections.errors import ViewsDamagedError
 from chronograph.projections.keys import (
     ENTITY,
     INCOMING,
+    LAST_NUMBER,
+    LAST_WORKSPACE,
+    NO_WORKSPACE,
     OUTGOING,
     RELATION,
     adjacency_key,
     context_key,
     name_key,
+    number_key,
     order_key,
     record_key,
     relation_key,
     totals_key,
     type_count_key,
+    workspace_key,
 )
 from chronograph.projections.records import (
     ContextRecord,
@@ -36,11 +43,28 @@ from chronograph.projections.records import (
     stored_name,
     stored_relation,
 )
+from chronograph.projections.sealed import seal, unseal
 from chronograph.projections.states.graph import LmdbGraph
 
-__all__ = ["LmdbState"]
+__all__ = ["LmdbState", "next_number", "unnumbered"]
 
 _NO_NAME = encode(stored_name(NameRecord(None, ())))
+
+
+def next_number(last: int) -> int:
+    """The number after `last` (see `LmdbState._numbered`).
+
+    Raises:
+        ViewsDamagedError: If `last` was the highest a workspace is given.
+    """
+    if last >= LAST_WORKSPACE:
+        raise ViewsDamagedError(f"the views have numbered {LAST_WORKSPACE:,} workspaces, the most they can")
+    return last + 1
+
+
+def unnumbered(workspace: str) -> ViewsDamagedError:
+    """A record of a workspace the views never numbered is to be changed: they are damaged."""
+    return ViewsDamagedError(f"the views hold records of workspace {workspace!r} but not its number")
 
 
 class LmdbState(LmdbGraph):
@@ -58,7 +82,7 @@ class LmdbState(LmdbGraph):
         txn, tables = self.txn, self.tables
         stream_key = record_key(entity.stream)
         txn.put(stream_key, encode(stored_entity(entity, stream_key)), db=tables.entities)
-        ws = self._ws(entity.workspace)
+        ws = self._numbered(entity.workspace)
         key = name_key(ws, entity.name)
         known = decode_name(txn.get(key, db=tables.names) or _NO_NAME).streams
         streams = known if entity.stream in known else (*known, entity.stream)
@@ -93,7 +117,7 @@ class LmdbState(LmdbGraph):
 
     def add_relation(self, relation: RelationRecord) -> None:
         txn, tables = self.txn, self.tables
-        ws = self._ws(relation.workspace)
+        ws = self._numbered(relation.workspace)
         key = relation_key(ws, relation.seq)
         txn.put(key, encode(stored_relation(relation)), db=tables.relations)
         txn.put(record_key(relation.stream), key, db=tables.identities)
@@ -102,8 +126,10 @@ class LmdbState(LmdbGraph):
         self._count(relation.workspace, ws, RELATION, relation.relation_type, +1)
 
     def changed_relation(self, relation: RelationRecord) -> None:
-        key = relation_key(self._ws(relation.workspace), relation.seq)
-        self.txn.put(key, encode(stored_relation(relation)), db=self.tables.relations)
+        ws = self._ws(relation.workspace)
+        if ws == NO_WORKSPACE:
+            raise unnumbered(relation.workspace)
+        self.txn.put(relation_key(ws, relation.seq), encode(stored_relation(relation)), db=self.tables.relations)
 
     def remove_relation(self, relation: RelationRecord) -> None:
         txn, tables = self.txn, self.tables
@@ -118,12 +144,12 @@ class LmdbState(LmdbGraph):
         return self.context(workspace)
 
     def save_context(self, context: ContextRecord) -> None:
-        ws = self._ws(context.workspace)
+        ws = self._numbered(context.workspace)
         self.txn.put(context_key(ws), encode(context), db=self.tables.workspaces)
         self._totals(context.workspace, ws)
 
     def saw_workspace(self, workspace: str) -> None:
-        self._totals(workspace, self._ws(workspace))
+        self._totals(workspace, self._numbered(workspace))
 
     def forget_entity(self, stream: str, workspace: str) -> None:
         entity = self.get_entity(stream)
@@ -160,7 +186,31 @@ class LmdbState(LmdbGraph):
         else:
             self.txn.delete(key, db=self.tables.names)
 
+    def _numbered(self, workspace: str) -> bytes:
+        """`workspace`'s key prefix, numbering it now if the views have not met it.
+
+        Numbers are given in the order the fold first adds to a workspace (an entity, a
+        relation, a context, or a sight of it), the order `DictState` keeps and `bulkload` numbers
+        by, so an inline fold and a rebuild write the same bytes.
+        """
+        ws = self._ws(workspace)
+        if ws != NO_WORKSPACE:
+            return ws
+        txn, db = self.txn, self.tables.workspaces
+        ws = workspace_key(next_number(self.last_number()))
+        txn.put(number_key(workspace), seal(ws), db=db)
+        txn.put(LAST_NUMBER, seal(ws), db=db)
+        self._workspace_keys[workspace] = ws
+        return ws
+
+    def last_number(self) -> int:
+        """The last number given to a workspace (0: none yet)."""
+        last = self.txn.get(LAST_NUMBER, db=self.tables.workspaces)
+        return 0 if last is None else unpack_u32(unseal(last, "the last workspace number"))
+
     def _totals(self, workspace: str, ws: bytes) -> WorkspaceRecord:
+        if ws == NO_WORKSPACE:
+            raise unnumbered(workspace)
         key = totals_key(ws)
         value = self.txn.get(key, db=self.tables.workspaces)
         if value is not None:
@@ -173,6 +223,8 @@ class LmdbState(LmdbGraph):
         self, workspace: str, ws: bytes, kind: bytes, type_name: str, delta: int, total: bool = True
     ) -> None:
         txn, db = self.txn, self.tables.workspaces
+        if ws == NO_WORKSPACE:
+            raise unnumbered(workspace)
         key = type_count_key(ws, kind, type_name)
         value = txn.get(key, db=db)
         count = (0 if value is None else decode_type_count(value).count) + delta

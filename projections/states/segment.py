@@ -11,7 +11,9 @@ them, which the tests check.
 A name's record is rebuilt from the streams the written views know under it and those the
 segment created, in creation order (a stream that came and went within the segment keeps
 its place); an entity forgotten is purged from the name index after, so a rebuild ends a
-segment with each forgetting.
+segment with each forgetting. A workspace the written views have not met is numbered where an
+inline fold would have numbered it: after the last number written, in the order the segment
+first added to each (`LmdbState._numbered`).
 """
 
 from __future__ import annotations
@@ -22,18 +24,23 @@ from typing import TypeVar
 from chronograph.projections.keys import (
     ENTITY,
     INCOMING,
+    LAST_NUMBER,
+    NO_WORKSPACE,
     OUTGOING,
     RELATION,
     adjacency_key,
     context_key,
     name_key,
+    number_key,
     order_key,
     record_key,
     relation_key,
     totals_key,
     type_count_key,
+    workspace_key,
 )
 from chronograph.projections.records import (
+    ContextRecord,
     EntityRecord,
     NameRecord,
     RelationRecord,
@@ -46,8 +53,9 @@ from chronograph.projections.records import (
     stored_name,
     stored_relation,
 )
+from chronograph.projections.sealed import seal
 from chronograph.projections.states.dictstate import PresentSets
-from chronograph.projections.states.lmdbstate import LmdbState
+from chronograph.projections.states.lmdbstate import LmdbState, next_number, unnumbered
 from chronograph.projections.states.overlay import Overlay
 
 __all__ = ["Changes", "Segment"]
@@ -84,6 +92,10 @@ class Segment(Overlay):
     def present(self, entity: EntityRecord) -> set[str]:
         return self._present(entity)  # kept between events, as in memory: a long history adds in steps
 
+    def save_context(self, context: ContextRecord) -> None:
+        super().save_context(context)
+        self._seen[context.workspace] = None
+
     def saw_workspace(self, workspace: str) -> None:
         self._seen[workspace] = None
 
@@ -101,7 +113,20 @@ class Segment(Overlay):
         """
         base = self.base
         rows: Changes = {table: [] for table in ("entities", "relations", "identities", "names", "order", "adjacency")}
-        ws = base._ws  # noqa: SLF001 (the one cache of workspace keys)
+        written = base._ws  # noqa: SLF001 (the one cache of workspace keys)
+        numbered: dict[str, bytes] = {}
+        last = base.last_number()
+        for workspace in self._seen:  # in the order the segment first added to them
+            if written(workspace) == NO_WORKSPACE:
+                last = next_number(last)
+                numbered[workspace] = workspace_key(last)
+
+        def ws(workspace: str) -> bytes:  # asked only of workspaces the views or the segment added to
+            key = numbered.get(workspace) or written(workspace)
+            if key == NO_WORKSPACE:
+                raise unnumbered(workspace)
+            return key
+
         counts: dict[tuple[str, bytes, str], int] = {}
         totals: dict[str, list[int]] = {workspace: [0, 0] for workspace in self._seen}
 
@@ -170,6 +195,9 @@ class Segment(Overlay):
             had = base.workspace(workspace) or WorkspaceRecord(workspace)
             spaces.append((totals_key(ws(workspace)), encode(WorkspaceRecord(
                 workspace, had.entities + entity_delta, had.relations + relation_delta))))
+        spaces += [(number_key(workspace), seal(key)) for workspace, key in numbered.items()]
+        if numbered:
+            spaces.append((LAST_NUMBER, seal(workspace_key(last))))
         rows["workspaces"] = spaces
         for table in rows.values():
             table.sort(key=_first)

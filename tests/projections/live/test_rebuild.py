@@ -202,6 +202,31 @@ def test_a_name_keeps_its_streams_in_creation_order_when_one_came_and_went_withi
         assert graph.entity("default", "x").stream == c and graph.entity("default", "y") is None
 
 
+def test_a_segment_numbers_the_workspaces_it_meets_first_as_the_inline_fold_does(
+    store: LmdbLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rebuilding, "FOLD_BATCH", 1)
+    monkeypatch.setattr(rebuilding, "FOLD_RECORDS", 1)  # one record in memory, then segments
+    views = Views(store)
+    for stream, event in [
+        (STREAMS[0], EntityCreated(workspace="default", name="x", entity_type="t")),
+        ("context-lab", ContextUpdated(workspace="lab", active_task="ship")),  # met by its context alone
+        ("erased-gone", ContentErased(erased="entity_created", workspace="gone")),  # by an erasure alone
+        (STREAMS[1], EntityCreated(workspace="zoo", name="x", entity_type="t")),
+        (relation_stream("lab", "x", "k", "x"),
+         RelationCreated(workspace="lab", source="x", relation_type="k", target="x")),
+    ]:
+        views.transact(lambda tx, state, s=stream, e=event: tx.append([StreamWrite(s, [e])], actor="test"))
+    inline = raw_tables(store, views.tables.generation)
+    assert views.rebuild().segments == 2  # "default" in memory; the rest met in segments
+    assert raw_tables(store, views.tables.generation) == inline
+    with views.read() as graph:
+        assert [graph._ws(w) for w in ("default", "lab", "gone", "zoo", "nowhere")] == [  # noqa: SLF001
+            bytes([0, 0, 0, n]) for n in (1, 2, 3, 4, 0)]
+        assert graph.context("lab").active_task == "ship" and [r.source for r in graph.relations("lab")] == ["x"]
+        assert graph.entity("zoo", "x").stream == STREAMS[1] and graph.entity("nowhere", "x") is None
+
+
 def test_a_forgetting_ends_its_segment_so_what_follows_is_folded_after_the_purge(
     store: LmdbLog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -308,7 +333,7 @@ def test_a_rebuild_reports_where_its_time_went(store: LmdbLog) -> None:
     _fill(views, 50)
     report = views.rebuild()
     assert set(report.phases) == {"decode", "fold", "snapshots", "sort", "write", "swap"}
-    assert report.keys == 50 * 3 + 1 + 1  # records, names, order; the totals and one type count
+    assert report.keys == 50 * 3 + 1 + 1 + 2  # records, names, order; the totals, one type count, its number, the last
     assert report.segments == 0
 
 
@@ -321,7 +346,7 @@ def test_a_rebuild_past_its_memory_bound_reports_its_segments_and_the_keys_they_
     _fill(views, 50)
     report = views.rebuild()
     assert report.segments == 2  # 20 entities in memory, then 20 and 10 onto what was written
-    assert report.keys == 50 * 3 + 3 * 2  # each segment rewrites the totals and the type count
+    assert report.keys == 50 * 3 + 3 * 2 + 2  # each part rewrites the totals and the type count; the first numbers
 
 
 def test_a_rebuild_of_a_store_no_other_process_has_open_does_not_grow_its_file() -> None:
