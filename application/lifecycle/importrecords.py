@@ -18,9 +18,10 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["FIRST", "NOT_JSON", "Problem", "Problems", "Section", "lines_of", "records"]
+__all__ = ["FIRST", "NOT_JSON", "NOT_UTF8", "Problem", "Problems", "Section", "lines_of", "records"]
 
 NOT_JSON = "not JSON"
+NOT_UTF8 = "not UTF-8 text"
 FIRST = 5
 """Problems a kind keeps (the first lines a report names for a kind met on many lines)."""
 _SCAN = 1 << 20
@@ -131,7 +132,15 @@ def records(path: Path, progress: Callable[[int, int], None] | None = None) -> I
             done += len(raw)
             if done == len(raw):  # the first line: without the byte-order mark a Windows editor writes
                 raw = raw.removeprefix(BOM_UTF8)
-            for line in lines_of(raw.decode("utf-8", errors="replace")):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as error:  # read as text, two names would become one (M\ufffdller)
+                number += 1
+                yield 1
+                yield number, Problem(number, NOT_UTF8, f"byte 0x{raw[error.start]:02x} at byte {error.start + 1} "
+                                                        "of the line; save the file as UTF-8")
+                continue
+            for line in lines_of(text):
                 number += 1
                 if progress is not None and number % _EVERY == 0:
                     progress(done, total)
@@ -140,7 +149,7 @@ def records(path: Path, progress: Callable[[int, int], None] | None = None) -> I
                 yield 1
                 try:
                     record = _decode(line)
-                except msgspec.DecodeError:  # json says why (and reads NaN, lone surrogates, deep nesting)
+                except (msgspec.DecodeError, RecursionError):  # json says why (and reads NaN, lone surrogates)
                     pass
                 else:
                     if isinstance(record, dict) and record.get("type") == "workspace" and isinstance(
@@ -183,10 +192,9 @@ def _document(path: Path) -> list[Record] | None:
             if b"\n{" in tail + chunk:
                 return None
             tail = chunk[-1:]
-    stripped = path.read_bytes()[bom:].decode("utf-8", errors="replace").strip()
     try:
-        document = json.loads(stripped)
-    except (ValueError, RecursionError):
+        document = json.loads(path.read_bytes()[bom:].decode("utf-8").strip())
+    except (ValueError, RecursionError):  # not UTF-8 either: read as lines, each line says what it is
         return None
     if isinstance(document, dict) and isinstance(document.get("workspaces"), dict):
         out: list[Record] = []

@@ -99,6 +99,32 @@ def test_strict_aborts_with_nothing_written(tmp_path: Path, capsys) -> None:  # 
     assert head(store) == 0
 
 
+def test_lines_that_are_not_utf8_are_refused_not_read_as_other_names(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "latin1.jsonl"  # saved as Latin-1: read with replacement, both would be "M\ufffdller"
+    path.write_bytes(b"".join(json.dumps({"type": "entity", "name": name, "entityType": "person",
+                                          "observations": [where]}, ensure_ascii=False).encode("latin-1") + b"\n"
+                              for name, where in (("M\u00fcller", "Bonn"), ("M\u00f6ller", "Oslo"), ("Other", "x"))))
+    store = tmp_path / "store"
+    assert import_main([str(path), "--store", str(store), "--strict"]) == 1
+    assert "  not UTF-8 text: 2 lines (1, 2)\n--strict: 2 problem(s); nothing was imported" in capsys.readouterr().err
+    assert head(store) == 0
+    path.write_bytes(path.read_bytes().split(b"\n", 1)[1])  # one such line: its detail is shown
+    assert import_main([str(path), "--store", str(store)]) == 1
+    assert "line 1: not UTF-8 text (byte 0xf6 at byte 30 of the line; save the file as UTF-8)" in capsys.readouterr().err
+    assert graph_of(store)["entities"] == [("Other", "person", ["x"])]
+
+
+def test_a_line_nested_too_deep_is_one_problem_not_the_end_of_the_import(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"type":"entity","name":"Ada","entityType":"p","observations":[]}\n'
+                    + '{"type":"entity","name":"Deep","entityType":"p","observations":' + "[" * 100_000 + "]" * 100_000
+                    + "}\n")
+    store = tmp_path / "store"
+    assert import_main([str(path), "--store", str(store)]) == 1
+    assert "line 2: nested too deep" in capsys.readouterr().err
+    assert graph_of(store)["entities"] == [("Ada", "p", [])]
+
+
 def test_the_legacy_json_and_the_fork_files_import_too(tmp_path: Path) -> None:
     legacy = tmp_path / "memory.json"
     legacy.write_text(json.dumps({"entities": [{"name": "Ada", "entityType": "p", "observations": ["o"]}],
