@@ -108,6 +108,11 @@ class LogReader(Protocol):
         may hold something forgotten since."""
         ...
 
+    def scrubbed_through(self) -> int:
+        """The erasure count at the last scrub that finished (`EventLog.scrub`): below `erasures`,
+        a process died between an erasure's commit and its scrub, and old bytes may remain."""
+        ...
+
     def stored(self, from_position: int, to_position: int) -> list[bytes]:
         """The stored bytes of the events in the range, oldest first (what a copy checks), each
         checked against its checksum (StoreCorruptError names the first that fails)."""

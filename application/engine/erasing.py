@@ -40,7 +40,7 @@ def scrub_after(batch: Batch, needles: Sequence[bytes], finish: Callable[[T, boo
             return finish(output, False, (
                 f"Erased from the log and every view; {done.held} old copies are still visible to a long reader (an "
                 f"open transaction) and keep the old bytes until the next scrub ({advised('scrub', batch.store)}, or "
-                "the next forget)"))
+                "the next process that opens the store to write)"))
         if done.unreached:
             return finish(output, False, f"Erased from the log and every view; {done.unreached}")
         return finish(output, True, f"Erased; {done.zeroed} old pages of the store overwritten")

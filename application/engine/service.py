@@ -61,6 +61,9 @@ back (see `eventstore.lmdb.resident`)."""
 CLOSING_PATIENCE = 0.5
 """Seconds a closing store waits for a log out of reach (its database gone) before it gives up
 keeping its search images; the next process builds them instead."""
+_OPEN_SCRUB_WAIT = 2.0
+"""Seconds an open that finishes an erasure's scrub waits for another process's readers (those
+it cannot wait out are left to the next open)."""
 
 
 class Memory:
@@ -138,6 +141,8 @@ class Memory:
                 from chronograph.application.engine.semantic import Semantic  # noqa: PLC0415 (only with an embedder)
 
                 self.semantic = Semantic(self.views, embedder, self.lock)
+            if not readonly:
+                self._finish_scrubbing()
         except BaseException:
             self._close_store()
             raise
@@ -215,17 +220,27 @@ class Memory:
         with self.lock:
             return self.views.prepare_search(between=lambda: resident.release(RESIDENT))
 
-    def scrub(self, needles: Sequence[bytes] = ()) -> Scrubbed:
+    def scrub(self, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
         """Overwrite what erasures left in the store's files: the log's, and the views' cache
-        when they live apart (see `EventLog.scrub`). Call it holding the lock, outside any
-        transaction."""
-        done = self.log.scrub(needles)
+        when they live apart (see `EventLog.scrub`), waiting up to `timeout` seconds for readers
+        that may still see old pages. Call it holding the lock, outside any transaction."""
+        done = self.log.scrub(needles, timeout)
         if self.cache is not None:
-            local = self.cache.scrub(b"scrub", needles)
+            local = self.cache.scrub(b"scrub", needles, timeout)
             if not local.held:
                 self.views.scrubbed()
             done = Scrubbed(done.zeroed + local.zeroed, done.held + local.held, done.unreached)
         return done
+
+    def _finish_scrubbing(self) -> None:
+        """Scrub now if an erasure committed and its scrub never finished (a process killed
+        between the two, or a scrub readers held back): its old bytes stay in the file's free
+        pages until a scrub, and nothing else would ever start one."""
+        with self.log.read() as log:
+            pending = log.erasures() > log.scrubbed_through()
+        if pending:
+            with self.lock:
+                self.scrub(timeout=_OPEN_SCRUB_WAIT)
 
     def store_bytes(self) -> int:
         """What the store takes on disk (log and views)."""

@@ -22,7 +22,7 @@ from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.errors import StoreCorruptError, StoreFormatError
 from chronograph.eventstore.keys import pack_u32, pack_u64, text_key, unpack_u32
 from chronograph.eventstore.lmdb.env import EnvOptions, LmdbEnv
-from chronograph.eventstore.lmdb.reader import Databases, LmdbReader
+from chronograph.eventstore.lmdb.reader import SCRUBBED, Databases, LmdbReader
 from chronograph.eventstore.lmdb.writer import LmdbTransaction
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
 
@@ -215,7 +215,12 @@ class LmdbLog(EventLog):
         Raises:
             StoreCorruptError: If the file's pages cannot be accounted for (nothing is zeroed).
         """
-        return self.environment.scrub(b"meta", needles, timeout)
+        with self.read() as reader:
+            erasures = reader.erasures()
+        done = self.environment.scrub(b"meta", needles, timeout)
+        if not done.held:  # what a later erasure leaves is its own scrub's, or the next open's
+            self.environment.write(lambda txn: txn.put(SCRUBBED, pack_u64(erasures), db=self.dbs.meta))
+        return done
 
     def transact(self, work: Callable[[LmdbTransaction], T]) -> T:
         """Run `work` in one write transaction and commit it; abort it if `work` raises.

@@ -13,13 +13,16 @@ from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.errors import StoreCorruptError, advised, advised_copy
 from chronograph.eventstore.keys import Stored, pack_u64, stream_key, unpack_u64
 
-__all__ = ["ERASURES", "Databases", "LmdbReader"]
+__all__ = ["ERASURES", "SCRUBBED", "Databases", "LmdbReader"]
 
 _LAST_VERSION = 2**64 - 1
 _LAST = pack_u64(_LAST_VERSION)
 ERASURES = b"erasures"
 """The `meta` key counting erasures: caches of the log's content compare it to know they
 hold nothing forgotten since they were filled."""
+SCRUBBED = b"scrubbed through"
+"""The `meta` key holding the erasure count the file was last wholly scrubbed at: below
+`ERASURES` when a process died between an erasure's commit and its scrub."""
 
 
 class Databases(NamedTuple):
@@ -333,6 +336,11 @@ class LmdbReader:
     def erasures(self) -> int:
         """How many times content was erased from this log (forgetting); 0 if never."""
         value = self.txn.get(ERASURES, db=self.dbs.meta)
+        return 0 if value is None else unpack_u64(value)
+
+    def scrubbed_through(self) -> int:
+        """The erasure count the store's file was last wholly scrubbed at (0: never)."""
+        value = self.txn.get(SCRUBBED, db=self.dbs.meta)
         return 0 if value is None else unpack_u64(value)
 
     def last_recorded_at(self) -> int:

@@ -420,6 +420,8 @@ class PgLog(EventLog):
         """
         del needles  # every index is rebuilt whole: no stale key survives
         deadline = time.monotonic() + timeout
+        with self.read() as reader:
+            erasures = reader.erasures()
         with self._connection() as (connection, _):
             seal(connection, self.schema)
             while True:
@@ -429,6 +431,10 @@ class PgLog(EventLog):
                 if not held or time.monotonic() >= deadline:
                     break
             unreached = rewrite_catalog(connection, self.schema, self._shown)
+            if not held:  # what a later erasure leaves is its own scrub's, or the next open's
+                connection.execute(self.schema.sql(
+                    "INSERT INTO {meta} (key, value) VALUES ('scrubbed through', %s) "
+                    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"), (erasures.to_bytes(8, "big"),))
             row = connection.execute(
                 "SELECT coalesce(sum(relpages), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = %s", (self.schema.name,)).fetchone()

@@ -185,6 +185,11 @@ class PgReader:
         value = self._one(self.schema.sql("SELECT value FROM {meta} WHERE key = 'erasures'"))
         return 0 if value is None else int.from_bytes(value, "big")
 
+    def scrubbed_through(self) -> int:
+        """The erasure count the log's tables were last wholly rewritten at (0: never)."""
+        value = self._one(self.schema.sql("SELECT value FROM {meta} WHERE key = 'scrubbed through'"))
+        return 0 if value is None else int.from_bytes(value, "big")
+
     # --- rows -----------------------------------------------------------------------------
 
     def _rows(

@@ -76,3 +76,26 @@ def test_scrub_overwrites_what_deleted_data_left(store: Path, capsys: pytest.Cap
         memory.write("add_observations", {"observations": [{"entityName": "Bob", "contents": ["tea"]}]},
                      actor="claude")
         assert memory.read("open_nodes", {"names": ["Bob"]}).entities[0].observations == ["tea"]
+
+
+def test_a_forget_whose_scrub_never_finished_is_scrubbed_at_the_next_writable_open(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chronograph.eventstore.lmdb.env import LmdbEnv
+    from chronograph.eventstore.log import Scrubbed
+
+    real = LmdbEnv.scrub
+    monkeypatch.setattr(LmdbEnv, "scrub", lambda *args, **kwargs: Scrubbed(0, 1))  # the process dies here
+    assert forget.main(["--store", str(store), SECRET, "--reason", "asked", "--json"]) == 1  # said: not scrubbed
+    assert "the next process that opens the store to write" in json.loads(capsys.readouterr().out)["message"]
+    assert in_any_file(store, SECRET)  # in the free pages the erasure left
+    monkeypatch.setattr(LmdbEnv, "scrub", real)
+    with Memory(store, readonly=True) as memory, memory.log.read() as log:  # a read-only open cannot scrub
+        assert (log.erasures(), log.scrubbed_through()) == (1, 0)
+    assert in_any_file(store, SECRET)
+    with Memory(store) as memory, memory.log.read() as log:
+        assert (log.erasures(), log.scrubbed_through()) == (1, 1)
+    assert not in_any_file(store, SECRET) and not in_any_file(store, "hideout")
+    before = (store / "data.mdb").stat().st_mtime_ns
+    Memory(store).close()  # nothing pending: the next open scrubs nothing
+    assert (store / "data.mdb").stat().st_mtime_ns == before

@@ -110,7 +110,8 @@ def test_lines_that_are_not_utf8_are_refused_not_read_as_other_names(tmp_path: P
     assert head(store) == 0
     path.write_bytes(path.read_bytes().split(b"\n", 1)[1])  # one such line: its detail is shown
     assert import_main([str(path), "--store", str(store)]) == 1
-    assert "line 1: not UTF-8 text (byte 0xf6 at byte 30 of the line; save the file as UTF-8)" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "line 1: not UTF-8 text (byte 0xf6 at byte 30 of the line; save the file as UTF-8)" in said
     assert graph_of(store)["entities"] == [("Other", "person", ["x"])]
 
 

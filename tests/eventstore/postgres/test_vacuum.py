@@ -32,10 +32,14 @@ def test_a_scrub_waits_for_older_snapshots_and_says_what_one_still_holds() -> No
         log.transact(lambda tx: tx.erase({"ada": "ada"}, redact))
         held = log.scrub(timeout=0.2)
         assert held.held > 0 and holding(url)  # the rewrite had to keep what that snapshot can see
+        with log.read() as found:
+            assert (found.erasures(), found.scrubbed_through()) == (1, 0)  # the next writable open scrubs again
         ended = threading.Timer(0.3, reader.execute, ("ROLLBACK",))
         ended.start()
         try:
             assert log.scrub().held == 0  # waited for the reader, then rewrote
         finally:
             ended.join()
+        with log.read() as found:
+            assert (found.erasures(), found.scrubbed_through()) == (1, 1)
     assert holding(url) == []
