@@ -16,6 +16,7 @@ __all__ = [
     "ConflictError",
     "DuplicateError",
     "ForbiddenError",
+    "ImportStoppedError",
     "InvalidArgumentsError",
     "LockedError",
     "NotFoundError",
@@ -32,6 +33,15 @@ class ChronographError(Exception):
     code: ClassVar[str] = "error"
     """Machine-readable: invalid, not_found, conflict, duplicate, locked, limit, storage, unavailable,
     forbidden."""
+
+
+class ImportStoppedError(ChronographError):
+    """An import stopped at a batch the store refused, after earlier batches were written (they
+    stay); its code is the refusal's."""
+
+    def __init__(self, message: str, refused: ChronographError) -> None:
+        super().__init__(message)
+        self.code = refused.code  # type: ignore[misc]  # the refusal's, for this instance
 
 
 class InvalidArgumentsError(ChronographError):

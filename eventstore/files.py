@@ -23,16 +23,18 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import BinaryIO
 
 from chronograph.eventstore.errors import EventStoreError
 
 __all__ = ["DATA_FILE", "LOCK_FILE", "STORE_FILES", "WriteRefused", "check_target", "guarded_file", "store_of",
-           "write_file"]
+           "sweep_orphans", "write_file"]
 
 DATA_FILE = "data.mdb"
 LOCK_FILE = "lock.mdb"
@@ -62,6 +64,31 @@ def store_of(path: str | os.PathLike[str]) -> Path | None:
         if any(os.path.lexists(folder / name) for name in STORE_FILES):
             return folder
     return None
+
+
+def sweep_orphans(folder: Path, prefix: str) -> int:
+    """Remove the folders in `folder` named `<prefix><pid>-...` whose process `pid` is gone (a
+    temporary folder of a command killed before it could remove it); return how many. One of a
+    live process, this one's, or one this user may not remove is left.
+    """
+    swept = 0
+    for found in folder.glob(f"{glob_escape(prefix)}*-*"):
+        pid = found.name.removeprefix(prefix).partition("-")[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)) or found.is_symlink():
+            continue
+        shutil.rmtree(found, ignore_errors=True)
+        swept += not os.path.lexists(found)
+    return swept
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
 
 
 def check_target(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # run as a script from a checkout
@@ -36,8 +37,10 @@ from chronograph.application.engine.config import resolve_store
 from chronograph.application.engine.outputs import ObjectOut
 from chronograph.application.engine.stores import store_exists
 from chronograph.application.errors import ChronographError
+from chronograph.application.lifecycle import importindex
 from chronograph.application.lifecycle.forgetting import ForgetOut
 from chronograph.eventstore import EventStoreError
+from chronograph.eventstore.lmdb import staging
 from chronograph.projections import ProjectionError
 from chronograph.tools.common.parsing import add_store_argument, explain, given_name, script_main
 
@@ -65,12 +68,15 @@ def run(args: argparse.Namespace) -> int:
     if not store_exists(store):
         print(f"chronograph forget: there is no store at {store}", file=sys.stderr)
         return 2
+    importindex.sweep()  # what a killed import kept of its file's names,
+    staging.sweep(store)  # and a killed restore of the store
     try:
         with Memory(store, cache=args.cache) as memory:
             if args.entry is not None:
                 asked = {"id": args.entry, "reason": args.reason}
                 entry = memory.write("memory_forget", asked, actor=args.actor).output
                 assert isinstance(entry, ObjectOut)
+                _set_aside(store)
                 return _report_entry(entry.reply, args.json)
             out = memory.write("forget_entity", {"name": args.name, "reason": args.reason,
                                                  "workspace": args.workspace}, actor=args.actor).output
@@ -82,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     except (EventStoreError, ProjectionError) as error:
         print(f"chronograph forget: {error}", file=sys.stderr)
         return 2
+    _set_aside(store)
     if args.json:
         print(msgspec.json.encode(out).decode())
     else:
@@ -89,6 +96,14 @@ def run(args: argparse.Namespace) -> int:
               f"{args.workspace!r}, {out.relations} relation(s), {out.events} event(s)"
               + (f"; {out.redacted} reference(s) redacted" if out.redacted else "") + f". {out.message}")
     return 0 if out.scrubbed else 1
+
+
+def _set_aside(store: Path) -> None:
+    """Say which stores a restore set aside beside this one: they keep what they held."""
+    kept = staging.set_aside(store)
+    if kept:
+        print(f"chronograph forget: {', '.join(str(path) for path in kept)} (set aside by restore --replace) still "
+              "hold what they held; delete them, or forget there too", file=sys.stderr)
 
 
 def _report_entry(reply: dict[str, Any], as_json: bool) -> int:

@@ -6,19 +6,24 @@ merged), each relation's first line (a relation met again is one relation) and w
 ends the file names at all. Held in dictionaries, that grew with the file (5 GB at a million
 entities); here it is a SQLite database in a temporary folder, deleted when the import ends, whose
 page cache is bounded (SQLite reads its file with `pread`, so nothing grows with the file but
-the disk it takes, about the file's own size).
+the disk it takes, about the file's own size). The folder is named for its process: one whose
+process is gone (killed) is deleted by the next import or forget (`sweep`), since it holds the
+names of a file whose entities may since have been forgotten.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FileIndex"]
+from chronograph.eventstore.files import sweep_orphans
+
+__all__ = ["FileIndex", "sweep"]
 
 CACHE_KIB = 16 * 1024
 """SQLite's page cache, the most the index keeps in memory."""
@@ -26,13 +31,21 @@ Noted = tuple[tuple[str, str, str], int, dict[str, Any]]
 """A relation as the check notes it: (from, to, type), its line, its confidence and metadata."""
 _CHUNK = 500
 """Names per `IN (...)` query (SQLite allows 999 parameters by default)."""
+_PREFIX = "chronograph-import-"
+
+
+def sweep() -> int:
+    """Delete the index folders of imports whose process is gone (killed before it could);
+    return how many."""
+    return sweep_orphans(Path(tempfile.gettempdir()), _PREFIX)
 
 
 class FileIndex:
     """Entity names and relations of one file, by workspace section (0: the import's own)."""
 
     def __init__(self) -> None:
-        self._folder = tempfile.TemporaryDirectory(prefix="chronograph-import-")
+        sweep()
+        self._folder = tempfile.TemporaryDirectory(prefix=f"{_PREFIX}{os.getpid()}-")
         self.db = sqlite3.connect(Path(self._folder.name) / "index.sqlite", isolation_level=None)
         for pragma in ("journal_mode = OFF", "synchronous = OFF", f"cache_size = -{CACHE_KIB}",
                        "temp_store = FILE", "locking_mode = EXCLUSIVE"):

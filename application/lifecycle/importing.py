@@ -31,7 +31,7 @@ from chronograph.application.core.entities import CreateEntities
 from chronograph.application.core.relations import CreateRelations
 from chronograph.application.engine.arguments import Limits, parse
 from chronograph.application.engine.service import Memory
-from chronograph.application.errors import InvalidArgumentsError
+from chronograph.application.errors import ChronographError, ImportStoppedError, InvalidArgumentsError
 from chronograph.application.lifecycle.importchecks import (
     as_noted,
     checked,
@@ -216,11 +216,21 @@ class FileImport:
             OSError: If the file cannot be read again.
             ChronographError: If the store refuses a batch (the batches before it stay).
         """
-        with resident.bounded(MAPPED):  # a batch's random reads fault in store pages faster than batches end
-            return self._write(memory)
-
-    def _write(self, memory: Memory) -> list[tuple[str, ImportReport]]:
         writer = Writer(self, memory)
+        try:
+            with resident.bounded(MAPPED):  # a batch's random reads fault in store pages faster than batches end
+                return self._write(memory, writer)
+        except ChronographError as error:
+            created = sum(report.created for report in writer.reports.values())
+            related = sum(report.related for report in writer.reports.values())
+            if not created and not related:
+                raise
+            raise ImportStoppedError(  # its words were the batch's: "nothing was written"
+                f"{error} (in the batch it met; the batches before it stay: {created} entities and {related} "
+                "relations of this file are stored). Import the file again once that is fixed: what the store "
+                "holds already is skipped", error) from error
+
+    def _write(self, memory: Memory, writer: Writer) -> list[tuple[str, ImportReport]]:
         bad = self.index.bad_entities()
         refused = next(bad, None)
         for item in records(self.path, None):

@@ -1,8 +1,10 @@
 """A store built beside its place and put there only when it is whole: how a restore lands.
 
-`staging(store)` is a new private folder beside the store's place (removed at the end unless
-its store was put in place); `extract` writes a backup's environment into a folder of it
-(created exclusively, never followed) and checks its length; `put_in_place` moves a store
+`staging(store)` is a new private folder beside the store's place, named for its process
+(removed at the end unless its store was put in place; one a killed restore left, which holds
+two whole copies of a store, is removed by the next restore or forget there: `sweep`);
+`extract` writes a backup's environment into a folder of it (created exclusively, never
+followed) and checks its length; `put_in_place` moves a store
 from it to the store's place, refusing a place that lies inside another store, that holds
 something unless asked to replace a store there, or that any process (this one included) has open. The
 replaced store is kept beside, renamed `<store>.replaced-N`; where the kernel can, the two
@@ -20,12 +22,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from chronograph.eventstore.files import DATA_FILE, store_of
+from chronograph.eventstore.files import DATA_FILE, store_of, sweep_orphans
 from chronograph.eventstore.lmdb.backup import CHUNK, BackupError, BackupInfo
 from chronograph.eventstore.lmdb.datafile import check_data_file
 from chronograph.eventstore.lmdb.holders import exclusively
 
-__all__ = ["check_place", "extract", "make_durable", "put_in_place", "staging"]
+__all__ = ["check_place", "extract", "make_durable", "put_in_place", "set_aside", "staging", "sweep"]
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
@@ -56,11 +58,24 @@ def check_place(store: Path, *, replace: bool) -> bool:
 def staging(store: Path) -> Iterator[Path]:
     """A new private folder beside `store`'s place, removed afterwards with whatever is left in it."""
     store.parent.mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix=f".{store.name}.restoring-", dir=store.parent))
+    sweep(store)
+    folder = Path(tempfile.mkdtemp(prefix=f".{store.name}.restoring-{os.getpid()}-", dir=store.parent))
     try:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def sweep(store: Path) -> int:
+    """Remove the staging folders beside `store` whose restore's process is gone; return how many."""
+    return sweep_orphans(store.parent, f".{store.name}.restoring-")
+
+
+def set_aside(store: Path) -> list[Path]:
+    """The stores restores set aside from `store`'s place (`<store>.replaced-N`), oldest first."""
+    found = [path for path in store.parent.glob(f"{store.name}.replaced-*")
+             if path.name.rpartition("-")[2].isdigit()]
+    return sorted(found, key=lambda path: int(path.name.rpartition("-")[2]))
 
 
 def extract(backup: Path, info: BackupInfo, start: int, folder: Path) -> None:

@@ -4,6 +4,7 @@ and why, `replay --verify` passing after, and clear refusals that write nothing.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,45 @@ def test_a_forget_whose_scrub_never_finished_is_scrubbed_at_the_next_writable_op
     before = (store / "data.mdb").stat().st_mtime_ns
     Memory(store).close()  # nothing pending: the next open scrubs nothing
     assert (store / "data.mdb").stat().st_mtime_ns == before
+
+
+def test_a_forget_deletes_the_index_a_killed_import_left_in_the_temporary_folder(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+    import sys
+    import tempfile
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    tempfile.tempdir = None  # read $TMPDIR again
+    try:
+        gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True, check=True).stdout.strip()  # a process that has ended
+        left = tmp_path / "tmp" / f"chronograph-import-{gone}-x1"
+        left.mkdir()
+        (left / "index.sqlite").write_text(SECRET)
+        alive = tmp_path / "tmp" / f"chronograph-import-{os.getppid()}-x2"  # an import running beside it
+        alive.mkdir()
+        assert forget.main(["--store", str(store), SECRET, "--reason", "asked"]) == 0
+        assert not left.exists() and alive.exists()
+    finally:
+        tempfile.tempdir = None
+
+
+def test_a_forget_removes_what_a_killed_restore_left_and_names_the_stores_set_aside(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    staged = store.parent / f".{store.name}.restoring-{gone}-ab12"  # a restore killed with its two copies
+    shutil.copytree(store, staged / "extracted")
+    replaced = store.parent / f"{store.name}.replaced-1"  # what restore --replace set aside
+    shutil.copytree(store, replaced)
+    assert forget.main(["--store", str(store), SECRET, "--reason", "asked"]) == 0
+    assert not staged.exists() and in_any_file(replaced, SECRET)
+    assert f"{replaced} (set aside by restore --replace) still hold what they held" in capsys.readouterr().err

@@ -126,6 +126,23 @@ def test_a_line_nested_too_deep_is_one_problem_not_the_end_of_the_import(tmp_pat
     assert graph_of(store)["entities"] == [("Ada", "p", [])]
 
 
+def test_an_import_a_batch_of_fails_says_what_the_batches_before_it_stored(
+    official_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chronograph.application.errors import NotFoundError
+    from chronograph.application.lifecycle.importwriter import Writer
+
+    def gone(self: Writer) -> None:  # an end forgotten by another process since the file was checked
+        raise NotFoundError("Cannot create relations: no entity named 'Ada'; nothing was written")
+
+    monkeypatch.setattr(Writer, "relations", gone)
+    store = tmp_path / "store"
+    assert import_main([str(official_file), "--store", str(store)]) == 2
+    said = capsys.readouterr().err
+    assert "nothing was written (in the batch it met; the batches before it stay: 3 entities and 0 relations" in said
+    assert "Import the file again once that is fixed" in said and len(graph_of(store)["entities"]) == 3
+
+
 def test_the_legacy_json_and_the_fork_files_import_too(tmp_path: Path) -> None:
     legacy = tmp_path / "memory.json"
     legacy.write_text(json.dumps({"entities": [{"name": "Ada", "entityType": "p", "observations": ["o"]}],
