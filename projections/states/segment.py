@@ -121,10 +121,14 @@ class Segment(Overlay):
                 last = next_number(last)
                 numbered[workspace] = workspace_key(last)
 
+        spaces_of = dict(numbered)
+
         def ws(workspace: str) -> bytes:  # asked only of workspaces the views or the segment added to
-            key = numbered.get(workspace) or written(workspace)
-            if key == NO_WORKSPACE:
-                raise unnumbered(workspace)
+            key = spaces_of.get(workspace)
+            if key is None:
+                key = spaces_of[workspace] = written(workspace)
+                if key == NO_WORKSPACE:
+                    raise unnumbered(workspace)
             return key
 
         counts: dict[tuple[str, bytes, str], int] = {}
