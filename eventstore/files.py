@@ -34,7 +34,7 @@ from typing import BinaryIO
 from chronograph.eventstore.errors import EventStoreError
 
 __all__ = ["DATA_FILE", "LOCK_FILE", "STORE_FILES", "WriteRefused", "check_target", "guarded_file", "store_of",
-           "sweep_orphans", "write_file"]
+           "orphans", "sweep_orphans", "write_file"]
 
 DATA_FILE = "data.mdb"
 LOCK_FILE = "lock.mdb"
@@ -66,18 +66,30 @@ def store_of(path: str | os.PathLike[str]) -> Path | None:
     return None
 
 
+def orphans(folder: Path, prefix: str) -> list[Path]:
+    """The folders in `folder` named `<prefix><pid>-...` whose process `pid` is gone: temporary
+    folders of commands killed before they could remove them. One of a live process (as far as
+    this host can tell), of this one, a link, or a name that holds no process id is not one."""
+    found = []
+    try:
+        candidates = list(folder.glob(f"{glob_escape(prefix)}*-*"))
+    except OSError:
+        return []
+    for path in candidates:
+        pid = path.name.removeprefix(prefix).partition("-")[0]
+        if pid.isascii() and pid.isdigit() and len(pid) <= 9 and int(pid) != os.getpid() \
+                and not path.is_symlink() and not _alive(int(pid)):
+            found.append(path)
+    return found
+
+
 def sweep_orphans(folder: Path, prefix: str) -> int:
-    """Remove the folders in `folder` named `<prefix><pid>-...` whose process `pid` is gone (a
-    temporary folder of a command killed before it could remove it); return how many. One of a
-    live process, this one's, or one this user may not remove is left.
-    """
+    """Remove the `orphans` in `folder` named with `prefix`; return how many went (one this user
+    may not remove is left)."""
     swept = 0
-    for found in folder.glob(f"{glob_escape(prefix)}*-*"):
-        pid = found.name.removeprefix(prefix).partition("-")[0]
-        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)) or found.is_symlink():
-            continue
-        shutil.rmtree(found, ignore_errors=True)
-        swept += not os.path.lexists(found)
+    for path in orphans(folder, prefix):
+        shutil.rmtree(path, ignore_errors=True)
+        swept += not os.path.lexists(path)
     return swept
 
 
@@ -86,7 +98,7 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # another user's
+    except OSError:  # another user's (EPERM), or a number no process can have
         return True
     return True
 

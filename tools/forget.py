@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +69,10 @@ def run(args: argparse.Namespace) -> int:
     if not store_exists(store):
         print(f"chronograph forget: there is no store at {store}", file=sys.stderr)
         return 2
-    importindex.sweep()  # what a killed import kept of its file's names,
-    staging.sweep(store)  # and a killed restore of the store
+    with suppress(OSError):  # best effort: what a killed import kept of its file's names,
+        importindex.sweep()
+    with suppress(OSError):  # and a killed restore of the store
+        staging.sweep(store)
     try:
         with Memory(store, cache=args.cache) as memory:
             if args.entry is not None:

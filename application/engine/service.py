@@ -12,6 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -239,7 +240,7 @@ class Memory:
         with self.log.read() as log:
             pending = log.erasures() > log.scrubbed_through()
         if pending:
-            with self.lock:
+            with self.lock, suppress(EventStoreError):  # what fails is said by `chronograph scrub`, which retries
                 self.scrub(timeout=_OPEN_SCRUB_WAIT)
 
     def store_bytes(self) -> int:

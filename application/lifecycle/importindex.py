@@ -18,6 +18,7 @@ import os
 import sqlite3
 import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,8 @@ class FileIndex:
     """Entity names and relations of one file, by workspace section (0: the import's own)."""
 
     def __init__(self) -> None:
-        sweep()
+        with suppress(OSError):  # best effort
+            sweep()
         self._folder = tempfile.TemporaryDirectory(prefix=f"{_PREFIX}{os.getpid()}-")
         self.db = sqlite3.connect(Path(self._folder.name) / "index.sqlite", isolation_level=None)
         for pragma in ("journal_mode = OFF", "synchronous = OFF", f"cache_size = -{CACHE_KIB}",

@@ -221,14 +221,14 @@ class FileImport:
             with resident.bounded(MAPPED):  # a batch's random reads fault in store pages faster than batches end
                 return self._write(memory, writer)
         except ChronographError as error:
-            created = sum(report.created for report in writer.reports.values())
-            related = sum(report.related for report in writer.reports.values())
-            if not created and not related:
+            reports = writer.reports.values()
+            created, related = sum(r.created for r in reports), sum(r.related for r in reports)
+            if not (created or related or any(r.observations or r.context for r in reports)):
                 raise
             raise ImportStoppedError(  # its words were the batch's: "nothing was written"
-                f"{error} (in the batch it met; the batches before it stay: {created} entities and {related} "
-                "relations of this file are stored). Import the file again once that is fixed: what the store "
-                "holds already is skipped", error) from error
+                f"{error} (in the batch it met; the batches before it stay: {created} entities, {related} relations "
+                f"and {sum(r.observations for r in reports)} observations of this file are stored). Import the file "
+                "again once that is fixed: what the store holds already is skipped", error) from error
 
     def _write(self, memory: Memory, writer: Writer) -> list[tuple[str, ImportReport]]:
         bad = self.index.bad_entities()

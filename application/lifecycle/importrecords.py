@@ -107,6 +107,9 @@ class Problems:
 _BREAKS = re.compile(r"\r\n?|\n")
 """What ends a line of a JSONL file: JSON text holds neither raw, but it may hold U+2028, U+2029,
 U+0085 and the other breaks `str.splitlines` knows inside a string."""
+_BYTE_BREAKS = re.compile(rb"\r\n?|\n")
+"""The same in bytes (no UTF-8 character holds a CR's or an LF's byte): a file's lines are found
+before they are decoded, each on its own."""
 
 
 def lines_of(text: str) -> list[str]:
@@ -132,18 +135,20 @@ def records(path: Path, progress: Callable[[int, int], None] | None = None) -> I
             done += len(raw)
             if done == len(raw):  # the first line: without the byte-order mark a Windows editor writes
                 raw = raw.removeprefix(BOM_UTF8)
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as error:  # read as text, two names would become one (M\ufffdller)
-                number += 1
-                yield 1
-                yield number, Problem(number, NOT_UTF8, f"byte 0x{raw[error.start]:02x} at byte {error.start + 1} "
-                                                        "of the line; save the file as UTF-8")
-                continue
-            for line in lines_of(text):
+            for piece in _BYTE_BREAKS.split(raw.removesuffix(b"\n").removesuffix(b"\r")) if raw else [b""]:
                 number += 1
                 if progress is not None and number % _EVERY == 0:
                     progress(done, total)
+                try:  # each line alone: read with replacement, two names would become one (M\ufffdller)
+                    line = piece.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    yield 1
+                    guess = piece.decode("latin-1").strip()  # JSON in another encoding, or no text at all?
+                    yield number, (Problem(number, NOT_UTF8, f"byte 0x{piece[error.start]:02x} at byte "
+                                                             f"{error.start + 1} of the line; save the file as UTF-8")
+                                   if guess.startswith("{") and guess.endswith("}")
+                                   else Problem(number, NOT_JSON, "bytes that are not UTF-8 text"))
+                    continue
                 if not line.strip():
                     continue
                 yield 1

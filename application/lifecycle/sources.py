@@ -20,6 +20,7 @@ another room's reader (n2n's project files) lives beside that reader.
 from __future__ import annotations
 
 import contextlib
+import os
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -163,7 +164,7 @@ def stage(source: Source, path: Path, workspace: str) -> Iterator[Staged]:
     if source.read is None:
         yield Staged(path, read=False)
         return
-    with tempfile.TemporaryDirectory(prefix="chronograph-import-") as folder:
+    with tempfile.TemporaryDirectory(prefix=f"chronograph-import-{os.getpid()}-") as folder:  # see importindex.sweep
         staged = Staged(Path(folder) / "records.jsonl")
         counts = staged.counts.setdefault(workspace, Counts())
         with staged.path.open("wb") as out:

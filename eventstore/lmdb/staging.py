@@ -2,7 +2,8 @@
 
 `staging(store)` is a new private folder beside the store's place, named for its process
 (removed at the end unless its store was put in place; one a killed restore left, which holds
-two whole copies of a store, is removed by the next restore or forget there: `sweep`);
+two whole copies of a store, is removed by the next restore or forget there, a store it
+holds set aside first: `sweep`);
 `extract` writes a backup's environment into a folder of it (created exclusively, never
 followed) and checks its length; `put_in_place` moves a store
 from it to the store's place, refusing a place that lies inside another store, that holds
@@ -22,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from chronograph.eventstore.files import DATA_FILE, store_of, sweep_orphans
+from chronograph.eventstore.files import DATA_FILE, orphans, store_of
 from chronograph.eventstore.lmdb.backup import CHUNK, BackupError, BackupInfo
 from chronograph.eventstore.lmdb.datafile import check_data_file
 from chronograph.eventstore.lmdb.holders import exclusively
@@ -67,8 +68,18 @@ def staging(store: Path) -> Iterator[Path]:
 
 
 def sweep(store: Path) -> int:
-    """Remove the staging folders beside `store` whose restore's process is gone; return how many."""
-    return sweep_orphans(store.parent, f".{store.name}.restoring-")
+    """Remove the staging folders beside `store` whose restore's process is gone; return how many.
+
+    A store left in one is kept, set aside beside `store` like a replaced one: a restore killed
+    between the exchange and the rename (`put_in_place`) left the store it replaced there.
+    """
+    swept = 0
+    for folder in orphans(store.parent, f".{store.name}.restoring-"):
+        if (folder / "store" / DATA_FILE).exists():
+            os.rename(folder / "store", _free_name(store))
+        shutil.rmtree(folder, ignore_errors=True)
+        swept += not os.path.lexists(folder)
+    return swept
 
 
 def set_aside(store: Path) -> list[Path]:

@@ -12,7 +12,7 @@ from chronograph.eventstore.errors import StoreCorruptError, advised_copy
 from chronograph.eventstore.events import Event
 from chronograph.eventstore.keys import pack_u64, text_key
 from chronograph.eventstore.lmdb import erase as lmdberase
-from chronograph.eventstore.lmdb.reader import ERASURES, Databases, LmdbReader
+from chronograph.eventstore.lmdb.reader import ERASURES, SCRUBBED, Databases, LmdbReader
 from chronograph.eventstore.log import EraseHook, InlineHook
 from chronograph.eventstore.writes import Appender, Recorded, Row, StreamWrite, recorded_decoder
 
@@ -88,4 +88,6 @@ class LmdbTransaction(LmdbReader, Appender):
         with self.txn.cursor(self.dbs.idempotency) as cursor:
             cursor.putmulti(list(records))
         if erasures:
+            if self.erasures() == self.scrubbed_through():  # nothing of its own to scrub: nor of the copy's
+                self.txn.put(SCRUBBED, pack_u64(erasures), db=self.dbs.meta)
             self.txn.put(ERASURES, pack_u64(erasures), db=self.dbs.meta)

@@ -204,9 +204,15 @@ class PgTransaction(PgReader, Appender):
                 "INSERT INTO {idempotency} (key, record) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET "
                 "record = EXCLUDED.record"), list(records))
         if erasures:
+            count = erasures.to_bytes(8, "big")
+            self.connection.execute(self.schema.sql(  # nothing of its own to scrub: nor of the copy's
+                "INSERT INTO {meta} (key, value) SELECT 'scrubbed through', %s WHERE "
+                "(SELECT value FROM {meta} WHERE key = 'erasures') IS NOT DISTINCT FROM "
+                "(SELECT value FROM {meta} WHERE key = 'scrubbed through') "
+                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"), (count,))
             self.connection.execute(self.schema.sql(
                 "INSERT INTO {meta} (key, value) VALUES ('erasures', %s) ON CONFLICT (key) DO UPDATE SET value = "
-                "EXCLUDED.value"), (erasures.to_bytes(8, "big"),))
+                "EXCLUDED.value"), (count,))
 
     def _taken(self, writes: Sequence[StreamWrite]) -> ConcurrencyError:
         """The error for an append the database refused because a stream taken to be new exists

@@ -142,3 +142,31 @@ def test_a_forget_removes_what_a_killed_restore_left_and_names_the_stores_set_as
     assert forget.main(["--store", str(store), SECRET, "--reason", "asked"]) == 0
     assert not staged.exists() and in_any_file(replaced, SECRET)
     assert f"{replaced} (set aside by restore --replace) still hold what they held" in capsys.readouterr().err
+
+
+def test_a_restore_killed_after_its_exchange_leaves_the_replaced_store_which_a_forget_sets_aside(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    staged = store.parent / f".{store.name}.restoring-{gone}-cd34"
+    shutil.copytree(store, staged / "store")  # the store the exchange took out of its place
+    for odd in ("2147483648", "\u00b3", "12"):  # names no sweep may trip on (12: not a process of ours to judge)
+        (store.parent / f".{store.name}.restoring-{odd}-x").mkdir()
+    assert forget.main(["--store", str(store), SECRET, "--reason", "asked"]) == 0
+    rescued = store.parent / f"{store.name}.replaced-1"
+    assert not staged.exists() and in_any_file(rescued, SECRET)  # kept, not swept away
+    assert f"{rescued} (set aside by restore --replace)" in capsys.readouterr().err
+
+
+def test_a_copy_is_not_scrubbed_again_at_its_first_open(store: Path, tmp_path: Path) -> None:
+    from chronograph.tools import copy_store
+
+    assert forget.main(["--store", str(store), SECRET, "--reason", "asked"]) == 0
+    assert copy_store.main(["--from", str(store), "--to", str(tmp_path / "copy")]) == 0
+    with Memory(tmp_path / "copy", readonly=True) as memory, memory.log.read() as log:
+        assert (log.erasures(), log.scrubbed_through()) == (1, 1)

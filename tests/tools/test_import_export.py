@@ -115,6 +115,36 @@ def test_lines_that_are_not_utf8_are_refused_not_read_as_other_names(tmp_path: P
     assert graph_of(store)["entities"] == [("Other", "person", ["x"])]
 
 
+def test_each_line_of_a_file_ended_by_carriage_returns_is_read_on_its_own(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    def entity(name: str) -> str:
+        return json.dumps({"type": "entity", "name": name, "entityType": "p", "observations": []}, ensure_ascii=False)
+
+    path = tmp_path / "mac.jsonl"  # a classic Mac file: lines end in CR alone, one of them Latin-1
+    path.write_bytes(b"\r".join([entity("A").encode(), entity("M\u00fcller").encode("latin-1"), entity("B").encode(),
+                                 b"\xff", entity("C").encode()]) + b"\r")
+    store = tmp_path / "store"
+    assert import_main([str(path), "--store", str(store)]) == 1
+    said = capsys.readouterr().err
+    assert "line 2: not UTF-8 text (byte 0xfc at byte 30 of the line; save the file as UTF-8)" in said
+    assert "line 4: not JSON (bytes that are not UTF-8 text)" in said
+    assert [name for name, _, _ in graph_of(store)["entities"]] == ["A", "B", "C"]
+
+
+def test_a_binary_file_is_not_taken_for_a_memory_file_for_the_one_line_that_is_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import random
+
+    noise = bytes(random.Random(7).randrange(128, 256) for _ in range(4000))  # no byte of it is UTF-8 alone
+    path = tmp_path / "picture.png"
+    path.write_bytes(b"\n".join(noise[i:i + 40] for i in range(0, 4000, 40)) + b"\n"
+                     + b'{"type":"entity","name":"Ada","entityType":"p","observations":[]}\n')
+    store = tmp_path / "store"
+    assert import_main([str(path), "--store", str(store)]) == 1
+    assert "is not a memory file (JSONL or JSON): 100 of its 101 lines" in capsys.readouterr().err
+    assert not store.exists()
+
+
 def test_a_line_nested_too_deep_is_one_problem_not_the_end_of_the_import(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "deep.jsonl"
     path.write_text('{"type":"entity","name":"Ada","entityType":"p","observations":[]}\n'
@@ -139,8 +169,29 @@ def test_an_import_a_batch_of_fails_says_what_the_batches_before_it_stored(
     store = tmp_path / "store"
     assert import_main([str(official_file), "--store", str(store)]) == 2
     said = capsys.readouterr().err
-    assert "nothing was written (in the batch it met; the batches before it stay: 3 entities and 0 relations" in said
+    assert "nothing was written (in the batch it met; the batches before it stay: 3 entities, 0 relations" in said
     assert "Import the file again once that is fixed" in said and len(graph_of(store)["entities"]) == 3
+
+
+def test_an_import_that_only_added_observations_before_a_refused_batch_says_so(
+    official_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chronograph.application.errors import NotFoundError
+    from chronograph.application.lifecycle.importwriter import Writer
+
+    store = tmp_path / "store"
+    with Memory(store) as memory:
+        memory.write("create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": []}]},
+                     actor="t")
+    path = tmp_path / "more.jsonl"
+    path.write_text('{"type":"entity","name":"Ada","entityType":"person","observations":["new"]}\n')
+
+    def gone(self: Writer) -> None:
+        raise NotFoundError("Cannot create relations: no entity named 'Ada'; nothing was written")
+
+    monkeypatch.setattr(Writer, "relations", gone)
+    assert import_main([str(path), "--store", str(store)]) == 2
+    assert "0 entities, 0 relations and 1 observations of this file are stored" in capsys.readouterr().err
 
 
 def test_the_legacy_json_and_the_fork_files_import_too(tmp_path: Path) -> None:
