@@ -71,8 +71,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     with suppress(OSError):  # best effort: what a killed import kept of its file's names,
         importindex.sweep()
-    with suppress(OSError):  # and a killed restore of the store
-        staging.sweep(store)
+    if isinstance(store, Path):
+        with suppress(OSError):  # and a killed restore of the store
+            staging.sweep(store)
     try:
         with Memory(store, cache=args.cache) as memory:
             if args.entry is not None:
@@ -101,9 +102,9 @@ def run(args: argparse.Namespace) -> int:
     return 0 if out.scrubbed else 1
 
 
-def _set_aside(store: Path) -> None:
+def _set_aside(store: Path | str) -> None:
     """Say which stores a restore set aside beside this one: they keep what they held."""
-    kept = staging.set_aside(store)
+    kept = staging.set_aside(store) if isinstance(store, Path) else []
     if kept:
         print(f"chronograph forget: {', '.join(str(path) for path in kept)} (set aside by restore --replace) still "
               "hold what they held; delete them, or forget there too", file=sys.stderr)
