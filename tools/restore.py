@@ -30,7 +30,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
     checkout.ensure_importable()
 
 from chronograph.application.engine.config import resolve_store
-from chronograph.eventstore import EventStoreError
+from chronograph.eventstore import EventStoreError, LmdbLog
 from chronograph.eventstore.lmdb.backup import BackupInfo, key_of, read_backup
 from chronograph.eventstore.lmdb.holders import exclusively
 from chronograph.eventstore.lmdb.staging import check_place, extract, put_in_place, staging
@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
         key = key_of(Path(args.key_file).expanduser()) if args.key_file else None
         backup = Path(args.backup).expanduser()
         info, start = read_backup(backup, key)
-        if check_place(store, replace=args.replace):
+        aside_possible = check_place(store, replace=args.replace)
+        if aside_possible:
             with exclusively(store):  # refused now, before the long work, if a process has it open
                 pass
         with staging(store) as folder:
@@ -77,16 +78,33 @@ def run(args: argparse.Namespace) -> int:
             if problem:
                 print(f"chronograph restore: {backup}: {problem}; nothing was written", file=sys.stderr)
                 return 2
+            lost = _erasures(store) - _erasures(folder / "store") if aside_possible else 0
             aside = put_in_place(folder / "store", store, replace=args.replace)
     except (EventStoreError, OSError) as error:
         print(f"chronograph restore: {getattr(error, 'strerror', None) or error}; nothing was written",
               file=sys.stderr)
         return 2
+    if lost > 0:
+        print(f"chronograph restore: the store replaced ({aside}) had {lost} erasure(s) (forget) the backup was made "
+              f"before: what they erased is in {store} again. Forget it again there (`chronograph audit --store "
+              f"{aside}` lists the erasures), and delete {aside} once it is no longer needed", file=sys.stderr)
     sealed = "its keyed seal" if key else "its seal"
     was = f"; the store that was there is now {aside}" if aside else ""
     print(f"restored {store} as of log position {info['head']:,} in {time.perf_counter() - began:.1f} s: {sealed}, "
           f"every event's checksum and the head verified, the views rebuilt from the log{was}", file=sys.stderr)
     return 0
+
+
+def _erasures(store: Path) -> int:
+    """How many erasures the log of the store at `store` has had (0 when there is no store, or
+    one that cannot be read: a damaged store is what a restore is often for)."""
+    if not (store / "data.mdb").is_file():
+        return 0
+    try:
+        with LmdbLog(store, readonly=True) as log, log.read() as reader:
+            return reader.erasures()
+    except EventStoreError:
+        return 0
 
 
 def _rebuild_apart(extracted: Path, fresh: Path, info: BackupInfo) -> str | None:

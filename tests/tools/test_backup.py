@@ -112,6 +112,17 @@ def test_a_store_that_holds_something_is_replaced_only_when_asked_and_kept_besid
         assert [e.name for e in memory.read("read_graph", {}).entities] == ["Bob"]
 
 
+def test_restoring_a_backup_made_before_a_forget_says_what_came_back(backup: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"  # the backup's own store, which then forgets Ada
+    assert cli("forget", "Ada", "--reason", "asked", "--store", str(store)).returncode == 0
+    done = cli("restore", str(backup), "--store", str(store), "--replace")
+    assert done.returncode == 0, done.stderr
+    assert (f"the store replaced ({tmp_path / 'store.replaced-1'}) had 1 erasure(s) (forget) the backup was made "
+            f"before: what they erased is in {store} again") in done.stderr
+    again = cli("restore", str(backup), "--store", str(tmp_path / "fresh"))
+    assert again.returncode == 0 and "erasure" not in again.stderr
+
+
 def test_replace_sets_aside_a_store_never_a_folder_of_other_files(backup: Path, tmp_path: Path) -> None:
     mine = tmp_path / "mine"
     mine.mkdir()
