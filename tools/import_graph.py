@@ -206,7 +206,7 @@ def _run_team(args: argparse.Namespace, source: Source) -> int:
 def _say(args: argparse.Namespace, workspace: str, report: ImportReport) -> None:
     print(f"imported {args.file} into workspace {workspace!r}: {report.created} entities, "
           f"{report.related} relations, {report.observations} observations; {report.skipped} already present "
-          f"(skipped); {report.conflicted} conflict(s) (the store's kept)"
+          f"(skipped); {report.conflicted} conflict(s) (what came first kept)"
           + ("; the workspace context merged" if report.context else ""))
     for conflict in report.conflicts:
         print(f"  conflict: {conflict}", file=sys.stderr)

@@ -255,7 +255,7 @@ class FileImport:
             writer.section = section
             writer.relations()
             report = writer.report
-            report.skipped = (section.entities - report.created - report.conflicted) + (
+            report.skipped = (section.entities - report.created - (report.conflicted - report.retyped)) + (
                 section.relations - report.related)
             if section.context and context_changes(memory, section):
                 writer.call("update_context", section.context)

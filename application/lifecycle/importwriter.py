@@ -52,6 +52,9 @@ class ImportReport:
     stored one (kept), with what was merged; metadata or confidence the store keeps instead."""
     conflicted: int = 0
     """How many conflicts there were"""
+    retyped: int = 0
+    """Of them, later lines that gave an entity of the file another type (the first line's is kept):
+    conflicts within the file, not entities the store held"""
     context: bool = False
     """Whether the file's context was merged into the workspace's"""
 
@@ -92,6 +95,8 @@ class Writer:
         assert not isinstance(entry, Problem)  # the survey checked it
         name = entry["name"]
         known = self.entries.get(name)
+        if known is not None and known["entityType"] != entry["entityType"]:
+            self._retyped(number, name, entry["entityType"], known["entityType"], self.lines_of[name])
         if known is not None:  # the same name twice in one batch: one entity, every observation
             known["observations"] += [o for o in entry["observations"] if o not in known["observations"]]
         else:
@@ -107,8 +112,15 @@ class Writer:
             return
         section, report, step = self.section, self.report, self.job.batch
         first = self.job.index.first_lines(section.number, self.entries)
-        for name in [n for n in self.entries if first.get(n, self.lines_of[n]) != self.lines_of[n]]:
-            self.again.append({"entityName": name, "contents": self.entries.pop(name)["observations"]})
+        later = {n: self.entries.pop(n) for n in [n for n in self.entries
+                                                  if first.get(n, self.lines_of[n]) != self.lines_of[n]]}
+        self.again += [{"entityName": name, "contents": entry["observations"]} for name, entry in later.items()]
+        if later:  # names an earlier batch wrote: a later line may give them another type
+            with self.memory.views.read() as graph:
+                for name, entry in later.items():
+                    entity = graph.entity(section.workspace, name)
+                    if entity is not None and entity.entity_type != entry["entityType"]:
+                        self._retyped(self.lines_of[name], name, entry["entityType"], entity.entity_type, first[name])
         stored = {} if self.empty else self._stored_types()
         new = [without(entry) for name, entry in self.entries.items() if name not in stored]
         for start in range(0, len(new), step):
@@ -137,6 +149,11 @@ class Writer:
         if self.job.progress is not None:
             self.job.progress("entities", min(self.written, self.total), self.total)
         self.entries, self.lines_of, self.again = {}, {}, []
+
+    def _retyped(self, line: int, name: str, theirs: str, kept: str, first: int) -> None:
+        self.report.conflict(f"line {line}: {name!r} is a {theirs!r} there and a {kept!r} on line {first}; kept "
+                             f"{kept!r}, merged its observations")
+        self.report.retyped += 1
 
     def _stored_types(self) -> dict[str, str]:
         """name -> type of the batch's entities the store holds."""

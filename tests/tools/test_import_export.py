@@ -194,6 +194,24 @@ def test_an_import_that_only_added_observations_before_a_refused_batch_says_so(
     assert "0 entities, 0 relations and 1 observations of this file are stored" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("batch", [1000, 1])  # the two lines in one batch, and in two
+def test_a_name_given_two_types_in_one_file_is_a_conflict_and_keeps_the_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], batch: int
+) -> None:
+    from chronograph.application.lifecycle import importing
+
+    monkeypatch.setitem(importing.FileImport.__init__.__kwdefaults__, "batch", batch)
+    path = tmp_path / "twice.jsonl"
+    path.write_text('{"type":"entity","name":"Ada","entityType":"person","observations":["a"]}\n'
+                    '{"type":"entity","name":"Ada","entityType":"robot","observations":["b"]}\n')
+    store = tmp_path / "store"
+    assert import_main([str(path), "--store", str(store)]) == 0
+    said = capsys.readouterr()
+    assert "1 entities" in said.out and "0 already present (skipped); 1 conflict(s)" in said.out
+    assert "line 2: 'Ada' is a 'robot' there and a 'person' on line 1; kept 'person'" in said.err
+    assert graph_of(store)["entities"] == [("Ada", "person", ["a", "b"])]
+
+
 def test_the_legacy_json_and_the_fork_files_import_too(tmp_path: Path) -> None:
     legacy = tmp_path / "memory.json"
     legacy.write_text(json.dumps({"entities": [{"name": "Ada", "entityType": "p", "observations": ["o"]}],

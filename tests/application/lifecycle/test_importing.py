@@ -75,7 +75,7 @@ def test_the_memory_an_import_takes_does_not_grow_with_the_file(tmp_path: Path) 
 
 def test_batches_keep_the_rules_of_a_whole_file_import(tmp_path: Path) -> None:
     """Relations before the entities they name, a name repeated batches apart (one entity, every
-    observation, the first type), a relation repeated, bad lines: the same graph and report
+    observation, the first type, the other a conflict), a relation repeated, bad lines: the same graph and report
     whether the file is written in batches of two or in one."""
     records = [
         {"type": "relation", "from": "Ada", "to": "Bob", "relationType": "knows"},
@@ -100,7 +100,8 @@ def test_batches_keep_the_rules_of_a_whole_file_import(tmp_path: Path) -> None:
         results.append((graph(store), report, problems))
     assert results[0] == results[1]
     the_graph, report, problems = results[0]
-    assert report == ImportReport(created=4, related=2, observations=4, skipped=0)
+    assert report == ImportReport(created=4, related=2, observations=4, skipped=0, conflicted=1, retyped=1, conflicts=[
+        "line 8: 'Ada' is a 'robot' there and a 'person' on line 2; kept 'person', merged its observations"])
     assert the_graph[0][0] == ("Ada", "person", ["a", "a2"])
     assert [line for _, _, lines in problems for line in lines] == [3, 6, 10]
 
