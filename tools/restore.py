@@ -31,6 +31,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
 
 from chronograph.application.engine.config import resolve_store
 from chronograph.eventstore import EventStoreError, LmdbLog
+from chronograph.eventstore.files import DATA_FILE
 from chronograph.eventstore.lmdb.backup import BackupInfo, key_of, read_backup
 from chronograph.eventstore.lmdb.holders import exclusively
 from chronograph.eventstore.lmdb.staging import check_place, extract, put_in_place, staging
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
 def _erasures(store: Path) -> int:
     """How many erasures the log of the store at `store` has had (0 when there is no store, or
     one that cannot be read: a damaged store is what a restore is often for)."""
-    if not (store / "data.mdb").is_file():
+    if not (store / DATA_FILE).is_file():
         return 0
     try:
         with LmdbLog(store, readonly=True) as log, log.read() as reader:

@@ -20,11 +20,9 @@ from chronograph.eventstore.keys import digest, pack_u64
 from chronograph.projections.keys import (
     ENTITY,
     INCOMING,
-    LAST_NUMBER,
     OUTGOING,
     context_key,
     name_key,
-    number_key,
     order_key,
     record_key,
     relation_key,
@@ -40,8 +38,8 @@ from chronograph.projections.records import (
     stored_name,
     stored_relation,
 )
-from chronograph.projections.sealed import seal
 from chronograph.projections.states.dictstate import DictState
+from chronograph.projections.states.lmdbstate import number_rows
 
 __all__ = ["TABLE_ROWS", "Keys", "chunks", "count_rows", "put_changes", "put_sorted", "rows", "table_rows"]
 
@@ -128,12 +126,8 @@ def _workspace_rows(state: DictState, keys: Keys) -> Rows:
     items += [(type_count_key(ws[workspace], kind, type_name), TypeCount(type_name, count))
               for (workspace, kind, type_name), count in state.type_counts.items()]
     items.sort(key=_first)
-    numbers = [(number_key(workspace), seal(key)) for workspace, key in ws.items()]
-    if ws:
-        numbers.append((LAST_NUMBER, seal(workspace_key(len(ws)))))
-    numbers.sort(key=_first)  # after the workspaces' own keys: their prefix is no number given
-    encode = bulk_encoder()
-    return chain(((key, encode(record)) for key, record in items), numbers)
+    encode = bulk_encoder()  # the numbers sort after the workspaces' own keys: their prefix is no number given
+    return chain(((key, encode(record)) for key, record in items), number_rows(ws, len(ws)))
 
 
 TABLE_ROWS: dict[str, Callable[[DictState, Keys], Rows]] = {

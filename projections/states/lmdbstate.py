@@ -46,7 +46,7 @@ from chronograph.projections.records import (
 from chronograph.projections.sealed import seal, unseal
 from chronograph.projections.states.graph import LmdbGraph
 
-__all__ = ["LmdbState", "next_number", "unnumbered"]
+__all__ = ["LmdbState", "next_number", "number_rows", "unnumbered"]
 
 _NO_NAME = encode(stored_name(NameRecord(None, ())))
 
@@ -60,6 +60,16 @@ def next_number(last: int) -> int:
     if last >= LAST_WORKSPACE:
         raise ViewsDamagedError(f"the views have numbered {LAST_WORKSPACE:,} workspaces, the most they can")
     return last + 1
+
+
+def number_rows(numbered: dict[str, bytes], last: int) -> list[tuple[bytes, bytes]]:
+    """The `workspaces` rows that keep the numbers `numbered` gives (workspace -> key prefix) and
+    `last`, the last number given (none when `numbered` is empty), in key order."""
+    rows = [(number_key(workspace), seal(key)) for workspace, key in numbered.items()]
+    if numbered:
+        rows.append((LAST_NUMBER, seal(workspace_key(last))))
+    rows.sort(key=lambda row: row[0])
+    return rows
 
 
 def unnumbered(workspace: str) -> ViewsDamagedError:
@@ -196,11 +206,10 @@ class LmdbState(LmdbGraph):
         ws = self._ws(workspace)
         if ws != NO_WORKSPACE:
             return ws
-        txn, db = self.txn, self.tables.workspaces
-        ws = workspace_key(next_number(self.last_number()))
-        txn.put(number_key(workspace), seal(ws), db=db)
-        txn.put(LAST_NUMBER, seal(ws), db=db)
-        self._workspace_keys[workspace] = ws
+        number = next_number(self.last_number())
+        ws = self._workspace_keys[workspace] = workspace_key(number)
+        for key, value in number_rows({workspace: ws}, number):
+            self.txn.put(key, value, db=self.tables.workspaces)
         return ws
 
     def last_number(self) -> int:

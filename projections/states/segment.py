@@ -24,14 +24,12 @@ from typing import TypeVar
 from chronograph.projections.keys import (
     ENTITY,
     INCOMING,
-    LAST_NUMBER,
     NO_WORKSPACE,
     OUTGOING,
     RELATION,
     adjacency_key,
     context_key,
     name_key,
-    number_key,
     order_key,
     record_key,
     relation_key,
@@ -53,9 +51,8 @@ from chronograph.projections.records import (
     stored_name,
     stored_relation,
 )
-from chronograph.projections.sealed import seal
 from chronograph.projections.states.dictstate import PresentSets
-from chronograph.projections.states.lmdbstate import LmdbState, next_number, unnumbered
+from chronograph.projections.states.lmdbstate import LmdbState, next_number, number_rows, unnumbered
 from chronograph.projections.states.overlay import Overlay
 
 __all__ = ["Changes", "Segment"]
@@ -199,9 +196,7 @@ class Segment(Overlay):
             had = base.workspace(workspace) or WorkspaceRecord(workspace)
             spaces.append((totals_key(ws(workspace)), encode(WorkspaceRecord(
                 workspace, had.entities + entity_delta, had.relations + relation_delta))))
-        spaces += [(number_key(workspace), seal(key)) for workspace, key in numbered.items()]
-        if numbered:
-            spaces.append((LAST_NUMBER, seal(workspace_key(last))))
+        spaces += number_rows(numbered, last)
         rows["workspaces"] = spaces
         for table in rows.values():
             table.sort(key=_first)
