@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chronograph.projections.errors import EmbeddingsUnavailableError
+from chronograph.projections.search.vectors import load_numpy
 
 __all__ = ["Endpoint"]
 
@@ -36,7 +37,7 @@ class Endpoint:
     def embed(self, texts: Sequence[str]) -> Any:
         """One unit vector per text, as the endpoint computes it."""
         try:
-            import numpy as np  # noqa: PLC0415 (the extra may be absent)
+            np = load_numpy()
         except ImportError:
             raise EmbeddingsUnavailableError(
                 "semantic search needs the semantic extra (numpy is not installed): "

