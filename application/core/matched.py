@@ -37,11 +37,14 @@ Hit = tuple[EntityRecord, float | None]
 
 
 def reranked(memory: Memory, moment: Moment, query: str, hits: list[Hit]) -> list[Hit]:
-    """`hits` (nearest first), the first `RERANK` of several observations scored by their best one."""
+    """`hits` (nearest first), the first `RERANK` scored by their best observation (with its term
+    weights' bonus; without term weights, only those of several observations change)."""
     semantic = memory.semantic
     if semantic is None:
         return hits
-    best = semantic.best_closeness(moment.snapshot, [r for r, _ in hits[:RERANK] if len(r.observations) > 1], query)
+    several = semantic.weigher is None  # without term weights, one observation's part is the entity's vector
+    best = semantic.best_closeness(moment.snapshot, [r for r, _ in hits[:RERANK]
+                                                     if not several or len(r.observations) > 1], query)
     head = [(record, best.get(record.stream, score)) for record, score in hits[:RERANK]]
     head.sort(key=lambda hit: -(hit[1] or 0.0))
     return head + hits[RERANK:]

@@ -140,8 +140,9 @@ class Memory:
                 embedder = None
             if embedder is not None:
                 from chronograph.application.engine.semantic import Semantic  # noqa: PLC0415 (only with an embedder)
+                from chronograph.projections.search.splade import open_weigher  # noqa: PLC0415
 
-                self.semantic = Semantic(self.views, embedder, self.lock)
+                self.semantic = Semantic(self.views, embedder, self.lock, open_weigher())
             if not readonly:
                 self._finish_scrubbing()
         except BaseException:

@@ -88,6 +88,12 @@ class Parts(msgspec.Struct, array_like=True, gc=False):
     """`DIGEST` bytes per text, in the order of the rows"""
     data: bytes
     """float16, little-endian, one row per text"""
+    term_counts: bytes = b""
+    """With learned term weights (splade.py): how many each row has, uint16 little-endian"""
+    term_ids: bytes = b""
+    """The rows' word piece ids, one after the other (uint16 little-endian)"""
+    term_weights: bytes = b""
+    """Their weights, a byte each (steps of 1/`splade.STEP`)"""
 
     def rows(self, dimensions: int) -> Any:
         """The vectors, float32, one row per text."""
@@ -98,9 +104,35 @@ class Parts(msgspec.Struct, array_like=True, gc=False):
         """The digest of each row's text."""
         return [self.digests[i:i + DIGEST] for i in range(0, len(self.digests), DIGEST)]
 
+    def term_rows(self) -> list[tuple[Any, Any]] | None:
+        """Each row's term weights (ids, byte weights), or None if the parts have none."""
+        if not self.term_counts:
+            return None
+        np = load_numpy()
+        counts = np.frombuffer(self.term_counts, dtype="<u2")
+        ids = np.frombuffer(self.term_ids, dtype="<u2")
+        weights = np.frombuffer(self.term_weights, dtype=np.uint8)
+        ends = np.cumsum(counts).tolist()
+        return [(ids[end - count:end], weights[end - count:end])
+                for count, end in zip(counts.tolist(), ends, strict=True)]
+
+    def term_scores(self, query: Any) -> Any:
+        """Each row's term score against a query's term weights (float32, one per word piece),
+        or None if the parts have none: the dot product of the two weightings."""
+        if not self.term_counts:
+            return None
+        np = load_numpy()
+        counts = np.frombuffer(self.term_counts, dtype="<u2")
+        ids = np.frombuffer(self.term_ids, dtype="<u2")
+        products = query[ids] * np.frombuffer(self.term_weights, dtype=np.uint8)
+        rows = np.repeat(np.arange(len(counts)), counts)
+        return np.bincount(rows, weights=products, minlength=len(counts)) / TERM_STEP
+
 
 DIGEST = 8
 """Bytes of a text's digest in `Parts`."""
+TERM_STEP = 50
+"""A stored term weight counts steps of 1/TERM_STEP (splade.STEP)."""
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(_Vector)
@@ -256,6 +288,19 @@ class Vectors:
         """Drop every stored vector of every model (a rebuild re-embeds) and the matrices."""
         if self.db is not None:
             txn.drop(self.db, delete=False)
+        self._matrices.clear()
+        self._where.clear()
+        self.position = -1
+
+    def clear(self, txn: lmdb.Transaction) -> None:
+        """Drop this model's vectors, their parts and its checkpoint (other models' stay)."""
+        if self.db is None:
+            return
+        for prefix in (self._prefix, self._parts):
+            with txn.cursor(self.db) as cursor:
+                found = cursor.set_range(prefix)
+                while found and bytes(cursor.key()).startswith(prefix):
+                    found = cursor.delete()
         self._matrices.clear()
         self._where.clear()
         self.position = -1

@@ -15,6 +15,7 @@ import pytest
 from chronograph.application import Memory
 from chronograph.application.engine.semantic import Semantic
 from chronograph.application.surfaces.kuzu import KUZU
+from chronograph.projections.search.splade import open_weigher
 from chronograph.projections.search.vectors import Vectors
 from support.embedders import Words
 
@@ -203,3 +204,84 @@ def test_the_projector_loads_no_model_while_there_is_nothing_to_embed(tmp_path: 
         assert looked.wait(timeout=30)  # the projector has looked at the log
         memory.semantic.stop()
         assert (gated.loads, gated.calls) == (0, 0)
+
+
+class Weighing:
+    """The installed term weigher, keeping every text it weighed."""
+
+    def __init__(self) -> None:
+        found = open_weigher()
+        assert found is not None, "the semantic extra installs the term weighting model"
+        self.inner = found
+        self.model = found.model
+        self.texts: list[str] = []
+
+    def weigh(self, texts: Any) -> Any:
+        self.texts.extend(texts)
+        return self.inner.weigh(texts)
+
+    def query(self, text: str) -> Any:
+        return self.inner.query(text)
+
+
+def entity(memory: Memory, name: str) -> tuple[Any, Any]:
+    """The live record of `name` and the parts its weighted vector is made of."""
+    assert memory.semantic is not None
+    with memory.lock, memory.views.snapshot() as snapshot:
+        record = snapshot.graph.entity("default", name)
+        assert record is not None
+        return record, memory.semantic.vectors.parts(snapshot.graph.txn, record.stream)
+
+
+def test_each_observation_keeps_its_term_weights_and_a_new_one_is_the_only_one_weighed(tmp_path: Path) -> None:
+    weigher = Weighing()
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [
+            {"name": "Evan", "entityType": "person", "observations": ["Writes Python", "Lives in London"]}]}, actor="t")
+        memory.semantic = Semantic(memory.views, Words(), memory.lock, weigher)  # type: ignore[arg-type]
+        memory.semantic.catch_up()
+        memory.write("add_observations", {"observations": [
+            {"entityName": "Evan", "contents": ["My car broke down on the motorway"]}]}, actor="t")
+        memory.semantic.catch_up()
+        record, parts = entity(memory, "Evan")
+    assert sorted(weigher.texts) == ["Lives in London", "My car broke down on the motorway", "Writes Python"]
+    assert parts.version == record.version and len(parts.term_rows()) == 3  # one row of weights per observation
+
+
+def test_an_observation_a_question_calls_for_by_its_words_is_nearer_than_its_cosine_says(tmp_path: Path) -> None:
+    question = "What kinds of things did Evan have broken?"
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [{"name": "Evan", "entityType": "person", "observations": [
+            "I love the beach in June", "My car broke down on the motorway"]}]}, actor="t")
+        plain = Semantic(memory.views, Words(), memory.lock)
+        plain.catch_up()
+        with memory.lock, memory.views.snapshot() as snapshot:
+            record = snapshot.graph.entity("default", "Evan")
+            assert record is not None
+            cosine = plain.closeness(snapshot, record, question)
+        memory.semantic = Semantic(memory.views, Words(), memory.lock, open_weigher())
+        memory.semantic.catch_up()
+        with memory.lock, memory.views.snapshot() as snapshot:
+            weighed = memory.semantic.closeness(snapshot, record, question)
+    assert cosine is not None and weighed is not None
+    car, beach = "My car broke down on the motorway", "I love the beach in June"
+    gained = {text: weighed[text] - cosine[text] for text in (car, beach)}
+    assert gained[car] > 0.03 and gained[car] > 5 * gained[beach] >= 0, gained
+
+
+def test_a_store_embedded_before_the_weigher_keeps_its_vectors_and_only_weighs(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [
+            {"name": "Ada", "entityType": "person", "observations": ["Writes Python", "Lives in London"]}]}, actor="t")
+        before = Semantic(memory.views, Words(), memory.lock)
+        before.catch_up()
+        words, weigher = Words(), Weighing()
+        memory.semantic = Semantic(memory.views, words, memory.lock, weigher)  # type: ignore[arg-type]
+        memory.semantic.catch_up()
+        record, parts = entity(memory, "Ada")
+        with memory.lock, memory.views.snapshot() as snapshot:
+            txn = snapshot.graph.txn
+            left = before.vectors.checkpoint(txn), before.vectors.parts(txn, record.stream)
+    assert words.texts == [] and sorted(weigher.texts) == ["Lives in London", "Writes Python"]
+    assert parts is not None and len(parts.term_rows()) == 2
+    assert left == (0, None)  # the vectors kept without weights were dropped once the weighted ones were current
