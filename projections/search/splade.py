@@ -45,8 +45,8 @@ FILES = {
 MAX_TOKENS = 256
 """Word pieces read per text."""
 LAYERS, HEADS, WIDTH = 2, 2, 128
-HEAD_TOKENS = 512
-"""Tokens whose vocabulary logits are made at once (each 122 KB of float32)."""
+HEAD_TOKENS = 128
+"""Tokens whose vocabulary logits are made at once (each 122 KB of float32: 16 MB at most)."""
 
 Weights = tuple[Any, Any]
 """A text's term weights: its word piece ids (uint16) and their weights (uint8, steps of
