@@ -130,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     ours = [sys.executable, "-m", "chronograph"]
     sides = [("ours", ours)] + ([("baseline", shlex.split(args.baseline))] if args.baseline else [])
     results: dict[str, Any] = {}
+    if args.dir is not None:
+        args.dir.mkdir(parents=True, exist_ok=True)  # a folder named for the run need not exist yet
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         for count in args.entities:
             graph = Path(tmp) / f"graph-{count}.jsonl"

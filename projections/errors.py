@@ -34,3 +34,8 @@ class ViewsDamagedError(ProjectionError):
 class EmbeddingsUnavailableError(ProjectionError):
     """Texts cannot be embedded: the semantic extra is missing, the model is damaged or the
     embeddings endpoint does not answer. The other kinds of search are unaffected."""
+
+
+class TermWeightsUnavailableError(EmbeddingsUnavailableError):
+    """The term weighting model cannot run (a file is missing or damaged): search by meaning
+    goes on with the embeddings alone."""

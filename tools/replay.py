@@ -175,6 +175,7 @@ def _rebuild(store: Path | str, cache: str | None) -> int:
             memory.semantic.rewind()  # vectors of unchanged entity versions are kept
             try:
                 memory.semantic.catch_up(lambda done, head: progress("embedding", done, head))
+                memory.semantic.drop_former()  # vectors kept without term weights: all weighed now
             except EmbeddingsUnavailableError as error:
                 print(f"chronograph replay: the embeddings were not rebuilt ({error}); a server "
                       "embeds the store in the background when it starts", file=sys.stderr)

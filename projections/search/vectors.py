@@ -292,25 +292,34 @@ class Vectors:
         self._where.clear()
         self.position = -1
 
+    @property
+    def prefixes(self) -> tuple[bytes, bytes]:
+        """The prefixes of every key of this model: its vectors (and checkpoint), and their parts."""
+        return self._prefix, self._parts
+
     def clear(self, txn: lmdb.Transaction) -> None:
         """Drop this model's vectors, their parts and its checkpoint (other models' stay)."""
         if self.db is None:
             return
-        for prefix in (self._prefix, self._parts):
+        for prefix in self.prefixes:
             with txn.cursor(self.db) as cursor:
                 found = cursor.set_range(prefix)
                 while found and bytes(cursor.key()).startswith(prefix):
                     found = cursor.delete()
+        self.unload()
+
+    def unload(self) -> None:
+        """Let go of the matrices (the next search loads them again)."""
         self._matrices.clear()
         self._where.clear()
         self.position = -1
 
-    def rewind(self, txn: lmdb.Transaction) -> None:
+    def rewind(self, txn: lmdb.Transaction, keep: tuple[bytes, ...] = ()) -> None:
         """Check every vector again from the start of the log (after a rebuild): this model's
         vectors are kept, so an entity whose version did not change is not embedded again;
-        other models' are dropped; the matrices are loaded afresh."""
+        other models' are dropped, but for the keys under `keep`; the matrices are loaded afresh."""
         if self.db is not None:
-            prefix, kept = self._prefix, (self._prefix, self._parts)  # this model's vectors and their parts
+            prefix, kept = self._prefix, (*self.prefixes, *keep)  # this model's vectors and their parts
             with txn.cursor(self.db) as cursor:
                 others = [bytes(key) for key in cursor.iternext(values=False) if not bytes(key).startswith(kept)]
             for key in others:

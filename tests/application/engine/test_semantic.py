@@ -15,6 +15,7 @@ import pytest
 from chronograph.application import Memory
 from chronograph.application.engine.semantic import Semantic
 from chronograph.application.surfaces.kuzu import KUZU
+from chronograph.projections.errors import TermWeightsUnavailableError
 from chronograph.projections.search.splade import open_weigher
 from chronograph.projections.search.vectors import Vectors
 from support.embedders import Words
@@ -269,19 +270,79 @@ def test_an_observation_a_question_calls_for_by_its_words_is_nearer_than_its_cos
     assert gained[car] > 0.03 and gained[car] > 5 * gained[beach] >= 0, gained
 
 
-def test_a_store_embedded_before_the_weigher_keeps_its_vectors_and_only_weighs(tmp_path: Path) -> None:
+def found(memory: Memory, query: str) -> tuple[list[str], int]:
+    reply = msgspec.to_builtins(memory.read("search_nodes", {"query": query, "mode": "semantic"}))
+    return [e["name"] for e in reply["entities"]], reply["embeddedThrough"]
+
+
+def test_a_store_embedded_before_the_weigher_is_searched_meanwhile_and_only_weighed(tmp_path: Path) -> None:
     with Memory(tmp_path / "store", sync=False) as memory:
         memory.write("create_entities", {"entities": [
             {"name": "Ada", "entityType": "person", "observations": ["Writes Python", "Lives in London"]}]}, actor="t")
         before = Semantic(memory.views, Words(), memory.lock)
         before.catch_up()
+        with memory.lock, memory.views.snapshot() as snapshot:
+            head = snapshot.graph.position
         words, weigher = Words(), Weighing()
         memory.semantic = Semantic(memory.views, words, memory.lock, weigher)  # type: ignore[arg-type]
+        meanwhile = found(memory, "London")  # nothing weighed yet: the vectors kept before answer
         memory.semantic.catch_up()
         record, parts = entity(memory, "Ada")
+        after = found(memory, "London")
+        with memory.lock, memory.views.snapshot() as snapshot:
+            txn = snapshot.graph.txn
+            kept = before.vectors.checkpoint(txn), before.vectors.parts(txn, record.stream) is not None
+        dropped = memory.semantic.drop_former()
         with memory.lock, memory.views.snapshot() as snapshot:
             txn = snapshot.graph.txn
             left = before.vectors.checkpoint(txn), before.vectors.parts(txn, record.stream)
-    assert words.texts == [] and sorted(weigher.texts) == ["Lives in London", "Writes Python"]
+    assert meanwhile == (["Ada"], head) and after == (["Ada"], head)
+    assert words.texts == ["London"] and sorted(weigher.texts) == ["Lives in London", "Writes Python"]
     assert parts is not None and len(parts.term_rows()) == 2
-    assert left == (0, None)  # the vectors kept without weights were dropped once the weighted ones were current
+    assert kept == (head, True)  # a server keeps them: a process without the weigher searches them
+    assert dropped and left == (0, None)  # replay --rebuild drops them once all is weighed
+
+
+def test_a_rebuild_keeps_the_vectors_kept_without_weights_for_the_weigher_to_borrow(tmp_path: Path) -> None:
+    fill(tmp_path / "store", 5)
+    with Memory(tmp_path / "store", sync=False) as memory:
+        Semantic(memory.views, Words(), memory.lock).catch_up()
+        words = Words()
+        memory.semantic = Semantic(memory.views, words, memory.lock, Weighing())  # type: ignore[arg-type]
+        memory.semantic.rewind()  # what replay --rebuild does before it embeds
+        memory.semantic.catch_up()
+    assert words.texts == []
+
+
+class Broken(Weighing):
+    """A term weigher whose model file is damaged."""
+
+    def weigh(self, texts: Any) -> Any:
+        raise TermWeightsUnavailableError("the term weighting model's file is damaged")
+
+    def query(self, text: str) -> Any:
+        raise TermWeightsUnavailableError("the term weighting model's file is damaged")
+
+
+def test_a_damaged_term_weigher_leaves_search_by_meaning_to_the_embeddings(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fill(tmp_path / "store", 3)
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.semantic = Semantic(memory.views, Words(), memory.lock, Broken())  # type: ignore[arg-type]
+        memory.semantic.catch_up()
+        first = found(memory, "note 1")
+        second = found(memory, "note 2")
+        embedded = vectors_and_checkpoint(memory)
+    assert first[0][0] == "thing 1" and second[0][0] == "thing 2"
+    assert embedded[0] == 3 and embedded[1] == embedded[2]
+    assert capsys.readouterr().err.count("term weights are off for this server") == 1
+
+
+def test_an_entity_without_observations_has_no_term_weights(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [{"name": "Evan Kowalski", "entityType": "person",
+                                                       "observations": []}]}, actor="t")
+        memory.semantic = Semantic(memory.views, Words(), memory.lock, open_weigher())
+        memory.semantic.catch_up()
+        _, parts = entity(memory, "Evan Kowalski")
+    assert parts.term_rows() is not None and [len(ids) for ids, _ in parts.term_rows()] == [0]

