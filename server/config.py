@@ -57,5 +57,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     or the URL of an OpenAI-compatible embeddings endpoint."""
     embeddings_model: str | None = None
     """The model to ask an embeddings endpoint for."""
+    term_weights: bool = True
+    """Let the semantic extra's term weights reorder the nearest (when it is installed)."""
     embeddings_key: str | None = None
     """The endpoint's API key (sent as a bearer token)."""

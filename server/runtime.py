@@ -106,6 +106,7 @@ class Runtime:
                 settings.store, sync=settings.sync, export_dir=exports, max_size=settings.max_size,
                 cache=settings.cache, progress=StartProgress(),
                 embeddings=settings.embeddings, embeddings_model=settings.embeddings_model,
+                term_weights=settings.term_weights,
                 embeddings_key=settings.embeddings_key, project_files=settings.project_files,
             )
             self._memory.reply_limit = settings.max_reply

@@ -29,7 +29,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
     checkout.ensure_importable()
 
 from chronograph.application import Memory
-from chronograph.application.engine.config import EMBEDDINGS_ENV, resolve_store
+from chronograph.application.engine.config import EMBEDDINGS_ENV, TERM_WEIGHTS_ENV, resolve_store
 from chronograph.application.engine.stores import store_exists
 from chronograph.application.errors import ChronographError
 from chronograph.application.explorer import graph_diff
@@ -164,7 +164,9 @@ def _rebuild(store: Path | str, cache: str | None) -> int:
     progress = Progress()
     spec = os.environ.get(EMBEDDINGS_ENV) or "auto"
     local = spec if spec in ("auto", "local") else "off"
-    with Memory(store, progress=progress, embeddings=local, embedding_threads=0, cache=cache) as memory:
+    weights = os.environ.get(TERM_WEIGHTS_ENV, "on") != "off"
+    with Memory(store, progress=progress, embeddings=local, embedding_threads=0, term_weights=weights,
+                cache=cache) as memory:
         report = memory.views.rebuild(progress, others=True)
         resident.release()  # what the rebuild read and wrote of the store is not the search's to keep
         started = time.perf_counter()

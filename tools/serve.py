@@ -24,6 +24,7 @@ from chronograph.application.engine.config import (
     ACTOR_ENV,
     EMBEDDINGS_ENV,
     STORE_ENV,
+    TERM_WEIGHTS_ENV,
     TOKEN_ENV,
     default_store,
     resolve_store,
@@ -116,6 +117,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"http://localhost:11434/v1 (default: ${EMBEDDINGS_ENV}, else auto)",
     )
     parser.add_argument(
+        "--term-weights", default=os.environ.get(TERM_WEIGHTS_ENV) or "on", metavar="on|off", type=_switch,
+        help="let the semantic extra's term weights (splade-tiny) reorder the nearest in a search by meaning; "
+        f"off: by the embeddings alone, and a third faster to embed (default: ${TERM_WEIGHTS_ENV}, else on)",
+    )
+    parser.add_argument(
         "--embeddings-model", metavar="NAME",
         help=f"the model an embeddings endpoint should use, e.g. nomic-embed-text; its API key, if any, "
         f"is read from ${EMBEDDINGS_KEY_ENV}",
@@ -205,6 +211,12 @@ def _embeddings(text: str) -> str:
     raise argparse.ArgumentTypeError(f"{text!r}: use auto, local, off or an http(s) URL")
 
 
+def _switch(text: str) -> str:
+    if text in ("on", "off"):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r}: use on or off")
+
+
 def _profile(args: argparse.Namespace) -> str:
     if args.profile is not None:
         return str(args.profile)
@@ -238,6 +250,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
         embeddings=args.embeddings,
         embeddings_model=args.embeddings_model,
         embeddings_key=os.environ.get(EMBEDDINGS_KEY_ENV) or None,
+        term_weights=args.term_weights == "on",
         prompts=args.prompts,
     )
 

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 __all__ = [
-    "ACTOR_ENV", "DATABASE_SCHEMES", "MODEL_CACHE_ENV", "STORE_ENV", "TOKEN_ENV", "default_store", "model_cache",
-    "resolve_store", "url_scheme",
+    "ACTOR_ENV", "DATABASE_SCHEMES", "MODEL_CACHE_ENV", "STORE_ENV", "TERM_WEIGHTS_ENV", "TOKEN_ENV", "default_store",
+    "model_cache", "resolve_store", "url_scheme",
 ]
 
 STORE_ENV = "CHRONOGRAPH_STORE"
@@ -16,6 +16,8 @@ TOKEN_ENV = "CHRONOGRAPH_TOKEN"
 ACTOR_ENV = "CHRONOGRAPH_ACTOR"
 EMBEDDINGS_ENV = "CHRONOGRAPH_EMBEDDINGS"
 """The default of --embeddings (auto, local, off or an endpoint URL)."""
+TERM_WEIGHTS_ENV = "CHRONOGRAPH_TERM_WEIGHTS"
+"""The default of --term-weights (on or off)."""
 
 
 def default_store() -> Path:

@@ -73,7 +73,8 @@ class Memory:
     `embeddings` chooses semantic search: "off" (the default here), "auto" (the bundled
     model if the semantic extra is installed), "local", or the URL of an OpenAI-compatible
     endpoint serving `embeddings_model`; the bundled model runs on `embedding_threads` cores
-    (one leaves the others to requests; 0: all). The projector does not run until
+    (one leaves the others to requests; 0: all); `term_weights` lets the semantic extra's
+    term weigher reorder the nearest (when it is installed). The projector does not run until
     `semantic.start()` (a server starts it) or `semantic.catch_up()`.
 
     Every use of the store goes through `lock`, so that other threads of the process
@@ -94,6 +95,7 @@ class Memory:
         embeddings_model: str | None = None,
         embeddings_key: str | None = None,
         embedding_threads: int = 1,
+        term_weights: bool = True,
         project_files: bool = True,
         cache: str | os.PathLike[str] | None = None,
     ) -> None:
@@ -142,7 +144,7 @@ class Memory:
                 from chronograph.application.engine.semantic import Semantic  # noqa: PLC0415 (only with an embedder)
                 from chronograph.projections.search.splade import open_weigher  # noqa: PLC0415
 
-                self.semantic = Semantic(self.views, embedder, self.lock, open_weigher())
+                self.semantic = Semantic(self.views, embedder, self.lock, open_weigher() if term_weights else None)
             if not readonly:
                 self._finish_scrubbing()
         except BaseException:

@@ -181,3 +181,16 @@ def test_a_count_a_port_or_a_duration_out_of_range_is_refused_at_the_command_lin
         parser.parse_args(["--http", f"{flag}={value}"])
     err = capsys.readouterr().err
     assert refused.value.code == 2 and f"argument {flag}" in err and says in err
+
+
+def test_term_weights_are_on_unless_the_option_or_the_environment_says_off(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("CHRONOGRAPH_TERM_WEIGHTS", raising=False)
+    assert settings_of(options("--store", str(tmp_path))).term_weights is True
+    assert settings_of(options("--store", str(tmp_path), "--term-weights", "off")).term_weights is False
+    monkeypatch.setenv("CHRONOGRAPH_TERM_WEIGHTS", "off")
+    assert settings_of(options("--store", str(tmp_path))).term_weights is False
+    assert settings_of(options("--store", str(tmp_path), "--term-weights", "on")).term_weights is True
+    with pytest.raises(SystemExit):
+        options("--store", str(tmp_path), "--term-weights", "no")
+    assert "use on or off" in capsys.readouterr().err

@@ -346,3 +346,10 @@ def test_an_entity_without_observations_has_no_term_weights(tmp_path: Path) -> N
         memory.semantic.catch_up()
         _, parts = entity(memory, "Evan Kowalski")
     assert parts.term_rows() is not None and [len(ids) for ids, _ in parts.term_rows()] == [0]
+
+
+def test_a_memory_asked_for_no_term_weights_searches_by_its_embeddings_alone(tmp_path: Path) -> None:
+    with Memory(tmp_path / "on", sync=False, embeddings="local") as on, \
+            Memory(tmp_path / "off", sync=False, embeddings="local", term_weights=False) as off:
+        assert on.semantic is not None and off.semantic is not None
+        assert on.semantic.weigher is not None and off.semantic.weigher is None
