@@ -37,6 +37,11 @@ from chronograph.application import Memory
 from chronograph.application.engine.semantic import Semantic
 from chronograph.eventstore import LmdbLog
 from chronograph.projections.search.minilm import LocalMiniLM
+
+try:  # the term weigher of this version (see projections/search/splade.py)
+    from chronograph.projections.search.splade import open_weigher
+except ImportError:  # an older version, run side by side: embeddings alone
+    open_weigher = None  # type: ignore[assignment]
 from mcp import Client, StdioServerParameters
 from report import print_table, write_json
 from stdio_transport import linear_stdio_client
@@ -153,9 +158,11 @@ async def writes(stores: dict[str, Path], rounds: int, per_block: int) -> dict[s
 
 
 def embed_all(store: Path) -> float:
-    """Embed every entity of `store` with the bundled model on every core; return seconds."""
+    """Embed every entity of `store` with the bundled model on every core (and its term weights,
+    where this version has them); return seconds."""
     with Memory(store, sync=False) as memory:
-        semantic = Semantic(memory.views, LocalMiniLM(threads=0), memory.lock)
+        weigher = open_weigher() if open_weigher is not None else None  # as a server would, where this version has one
+        semantic = Semantic(memory.views, LocalMiniLM(threads=0), memory.lock, *([weigher] if weigher else []))
         started = time.perf_counter()
         last = [0.0]
 
