@@ -48,7 +48,8 @@ DEPTH = 1000
 RANKED_LIMIT = 20
 """Entities per answer in ranked modes unless `limit` says otherwise."""
 SEMANTIC_FLOOR = 0.2
-"""search_nodes' semantic matches below this cosine similarity are not matches at all."""
+"""search_nodes' semantic matches below this similarity (a cosine, moved towards 1 by term
+weights where the store keeps them) are not matches at all."""
 FUZZY_WORDS = 32
 """Words a fuzzy query may have (each is matched against the whole vocabulary)."""
 
@@ -388,7 +389,8 @@ class SemanticSearchOut(Out, kw_only=True):
 
 @CORE.query("semantic_search", "Semantic Search", "Find entities by meaning, most similar first")
 def semantic_search(memory: Memory, args: SemanticSearch) -> SemanticSearchOut:
-    """The entities nearest the query in meaning, each with its similarity (cosine, 0 to 1)."""
+    """The entities nearest the query in meaning, each with its similarity (0 to 1: the cosine of
+    its nearest observation, moved towards 1 by its term weights where the store keeps them)."""
     return similar(memory, args)
 
 
