@@ -89,14 +89,17 @@ class Semantic:
         """The term weigher whose weights the parts keep beside the vectors (None: none installed)."""
         self.lock = lock
         plain = Vectors(views.env, embedder.model + PASSAGES)
-        self.vectors = plain if weigher is None else Vectors(views.env, f"{embedder.model}{PASSAGES}+{weigher.model}")
+        terms = LocalSplade.model if weigher is None else weigher.model
+        weighted = Vectors(views.env, f"{embedder.model}{PASSAGES}+{terms}")
+        self.vectors = plain if weigher is None else weighted
         """The vectors the projector keeps current (with term weights, under an id of their own)."""
-        self.former = None if weigher is None else plain
-        """With a weigher, the vectors this model keeps without term weights (a store embedded
-        before the weigher was installed, or by a process without it): searched while the
-        weighted ones are behind them, and their parts lend their vectors to the projector, so
-        only the weights are made. `replay --rebuild` drops them (`drop_former`); a server never
-        does, as another process on the store may use them."""
+        self.former: Vectors | None = weighted if weigher is None else plain
+        """The vectors this model keeps the other way, with term weights or without (a store
+        embedded before the weigher was installed, or by a process with or without it): searched
+        while the projector's are behind them (by their cosines alone), and their parts lend
+        their vectors to the projector, so that only weights are made, or nothing. `replay
+        --rebuild` drops them (`drop_former`); a server never does, as another process on the
+        store may use them."""
         views.env.on_reopen(self._reopened)
         self.problem: str | None = None
         """Why the embedder failed last (None while it works)."""
@@ -189,8 +192,8 @@ class Semantic:
             return bool(self.views.env.write(write))
 
     def drop_former(self) -> bool:
-        """Drop the vectors this model kept without term weights if the weighted ones are current
-        with the head (after `replay --rebuild`); return whether they were dropped."""
+        """Drop the vectors this model kept the other way (`former`) if the projector's are
+        current with the head (after `replay --rebuild`); return whether they were dropped."""
         with self.lock:
             former = self.former
             if former is None or former.db is None or self.views.env.readonly or self.closed:
@@ -207,7 +210,7 @@ class Semantic:
         with self.lock:
             if self.weigher is None or self.former is None:
                 return
-            self.weigher, self.vectors, self.former = None, self.former, None
+            self.weigher, self.vectors, self.former = None, self.former, self.vectors
             self._queries.clear()
         print(f"chronograph: term weights are off for this server: {error}", file=sys.stderr)
 
@@ -373,8 +376,8 @@ class Semantic:
 
     def _searched(self, txn: Any) -> Vectors:
         """The vectors a search reads in `txn`: the projector's, unless they are behind those this
-        model kept without term weights (a store embedded before the weigher: until it is weighed,
-        it is searched by its embeddings alone, not by what little is weighed yet)."""
+        model kept the other way (a store embedded before the weigher: until it is weighed, it is
+        searched by its embeddings alone, not by what little is weighed yet)."""
         former = self.former
         if former is None or former.db is None or former.checkpoint(txn) <= self.vectors.checkpoint(txn):
             if former is not None:

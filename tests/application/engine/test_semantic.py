@@ -353,3 +353,17 @@ def test_a_memory_asked_for_no_term_weights_searches_by_its_embeddings_alone(tmp
             Memory(tmp_path / "off", sync=False, embeddings="local", term_weights=False) as off:
         assert on.semantic is not None and off.semantic is not None
         assert on.semantic.weigher is not None and off.semantic.weigher is None
+
+
+def test_a_store_weighed_and_opened_without_term_weights_borrows_its_vectors(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [
+            {"name": "Ada", "entityType": "person", "observations": ["Writes Python", "Lives in London"]}]}, actor="t")
+        Semantic(memory.views, Words(), memory.lock, Weighing()).catch_up()  # type: ignore[arg-type]
+        words = Words()
+        memory.semantic = Semantic(memory.views, words, memory.lock)
+        meanwhile = found(memory, "London")
+        memory.semantic.catch_up()
+        _, parts = entity(memory, "Ada")
+    assert meanwhile[0] == ["Ada"] and words.texts == ["London"]  # searched, then embedded from what was kept
+    assert parts is not None and parts.term_rows() is None and len(parts.keys()) == 2
