@@ -62,7 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--diff", nargs=2, metavar=("A", "B"), help="what changed from moment A to moment B")
     what.add_argument("--rebuild", action="store_true",
                       help="rebuild every view from the log (run alone, it also empties the views other versions "
-                           "of Chronograph left in the store)")
+                           "of Chronograph left in the store), then the embeddings that changed, with the term "
+                           "weights unless $CHRONOGRAPH_TERM_WEIGHTS is off")
     what.add_argument("--verify", action="store_true",
                       help="check the log's checksums and its index of streams, fold it afresh and compare with "
                            "the views; exit 1 on any difference")
@@ -164,7 +165,11 @@ def _rebuild(store: Path | str, cache: str | None) -> int:
     progress = Progress()
     spec = os.environ.get(EMBEDDINGS_ENV) or "auto"
     local = spec if spec in ("auto", "local") else "off"
-    weights = os.environ.get(TERM_WEIGHTS_ENV, "on") != "off"
+    switch = os.environ.get(TERM_WEIGHTS_ENV) or "on"
+    if switch not in ("on", "off"):
+        print(f"chronograph replay: ${TERM_WEIGHTS_ENV} is {switch!r}: use on or off", file=sys.stderr)
+        return 2
+    weights = switch == "on"
     with Memory(store, progress=progress, embeddings=local, embedding_threads=0, term_weights=weights,
                 cache=cache) as memory:
         report = memory.views.rebuild(progress, others=True)
@@ -177,7 +182,7 @@ def _rebuild(store: Path | str, cache: str | None) -> int:
             memory.semantic.rewind()  # vectors of unchanged entity versions are kept
             try:
                 memory.semantic.catch_up(lambda done, head: progress("embedding", done, head))
-                memory.semantic.drop_former()  # vectors kept without term weights: all weighed now
+                memory.semantic.drop_former()  # with weights: the plain vectors, all weighed now
             except EmbeddingsUnavailableError as error:
                 print(f"chronograph replay: the embeddings were not rebuilt ({error}); a server "
                       "embeds the store in the background when it starts", file=sys.stderr)
@@ -186,7 +191,8 @@ def _rebuild(store: Path | str, cache: str | None) -> int:
     progress.finish()
     print(f"rebuilt generation {report.generation}: {report.events:,} events, {report.keys:,} keys "
           f"in {report.seconds:.2f} s; {images} search index(es)"
-          + (f"; embeddings rebuilt ({computed:,} computed, the others kept)" if embedded else ""))
+          + (f"; embeddings rebuilt ({computed:,} brought up to date, the others kept)"
+             if embedded else ""))
     phases = ", ".join(f"{phase} {seconds:.2f}" for phase, seconds in report.phases.items())
     print(f"seconds: {phases}; word index {indexing:.2f}; {report.snapshots} snapshot(s) kept"
           + (f"; {report.segments:,} segment(s) folded onto the views written, to keep its memory bounded"

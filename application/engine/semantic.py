@@ -55,6 +55,9 @@ SETTLE = 32
 RETRY = 30.0
 """Seconds before an embedder that failed is tried again."""
 QUERIES_KEPT = 256
+BEHIND = 1024
+"""Events the projector's vectors may trail the head by and still be the ones searched, however
+far the other id's are ahead (see `Semantic._searched`)."""
 TERMS = 0.7
 """How far learned term weights move a part's nearness from its cosine similarity towards 1:
 TERMS times its term score as a share of the query's own (what a text weighing the query's
@@ -192,11 +195,14 @@ class Semantic:
             return bool(self.views.env.write(write))
 
     def drop_former(self) -> bool:
-        """Drop the vectors this model kept the other way (`former`) if the projector's are
-        current with the head (after `replay --rebuild`); return whether they were dropped."""
+        """Drop the vectors this model kept without term weights if the weighted ones are current
+        with the head (after `replay --rebuild` with the weights on); return whether they were
+        dropped. Weighted vectors are never dropped so: they hold the plain ones' rows too, and a
+        rebuild with the weights off (or without the extra) would throw away what a server with
+        them would have to weigh again."""
         with self.lock:
             former = self.former
-            if former is None or former.db is None or self.views.env.readonly or self.closed:
+            if self.weigher is None or former is None or former.db is None or self.views.env.readonly or self.closed:
                 return False
             with self.views.snapshot() as snapshot:
                 if self.vectors.checkpoint(snapshot.graph.txn) < snapshot.graph.position:
@@ -257,16 +263,16 @@ class Semantic:
         except (EventStoreError, ProjectionError):
             return False  # derived data: the projector stores them when the store takes writes again
 
-    def _parts(self, txn: Any, records: Sequence[EntityRecord]) -> dict[str, Parts]:
-        """The stored parts of each of `records` that has some (their texts are not embedded again)."""
-        found = {}
-        former = self.former
+    def _parts(self, txn: Any, records: Sequence[EntityRecord]) -> dict[str, list[Parts]]:
+        """The stored parts of each of `records` that has some, under this id and the other (a
+        text either holds is not embedded again: a change made by a process keeping the other
+        id lends its vectors; where only the other id's parts have a text, only weights are made)."""
+        found: dict[str, list[Parts]] = {}
+        ids = [v for v in (self.vectors, self.former) if v is not None]
         for record in records:
-            parts = self.vectors.parts(txn, record.stream)
-            if parts is None and former is not None:
-                parts = former.parts(txn, record.stream)  # its vectors serve; the weights are made
-            if parts is not None:
-                found[record.stream] = parts
+            kept = [p for v in ids if (p := v.parts(txn, record.stream)) is not None]
+            if kept:
+                found[record.stream] = kept
         return found
 
     def catch_up(self, progress: Progress | None = None) -> int:
@@ -364,7 +370,7 @@ class Semantic:
             UnavailableError: If the query cannot be embedded, or nothing is embedded yet.
         """
         vector = self._embedded_query(query).vector
-        searched = self._searched(snapshot.graph.txn)
+        searched = self._searched(snapshot)
         checkpoint = searched.refresh(snapshot.graph.txn, snapshot.log)
         if checkpoint == 0 and snapshot.graph.position > 0:
             raise UnavailableError(
@@ -374,12 +380,17 @@ class Semantic:
             )
         return searched.nearest(workspace, vector, depth), checkpoint
 
-    def _searched(self, txn: Any) -> Vectors:
-        """The vectors a search reads in `txn`: the projector's, unless they are behind those this
-        model kept the other way (a store embedded before the weigher: until it is weighed, it is
-        searched by its embeddings alone, not by what little is weighed yet)."""
-        former = self.former
-        if former is None or former.db is None or former.checkpoint(txn) <= self.vectors.checkpoint(txn):
+    def _searched(self, snapshot: Snapshot) -> Vectors:
+        """The vectors a search reads in `snapshot`: the projector's, unless they are far behind
+        those this model kept the other way (a store embedded before the weigher: until it is
+        weighed, it is searched by its embeddings alone, not by what little is weighed yet).
+        Only far behind: beside a process keeping the other id, each one's vectors trail the
+        head by a few events, and switching ids on every burst flipped the scoring and reloaded
+        the matrices (a review measured 161-319 ms a switch at 50,000 entities)."""
+        txn, former = snapshot.graph.txn, self.former
+        own = self.vectors.checkpoint(txn)
+        if (former is None or former.db is None or former.checkpoint(txn) <= own
+                or 0 < own >= snapshot.graph.position - BEHIND):
             if former is not None:
                 former.unload()  # its matrices, loaded while it was searched, are not needed again
             return self.vectors
@@ -389,7 +400,7 @@ class Semantic:
         """How near `query` each observation of `record` whose vector is stored is (its cosine
         similarity, moved by its term weights: see `best_closeness`), or None: none is
         stored, or the query cannot be embedded. The query is embedded once per query (kept)."""
-        parts = self._searched(snapshot.graph.txn).parts(snapshot.graph.txn, record.stream)
+        parts = self._searched(snapshot).parts(snapshot.graph.txn, record.stream)
         if parts is None or not parts.digests:
             return None
         try:
@@ -414,7 +425,7 @@ class Semantic:
         except UnavailableError:
             return {}
         streams, found = [], []
-        searched = self._searched(snapshot.graph.txn)
+        searched = self._searched(snapshot)
         for record in records:
             parts = searched.parts(snapshot.graph.txn, record.stream)
             if parts is not None and parts.version == record.version and parts.data:

@@ -59,12 +59,14 @@ def digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=DIGEST).digest()
 
 
-def embed_records(embedder: Embedder, records: Sequence[EntityRecord], known: Mapping[str, Parts] | None = None,
+def embed_records(embedder: Embedder, records: Sequence[EntityRecord],
+                  known: Mapping[str, Sequence[Parts]] | None = None,
                   weigher: LocalSplade | None = None) -> list[Embedded]:
     """The vector and parts of each record, embedding only texts not in `known` (the stored
-    parts of each record's stream, when it has some); with `weigher`, the parts keep each
-    text's term weights too, weighing only those `known` lacks (parts kept without weights
-    give their vectors, and only the weights are made).
+    parts of each record's stream, when it has some: under this id and the other, see
+    `Semantic.former`); with `weigher`, the parts keep each text's term weights too, weighing
+    only those `known` lacks (parts kept without weights give their vectors, and only the
+    weights are made).
 
     Raises:
         EmbeddingsUnavailableError: If the embedder or the weigher cannot run.
@@ -75,16 +77,16 @@ def embed_records(embedder: Embedder, records: Sequence[EntityRecord], known: Ma
     vectors: dict[bytes, Any] = {}
     weights: dict[bytes, Weights] = {}
     for record, ks in zip(records, keys, strict=True):
-        parts = known.get(record.stream)
-        stored = [] if parts is None else parts.keys()
-        if parts is None or not set(ks) & set(stored):
-            continue
-        matrix = parts.rows(len(parts.data) // 2 // len(stored))
-        rows = parts.term_rows()
-        for i, key in enumerate(stored):
-            vectors.setdefault(key, matrix[i])
-            if rows is not None:
-                weights.setdefault(key, rows[i])
+        for parts in known.get(record.stream, ()):
+            stored = parts.keys()
+            if not set(ks) & set(stored):
+                continue
+            matrix = parts.rows(len(parts.data) // 2 // len(stored))
+            rows = parts.term_rows()
+            for i, key in enumerate(stored):
+                vectors.setdefault(key, matrix[i])
+                if rows is not None:
+                    weights.setdefault(key, rows[i])
     embed: dict[bytes, str] = {}
     weigh: dict[bytes, str] = {}
     for record, ts, ks in zip(records, texts, keys, strict=True):

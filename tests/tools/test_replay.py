@@ -240,14 +240,21 @@ def test_a_rebuild_on_an_unchanged_model_embeds_nothing_again_and_shows_progress
     monkeypatch.setattr(importlib.import_module("chronograph.tools.replay"), "Progress", Recorded)
     monkeypatch.setenv("CHRONOGRAPH_EMBEDDINGS", "local")
     code, out = run(capsys, "--store", str(history_store), "--rebuild")
-    assert code == 0 and "embeddings rebuilt (1 computed" in out
+    assert code == 0 and "embeddings rebuilt (1 brought up to date" in out
     assert words.texts and "embedding" in stages  # Bob, the one live entity, with progress
     words.texts.clear()
     for _ in range(2):
         code, out = run(capsys, "--store", str(history_store), "--rebuild")
-        assert code == 0 and "embeddings rebuilt (0 computed" in out
+        assert code == 0 and "embeddings rebuilt (0 brought up to date" in out
     assert words.texts == []  # same model, same entity versions: every vector was kept
     with Memory(history_store) as memory:
         memory.write("add_observations", {"observations": [{"entityName": "Bob", "contents": ["sails"]}]}, actor="t")
     code, out = run(capsys, "--store", str(history_store), "--rebuild")
-    assert "embeddings rebuilt (1 computed" in out and len(words.texts) == 1 and "sails" in words.texts[0]
+    assert "embeddings rebuilt (1 brought up to date" in out and len(words.texts) == 1 and "sails" in words.texts[0]
+
+
+def test_a_rebuild_refuses_a_term_weights_switch_it_cannot_read(  # type: ignore[no-untyped-def]
+        history_store: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("CHRONOGRAPH_TERM_WEIGHTS", "OFF")
+    code = main(["--store", str(history_store), "--rebuild"])
+    assert code == 2 and "$CHRONOGRAPH_TERM_WEIGHTS is 'OFF': use on or off" in capsys.readouterr().err

@@ -367,3 +367,44 @@ def test_a_store_weighed_and_opened_without_term_weights_borrows_its_vectors(tmp
         _, parts = entity(memory, "Ada")
     assert meanwhile[0] == ["Ada"] and words.texts == ["London"]  # searched, then embedded from what was kept
     assert parts is not None and parts.term_rows() is None and len(parts.keys()) == 2
+
+
+def test_a_rebuild_with_the_weights_off_keeps_the_weighted_vectors(tmp_path: Path) -> None:
+    fill(tmp_path / "store", 4)
+    with Memory(tmp_path / "store", sync=False) as memory:
+        weighted = Semantic(memory.views, Words(), memory.lock, Weighing())  # type: ignore[arg-type]
+        weighted.catch_up()
+        plain = Semantic(memory.views, Words(), memory.lock)
+        plain.rewind()
+        plain.catch_up()
+        dropped = plain.drop_former()
+        with memory.lock, memory.views.snapshot() as snapshot:
+            kept = weighted.vectors.checkpoint(snapshot.graph.txn), snapshot.graph.position
+    assert not dropped and kept[0] == kept[1]
+
+
+def test_a_change_made_with_the_weights_off_is_only_weighed_when_they_are_back(tmp_path: Path) -> None:
+    fill(tmp_path / "store", 4)
+    with Memory(tmp_path / "store", sync=False) as memory:
+        Semantic(memory.views, Words(), memory.lock, Weighing()).catch_up()  # type: ignore[arg-type]
+        memory.write("add_observations", {"observations": [
+            {"entityName": "thing 1", "contents": ["written while the weights were off"]}]}, actor="t")
+        off = Words()
+        Semantic(memory.views, off, memory.lock).catch_up()
+        words, weigher = Words(), Weighing()
+        Semantic(memory.views, words, memory.lock, weigher).catch_up()  # type: ignore[arg-type]
+    assert off.texts == ["thing 1 (thing). written while the weights were off"]
+    assert words.texts == [] and weigher.texts == ["written while the weights were off"]
+
+
+def test_beside_a_process_keeping_the_other_id_a_search_keeps_to_its_own_vectors(tmp_path: Path) -> None:
+    fill(tmp_path / "store", 4)
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.semantic = Semantic(memory.views, Words(), memory.lock, Weighing())  # type: ignore[arg-type]
+        memory.semantic.catch_up()
+        memory.write("create_entities", {"entities": [{"name": "late", "entityType": "thing",
+                                                       "observations": ["written last"]}]}, actor="t")
+        Semantic(memory.views, Words(), memory.lock).catch_up()  # the other process: a step ahead
+        with memory.lock, memory.views.snapshot() as snapshot:
+            searched = memory.semantic._searched(snapshot)
+    assert searched is memory.semantic.vectors
