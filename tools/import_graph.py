@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
 def _run_file(args: argparse.Namespace, staged: Staged, actor: str) -> int:
     """Import the records of a file (the official one, or another server's memory as records)."""
     progress = Progress()
-    with FileImport(staged.path, args.workspace or "default", progress=progress, actor=actor) as job:
+    with FileImport(staged.path, args.workspace or "default", progress=progress, actor=actor,
+                    strict=args.strict) as job:
         try:
             job.survey()
         except OSError as error:

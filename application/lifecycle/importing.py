@@ -62,8 +62,11 @@ class FileImport:
     """
 
     def __init__(self, path: Path, workspace: str, *, batch: int = Limits.ITEMS,
-                 progress: Progress | None = None, actor: str = ACTOR) -> None:
+                 progress: Progress | None = None, actor: str = ACTOR, strict: bool = False) -> None:
         self.path = path
+        self.strict = strict
+        """Whether the import stops, rather than skips a relation, when an end it checked leaves the
+        store before the relation is written (another process deleted or forgot it)"""
         self.actor = actor
         """Who the events are recorded as (`import`, or `import:<format>` for another server's memory)"""
         self.batch = batch

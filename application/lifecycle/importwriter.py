@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from chronograph.application.core.context import UpdateContext
 from chronograph.application.engine.arguments import parse
 from chronograph.application.engine.service import Memory
-from chronograph.application.lifecycle.importchecks import FORK_FIELDS, entity_entry
+from chronograph.application.errors import NotFoundError
+from chronograph.application.lifecycle.importchecks import FORK_FIELDS, entity_entry, in_section
 from chronograph.application.lifecycle.importrecords import Problem, Section
 from chronograph.eventstore.lmdb import resident
 from msgspec import UNSET
@@ -190,12 +191,44 @@ class Writer:
                     if relation is not None and any(getattr(relation, k) != v for k, v in fields.items()):
                         report.conflict(f"line {line}: relation {source} -[{kind}]-> {target} exists with another "
                                         "confidence or metadata; kept the store's")
-            relations = [{"from": s, "to": t, "relationType": k, **fields} for _, s, t, k, fields in rows]
-            report.related += len(self.call("create_relations", {"relations": relations}).relations)
+            report.related += self._create_relations(rows)
             resident.release(MAPPED)
             done += len(rows)
             if self.job.progress is not None:
                 self.job.progress("relations", done, section.relations)
+
+
+    def _create_relations(self, rows: list[Any]) -> int:
+        """Write a batch of relations; return how many were new. Their ends were checked before
+        the first write: one that another process deleted or forgot since is a problem of its
+        line, and the rest of the batch is written (with `strict`, the import stops there)."""
+        while rows:
+            relations = [{"from": s, "to": t, "relationType": k, **fields} for _, s, t, k, fields in rows]
+            try:
+                return len(self.call("create_relations", {"relations": relations}).relations)
+            except NotFoundError:
+                left = self._ends_kept(rows)
+                if self.job.strict or len(left) == len(rows):
+                    raise  # not an end gone (or the import is strict): the batch's own refusal
+                rows = left
+        return 0
+
+    def _ends_kept(self, rows: list[Any]) -> list[Any]:
+        """`rows` whose ends the store holds; the others are said as problems of their lines."""
+        section, kept = self.section, []
+        with self.memory.views.read() as graph:
+            for row in rows:
+                line, source, target, kind, _ = row
+                gone = [n for n in dict.fromkeys((source, target)) if graph.entity(section.workspace, n) is None]
+                if not gone:
+                    kept.append(row)
+                    continue
+                said = " and ".join(repr(n) for n in gone)
+                problem = Problem(line, "a relation whose end left the store during the import",
+                                  f"{source} -[{kind}]-> {target}: no entity {said} any more")
+                self.job.problems.add(in_section(section, problem) if section.named else problem)
+                section.relations -= 1  # not written, and not "already present" either
+        return kept
 
 
 def context_changes(memory: Memory, section: Section) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from chronograph.application import Memory
+from chronograph.application import ChronographError, Memory
 from chronograph.application.lifecycle.importing import FileImport, ImportReport
 from chronograph.tools.export_graph import main as export_main
 from chronograph.tools.import_graph import main as import_main
@@ -216,3 +216,31 @@ def test_a_json_export_imported_back_into_its_store_reports_no_conflict(
     assert import_main([str(out), "--store", str(tmp_path / "store")]) == 0
     said = capsys.readouterr().out
     assert "0 conflict(s)" in said and "other metadata" not in said
+
+
+def test_a_relation_whose_end_leaves_the_store_during_the_import_is_a_problem_not_a_stop(tmp_path: Path) -> None:
+    path = tmp_path / "memory.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [
+        {"type": "entity", "name": "Bob", "entityType": "person", "observations": []},
+        {"type": "relation", "from": "Bob", "to": "Ada", "relationType": "knows"},
+        {"type": "relation", "from": "Bob", "to": "Cy", "relationType": "knows"}]) + "\n")
+    with Memory(tmp_path / "store") as memory:
+        memory.write("create_entities", {"entities": [{"name": n, "entityType": "person", "observations": []}
+                                                      for n in ("Ada", "Cy")]}, actor="t")
+        for strict in (False, True):
+            with FileImport(path, "default", strict=strict) as job:
+                job.survey()
+                job.check_ends(memory)  # both ends are in the store: checked
+                memory.write("delete_entities", {"entityNames": ["Ada"]}, actor="another process")
+                if strict:
+                    with pytest.raises(ChronographError, match="no entity named 'Ada'"):
+                        job.write(memory)
+                    continue
+                ((_, report),) = job.write(memory)
+                problems = [(kind, [p.line for p in first]) for kind, _, first in job.problems.kinds()]
+                memory.write("create_entities", {"entities": [{"name": "Ada", "entityType": "person",
+                                                               "observations": []}]}, actor="t")
+        graph = msgspec.to_builtins(memory.read("read_graph", {}))
+    assert (report.created, report.related, report.skipped) == (1, 1, 0)
+    assert problems == [("a relation whose end left the store during the import", [2])]
+    assert [(r["from"], r["to"]) for r in graph["relations"]] == [("Bob", "Cy")]
