@@ -131,12 +131,12 @@ class Writer:
         merges = [{"entityName": n, "contents": without(self.entries[n])["observations"]} for n in existing]
         added_to: dict[str, int] = {}
         for start in range(0, len(merges), step):
-            for result in self.call("add_observations", {"observations": merges[start : start + step]}).results:
+            for result in self._add_observations(merges[start : start + step]):
                 added_to[result.entity_name] = len(result.added_observations)
         report.observations += sum(added_to.values())
         for spans in (spanned(self.entries), self.again):
             for start in range(0, len(spans), step):
-                for result in self.call("add_observations", {"observations": spans[start : start + step]}).results:
+                for result in self._add_observations(spans[start : start + step]):
                     report.observations += len(result.added_observations)
         for name in existing:
             theirs = self.entries[name]["entityType"]
@@ -150,6 +150,29 @@ class Writer:
         if self.job.progress is not None:
             self.job.progress("entities", min(self.written, self.total), self.total)
         self.entries, self.lines_of, self.again = {}, {}, []
+
+    def _add_observations(self, items: list[dict[str, Any]]) -> list[Any]:
+        """add_observations' results for `items`. An entity another process deleted or forgot
+        since this import met it is a problem of its line, and the rest is written (with
+        `strict`, the import stops there)."""
+        while items:
+            try:
+                return list(self.call("add_observations", {"observations": items}).results)
+            except NotFoundError:
+                workspace = self.section.workspace
+                with self.memory.views.read() as graph:
+                    gone = {i["entityName"] for i in items if graph.entity(workspace, i["entityName"]) is None}
+                if self.job.strict or not gone:
+                    raise  # not an entity gone (or the import is strict): the batch's own refusal
+                for name in sorted(gone):
+                    self._problem(self.lines_of.get(name, 0), "an entity that left the store during the import",
+                                  f"{name!r}: its observations of this line were not added")
+                items = [i for i in items if i["entityName"] not in gone]
+        return []
+
+    def _problem(self, line: int, kind: str, detail: str) -> None:
+        problem = Problem(line, kind, detail)
+        self.job.problems.add(in_section(self.section, problem) if self.section.named else problem)
 
     def _retyped(self, line: int, name: str, theirs: str, kept: str, first: int) -> None:
         self.report.conflict(f"line {line}: {name!r} is a {theirs!r} there and a {kept!r} on line {first}; kept "
@@ -224,9 +247,8 @@ class Writer:
                     kept.append(row)
                     continue
                 said = " and ".join(repr(n) for n in gone)
-                problem = Problem(line, "a relation whose end left the store during the import",
-                                  f"{source} -[{kind}]-> {target}: no entity {said} any more")
-                self.job.problems.add(in_section(section, problem) if section.named else problem)
+                self._problem(line, "a relation whose end left the store during the import",
+                              f"{source} -[{kind}]-> {target}: no entity {said} any more")
                 section.relations -= 1  # not written, and not "already present" either
         return kept
 

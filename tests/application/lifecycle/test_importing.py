@@ -244,3 +244,24 @@ def test_a_relation_whose_end_leaves_the_store_during_the_import_is_a_problem_no
     assert (report.created, report.related, report.skipped) == (1, 1, 0)
     assert problems == [("a relation whose end left the store during the import", [2])]
     assert [(r["from"], r["to"]) for r in graph["relations"]] == [("Bob", "Cy")]
+
+
+def test_a_later_line_of_an_entity_removed_mid_import_is_a_problem_not_a_stop(tmp_path: Path) -> None:
+    path = tmp_path / "memory.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [
+        {"type": "entity", "name": "Ada", "entityType": "person", "observations": ["first"]},
+        {"type": "entity", "name": "Bob", "entityType": "person", "observations": ["here"]},
+        {"type": "entity", "name": "Ada", "entityType": "person", "observations": ["second"]}]) + "\n")
+    with Memory(tmp_path / "store") as memory:
+        def meanwhile(stage: str, done: int, total: int) -> None:
+            if stage == "entities" and done == 1:  # after the first batch, another process deletes Ada
+                memory.write("delete_entities", {"entityNames": ["Ada"]}, actor="another process")
+
+        with FileImport(path, "default", batch=1, progress=meanwhile) as job:
+            job.survey()
+            job.check_ends(memory)
+            ((_, report),) = job.write(memory)
+            problems = [(kind, [p.line for p in first]) for kind, _, first in job.problems.kinds()]
+        graph = msgspec.to_builtins(memory.read("read_graph", {}))
+    assert problems == [("an entity that left the store during the import", [3])]
+    assert report.created == 2 and [e["name"] for e in graph["entities"]] == ["Bob"]
