@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from chronograph.application.engine.asked import Asked
 from chronograph.application.engine.storelock import StoreLock
 from chronograph.application.errors import UnavailableError
 from chronograph.eventstore import EventStoreError
@@ -33,7 +34,7 @@ from chronograph.projections import EntityRecord, LmdbGraph, Snapshot, Views
 from chronograph.projections.errors import EmbeddingsUnavailableError, ProjectionError, TermWeightsUnavailableError
 from chronograph.projections.search.embedder import Embedder
 from chronograph.projections.search.passages import PASSAGES, digest, embed_records, observation_text
-from chronograph.projections.search.splade import VOCABULARY, LocalSplade, Weights
+from chronograph.projections.search.splade import LocalSplade
 from chronograph.projections.search.vectors import DIGEST, Match, Parts, Vectors, load_numpy, touched_entities
 
 __all__ = ["STEP", "Semantic"]
@@ -58,18 +59,6 @@ QUERIES_KEPT = 256
 BEHIND = 1024
 """Events the projector's vectors may trail the head by and still be the ones searched, however
 far the other id's are ahead (see `Semantic._searched`)."""
-TERMS = 0.7
-"""How far learned term weights move a part's nearness from its cosine similarity towards 1:
-TERMS times its term score as a share of the query's own (what a text weighing the query's
-words as the query does scores; at most 1), so a nearness stays a similarity of 0 to 1 (a
-threshold still means what it says). Measured on bench_recall (semantic recall@5 / @10 of the
-turns, 418 questions; evidence in the first 10 matchedObservations of a hybrid answer on the
-sessions) and bench_retrieval's paraphrases (recall@3 / MRR); cosine alone: 0.602 / 0.681,
-0.62, 1.00 / 0.88. TERMS 0.5: 0.679 / 0.734, 0.672, 0.97 / 0.88; 0.7: 0.678 / 0.744, 0.683,
-0.97 / 0.88; 0.9: 0.683 / 0.747, 0.683, 0.93 / 0.86; 1.0: 0.675 / 0.749, 0.677, 0.93 / 0.84.
-Added without the saturation (0.5: 0.683 / 0.747, 0.689) a nearness passed 1. A share of the
-best term score among the candidates instead of the query's own (0.3: 0.681 / 0.749) gave the
-best of a question no candidate answers the whole bonus: paraphrases fell to 0.90 / 0.69."""
 RESIDENT = 128 << 20
 """Bytes of the store's pages (and libraries') the server keeps resident while the projector
 works through a backlog; past it, the store's are given back (see `resident`): embedding
@@ -110,7 +99,7 @@ class Semantic:
         """Whether the embedder has loaded and embedded once (a write embeds in the call only then)."""
         self.embedded = 0
         """Entities this process has embedded (by the projector)."""
-        self._queries: OrderedDict[str, _Query] = OrderedDict()
+        self._queries: OrderedDict[str, Asked] = OrderedDict()
         self.closed = False
         """Set (under the lock) when the store closes: nothing is stored after it."""
         self._stop = threading.Event()
@@ -407,7 +396,7 @@ class Semantic:
             asked = self._embedded_query(query)
         except UnavailableError:
             return None
-        scores = self._scores(parts, asked)
+        scores = asked.parts_nearness(parts)
         where = {key: i for i, key in enumerate(parts.keys())}
         found = {}
         for observation in record.observations:
@@ -419,7 +408,7 @@ class Semantic:
     def best_closeness(self, snapshot: Snapshot, records: Sequence[EntityRecord], query: str) -> dict[str, float]:
         """For each of `records` whose stored parts are of its version, how near `query` its
         nearest part is: its cosine similarity, moved towards 1 by its term weights where the
-        parts keep them (`_Query.nearness`), in one product for all of them."""
+        parts keep them (`Asked.nearness`), in one product for all of them."""
         try:
             asked = self._embedded_query(query)
         except UnavailableError:
@@ -444,13 +433,7 @@ class Semantic:
         starts = np.cumsum([0, *sizes[:-1]])
         return dict(zip(streams, np.maximum.reduceat(cosines, starts).tolist(), strict=True))
 
-    def _scores(self, parts: Parts, asked: _Query) -> Any:
-        """Each part's nearness to the query `asked`: as `best_closeness` scores them."""
-        cosines = parts.rows(len(asked.vector)) @ asked.vector
-        terms = None if asked.terms is None else parts.term_scores(asked.dense())
-        return cosines if terms is None else asked.nearness(cosines, terms)
-
-    def _embedded_query(self, query: str) -> _Query:
+    def _embedded_query(self, query: str) -> Asked:
         asked = self._queries.get(query)
         if asked is None:
             try:
@@ -464,41 +447,13 @@ class Semantic:
                     terms = weigher.query(query)
                 except TermWeightsUnavailableError as error:
                     self._without_weights(error)
-            asked = self._queries[query] = _Query(vector, terms)
+            asked = self._queries[query] = Asked(vector, terms)
             self.loaded = True
             while len(self._queries) > QUERIES_KEPT:
                 self._queries.popitem(last=False)
         else:
             self._queries.move_to_end(query)
         return asked
-
-
-class _Query:
-    """A query as searched: its vector, and its term weights (None: no weigher)."""
-
-    __slots__ = ("own", "terms", "vector")
-
-    def __init__(self, vector: Any, terms: Weights | None) -> None:
-        self.vector = vector
-        self.terms = terms
-        """Word piece ids and weights (a few dozen: a dense row is made for each scoring)."""
-        self.own = 0.0 if terms is None else float(terms[1] @ terms[1])
-        """The query's term score against itself: what a text calling for its words as it does scores."""
-
-    def dense(self) -> Any:
-        """The term weights as one float32 per word piece of the vocabulary."""
-        np = load_numpy()
-        row = np.zeros(VOCABULARY, dtype=np.float32)
-        if self.terms is not None:
-            row[self.terms[0]] = self.terms[1]
-        return row
-
-    def nearness(self, cosines: Any, scores: Any) -> Any:
-        """Cosine similarities with what term scores add: each closes `TERMS` times its share of
-        the query's own score of the way from its cosine to 1 (so a nearness stays at most 1)."""
-        np = load_numpy()
-        share = np.minimum(scores / max(self.own, 1e-9), 1.0)
-        return cosines + TERMS * share * (1.0 - cosines)
 
 
 def _yield_to_requests() -> None:
