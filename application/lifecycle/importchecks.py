@@ -102,7 +102,9 @@ def entity_entry(number: int, record: dict[str, Any], *, checked: bool = False) 
 
 
 def in_section(section: Section, problem: Problem) -> Problem:
-    """A section's problem, said by the plan of the whole file."""
+    """A section's problem, said by the plan of the whole file (the file's own section's as it is)."""
+    if not section.named:
+        return problem
     return Problem(problem.line, f"workspace {section.workspace!r}: {problem.kind}", problem.detail,
                    section.number)
 

@@ -200,7 +200,7 @@ class FileImport:
                         said = " and ".join(repr(n) for n in missing)
                         problem = Problem(line, "a relation whose end is in neither the file nor the store",
                                           f"{source} -[{kind}]-> {target}: no entity {said}")
-                        self.problems.add(in_section(section, problem) if section.named else problem)
+                        self.problems.add(in_section(section, problem))
                         lines.append(line)
                 self.index.drop_relations(section.number, lines)
                 dropped += len(lines)

@@ -171,8 +171,7 @@ class Writer:
         return []
 
     def _problem(self, line: int, kind: str, detail: str) -> None:
-        problem = Problem(line, kind, detail)
-        self.job.problems.add(in_section(self.section, problem) if self.section.named else problem)
+        self.job.problems.add(in_section(self.section, Problem(line, kind, detail)))
 
     def _retyped(self, line: int, name: str, theirs: str, kept: str, first: int) -> None:
         self.report.conflict(f"line {line}: {name!r} is a {theirs!r} there and a {kept!r} on line {first}; kept "
