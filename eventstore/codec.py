@@ -3,9 +3,9 @@
 A record of codec 1 is the envelope as a msgpack array (position, stream, version,
 recorded_at, schema_version, actor, correlation_id, idempotency_key, event[, principal]), the
 event a msgpack map whose ``type`` key is its stable tag; the principal is left out when it is
-`LOCAL` (every record written before issue 36 reads as the local user's). Records of codec 2
+`LOCAL` (every record written before issue 36 reads as the local user's). Records of codecs 2 and 3
 (`compact`, written since issue 35) say the same in fewer bytes; each record says which it is by
-its first byte (and, for an array of 10, its last), so a log holds both and reads both. Decoding
+its first byte and its last, so a log holds all three and reads all three. Decoding
 takes one pass with one reused decoder; only an event written at an older schema version takes
 the slow path through the upcasters.
 """
@@ -27,8 +27,7 @@ __all__ = ["LOCAL", "Codec", "Envelope", "SlimEnvelope", "Upcasters", "UPCASTERS
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 _MARK = bytes([MARK])
-_MARK_PRINCIPAL = bytes([MARK + 1])
-_CODEC_BYTE = bytes([CODEC])
+_MARK_ELEVEN = bytes([MARK + 1])
 
 LOCAL = "local"
 """The principal of an event whose envelope names none: the local user (stdio, a command), and
@@ -38,9 +37,10 @@ every event written before envelopes carried a principal."""
 def check_principal(principal: str) -> None:
     """Refuse a principal name a record cannot carry unambiguously.
 
-    A codec-1 record with a principal is an array of 10, as a codec-2 record is; the codec-2
-    record ends in the byte 2 (its codec number), which a name without control characters
-    never ends in.
+    A codec-1 record with a principal is an array of 10, as a codec-2 record is, and a codec-2
+    record with one is an array of 11, as a codec-3 record is; codec-2 records end in the byte
+    2 and codec-3 records in the byte 3 (their codec numbers), which a name without control
+    characters never ends in.
 
     Raises:
         ValueError: If `principal` is empty or holds a control character.
@@ -49,10 +49,12 @@ def check_principal(principal: str) -> None:
         raise ValueError(f"{principal!r} is not a principal name (printable characters, not empty)")
 
 
-def _compact(data: Stored) -> bool:
-    """Whether a stored record is of codec 2 (see the module's docstring)."""
+def _compact(data: Stored) -> int:
+    """The codec of a stored record if it is 2 or 3, else 0 (see the module's docstring)."""
     first = data[:1]
-    return first == _MARK_PRINCIPAL or (first == _MARK and data[-1:] == _CODEC_BYTE)
+    if first == _MARK_ELEVEN:
+        return 3 if data[-1:] == b"\x03" else 2
+    return 2 if first == _MARK and data[-1:] == b"\x02" else 0
 
 
 class Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
@@ -101,7 +103,8 @@ class SlimEnvelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
 
 class _Header(msgspec.Struct, frozen=True, array_like=True, gc=False):
     position: int
-    stream: str | None
+    stream: Any
+    """text, nil or bytes (see `compact`)"""
     version: int
     recorded_at: int
     schema_version: int
@@ -167,7 +170,7 @@ class Codec:
     ) -> None:
         self.events: dict[str, type[Event]] = {event_type(cls): cls for cls in events}
         self.writes = writes
-        """The codec of the records it encodes (1 or 2); it reads both."""
+        """The codec of the records it encodes (1, 2 or 3); it reads them all."""
         self._compact = Compact(self.events)
         self._schemas: dict[type[Event], int] = {cls: cls.schema for cls in self.events.values()}
         self._upcasters = upcasters
@@ -199,7 +202,15 @@ class Codec:
             if envelope.principal == LOCAL:  # as records were before envelopes carried one
                 return self._encoder.encode(msgspec.structs.astuple(envelope)[:-1])
             return self._encoder.encode(envelope)
-        return self._compact.encode(*msgspec.structs.astuple(envelope))
+        return self._compact.encode(*msgspec.structs.astuple(envelope), codec=self.writes)
+
+    def writing(self, codec: int) -> Codec:
+        """This codec (its decoders shared), writing records of `codec`."""
+        if codec == self.writes:
+            return self
+        other = Codec.__new__(Codec)
+        vars(other).update(vars(self), writes=codec)
+        return other
 
     def encode_event(self, event: Event) -> bytes:
         """The stored bytes of an event alone (used to fingerprint writes)."""
@@ -211,8 +222,9 @@ class Codec:
         Raises:
             UnknownEventError: If the event type or its schema version cannot be read.
         """
-        if _compact(data):
-            return self._decode_compact(data)
+        codec = _compact(data)
+        if codec:
+            return self._decode_compact(data, codec)
         try:
             envelope: Envelope = self._decoder.decode(data)  # type: ignore[assignment]  # a subclass of it
         except msgspec.ValidationError:
@@ -226,9 +238,9 @@ class Codec:
 
         With `slim`, the audit fields are left undecoded (see `SlimEnvelope`).
         """
-        compact = sum(_compact(value) for value in values)
-        if compact:
-            return self._decode_many_compact(values) if compact == len(values) else [self.decode(v) for v in values]
+        codecs = set(map(_compact, values))
+        if codecs != {0}:
+            return self._decode_many_compact(values, *codecs) if len(codecs) == 1 else [self.decode(v) for v in values]
         buffer = b"\xdd" + struct.pack(">I", len(values)) + b"".join(values)
         try:
             envelopes: list[Envelope] = (self._slim_many if slim else self._many).decode(buffer)
@@ -248,9 +260,9 @@ class Codec:
         """Only the position a stored envelope claims."""
         return self._header.decode(data).position
 
-    def _decode_many_compact(self, values: Sequence[Stored]) -> list[Envelope]:
+    def _decode_many_compact(self, values: Sequence[Stored], codec: int) -> list[Envelope]:
         try:
-            pairs = self._compact.decode_many(values)
+            pairs = self._compact.decode_many(values, codec)
         except msgspec.ValidationError:
             return [self.decode(value) for value in values]
         schemas, stream, make = self._schemas, self._compact.stream, self._envelope
@@ -258,7 +270,7 @@ class Codec:
         out: list[Envelope] = []
         for index, (record, event) in enumerate(pairs):
             if record.schema_version != schemas[type(event)]:
-                out.append(self._decode_compact(values[index]))
+                out.append(self._decode_compact(values[index], codec))
                 continue
             call = record.correlation_id
             correlation = calls.get(call)
@@ -266,14 +278,14 @@ class Codec:
                 correlation = calls[call] = call.hex() if isinstance(call, bytes) else call[0]
             out.append(make(record.position, stream(record, event), record.version, record.recorded_at,
                             record.schema_version, record.actor, correlation, record.idempotency_key, event,
-                            record.principal))
+                            record.principal or LOCAL))
         return out
 
-    def _decode_compact(self, data: Stored) -> Envelope:
+    def _decode_compact(self, data: Stored, codec: int) -> Envelope:
         compact = self._compact
-        record = compact.record(data)
+        record = compact.record(data, codec)
         try:
-            event = compact.event(record.event)
+            event = compact.event(record.event, codec)
         except msgspec.ValidationError:
             event = None
         if event is None or record.schema_version != self._schemas[type(event)]:
@@ -281,10 +293,10 @@ class Codec:
                                                                                                 record.schema_version))
         return self._envelope(record.position, compact.stream(record, event), record.version, record.recorded_at,
                         self._schemas[type(event)], record.actor, compact.correlation(record), record.idempotency_key,
-                        event, record.principal)
+                        event, compact.principal(record))
 
     def _lift(self, position: int, schema: int, fields_of: Callable[[], dict[str, Any]]) -> Event:
-        """An event of a codec-2 record at an older schema, lifted by the upcasters.
+        """An event of a codec-2 or codec-3 record at an older schema, lifted by the upcasters.
 
         Raises:
             UnknownEventError: If its tag, its schema or its old layout is unknown.

@@ -78,9 +78,15 @@ def stream_key(stream: str) -> bytes:
     stream (a relation's spells out its workspace, both names and its type) becomes its 16-byte
     digest. The two lengths differ, so the two kinds of key can never be equal.
     """
+    key = entity_key(stream)
+    return digest(stream.encode("utf-8", "surrogatepass"), 16) if key is None else key
+
+
+def entity_key(stream: str) -> bytes | None:
+    """The 15 bytes an entity's stream stands for (see `stream_key`), or None for any other stream."""
     if len(stream) == 37 and (found := _ENTITY_STREAM.fullmatch(stream)) is not None:
         return bytes.fromhex(found[1])
-    return digest(stream.encode("utf-8", "surrogatepass"), 16)
+    return None
 
 
 def entity_stream_of(key: Stored) -> str:

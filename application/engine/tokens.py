@@ -31,7 +31,7 @@ import msgspec
 from chronograph.application.engine.principal import ANY_WORKSPACE, LEVELS, Level, Principal
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError, NotFoundError
 from chronograph.eventstore import NO_STREAM, ConcurrencyError, Envelope, EventLog, StreamWrite, clock
-from chronograph.eventstore.tokenevents import TokenIssued, TokenRevoked, token_stream
+from chronograph.eventstore.tokenevents import TOKEN_STREAM, TokenIssued, TokenRevoked, token_stream
 from chronograph.projections import Views
 
 if TYPE_CHECKING:
@@ -45,7 +45,9 @@ PREFIX = "chg_"
 """How every token begins (a secret scanner can know it)."""
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 """A token's name (its principal's): printable, short, no spaces."""
-_NEEDLES = (b"token_issued", b"token_revoked")
+_NEEDLES = (TOKEN_STREAM.encode(),)
+"""What every token event's stored record holds, whichever codec wrote it: its stream's text (a
+record of codec 3 stores its tag as a number)."""
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 

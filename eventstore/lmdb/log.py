@@ -30,7 +30,7 @@ __all__ = ["FORMAT_VERSION", "LmdbLog"]
 
 T = TypeVar("T")
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 """On-disk format this code creates; a store with a higher one is refused, never guessed at.
 2: the log may hold records of codec 2 (`eventstore.compact`); a store of format 1 is raised to
 2 when it is opened for writing, so a version of Chronograph that cannot read them refuses it
@@ -39,11 +39,15 @@ by its format instead of failing on a record. 3: `streams` and `heads` are keyed
 version is its last key in `streams` (a tenth of a store's pages were the heads). A store is
 created in the newest format and never raised to 3 or 4: its keys would have to be rewritten
 while another process, of a version that reads the heads, may be writing them (`chronograph
-copy` writes a store of the newest format)."""
+copy` writes a store of the newest format). 5: new records are of codec 3 (`eventstore.compact`);
+a store of an older format keeps being written in codec 2, since a process of an older version
+may have it open and would fail on a record it cannot read."""
 _KEYED = 3
 """The first format whose stream keys are `keys.stream_key`"""
 _HEADLESS = 4
 """The first format without the `heads` database"""
+_CODEC_3 = 5
+"""The first format whose new records are of codec 3"""
 
 _LOG_DATABASES = (b"log", b"streams", b"idempotency", b"meta")
 _HEADS = b"heads"
@@ -130,6 +134,7 @@ class LmdbLog(EventLog):
         env = self.environment
         try:
             if fresh:
+                self._writes(FORMAT_VERSION)
                 return env.write(self._create_log)
             with env.read() as txn:
                 existing = {bytes(name) for name, _ in txn.cursor()}
@@ -142,6 +147,7 @@ class LmdbLog(EventLog):
             dbs = Databases(log, streams, None, idempotency, meta, sums, where=str(self.path))
             with env.read() as txn:
                 version = self._check_format(txn, dbs)
+            self._writes(version)
             if version < _HEADLESS:  # every version that wrote such a store created them
                 if _HEADS not in existing:
                     raise StoreCorruptError(f"{self.path} is damaged: its stream heads are missing")
@@ -155,6 +161,11 @@ class LmdbLog(EventLog):
             return dbs
         except lmdb.Error as error:
             raise StoreCorruptError(f"{self.path} is damaged: {error}") from None
+
+    def _writes(self, version: int) -> None:
+        """Write no newer a codec than a store of `version` may hold."""
+        if version < _CODEC_3 and self.codec.writes > 2:
+            self.codec = self.codec.writing(2)
 
     def _create_log(self, txn: lmdb.Transaction) -> Databases:
         log, streams, idempotency, meta, sums, _ = (

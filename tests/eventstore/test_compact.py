@@ -1,4 +1,4 @@
-"""Codec 2, the compact record: fewer bytes, old records still read, checksums over what is stored."""
+"""Codecs 2 and 3, the compact records: fewer bytes, old records still read, checksums over what is stored."""
 
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ from chronograph.eventstore import (
     StoreCorruptError,
     StreamWrite,
 )
-from chronograph.eventstore.compact import LAYOUTS, relation_stream
+from chronograph.eventstore.compact import LAYOUTS, NUMBERS, Compact, relation_stream
 from chronograph.eventstore.copying import copy_log, verify_copy
 from chronograph.eventstore.events import event_type
 from chronograph.eventstore.keys import pack_u32, pack_u64
+from chronograph.eventstore.teamevents import SessionEnded
 from chronograph.projections import relation_stream as the_views_relation_stream
 from freezegun import freeze_time
 
@@ -119,3 +120,78 @@ def test_a_copy_keeps_each_record_in_the_codec_that_wrote_it(tmp_path: Path) -> 
         assert copy_log(old, copy) == 10
         assert stored(copy) == stored(old)
         assert verify_copy(old, copy) == []
+
+
+def a_format_4_store(path: Path) -> None:
+    with LmdbLog(path) as empty, empty.environment.env.begin(write=True) as txn:
+        txn.put(b"format", pack_u32(4), db=empty.dbs.meta)  # as the versions before codec 3 made it
+
+
+def test_every_tag_keeps_the_number_its_codec_3_records_store() -> None:
+    assert NUMBERS == dict(zip([  # append, never reorder: the numbers are in every record written since
+        'entity_created', 'observations_added', 'observations_deleted', 'entity_updated', 'entity_deleted',
+        'relation_created', 'relation_updated', 'relation_deleted', 'context_updated', 'entity_renamed',
+        'entity_merged', 'observations_invalidated', 'relation_invalidated', 'content_erased', 'entity_forgotten',
+        'entity_restored', 'organization_created', 'project_created', 'project_updated', 'session_started',
+        'session_ended', 'entry_added', 'entry_updated', 'entry_deactivated', 'entry_reactivated', 'tag_created',
+        'tag_attached', 'tag_detached', 'entry_relation_created', 'entry_relation_deleted', 'file_checked_out',
+        'file_checked_in', 'file_force_unlocked', 'conflict_detected', 'conflict_resolved', 'team_memory_reset',
+        'entry_forgotten', 'token_issued', 'token_revoked'], range(1, 40), strict=True))
+    assert {event_type(cls) for cls in CATALOGUE} <= set(NUMBERS)
+
+
+@freeze_time("2026-11-25 12:00:00")
+def test_a_new_store_writes_codec_3_records_a_seventh_smaller_that_read_back_the_same(tmp_path: Path) -> None:
+    a_format_4_store(tmp_path / "old")
+    with LmdbLog(tmp_path / "old") as old, LmdbLog(tmp_path / "new") as new:
+        for log in (old, new):
+            log.append(writes(50), actor="import", correlation_id=CALL)
+            log.append([StreamWrite("entity-000000000000000000000000000001", [SessionEnded(status="done")]),
+                        StreamWrite("team:x", [SessionEnded(status="done")])], actor="t", principal="ann",
+                       correlation_id=CALL)
+        assert {value[0] for value in stored(old)} == {0x9A, 0x9B} and {value[-1] for value in stored(old)} != {3}
+        assert {value[0] for value in stored(new)} == {0x9B} and {value[-1] for value in stored(new)} == {3}
+        assert sum(map(len, stored(new))) < 0.87 * sum(map(len, stored(old)))
+        assert [msgspec.structs.astuple(e) for e in old.read_all()] == [
+            msgspec.structs.astuple(e) for e in new.read_all()]
+        assert [e.principal for e in new.read_all()][-2:] == ["ann", "ann"]
+        created = msgspec.msgpack.decode(stored(new)[0])
+        assert created[1] == bytes(15) and created[8][0] == NUMBERS["entity_created"] and created[9] is None
+
+
+def test_a_store_of_format_4_keeps_its_format_and_codec_2_after_a_write(store_path: Path) -> None:
+    a_format_4_store(store_path)
+    with LmdbLog(store_path) as old:
+        old.append(writes(2), actor="t")
+        with old.read() as reader:
+            assert bytes(reader.txn.get(b"format", db=old.dbs.meta)) == pack_u32(4)
+        assert [value[-1] for value in stored(old)] == [2] * 4
+
+
+def test_a_log_with_records_of_every_codec_reads_them_in_one_scan(tmp_path: Path) -> None:
+    with LmdbLog(tmp_path / "one", codec=Codec(writes=1)) as one, LmdbLog(tmp_path / "two",
+                                                                         codec=Codec(writes=2)) as two:
+        one.append(writes(2), actor="t")
+        two.append(writes(2), actor="t")
+        first, second = stored(one), stored(two)
+    with LmdbLog(tmp_path / "all") as log:
+        log.append(writes(2), actor="t")
+        with log.environment.env.begin(write=True) as txn:  # positions 1-4 of codec 3, then 1 and 2
+            for position, value in enumerate([*first, *second], start=5):
+                record = msgspec.msgpack.decode(value)
+                record[0] = position
+                txn.put(pack_u64(position), msgspec.msgpack.encode(record), db=log.dbs.log)
+        with log.read() as reader:
+            values = reader.stored(1, 12)
+        assert [value[-1] for value in values[:4]] == [3] * 4 and values[4][0] == 0x99 and values[8][-1] == 2
+        envelopes = log.codec.decode_many(values)
+        assert [e.event for e in envelopes] == [w.events[0] for w in writes(2)] * 3
+        assert [e.position for e in envelopes] == list(range(1, 13))
+        assert [e.event for e in log.read_all()] == [e.event for e in envelopes]
+
+
+def test_a_codec_3_event_at_an_older_schema_names_its_tag_for_the_upcasters() -> None:
+    compact = Compact({event_type(cls): cls for cls in CATALOGUE})
+    raw = msgspec.Raw(msgspec.msgpack.encode([NUMBERS["entity_renamed"], "new", "old"]))
+    assert compact.fields(raw, 1) == {"type": "entity_renamed", "name": "new", "previous": "old"}
+    assert compact.fields(msgspec.Raw(msgspec.msgpack.encode([999, 1])), 1) == {"type": "number 999"}

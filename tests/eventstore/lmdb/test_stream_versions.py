@@ -70,7 +70,7 @@ def test_a_store_of_format_3_keeps_its_heads_and_its_format(store_path: Path) ->
         with old.read() as reader:
             assert reader.txn.get(stream_key("x"), db=old.dbs.heads) == pack_u64(2)
             assert bytes(reader.txn.get(b"format", db=old.dbs.meta)) == pack_u32(3)
-    assert FORMAT_VERSION == 4
+    assert FORMAT_VERSION == 5
 
 
 @pytest.mark.parametrize("readonly", [True, False])
