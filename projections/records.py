@@ -17,7 +17,7 @@ from typing import Any, ClassVar, TypeVar
 
 import msgspec
 from chronograph.eventstore.compact import relation_stream
-from chronograph.eventstore.keys import Stored
+from chronograph.eventstore.keys import Stored, entity_key, entity_stream_of
 from chronograph.projections.sealed import seal_array, seal_into, sealed_decoder
 
 __all__ = [
@@ -118,16 +118,19 @@ class NameRecord(msgspec.Struct, frozen=True, array_like=True, gc=False):
 class _StoredName(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """A NameRecord as the names table keeps it: the live stream by its place among the streams,
     so that each stream's text is stored once (view format 5; the text of a live stream that
-    is not among them, which the fold never makes, would be kept as it is)."""
+    is not among them, which the fold never makes, would be kept as it is), and an entity's
+    stream as its 15 bytes (`keys.entity_key`; view format 9: 39 -> 17 bytes a stream)."""
 
     live: int | str | None
-    streams: tuple[str, ...]
+    streams: tuple[Any, ...]
+    """text, or bytes (msgspec decodes no union of the two: `_name` checks them)"""
 
 
 def stored_name(record: NameRecord) -> msgspec.Struct:
     """What the names table keeps of `record` (encode it with `encode` or a `bulk_encoder`)."""
     live, streams = record.live, record.streams
-    return _StoredName(streams.index(live) if live is not None and live in streams else live, streams)
+    return _StoredName(streams.index(live) if live is not None and live in streams else live,
+                       tuple(stream if (key := entity_key(stream)) is None else key for stream in streams))
 
 
 class WorkspaceRecord(msgspec.Struct, frozen=True, array_like=True, gc=False):
@@ -197,8 +200,15 @@ _decode_stored_name = msgspec.msgpack.Decoder(_StoredName).decode
 
 def _name(value: Stored) -> NameRecord:
     stored = _decode_stored_name(value)
+    streams = tuple(stream if type(stream) is str else _entity_stream(stream) for stream in stored.streams)
     live = stored.live
-    return NameRecord(stored.streams[live] if type(live) is int else live, stored.streams)  # type: ignore[arg-type]
+    return NameRecord(streams[live] if type(live) is int else live, streams)  # type: ignore[arg-type]
+
+
+def _entity_stream(key: object) -> str:
+    if type(key) is not bytes or len(key) != ENTITY_KEY:
+        raise msgspec.ValidationError("a name's stream is neither text nor an entity's key")
+    return entity_stream_of(key)
 
 
 decode_name = sealed_decoder(_name, "a stored NameRecord")

@@ -30,7 +30,7 @@ __all__ = [
     "table_names",
 ]
 
-VIEWS_FORMAT = 8
+VIEWS_FORMAT = 9
 """Bump when a view's layout changes: a new format builds its own views beside the old ones.
 (3: every value sealed with its checksum, see `projections.sealed`; 4: records keyed by their
 stream's digest; 5: an entity's record by its stream's time-ordered bytes, which stand for
@@ -39,7 +39,8 @@ the stream's text in it, and each stream's text once in a name's record, see
 stream's text, which its workspace, ends and type spell, see `records.stored_relation`; 7:
 relations keyed by workspace and creation, found by identity through `identities`, and the
 adjacency index without values, see `keys.relation_key`; 8: a workspace's keys under the 4-byte
-number the views gave it instead of a 16-byte digest of its name, see `keys.workspace_key`.)"""
+number the views gave it instead of a 16-byte digest of its name, see `keys.workspace_key`; 9: a
+name's entity streams as their 15 bytes, see `records.stored_name`.)"""
 
 TABLES = ("entities", "relations", "identities", "names", "order", "adjacency", "workspaces", "meta")
 
