@@ -22,6 +22,7 @@ __all__ = [
     "RELATION",
     "VECTORS",
     "adjacency_key",
+    "adjacency_pair",
     "adjacency_prefix",
     "context_key",
     "is_totals_key",
@@ -107,9 +108,17 @@ def adjacency_prefix(workspace: bytes, name: str, direction: bytes) -> bytes:
 
 
 def adjacency_key(workspace: bytes, name: str, direction: bytes, seq: int) -> bytes:
-    """adjacency: (workspace, name, direction, relation creation position) -> nothing: the
-    workspace and the position are the relation's `relation_key`."""
+    """adjacency: (workspace, name, direction, relation creation position): the workspace and the
+    position are the relation's `relation_key`. The table keeps it as an `adjacency_pair`."""
     return adjacency_prefix(workspace, name, direction) + pack_u64(seq)
+
+
+def adjacency_pair(key: bytes) -> tuple[bytes, bytes]:
+    """How the adjacency table keeps an `adjacency_key`: its prefix as the key and the relation's
+    creation position as one of the key's sorted duplicates of 8 bytes (view format 9; a key of
+    its own per relation end took 236 bytes an entity at 50k, this 207). Pairs sort as the flat
+    keys do, so rows made of flat keys are written as they are sorted."""
+    return key[:-8], key[-8:]
 
 
 def totals_key(workspace: bytes) -> bytes:

@@ -59,8 +59,13 @@ ENTITY_KEY = 15
 def stored_entity(entity: EntityRecord, key: bytes) -> EntityRecord:
     """What the entities table keeps of `entity` under its `key`: without its stream's text when
     the key is that text's own bytes (an entity's stream, see `keys.stream_key`; view format 5),
-    which a reader puts back (`keys.entity_stream_of`)."""
-    return msgspec.structs.replace(entity, stream="") if len(key) == ENTITY_KEY else entity
+    which a reader puts back (`keys.entity_stream_of`), and with `updated_at` 0 while it is
+    `created_at` (view format 9; 8 bytes), which `LmdbGraph` puts back as it reads."""
+    stream = "" if len(key) == ENTITY_KEY else entity.stream
+    updated = 0 if entity.updated_at == entity.created_at else entity.updated_at
+    if stream == entity.stream and updated == entity.updated_at:
+        return entity
+    return msgspec.structs.replace(entity, stream=stream, updated_at=updated)
 
 
 class RelationRecord(msgspec.Struct, array_like=True, gc=False):
@@ -84,12 +89,15 @@ class RelationRecord(msgspec.Struct, array_like=True, gc=False):
 
 
 def stored_relation(relation: RelationRecord) -> RelationRecord:
-    """What the relations table keeps of `relation`: without its stream's text when the other
-    fields spell it (`relation_stream` of its workspace, ends and type: every relation but one a
-    redacted log renamed; view format 6), which `LmdbGraph` puts back as it reads."""
-    if relation.stream == relation_stream(relation.workspace, relation.source, relation.relation_type, relation.target):
-        return msgspec.structs.replace(relation, stream="")
-    return relation
+    """What the relations table keeps of `relation`, which `LmdbGraph` puts back as it reads:
+    without its stream's text when the other fields spell it (`relation_stream` of its
+    workspace, ends and type: every relation but one a redacted log renamed; view format 6);
+    `updated_at` 0 while it is `created_at`, and `seq` 0, which its key holds (`keys.relation_key`;
+    view format 9: 12 bytes)."""
+    spelled = relation.stream == relation_stream(relation.workspace, relation.source, relation.relation_type,
+                                                 relation.target)
+    return msgspec.structs.replace(relation, stream="" if spelled else relation.stream, seq=0,
+                                   updated_at=0 if relation.updated_at == relation.created_at else relation.updated_at)
 
 
 class ContextRecord(msgspec.Struct, array_like=True, gc=False):

@@ -14,6 +14,7 @@ views from the one log, and neither touches the other's.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import lmdb
@@ -22,10 +23,12 @@ from chronograph.eventstore.keys import pack_u32, pack_u64, unpack_u32, unpack_u
 from chronograph.projections.sealed import seal, unseal
 
 __all__ = [
+    "PAIRED",
     "TABLES",
     "VIEWS_FORMAT",
     "Pointer",
     "Tables",
+    "entries",
     "open_tables",
     "table_names",
 ]
@@ -43,6 +46,8 @@ number the views gave it instead of a 16-byte digest of its name, see `keys.work
 name's entity streams as their 15 bytes, see `records.stored_name`.)"""
 
 TABLES = ("entities", "relations", "identities", "names", "order", "adjacency", "workspaces", "meta")
+PAIRED = frozenset({"adjacency"})
+"""The tables that keep each row as a key and one of its sorted duplicates (`keys.adjacency_pair`)."""
 
 _CHECKPOINT = b"checkpoint"
 
@@ -86,7 +91,17 @@ def table_names(generation: int) -> list[str]:
 
 def open_tables(env: LmdbEnv, generation: int, *, create: bool) -> Tables:
     """The databases of `generation`'s slot; call outside any transaction."""
-    return Tables(generation, *(env.open_db(name, create=create) for name in table_names(generation)))
+    return Tables(generation, *(env.open_db(name, create=create, dupsort=table in PAIRED, dupfixed=table in PAIRED)
+                                for table, name in zip(TABLES, table_names(generation), strict=True)))
+
+
+def entries(txn: lmdb.Transaction, db: lmdb._Database) -> Iterator[tuple[bytes, bytes]]:
+    """Every entry of a table as the views' rows say it: an adjacency pair as its flat key (see
+    `keys.adjacency_pair`) and an empty value."""
+    paired = db.flags(txn)["dupsort"]
+    with txn.cursor(db) as cursor:
+        for key, value in cursor:
+            yield (bytes(key) + bytes(value), b"") if paired else (bytes(key), bytes(value))
 
 
 class Pointer:

@@ -210,7 +210,8 @@ class LmdbEnv:
 
     # --- databases ------------------------------------------------------------------------
 
-    def open_db(self, name: str, *, dupsort: bool = False, create: bool = True) -> lmdb._Database:
+    def open_db(self, name: str, *, dupsort: bool = False, dupfixed: bool = False,
+                create: bool = True) -> lmdb._Database:
         """Open (creating if needed) a named database; call it outside any transaction.
 
         Raises:
@@ -218,7 +219,8 @@ class LmdbEnv:
             StoreCorruptError: If the file is damaged where the database's root is kept.
         """
         try:
-            return self.env.open_db(name.encode(), dupsort=dupsort, create=create and not self.readonly)
+            return self.env.open_db(name.encode(), dupsort=dupsort, dupfixed=dupfixed,
+                                    create=create and not self.readonly)
         except _DAMAGE as error:
             raise self.damaged(error) from None
 

@@ -14,6 +14,7 @@ from chronograph.projections.live.views import Views
 from chronograph.projections.sealed import sound
 from chronograph.projections.states.bulkload import rows
 from chronograph.projections.states.dictstate import DictState, paused_gc
+from chronograph.projections.tables import entries
 
 __all__ = ["damaged_event", "verify"]
 
@@ -44,8 +45,7 @@ def verify(views: Views, progress: Progress | None = None, shown: int = 50) -> l
         state.position = live.position
         differences = []
         for table, expected in rows(state).items():
-            with live.txn.cursor(getattr(live.tables, table)) as cursor:
-                actual = {bytes(key): bytes(value) for key, value in cursor}
+            actual = dict(entries(live.txn, getattr(live.tables, table)))
             wanted = dict(expected)
             for key in sorted(wanted.keys() | actual.keys()):
                 have, want = actual.get(key), wanted.get(key)

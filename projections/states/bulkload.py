@@ -21,6 +21,7 @@ from chronograph.projections.keys import (
     ENTITY,
     INCOMING,
     OUTGOING,
+    adjacency_pair,
     context_key,
     name_key,
     order_key,
@@ -176,6 +177,8 @@ def put_sorted(txn: lmdb.Transaction, db: lmdb._Database, items: list[tuple[byte
     Raises:
         AssertionError: If a key was out of order or already there (the rows are wrong).
     """
+    if db.flags(txn)["dupsort"]:  # an adjacency's flat keys (see `keys.adjacency_pair`)
+        items = [adjacency_pair(key) for key, _ in items]
     with txn.cursor(db) as cursor:
         _, added = cursor.putmulti(items, append=True)
     if added != len(items):
@@ -187,11 +190,12 @@ def put_changes(txn: lmdb.Transaction, db: lmdb._Database, changes: list[tuple[b
     """Make `changes` (sorted by key: a value to put, or None to delete the key) in `db`, which
     holds other keys too; return how many."""
     puts = []
+    paired = db.flags(txn)["dupsort"]  # an adjacency's flat keys (see `keys.adjacency_pair`)
     for key, value in changes:
         if value is None:
-            txn.delete(key, db=db)
+            txn.delete(*adjacency_pair(key), db=db) if paired else txn.delete(key, db=db)
         else:
-            puts.append((key, value))
+            puts.append(adjacency_pair(key) if paired else (key, value))
     with txn.cursor(db) as cursor:
         cursor.putmulti(puts)
     return len(changes)

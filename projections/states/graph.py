@@ -14,7 +14,7 @@ from itertools import islice
 from typing import Literal, Protocol, TypeVar
 
 import lmdb
-from chronograph.eventstore.keys import Stored, entity_stream_of
+from chronograph.eventstore.keys import Stored, entity_stream_of, unpack_u64
 from chronograph.projections.errors import ViewsDamagedError
 from chronograph.projections.keys import (
     ENTITY,
@@ -57,12 +57,24 @@ _entity, _relation = entity_decoder.decode, relation_decoder.decode
 _crc = zlib.crc32
 
 
-def _spelled(relation: RelationRecord) -> RelationRecord:
-    """`relation` as read from its table, its stream's text put back where its fields spell it
-    (see `records.stored_relation`)."""
+def _spelled(relation: RelationRecord, key: Stored) -> RelationRecord:
+    """`relation` as read from its table under `key` (its `relation_key`, or the key's last 8
+    bytes), what its record leaves out put back (see `records.stored_relation`): its stream's text
+    where its fields spell it, its creation and its last change."""
     if not relation.stream:
         relation.stream = relation_stream(relation.workspace, relation.source, relation.relation_type, relation.target)
+    if not relation.seq:
+        relation.seq = unpack_u64(key[-8:])
+    if not relation.updated_at:
+        relation.updated_at = relation.created_at
     return relation
+
+
+def _dated(entity: EntityRecord) -> EntityRecord:
+    """`entity` as read from its table, its last change put back (see `records.stored_entity`)."""
+    if not entity.updated_at:
+        entity.updated_at = entity.created_at
+    return entity
 
 
 def page(items: Iterable[T], offset: int, limit: int | None) -> Iterator[T]:
@@ -166,7 +178,7 @@ class LmdbGraph:
             return None
         if _crc(value) != RESIDUE:
             raise ViewsDamagedError("a record fails its checksum")
-        entity = _entity(value)
+        entity = _dated(_entity(value))
         if not entity.stream:  # its key spells it (see `records.stored_entity`)
             entity.stream = stream
         return entity
@@ -176,7 +188,7 @@ class LmdbGraph:
         key = self.txn.get(record_key(stream), db=self.tables.identities)
         if key is None:
             return None
-        relation = _spelled(_relation(self._indexed(key, self.tables.relations)))
+        relation = _spelled(_relation(self._indexed(key, self.tables.relations)), key)
         if relation.stream != stream:
             raise ViewsDamagedError("an index points at another record")
         return relation
@@ -186,7 +198,7 @@ class LmdbGraph:
     ) -> Iterator[EntityRecord]:
         """The workspace's live entities, oldest first."""
         for key, value in self._records(self._ordered(workspace, ENTITY, offset, limit), self.tables.entities):
-            entity = _entity(value)
+            entity = _dated(_entity(value))
             if not entity.stream:  # its key spells it (see `records.stored_entity`)
                 entity.stream = entity_stream_of(key)
             yield entity
@@ -195,10 +207,10 @@ class LmdbGraph:
         self, workspace: str, offset: int = 0, limit: int | None = None
     ) -> Iterator[RelationRecord]:
         """The workspace's live relations, oldest first."""
-        for value in page(self._scan_values(self._ws(workspace), self.tables.relations), offset, limit):
+        for key, value in page(self._scan_items(self._ws(workspace), self.tables.relations), offset, limit):
             if _crc(value) != RESIDUE:
                 raise ViewsDamagedError("a record fails its checksum")
-            yield _spelled(_relation(value))
+            yield _spelled(_relation(value), key)
 
     def relation(
         self, workspace: str, source: str, relation_type: str, target: str
@@ -214,9 +226,8 @@ class LmdbGraph:
         db, ws = self.tables.relations, self._ws(workspace)
         found: list[RelationRecord] = []
         for way in directions[direction]:
-            prefix = adjacency_prefix(ws, name, way)
-            for key in self._scan_keys(prefix, self.tables.adjacency):
-                record = _relation(self._indexed(ws + key[-8:], db))  # the relation's `relation_key`
+            for seq in self._duplicates(adjacency_prefix(ws, name, way), self.tables.adjacency):
+                record = _spelled(_relation(self._indexed(ws + seq, db)), seq)  # ws + seq: its `relation_key`
                 if record.workspace == workspace and (
                     record.source == name if way == OUTGOING else record.target == name
                 ):
@@ -224,7 +235,7 @@ class LmdbGraph:
         if direction == "both":  # a self-relation is both outgoing and incoming (its creation, `seq`, is its own)
             found = list({record.seq: record for record in found}.values())
             found.sort(key=lambda record: record.seq)
-        return [_spelled(record) for record in found]
+        return found
 
     def most_connected(self, workspace: str, limit: int) -> list[tuple[str, int]]:
         """The `limit` names with the most live relations, and how many, most first (ties in the
@@ -237,12 +248,12 @@ class LmdbGraph:
         name, incoming = b"", set[bytes]()
         with self.txn.cursor(self.tables.adjacency) as cursor:
             if cursor.set_range(prefix):
-                for key in cursor.iternext(values=False):
+                for key, value in cursor:  # (workspace, name, direction) and a relation's creation
                     if key[:width] != prefix:
                         break
                     if key[width : width + 16] != name:  # the name's digest; its incoming keys come first
                         name, incoming = bytes(key[width : width + 16]), set()
-                    seq = bytes(key[width + 17 :])
+                    seq = bytes(value)
                     if key[width + 16 : width + 17] == INCOMING:
                         incoming.add(seq)
                     elif seq in incoming:  # a relation from the name to itself: counted once, as by a fold
@@ -250,10 +261,10 @@ class LmdbGraph:
                     counts[name] += 1
         found = []
         for name_digest, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
-            first = next(iter(self._scan_keys(prefix + name_digest, self.tables.adjacency)), None)
+            first = self._first_value(prefix + name_digest, self.tables.adjacency)
             if first is None:
                 continue
-            record = _relation(self._indexed(prefix + first[-8:], self.tables.relations))
+            record = _relation(self._indexed(prefix + first, self.tables.relations))
             ends = [n for n in (record.source, record.target)
                     if adjacency_prefix(prefix, n, OUTGOING)[: width + 16] == prefix + name_digest]
             if ends:
@@ -322,15 +333,27 @@ class LmdbGraph:
     def _ordered(self, workspace: str, kind: bytes, offset: int, limit: int | None) -> Iterator[Stored]:
         return page(self._scan_values(order_prefix(self._ws(workspace), kind), self.tables.order), offset, limit)
 
-    def _scan_keys(self, prefix: bytes, db: lmdb._Database) -> Iterator[bytes]:
+    def _duplicates(self, key: bytes, db: lmdb._Database) -> list[bytes]:
+        """The sorted duplicates of `key` in a table that keeps pairs (see `keys.adjacency_pair`)."""
+        with self.txn.cursor(db) as cursor:
+            return [bytes(value) for value in cursor.iternext_dup(keys=False)] if cursor.set_key(key) else []
+
+    def _first_value(self, prefix: bytes, db: lmdb._Database) -> bytes | None:
+        """The value of the first key that starts with `prefix`, or None."""
+        with self.txn.cursor(db) as cursor:
+            if not cursor.set_range(prefix) or cursor.key()[: len(prefix)] != prefix:
+                return None
+            return bytes(cursor.value())
+
+    def _scan_items(self, prefix: bytes, db: lmdb._Database) -> Iterator[tuple[Stored, Stored]]:
         with self.txn.cursor(db) as cursor:
             if not cursor.set_range(prefix):
                 return
             width = len(prefix)
-            for key in cursor.iternext(values=False):
+            for key, value in cursor:
                 if key[:width] != prefix:
                     return
-                yield bytes(key)
+                yield key, value
 
     def _scan_values(self, prefix: bytes, db: lmdb._Database) -> Iterator[Stored]:
         with self.txn.cursor(db) as cursor:

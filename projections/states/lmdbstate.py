@@ -18,6 +18,7 @@ from chronograph.projections.keys import (
     OUTGOING,
     RELATION,
     adjacency_key,
+    adjacency_pair,
     context_key,
     name_key,
     number_key,
@@ -132,7 +133,7 @@ class LmdbState(LmdbGraph):
         txn.put(key, encode(stored_relation(relation)), db=tables.relations)
         txn.put(record_key(relation.stream), key, db=tables.identities)
         for name, way in ((relation.source, OUTGOING), (relation.target, INCOMING)):
-            txn.put(adjacency_key(ws, name, way, relation.seq), b"", db=tables.adjacency)
+            txn.put(*adjacency_pair(adjacency_key(ws, name, way, relation.seq)), db=tables.adjacency)
         self._count(relation.workspace, ws, RELATION, relation.relation_type, +1)
 
     def changed_relation(self, relation: RelationRecord) -> None:
@@ -147,7 +148,7 @@ class LmdbState(LmdbGraph):
         txn.delete(relation_key(ws, relation.seq), db=tables.relations)
         txn.delete(record_key(relation.stream), db=tables.identities)
         for name, way in ((relation.source, OUTGOING), (relation.target, INCOMING)):
-            txn.delete(adjacency_key(ws, name, way, relation.seq), db=tables.adjacency)
+            txn.delete(*adjacency_pair(adjacency_key(ws, name, way, relation.seq)), db=tables.adjacency)
         self._count(relation.workspace, ws, RELATION, relation.relation_type, -1)
 
     def get_context(self, workspace: str) -> ContextRecord | None:

@@ -112,6 +112,7 @@ def test_a_relation_s_record_leaves_its_stream_to_its_fields_and_reads_back_whol
 def test_relations_lie_in_creation_order_found_by_identity_and_an_identity_pointing_elsewhere_is_damage(
     tmp_path: Path,
 ) -> None:
+    from chronograph.eventstore.keys import pack_u64
     from chronograph.projections import Views
     from chronograph.projections.errors import ViewsDamagedError
     from chronograph.projections.keys import record_key, relation_key, workspace_key
@@ -129,8 +130,36 @@ def test_relations_lie_in_creation_order_found_by_identity_and_an_identity_point
             seqs = [r.seq for r in graph.relations("default")]
             assert keys == [relation_key(workspace_key(1), s) for s in seqs] and seqs == sorted(seqs)  # 1: met first
             assert [bytes(graph.txn.get(record_key(s), db=graph.tables.identities)) for s in streams] == keys
-            assert {bytes(v) for _, v in graph.txn.cursor(graph.tables.adjacency)} == {b""}
+            ends = [(bytes(k), bytes(v)) for k, v in graph.txn.cursor(graph.tables.adjacency)]
+            assert len(ends) == 6 and {len(k) for k, _ in ends} == {21}  # a name's end once, its relations duplicates
+            assert sorted(v for _, v in ends) == sorted(2 * [pack_u64(s) for s in seqs])
         with views.env.env.begin(write=True) as txn:  # C -> A's identity now names A -> B's record
             txn.put(record_key(streams[0]), keys[1], db=views.tables.identities)
         with views.read() as graph, pytest.raises(ViewsDamagedError, match="points at another record"):
             graph.relation_by_stream(streams[0])
+
+
+def test_every_read_puts_back_the_creation_and_last_change_a_record_leaves_out(tmp_path: Path) -> None:
+    import msgspec
+    from chronograph.projections.keys import record_key
+    from freezegun import freeze_time
+
+    with freeze_time("2026-11-25 12:00:00") as frozen, Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [{"name": n, "entityType": "t", "observations": []}
+                                                      for n in ("A", "B")]}, actor="t")
+        memory.write("create_relations", {"relations": [{"from": "A", "to": "B", "relationType": "k"}]}, actor="t")
+        frozen.tick(5)
+        memory.write("add_observations", {"observations": [{"entityName": "B", "contents": ["later"]}]}, actor="t")
+        with memory.views.read() as graph:
+            a, b = graph.entity("default", "A"), graph.entity("default", "B")
+            assert a is not None and b is not None and a.created_at > 0
+            assert (a.updated_at, b.updated_at) == (a.created_at, a.created_at + 5_000_000)
+            assert [(e.name, e.updated_at) for e in graph.entities("default")] == [("A", a.updated_at),
+                                                                                 ("B", b.updated_at)]
+            relation = graph.relation("default", "A", "k", "B")
+            assert relation is not None and relation.seq == 3 and relation.updated_at == relation.created_at > 0
+            assert list(graph.relations("default")) == [relation] == graph.relations_of("default", "A")
+            assert graph.relations_of("default", "B", "in") == [relation] == graph.relations_of("default", "B")
+            stored = msgspec.msgpack.decode(graph.txn.get(record_key(a.stream), db=graph.tables.entities))
+            kept = msgspec.msgpack.decode(next(iter(graph.txn.cursor(graph.tables.relations).iternext(keys=False))))
+            assert stored[8] == 0 and (kept[9], kept[10]) == (0, 0)  # updated_at, and a relation's seq
