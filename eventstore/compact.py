@@ -158,15 +158,13 @@ class _Record3(msgspec.Struct, frozen=True, array_like=True, gc=False):
 class _Twins:
     """One codec's twin classes of the catalogue's events kept by position, and its decoders."""
 
-    def __init__(self, events: dict[str, type[Event]], record: type[Any], tag_of: Callable[[str], Any]) -> None:
+    def __init__(self, positional: dict[str, tuple[type[Event], tuple[msgspec.structs.FieldInfo, ...]]],
+                 record: type[Any], tag_of: Callable[[str], Any]) -> None:
         self.makers: dict[type[Any], Callable[[Any], Event]] = {}
         twins = []
-        for tag, cls in events.items():
-            fields = msgspec.structs.fields(cls)
-            layout = LAYOUTS.get((tag, cls.schema))
+        for tag, (cls, fields) in positional.items():
             stored_tag = tag_of(tag)
-            if stored_tag is None or layout is None or tuple(
-                    info.encode_name for info in fields[: len(layout)]) != layout:
+            if stored_tag is None:
                 continue  # kept by name
             spec = []
             for info in fields:
@@ -196,6 +194,8 @@ class Compact:
     def __init__(self, events: dict[str, type[Event]]) -> None:
         self._tags = set(events)
         self._trailing: dict[type[Event], tuple[tuple[Any, ...], int]] = {}
+        self._positional: dict[str, tuple[type[Event], tuple[msgspec.structs.FieldInfo, ...]]] = {}
+        """The events kept by position, and their fields"""
         for tag, cls in events.items():
             fields = msgspec.structs.fields(cls)
             layout = LAYOUTS.get((tag, cls.schema))
@@ -205,7 +205,10 @@ class Compact:
                              info.default_factory() if info.default_factory is not msgspec.NODEFAULT else _NONE
                              for info in fields)
             self._trailing[cls] = (defaults, len(fields))
-        self._codecs = {2: _Twins(events, _Record, lambda tag: tag), 3: _Twins(events, _Record3, NUMBERS.get)}
+            self._positional[tag] = (cls, fields)
+        self._codecs: dict[int, _Twins] = {}
+        """Each codec's twins, made when a record of it is first read (8 ms each: a store written
+        since codec 3 came never reads codec 2)."""
         self._raw_events = msgspec.msgpack.Decoder(list[Any])
         self._encoder = msgspec.msgpack.Encoder()
 
@@ -250,7 +253,7 @@ class Compact:
         Raises:
             msgspec.DecodeError, msgspec.ValidationError: If it is not one.
         """
-        return self._codecs[codec].record.decode(data)
+        return self._twins(codec).record.decode(data)
 
     def event(self, raw: msgspec.Raw, codec: int) -> Event:
         """The event of a record kept by position (at its class's current schema).
@@ -258,7 +261,7 @@ class Compact:
         Raises:
             msgspec.ValidationError: If it is not (kept by name, or not at the current shape).
         """
-        twins = self._codecs[codec]
+        twins = self._twins(codec)
         twin = twins.event.decode(raw)
         return twins.makers[type(twin)](twin)
 
@@ -269,10 +272,17 @@ class Compact:
             msgspec.DecodeError, msgspec.ValidationError: If one is not.
         """
         buffer = b"".join([b"\xdd" + len(values).to_bytes(4, "big"), *values])
-        twins = self._codecs[codec]
+        twins = self._twins(codec)
         makers = twins.makers
         records: list[Any] = twins.typed.decode(buffer)
         return [(record, makers[type(record.event)](record.event)) for record in records]
+
+    def _twins(self, codec: int) -> _Twins:
+        twins = self._codecs.get(codec)
+        if twins is None:
+            record, tag_of = (_Record, str) if codec == 2 else (_Record3, NUMBERS.get)
+            twins = self._codecs[codec] = _Twins(self._positional, record, tag_of)
+        return twins
 
     def fields(self, raw: msgspec.Raw, schema: int) -> dict[str, Any]:
         """The event of a record written at an older `schema`, as the map codec 1 would have stored.
