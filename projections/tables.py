@@ -98,7 +98,7 @@ def open_tables(env: LmdbEnv, generation: int, *, create: bool) -> Tables:
 def entries(txn: lmdb.Transaction, db: lmdb._Database) -> Iterator[tuple[bytes, bytes]]:
     """Every entry of a table as the views' rows say it: an adjacency pair as its flat key (see
     `keys.adjacency_pair`) and an empty value."""
-    paired = db.flags(txn)["dupsort"]
+    paired = db.flags()["dupsort"]
     with txn.cursor(db) as cursor:
         for key, value in cursor:
             yield (bytes(key) + bytes(value), b"") if paired else (bytes(key), bytes(value))

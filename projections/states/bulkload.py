@@ -177,7 +177,7 @@ def put_sorted(txn: lmdb.Transaction, db: lmdb._Database, items: list[tuple[byte
     Raises:
         AssertionError: If a key was out of order or already there (the rows are wrong).
     """
-    if db.flags(txn)["dupsort"]:  # an adjacency's flat keys (see `keys.adjacency_pair`)
+    if db.flags()["dupsort"]:  # an adjacency's flat keys (see `keys.adjacency_pair`)
         items = [adjacency_pair(key) for key, _ in items]
     with txn.cursor(db) as cursor:
         _, added = cursor.putmulti(items, append=True)
@@ -190,7 +190,7 @@ def put_changes(txn: lmdb.Transaction, db: lmdb._Database, changes: list[tuple[b
     """Make `changes` (sorted by key: a value to put, or None to delete the key) in `db`, which
     holds other keys too; return how many."""
     puts = []
-    paired = db.flags(txn)["dupsort"]  # an adjacency's flat keys (see `keys.adjacency_pair`)
+    paired = db.flags()["dupsort"]  # an adjacency's flat keys (see `keys.adjacency_pair`)
     for key, value in changes:
         if value is None:
             txn.delete(*adjacency_pair(key), db=db) if paired else txn.delete(key, db=db)
