@@ -284,14 +284,17 @@ class LmdbReader:
     def position_at(self, recorded_at: int) -> int:
         """The last position recorded at or before `recorded_at` (µs), 0 if none.
 
-        A binary search: recorded_at never decreases along the log.
+        A binary search: recorded_at never decreases along the log. Each event it reads is checked
+        against its checksum (a flipped byte in a time would send it the wrong way).
         """
         low, high = 1, self.head()
         found = 0
         log, get, codec = self.dbs.log, self.txn.get, self.codec
         while low <= high:
             middle = (low + high) // 2
-            if codec.recorded_at(self._stored(get(pack_u64(middle), db=log), middle)) <= recorded_at:
+            stored = self._stored(get(pack_u64(middle), db=log), middle)
+            self._check([middle], [stored])
+            if codec.recorded_at(stored) <= recorded_at:
                 found, low = middle, middle + 1
             else:
                 high = middle - 1
@@ -299,16 +302,37 @@ class LmdbReader:
 
     def mentions(self, needles: Sequence[bytes], from_position: int = 1) -> Iterator[Envelope]:
         """The events from `from_position` on whose stored bytes contain one of `needles`,
-        oldest first: a scan of the raw log that decodes only what it finds."""
+        oldest first: a scan of the raw log that decodes only what it finds. Every event scanned
+        is checked against its checksum, found or not: a flipped byte where a needle was is
+        damage, never read as the needle's absence.
+
+        Raises:
+            StoreCorruptError: Naming the first damaged event scanned.
+        """
         if not needles:
             return
         found = re.compile(b"|".join(re.escape(needle) for needle in needles)).search
         with self.txn.cursor(self.dbs.log) as cursor:
             if not cursor.set_range(pack_u64(max(from_position, 1))):
                 return
+            first = unpack_u64(cursor.key())
+            chunk: list[bytes] = []
             for key, value in cursor.iternext():
-                if found(value):
-                    yield self._decode(value, unpack_u64(key))
+                if unpack_u64(key) != first + len(chunk):
+                    raise StoreCorruptError(f"the log has no event at position {first + len(chunk)}: the store "
+                                            f"is damaged there; {advised('replay --verify', self.dbs.where)} lists "
+                                            "every damaged position; restore from a backup")
+                chunk.append(bytes(value))
+                if len(chunk) == checksums.PAGE:
+                    yield from self._holding(found, first, chunk)
+                    first, chunk = first + len(chunk), []
+            yield from self._holding(found, first, chunk)
+
+    def _holding(self, found: Callable[[bytes], object], first: int, chunk: list[bytes]) -> Iterator[Envelope]:
+        self._check(range(first, first + len(chunk)), chunk)
+        for offset, value in enumerate(chunk):
+            if found(value):
+                yield self._decode(value, first + offset)
 
     def stored(self, from_position: int, to_position: int) -> list[bytes]:
         """The stored bytes of the events in the range, oldest first, checked against their
@@ -344,9 +368,13 @@ class LmdbReader:
         return 0 if value is None else unpack_u64(value)
 
     def last_recorded_at(self) -> int:
-        """The timestamp of the newest event (0 when the log is empty)."""
+        """The timestamp of the newest event (0 when the log is empty), its checksum checked."""
         with self.txn.cursor(self.dbs.log) as cursor:
-            return self.codec.recorded_at(cursor.value()) if cursor.last() else 0
+            if not cursor.last():
+                return 0
+            position, stored = unpack_u64(cursor.key()), bytes(cursor.value())
+        self._check([position], [stored])
+        return self.codec.recorded_at(stored)
 
     def _missing(self, stream: str, version: int) -> StoreCorruptError:
         return StoreCorruptError(

@@ -14,6 +14,7 @@ from chronograph.eventstore import (
     StoreCorruptError,
     StreamWrite,
 )
+from chronograph.eventstore.keys import pack_u64
 from chronograph.eventstore.lmdb.env import LmdbEnv
 
 
@@ -41,6 +42,31 @@ def test_a_flipped_byte_in_an_event_is_reported_with_its_position_never_served(s
             list(reader.all())
         assert reader.get(9) is not None
         assert list(reader.verify()) == [8]
+
+
+def test_a_scan_for_a_name_finds_a_flipped_byte_where_the_name_was_and_says_so(store_path: Path) -> None:
+    write(store_path, "Ada Lovelace")
+    flip(store_path, "Ada Lovelace")
+    with LmdbLog(store_path) as log, log.read() as reader:
+        for needle in (b"Ada Lovelace", b"entity number 3"):  # not served as "no event names her"
+            with pytest.raises(StoreCorruptError, match="position 8 does not match its checksum"):
+                list(reader.mentions([needle]))
+        assert [e.position for e in reader.mentions([b"entity number 19"], 9)] == [20]  # past the damage
+
+
+def test_a_search_by_time_that_reads_a_damaged_event_says_so(store_path: Path) -> None:
+    write(store_path, "Ada Lovelace")
+    with LmdbLog(store_path) as log:
+        with log.read() as reader:
+            middle = reader.get(10)
+        assert middle is not None
+        with log.environment.env.begin(write=True) as txn:  # position 10's time, one byte flipped
+            value = bytearray(txn.get(pack_u64(10), db=log.dbs.log))
+            at = bytes(value).index(middle.recorded_at.to_bytes(8, "big")) + 7
+            value[at] ^= 0x01
+            txn.put(pack_u64(10), bytes(value), db=log.dbs.log)
+        with log.read() as reader, pytest.raises(StoreCorruptError, match="position 10 does not match its checksum"):
+            reader.position_at(middle.recorded_at)
 
 
 def test_a_truncated_data_file_is_refused_before_it_is_mapped(store_path: Path) -> None:
