@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+import msgspec
+from chronograph.eventstore.compact import relation_stream
 from chronograph.eventstore.keys import digest, pack_u32, pack_u64, stream_key, text_key
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "adjacency_pair",
     "adjacency_prefix",
     "context_key",
+    "identity_value",
     "is_totals_key",
     "name_key",
     "number_key",
@@ -36,6 +39,7 @@ __all__ = [
     "type_count_key",
     "vector_prefix",
     "workspace_key",
+    "workspace_of",
 ]
 
 ENTITY = b"e"
@@ -83,6 +87,29 @@ def relation_key(workspace: bytes, seq: int) -> bytes:
     relations lie in creation order and a new one lands at the tree's right edge (view format 7);
     `identities` maps each relation's `record_key` to this key."""
     return workspace + pack_u64(seq)
+
+
+def identity_value(stream: str, key: bytes) -> bytes:
+    """identities: what a relation's stream maps to, its `relation_key`, without the workspace's
+    number when its stream spells the workspace (`workspace_of`; view format 9: every relation's
+    stream but one an erasure renamed)."""
+    return key[4:] if workspace_of(stream) is not None else key
+
+
+def workspace_of(stream: str) -> str | None:
+    """The workspace a relation's stream spells (`relation_stream`, to the byte), or None for
+    another stream."""
+    if not stream.startswith(_RELATION_STREAM):
+        return None
+    try:
+        identity = _spelled_identity(stream[len(_RELATION_STREAM):])
+    except msgspec.DecodeError:  # a ValidationError is one
+        return None
+    return identity[0] if relation_stream(*identity) == stream else None
+
+
+_RELATION_STREAM = "relation:"
+_spelled_identity = msgspec.json.Decoder(tuple[str, str, str, str]).decode
 
 
 def name_key(workspace: bytes, name: str) -> bytes:

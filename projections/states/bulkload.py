@@ -23,6 +23,7 @@ from chronograph.projections.keys import (
     OUTGOING,
     adjacency_pair,
     context_key,
+    identity_value,
     name_key,
     order_key,
     record_key,
@@ -76,7 +77,7 @@ def _relations(state: DictState, keys: Keys) -> Rows:
 
 def _identities(state: DictState, keys: Keys) -> Rows:
     ws = keys.workspaces.__getitem__
-    items = [(key, relation_key(ws(r.workspace), r.seq))
+    items = [(key, identity_value(r.stream, relation_key(ws(r.workspace), r.seq)))
              for r, key in zip(state.relations.values(), keys.relations, strict=True)]
     items.sort(key=_first)
     return iter(items)

@@ -29,6 +29,7 @@ from chronograph.projections.keys import (
     order_prefix,
     record_key,
     totals_key,
+    workspace_of,
 )
 from chronograph.projections.records import (
     ContextRecord,
@@ -57,11 +58,13 @@ _entity, _relation = entity_decoder.decode, relation_decoder.decode
 _crc = zlib.crc32
 
 
-def _spelled(relation: RelationRecord, key: Stored) -> RelationRecord:
+def _spelled(relation: RelationRecord, key: Stored, workspace: str) -> RelationRecord:
     """`relation` as read from its table under `key` (its `relation_key`, or the key's last 8
-    bytes), what its record leaves out put back (see `records.stored_relation`): its stream's text
-    where its fields spell it, its creation and its last change."""
+    bytes) in `workspace`, what its record leaves out put back (see `records.stored_relation`):
+    its workspace and its stream's text where its fields spell it, its creation and its last
+    change."""
     if not relation.stream:
+        relation.workspace = workspace
         relation.stream = relation_stream(relation.workspace, relation.source, relation.relation_type, relation.target)
     if not relation.seq:
         relation.seq = unpack_u64(key[-8:])
@@ -188,7 +191,10 @@ class LmdbGraph:
         key = self.txn.get(record_key(stream), db=self.tables.identities)
         if key is None:
             return None
-        relation = _spelled(_relation(self._indexed(key, self.tables.relations)), key)
+        workspace = workspace_of(stream)
+        if workspace is not None and len(key) == 8:  # its stream spells its workspace (`keys.identity_value`)
+            key = self._ws(workspace) + key
+        relation = _spelled(_relation(self._indexed(key, self.tables.relations)), key, workspace or "")
         if relation.stream != stream:
             raise ViewsDamagedError("an index points at another record")
         return relation
@@ -210,7 +216,7 @@ class LmdbGraph:
         for key, value in page(self._scan_items(self._ws(workspace), self.tables.relations), offset, limit):
             if _crc(value) != RESIDUE:
                 raise ViewsDamagedError("a record fails its checksum")
-            yield _spelled(_relation(value), key)
+            yield _spelled(_relation(value), key, workspace)
 
     def relation(
         self, workspace: str, source: str, relation_type: str, target: str
@@ -227,7 +233,7 @@ class LmdbGraph:
         found: list[RelationRecord] = []
         for way in directions[direction]:
             for seq in self._duplicates(adjacency_prefix(ws, name, way), self.tables.adjacency):
-                record = _spelled(_relation(self._indexed(ws + seq, db)), seq)  # ws + seq: its `relation_key`
+                record = _spelled(_relation(self._indexed(ws + seq, db)), seq, workspace)  # ws + seq: its key
                 if record.workspace == workspace and (
                     record.source == name if way == OUTGOING else record.target == name
                 ):

@@ -20,6 +20,7 @@ from chronograph.projections.keys import (
     adjacency_key,
     adjacency_pair,
     context_key,
+    identity_value,
     name_key,
     number_key,
     order_key,
@@ -131,7 +132,7 @@ class LmdbState(LmdbGraph):
         ws = self._numbered(relation.workspace)
         key = relation_key(ws, relation.seq)
         txn.put(key, encode(stored_relation(relation)), db=tables.relations)
-        txn.put(record_key(relation.stream), key, db=tables.identities)
+        txn.put(record_key(relation.stream), identity_value(relation.stream, key), db=tables.identities)
         for name, way in ((relation.source, OUTGOING), (relation.target, INCOMING)):
             txn.put(*adjacency_pair(adjacency_key(ws, name, way, relation.seq)), db=tables.adjacency)
         self._count(relation.workspace, ws, RELATION, relation.relation_type, +1)

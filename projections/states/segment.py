@@ -29,6 +29,7 @@ from chronograph.projections.keys import (
     RELATION,
     adjacency_key,
     context_key,
+    identity_value,
     name_key,
     order_key,
     record_key,
@@ -171,7 +172,7 @@ class Segment(Overlay):
             key = relation_key(space, relation.seq)
             relations.append((key, encode(stored_relation(relation))))
             if moved:
-                identities.append((record_key(stream), key))
+                identities.append((record_key(stream), identity_value(stream, key)))
                 adjacency.append((adjacency_key(space, relation.source, OUTGOING, relation.seq), b""))
                 adjacency.append((adjacency_key(space, relation.target, INCOMING, relation.seq), b""))
         names, txn, tables = rows["names"], base.txn, base.tables

@@ -70,7 +70,7 @@ def test_a_relation_s_record_leaves_its_stream_to_its_fields_and_reads_back_whol
 ) -> None:
     from chronograph.eventstore import RelationCreated, StreamWrite
     from chronograph.projections import Views
-    from chronograph.projections.keys import record_key
+    from chronograph.projections.keys import record_key, workspace_key
     from chronograph.projections.streams import relation_stream
 
     rebuilding = importlib.import_module("chronograph.projections.live.rebuild")  # the module, not its function
@@ -97,10 +97,14 @@ def test_a_relation_s_record_leaves_its_stream_to_its_fields_and_reads_back_whol
             assert found is not None and found.stream == spelled
             by_stream = graph.relation_by_stream(other)
             assert by_stream is not None and (by_stream.source, by_stream.stream) == ("Bob", other)
-            stored = {stream: bytes(graph.txn.get(graph.txn.get(record_key(stream), db=graph.tables.identities),
-                                                  db=graph.tables.relations))
-                      for stream in (spelled, other)}
+            identities = {stream: bytes(graph.txn.get(record_key(stream), db=graph.tables.identities))
+                          for stream in (spelled, other)}
+            assert [len(identities[spelled]), len(identities[other])] == [8, 12]  # a spelled one: no workspace
+            keys = {stream: workspace_key(1) + value if len(value) == 8 else value
+                    for stream, value in identities.items()}
+            stored = {stream: bytes(graph.txn.get(key, db=graph.tables.relations)) for stream, key in keys.items()}
         assert spelled.encode() not in stored[spelled] and b"relation:" not in stored[spelled]
+        assert b"default" not in stored[spelled] and b"default" in stored[other]
         assert other.encode() in stored[other]
         memory.write("add_observations", {"observations": [{"entityName": "Ada", "contents": ["x"]}]}, actor="t")
         memory.write("delete_relations", {"relations": [{"from": "Ada", "to": "Bob", "relationType": "knows"}]},
@@ -129,12 +133,13 @@ def test_relations_lie_in_creation_order_found_by_identity_and_an_identity_point
             keys = [bytes(key) for key in graph.txn.cursor(graph.tables.relations).iternext(values=False)]
             seqs = [r.seq for r in graph.relations("default")]
             assert keys == [relation_key(workspace_key(1), s) for s in seqs] and seqs == sorted(seqs)  # 1: met first
-            assert [bytes(graph.txn.get(record_key(s), db=graph.tables.identities)) for s in streams] == keys
+            assert [bytes(graph.txn.get(record_key(s), db=graph.tables.identities)) for s in streams] == [
+                key[4:] for key in keys]  # its workspace: the one its stream spells
             ends = [(bytes(k), bytes(v)) for k, v in graph.txn.cursor(graph.tables.adjacency)]
             assert len(ends) == 6 and {len(k) for k, _ in ends} == {21}  # a name's end once, its relations duplicates
             assert sorted(v for _, v in ends) == sorted(2 * [pack_u64(s) for s in seqs])
         with views.env.env.begin(write=True) as txn:  # C -> A's identity now names A -> B's record
-            txn.put(record_key(streams[0]), keys[1], db=views.tables.identities)
+            txn.put(record_key(streams[0]), keys[1][4:], db=views.tables.identities)
         with views.read() as graph, pytest.raises(ViewsDamagedError, match="points at another record"):
             graph.relation_by_stream(streams[0])
 
