@@ -23,6 +23,10 @@ __all__ = ["PAGE", "digest", "read", "record"]
 
 PAGE = 256
 """Positions per page of digests."""
+_FULL = 4 * PAGE
+"""A page's size. A page is written whole from its first digest, positions without one yet read
+as 0 ("none recorded"), and appended at the end of its B-tree: three to a 4 KB page, where pages
+that grew a digest at a time split where they grew and kept two (24 -> 16 bytes an entity)."""
 
 _hash = xxhash.xxh3_64_intdigest
 
@@ -43,12 +47,18 @@ def record(txn: lmdb.Transaction, db: lmdb._Database, first: int, digests: Seque
         position = first + done
         key, offset = _page(position)
         take = min(len(digests) - done, PAGE - offset // 4)
-        page = bytearray(txn.get(key, db=db) or b"")
-        if len(page) < offset:
-            page.extend(bytes(offset - len(page)))
+        stored = txn.get(key, db=db)
+        page = bytearray(stored or b"")
+        if len(page) < _FULL:
+            page.extend(bytes(_FULL - len(page)))
         page[offset : offset + 4 * take] = struct.pack(f"<{take}I", *digests[done : done + take])
-        txn.put(key, bytes(page), db=db)
+        txn.put(key, bytes(page), db=db, append=stored is None and _last(txn, db) < key)
         done += take
+
+
+def _last(txn: lmdb.Transaction, db: lmdb._Database) -> bytes:
+    with txn.cursor(db) as cursor:
+        return bytes(cursor.key()) if cursor.last() else b""
 
 
 def read(txn: lmdb.Transaction, db: lmdb._Database, first: int, count: int) -> list[int]:
