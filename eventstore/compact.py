@@ -123,9 +123,13 @@ def relation_stream(workspace: str, source: str, relation_type: str, target: str
     return "relation:" + _json.encode([workspace, source, relation_type, target]).decode()
 
 
-class _Record(msgspec.Struct, frozen=True, array_like=True, gc=False):
+class _Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """The first nine items of a codec-2 or codec-3 record."""
+
     position: int
-    stream: str | None
+    stream: Any
+    """text; nil: named by the event; bytes (codec 3): an entity's stream's `stream_key` (msgspec
+    decodes no union of text and bytes: `Compact.stream` checks the type)"""
     version: int
     recorded_at: int
     schema_version: int
@@ -134,22 +138,14 @@ class _Record(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """16 bytes for the usual 32 lower-case hex digits, else the text in an array of one"""
     idempotency_key: str | None
     event: msgspec.Raw
+
+
+class _Record(_Envelope, frozen=True, array_like=True, gc=False):
     codec: int
     principal: str = "local"
 
 
-class _Record3(msgspec.Struct, frozen=True, array_like=True, gc=False):
-    position: int
-    stream: Any
-    """text; nil: named by the event; bytes: an entity's stream's `stream_key` (msgspec decodes no
-    union of text and bytes: `Codec` checks the type where it matters)"""
-    version: int
-    recorded_at: int
-    schema_version: int
-    actor: str
-    correlation_id: bytes | tuple[str]
-    idempotency_key: str | None
-    event: msgspec.Raw
+class _Record3(_Envelope, frozen=True, array_like=True, gc=False):
     principal: str | None
     """nil: the local user"""
     codec: int

@@ -89,11 +89,11 @@ def relation_key(workspace: bytes, seq: int) -> bytes:
     return workspace + pack_u64(seq)
 
 
-def identity_value(stream: str, key: bytes) -> bytes:
+def identity_value(spelled: bool, key: bytes) -> bytes:
     """identities: what a relation's stream maps to, its `relation_key`, without the workspace's
-    number when its stream spells the workspace (`workspace_of`; view format 9: every relation's
-    stream but one an erasure renamed)."""
-    return key[4:] if workspace_of(stream) is not None else key
+    number when the stream is the one its fields spell (`relation_stream`; view format 9: every
+    relation's stream but one an erasure renamed), whose workspace `workspace_of` reads back."""
+    return key[4:] if spelled else key
 
 
 def workspace_of(stream: str) -> str | None:

@@ -31,6 +31,7 @@ __all__ = [
     "copy_record",
     "stored_entity",
     "stored_name",
+    "spelled",
     "stored_relation",
 ]
 
@@ -88,16 +89,21 @@ class RelationRecord(msgspec.Struct, array_like=True, gc=False):
     """When it stopped being true (µs), if it did"""
 
 
+def spelled(relation: RelationRecord) -> bool:
+    """Whether `relation`'s stream is the one its fields spell (`relation_stream`)."""
+    return relation.stream == relation_stream(relation.workspace, relation.source, relation.relation_type,
+                                              relation.target)
+
+
 def stored_relation(relation: RelationRecord) -> RelationRecord:
     """What the relations table keeps of `relation`, which `LmdbGraph` puts back as it reads:
     without its stream's text when the other fields spell it (`relation_stream` of its
     workspace, ends and type: every relation but one a redacted log renamed; view format 6), nor
     then its workspace, which its key numbers; `updated_at` 0 while it is `created_at`, and `seq` 0,
     which its key holds (`keys.relation_key`; view format 9: 20 bytes in the default workspace)."""
-    spelled = relation.stream == relation_stream(relation.workspace, relation.source, relation.relation_type,
-                                                 relation.target)
-    return msgspec.structs.replace(relation, stream="" if spelled else relation.stream, seq=0,
-                                   workspace="" if spelled else relation.workspace,
+    its_own = spelled(relation)
+    return msgspec.structs.replace(relation, stream="" if its_own else relation.stream, seq=0,
+                                   workspace="" if its_own else relation.workspace,
                                    updated_at=0 if relation.updated_at == relation.created_at else relation.updated_at)
 
 

@@ -36,6 +36,7 @@ from chronograph.projections.records import (
     NameRecord,
     TypeCount,
     bulk_encoder,
+    spelled,
     stored_entity,
     stored_name,
     stored_relation,
@@ -77,7 +78,7 @@ def _relations(state: DictState, keys: Keys) -> Rows:
 
 def _identities(state: DictState, keys: Keys) -> Rows:
     ws = keys.workspaces.__getitem__
-    items = [(key, identity_value(r.stream, relation_key(ws(r.workspace), r.seq)))
+    items = [(key, identity_value(spelled(r), relation_key(ws(r.workspace), r.seq)))
              for r, key in zip(state.relations.values(), keys.relations, strict=True)]
     items.sort(key=_first)
     return iter(items)

@@ -41,6 +41,7 @@ from chronograph.projections.records import (
     decode_type_count,
     decode_workspace,
     encode,
+    spelled,
     stored_entity,
     stored_name,
     stored_relation,
@@ -132,7 +133,7 @@ class LmdbState(LmdbGraph):
         ws = self._numbered(relation.workspace)
         key = relation_key(ws, relation.seq)
         txn.put(key, encode(stored_relation(relation)), db=tables.relations)
-        txn.put(record_key(relation.stream), identity_value(relation.stream, key), db=tables.identities)
+        txn.put(record_key(relation.stream), identity_value(spelled(relation), key), db=tables.identities)
         for name, way in ((relation.source, OUTGOING), (relation.target, INCOMING)):
             txn.put(*adjacency_pair(adjacency_key(ws, name, way, relation.seq)), db=tables.adjacency)
         self._count(relation.workspace, ws, RELATION, relation.relation_type, +1)

@@ -48,6 +48,7 @@ from chronograph.projections.records import (
     decode_name,
     decode_type_count,
     encode,
+    spelled,
     stored_entity,
     stored_name,
     stored_relation,
@@ -172,7 +173,7 @@ class Segment(Overlay):
             key = relation_key(space, relation.seq)
             relations.append((key, encode(stored_relation(relation))))
             if moved:
-                identities.append((record_key(stream), identity_value(stream, key)))
+                identities.append((record_key(stream), identity_value(spelled(relation), key)))
                 adjacency.append((adjacency_key(space, relation.source, OUTGOING, relation.seq), b""))
                 adjacency.append((adjacency_key(space, relation.target, INCOMING, relation.seq), b""))
         names, txn, tables = rows["names"], base.txn, base.tables
