@@ -36,6 +36,9 @@ __all__ = ["FreeList", "Pass", "branch_keys", "oldest_reader", "read_free_list",
 
 _PAGE_HEADER = 16
 _BRANCH, _LEAF, _OVERFLOW, _META = 0x01, 0x02, 0x04, 0x08
+_LEAF2 = 0x20
+"""A leaf of a tree of sorted duplicates of fixed size (`MDB_DUPFIXED`): its values lie packed
+after the header, with no node pointers, so its gap is the page's end, `upper - lower` long."""
 _BIGDATA, _SUBDATA = 0x01, 0x02
 _DB = struct.Struct("<IHHQQQQQ")
 """MDB_db: pad, flags, depth, branch pages, leaf pages, overflow pages, entries, root."""
@@ -254,7 +257,8 @@ def _zero_free(data: mmap.mmap, safe: set[int], page_size: int) -> list[tuple[in
 
 
 def _zero_gaps(data: mmap.mmap, free: set[int], layout: FreeList) -> list[tuple[int, int]]:
-    """The gap of every branch and leaf page in use, where it is not zero already."""
+    """The gap of every branch and leaf page in use, where it is not zero already (a `_LEAF2`
+    page's is at its end: zeroing from `lower` there wiped the adjacency's duplicates)."""
     size, writes = layout.page_size, []
     number = 2
     while number <= layout.last_page:
@@ -267,8 +271,9 @@ def _zero_gaps(data: mmap.mmap, free: set[int], layout: FreeList) -> list[tuple[
             number += max(1, lower | upper << 16)
             continue
         if own == number and flags & (_BRANCH | _LEAF) and _PAGE_HEADER <= lower <= upper <= size:
-            if data[start + lower : start + upper] != _ZEROS[: upper - lower]:
-                writes.append((start + lower, upper - lower))
+            gap = start + (size - (upper - lower) if flags & _LEAF2 else lower)
+            if data[gap : gap + upper - lower] != _ZEROS[: upper - lower]:
+                writes.append((gap, upper - lower))
         number += 1
     return writes
 

@@ -170,3 +170,18 @@ def test_a_copy_is_not_scrubbed_again_at_its_first_open(store: Path, tmp_path: P
     assert copy_store.main(["--from", str(store), "--to", str(tmp_path / "copy")]) == 0
     with Memory(tmp_path / "copy", readonly=True) as memory, memory.log.read() as log:
         assert (log.erasures(), log.scrubbed_through()) == (1, 1)
+
+
+def test_a_forget_beside_a_name_of_many_relations_keeps_every_one_of_them(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with Memory(store, sync=False) as memory:  # Bob's outgoing ends: a tree of duplicates of their own
+        memory.write("create_entities", {"entities": [{"name": f"E{i}", "entityType": "t", "observations": []}
+                                                      for i in range(600)]}, actor="claude")
+        memory.write("create_relations", {"relations": [{"from": "Bob", "to": f"E{i}", "relationType": "knows"}
+                                                        for i in range(600)]}, actor="claude")
+    assert forget.main(["--store", str(store), SECRET, "--reason", "asked"]) == 0
+    assert not in_any_file(store, SECRET)
+    assert replay.main(["--store", str(store), "--verify"]) == 0
+    with Memory(store) as memory:
+        assert len(memory.read("open_nodes", {"names": ["Bob"]}).relations) == 600  # type: ignore[attr-defined]

@@ -64,6 +64,21 @@ def test_a_scrub_leaves_none_of_the_deleted_bytes_and_every_live_one(env: LmdbEn
     assert contents(env, NAME) == before
 
 
+def test_a_scrub_keeps_every_sorted_duplicate_of_fixed_size_and_leaves_none_deleted(env: LmdbEnv) -> None:
+    db = env.open_db("pairs", dupsort=True, dupfixed=True)  # a key of 3,000 duplicates: a tree of its own
+    env.write(lambda txn: [txn.put(b"hub", i.to_bytes(8, "big"), db=db) for i in range(3000)])
+    env.write(lambda txn: [txn.delete(b"hub", i.to_bytes(8, "big"), db=db) for i in range(0, 3000, 3)])
+    env.write(lambda txn: [txn.put(b"few", i.to_bytes(8, "big"), db=db) for i in range(5)])
+    churn(env, env.open_db("things"))
+    before = contents(env, NAME)
+    env.scrub(b"marker")
+    db = env.open_db("pairs", dupsort=True, dupfixed=True)
+    with env.read() as txn, txn.cursor(db=db) as cursor:
+        pairs = [(bytes(k), int.from_bytes(v, "big")) for k, v in cursor]
+    assert pairs == [(b"few", i) for i in range(5)] + [(b"hub", i) for i in range(3000) if i % 3]
+    assert contents(env, NAME) == before and SECRET not in file_bytes(env)
+
+
 def test_a_scrubbed_store_takes_writes_and_reads_as_before(env: LmdbEnv) -> None:
     churn(env, env.open_db("things"))
     env.scrub(b"marker")
