@@ -11,7 +11,7 @@ import re
 
 import msgspec
 from chronograph.eventstore.compact import relation_stream
-from chronograph.eventstore.keys import digest, pack_u32, pack_u64, stream_key, text_key
+from chronograph.eventstore.keys import Stored, digest, pack_u32, pack_u64, stream_key, text_key, unpack_u64
 
 __all__ = [
     "ANSWER_CACHES",
@@ -23,7 +23,10 @@ __all__ = [
     "OUTGOING",
     "RELATION",
     "VECTORS",
+    "adjacency_end",
     "adjacency_key",
+    "adjacency_key_of",
+    "adjacency_name",
     "adjacency_pair",
     "adjacency_prefix",
     "context_key",
@@ -130,8 +133,15 @@ def order_key(workspace: bytes, kind: bytes, seq: int) -> bytes:
 
 
 def adjacency_prefix(workspace: bytes, name: str, direction: bytes) -> bytes:
-    """adjacency: the prefix of the relations leaving (OUTGOING) or reaching (INCOMING) `name`."""
-    return workspace + digest(name.encode("utf-8", "surrogatepass"), 16) + direction
+    """adjacency: the prefix of the flat keys of the relations leaving (OUTGOING) or reaching
+    (INCOMING) `name` (see `adjacency_key`)."""
+    return adjacency_name(workspace, name) + direction
+
+
+def adjacency_name(workspace: bytes, name: str) -> bytes:
+    """adjacency: the key under which the table keeps every relation end of `name` (see
+    `adjacency_pair`)."""
+    return workspace + digest(name.encode("utf-8", "surrogatepass"), 16)
 
 
 def adjacency_key(workspace: bytes, name: str, direction: bytes, seq: int) -> bytes:
@@ -141,11 +151,30 @@ def adjacency_key(workspace: bytes, name: str, direction: bytes, seq: int) -> by
 
 
 def adjacency_pair(key: bytes) -> tuple[bytes, bytes]:
-    """How the adjacency table keeps an `adjacency_key`: its prefix as the key and the relation's
-    creation position as one of the key's sorted duplicates of 8 bytes (view format 9; a key of
-    its own per relation end took 236 bytes an entity at 50k, this 207). Pairs sort as the flat
-    keys do, so rows made of flat keys are written as they are sorted."""
-    return key[:-8], key[-8:]
+    """How the adjacency table keeps an `adjacency_key`: the name's key (`adjacency_name`) and,
+    as one of its sorted duplicates of 8 bytes, the direction followed by the relation's creation
+    position less its first byte, always 0 (`adjacency_end` reads it back). View format 10: one
+    key a name, not one a direction (a key of its own per relation end took 236 bytes an entity at
+    50k, one a direction 207, one a name 132). Pairs sort as the flat keys do, so rows made of
+    flat keys are written as they are sorted.
+
+    Raises:
+        OverflowError: For a creation position of 2**56 or more (a log of 72 quadrillion events).
+    """
+    if key[-8]:
+        raise OverflowError(f"a relation created at position {unpack_u64(key[-8:])} is past what the views keep")
+    return key[:-9], key[-9:-8] + key[-7:]
+
+
+def adjacency_key_of(key: Stored, value: Stored) -> bytes:
+    """The `adjacency_key` an `adjacency_pair` keeps."""
+    return bytes(key) + bytes(value[:1]) + b"\0" + bytes(value[1:])
+
+
+def adjacency_end(value: Stored) -> tuple[bytes, bytes]:
+    """(direction, the relation's creation position as 8 bytes) of a duplicate in adjacency (see
+    `adjacency_pair`)."""
+    return bytes(value[:1]), b"\0" + bytes(value[1:])
 
 
 def totals_key(workspace: bytes) -> bytes:

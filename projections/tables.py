@@ -20,6 +20,7 @@ from typing import NamedTuple
 import lmdb
 from chronograph.eventstore import LmdbEnv
 from chronograph.eventstore.keys import pack_u32, pack_u64, unpack_u32, unpack_u64
+from chronograph.projections.keys import adjacency_key_of
 from chronograph.projections.sealed import seal, unseal
 
 __all__ = [
@@ -33,7 +34,7 @@ __all__ = [
     "table_names",
 ]
 
-VIEWS_FORMAT = 9
+VIEWS_FORMAT = 10
 """Bump when a view's layout changes: a new format builds its own views beside the old ones.
 (3: every value sealed with its checksum, see `projections.sealed`; 4: records keyed by their
 stream's digest; 5: an entity's record by its stream's time-ordered bytes, which stand for
@@ -43,7 +44,8 @@ stream's text, which its workspace, ends and type spell, see `records.stored_rel
 relations keyed by workspace and creation, found by identity through `identities`, and the
 adjacency index without values, see `keys.relation_key`; 8: a workspace's keys under the 4-byte
 number the views gave it instead of a 16-byte digest of its name, see `keys.workspace_key`; 9: a
-name's entity streams as their 15 bytes, see `records.stored_name`.)"""
+name's entity streams as their 15 bytes, see `records.stored_name`; 10: adjacency keeps one key a
+name, the direction in each of its duplicates, see `keys.adjacency_pair`.)"""
 
 TABLES = ("entities", "relations", "identities", "names", "order", "adjacency", "workspaces", "meta")
 PAIRED = frozenset({"adjacency"})
@@ -101,7 +103,7 @@ def entries(txn: lmdb.Transaction, db: lmdb._Database) -> Iterator[tuple[bytes, 
     paired = db.flags()["dupsort"]
     with txn.cursor(db) as cursor:
         for key, value in cursor:
-            yield (bytes(key) + bytes(value), b"") if paired else (bytes(key), bytes(value))
+            yield (adjacency_key_of(key, value), b"") if paired else (bytes(key), bytes(value))
 
 
 class Pointer:

@@ -21,7 +21,8 @@ from chronograph.projections.keys import (
     INCOMING,
     NO_WORKSPACE,
     OUTGOING,
-    adjacency_prefix,
+    adjacency_end,
+    adjacency_name,
     context_key,
     is_totals_key,
     name_key,
@@ -228,16 +229,13 @@ class LmdbGraph:
         self, workspace: str, name: str, direction: Direction = "both"
     ) -> list[RelationRecord]:
         """The live relations leaving (out), reaching (in) or touching (both) `name`."""
-        directions = {"out": (OUTGOING,), "in": (INCOMING,), "both": (OUTGOING, INCOMING)}
+        way = {"out": OUTGOING, "in": INCOMING, "both": b""}[direction]
         db, ws = self.tables.relations, self._ws(workspace)
         found: list[RelationRecord] = []
-        for way in directions[direction]:
-            for seq in self._duplicates(adjacency_prefix(ws, name, way), self.tables.adjacency):
-                record = _spelled(_relation(self._indexed(ws + seq, db)), seq, workspace)  # ws + seq: its key
-                if record.workspace == workspace and (
-                    record.source == name if way == OUTGOING else record.target == name
-                ):
-                    found.append(record)
+        for end, seq in self._ends(adjacency_name(ws, name), way):
+            record = _spelled(_relation(self._indexed(ws + seq, db)), seq, workspace)  # ws + seq: its key
+            if record.workspace == workspace and (record.source == name if end == OUTGOING else record.target == name):
+                found.append(record)
         if direction == "both":  # a self-relation is both outgoing and incoming (its creation, `seq`, is its own)
             found = list({record.seq: record for record in found}.values())
             found.sort(key=lambda record: record.seq)
@@ -251,28 +249,26 @@ class LmdbGraph:
         prefix = self._ws(workspace)
         counts: Counter[bytes] = Counter()
         width = len(prefix)
+        first: dict[bytes, bytes] = {}  # a name's first relation end: a record that spells the name
         name, incoming = b"", set[bytes]()
         with self.txn.cursor(self.tables.adjacency) as cursor:
             if cursor.set_range(prefix):
-                for key, value in cursor:  # (workspace, name, direction) and a relation's creation
+                for key, value in cursor:  # (workspace, name) and a relation end: its incoming ones first
                     if key[:width] != prefix:
                         break
-                    if key[width : width + 16] != name:  # the name's digest; its incoming keys come first
-                        name, incoming = bytes(key[width : width + 16]), set()
-                    seq = bytes(value)
-                    if key[width + 16 : width + 17] == INCOMING:
+                    way, seq = adjacency_end(value)
+                    if key[width:] != name:  # the name's digest
+                        name, incoming = bytes(key[width:]), set()
+                        first[name] = seq
+                    if way == INCOMING:
                         incoming.add(seq)
                     elif seq in incoming:  # a relation from the name to itself: counted once, as by a fold
                         continue
                     counts[name] += 1
         found = []
         for name_digest, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
-            first = self._first_value(prefix + name_digest, self.tables.adjacency)
-            if first is None:
-                continue
-            record = _relation(self._indexed(prefix + first, self.tables.relations))
-            ends = [n for n in (record.source, record.target)
-                    if adjacency_prefix(prefix, n, OUTGOING)[: width + 16] == prefix + name_digest]
+            record = _relation(self._indexed(prefix + first[name_digest], self.tables.relations))
+            ends = [n for n in (record.source, record.target) if adjacency_name(prefix, n) == prefix + name_digest]
             if ends:
                 found.append((ends[0], count))
         return found
@@ -339,17 +335,18 @@ class LmdbGraph:
     def _ordered(self, workspace: str, kind: bytes, offset: int, limit: int | None) -> Iterator[Stored]:
         return page(self._scan_values(order_prefix(self._ws(workspace), kind), self.tables.order), offset, limit)
 
-    def _duplicates(self, key: bytes, db: lmdb._Database) -> list[bytes]:
-        """The sorted duplicates of `key` in a table that keeps pairs (see `keys.adjacency_pair`)."""
-        with self.txn.cursor(db) as cursor:
-            return [bytes(value) for value in cursor.iternext_dup(keys=False)] if cursor.set_key(key) else []
-
-    def _first_value(self, prefix: bytes, db: lmdb._Database) -> bytes | None:
-        """The value of the first key that starts with `prefix`, or None."""
-        with self.txn.cursor(db) as cursor:
-            if not cursor.set_range(prefix) or cursor.key()[: len(prefix)] != prefix:
-                return None
-            return bytes(cursor.value())
+    def _ends(self, key: bytes, way: bytes = b"") -> list[tuple[bytes, bytes]]:
+        """The relation ends kept under a name's `key` in adjacency, (direction, creation) each (see
+        `keys.adjacency_pair`): those of the direction `way`, or all of them (b"")."""
+        ends = []
+        with self.txn.cursor(self.tables.adjacency) as cursor:
+            if cursor.set_range_dup(key, way) if way else cursor.set_key(key):
+                for value in cursor.iternext_dup(keys=False):
+                    end = adjacency_end(value)
+                    if way and end[0] != way:  # past the direction's ends, which sort together
+                        break
+                    ends.append(end)
+        return ends
 
     def _scan_items(self, prefix: bytes, db: lmdb._Database) -> Iterator[tuple[Stored, Stored]]:
         with self.txn.cursor(db) as cursor:

@@ -119,7 +119,7 @@ def test_relations_lie_in_creation_order_found_by_identity_and_an_identity_point
     from chronograph.eventstore.keys import pack_u64
     from chronograph.projections import Views
     from chronograph.projections.errors import ViewsDamagedError
-    from chronograph.projections.keys import record_key, relation_key, workspace_key
+    from chronograph.projections.keys import INCOMING, OUTGOING, adjacency_end, record_key, relation_key, workspace_key
     from chronograph.projections.streams import relation_stream
 
     with Memory(tmp_path / "store", sync=False) as memory:
@@ -136,8 +136,10 @@ def test_relations_lie_in_creation_order_found_by_identity_and_an_identity_point
             assert [bytes(graph.txn.get(record_key(s), db=graph.tables.identities)) for s in streams] == [
                 key[4:] for key in keys]  # its workspace: the one its stream spells
             ends = [(bytes(k), bytes(v)) for k, v in graph.txn.cursor(graph.tables.adjacency)]
-            assert len(ends) == 6 and {len(k) for k, _ in ends} == {21}  # a name's end once, its relations duplicates
-            assert sorted(v for _, v in ends) == sorted(2 * [pack_u64(s) for s in seqs])
+            assert len(ends) == 6 and {len(k) for k, _ in ends} == {20}  # a name once, its relation ends duplicates
+            assert len({k for k, _ in ends}) == 3  # one key a name, whatever the directions of its ends
+            assert sorted(adjacency_end(v) for _, v in ends) == sorted(
+                (way, pack_u64(s)) for s in seqs for way in (INCOMING, OUTGOING))
         with views.env.env.begin(write=True) as txn:  # C -> A's identity now names A -> B's record
             txn.put(record_key(streams[0]), keys[1][4:], db=views.tables.identities)
         with views.read() as graph, pytest.raises(ViewsDamagedError, match="points at another record"):
@@ -168,3 +170,29 @@ def test_every_read_puts_back_the_creation_and_last_change_a_record_leaves_out(t
             stored = msgspec.msgpack.decode(graph.txn.get(record_key(a.stream), db=graph.tables.entities))
             kept = msgspec.msgpack.decode(next(iter(graph.txn.cursor(graph.tables.relations).iternext(keys=False))))
             assert stored[8] == 0 and (kept[9], kept[10]) == (0, 0)  # updated_at, and a relation's seq
+
+
+def test_a_name_with_more_relation_ends_than_a_page_finds_each_direction_apart(tmp_path: Path) -> None:
+    """Adjacency keeps one key a name, each end's direction in its duplicate (view format 10): a
+    hub's ends fill a tree of their own, and each direction is still read apart, a relation to
+    itself once."""
+    names = [f"n{i}" for i in range(400)]
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [{"name": n, "entityType": "t", "observations": []}
+                                                      for n in ["hub", *names]]}, actor="t")
+        memory.write("create_relations", {"relations": [
+            *({"from": "hub", "to": n, "relationType": "out"} for n in names),
+            *({"from": n, "to": "hub", "relationType": "in"} for n in names[:300]),
+            {"from": "hub", "to": "hub", "relationType": "self"}]}, actor="t")
+        memory.write("delete_relations", {"relations": [{"from": "hub", "to": "n7", "relationType": "out"},
+                                                        {"from": "n9", "to": "hub", "relationType": "in"}]}, actor="t")
+        with memory.views.read() as graph:
+            out, into, both = (graph.relations_of("default", "hub", way) for way in ("out", "in", "both"))
+            assert sorted(r.target for r in out) == sorted([*(n for n in names if n != "n7"), "hub"])
+            assert sorted(r.source for r in into) == sorted([*(n for n in names[:300] if n != "n9"), "hub"])
+            assert len(both) == 399 + 299 + 1 and [r.seq for r in both] == sorted(r.seq for r in both)
+            assert [r.source for r in graph.relations_of("default", "n5", "in")] == ["hub"]
+            assert [r.target for r in graph.relations_of("default", "n5", "out")] == ["hub"]
+            assert graph.relations_of("default", "n350", "out") == []
+            (hub, count), (other, two) = graph.most_connected("default", 2)
+            assert (hub, count, two) == ("hub", 699, 2) and other in set(names[:300]) - {"n7", "n9"}
