@@ -109,7 +109,8 @@ def load(memory: Memory, data: list[Conversation]) -> None:
 
 def ask(memory: Memory, workspace: str, query: str, mode: str) -> tuple[Any, float]:
     """The answer to `query` and how long it took (ms), the query embedded afresh."""
-    getattr(memory.semantic, "_queries", {}).clear()  # each mode pays for embedding the question
+    if memory.semantic is not None:  # each mode pays for embedding the question
+        memory.semantic.nearness.forget_queries()
     started = time.perf_counter()
     reply: Any = memory.read("search_nodes", {"query": query, "mode": mode, "limit": LIMIT, "workspace": workspace})
     return reply, (time.perf_counter() - started) * 1000

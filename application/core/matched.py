@@ -43,7 +43,7 @@ def reranked(memory: Memory, moment: Moment, query: str, hits: list[Hit]) -> lis
     if semantic is None:
         return hits
     several = semantic.weigher is None  # without term weights, one observation's part is the entity's vector
-    best = semantic.best_closeness(moment.snapshot, [r for r, _ in hits[:RERANK]
+    best = semantic.nearness.best_closeness(moment.snapshot, [r for r, _ in hits[:RERANK]
                                                      if not several or len(r.observations) > 1], query)
     head = [(record, best.get(record.stream, score)) for record, score in hits[:RERANK]]
     head.sort(key=lambda hit: -(hit[1] or 0.0))
@@ -83,7 +83,7 @@ def pointed(
     if mode != "substring" and observations:
         meaning = mode in ("semantic", "hybrid") and memory.semantic is not None and not moment.is_past
         semantic = memory.semantic if meaning else None
-        closeness = None if semantic is None else semantic.closeness(moment.snapshot, record, query)
+        closeness = None if semantic is None else semantic.nearness.closeness(moment.snapshot, record, query)
         scores = observation_scores(query, observations, None if closeness is None else
                                     {i: closeness.get(o, 0.0) for i, o in enumerate(observations)})
     matched = None

@@ -290,7 +290,7 @@ def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshol
     semantic = memory.semantic
     if semantic is None:
         raise UnavailableError(memory.semantic_off)
-    found, through = semantic.nearest(moment.snapshot, workspace, query, DEPTH)
+    found, through = semantic.nearness.nearest(moment.snapshot, workspace, query, DEPTH)
     hits: list[Hit] = []
     for rank, (stream, version, score) in enumerate(found):
         if score < threshold and rank >= RERANK:  # the first ones may pass by their best observation

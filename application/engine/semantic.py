@@ -1,4 +1,5 @@
-"""Semantic search: the embedding projector behind the log, and the entities nearest a query.
+"""Semantic search: the embedding projector behind the log (the entities nearest a query are
+`nearness`'s).
 
 Embeddings are an asynchronous projection. A thread of the server process looks at the
 log's head a few times a second; when the vectors' checkpoint is behind, it reads the
@@ -21,21 +22,19 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from chronograph.application.engine.asked import Asked
+from chronograph.application.engine.nearness import Nearness
 from chronograph.application.engine.storelock import StoreLock
-from chronograph.application.errors import UnavailableError
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.lmdb import resident
-from chronograph.projections import EntityRecord, LmdbGraph, Snapshot, Views
+from chronograph.projections import EntityRecord, LmdbGraph, Views
 from chronograph.projections.errors import EmbeddingsUnavailableError, ProjectionError, TermWeightsUnavailableError
 from chronograph.projections.search.embedder import Embedder
-from chronograph.projections.search.passages import PASSAGES, digest, embed_records, observation_text
+from chronograph.projections.search.passages import PASSAGES, embed_records
 from chronograph.projections.search.splade import LocalSplade
-from chronograph.projections.search.vectors import DIGEST, Match, Parts, Vectors, load_numpy, touched_entities
+from chronograph.projections.search.vectors import Parts, Vectors, touched_entities
 
 __all__ = ["STEP", "Semantic"]
 
@@ -55,10 +54,6 @@ SETTLE = 32
 """Events a query embeds itself before it answers (more are left to the projector)."""
 RETRY = 30.0
 """Seconds before an embedder that failed is tried again."""
-QUERIES_KEPT = 256
-BEHIND = 1024
-"""Events the projector's vectors may trail the head by and still be the ones searched, however
-far the other id's are ahead (see `Semantic._searched`)."""
 RESIDENT = 128 << 20
 """Bytes of the store's pages (and libraries') the server keeps resident while the projector
 works through a backlog; past it, the store's are given back (see `resident`): embedding
@@ -99,7 +94,8 @@ class Semantic:
         """Whether the embedder has loaded and embedded once (a write embeds in the call only then)."""
         self.embedded = 0
         """Entities this process has embedded (by the projector)."""
-        self._queries: OrderedDict[str, Asked] = OrderedDict()
+        self.nearness = Nearness(self)
+        """The entities nearest a query, read from these vectors"""
         self.closed = False
         """Set (under the lock) when the store closes: nothing is stored after it."""
         self._stop = threading.Event()
@@ -152,7 +148,7 @@ class Semantic:
             try:
                 embedded = embed_records(self.embedder, chunk, parts, self.weigher) if chunk else []
             except TermWeightsUnavailableError as error:
-                self._without_weights(error)
+                self.without_weights(error)
                 return start, head  # the next step embeds without them
             self.embedded += len(chunk)
             self.loaded = self.loaded or bool(chunk)
@@ -199,14 +195,14 @@ class Semantic:
             self.views.env.write(former.clear)
             return True
 
-    def _without_weights(self, error: Exception) -> None:
+    def without_weights(self, error: Exception) -> None:
         """Go on without the term weigher, which cannot run: the vectors kept without weights
         become the projector's and the searches'. Said once on stderr."""
         with self.lock:
             if self.weigher is None or self.former is None:
                 return
             self.weigher, self.vectors, self.former = None, self.former, self.vectors
-            self._queries.clear()
+            self.nearness.forget_queries()
         print(f"chronograph: term weights are off for this server: {error}", file=sys.stderr)
 
     def embed_now(self, records: Sequence[EntityRecord]) -> bool:
@@ -225,7 +221,7 @@ class Semantic:
                 parts = self._parts(snapshot.graph.txn, records)
             vectors = embed_records(self.embedder, records, parts, self.weigher)
         except TermWeightsUnavailableError as error:
-            self._without_weights(error)
+            self.without_weights(error)
             return False
         except EmbeddingsUnavailableError as error:
             self.problem = str(error)
@@ -346,115 +342,6 @@ class Semantic:
                 resident.release(RESIDENT)  # the pages of the entities it read leave the server's RSS
             last = checkpoint
             wait = 0.0 if checkpoint < head else POLL
-
-    # --- queries --------------------------------------------------------------------------
-
-
-    def nearest(self, snapshot: Snapshot, workspace: str, query: str, depth: int) -> tuple[list[Match], int]:
-        """The `depth` entities of `workspace` nearest `query`, and the position embedded through.
-
-        A match may be of an older version of its entity; the caller checks.
-
-        Raises:
-            UnavailableError: If the query cannot be embedded, or nothing is embedded yet.
-        """
-        vector = self._embedded_query(query).vector
-        searched = self._searched(snapshot)
-        checkpoint = searched.refresh(snapshot.graph.txn, snapshot.log)
-        if checkpoint == 0 and snapshot.graph.position > 0:
-            raise UnavailableError(
-                "Nothing is embedded yet: semantic search answers once the embedding projector has "
-                f"caught up with the log (at position 0 of {snapshot.graph.position}; a large store takes "
-                "minutes the first time). Meanwhile use mode ranked or fuzzy."
-            )
-        return searched.nearest(workspace, vector, depth), checkpoint
-
-    def _searched(self, snapshot: Snapshot) -> Vectors:
-        """The vectors a search reads in `snapshot`: the projector's, unless they are far behind
-        those this model kept the other way (a store embedded before the weigher: until it is
-        weighed, it is searched by its embeddings alone, not by what little is weighed yet).
-        Only far behind: beside a process keeping the other id, each one's vectors trail the
-        head by a few events, and switching ids on every burst flipped the scoring and reloaded
-        the matrices (a review measured 161-319 ms a switch at 50,000 entities)."""
-        txn, former = snapshot.graph.txn, self.former
-        own = self.vectors.checkpoint(txn)
-        if (former is None or former.db is None or former.checkpoint(txn) <= own
-                or 0 < own >= snapshot.graph.position - BEHIND):
-            if former is not None:
-                former.unload()  # its matrices, loaded while it was searched, are not needed again
-            return self.vectors
-        return former
-
-    def closeness(self, snapshot: Snapshot, record: EntityRecord, query: str) -> dict[str, float] | None:
-        """How near `query` each observation of `record` whose vector is stored is (its cosine
-        similarity, moved by its term weights: see `best_closeness`), or None: none is
-        stored, or the query cannot be embedded. The query is embedded once per query (kept)."""
-        parts = self._searched(snapshot).parts(snapshot.graph.txn, record.stream)
-        if parts is None or not parts.digests:
-            return None
-        try:
-            asked = self._embedded_query(query)
-        except UnavailableError:
-            return None
-        scores = asked.parts_nearness(parts)
-        where = {key: i for i, key in enumerate(parts.keys())}
-        found = {}
-        for observation in record.observations:
-            row = where.get(digest(observation_text(record, observation)))
-            if row is not None:
-                found[observation] = float(scores[row])
-        return found
-
-    def best_closeness(self, snapshot: Snapshot, records: Sequence[EntityRecord], query: str) -> dict[str, float]:
-        """For each of `records` whose stored parts are of its version, how near `query` its
-        nearest part is: its cosine similarity, moved towards 1 by its term weights where the
-        parts keep them (`Asked.nearness`), in one product for all of them."""
-        try:
-            asked = self._embedded_query(query)
-        except UnavailableError:
-            return {}
-        streams, found = [], []
-        searched = self._searched(snapshot)
-        for record in records:
-            parts = searched.parts(snapshot.graph.txn, record.stream)
-            if parts is not None and parts.version == record.version and parts.data:
-                streams.append(record.stream)
-                found.append(parts)
-        if not found:
-            return {}
-        np = load_numpy()
-        sizes = [len(parts.digests) // DIGEST for parts in found]
-        cosines = np.concatenate([parts.rows(len(asked.vector)) for parts in found]) @ asked.vector
-        if asked.terms is not None:  # a part kept without term weights keeps its cosine
-            dense = asked.dense()
-            scores = [parts.term_scores(dense) for parts in found]
-            cosines = asked.nearness(cosines, np.concatenate(
-                [np.zeros(size) if score is None else score for score, size in zip(scores, sizes, strict=True)]))
-        starts = np.cumsum([0, *sizes[:-1]])
-        return dict(zip(streams, np.maximum.reduceat(cosines, starts).tolist(), strict=True))
-
-    def _embedded_query(self, query: str) -> Asked:
-        asked = self._queries.get(query)
-        if asked is None:
-            try:
-                vector = self.embedder.embed([query])[0]
-            except EmbeddingsUnavailableError as error:
-                raise UnavailableError(f"Semantic search is unavailable: {error}. "
-                                       "The other modes (substring, ranked, fuzzy) work.") from None
-            weigher, terms = self.weigher, None
-            if weigher is not None:
-                try:
-                    terms = weigher.query(query)
-                except TermWeightsUnavailableError as error:
-                    self._without_weights(error)
-            asked = self._queries[query] = Asked(vector, terms)
-            self.loaded = True
-            while len(self._queries) > QUERIES_KEPT:
-                self._queries.popitem(last=False)
-        else:
-            self._queries.move_to_end(query)
-        return asked
-
 
 def _yield_to_requests() -> None:
     """Lower this thread's scheduling priority (Linux: a thread is its own task), so that the

@@ -259,11 +259,11 @@ def test_an_observation_a_question_calls_for_by_its_words_is_nearer_than_its_cos
         with memory.lock, memory.views.snapshot() as snapshot:
             record = snapshot.graph.entity("default", "Evan")
             assert record is not None
-            cosine = plain.closeness(snapshot, record, question)
+            cosine = plain.nearness.closeness(snapshot, record, question)
         memory.semantic = Semantic(memory.views, Words(), memory.lock, open_weigher())
         memory.semantic.catch_up()
         with memory.lock, memory.views.snapshot() as snapshot:
-            weighed = memory.semantic.closeness(snapshot, record, question)
+            weighed = memory.semantic.nearness.closeness(snapshot, record, question)
     assert cosine is not None and weighed is not None
     car, beach = "My car broke down on the motorway", "I love the beach in June"
     gained = {text: weighed[text] - cosine[text] for text in (car, beach)}
@@ -406,5 +406,5 @@ def test_beside_a_process_keeping_the_other_id_a_search_keeps_to_its_own_vectors
                                                        "observations": ["written last"]}]}, actor="t")
         Semantic(memory.views, Words(), memory.lock).catch_up()  # the other process: a step ahead
         with memory.lock, memory.views.snapshot() as snapshot:
-            searched = memory.semantic._searched(snapshot)
+            searched = memory.semantic.nearness._searched(snapshot)  # noqa: SLF001
     assert searched is memory.semantic.vectors

@@ -1,0 +1,149 @@
+"""The entities nearest a query by meaning, read from the vectors the embedding projector
+(`semantic.Semantic`) keeps: a search's matches, and how near each observation of a record is.
+A query is embedded once while it is kept (the most recent `QUERIES_KEPT`)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from chronograph.application.engine.asked import Asked
+from chronograph.application.errors import UnavailableError
+from chronograph.projections import EntityRecord, Snapshot
+from chronograph.projections.errors import EmbeddingsUnavailableError, TermWeightsUnavailableError
+from chronograph.projections.search.passages import digest, observation_text
+from chronograph.projections.search.vectors import DIGEST, Match, Vectors, load_numpy
+
+if TYPE_CHECKING:
+    from chronograph.application.engine.semantic import Semantic
+
+__all__ = ["BEHIND", "QUERIES_KEPT", "Nearness"]
+
+QUERIES_KEPT = 256
+"""Queries kept embedded (the most recent)."""
+BEHIND = 1024
+"""Events the projector's vectors may trail the head by and still be the ones searched, however
+far the other id's are ahead (see `Nearness._searched`)."""
+
+
+class Nearness:
+    """Searches by meaning over the vectors of one `Semantic`."""
+
+    def __init__(self, semantic: Semantic) -> None:
+        self._semantic = semantic
+        self._queries: OrderedDict[str, Asked] = OrderedDict()
+
+    def forget_queries(self) -> None:
+        """Embed every query again (the weigher went away, or a benchmark wants each mode to pay)."""
+        self._queries.clear()
+
+    def nearest(self, snapshot: Snapshot, workspace: str, query: str, depth: int) -> tuple[list[Match], int]:
+        """The `depth` entities of `workspace` nearest `query`, and the position embedded through.
+
+        A match may be of an older version of its entity; the caller checks.
+
+        Raises:
+            UnavailableError: If the query cannot be embedded, or nothing is embedded yet.
+        """
+        vector = self.asked(query).vector
+        searched = self._searched(snapshot)
+        checkpoint = searched.refresh(snapshot.graph.txn, snapshot.log)
+        if checkpoint == 0 and snapshot.graph.position > 0:
+            raise UnavailableError(
+                "Nothing is embedded yet: semantic search answers once the embedding projector has "
+                f"caught up with the log (at position 0 of {snapshot.graph.position}; a large store takes "
+                "minutes the first time). Meanwhile use mode ranked or fuzzy."
+            )
+        return searched.nearest(workspace, vector, depth), checkpoint
+
+    def _searched(self, snapshot: Snapshot) -> Vectors:
+        """The vectors a search reads in `snapshot`: the projector's, unless they are far behind
+        those this model kept the other way (a store embedded before the weigher: until it is
+        weighed, it is searched by its embeddings alone, not by what little is weighed yet).
+        Only far behind: beside a process keeping the other id, each one's vectors trail the
+        head by a few events, and switching ids on every burst flipped the scoring and reloaded
+        the matrices (a review measured 161-319 ms a switch at 50,000 entities)."""
+        txn, former, vectors = snapshot.graph.txn, self._semantic.former, self._semantic.vectors
+        own = vectors.checkpoint(txn)
+        if (former is None or former.db is None or former.checkpoint(txn) <= own
+                or 0 < own >= snapshot.graph.position - BEHIND):
+            if former is not None:
+                former.unload()  # its matrices, loaded while it was searched, are not needed again
+            return vectors
+        return former
+
+    def closeness(self, snapshot: Snapshot, record: EntityRecord, query: str) -> dict[str, float] | None:
+        """How near `query` each observation of `record` whose vector is stored is (its cosine
+        similarity, moved by its term weights: see `best_closeness`), or None: none is
+        stored, or the query cannot be embedded. The query is embedded once per query (kept)."""
+        parts = self._searched(snapshot).parts(snapshot.graph.txn, record.stream)
+        if parts is None or not parts.digests:
+            return None
+        try:
+            asked = self.asked(query)
+        except UnavailableError:
+            return None
+        scores = asked.parts_nearness(parts)
+        where = {key: i for i, key in enumerate(parts.keys())}
+        found = {}
+        for observation in record.observations:
+            row = where.get(digest(observation_text(record, observation)))
+            if row is not None:
+                found[observation] = float(scores[row])
+        return found
+
+    def best_closeness(self, snapshot: Snapshot, records: Sequence[EntityRecord], query: str) -> dict[str, float]:
+        """For each of `records` whose stored parts are of its version, how near `query` its
+        nearest part is: its cosine similarity, moved towards 1 by its term weights where the
+        parts keep them (`Asked.nearness`), in one product for all of them."""
+        try:
+            asked = self.asked(query)
+        except UnavailableError:
+            return {}
+        streams, found = [], []
+        searched = self._searched(snapshot)
+        for record in records:
+            parts = searched.parts(snapshot.graph.txn, record.stream)
+            if parts is not None and parts.version == record.version and parts.data:
+                streams.append(record.stream)
+                found.append(parts)
+        if not found:
+            return {}
+        np = load_numpy()
+        sizes = [len(parts.digests) // DIGEST for parts in found]
+        cosines = np.concatenate([parts.rows(len(asked.vector)) for parts in found]) @ asked.vector
+        if asked.terms is not None:  # a part kept without term weights keeps its cosine
+            dense = asked.dense()
+            scores = [parts.term_scores(dense) for parts in found]
+            cosines = asked.nearness(cosines, np.concatenate(
+                [np.zeros(size) if score is None else score for score, size in zip(scores, sizes, strict=True)]))
+        starts = np.cumsum([0, *sizes[:-1]])
+        return dict(zip(streams, np.maximum.reduceat(cosines, starts).tolist(), strict=True))
+
+    def asked(self, query: str) -> Asked:
+        """`query` embedded (and weighed, with a weigher), once per query while it is kept.
+
+        Raises:
+            UnavailableError: If the embedder cannot embed it.
+        """
+        asked = self._queries.get(query)
+        if asked is None:
+            try:
+                vector = self._semantic.embedder.embed([query])[0]
+            except EmbeddingsUnavailableError as error:
+                raise UnavailableError(f"Semantic search is unavailable: {error}. "
+                                       "The other modes (substring, ranked, fuzzy) work.") from None
+            weigher, terms = self._semantic.weigher, None
+            if weigher is not None:
+                try:
+                    terms = weigher.query(query)
+                except TermWeightsUnavailableError as error:
+                    self._semantic.without_weights(error)
+            asked = self._queries[query] = Asked(vector, terms)
+            self._semantic.loaded = True
+            while len(self._queries) > QUERIES_KEPT:
+                self._queries.popitem(last=False)
+        else:
+            self._queries.move_to_end(query)
+        return asked
