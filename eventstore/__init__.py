@@ -17,6 +17,7 @@ from chronograph.eventstore.errors import (
     StoreFormatError,
     StoreOpenError,
     StoreUnavailableError,
+    StreamFullError,
     UnknownEventError,
 )
 from chronograph.eventstore.events import *  # noqa: F403 (the events, as `events.__all__` names them)
@@ -54,6 +55,7 @@ __all__ = [
     "LogTransaction",
     "Scrubbed",
     "StorageFullError",
+    "StreamFullError",
     "StoreCorruptError",
     "StoreFormatError",
     "StoreOpenError",

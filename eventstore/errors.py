@@ -50,6 +50,10 @@ class StorageFullError(EventStoreError):
     """The disk or the configured map ceiling is full; the write was rolled back."""
 
 
+class StreamFullError(EventStoreError):
+    """A stream's version or the log's position is past what the store's format numbers; nothing was written."""
+
+
 class StoreUnavailableError(EventStoreError):
     """The database holding the log cannot be reached now; a write in flight was rolled back,
     or (if the connection broke at its commit) may have been stored: read before retrying."""

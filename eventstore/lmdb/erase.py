@@ -44,10 +44,10 @@ def erase(
         for envelope in events:
             _put(reader, envelope, new, redact(envelope))
         if new != old and events:
-            old_key, new_key = dbs.key(old), dbs.key(new)
+            old_key, new_key, index = dbs.key(old), dbs.key(new), dbs.layout
             for envelope in events:
-                txn.delete(old_key + pack_u64(envelope.version), db=dbs.streams)
-                txn.put(new_key + pack_u64(envelope.version), pack_u64(envelope.position), db=dbs.streams)
+                txn.delete(index.key(old_key, envelope.version), db=dbs.streams)
+                txn.put(index.key(new_key, envelope.version), index.value(envelope.position), db=dbs.streams)
             if dbs.heads is not None:
                 txn.delete(old_key, db=dbs.heads)
                 txn.put(new_key, pack_u64(events[-1].version), db=dbs.heads)

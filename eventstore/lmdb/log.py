@@ -23,6 +23,7 @@ from chronograph.eventstore.errors import StoreCorruptError, StoreFormatError
 from chronograph.eventstore.keys import pack_u32, pack_u64, text_key, unpack_u32
 from chronograph.eventstore.lmdb.env import EnvOptions, LmdbEnv
 from chronograph.eventstore.lmdb.reader import SCRUBBED, Databases, LmdbReader
+from chronograph.eventstore.lmdb.streamindex import WIDE
 from chronograph.eventstore.lmdb.writer import LmdbTransaction
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
 
@@ -30,7 +31,7 @@ __all__ = ["FORMAT_VERSION", "LmdbLog"]
 
 T = TypeVar("T")
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 """On-disk format this code creates; a store with a higher one is refused, never guessed at.
 2: the log may hold records of codec 2 (`eventstore.compact`); a store of format 1 is raised to
 2 when it is opened for writing, so a version of Chronograph that cannot read them refuses it
@@ -41,13 +42,16 @@ created in the newest format and never raised to 3 or 4: its keys would have to 
 while another process, of a version that reads the heads, may be writing them (`chronograph
 copy` writes a store of the newest format). 5: new records are of codec 3 (`eventstore.compact`);
 a store of an older format keeps being written in codec 2, since a process of an older version
-may have it open and would fail on a record it cannot read."""
+may have it open and would fail on a record it cannot read. 6: `streams` keeps a version in 4 bytes
+and a position in 6 (`streamindex.NARROW`); a store of an older format keeps 8 and 8."""
 _KEYED = 3
 """The first format whose stream keys are `keys.stream_key`"""
 _HEADLESS = 4
 """The first format without the `heads` database"""
 _CODEC_3 = 5
 """The first format whose new records are of codec 3"""
+_NARROW = 6
+"""The first format whose stream index is `streamindex.NARROW`"""
 
 _LOG_DATABASES = (b"log", b"streams", b"idempotency", b"meta")
 _HEADS = b"heads"
@@ -154,6 +158,8 @@ class LmdbLog(EventLog):
                 dbs = dbs._replace(heads=env.env.open_db(_HEADS, create=False))
             if version < _KEYED:
                 dbs = dbs._replace(key=text_key)
+            if version < _NARROW:
+                dbs = dbs._replace(layout=WIDE)
             with env.read() as txn:
                 self._check_tail(LmdbReader(txn, self.codec, dbs))
             if version < 2 and not env.readonly:

@@ -12,11 +12,10 @@ from chronograph.eventstore import checksums
 from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.errors import StoreCorruptError, advised, advised_copy
 from chronograph.eventstore.keys import Stored, pack_u64, stream_key, unpack_u64
+from chronograph.eventstore.lmdb.streamindex import NARROW, IndexLayout
 
 __all__ = ["ERASURES", "SCRUBBED", "Databases", "LmdbReader"]
 
-_LAST_VERSION = 2**64 - 1
-_LAST = pack_u64(_LAST_VERSION)
 ERASURES = b"erasures"
 """The `meta` key counting erasures: caches of the log's content compare it to know they
 hold nothing forgotten since they were filled."""
@@ -31,7 +30,7 @@ class Databases(NamedTuple):
     log: lmdb._Database
     """position (u64 BE) -> envelope"""
     streams: lmdb._Database
-    """stream key + version (u64 BE) -> position (u64 BE)"""
+    """stream key + version -> position, both big-endian of `layout`'s sizes"""
     heads: lmdb._Database | None
     """stream key -> current version (u64 BE), in the stores of formats 1 to 3; a stream's last
     key in `streams` says it in the others (see `log.FORMAT_VERSION`)"""
@@ -46,6 +45,9 @@ class Databases(NamedTuple):
     (`text_key`) in the stores of format 1 and 2 (see `log.FORMAT_VERSION`)"""
     where: str = ""
     """the store's folder, for the commands its errors advise"""
+    layout: IndexLayout = NARROW
+    """the sizes of a version and a position in `streams`: `NARROW` since store format 6, `WIDE`
+    in the stores of format 1 to 5 (see `log.FORMAT_VERSION`)"""
 
 
 class LmdbReader:
@@ -69,12 +71,12 @@ class LmdbReader:
         if self.dbs.heads is not None:
             value = self.txn.get(prefix, db=self.dbs.heads)
             return 0 if value is None else unpack_u64(value)
-        size = len(prefix)
+        size, index = len(prefix), self.dbs.layout
         with self.txn.cursor(self.dbs.streams) as cursor:
-            end = prefix + _LAST
+            end = index.key(prefix, index.last_version)
             if cursor.set_range(end):
                 if cursor.key() == end:
-                    return _LAST_VERSION
+                    return index.last_version
                 found = cursor.prev()
             else:
                 found = cursor.last()
@@ -82,8 +84,8 @@ class LmdbReader:
                 key = cursor.key()
                 if key[:size] != prefix:
                     break
-                if len(key) == size + 8:  # not a longer stream key that begins with this one
-                    return unpack_u64(key[size:])
+                if len(key) == size + index.version_bytes:  # not a longer stream key that begins with this one
+                    return index.version(key, size)
                 found = cursor.prev()
         return 0
 
@@ -119,22 +121,25 @@ class LmdbReader:
         Raises:
             StoreCorruptError: If the stream index misses a version, or points at another event.
         """
-        prefix = self.dbs.key(stream)
-        width = len(prefix)
-        last = to_version if to_version is not None else 2**64 - 1
+        prefix, index = self.dbs.key(stream), self.dbs.layout
+        width, size = len(prefix), len(prefix) + index.version_bytes
+        last = to_version if to_version is not None else index.last_version
         expected = max(from_version, 1)
+        if expected > index.last_version:
+            return
         log, get = self.dbs.log, self.txn.get
         with self.txn.cursor(self.dbs.streams) as cursor:
-            found = cursor.set_range(prefix + pack_u64(expected))
+            found = cursor.set_range(index.key(prefix, expected))
             for key, value in cursor if found else ():
-                if len(key) != width + 8 or key[:width] != prefix:
+                if len(key) != size or key[:width] != prefix:
                     break
-                version = unpack_u64(key[width:])
+                version = index.version(key, width)
                 if version > last:
                     break
                 if version != expected:
                     raise self._missing(stream, expected)
-                yield self._indexed(stream, version, self._decode(get(value, db=log), unpack_u64(value)))
+                position = index.position(value)
+                yield self._indexed(stream, version, self._decode(get(pack_u64(position), db=log), position))
                 expected += 1
         if expected <= last and expected <= self.stream_version(stream):  # it ended short of its head
             raise self._missing(stream, expected)
@@ -145,17 +150,17 @@ class LmdbReader:
         Raises:
             StoreCorruptError: If the stream index misses a version.
         """
-        prefix = self.dbs.key(stream)
-        width = len(prefix)
+        prefix, index = self.dbs.key(stream), self.dbs.layout
+        width, size = len(prefix), len(prefix) + index.version_bytes
         found: list[int] = []
         with self.txn.cursor(self.dbs.streams) as cursor:
-            if cursor.set_range(prefix + pack_u64(1)):
+            if cursor.set_range(index.key(prefix, 1)):
                 for key, value in cursor:
-                    if len(key) != width + 8 or key[:width] != prefix:
+                    if len(key) != size or key[:width] != prefix:
                         break
-                    if unpack_u64(key[width:]) != len(found) + 1:
+                    if index.version(key, width) != len(found) + 1:
                         raise self._missing(stream, len(found) + 1)
-                    found.append(unpack_u64(value))
+                    found.append(index.position(value))
         if len(found) != self.stream_version(stream):
             raise self._missing(stream, len(found) + 1)
         return found
@@ -166,23 +171,24 @@ class LmdbReader:
         Raises:
             StoreCorruptError: If the stream index misses a version, or points at another event.
         """
-        prefix = self.dbs.key(stream)
-        width = len(prefix)
+        prefix, index = self.dbs.key(stream), self.dbs.layout
+        width, size = len(prefix), len(prefix) + index.version_bytes
         top = self.stream_version(stream) if from_version is None else min(from_version, self.stream_version(stream))
         if top < 1:
             return
         log, get = self.dbs.log, self.txn.get
         expected = top
         with self.txn.cursor(self.dbs.streams) as cursor:
-            if not cursor.set_key(prefix + pack_u64(top)):
+            if not cursor.set_key(index.key(prefix, top)):
                 raise self._missing(stream, top)
             for key, value in cursor.iterprev():
-                if len(key) != width + 8 or key[:width] != prefix:
+                if len(key) != size or key[:width] != prefix:
                     break
-                version = unpack_u64(key[width:])
+                version = index.version(key, width)
                 if version != expected:
                     raise self._missing(stream, expected)
-                yield self._indexed(stream, version, self._decode(get(value, db=log), unpack_u64(value)))
+                position = index.position(value)
+                yield self._indexed(stream, version, self._decode(get(pack_u64(position), db=log), position))
                 expected -= 1
         if expected:
             raise self._missing(stream, expected)
@@ -257,12 +263,14 @@ class LmdbReader:
         missing or points at another position, keys no event has, and a stream head (the stores
         that keep them) below the stream's last version. A store without heads finds a stream's
         version in the index alone, so a lost key there would let a write reuse a version."""
-        streams, get, key = self.dbs.streams, self.txn.get, self.dbs.key
+        streams, get, key, index = self.dbs.streams, self.txn.get, self.dbs.key, self.dbs.layout
         head, last = self.head(), {}
         for envelope in self.all(1, head, 4096):
-            at = get(key(envelope.stream) + pack_u64(envelope.version), db=streams)
-            if at is None or unpack_u64(at) != envelope.position:
-                where = "no key" if at is None else f"a key that points at position {unpack_u64(at):,}"
+            at = get(index.key(key(envelope.stream), envelope.version), db=streams)
+            pointed = None if at is None or len(at) != index.position_bytes else index.position(at)
+            if pointed != envelope.position:
+                where = ("no key" if at is None else f"a key that points at position {pointed:,}" if pointed is not None
+                         else f"a key whose value is {len(at)} bytes, not a position")
                 yield (f"index: the event at position {envelope.position:,} (version {envelope.version} of its "
                        f"stream) has {where}")
             if self.dbs.heads is not None:

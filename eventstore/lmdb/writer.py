@@ -47,14 +47,15 @@ class LmdbTransaction(LmdbReader, Appender):
             self._check_room()
 
     def _store(self, rows: list[Row], versions: dict[str, int], writes: Sequence[StreamWrite]) -> None:
-        txn, dbs, key = self.txn, self.dbs, self.dbs.key
+        txn, dbs, key, index = self.txn, self.dbs, self.dbs.key, self.dbs.layout
+        index.check(max(versions.values()), rows[-1][0])  # before anything is written
         with txn.cursor(dbs.log) as cursor:
             if cursor.putmulti([(pack_u64(row[0]), row[5]) for row in rows], append=True)[1] != len(rows):
                 raise AssertionError(f"log positions after {rows[0][0] - 1} were already taken")
         if dbs.sums is not None:
             checksums.record(txn, dbs.sums, rows[0][0], [row[4] for row in rows])
         with txn.cursor(dbs.streams) as cursor:  # a version already indexed: the heads said less than the truth
-            if cursor.putmulti([(key(row[1]) + pack_u64(row[2]), pack_u64(row[0])) for row in rows],
+            if cursor.putmulti([(index.key(key(row[1]), row[2]), index.value(row[0])) for row in rows],
                                overwrite=False)[1] != len(rows):
                 raise StoreCorruptError(
                     "the stream heads are damaged (a stream's head is below a version it already has); nothing "

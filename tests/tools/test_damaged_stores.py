@@ -25,7 +25,8 @@ from chronograph.application import Memory
 from chronograph.application import explorer as pages
 from chronograph.application.errors import ChronographError
 from chronograph.eventstore import EventStoreError
-from chronograph.eventstore.keys import pack_u64, stream_key
+from chronograph.eventstore.keys import stream_key
+from chronograph.eventstore.lmdb.streamindex import NARROW
 from chronograph.projections import ProjectionError
 from chronograph.projections.past.snapshots import Snapshots, fold_to
 from chronograph.tools.cli import main as cli
@@ -214,7 +215,7 @@ def test_a_damaged_stream_index_is_found_not_served(tmp_path: Path) -> None:
     try:  # version 1 of E3 now points at Ada's first event
         index = env.open_db(b"streams")
         with env.begin(write=True) as txn:
-            first = [stream_key(stream) + pack_u64(1) for stream in streams]
+            first = [NARROW.key(stream_key(stream), 1) for stream in streams]  # store format 6's keys
             txn.put(first[0], txn.get(first[1], db=index), db=index)
     finally:
         env.close()

@@ -177,8 +177,8 @@ def _index(store: Path, change: Callable[[lmdb.Transaction, Any, list[bytes]], N
 def test_verify_finds_a_stream_index_that_lost_a_stream_s_last_key(history_store: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     with LmdbLog(history_store) as log, log.read() as reader:  # Ada's stream: created, updated, deleted
         ada = next(e.stream for e in reader.all() if e.version == 3)
-        key = reader.dbs.key(ada)
-    _index(history_store, lambda txn, index, keys: txn.delete(key + (3).to_bytes(8, "big"), db=index))
+        last = reader.dbs.layout.key(reader.dbs.key(ada), 3)
+    _index(history_store, lambda txn, index, keys: txn.delete(last, db=index))
     code, out = run(capsys, "--store", str(history_store), "--verify")  # before: "the views agree with the log"
     assert code == 1 and "index of streams disagrees" in out and "chronograph copy" in out
     assert "the event at position 6 (version 3 of its stream) has no key" in out

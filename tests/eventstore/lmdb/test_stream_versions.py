@@ -7,7 +7,7 @@ from pathlib import Path
 import lmdb
 import pytest
 from chronograph.eventstore import LmdbLog, StreamWrite
-from chronograph.eventstore.errors import StoreCorruptError
+from chronograph.eventstore.errors import StoreCorruptError, StreamFullError
 from chronograph.eventstore.events import EntityCreated, ObservationsAdded
 from chronograph.eventstore.keys import pack_u32, pack_u64, stream_key
 from chronograph.eventstore.lmdb.log import FORMAT_VERSION
@@ -58,8 +58,8 @@ def test_a_version_is_found_past_a_longer_stream_key_that_begins_with_the_stream
     assert len(key) == 15
     append(store, entity, 3)
     with store.environment.env.begin(write=True) as txn:  # a 16-byte key sharing its first 15 bytes
-        txn.put(key + b"\xff" + pack_u64(1), pack_u64(1), db=store.dbs.streams)
-        txn.put(key + b"\x00" + pack_u64(9), pack_u64(1), db=store.dbs.streams)
+        txn.put(key + b"\xff" + pack_u32(1), store.dbs.layout.value(1), db=store.dbs.streams)
+        txn.put(key + b"\x00" + pack_u32(9), store.dbs.layout.value(1), db=store.dbs.streams)
     assert store.stream_version(entity) == 3
 
 
@@ -70,7 +70,7 @@ def test_a_store_of_format_3_keeps_its_heads_and_its_format(store_path: Path) ->
         with old.read() as reader:
             assert reader.txn.get(stream_key("x"), db=old.dbs.heads) == pack_u64(2)
             assert bytes(reader.txn.get(b"format", db=old.dbs.meta)) == pack_u32(3)
-    assert FORMAT_VERSION == 5
+    assert FORMAT_VERSION == 6
 
 
 @pytest.mark.parametrize("readonly", [True, False])
@@ -97,3 +97,27 @@ def test_the_index_of_a_sound_store_has_no_problems_and_a_head_below_its_stream_
             txn.put(stream_key("x"), pack_u64(1), db=old.dbs.heads)  # the head says 1; its events reach 2
         with old.read() as reader:
             assert list(reader.index_problems()) == ["index: a stream's head says version 1, its events reach 2"]
+
+
+def test_a_stream_at_the_last_version_its_index_numbers_takes_no_more_and_nothing_is_written(store: LmdbLog) -> None:
+    append(store, "x", 1)
+    last = store.dbs.layout.last_version
+    with store.environment.env.begin(write=True) as txn:  # as if it had 4 billion events
+        txn.put(store.dbs.layout.key(stream_key("x"), last), store.dbs.layout.value(1), db=store.dbs.streams)
+    assert store.stream_version("x") == last == 2**32 - 1
+    with pytest.raises(StreamFullError, match="past what this store's index numbers"):
+        append(store, "x", 1)
+    assert store.head() == 1 and store.stream_version("x") == last
+
+
+def test_a_position_of_the_wrong_size_in_the_index_is_damage_not_another_position(store: LmdbLog) -> None:
+    append(store, "x", 2)
+    with store.environment.env.begin(write=True) as txn:
+        txn.put(store.dbs.layout.key(stream_key("x"), 2), b"\x00\x00\x02", db=store.dbs.streams)
+    with store.read() as reader:
+        with pytest.raises(StoreCorruptError, match="a position of 3 bytes"):
+            reader.positions("x")
+        with pytest.raises(StoreCorruptError, match="a position of 3 bytes"):
+            list(reader.stream("x"))
+        assert list(reader.index_problems()) == [
+            "index: the event at position 2 (version 2 of its stream) has a key whose value is 3 bytes, not a position"]
