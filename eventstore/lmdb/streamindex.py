@@ -60,7 +60,7 @@ class IndexLayout(NamedTuple):
         if version > self.last_version or position >= 1 << 8 * self.position_bytes:
             raise StreamFullError(
                 f"version {version:,} of a stream, or position {position:,} of the log, is past what this "
-                f"store's index numbers ({self.last_version:,} versions a stream); nothing was written")
+                f"store's index numbers ({self.last_version:,} versions a stream)")
 
 
 WIDE = IndexLayout(8, 8)
