@@ -121,3 +121,18 @@ def test_a_position_of_the_wrong_size_in_the_index_is_damage_not_another_positio
             list(reader.stream("x"))
         assert list(reader.index_problems()) == [
             "index: the event at position 2 (version 2 of its stream) has a key whose value is 3 bytes, not a position"]
+
+
+def test_an_event_claiming_a_version_its_index_cannot_hold_is_a_problem_not_a_crash(store: LmdbLog) -> None:
+    from chronograph.eventstore import checksums
+    from msgspec.structs import replace
+
+    append(store, "x", 2)
+    with store.environment.env.begin(write=True) as txn:  # damage that kept its checksum whole
+        claimed = replace(store.reader(txn).get(2), version=2**32)  # type: ignore[type-var]
+        stored = store.codec.encode(claimed)
+        txn.put(pack_u64(2), stored, db=store.dbs.log)
+        checksums.record(txn, store.dbs.sums, 2, [checksums.digest(stored)])
+    with store.read() as reader:
+        assert list(reader.index_problems()) == [
+            "index: the event at position 2 claims version 4,294,967,296, which this store's index cannot hold"]
