@@ -249,17 +249,15 @@ class LmdbGraph:
         prefix = self._ws(workspace)
         counts: Counter[bytes] = Counter()
         width = len(prefix)
-        first: dict[bytes, bytes] = {}  # a name's first relation end: a record that spells the name
         name, incoming = b"", set[bytes]()
         with self.txn.cursor(self.tables.adjacency) as cursor:
             if cursor.set_range(prefix):
                 for key, value in cursor:  # (workspace, name) and a relation end: its incoming ones first
                     if key[:width] != prefix:
                         break
-                    way, seq = adjacency_end(value)
                     if key[width:] != name:  # the name's digest
                         name, incoming = bytes(key[width:]), set()
-                        first[name] = seq
+                    way, seq = adjacency_end(value)
                     if way == INCOMING:
                         incoming.add(seq)
                     elif seq in incoming:  # a relation from the name to itself: counted once, as by a fold
@@ -267,7 +265,10 @@ class LmdbGraph:
                     counts[name] += 1
         found = []
         for name_digest, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
-            record = _relation(self._indexed(prefix + first[name_digest], self.tables.relations))
+            first = self._first_end(prefix + name_digest)
+            if first is None:
+                continue
+            record = _relation(self._indexed(prefix + first, self.tables.relations))
             ends = [n for n in (record.source, record.target) if adjacency_name(prefix, n) == prefix + name_digest]
             if ends:
                 found.append((ends[0], count))
@@ -334,6 +335,11 @@ class LmdbGraph:
 
     def _ordered(self, workspace: str, kind: bytes, offset: int, limit: int | None) -> Iterator[Stored]:
         return page(self._scan_values(order_prefix(self._ws(workspace), kind), self.tables.order), offset, limit)
+
+    def _first_end(self, key: bytes) -> bytes | None:
+        """The creation of the first relation end kept under a name's `key` in adjacency, or None."""
+        with self.txn.cursor(self.tables.adjacency) as cursor:
+            return adjacency_end(cursor.value())[1] if cursor.set_key(key) else None
 
     def _ends(self, key: bytes, way: bytes = b"") -> list[tuple[bytes, bytes]]:
         """The relation ends kept under a name's `key` in adjacency, (direction, creation) each (see
