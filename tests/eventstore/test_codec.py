@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -89,27 +90,25 @@ def test_an_upcaster_cannot_be_registered_twice() -> None:
         registry.register("test.note_taken", from_schema=1)(lambda data: data)
 
 
+def first_record(store: LmdbLog) -> list[Any]:
+    """An entity created in `store`, as its record decodes from the bytes on disk."""
+    store.append([StreamWrite("a", [EntityCreated(workspace="w", name="n", entity_type="t")])], actor="t")
+    with store.read() as reader:
+        return msgspec.msgpack.decode(reader.txn.get((1).to_bytes(8, "big"), db=reader.dbs.log))
+
+
 def test_the_payload_on_disk_is_a_map_keyed_by_field_name_in_codec_1(store_path: Path) -> None:
     with LmdbLog(store_path, codec=Codec(writes=1)) as store:
-        store.append([StreamWrite("a", [EntityCreated(workspace="w", name="n", entity_type="t")])], actor="t")
-        with store.read() as reader:
-            raw = reader.txn.get((1).to_bytes(8, "big"), db=reader.dbs.log)
-    stored = msgspec.msgpack.decode(raw)
+        stored = first_record(store)
     assert stored[-1] == {"type": "entity_created", "workspace": "w", "name": "n", "entityType": "t"}
 
 
 def test_the_payload_on_disk_is_the_tag_then_the_fields_by_position_in_codec_2(store_path: Path) -> None:
     with LmdbLog(store_path, codec=Codec(writes=2)) as store:
-        store.append([StreamWrite("a", [EntityCreated(workspace="w", name="n", entity_type="t")])], actor="t")
-        with store.read() as reader:
-            raw = reader.txn.get((1).to_bytes(8, "big"), db=reader.dbs.log)
-    stored = msgspec.msgpack.decode(raw)
+        stored = first_record(store)
     assert stored[-2:] == [["entity_created", "w", "n", "t"], 2]
 
 
 def test_the_payload_on_disk_is_the_tag_s_number_then_the_fields_by_position_in_codec_3(store: LmdbLog) -> None:
-    store.append([StreamWrite("a", [EntityCreated(workspace="w", name="n", entity_type="t")])], actor="t")
-    with store.read() as reader:
-        raw = reader.txn.get((1).to_bytes(8, "big"), db=reader.dbs.log)
-    stored = msgspec.msgpack.decode(raw)
+    stored = first_record(store)
     assert stored[1] == "a" and stored[-3:] == [[1, "w", "n", "t"], None, 3]
