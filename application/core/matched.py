@@ -23,7 +23,7 @@ from chronograph.application.engine.outputs import MatchedOut, PageEntityOut
 from chronograph.application.engine.service import Memory
 from chronograph.application.engine.timeline import Moment
 from chronograph.projections import EntityRecord
-from chronograph.projections.search.matching import best, observation_scores
+from chronograph.projections.search.matching import NEAR, best, observation_scores
 from msgspec import UNSET
 
 __all__ = ["MATCHES", "RERANK", "point_at_facts", "pointed", "reranked"]
@@ -88,7 +88,8 @@ def pointed(
                                     {i: closeness.get(o, 0.0) for i, o in enumerate(observations)})
     matched = None
     if count:
-        matched = [MatchedOut(text=observations[i], score=round(scores[i], 4)) for i in best(scores, count)]
+        matched = [MatchedOut(text=observations[i], score=round(scores[i], 4))
+                   for i in best(scores, count, NEAR)]
     if not cut:
         return observations, matched
     kept = set(best(scores, limit))

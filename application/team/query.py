@@ -19,7 +19,7 @@ from chronograph.application.team.common import TEAM, Short, Team, TeamArgs
 from chronograph.application.team.entries import KINDS, entry_out, is_live
 from chronograph.application.team.links import tags_of
 from chronograph.application.team.semantic import DEFAULT_THRESHOLD, TEXT_FIELDS, similarities
-from chronograph.projections.search.matching import best, word_scores
+from chronograph.projections.search.matching import NEAR, best, word_scores
 from chronograph.projections.team.state import Entry
 from msgspec import UNSET, Meta, UnsetType
 
@@ -170,7 +170,7 @@ def _matched(entry: Entry, search: str, count: int) -> list[dict[str, Any]]:
     """The sentences of `entry` that best match `search`, as {text, score}, best first."""
     sentences = _sentences(entry)
     scores = word_scores(search, sentences)
-    return [{"text": sentences[i], "score": round(scores[i], 4)} for i in best(scores, count)]
+    return [{"text": sentences[i], "score": round(scores[i], 4)} for i in best(scores, count, NEAR)]
 
 
 def _item(team: Team, entry: Entry, args: MemoryQuery, score: float | None) -> dict[str, Any]:

@@ -68,6 +68,14 @@ def test_matches_per_entity_caps_the_matched_observations_and_zero_leaves_them_o
     assert "matchedObservations" not in none["entities"][0]
 
 
+
+def test_an_observation_far_below_the_entitys_best_match_is_not_pointed_at(memory: Memory) -> None:
+    reply = call(memory, "search_nodes", query="laptop screen black", mode="ranked", matchesPerEntity=3)
+    matched = reply["entities"][0]["matchedObservations"]
+    assert [m["text"] for m in matched] == [DIARY["observations"][4]]  # the cracked screen shares one word of three
+    kept = call(memory, "search_nodes", query="laptop screen black", mode="ranked", observationsLimit=2)
+    assert kept["entities"][0]["observations"] == [DIARY["observations"][1], DIARY["observations"][4]]
+
 def test_observations_limit_keeps_the_best_matching_observations_in_their_own_order(memory: Memory) -> None:
     reply = call(memory, "search_nodes", query="whales cello", mode="ranked", observationsLimit=2)
     evan = next(e for e in reply["entities"] if e["name"] == "Evan")
