@@ -69,13 +69,22 @@ class State(Protocol):
         ...
 
 
+FIRST = 1
+"""The version of a stream's first event. A creation at it looks for no record already under its
+stream: a record's stream is that of the events folded into it, every stream's versions rise
+from 1 in log order, and an erasure that gives a stream's events another id gives them all of
+it (`eventstore.erasure`), so before a stream's first event no state holds a record of it. A
+rebuild of a million entities looked 3M times for records that could not be there (a random
+read of the written views each, past its first 400k records)."""
+
+
 def unique(items: Iterable[str]) -> list[str]:
     """`items` without repeats, first occurrence kept, order kept."""
     return list(dict.fromkeys(items))
 
 
 def _entity_created(state: State, envelope: Envelope, event: EntityCreated, created_at: int | None = None) -> None:
-    stale = state.get_entity(envelope.stream)
+    stale = None if envelope.version == FIRST else state.get_entity(envelope.stream)  # see `FIRST`
     if stale is not None:
         state.remove_entity(stale)
     holder = state.live_entity(event.workspace, event.name)
@@ -193,7 +202,7 @@ def _entity_merged(state: State, envelope: Envelope, event: EntityMerged) -> Non
 
 
 def _relation_created(state: State, envelope: Envelope, event: RelationCreated) -> None:
-    stale = state.get_relation(envelope.stream)
+    stale = None if envelope.version == FIRST else state.get_relation(envelope.stream)  # see `FIRST`
     if stale is not None:
         state.remove_relation(stale)
     at = envelope.recorded_at

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
+from chronograph.projections.fold import FIRST
 from chronograph.projections.keys import (
     ENTITY,
     INCOMING,
@@ -74,17 +75,37 @@ class Segment(Overlay):
         self._seen: dict[str, None] = {}
         self._forgotten: list[tuple[str, str]] = []
         self._present = PresentSets()
+        self._absent: set[str] = set()
+        """Streams the written views hold no record of: `changes` need not read them again"""
 
     @property
     def size(self) -> int:
         """How many records the segment holds (touched entities and relations, gone ones too)."""
         return len(self._entities) + len(self._relations)
 
+    def get_entity(self, stream: str) -> EntityRecord | None:
+        asked = stream in self._entities
+        entity = super().get_entity(stream)
+        if entity is None and not asked:
+            self._absent.add(stream)
+        return entity
+
     def add_entity(self, entity: EntityRecord) -> None:
+        if entity.version == FIRST and entity.stream not in self._entities:  # created by its stream's first event
+            self._absent.add(entity.stream)
         super().add_entity(entity)
         self._seen[entity.workspace] = None  # its totals exist from now on, whatever comes after
 
+    def get_relation(self, stream: str) -> RelationRecord | None:
+        asked = stream in self._relations
+        relation = super().get_relation(stream)
+        if relation is None and not asked:
+            self._absent.add(stream)
+        return relation
+
     def add_relation(self, relation: RelationRecord) -> None:
+        if relation.version == FIRST and relation.stream not in self._relations:
+            self._absent.add(relation.stream)
         super().add_relation(relation)
         self._seen[relation.workspace] = None
 
@@ -137,9 +158,9 @@ class Segment(Overlay):
             counts[(workspace, kind, type_name)] = counts.get((workspace, kind, type_name), 0) + delta
             totals.setdefault(workspace, [0, 0])[kind == RELATION] += delta
 
-        entities, order = rows["entities"], rows["order"]
+        entities, order, absent = rows["entities"], rows["order"], self._absent
         for stream, new in _drained(self._entities, between):
-            old = base.get_entity(stream)
+            old = None if stream in absent else base.get_entity(stream)
             if old is None and new is None:
                 continue
             key = record_key(stream)
@@ -154,7 +175,7 @@ class Segment(Overlay):
                     order.append((order_key(ws(new.workspace), ENTITY, new.seq), key))
         relations, identities, adjacency = rows["relations"], rows["identities"], rows["adjacency"]
         for stream, relation in _drained(self._relations, between):
-            was = base.get_relation(stream)
+            was = None if stream in absent else base.get_relation(stream)
             if was is None and relation is None:
                 continue
             moved = was is None or relation is None or was.seq != relation.seq  # its keys change

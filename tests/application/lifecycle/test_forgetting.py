@@ -12,7 +12,10 @@ from typing import Any
 
 import pytest
 from chronograph.application import ChronographError, Memory, NotFoundError
-from chronograph.projections import verify
+from chronograph.eventstore import EntityCreated, RelationCreated
+from chronograph.projections import DictState, apply, verify
+from chronograph.projections.fold import FIRST
+from chronograph.projections.streams import relation_stream
 
 SECRETS = ("Zorgwald Quimby", "lives at 12 Flimwick Lane", "phone 555-0199-xq", "Plumtree-Sanatorium",
            "secretvalue-8841")
@@ -225,3 +228,31 @@ def test_a_process_that_wrote_the_entity_writes_none_of_it_back_after_it_was_for
     finally:
         writer.communicate(timeout=60)
     assert residue(store) == []
+
+
+def test_what_is_made_again_after_forgetting_starts_streams_no_record_holds(memory: Memory) -> None:
+    """The fold looks for no record under a stream at its first event (`fold.FIRST`): a forgetting
+    moves what it erased to streams of their own, and what is made again after starts afresh."""
+    people = [{"name": n, "entityType": "person", "observations": [f"{n} was here"]} for n in ("Ada", "Bob")]
+    knows = [{"from": a, "to": b, "relationType": "knows"} for a, b in (("Ada", "Bob"), ("Bob", "Ada"))]
+    write(memory, "create_entities", entities=people)
+    write(memory, "create_relations", relations=knows)
+    write(memory, "forget_entity", name="Ada", reason="asked")
+    write(memory, "create_entities", entities=people[:1])
+    write(memory, "create_relations", relations=knows)
+    write(memory, "delete_relations", relations=knows[:1])
+    write(memory, "create_relations", relations=knows[:1])
+    state, firsts = DictState(), []
+    with memory.log.read() as log:
+        for envelope in log.all():
+            if envelope.version == FIRST and isinstance(envelope.event, (EntityCreated, RelationCreated)):
+                firsts.append(envelope.stream)
+                assert state.get_entity(envelope.stream) is None and state.get_relation(envelope.stream) is None
+            apply(state, envelope)
+    # Bob, then Ada made again and both relations under the ids her forgetting emptied (what it
+    # erased is on other streams now: the first Ada and her relations are no creations any more)
+    assert len(firsts) == 4 and firsts[2:] == [relation_stream("default", "Ada", "knows", "Bob"),
+                                               relation_stream("default", "Bob", "knows", "Ada")]
+    graph = read(memory, "read_graph")
+    assert sorted((r.source, r.target) for r in graph.relations) == [("Ada", "Bob"), ("Bob", "Ada")]
+    assert verify(memory.views) == []
