@@ -18,7 +18,7 @@ first added to each (`LmdbState._numbered`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TypeVar
 
 from chronograph.projections.fold import FIRST
@@ -84,30 +84,33 @@ class Segment(Overlay):
         return len(self._entities) + len(self._relations)
 
     def get_entity(self, stream: str) -> EntityRecord | None:
-        asked = stream in self._entities
-        entity = super().get_entity(stream)
-        if entity is None and not asked:
-            self._absent.add(stream)
-        return entity
+        return self._noted(stream, self._entities, super().get_entity)
 
     def add_entity(self, entity: EntityRecord) -> None:
-        if entity.version == FIRST and entity.stream not in self._entities:  # created by its stream's first event
-            self._absent.add(entity.stream)
+        self._created(entity, self._entities)
         super().add_entity(entity)
         self._seen[entity.workspace] = None  # its totals exist from now on, whatever comes after
 
     def get_relation(self, stream: str) -> RelationRecord | None:
-        asked = stream in self._relations
-        relation = super().get_relation(stream)
-        if relation is None and not asked:
-            self._absent.add(stream)
-        return relation
+        return self._noted(stream, self._relations, super().get_relation)
 
     def add_relation(self, relation: RelationRecord) -> None:
-        if relation.version == FIRST and relation.stream not in self._relations:
-            self._absent.add(relation.stream)
+        self._created(relation, self._relations)
         super().add_relation(relation)
         self._seen[relation.workspace] = None
+
+    def _noted(self, stream: str, held: Mapping[str, object], get: Callable[[str], R | None]) -> R | None:
+        """`get(stream)`, noting a stream the written views were asked for and do not hold."""
+        asked = stream in held
+        found = get(stream)
+        if found is None and not asked:
+            self._absent.add(stream)
+        return found
+
+    def _created(self, record: EntityRecord | RelationRecord, held: Mapping[str, object]) -> None:
+        """Note a record created by its stream's first event (the fold asked nothing, see `FIRST`)."""
+        if record.version == FIRST and record.stream not in held:
+            self._absent.add(record.stream)
 
     def present(self, entity: EntityRecord) -> set[str]:
         return self._present(entity)  # kept between events, as in memory: a long history adds in steps
