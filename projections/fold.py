@@ -45,6 +45,12 @@ __all__ = ["State", "apply", "apply_all", "unique"]
 class State(Protocol):
     """What the fold needs from a view of the graph."""
 
+    from_start: bool
+    """Whether the state holds only what this fold made of the log from its start (a rebuild's,
+    an as-of fold's): then a creation at its stream's first version looks for no record (`FIRST`).
+    Live views are not: a server's cache of a shared log may still hold a relation another server's
+    forgetting moved to another stream, whose old id a later creation starts again."""
+
     def get_entity(self, stream: str) -> EntityRecord | None: ...
     def live_entity(self, workspace: str, name: str) -> EntityRecord | None: ...
     def add_entity(self, entity: EntityRecord) -> None: ...
@@ -70,12 +76,12 @@ class State(Protocol):
 
 
 FIRST = 1
-"""The version of a stream's first event. A creation at it looks for no record already under its
-stream: a record's stream is that of the events folded into it, every stream's versions rise
-from 1 in log order, and an erasure that gives a stream's events another id gives them all of
-it (`eventstore.erasure`), so before a stream's first event no state holds a record of it. A
-rebuild of a million entities looked 3M times for records that could not be there (a random
-read of the written views each, past its first 400k records)."""
+"""The version of a stream's first event. In a fold of the log from its start (`State.from_start`)
+a creation at it looks for no record already under its stream: a record's stream is that of the
+events folded into it, every stream's versions rise from 1 in log order, and a forgetting moves
+what it erased to streams of their own, so before a stream's first event no such fold holds a
+record of it. A rebuild of a million entities looked 3M times for records that could not be
+there (a random read of the written views each, past its first 400k records)."""
 
 
 def unique(items: Iterable[str]) -> list[str]:
@@ -84,7 +90,8 @@ def unique(items: Iterable[str]) -> list[str]:
 
 
 def _entity_created(state: State, envelope: Envelope, event: EntityCreated, created_at: int | None = None) -> None:
-    stale = None if envelope.version == FIRST else state.get_entity(envelope.stream)  # see `FIRST`
+    fresh = envelope.version == FIRST and state.from_start  # see `FIRST`
+    stale = None if fresh else state.get_entity(envelope.stream)
     if stale is not None:
         state.remove_entity(stale)
     holder = state.live_entity(event.workspace, event.name)
@@ -202,7 +209,8 @@ def _entity_merged(state: State, envelope: Envelope, event: EntityMerged) -> Non
 
 
 def _relation_created(state: State, envelope: Envelope, event: RelationCreated) -> None:
-    stale = None if envelope.version == FIRST else state.get_relation(envelope.stream)  # see `FIRST`
+    fresh = envelope.version == FIRST and state.from_start  # see `FIRST`
+    stale = None if fresh else state.get_relation(envelope.stream)
     if stale is not None:
         state.remove_relation(stale)
     at = envelope.recorded_at

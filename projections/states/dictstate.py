@@ -80,6 +80,8 @@ class PresentSets:
 class DictState:
     """Everything the views hold, in dictionaries; `position` is the last event folded."""
 
+    from_start = True  # a rebuild's, an as-of fold's, a snapshot's (see `fold.FIRST`)
+
     def __init__(self) -> None:
         self.entities: dict[str, EntityRecord] = {}
         self.relations: dict[str, RelationRecord] = {}

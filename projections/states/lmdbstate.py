@@ -84,6 +84,7 @@ class LmdbState(LmdbGraph):
     """Reads and writes the live views inside a write transaction."""
 
     __slots__ = ()
+    from_start = False  # the live views (see `fold.State.from_start`)
 
     def get_entity(self, stream: str) -> EntityRecord | None:
         return self.entity_by_stream(stream)

@@ -20,6 +20,8 @@ __all__ = ["Overlay"]
 class Overlay:
     """The live views of `base` with the changes folded into this overlay on top."""
 
+    from_start = False  # over the live views (a `Segment` is over a rebuild's)
+
     def __init__(self, base: LmdbState) -> None:
         self.base = base
         self._entities: dict[str, EntityRecord | None] = {}

@@ -70,6 +70,8 @@ TICK = 4096
 class Segment(Overlay):
     """The views written so far (read through `base`) with the next events folded on top."""
 
+    from_start = True  # the views a rebuild has written, from the log's start
+
     def __init__(self, base: LmdbState) -> None:
         super().__init__(base)
         self._seen: dict[str, None] = {}

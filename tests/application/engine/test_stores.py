@@ -180,6 +180,28 @@ def test_forgetting_on_one_server_empties_the_caches_of_the_others(tmp_path: Pat
             assert b"Quistmoor" not in file.read_bytes() and secret.encode() not in file.read_bytes()
 
 
+
+def test_a_relation_made_again_after_another_server_forgot_its_stream_is_held_once(tmp_path: Path, url: str) -> None:
+    """b's cache keeps the relation the forgetting moved away (its fold of the erasure knows the
+    forgotten entity's name, not the relations a later entity made under its old one); a creation
+    at the first version of the old stream must then replace it, not stand beside it."""
+    def people(*names: str) -> dict[str, Any]:
+        return {"entities": [{"name": n, "entityType": "person", "observations": [n]} for n in names]}
+
+    knows = {"relations": [{"from": "Ada", "to": "Bob", "relationType": "knows"}]}
+    with Memory(url, cache=tmp_path / "a") as a, Memory(url, cache=tmp_path / "b") as b:
+        a.write("create_entities", people("Ada", "Bob"), actor="a")
+        a.write("create_relations", knows, actor="a")
+        a.write("rename_entity", {"name": "Ada", "newName": "Ann"}, actor="a")  # the relation goes with her
+        a.write("create_entities", people("Ada"), actor="a")  # another takes the name, and the relation's stream
+        a.write("create_relations", knows, actor="a")
+        b.write("add_observations", {"observations": [{"entityName": "Bob", "contents": ["b was here"]}]}, actor="b")
+        a.write("forget_entity", {"name": "Ann", "reason": "asked"}, actor="a")  # the whole stream leaves
+        a.write("create_relations", knows, actor="a")  # the first version of the stream again
+        b.write("add_observations", {"observations": [{"entityName": "Bob", "contents": ["and again"]}]}, actor="b")
+        relations = b.read("read_graph", {}).relations
+        assert [(r.source, r.relation_type, r.target) for r in relations] == [("Ada", "knows", "Bob")]
+
 def test_a_cache_that_was_offline_during_a_forget_keeps_nothing_of_it_when_it_comes_back(
     tmp_path: Path, url: str
 ) -> None:
