@@ -29,6 +29,7 @@ from chronograph.projections.keys import (
     number_key,
     order_prefix,
     record_key,
+    relation_key,
     totals_key,
     workspace_of,
 )
@@ -199,6 +200,16 @@ class LmdbGraph:
         if relation.stream != stream:
             raise ViewsDamagedError("an index points at another record")
         return relation
+
+    def relation_at(self, workspace: str, seq: int) -> RelationRecord | None:
+        """The live relation of `workspace` its event at log position `seq` created, or None."""
+        ws = self._ws(workspace)
+        if ws == NO_WORKSPACE:
+            return None
+        key = relation_key(ws, seq)
+        if self.txn.get(key, db=self.tables.relations) is None:
+            return None
+        return _spelled(_relation(self._indexed(key, self.tables.relations)), key, workspace)
 
     def entities(
         self, workspace: str, offset: int = 0, limit: int | None = None
