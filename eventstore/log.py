@@ -57,6 +57,10 @@ class LogReader(Protocol):
         """The log position of each version of `stream`, version 1 first, without decoding events."""
         ...
 
+    def positions_of(self, streams: Sequence[str]) -> list[int]:
+        """The log position of every event of `streams`, lowest first (one question of the log)."""
+        ...
+
     def stream_backward(self, stream: str, from_version: int | None = None) -> Iterator[Envelope]:
         """The events of `stream` from `from_version` (default: its newest) down to version 1."""
         ...

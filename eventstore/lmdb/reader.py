@@ -165,6 +165,14 @@ class LmdbReader:
             raise self._missing(stream, len(found) + 1)
         return found
 
+    def positions_of(self, streams: Sequence[str]) -> list[int]:
+        """The log position of every event of `streams`, lowest first.
+
+        Raises:
+            StoreCorruptError: If the stream index misses a version.
+        """
+        return sorted({position for stream in streams for position in self.positions(stream)})
+
     def stream_backward(self, stream: str, from_version: int | None = None) -> Iterator[Envelope]:
         """The events of `stream` from `from_version` (default: its newest) down to version 1.
 

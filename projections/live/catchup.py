@@ -55,8 +55,7 @@ def fold(state: LmdbState, log: LogReader, batch: Sequence[Envelope]) -> None:
 def moved_out(state: LmdbState, log: LogReader, forgotten: EntityForgotten) -> None:
     """Take out of the views every relation an event of the streams `forgotten` moved created (found
     by position: the erased events keep theirs, and a relation's record is keyed by its creation's)."""
-    positions = sorted({p for stream in forgotten.relations for p in log.positions(stream)})
-    for position in positions:
+    for position in log.positions_of(forgotten.relations):
         relation = state.relation_at(forgotten.workspace, position)
         if relation is not None:
             state.remove_relation(relation)

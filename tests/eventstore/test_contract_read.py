@@ -39,6 +39,14 @@ def test_a_stream_never_reads_into_a_stream_whose_id_extends_it(log: EventLog) -
     assert [e.stream for e in read_stream(log, "a")] == ["a"]
 
 
+
+def test_the_positions_of_several_streams_come_lowest_first_in_one_answer(log: EventLog) -> None:
+    fill(log, 10)  # s0 at 1, 4, 7, 10; s1 at 2, 5, 8; s2 at 3, 6, 9
+    with log.read() as reader:
+        assert reader.positions_of(["s2", "s0"]) == [1, 3, 4, 6, 7, 9, 10]
+        assert reader.positions_of(["s1", "nothing", "s1"]) == [2, 5, 8]
+        assert reader.positions_of([]) == []
+
 def test_the_log_reads_a_position_range_in_batches(log: EventLog) -> None:
     fill(log, 25)
     with log.read() as reader:
