@@ -36,12 +36,12 @@ def catch_up(log: LogReader, txn: lmdb.Transaction, tables: Tables, until: int, 
         return checkpoint
     state = LmdbState(txn, tables)
     for batch in log.batches(checkpoint + 1, last):
-        fold(state, log, batch)
+        _fold(state, log, batch)
     tables.set_checkpoint(txn, last)
     return last
 
 
-def fold(state: LmdbState, log: LogReader, batch: Sequence[Envelope]) -> None:
+def _fold(state: LmdbState, log: LogReader, batch: Sequence[Envelope]) -> None:
     """Fold `batch` into the live views, each forgetting after the relations it moved out."""
     start = 0
     for i, envelope in enumerate(batch):
