@@ -166,11 +166,7 @@ class LmdbReader:
         return found
 
     def positions_of(self, streams: Sequence[str]) -> list[int]:
-        """The log position of every event of `streams`, lowest first.
-
-        Raises:
-            StoreCorruptError: If the stream index misses a version.
-        """
+        """The log position of every event of `streams`, lowest first (raising as `positions` does)."""
         return sorted({position for stream in streams for position in self.positions(stream)})
 
     def stream_backward(self, stream: str, from_version: int | None = None) -> Iterator[Envelope]:

@@ -75,6 +75,13 @@ def _spelled(relation: RelationRecord, key: Stored, workspace: str) -> RelationR
     return relation
 
 
+def _sound(value: Stored) -> Stored:
+    """A record as read, its checksum checked."""
+    if _crc(value) != RESIDUE:
+        raise ViewsDamagedError("a record fails its checksum")
+    return value
+
+
 def _dated(entity: EntityRecord) -> EntityRecord:
     """`entity` as read from its table, its last change put back (see `records.stored_entity`)."""
     if not entity.updated_at:
@@ -207,9 +214,8 @@ class LmdbGraph:
         if ws == NO_WORKSPACE:
             return None
         key = relation_key(ws, seq)
-        if self.txn.get(key, db=self.tables.relations) is None:
-            return None
-        return _spelled(_relation(self._indexed(key, self.tables.relations)), key, workspace)
+        value = self.txn.get(key, db=self.tables.relations)
+        return None if value is None else _spelled(_relation(_sound(value)), key, workspace)
 
     def entities(
         self, workspace: str, offset: int = 0, limit: int | None = None
@@ -325,9 +331,7 @@ class LmdbGraph:
         value = self.txn.get(key, db=db)
         if value is None:
             raise ViewsDamagedError("an index points at a record that is not there")
-        if _crc(value) != RESIDUE:
-            raise ViewsDamagedError("a record fails its checksum")
-        return value
+        return _sound(value)
 
 
     def _records(self, keys: Iterator[Stored], db: lmdb._Database) -> Iterator[tuple[Stored, Stored]]:
