@@ -73,6 +73,10 @@ class Batch:
         """The live entity called `name`, or None."""
         return self.state.live_entity(self.workspace, name)
 
+    def exists(self, name: str) -> bool:
+        """Whether an entity called `name` is live (cheaper than `entity`: it is not read)."""
+        return self.state.has_entity(self.workspace, name)
+
     def relation(self, source: str, relation_type: str, target: str) -> RelationRecord | None:
         """The live relation with this identity, or None."""
         return self.state.relation(self.workspace, source, relation_type, target)

@@ -72,7 +72,7 @@ def rename_entity(batch: Batch, args: RenameEntity) -> EntitiesOut:
     batch.check(f"entity {args.name!r}", args.expected_version, entity)
     if args.new_name == args.name:
         raise InvalidArgumentsError("rename_entity", "newName is the entity's name already")
-    if batch.entity(args.new_name) is not None:
+    if batch.exists(args.new_name):
         raise DuplicateError(f"An entity named {args.new_name} exists already in workspace {batch.workspace!r}; "
                              "merge the two with merge_entities instead; nothing was written")
     rename(batch, entity, args.new_name)

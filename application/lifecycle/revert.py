@@ -123,7 +123,7 @@ def _restore(batch: Batch, removed: list[tuple[str, RelationRecord]], name: str)
     for old, relation in removed:
         source = name if relation.source == old else relation.source
         target = name if relation.target == old else relation.target
-        if batch.entity(source) is None or batch.entity(target) is None:
+        if not batch.exists(source) or not batch.exists(target):
             continue
         if batch.relation(source, relation.relation_type, target) is not None:
             continue

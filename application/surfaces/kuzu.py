@@ -158,7 +158,7 @@ class CreateRelationship(KuzuArgs, kw_only=True):
               "in the specified database, with a confidence (0-1, default 1.0)")
 def create_relationship(batch: Batch, args: CreateRelationship) -> ObjectOut:
     _existing("create_relationship", batch.state.base, args.database)
-    missing = [name for name in (args.from_entity, args.to_entity) if batch.entity(name) is None]
+    missing = [name for name in (args.from_entity, args.to_entity) if not batch.exists(name)]
     if missing:
         raise NotFoundError(f"One or both entities not found: {', '.join(missing)}")
     held = batch.relation(args.from_entity, args.relationship_type, args.to_entity)

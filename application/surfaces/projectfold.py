@@ -166,7 +166,7 @@ def fold_project_files(batch: Batch, args: FoldArgs) -> ObjectOut:
             parked.append(f"The project file holds relation {relation.source!r} -[{relation.relationType}]-> "
                           f"{relation.target!r}, which this memory deleted")
             continue
-        if batch.entity(relation.source) is None or batch.entity(relation.target) is None:
+        if not batch.exists(relation.source) or not batch.exists(relation.target):
             parked.append(f"The project file holds relation {relation.source!r} -[{relation.relationType}]-> "
                           f"{relation.target!r}, but an end of it is not in this memory")
             continue

@@ -183,6 +183,11 @@ class LmdbGraph:
         live = decode_name(value).live
         return None if live is None else self.entity_by_stream(live)
 
+    def has_entity(self, workspace: str, name: str) -> bool:
+        """Whether an entity called `name` is live: its name's record alone, the entity not read."""
+        value = self.txn.get(name_key(self._ws(workspace), name), db=self.tables.names)
+        return value is not None and decode_name(value).live is not None
+
     def entity_by_stream(self, stream: str) -> EntityRecord | None:
         """The live entity whose stream is `stream`, or None."""
         value = self.txn.get(record_key(stream), db=self.tables.entities)

@@ -112,6 +112,13 @@ class Overlay:
         """The live entity called `name`, as changed here."""
         return self.live_entity(workspace, name)
 
+    def has_entity(self, workspace: str, name: str) -> bool:
+        """Whether an entity called `name` is live, as changed here (the entity not read)."""
+        key = (workspace, name)
+        if key in self._names:
+            return self._names[key] is not None
+        return self.base.has_entity(workspace, name)
+
     def relation(self, workspace: str, source: str, relation_type: str, target: str) -> RelationRecord | None:
         """The live relation with this identity, as changed here."""
         return self.get_relation(relation_stream(workspace, source, relation_type, target))

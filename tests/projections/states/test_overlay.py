@@ -61,3 +61,20 @@ def test_relations_of_a_name_follow_what_the_overlay_created_and_deleted(store: 
         assert overlay.name_streams("w", "cy") == ("e3",)
 
     views.transact(work)
+
+
+def test_whether_an_entity_exists_is_answered_as_reading_it_would(store: LmdbLog) -> None:
+    views = Views(store)
+    seed(views)
+
+    def work(tx, state: LmdbState) -> None:  # type: ignore[no-untyped-def]
+        overlay = Overlay(state)
+        apply(overlay, envelope(4, "e2", 2, EntityDeleted()))
+        apply(overlay, envelope(5, "e3", 1, EntityCreated(workspace="w", name="cy", entity_type="person")))
+        names = [("w", "ada"), ("w", "bob"), ("w", "cy"), ("w", "nobody"), ("elsewhere", "ada")]
+        assert [overlay.has_entity(*name) for name in names] == [True, False, True, False, False]
+        assert [overlay.has_entity(*name) for name in names] == [overlay.entity(*name) is not None for name in names]
+        assert [state.has_entity(*name) for name in names] == [state.entity(*name) is not None for name in names]
+        assert [state.has_entity(*name) for name in names] == [True, True, False, False, False]
+
+    views.transact(work)
