@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import mmap
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,12 +36,20 @@ _STATM = Path("/proc/self/statm")
 _PAGE = mmap.PAGESIZE
 _DONTNEED = getattr(mmap, "MADV_DONTNEED", 4)
 _libc: ctypes.CDLL | None = None
+_statm: tuple[int, int] | None = None
 
 
 def mapped() -> int:
-    """The bytes of file-backed (and shared) pages this process has resident (0 if unknown)."""
+    """The bytes of file-backed (and shared) pages this process has resident (0 if unknown).
+
+    Read from a descriptor kept open (`bounded` asks 200 times a second: opening the file
+    each time took 16 us of the interpreter, reading it again 1.6), opened again in a child
+    process, whose own pages /proc/self then names."""
+    global _statm  # noqa: PLW0603 (opened once per process)
     try:
-        return int(_STATM.read_text().split()[2]) * _PAGE
+        if _statm is None or _statm[0] != os.getpid():
+            _statm = (os.getpid(), os.open(_STATM, os.O_RDONLY | os.O_CLOEXEC))
+        return int(os.pread(_statm[1], 256, 0).split()[2]) * _PAGE
     except (OSError, IndexError, ValueError):
         return 0
 

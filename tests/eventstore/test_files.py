@@ -161,6 +161,7 @@ ALLOWED = {
     "eventstore/lmdb/env.py": {"mkdir"},  # a new store's folder (refused inside another store)
     "eventstore/lmdb/scrub.py": {"os.open"},  # zeroes the free pages of a store's own data file
     "eventstore/lmdb/datafile.py": {"os.open"},  # lengthens a store's own data file by zeros (never shortens it)
+    "eventstore/lmdb/resident.py": {"os.open"},  # reads /proc/self/statm (read-only) through a descriptor it keeps
     "eventstore/lmdb/backup.py": {"copyfd"},  # into the guarded writer's file
     "eventstore/postgres/writer.py": {"copy"},  # PostgreSQL's COPY, no file
     "projections/records.py": {"replace"},  # msgspec.structs.replace, no file
