@@ -41,6 +41,7 @@ __all__ = [
     "WriteArgs",
     "described",
     "parse",
+    "parse_checked",
 ]
 
 T = TypeVar("T", bound=msgspec.Struct)
@@ -162,6 +163,20 @@ def parse(tool: str, arguments: dict[str, Any], into: type[T]) -> T:
     if problem:
         raise InvalidArgumentsError(tool, problem)
     return parsed
+
+
+def parse_checked(tool: str, arguments: dict[str, Any], into: type[T]) -> T:
+    """`parse`, for arguments made of items `parse` accepted before, each in a call of its own
+    (an import's: its survey checks every record with the tool's parser): their types and limits
+    are checked again (in C, by msgspec), the walk in Python for text and identifiers is not.
+
+    Raises:
+        InvalidArgumentsError: If they do not fit the tool's schema or limits after all.
+    """
+    try:
+        return msgspec.convert(arguments, into, strict=True)
+    except msgspec.ValidationError as error:
+        raise InvalidArgumentsError(tool, described(str(error), into)) from None
 
 
 _LONG_NUMBER = re.compile(rb"\d{19}")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 from chronograph.application.engine.access import calling, check
-from chronograph.application.engine.arguments import parse
+from chronograph.application.engine.arguments import parse, parse_checked
 from chronograph.application.engine.background import IMAGE_IDLE, following, keeping
 from chronograph.application.engine.commands import Written, commit
 from chronograph.application.engine.config import model_cache
@@ -275,12 +275,14 @@ class Memory:
 
     def write(
         self, tool: Tool | str, arguments: dict[str, Any], *, actor: str, correlation_id: str | None = None,
-        principal: Principal = LOCAL_PRINCIPAL,
+        principal: Principal = LOCAL_PRINCIPAL, checked: bool = False,
     ) -> Written:
         """Run the command `tool` with raw `arguments` for `principal`, recording `actor` and
         `principal`'s name on its events.
 
         `correlation_id` (default: a new one) lets several calls share one, as an import does.
+        `checked`: the arguments are made of items the tool's parser accepted one by one before
+        (an import's), so only their types and limits are checked again (`parse_checked`).
 
         Raises:
             ForbiddenError: If `principal` lacks a grant the call needs (see `engine/access.py`);
@@ -290,7 +292,7 @@ class Memory:
         """
         self.last_call = time.monotonic()
         spec = find(tool)
-        args = parse(spec.name, arguments, spec.arguments)
+        args = (parse_checked if checked else parse)(spec.name, arguments, spec.arguments)
         workspaces = check(principal, spec, args)  # before anything runs: a refusal reads and writes nothing
         with calling(principal):
             for before in self.before_call:

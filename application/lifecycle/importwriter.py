@@ -88,8 +88,9 @@ class Writer:
         return self.reports[self.section.number]
 
     def call(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """`tool`'s output for `arguments`, made of what the survey checked with the tools' parsers."""
         return self.memory.write(tool, {**arguments, "workspace": self.section.workspace}, actor=self.job.actor,
-                                 correlation_id=self.correlation).output
+                                 correlation_id=self.correlation, checked=True).output
 
     def take(self, number: int, record: dict[str, Any]) -> None:
         entry = entity_entry(number, record, checked=True)

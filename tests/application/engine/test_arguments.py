@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from chronograph.application.engine.arguments import Limits
+from chronograph.application.core.entities import CreateEntities
+from chronograph.application.core.relations import CreateRelations
+from chronograph.application.engine.arguments import Limits, parse, parse_checked
+from chronograph.application.errors import InvalidArgumentsError
 from chronograph.server.app import Runtime
 from mcp import Client
 from support.mcp import ToolFailed, call, entity
@@ -77,3 +80,17 @@ async def test_names_longer_than_an_lmdb_key_are_stored_and_found(client: Client
     name = "é" * Limits.NAME  # 1024 bytes of UTF-8, twice LMDB's key limit
     await call(client, "create_entities", {"entities": [entity(name, "t", "long")]})
     assert [e["name"] for e in (await call(client, "open_nodes", {"names": [name]}))["entities"]] == [name]
+
+
+def test_arguments_made_of_items_checked_before_parse_as_the_tool_parses_them() -> None:
+    entities = {"entities": [entity(f"n{i}", "t", f"fact {i}", metadata={"i": i}) for i in range(50)], "workspace": "w"}
+    relations = {"relations": [{"from": "a", "to": "b", "relationType": "r", "confidence": 0.5}]}
+    assert parse_checked("import", entities, CreateEntities) == parse("import", entities, CreateEntities)
+    assert parse_checked("import", relations, CreateRelations) == parse("import", relations, CreateRelations)
+
+
+def test_arguments_checked_before_are_still_held_to_the_tool_s_types_and_limits() -> None:
+    with pytest.raises(InvalidArgumentsError, match=f"entities: expected `array` of length <= {Limits.ITEMS}"):
+        parse_checked("import", {"entities": [entity(f"n{i}") for i in range(Limits.ITEMS + 1)]}, CreateEntities)
+    with pytest.raises(InvalidArgumentsError, match=r"entities\[0\].observations\[0\]: expected `str`"):
+        parse_checked("import", {"entities": [{"name": "a", "entityType": "t", "observations": [1]}]}, CreateEntities)
