@@ -25,7 +25,7 @@ __all__ = ["LmdbTransaction"]
 class LmdbTransaction(LmdbReader, Appender):
     """A write transaction: everything appended in it commits together or not at all."""
 
-    __slots__ = ("_hooks", "_erase_hooks", "_recorded_at", "_check_room")
+    __slots__ = ("_hooks", "_erase_hooks", "_recorded_at", "_check_room", "_versions")
 
     def __init__(
         self,
@@ -41,6 +41,16 @@ class LmdbTransaction(LmdbReader, Appender):
         self._erase_hooks = erase_hooks
         self._recorded_at: int | None = None
         self._check_room = check_room
+        self._versions: dict[str, int] = {}
+        """stream -> its version, as read or written in this transaction: a command reads a
+        stream's version to decide, and the append reads it again to check; only this
+        transaction can change it meanwhile (`_store` and `_erase` keep this current)"""
+
+    def stream_version(self, stream: str) -> int:
+        version = self._versions.get(stream)
+        if version is None:
+            version = self._versions[stream] = super().stream_version(stream)
+        return version
 
     def _prepare(self, writes: Sequence[StreamWrite]) -> None:
         if self._check_room is not None:
@@ -64,6 +74,10 @@ class LmdbTransaction(LmdbReader, Appender):
         if dbs.heads is not None:
             with txn.cursor(dbs.heads) as cursor:
                 cursor.putmulti([(key(stream), pack_u64(v)) for stream, v in versions.items()])
+        known = self._versions
+        for stream, version in versions.items():
+            if stream in known:  # those not asked for are read from the index if they are
+                known[stream] = version
 
     def _store_copy(self, rows: list[Row], versions: dict[str, int]) -> None:
         if self._check_room is not None:
@@ -78,7 +92,10 @@ class LmdbTransaction(LmdbReader, Appender):
         self.txn.put(text_key(idempotency_key), record, db=self.dbs.idempotency)
 
     def _erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:
-        return lmdberase.erase(self, streams, redact)
+        try:
+            return lmdberase.erase(self, streams, redact)
+        finally:
+            self._versions.clear()  # streams moved: their versions are read from the index again
 
     def rewrite(self, position: int, event: Event) -> Envelope:
         """See `LogTransaction.rewrite` (in the LMDB log: `erase.rewrite`)."""

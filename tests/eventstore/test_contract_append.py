@@ -183,3 +183,22 @@ def test_an_appended_event_can_be_deleted_only_by_a_new_event(log: EventLog) -> 
     log.append([StreamWrite("a", [created()])], actor="t")
     log.append([StreamWrite("a", [EntityDeleted()], 1)], actor="t")
     assert [e.type for e in read_stream(log, "a")] == ["entity_created", "entity_deleted"]
+
+
+def test_a_transaction_sees_the_versions_its_own_appends_and_erasures_leave(log: EventLog) -> None:
+    log.append([StreamWrite("ada", [created()], NO_STREAM)], actor="t")
+
+    def work(tx):  # type: ignore[no-untyped-def]
+        seen = [tx.stream_version("ada"), tx.stream_version("bob")]
+        tx.append([StreamWrite("ada", [added("one"), added("two")], 1), StreamWrite("bob", [created("Bob")])],
+                  actor="t")
+        seen += [tx.stream_version("ada"), tx.stream_version("bob")]
+        with pytest.raises(ConcurrencyError):  # the version read before the append is stale now
+            tx.append([StreamWrite("ada", [added("three")], 1)], actor="t")
+        tx.erase({"ada": "ada-moved"}, lambda envelope: envelope.event)
+        seen += [tx.stream_version("ada"), tx.stream_version("ada-moved")]
+        tx.append([StreamWrite("ada", [created()], NO_STREAM)], actor="t")
+        return [*seen, tx.stream_version("ada")]
+
+    assert log.transact(work) == [1, 0, 3, 1, 0, 3, 1]
+    assert stream_version(log, "ada") == 1 and stream_version(log, "ada-moved") == 3
