@@ -184,9 +184,21 @@ class LmdbGraph:
         return None if live is None else self.entity_by_stream(live)
 
     def has_entity(self, workspace: str, name: str) -> bool:
-        """Whether an entity called `name` is live: its name's record alone, the entity not read."""
+        """Whether an entity called `name` is live, as `entity` would say (its record there and
+        sound), without decoding the entity.
+
+        Raises:
+            ViewsDamagedError: If its record fails its checksum.
+        """
         value = self.txn.get(name_key(self._ws(workspace), name), db=self.tables.names)
-        return value is not None and decode_name(value).live is not None
+        live = None if value is None else decode_name(value).live
+        if live is None:
+            return False
+        record = self.txn.get(record_key(live), db=self.tables.entities)
+        if record is None:
+            return False
+        _sound(record)  # damaged views are said, as `entity` says them
+        return True
 
     def entity_by_stream(self, stream: str) -> EntityRecord | None:
         """The live entity whose stream is `stream`, or None."""

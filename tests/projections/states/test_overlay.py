@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from chronograph.eventstore import (
     NO_STREAM,
     EntityCreated,
@@ -14,6 +15,8 @@ from chronograph.eventstore import (
     StreamWrite,
 )
 from chronograph.projections import LmdbState, Overlay, Views, apply, relation_stream
+from chronograph.projections.errors import ViewsDamagedError
+from chronograph.projections.keys import record_key
 
 
 def envelope(position: int, stream: str, version: int, event: Event) -> Envelope:
@@ -78,3 +81,20 @@ def test_whether_an_entity_exists_is_answered_as_reading_it_would(store: LmdbLog
         assert [state.has_entity(*name) for name in names] == [True, True, False, False, False]
 
     views.transact(work)
+
+
+def test_whether_an_entity_exists_is_said_of_damaged_views_as_reading_it_would(store: LmdbLog) -> None:
+    views = Views(store)
+    seed(views)
+
+    def damage(tx, state: LmdbState) -> None:  # type: ignore[no-untyped-def]
+        state.txn.delete(record_key("e2"), db=state.tables.entities)  # bob's name is live, his record gone
+        value = bytearray(state.txn.get(record_key("e1"), db=state.tables.entities))
+        value[-1] ^= 0xFF  # ada's record fails its checksum
+        state.txn.put(record_key("e1"), bytes(value), db=state.tables.entities)
+        assert not state.has_entity("w", "bob") and state.entity("w", "bob") is None
+        for ask in (state.has_entity, state.entity):
+            with pytest.raises(ViewsDamagedError):
+                ask("w", "ada")
+
+    views.transact(damage)
