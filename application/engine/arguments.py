@@ -165,14 +165,16 @@ def parse(tool: str, arguments: dict[str, Any], into: type[T]) -> T:
     return parsed
 
 
-def parse_checked(tool: str, arguments: dict[str, Any], into: type[T]) -> T:
-    """`parse`, for arguments made of items `parse` accepted before, each in a call of its own
-    (an import's: its survey checks every record with the tool's parser): their types and limits
-    are checked again (in C, by msgspec), the walk in Python for text and identifiers is not.
+def parse_checked(tool: str, arguments: dict[str, Any], into: type[T], checked: str) -> T:
+    """`parse`, for arguments whose list `checked` is made of items `parse` accepted before, each
+    in a call of its own (an import's: its survey checks every record with the tool's parser).
+    The other arguments (the workspace) are parsed and checked in full; the items only for their
+    types and limits (in C, by msgspec), not walked again in Python.
 
     Raises:
         InvalidArgumentsError: If they do not fit the tool's schema or limits after all.
     """
+    parse(tool, {**arguments, checked: []}, into)
     try:
         return msgspec.convert(arguments, into, strict=True)
     except msgspec.ValidationError as error:

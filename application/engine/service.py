@@ -275,14 +275,14 @@ class Memory:
 
     def write(
         self, tool: Tool | str, arguments: dict[str, Any], *, actor: str, correlation_id: str | None = None,
-        principal: Principal = LOCAL_PRINCIPAL, checked: bool = False,
+        principal: Principal = LOCAL_PRINCIPAL, checked: str | None = None,
     ) -> Written:
         """Run the command `tool` with raw `arguments` for `principal`, recording `actor` and
         `principal`'s name on its events.
 
         `correlation_id` (default: a new one) lets several calls share one, as an import does.
-        `checked`: the arguments are made of items the tool's parser accepted one by one before
-        (an import's), so only their types and limits are checked again (`parse_checked`).
+        `checked` names a list of `arguments` made of items the tool's parser accepted one by one
+        before (an import's): only their types and limits are checked again (`parse_checked`).
 
         Raises:
             ForbiddenError: If `principal` lacks a grant the call needs (see `engine/access.py`);
@@ -292,7 +292,8 @@ class Memory:
         """
         self.last_call = time.monotonic()
         spec = find(tool)
-        args = (parse_checked if checked else parse)(spec.name, arguments, spec.arguments)
+        args = parse(spec.name, arguments, spec.arguments) if checked is None else \
+            parse_checked(spec.name, arguments, spec.arguments, checked)
         workspaces = check(principal, spec, args)  # before anything runs: a refusal reads and writes nothing
         with calling(principal):
             for before in self.before_call:

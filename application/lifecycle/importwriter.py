@@ -36,6 +36,8 @@ looks every 5 ms (`resident.bounded`), so the import's peak is about this plus i
 Every time they are given back, the pages it reads most (the trees' upper levels) are read
 again: a million entities' import peaked at 487 MB for 23% more CPU at 192 MB, at 484 MB for
 12% more at 320 (700 MB when they were given back only between batches)."""
+ITEMS = ("entities", "observations", "relations")
+"""The lists of the tool calls a batch makes, whose items the survey checked."""
 KEPT_CONFLICTS = 100
 """Conflicts an import keeps the words of (it counts them all)."""
 
@@ -88,9 +90,11 @@ class Writer:
         return self.reports[self.section.number]
 
     def call(self, tool: str, arguments: dict[str, Any]) -> Any:
-        """`tool`'s output for `arguments`, made of what the survey checked with the tools' parsers."""
+        """`tool`'s output for `arguments`; the items of the list a batch writes (entities,
+        observations, relations) are what the survey checked with the tools' parsers."""
+        items = next((key for key in ITEMS if key in arguments), None)
         return self.memory.write(tool, {**arguments, "workspace": self.section.workspace}, actor=self.job.actor,
-                                 correlation_id=self.correlation, checked=True).output
+                                 correlation_id=self.correlation, checked=items).output
 
     def take(self, number: int, record: dict[str, Any]) -> None:
         entry = entity_entry(number, record, checked=True)

@@ -85,12 +85,23 @@ async def test_names_longer_than_an_lmdb_key_are_stored_and_found(client: Client
 def test_arguments_made_of_items_checked_before_parse_as_the_tool_parses_them() -> None:
     entities = {"entities": [entity(f"n{i}", "t", f"fact {i}", metadata={"i": i}) for i in range(50)], "workspace": "w"}
     relations = {"relations": [{"from": "a", "to": "b", "relationType": "r", "confidence": 0.5}]}
-    assert parse_checked("import", entities, CreateEntities) == parse("import", entities, CreateEntities)
-    assert parse_checked("import", relations, CreateRelations) == parse("import", relations, CreateRelations)
+    assert parse_checked("import", entities, CreateEntities, "entities") == parse("import", entities, CreateEntities)
+    assert parse_checked("import", relations, CreateRelations, "relations") == parse("import", relations,
+                                                                                    CreateRelations)
 
 
 def test_arguments_checked_before_are_still_held_to_the_tool_s_types_and_limits() -> None:
     with pytest.raises(InvalidArgumentsError, match=f"entities: expected `array` of length <= {Limits.ITEMS}"):
-        parse_checked("import", {"entities": [entity(f"n{i}") for i in range(Limits.ITEMS + 1)]}, CreateEntities)
+        parse_checked("import", {"entities": [entity(f"n{i}") for i in range(Limits.ITEMS + 1)]}, CreateEntities,
+                      "entities")
     with pytest.raises(InvalidArgumentsError, match=r"entities\[0\].observations\[0\]: expected `str`"):
-        parse_checked("import", {"entities": [{"name": "a", "entityType": "t", "observations": [1]}]}, CreateEntities)
+        parse_checked("import", {"entities": [{"name": "a", "entityType": "t", "observations": [1]}]}, CreateEntities,
+                      "entities")
+
+
+@pytest.mark.parametrize(("workspace", "expected"), [("   ", "workspace: must not be blank"),
+                                                     ("w\x00x", "workspace: must not contain NUL"),
+                                                     ("w\ud800", "workspace: contains an unpaired surrogate")])
+def test_what_was_not_checked_before_is_checked_in_full(workspace: str, expected: str) -> None:
+    with pytest.raises(InvalidArgumentsError, match=expected):
+        parse_checked("import", {"entities": [entity("a")], "workspace": workspace}, CreateEntities, "entities")
