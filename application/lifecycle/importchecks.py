@@ -12,8 +12,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from chronograph.application.core.entities import CreateEntities
+from chronograph.application.core.entities import AddObservations, CreateEntities
 from chronograph.application.core.relations import CreateRelations
+from chronograph.application.core.validtime import span_of
 from chronograph.application.engine.arguments import parse
 from chronograph.application.errors import InvalidArgumentsError
 from chronograph.application.lifecycle.importindex import Noted
@@ -21,7 +22,7 @@ from chronograph.application.lifecycle.importrecords import Problem, Section
 from msgspec import UNSET
 
 __all__ = ["FORK_FIELDS", "checked", "entity_body", "entity_entry", "in_section", "as_noted", "invalid",
-           "parsed_relation", "relation_body"]
+           "parsed_relation", "relation_body", "untimely_entity", "untimely_relation"]
 
 FORK_FIELDS = {"createdAt": "importedCreatedAt", "version": "importedVersion", "updatedAt": "importedUpdatedAt"}
 
@@ -65,6 +66,29 @@ def parsed_relation(number: int, record: dict[str, Any]) -> Any:
     except InvalidArgumentsError as error:
         return invalid(number, "relation", error.problem.removeprefix("relations[0]"))
     return relation
+
+
+def untimely_entity(number: int, record: dict[str, Any]) -> Problem | None:
+    """What the write would refuse in an entity record's `validity` (each span as add_observations
+    takes it: moments, the end after the start), as the record's problem; None if nothing. The
+    survey asks it, so that a bad valid time stops nothing halfway (and `--strict` refuses first)."""
+    for span in (record.get("validity") or {}).values():
+        try:
+            [item] = parse("import", {"observations": [{"entityName": "-", "contents": [], **span}]},
+                           AddObservations).observations
+            span_of("import", "validity.", item.valid_from, item.valid_until)
+        except InvalidArgumentsError as error:
+            return invalid(number, "entity", "." + error.problem.removeprefix("observations[0]."))
+    return None
+
+
+def untimely_relation(number: int, relation: Any) -> Problem | None:
+    """What the write would refuse in a parsed relation's validFrom / validUntil, as its problem."""
+    try:
+        span_of("import", "", relation.valid_from, relation.valid_until)
+    except InvalidArgumentsError as error:
+        return invalid(number, "relation", error.problem)
+    return None
 
 
 def as_noted(number: int, relation: Any) -> Noted:

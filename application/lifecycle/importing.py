@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from chronograph.application.core.context import UpdateContext
 from chronograph.application.core.entities import CreateEntities
 from chronograph.application.core.relations import CreateRelations
-from chronograph.application.engine.arguments import Limits, parse
+from chronograph.application.engine.arguments import Limits, WriteArgs, parse
 from chronograph.application.engine.service import Memory
 from chronograph.application.errors import ChronographError, ImportStoppedError, InvalidArgumentsError
 from chronograph.application.lifecycle.importchecks import (
@@ -41,6 +41,8 @@ from chronograph.application.lifecycle.importchecks import (
     invalid,
     parsed_relation,
     relation_body,
+    untimely_entity,
+    untimely_relation,
 )
 from chronograph.application.lifecycle.importindex import FileIndex
 from chronograph.application.lifecycle.importrecords import NOT_JSON, Problem, Problems, Section, records
@@ -102,8 +104,10 @@ class FileImport:
 
         def flush() -> None:
             names, bad = [], []
-            for (number, _), entry in zip(entities, checked(entities, "entities", CreateEntities, entity_body,
-                                                              entity_entry), strict=True):
+            for (number, record), entry in zip(entities, checked(entities, "entities", CreateEntities, entity_body,
+                                                                   entity_entry), strict=True):
+                if not isinstance(entry, Problem) and "validity" in record:
+                    entry = untimely_entity(number, record) or entry
                 if isinstance(entry, Problem):
                     self.problems.add(entry)
                     bad.append((current.number, number))
@@ -112,6 +116,8 @@ class FileImport:
             noted = []
             for (number, _), relation in zip(relations, checked(relations, "relations", CreateRelations,
                                                                   relation_body, parsed_relation), strict=True):
+                if not isinstance(relation, Problem):
+                    relation = untimely_relation(number, relation) or relation
                 if isinstance(relation, Problem):
                     self.problems.add(relation)
                 else:
@@ -217,8 +223,12 @@ class FileImport:
 
         Raises:
             OSError: If the file cannot be read again.
+            InvalidArgumentsError: If a workspace the file names is no workspace name (blank, with
+                NUL or an unpaired surrogate...); nothing was written.
             ChronographError: If the store refuses a batch (the batches before it stay).
         """
+        for section in self.sections.values():  # the batches' workspace, checked before the first write
+            parse("import", {"workspace": section.workspace}, WriteArgs)
         writer = Writer(self, memory)
         try:
             with resident.bounded(MAPPED):  # a batch's random reads fault in store pages faster than batches end

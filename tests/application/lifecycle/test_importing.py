@@ -265,3 +265,37 @@ def test_a_later_line_of_an_entity_removed_mid_import_is_a_problem_not_a_stop(tm
         graph = msgspec.to_builtins(memory.read("read_graph", {}))
     assert problems == [("an entity that left the store during the import", [3])]
     assert report.created == 2 and [e["name"] for e in graph["entities"]] == ["Bob"]
+
+
+@pytest.mark.parametrize("record", [
+    {"type": "entity", "name": "Late", "entityType": "x", "observations": ["o"],
+     "validity": {"o": {"validFrom": "soon"}}},
+    {"type": "entity", "name": "Late", "entityType": "x", "observations": ["o"],
+     "validity": {"o": {"validFrom": "2026-02-01", "validUntil": "2026-01-01"}}},
+    {"type": "relation", "from": "E1", "to": "E2", "relationType": "met", "validUntil": "someday"},
+], ids=["entity's time", "entity's span backwards", "relation's time"])
+def test_strict_refuses_a_bad_valid_time_far_down_the_file_before_writing_anything(
+    tmp_path: Path, capsys: Any, record: dict[str, Any],
+) -> None:
+    path = write_file(tmp_path / "m.jsonl", 3000)
+    with path.open("a", encoding="utf-8") as file:
+        file.write("\n" + json.dumps(record))
+    store = tmp_path / "store"
+    assert import_main([str(path), "--store", str(store), "--strict"]) == 1
+    err = capsys.readouterr().err
+    assert "nothing was imported" in err and "valid" in err
+    assert not store.exists()
+    assert import_main([str(path), "--store", str(store)]) == 1  # without --strict: that line left out, the rest in
+    assert len(graph(store)[0]) == 3000
+
+
+def test_a_workspace_no_tool_takes_is_refused_before_anything_is_written(tmp_path: Path, capsys: Any) -> None:
+    good = [{"type": "entity", "name": "A", "entityType": "x", "observations": []}]
+    lines = [{"type": "workspace", "name": "lab"}, *good, {"type": "workspace", "name": "   "}, *good]
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
+    store = tmp_path / "store"
+    assert import_main([str(path), "--store", str(store)]) == 2
+    assert "workspace: must not be blank" in capsys.readouterr().err
+    with Memory(store) as memory:
+        assert memory.log.head() == 0
