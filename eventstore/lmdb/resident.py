@@ -37,6 +37,7 @@ _PAGE = mmap.PAGESIZE
 _DONTNEED = getattr(mmap, "MADV_DONTNEED", 4)
 _libc: ctypes.CDLL | None = None
 _statm: tuple[int, int] | None = None
+_opening = threading.Lock()
 
 
 def mapped() -> int:
@@ -44,14 +45,16 @@ def mapped() -> int:
 
     Read from a descriptor kept open (`bounded` asks 200 times a second: opening the file
     each time took 16 us of the interpreter, reading it again 1.6), opened again in a child
-    process, whose own pages /proc/self then names."""
+    process (whose own pages /proc/self then names) and after any failure to read it."""
     global _statm  # noqa: PLW0603 (opened once per process)
-    try:
-        if _statm is None or _statm[0] != os.getpid():
-            _statm = (os.getpid(), os.open(_STATM, os.O_RDONLY | os.O_CLOEXEC))
-        return int(os.pread(_statm[1], 256, 0).split()[2]) * _PAGE
-    except (OSError, IndexError, ValueError):
-        return 0
+    with _opening:
+        try:
+            if _statm is None or _statm[0] != os.getpid():
+                _statm = (os.getpid(), os.open(_STATM, os.O_RDONLY | os.O_CLOEXEC))  # a parent's copy is left open
+            return int(os.pread(_statm[1], 256, 0).split()[2]) * _PAGE
+        except (OSError, IndexError, ValueError):
+            _statm = None  # opened again at the next look (not closed: the number may be another's now)
+            return 0
 
 
 def release(above: int = 0) -> int:
