@@ -52,7 +52,7 @@ class CreateRelations(WriteArgs, kw_only=True):
 def create_relations(batch: Batch, args: CreateRelations) -> RelationsOut:
     """New relations between existing entities; existing triples skipped, missing ends refused."""
     ends = dict.fromkeys(name for item in args.relations for name in (item.source, item.target))
-    absent = [name for name in ends if not batch.exists(name)]  # each name looked up once, its entity not read
+    absent = [name for name in ends if not batch.exists(name)]  # each name looked up once, its entity not decoded
     if absent:
         names = ", ".join(repr(name) for name in unique(absent))
         raise NotFoundError(

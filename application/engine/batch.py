@@ -74,7 +74,7 @@ class Batch:
         return self.state.live_entity(self.workspace, name)
 
     def exists(self, name: str) -> bool:
-        """Whether an entity called `name` is live (cheaper than `entity`: it is not read)."""
+        """Whether an entity called `name` is live (cheaper than `entity`: it is not decoded)."""
         return self.state.has_entity(self.workspace, name)
 
     def relation(self, source: str, relation_type: str, target: str) -> RelationRecord | None:

@@ -113,7 +113,7 @@ class Overlay:
         return self.live_entity(workspace, name)
 
     def has_entity(self, workspace: str, name: str) -> bool:
-        """Whether an entity called `name` is live, as changed here (the entity not read)."""
+        """Whether an entity called `name` is live, as changed here (the entity not decoded)."""
         key = (workspace, name)
         if key in self._names:
             return self._names[key] is not None
