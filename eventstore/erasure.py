@@ -7,14 +7,15 @@ database holds them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from bisect import bisect_left
+from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.events import Event
 from chronograph.eventstore.writes import Recorded, recorded_decoder
 
-__all__ = ["forgotten_result", "reenveloped"]
+__all__ = ["forgotten_result", "reenveloped", "redactions"]
 
 _encoder = msgspec.msgpack.Encoder()
 
@@ -29,13 +30,37 @@ def reenveloped(codec: Codec, original: Envelope, stream: str, event: Event) -> 
     return envelope, codec.encode(envelope)
 
 
-def forgotten_result(stored: bytes, streams: Mapping[str, str]) -> bytes | None:
-    """The stored idempotency record `stored` without its result and with `streams` (old id ->
-    new id) renamed, if it wrote to one of them; None if it did not (nothing to change). The
-    key stays: a retry must still write nothing."""
+def redactions(events: Sequence[Envelope], old: str, new: str,
+               redact: Callable[[Envelope], Event | None]) -> list[tuple[Envelope, Event]]:
+    """The events of stream `old` an erasure replaces, each with what replaces it: every one when
+    the stream moves to `new`; those `redact` does not keep (None) when it stays.
+
+    Raises:
+        ValueError: If `redact` keeps an event of a stream that moves (half a stream would
+            stay under an id the erasure gives up).
+    """
+    redacted = [(envelope, redact(envelope)) for envelope in events]
+    if new != old and any(event is None for _, event in redacted):
+        raise ValueError(f"an erasure that moves stream {old!r} must erase every event of it")
+    return [(envelope, event) for envelope, event in redacted if event is not None]
+
+
+def forgotten_result(stored: bytes, streams: Mapping[str, str], erased: Sequence[int],
+                     quoted: Sequence[bytes] = ()) -> bytes | None:
+    """The stored idempotency record `stored` as an erasure leaves it, or None if it does not
+    change it. Its result goes if its call wrote an event at one of the `erased` positions
+    (ascending), or if the result holds one of the `quoted` bytes (an answer may quote what was
+    erased without writing it: a merge's target, a call that changed nothing); the streams it
+    wrote are renamed as `streams` (old id -> new id) moved them. The key stays: a retry must
+    still write nothing, and is told its answer was erased."""
     recorded = recorded_decoder.decode(stored)
-    if not any(stream in streams for stream in recorded.versions):
+    first, last = recorded.first_position, recorded.last_position
+    at = bisect_left(erased, first)
+    wrote = at < len(erased) and erased[at] <= last
+    quotes = recorded.result is not None and any(needle in recorded.result for needle in quoted)
+    moved = any(streams.get(stream, stream) != stream for stream in recorded.versions)
+    if not (wrote or quotes or moved) or (recorded.result is None and not moved):
         return None
     versions = {streams.get(stream, stream): version for stream, version in recorded.versions.items()}
-    return _encoder.encode(Recorded(recorded.fingerprint, recorded.first_position, recorded.last_position,
-                                    versions, None))
+    result = None if wrote or quotes else recorded.result
+    return _encoder.encode(Recorded(recorded.fingerprint, first, last, versions, result))

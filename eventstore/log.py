@@ -158,11 +158,18 @@ class LogTransaction(LogReader, Protocol):
         """
         ...
 
-    def erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:
-        """Replace every event of each stream (old id -> new id, the same to keep it) by
-        `redact(envelope)`, in place, envelopes kept; forget the results idempotency keys
-        remember for them; count the erasure; run the erase hooks. Return the originals,
-        oldest first. The only way anything in the log changes."""
+    def erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event | None],
+              quoted: Sequence[bytes] = ()) -> list[Envelope]:
+        """Replace the events of each stream (old id -> new id, the same to keep it) by
+        `redact(envelope)`, in place, envelopes kept (None keeps an event of a stream that
+        stays: a stream another thing took up after); forget the results idempotency keys
+        remember of the calls that wrote them, or that quote one of `quoted`; count the
+        erasure; run the erase hooks. Return the originals erased, oldest first. The only way
+        anything in the log changes.
+
+        Raises:
+            ValueError: If `redact` keeps an event of a stream that moves.
+        """
         ...
 
     def rewrite(self, position: int, event: Event) -> Envelope:

@@ -180,10 +180,12 @@ class Appender:
         """Keep `record` under `idempotency_key` (`new`: the key has none yet)."""
         raise NotImplementedError
 
-    def _erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:
-        """Re-envelope every event of `streams` (old id -> new id) with `redact(envelope)` in
-        place, forget what idempotency records remember of them, count the erasure; return the
-        originals."""
+    def _erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event | None],
+               quoted: Sequence[bytes]) -> list[Envelope]:
+        """Re-envelope the events of `streams` (old id -> new id) with `redact(envelope)` in
+        place (`erasure.redactions`), forget what idempotency records remember of them or
+        that quotes `quoted` (`erasure.forgotten_result`), count the erasure; return the
+        originals erased."""
         raise NotImplementedError
 
     # --- the rules ------------------------------------------------------------------------
@@ -292,14 +294,17 @@ class Appender:
                          checksums.digest(data), data))
         self._store_copy(rows, versions)
 
-    def erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:
-        """Replace every event of each stream (old id -> new id, the same to keep it) by
-        `redact(envelope)` in place, then run the erase hooks; return the originals, oldest first.
+    def erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event | None],
+              quoted: Sequence[bytes] = ()) -> list[Envelope]:
+        """Replace the events of each stream (old id -> new id, the same to keep it) by
+        `redact(envelope)` in place (None keeps an event of a stream that stays), then run the
+        erase hooks; return the originals erased, oldest first (see `EventLog.erase`).
 
         Raises:
             StoreCorruptError: If a stream's events cannot be read.
+            ValueError: If `redact` keeps an event of a stream that moves.
         """
-        originals = sorted(self._erase(streams, redact), key=lambda envelope: envelope.position)
+        originals = sorted(self._erase(streams, redact, quoted), key=lambda envelope: envelope.position)
         if originals:
             transaction = cast("LogTransaction", self)
             for hook in self._erase_hooks:

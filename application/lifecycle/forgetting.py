@@ -5,8 +5,12 @@ the workspace is forgotten: each event of its stream is replaced, in place, by a
 `ContentErased` that keeps the envelope (when, who, which call) and says which kind of
 event it was, never what it said. Relations are keyed by the names they join, so every
 relation created while a forgotten entity bore one of its names is erased whole too, and
-moved to an opaque stream id (its old id spelled the names). A merge into a forgotten
-entity keeps its event, with the target's name redacted. The views, snapshots, search
+moved to an opaque stream id (its old id spelled the names). A relation's stream may have
+been taken up after by a relation of another entity that bears the name now (the first was
+renamed away, a new one took its name): then only the forgotten relation's events are
+erased, and the stream, the name of a live relation, stays. A merge into a forgotten entity
+keeps its event, with the target's name redacted. Answers kept for retried calls go when
+their call wrote what is erased or they quote a name or an observation of it. The views, snapshots, search
 images and embeddings drop what they derived (the log's erase hook), and after the
 commit the storage is scrubbed: the old copies of every changed page are zeroed once no
 reader can see them. One `EntityForgotten` per entity records who asked, when and why.
@@ -17,7 +21,7 @@ What other entities say is theirs: an observation of Bob's that mentions Ada sta
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Annotated
 
 import msgspec
@@ -104,8 +108,13 @@ class _Plan:
         self.keys = sorted({form for t in held for form in (t.name.encode("utf-8", "surrogatepass"),
                                                             msgspec.json.encode(t.name)[1:-1])})
         """The names as index keys spell them (raw, and inside a relation's JSON id)."""
+        self.quoted = sorted({text.encode("utf-8", "surrogatepass") for events in self.entities.values()
+                              for text in _texts(events)})
+        """Every name and observation of the entities, as a kept answer would quote them"""
         self.relations: dict[str, str] = {}
-        """relation stream -> the opaque id it moves to"""
+        """relation stream -> the opaque id it moves to (itself where it is taken up by another's)"""
+        self.kept: set[int] = set()
+        """positions of the events of those streams that belong to another's relation"""
         self.owner: dict[str, str] = {}
         """relation stream -> the forgotten entity stream it named"""
         self.merges: list[int] = []
@@ -114,11 +123,12 @@ class _Plan:
         for envelope in log.mentions(needles, first):
             event, position = envelope.event, envelope.position
             if isinstance(event, RelationCreated) and envelope.stream not in self.relations:
-                for tenure in held:
-                    if any(tenure.covers(event.workspace, end, position) for end in (event.source, event.target)):
-                        self.relations[envelope.stream] = "erased:" + os.urandom(16).hex()
-                        self.owner[envelope.stream] = _stream_of(tenure, self.entities)
-                        break
+                tenure = _covering(held, event, position)
+                if tenure is not None:
+                    self.owner[envelope.stream] = _stream_of(tenure, self.entities)
+                    others = _others(log.stream(envelope.stream), held)
+                    self.kept.update(others)
+                    self.relations[envelope.stream] = envelope.stream if others else "erased:" + os.urandom(16).hex()
             elif isinstance(event, EntityMerged) and envelope.stream not in self.entities:
                 workspace = workspaces.get(envelope.stream) or workspaces.setdefault(
                     envelope.stream, _workspace_of(log, envelope.stream))
@@ -126,12 +136,52 @@ class _Plan:
                     self.merges.append(position)
         self.workspace_of = {stream: _first_workspace(events) for stream, events in self.entities.items()}
 
-    def redact(self, envelope: Envelope) -> ContentErased:
-        """What an erased event becomes: its kind and workspace, nothing it said."""
+    def redact(self, envelope: Envelope) -> ContentErased | None:
+        """What an erased event becomes: its kind and workspace, nothing it said (None: it is of
+        another entity's relation, and stays)."""
+        if envelope.position in self.kept:
+            return None
         event = envelope.event
         workspace = getattr(event, "workspace", "") or self.workspace_of.get(
             self.owner.get(envelope.stream, envelope.stream), "")
         return ContentErased(erased=envelope.type, workspace=workspace)
+
+
+def _texts(events: Iterable[Envelope]) -> Iterator[str]:
+    """Every name an entity's events gave it, and every observation they told of it."""
+    for envelope in events:
+        event = envelope.event
+        for field in ("name", "previous"):
+            if isinstance(text := getattr(event, field, None), str):
+                yield text
+        observations = getattr(event, "observations", ())
+        if isinstance(observations, tuple):
+            yield from observations
+
+
+def _covering(held: Sequence[Tenure], event: RelationCreated, position: int) -> Tenure | None:
+    """The tenure under which one end of the relation `event` created named a forgotten entity."""
+    for tenure in held:
+        if any(tenure.covers(event.workspace, end, position) for end in (event.source, event.target)):
+            return tenure
+    return None
+
+
+def _others(events: Iterable[Envelope], held: Sequence[Tenure]) -> list[int]:
+    """The positions of the events of a relation stream that are not the forgotten entities': a
+    relation's events belong to its creation, and a creation no tenure covers is another's (or,
+    before the stream's first creation, an erasure's: left as they are)."""
+    others: list[int] = []
+    ours = False
+    for envelope in events:
+        event = envelope.event
+        if isinstance(event, RelationCreated):
+            ours = _covering(held, event, envelope.position) is not None
+        elif isinstance(event, ContentErased) and event.erased == RelationCreated.__struct_config__.tag:
+            ours = False  # a relation an earlier erasure left in place: erased already
+        if not ours:
+            others.append(envelope.position)
+    return others
 
 
 def _stream_of(tenure: Tenure, entities: dict[str, list[Envelope]]) -> str:
@@ -167,11 +217,11 @@ def forget_entity(batch: Batch, args: ForgetEntity) -> ForgetOut:
                             "or it was forgotten already; nothing was erased")
     plan = _Plan(batch.tx, streams)
     targets = {stream: stream for stream in plan.entities} | plan.relations
-    originals = batch.tx.erase(targets, plan.redact)
+    originals = batch.tx.erase(targets, plan.redact, plan.quoted)
     for position in plan.merges:
         batch.tx.rewrite(position, EntityMerged(into=ERASED_NAME))
     for stream in plan.entities:
-        moved = tuple(new for old, new in plan.relations.items() if plan.owner[old] == stream)
+        moved = tuple(new for old, new in plan.relations.items() if plan.owner[old] == stream and new != old)
         count = len(plan.entities[stream]) + sum(
             1 for envelope in originals if plan.owner.get(envelope.stream) == stream)
         batch.emit(stream, EntityForgotten(workspace=plan.workspace_of[stream], reason=args.reason,

@@ -91,9 +91,10 @@ class LmdbTransaction(LmdbReader, Appender):
     def _remember(self, idempotency_key: str, record: bytes, *, new: bool) -> None:
         self.txn.put(text_key(idempotency_key), record, db=self.dbs.idempotency)
 
-    def _erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:
+    def _erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event | None],
+               quoted: Sequence[bytes]) -> list[Envelope]:
         try:
-            return lmdberase.erase(self, streams, redact)
+            return lmdberase.erase(self, streams, redact, quoted)
         finally:
             self._versions.clear()  # streams moved: their versions are read from the index again
 

@@ -23,7 +23,7 @@ import msgspec
 import psycopg
 from chronograph.eventstore import checksums
 from chronograph.eventstore.codec import Codec, Envelope
-from chronograph.eventstore.erasure import forgotten_result, reenveloped
+from chronograph.eventstore.erasure import forgotten_result, redactions, reenveloped
 from chronograph.eventstore.errors import ConcurrencyError, StoreCorruptError
 from chronograph.eventstore.events import Event
 from chronograph.eventstore.keys import text_key
@@ -224,14 +224,16 @@ class PgTransaction(PgReader, Appender):
 
     # --- erasing --------------------------------------------------------------------------
 
-    def _erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event]) -> list[Envelope]:
+    def _erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event | None],
+               quoted: Sequence[bytes]) -> list[Envelope]:
         originals: list[Envelope] = []
         cursor = self.connection.cursor()
         for old, new in streams.items():
-            events = list(self.stream(old))
+            redacted = redactions(list(self.stream(old)), old, new, redact)
+            events = [envelope for envelope, _ in redacted]
             rows = []
-            for envelope in events:
-                _, stored = reenveloped(self.codec, envelope, new, redact(envelope))
+            for envelope, event in redacted:
+                _, stored = reenveloped(self.codec, envelope, new, event)
                 rows.append((new, checksums.digest(stored), stored, envelope.position))
             if rows:
                 cursor.executemany(self.schema.sql(
@@ -242,7 +244,7 @@ class PgTransaction(PgReader, Appender):
                 cursor.execute(self.schema.sql("INSERT INTO {heads} (stream, version) VALUES (%s, %s)"),
                                (new, events[-1].version))
             originals.extend(events)
-        self._forget_results(streams)
+        self._forget_results(streams, sorted(envelope.position for envelope in originals), quoted)
         count = self._erasures = self.erasures() + 1
         cursor.execute(self.schema.sql(
             "INSERT INTO {meta} (key, value) VALUES ('erasures', %s) ON CONFLICT (key) DO UPDATE SET value = "
@@ -264,14 +266,16 @@ class PgTransaction(PgReader, Appender):
             (checksums.digest(stored), stored, position))
         return original
 
-    def _forget_results(self, streams: Mapping[str, str]) -> None:
-        """Drop the results remembered for calls that wrote to `streams` (the database finds the
-        records that name one: a record's versions spell each stream it wrote)."""
-        names = [msgspec.msgpack.encode(stream) for stream in streams]
-        test = " OR ".join(["position(%s::bytea in record) > 0"] * len(names))
+    def _forget_results(self, streams: Mapping[str, str], erased: Sequence[int], quoted: Sequence[bytes]) -> None:
+        """Drop the results remembered for calls that wrote at the `erased` positions or that
+        quote one of `quoted` (the database finds the records that name a stream of `streams`,
+        as a record's versions spell each stream it wrote, or hold one of `quoted`)."""
+        needles = [msgspec.msgpack.encode(stream) for stream in streams] + list(quoted)
+        test = " OR ".join(["position(%s::bytea in record) > 0"] * len(needles))
         rows = self.connection.execute(self.schema.sql(
-            "SELECT key, record FROM {idempotency} WHERE " + test), names).fetchall() if names else []
-        changed = [(kept, key) for key, record in rows if (kept := forgotten_result(bytes(record), streams))]
+            "SELECT key, record FROM {idempotency} WHERE " + test), needles).fetchall() if needles else []
+        changed = [(kept, key) for key, record in rows
+                   if (kept := forgotten_result(bytes(record), streams, erased, quoted))]
         if changed:
             self.connection.cursor().executemany(
                 self.schema.sql("UPDATE {idempotency} SET record = %s WHERE key = %s"), changed)

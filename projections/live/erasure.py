@@ -33,8 +33,9 @@ class Erased:
     def __init__(self) -> None:
         self.entities: dict[str, set[tuple[str, str]]] = {}
         """entity stream -> every (workspace, name) it bore"""
-        self.relations: set[str] = set()
-        """relation streams, under the ids they had"""
+        self.relations: dict[str, set[int]] = {}
+        """relation stream, under the id it had -> the positions of the creations erased in it (a
+        stream another relation took up keeps that one's events)"""
         self.workspaces: set[str] = set()
 
     @property
@@ -57,21 +58,22 @@ def erased(originals: Iterable[Envelope]) -> Erased:
             workspace = workspace_of[envelope.stream]
             found.entities[envelope.stream].update({(workspace, event.name), (workspace, event.previous)})
         elif isinstance(event, RelationCreated):
-            found.relations.add(envelope.stream)
+            found.relations.setdefault(envelope.stream, set()).add(envelope.position)
             found.workspaces.add(event.workspace)
     return found
 
 
 def purge_views(state: LmdbState, what: Erased) -> None:
     """Remove the erased entities and relations from the live views: records, indexes,
-    counts, and each stream from the history of every name it bore."""
+    counts, and each stream from the history of every name it bore. A relation goes if the event
+    that created it was erased (its record keeps that position, `seq`)."""
     for stream in what.entities:
         entity = state.get_entity(stream)
         if entity is not None:
             state.remove_entity(entity)
-    for stream in what.relations:
+    for stream, created in what.relations.items():
         relation = state.get_relation(stream)
-        if relation is not None:
+        if relation is not None and relation.seq in created:
             state.remove_relation(relation)
     for stream, names in what.entities.items():
         for workspace, name in names:

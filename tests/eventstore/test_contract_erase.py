@@ -91,6 +91,43 @@ def test_erase_drops_the_results_idempotency_keys_remember_for_the_streams(log: 
     assert recalled is not None and recalled.result is None and recalled.versions == {"erased:b": 1}
 
 
+def test_erase_keeps_the_events_redact_keeps_of_a_stream_that_stays(log: EventLog) -> None:
+    """A stream another thing took up after: only the events `redact` replaces are erased, and
+    only the results of the calls that wrote them go."""
+    seed(log)
+    log.append([StreamWrite("rel:ada", [RelationCreated(workspace="w", source="Bob", target="Ada Secret",
+                                                        relation_type="knows")])],
+               actor="writer", idempotency_key="call-2")
+    for key in ("call-1", "call-2"):
+        log.transact(lambda tx, key=key: tx.attach_result(key, key.encode()))  # type: ignore[attr-defined]
+    originals = log.transact(lambda tx: tx.erase({"rel:ada": "rel:ada"},
+                                                 lambda e: erased(e) if e.version == 1 else None))
+    assert [(e.stream, e.version) for e in originals] == [("rel:ada", 1)]
+    assert [type(e.event) for e in read_stream(log, "rel:ada")] == [ContentErased, RelationCreated]
+    assert stream_version(log, "rel:ada") == 2
+    results = log.transact(lambda tx: [tx.recall(key).result for key in ("call-1", "call-2")])
+    assert results == [None, b"call-2"]
+
+
+def test_erase_refuses_to_keep_part_of_a_stream_it_moves_and_writes_nothing(log: EventLog) -> None:
+    seed(log)
+    before = read_all(log)
+    with pytest.raises(ValueError, match="every event"):
+        log.transact(lambda tx: tx.erase({"rel:ada": "erased:1"}, lambda e: None))
+    assert read_all(log) == before
+
+
+def test_erase_drops_the_results_that_quote_what_it_erased(log: EventLog) -> None:
+    seed(log)
+    log.append([], actor="writer", idempotency_key="quoting")  # wrote nothing, answered with Ada
+    log.transact(lambda tx: tx.attach_result("quoting", b"Ada Secret, born 1815"))  # type: ignore[attr-defined]
+    log.append([], actor="writer", idempotency_key="other")
+    log.transact(lambda tx: tx.attach_result("other", b"Bob"))  # type: ignore[attr-defined]
+    log.transact(lambda tx: tx.erase({"ada": "ada"}, erased, [b"Ada Secret"]))
+    results = log.transact(lambda tx: [tx.recall(key).result for key in ("quoting", "other")])
+    assert results == [None, b"Bob"]
+
+
 def test_rewrite_replaces_one_event_and_keeps_its_envelope(log: EventLog) -> None:
     log.append([StreamWrite("dup", [EntityCreated(workspace="w", name="Dup", entity_type="t"),
                                     EntityMerged(into="Ada Secret")])], actor="writer")

@@ -193,6 +193,56 @@ def test_relations_another_entity_made_under_the_name_later_are_kept(memory: Mem
     assert [(r.source, r.target) for r in read(memory, "read_graph").relations] == [("Bob", "Ada")]
 
 
+def test_a_relation_that_took_up_the_stream_of_a_forgotten_ones_is_kept_with_its_history(
+    tmp_path: Path, memory: Memory
+) -> None:
+    """`Bob knows Ada` first named the entity later renamed Lovelace; a new Ada then took up the
+    relation's stream (its id spells the names). Forgetting Lovelace erases that stream's first
+    events and keeps the new Ada's, with their history, in the views, a rebuild and a copy."""
+    write(memory, "create_entities", entities=[
+        {"name": n, "entityType": "person", "observations": [f"{n} zqxsaid"]} for n in ("Ada", "Bob")])
+    write(memory, "create_relations", relations=[{"from": "Bob", "to": "Ada", "relationType": "knows"}])
+    write(memory, "rename_entity", name="Ada", newName="Lovelace")  # the relation moves with her
+    write(memory, "create_entities", entities=[{"name": "Ada", "entityType": "robot", "observations": []}])
+    knows = [{"from": "Bob", "to": "Ada", "relationType": "knows", "metadata": {"since": "the robot"}}]
+    write(memory, "create_relations", relations=knows)
+    out = write(memory, "forget_entity", name="Lovelace", reason="asked")
+    assert (out.entities, out.relations) == (1, 2)  # Bob knows Ada (its first part), Bob knows Lovelace
+    graph = read(memory, "read_graph")
+    assert [(r.source, r.relation_type, r.target, r.metadata) for r in graph.relations] == [
+        ("Bob", "knows", "Ada", {"since": "the robot"})]
+    history = read(memory, "get_relation_history", **{"from": "Bob", "to": "Ada", "relationType": "knows"})
+    assert [v.event_type for v in history.versions][-1] == "relation_created"
+    assert b"Lovelace" not in b"".join(bytes(f.read_bytes()) for f in (tmp_path / "store").iterdir())
+    with memory.log.read() as log:
+        stream = relation_stream("default", "Bob", "knows", "Ada")
+        assert [type(e.event).__name__ for e in log.stream(stream)] == [
+            "ContentErased", "ContentErased", "RelationCreated"]
+    assert verify(memory.views) == []
+    memory.views.rebuild()
+    assert read(memory, "read_graph").relations == graph.relations
+    write(memory, "create_relations", relations=knows)  # still there: nothing to make
+    assert read(memory, "read_graph").relations == graph.relations
+
+
+def test_a_kept_answer_that_quotes_the_entity_is_forgotten_though_its_call_wrote_none_of_it(
+    memory: Memory
+) -> None:
+    write(memory, "create_entities", entities=[
+        {"name": n, "entityType": "person", "observations": [f"{n} zqxsaid"]} for n in ("Ada", "Dup", "Bob")])
+    added = {"observations": [{"entityName": "Ada", "contents": ["Ada zqxsaid"]}]}  # there already: writes nothing
+    write(memory, "add_observations", requestId="nothing", **added)
+    merged = {"target": "Ada", "sources": ["Dup"]}  # writes Dup's stream, answers with Ada
+    write(memory, "merge_entities", requestId="merge", **merged)
+    bob = {"observations": [{"entityName": "Bob", "contents": ["tall"]}]}
+    kept = write(memory, "add_observations", requestId="bob", **bob)
+    write(memory, "forget_entity", name="Ada", reason="asked")
+    for request, arguments, tool in (("nothing", added, "add_observations"), ("merge", merged, "merge_entities")):
+        with pytest.raises(ChronographError, match="forgotten since"):
+            write(memory, tool, requestId=request, **arguments)
+    assert write(memory, "add_observations", requestId="bob", **bob) == kept  # it quoted none of it
+
+
 WRITER = """
 import sys
 from chronograph.application import Memory
