@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from typing import Annotated, Any, Literal
 
 from chronograph.application.core.history import Limit, cursor_of
-from chronograph.application.engine.access import readable
+from chronograph.application.engine.access import administers_all, readable
 from chronograph.application.engine.arguments import D, Name, ReadArgs
 from chronograph.application.engine.outputs import Out, stamp
 from chronograph.application.engine.registry import CORE
@@ -199,6 +199,8 @@ def get_audit_log(memory: Memory, args: GetAuditLog) -> AuditOut:
             workspace, subject = subjects.of(envelope)
             if not (readable(workspace) if args.all_workspaces else workspace == args.workspace):
                 continue
+            if isinstance(envelope.event, TokenIssued | TokenRevoked) and not administers_all():
+                continue  # the team memory's workspace holds them, but they say who may do what everywhere
             if len(events) == args.limit:
                 more = True
                 break

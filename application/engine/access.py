@@ -18,14 +18,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Level, Principal
+from chronograph.application.engine.principal import ANY_WORKSPACE, LOCAL_PRINCIPAL, Level, Principal
 from chronograph.application.engine.registry import TEAM
 from msgspec import UNSET
 
 if TYPE_CHECKING:
     from chronograph.application.engine.registry import Tool
 
-__all__ = ["ADMIN", "TEAM_WORKSPACE", "calling", "check", "granted_as", "level", "needs", "readable", "touched"]
+__all__ = ["ADMIN", "TEAM_WORKSPACE", "administers_all", "calling", "check", "granted_as", "level", "needs", "readable",
+           "touched"]
 
 TEAM_WORKSPACE = "agent-memory"
 """The workspace a grant names for the team memory (Agent Memory's things: scopes, sessions,
@@ -108,6 +109,13 @@ def calling(principal: Principal) -> Iterator[None]:
         yield
     finally:
         _CALLER.principal = outer
+
+
+def administers_all() -> bool:
+    """Whether the principal of this thread's call administers every workspace (`*`), as the
+    local user does: the one who may see the store's tokens (who may do what, where)."""
+    principal = getattr(_CALLER, "principal", None) or LOCAL_PRINCIPAL
+    return principal.may(ANY_WORKSPACE, "admin")
 
 
 def readable(workspace: str) -> bool:

@@ -13,6 +13,7 @@ from chronograph.application.engine.access import TEAM_WORKSPACE, needs
 from chronograph.application.engine.arguments import parse
 from chronograph.application.engine.principal import Principal
 from chronograph.application.engine.registry import find
+from chronograph.application.engine.tokens import Tokens
 from chronograph.application.errors import ForbiddenError, NotFoundError
 from chronograph.application.surfaces.projectroot import workspace_name
 
@@ -72,6 +73,20 @@ def test_reads_across_workspaces_show_only_the_readable_ones(memory: Memory) -> 
     assert {e.workspace for e in audit.events} == {"alpha"}  # type: ignore[attr-defined]
     everything = memory.read("get_audit_log", {"allWorkspaces": True})  # the local user: every grant
     assert {e.workspace for e in everything.events} == {"alpha", "bravo"}  # type: ignore[attr-defined]
+
+
+def test_the_store_s_tokens_show_in_the_audit_only_to_who_administers_every_workspace(memory: Memory) -> None:
+    """Token events belong to no graph workspace (the team memory's, as the log names it), but
+    they say who may do what everywhere: reading the team memory does not show them."""
+    Tokens(memory.log).issue("payroll-bot", {"payroll": "write"})
+    team = Principal("team", {TEAM_WORKSPACE: "read"})
+
+    def tokens(principal: Principal | None) -> list[str]:
+        audit = memory.read("get_audit_log", {"allWorkspaces": True}, principal=principal)
+        return [e.subject for e in audit.events if e.subject.startswith("token ")]  # type: ignore[attr-defined]
+
+    assert tokens(team) == [] and tokens(Principal("ops", {"*": "admin"})) == ["token payroll-bot"]
+    assert tokens(None) == ["token payroll-bot"]  # the local user
 
 
 def test_kuzu_s_databases_are_their_workspaces_and_unnamed_ones_are_not_listed(memory: Memory) -> None:
