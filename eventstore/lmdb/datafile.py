@@ -16,7 +16,7 @@ from pathlib import Path
 
 from chronograph.eventstore.errors import StoreCorruptError, StoreOpenError
 
-__all__ = ["TAIL", "Tail", "check_data_file"]
+__all__ = ["TAIL", "Tail", "check_data_file", "never_committed"]
 
 
 _META = struct.Struct("<II8xQI44x48xQQ")
@@ -24,6 +24,26 @@ _META = struct.Struct("<II8xQI44x48xQQ")
 (address), map size, page size (the free database's md_pad), (the rest of both
 databases), last page number, transaction id."""
 _MAGIC = 0xBEEFC0DE
+
+
+def never_committed(path: Path) -> bool:
+    """Whether the data file at `path` holds no commit: empty (LMDB had just made it), or both
+    meta pages at transaction 0 (as LMDB writes them when it makes the file). A store's creation
+    commits its databases at once, so such a file is a creation cut off before it did: nothing
+    was ever in it."""
+    try:
+        with path.open("rb") as file:
+            if os.fstat(file.fileno()).st_size == 0:
+                return True
+            first = file.read(16 + _META.size)
+            magic, _, _, page_size, _, txnid = _META.unpack_from(first, 16)
+            if magic != _MAGIC or page_size < 512 or page_size & (page_size - 1) or txnid:
+                return False
+            file.seek(page_size)
+            second = _META.unpack_from(file.read(16 + _META.size), 16)
+    except (OSError, struct.error):
+        return False
+    return second[0] == _MAGIC and second[5] == 0
 
 
 def check_data_file(path: Path) -> None:

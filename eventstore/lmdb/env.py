@@ -21,8 +21,8 @@ from typing import TypedDict, TypeVar
 
 import lmdb
 from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreCorruptError, StoreOpenError, advised
-from chronograph.eventstore.files import DATA_FILE, store_of
-from chronograph.eventstore.lmdb.datafile import Tail, check_data_file
+from chronograph.eventstore.files import DATA_FILE, STORE_FILES, store_of
+from chronograph.eventstore.lmdb.datafile import Tail, check_data_file, never_committed
 from chronograph.eventstore.lmdb.gate import Gate
 from chronograph.eventstore.lmdb.holders import hold, release, sole
 from chronograph.eventstore.lmdb.scrub import Pass, scrub_pass
@@ -166,7 +166,14 @@ class LmdbEnv:
         if self.path.exists() and not self.path.is_dir():
             raise StoreOpenError(f"{self.path} is a file; a store is a directory")
         if (self.path / DATA_FILE).exists():
-            return False
+            if not never_committed(self.path / DATA_FILE):
+                return False
+            if not create:
+                raise StoreOpenError(f"there is no store at {self.path}: its creation was cut off before its first "
+                                     "commit (a command that writes, such as serve or import, makes it there)")
+            if set(os.listdir(self.path)) - set(STORE_FILES):
+                return False  # not only LMDB's own files: not a folder to take over (refused as before)
+            return True  # made again: nothing was ever in it
         if not create:
             raise StoreOpenError(f"there is no store at {self.path}")
         outer = store_of(self.path.parent)

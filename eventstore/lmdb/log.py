@@ -178,8 +178,9 @@ class LmdbLog(EventLog):
             self.environment.env.open_db(name, txn=txn) for name in (*_LOG_DATABASES, _SUMS, _HEADS)
         )  # `heads` stays empty: a version that reads it finds the store's shape and refuses its format
         dbs = Databases(log, streams, None, idempotency, meta, sums, where=str(self.path))
-        txn.put(_FORMAT, pack_u32(FORMAT_VERSION), db=dbs.meta)
-        txn.put(_STORE_ID, uuid.uuid4().hex.encode(), db=dbs.meta)
+        # Not over what another process creating the store at the same moment committed first
+        txn.put(_FORMAT, pack_u32(FORMAT_VERSION), db=dbs.meta, overwrite=False)
+        txn.put(_STORE_ID, uuid.uuid4().hex.encode(), db=dbs.meta, overwrite=False)
         return dbs
 
     def _check_tail(self, reader: LmdbReader) -> None:

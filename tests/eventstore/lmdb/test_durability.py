@@ -12,6 +12,7 @@ from pathlib import Path
 import lmdb
 import pytest
 from chronograph.eventstore import (
+    EntityCreated,
     LmdbLog,
     ObservationsAdded,
     StorageFullError,
@@ -109,6 +110,35 @@ def test_an_lmdb_environment_that_is_not_a_store_is_refused(store_path: Path) ->
     env.close()
     with pytest.raises(StoreCorruptError, match="not a Chronograph store"):
         LmdbLog(store_path)
+
+
+def test_a_store_whose_creation_was_cut_off_before_its_first_commit_is_made_again(store_path: Path) -> None:
+    """A process killed between LMDB making the data file and the log's first commit left a
+    folder every command refused (serve never started again): nothing was ever in it."""
+    lmdb.open(str(store_path), max_dbs=4).close()  # the meta pages, no commit
+    with pytest.raises(StoreOpenError, match="cut off before its first commit"):
+        LmdbLog(store_path, readonly=True)
+    with LmdbLog(store_path) as store:
+        store.append([StreamWrite("s", [EntityCreated(workspace="w", name="Ada", entity_type="person")])],
+                     actor="a")
+    with LmdbLog(store_path, readonly=True) as store:
+        assert store.head() == 1
+
+
+def test_an_empty_data_file_alone_is_a_creation_cut_off_too(store_path: Path) -> None:
+    store_path.mkdir()
+    (store_path / "data.mdb").write_bytes(b"")
+    LmdbLog(store_path).close()
+    with LmdbLog(store_path, readonly=True) as store:
+        assert store.head() == 0
+
+
+def test_an_uncommitted_environment_beside_other_files_is_still_refused(store_path: Path) -> None:
+    lmdb.open(str(store_path), max_dbs=4).close()
+    (store_path / "notes.txt").write_text("mine")
+    with pytest.raises(StoreCorruptError, match="not a Chronograph store"):
+        LmdbLog(store_path)
+    assert (store_path / "notes.txt").read_text() == "mine"
 
 
 def test_a_store_written_by_a_newer_format_is_refused(store_path: Path) -> None:
