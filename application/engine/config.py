@@ -6,6 +6,8 @@ import os
 import re
 from pathlib import Path
 
+from chronograph.eventstore.postgres.address import refuse_mistyped_url
+
 __all__ = [
     "ACTOR_ENV", "DATABASE_SCHEMES", "MODEL_CACHE_ENV", "STORE_ENV", "TERM_WEIGHTS_ENV", "TOKEN_ENV", "default_store",
     "model_cache", "resolve_store", "url_scheme",
@@ -44,13 +46,18 @@ def model_cache() -> Path | None:
 
 def resolve_store(flag: str | os.PathLike[str] | None) -> Path | str:
     """The store: the flag if given, else $CHRONOGRAPH_STORE, else the per-user default; a
-    directory, or a postgresql:// URL (returned as the text it is)."""
+    directory, or a postgresql:// URL (returned as the text it is).
+
+    Raises:
+        StoreOpenError: If it begins as a database URL does but is none (`postgresql:/host`).
+    """
     named = str(flag) if flag else os.environ.get(STORE_ENV)
     if not named:
         return default_store()
     scheme = url_scheme(named)
     if scheme in DATABASE_SCHEMES:
         return scheme + named[len(scheme):]
+    refuse_mistyped_url(named)
     return Path(named).expanduser()
 
 

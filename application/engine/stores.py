@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import lmdb
 from chronograph.eventstore import EventLog, LmdbEnv, LmdbLog, StoreOpenError
 from chronograph.eventstore.lmdb.env import DATA_FILE
-from chronograph.eventstore.postgres.address import is_database_url
+from chronograph.eventstore.postgres.address import is_database_url, refuse_mistyped_url
 
 __all__ = ["OpenStore", "default_cache", "is_database_url", "open_log", "open_store", "store_exists"]
 
@@ -46,7 +46,7 @@ def open_log(location: str | os.PathLike[str], *, readonly: bool = False, create
     Raises:
         EventStoreError: If it cannot be opened.
     """
-    if not is_database_url(location):
+    if not is_database_url(_checked(location)):
         return LmdbLog(Path(location), readonly=readonly, create=create)
     log: EventLog = _pglog()(str(location), readonly=readonly, create=create)
     return log
@@ -67,7 +67,7 @@ def open_store(
         EventStoreError: If it cannot be opened (see the subclasses), or the database cannot
             be reached.
     """
-    if not is_database_url(location):
+    if not is_database_url(_checked(location)):
         return OpenStore(LmdbLog(Path(location), sync=sync, readonly=readonly, max_map_size=max_size,
                                  create=create), None)
     log = _pglog()(str(location), readonly=readonly, create=create)
@@ -84,6 +84,11 @@ def open_store(
         log.close()
         raise
     return OpenStore(log, env)
+
+
+def _checked(location: str | os.PathLike[str]) -> str | os.PathLike[str]:
+    refuse_mistyped_url(location)  # a folder would be made under its name
+    return location
 
 
 def _pglog() -> Any:

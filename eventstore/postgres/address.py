@@ -6,14 +6,29 @@
 
 from __future__ import annotations
 
+from os import PathLike
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["is_database_url", "split_url"]
+from chronograph.eventstore.errors import StoreOpenError
+
+__all__ = ["is_database_url", "refuse_mistyped_url", "split_url"]
 
 
 def is_database_url(store: object) -> bool:
     """Whether `store` names a PostgreSQL database rather than a directory."""
     return isinstance(store, str) and store.startswith(("postgresql://", "postgres://"))
+
+
+def refuse_mistyped_url(store: str | PathLike[str]) -> None:
+    """Refuse `store` if, being no database URL, it begins as one does (`postgresql:/host/db`): a
+    typo, which would otherwise name a folder to create.
+
+    Raises:
+        StoreOpenError: If it does.
+    """
+    if not is_database_url(store) and str(store).lower().startswith(("postgresql:", "postgres:")):
+        raise StoreOpenError(f"{store} is neither a folder nor a database URL: a PostgreSQL log's URL begins "
+                             "postgresql:// (two slashes); nothing was created")
 
 
 def split_url(url: str) -> tuple[str, str, str]:

@@ -38,6 +38,7 @@ from chronograph.eventstore.postgres.schema import DDL, FORMAT_VERSION, Schema
 from chronograph.eventstore.postgres.statistics import rewrite_catalog, seal
 from chronograph.eventstore.postgres.vacuum import vacuum_full, wait_for_snapshots
 from chronograph.eventstore.postgres.writer import PgTransaction
+from psycopg.conninfo import conninfo_to_dict
 
 __all__ = ["PgLog"]
 
@@ -82,6 +83,10 @@ class PgLog(EventLog):
             self._url, name, self._shown = split_url(url)
         except ValueError as error:
             raise StoreOpenError(f"{url}: {error}") from None
+        try:
+            conninfo_to_dict(self._url)  # libpq's parameters, checked before any connection
+        except psycopg.ProgrammingError as error:
+            raise StoreOpenError(f"{self._shown}: {error} (the URL takes libpq's parameters, and schema)") from None
         self.schema = Schema(name)
         self._begin = self.schema.sql(  # the head is read by a statement of its own, after the lock: a
             # statement's snapshot is taken when it starts, before it waits for a lock
@@ -138,7 +143,7 @@ class PgLog(EventLog):
     def _open(self, create: bool) -> str:
         with self._connection() as (connection, _):
             exists = connection.execute(
-                "SELECT to_regclass(%s) IS NOT NULL", (f"{self.schema.name}.meta",)).fetchone()
+                "SELECT to_regclass(format('%%I.meta', %s::text)) IS NOT NULL", (self.schema.name,)).fetchone()
             if not (exists and exists[0]):
                 if not create or self._readonly:
                     raise StoreOpenError(f"there is no Chronograph log at {self._shown}")

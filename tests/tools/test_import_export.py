@@ -10,6 +10,7 @@ import msgspec
 import pytest
 from chronograph.application import Memory
 from chronograph.application.engine.config import resolve_store
+from chronograph.eventstore import StoreOpenError
 from chronograph.projections import WorkspaceIndex
 from chronograph.projections.search import indexes
 from chronograph.tools.cli import main as chronograph_main
@@ -558,6 +559,8 @@ def test_the_first_search_after_an_import_loads_the_image_it_kept_in_parts_and_a
     (["copy", "--from", "", "--to", "x"], "argument --from: is empty"),
     (["copy", "--from", "x", "--to", "mysql://db/x"], "not a mysql:// one"),
     (["copy", "--from", "x", "--to", "postgresql+psycopg://db/x"], "not a postgresql+psycopg:// one"),
+    (["copy", "--from", "x", "--to", "postgresql:/postgres@db/x?schema=team"], "two slashes"),
+    (["import", "FILE", "--store", "Postgres:db/x"], "two slashes"),
     (["backup", "-o", "b", "--key-file", ""], "argument --key-file: is empty"),
     (["restore", "b", "--key-file", ""], "argument --key-file: is empty"),
     (["serve", "--store", ""], "argument --store: is empty"),
@@ -575,6 +578,16 @@ def test_an_empty_or_foreign_store_or_key_is_refused_before_anything_runs(
     with pytest.raises(SystemExit) as refused:
         chronograph_main(argv)
     assert refused.value.code == 2 and says in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_database_url_missing_a_slash_is_refused_by_every_way_a_store_is_named(tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreOpenError, match="two slashes"):
+        resolve_store("postgresql:/postgres@db/x")
+    with pytest.raises(StoreOpenError, match="two slashes"):
+        Memory("postgresql:/postgres@db/x")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -14,6 +14,8 @@ from typing import Any, NoReturn
 
 from chronograph.application.engine.config import DATABASE_SCHEMES, url_scheme
 from chronograph.application.errors import InvalidArgumentsError
+from chronograph.eventstore import StoreOpenError
+from chronograph.eventstore.postgres.address import refuse_mistyped_url
 
 __all__ = ["Parser", "add_store_argument", "closed_output", "explain", "missing_workspace", "script_main",
            "workspace_names"]
@@ -74,12 +76,17 @@ def store_location(text: str) -> str:
 
     Raises:
         argparse.ArgumentTypeError: If it is empty (an unset shell variable: it would have meant
-            the per-user store), or a URL of another scheme (it would have become a folder).
+            the per-user store), a URL of another scheme, or one missing a slash (either would
+            have become a folder).
     """
     if not text.strip():
         raise argparse.ArgumentTypeError("is empty (an unset variable?); name a folder or a postgresql:// URL")
     scheme = url_scheme(text)
     if scheme is None:
+        try:
+            refuse_mistyped_url(text)  # `postgresql:/host/db` would have become a folder
+        except StoreOpenError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
         return text
     if scheme not in DATABASE_SCHEMES:
         raise argparse.ArgumentTypeError(f"{text!r}: a store is a folder or a postgresql:// URL, not a "

@@ -84,6 +84,21 @@ def test_the_address_names_a_schema_and_hides_the_password() -> None:
         split_url("postgresql://h/db?schema=a;drop")
 
 
+def test_a_log_in_a_schema_named_in_capitals_is_found_again() -> None:
+    """Its tables are made under the quoted name: looking for them unquoted found none, so a log
+    written there could not be read, backed up or copied."""
+    url = database().log_url().replace("schema=log_", "schema=Log_Caps_")
+    with pglog.PgLog(url) as log:
+        log.append([StreamWrite("s", [EntityCreated(workspace="w", name="Ada", entity_type="p")])], actor="a")
+    with pglog.PgLog(url, create=False, readonly=True) as log:
+        assert log.head() == 1
+
+
+def test_a_misspelt_parameter_of_the_address_is_refused_as_such() -> None:
+    with pytest.raises(StoreOpenError, match='invalid URI query parameter: "shema"'):
+        pglog.PgLog(database().log_url().replace("schema=", "shema="))
+
+
 def test_a_log_that_does_not_exist_is_not_created_when_told_not_to() -> None:
     with pytest.raises(StoreOpenError, match="no Chronograph log"):
         pglog.PgLog(database().log_url(), create=False)
