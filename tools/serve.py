@@ -260,16 +260,25 @@ MEMORY_FILE_ENV = "MEMORY_FILE_PATH"
 often still sets it."""
 
 
+ADOPTER = "memory-file"
+"""The actor of the events an adoption of $MEMORY_FILE_PATH writes (the audit shows it)."""
+ADOPTED = "memory-file adopted"
+"""The idempotency key an adoption records once it has written the whole file."""
+
+
 def adopt_memory_file(memory: Memory) -> None:
     """Import the official server's file named by $MEMORY_FILE_PATH into an empty store, once;
-    with a store that holds anything already, say that the variable is ignored and why."""
+    finish one that was cut off (a server killed while it imported: the store holds only what
+    that import wrote, and no record that it ended); with a store that holds anything else,
+    say that the variable is ignored and why."""
     named = os.environ.get(MEMORY_FILE_ENV)
     if not named:
         return
     path = Path(named).expanduser()
     with memory.lock:  # the embedding projector may be using the store already
         head = memory.log.head()
-    if head > 0:
+        resuming = head > 0 and _adoption_cut_off(memory)
+    if head > 0 and not resuming:
         adding = advised(f"import {shlex.quote(str(path))}", memory.log.location)
         print(f"chronograph: ${MEMORY_FILE_ENV} ({path}) is ignored: the store at {memory.log.location} already "
               f"holds a memory; to add the file to it: {adding}", file=sys.stderr)
@@ -278,9 +287,9 @@ def adopt_memory_file(memory: Memory) -> None:
         print(f"chronograph: ${MEMORY_FILE_ENV} names {path}, which is not a file; nothing was imported",
               file=sys.stderr)
         return
-    with FileImport(path, "default") as job:
+    with FileImport(path, "default", actor=ADOPTER) as job:
         job.survey()
-        job.check_ends(None)  # the store is empty
+        job.check_ends(memory if resuming else None)
         if job.foreign:
             print(f"chronograph: ${MEMORY_FILE_ENV} ({path}) is not a memory file (most of its lines are not JSON); "
                   "nothing was imported", file=sys.stderr)
@@ -289,15 +298,28 @@ def adopt_memory_file(memory: Memory) -> None:
             print(f"chronograph: ${MEMORY_FILE_ENV} ({path}) holds nothing to import", file=sys.stderr)
             return
         reports = [report for _, report in job.write(memory)]
-    print(f"chronograph: imported {path} (${MEMORY_FILE_ENV}) into the empty store, once: "
+    with memory.lock:
+        memory.log.append([], actor=ADOPTER, idempotency_key=ADOPTED)
+    into = "the store, finishing the import a stopped server began" if resuming else "the empty store, once"
+    print(f"chronograph: imported {path} (${MEMORY_FILE_ENV}) into {into}: "
           f"{sum(r.created for r in reports)} entities, {sum(r.related for r in reports)} relations, "
           f"{sum(r.observations for r in reports)} observations"
           f"{f'; {len(job.problems)} line(s) not imported (below)' if job.problems else ''} "
-          "(recorded in the audit log as actor 'import')", file=sys.stderr)
+          f"(recorded in the audit log as actor '{ADOPTER}')", file=sys.stderr)
     if job.problems:
         from chronograph.tools.import_graph import report_problems  # noqa: PLC0415 (only then)
 
         report_problems(job)
+
+
+def _adoption_cut_off(memory: Memory) -> bool:
+    """Whether the store holds an adoption that did not end: its first event is an adoption's,
+    and no adoption recorded its end."""
+    with memory.log.read() as reader:
+        first = reader.get(1)
+    if first is None or first.actor != ADOPTER:
+        return False
+    return memory.log.transact(lambda tx: tx.recall(ADOPTED)) is None
 
 
 def run(args: argparse.Namespace) -> int:

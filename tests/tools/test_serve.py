@@ -80,7 +80,7 @@ def test_an_official_memory_file_named_by_the_old_variable_is_imported_once_into
     with Memory(tmp_path / "store") as memory:
         assert [e.name for e in memory.read("read_graph", {}).entities] == ["Ada"]  # type: ignore[attr-defined]
         actors = {e.actor for e in memory.read("get_audit_log", {}).events}  # type: ignore[attr-defined]
-    assert actors == {"import"}
+    assert actors == {"memory-file"}
 
 
 def adopted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
@@ -114,6 +114,34 @@ def test_lines_the_old_variable_s_file_could_not_give_are_each_named(
                      '{"type":"relation","from":"A","to":"Ghost","relationType":"r"}\n')
     assert "1 entities, 0 relations" in err and "2 line(s) not imported (below)" in err
     assert "  line 2: not JSON" in err and "  line 3: a relation whose end is in neither the file nor the store" in err
+
+
+def test_an_adoption_a_stopped_server_cut_off_is_finished_by_the_next_and_no_other_store_is_touched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server killed while it imported $MEMORY_FILE_PATH left the store with its first batches
+    only, and the next said the file was ignored (the store 'already holds a memory')."""
+    from chronograph.application import Memory
+    from chronograph.tools.serve import ADOPTER
+
+    lines = [f'{{"type":"entity","name":"E{i}","entityType":"t","observations":["o{i}"]}}' for i in range(30)]
+    lines += ['{"type":"relation","from":"E0","to":"E29","relationType":"r"}']
+    with Memory(tmp_path / "store") as memory:  # what the killed server had written: a first batch
+        memory.write("create_entities", {"entities": [
+            {"name": f"E{i}", "entityType": "t", "observations": [f"o{i}"]} for i in range(10)]}, actor=ADOPTER)
+    head, err = adopted(tmp_path, monkeypatch, capsys, "memory.jsonl", "\n".join(lines) + "\n")
+    assert "finishing the import a stopped server began" in err
+    with Memory(tmp_path / "store") as memory:
+        graph = memory.read("read_graph", {})
+        assert len(graph.entities) == 30 and len(graph.relations) == 1  # type: ignore[attr-defined]
+    _, err = adopted(tmp_path, monkeypatch, capsys, "memory.jsonl", "\n".join(lines) + "\n")
+    assert "is ignored" in err  # finished: once
+    (tmp_path / "store").rename(tmp_path / "done")
+    with Memory(tmp_path / "store") as memory:  # a memory of the user's own is never added to
+        memory.write("create_entities", {"entities": [{"name": "Mine", "entityType": "t", "observations": []}]},
+                     actor="me")
+    _, err = adopted(tmp_path, monkeypatch, capsys, "memory.jsonl", "\n".join(lines) + "\n")
+    assert "is ignored" in err
 
 
 @pytest.mark.wire
