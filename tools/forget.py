@@ -93,6 +93,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"chronograph forget: {error}", file=sys.stderr)
         return 2
     _set_aside(store)
+    if args.workspace.startswith("n2n:"):  # a server's mirror is rewritten by its own forget, not by this one
+        print(f"chronograph forget: {args.workspace!r} is an n2n project's workspace: if a server keeps the "
+              "project's .mcp/memory.json (--project-files), take the entity out of that file before its next "
+              "call, or it folds it back (forget_entity through that server rewrites the file itself)",
+              file=sys.stderr)
     if args.json:
         print(msgspec.json.encode(out).decode())
     else:

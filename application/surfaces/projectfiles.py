@@ -148,6 +148,8 @@ class ProjectFiles:
         """project root -> the files' signature when this process last wrote or read them"""
         self._markers: dict[str, tuple[tuple[int, int, int], bool]] = {}
         """project root -> (its marker's signature, whether it asks for project files)"""
+        self._roots: dict[str, Path] = {}
+        """workspace -> the root of the project whose files this process keeps for it"""
 
     def enabled(self, root: Path) -> bool:
         """Whether the files of the project at `root` are kept: the server says so, or the
@@ -181,6 +183,7 @@ class ProjectFiles:
             root = project_root(tool.name, args.project_path)
         except ChronographError:
             return None  # the tool itself reports it
+        self._roots[workspace] = root
         return root, workspace
 
     def before(self, memory: Memory, tool: Tool, args: Any) -> None:
@@ -206,7 +209,9 @@ class ProjectFiles:
             self.mirror(memory, root, workspace)
 
     def after(self, memory: Memory, tool: Tool, args: Any, written: Written) -> None:
-        """Mirror the project into its files after a call that changed it.
+        """Mirror the project into its files after a call that changed it: an n2n call, or any
+        other on the workspace of a project whose files this process keeps (a forget above all:
+        the files would give back what it erased).
 
         Raises:
             StorageError: If the files cannot be written (the change itself is in the log).
@@ -214,6 +219,9 @@ class ProjectFiles:
         if not written.changed:
             return
         project = self._project(tool, args)
+        if project is None and isinstance(workspace := getattr(args, "workspace", None), str):
+            root = self._roots.get(workspace)
+            project = None if root is None else (root, workspace)
         if project is not None:
             self.mirror(memory, *project)
 

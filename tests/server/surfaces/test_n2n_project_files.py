@@ -267,3 +267,25 @@ async def test_a_restarted_server_finds_its_own_files_in_step_with_its_log(tmp_p
         graph, context = await memory_of(client, root)
     assert graph == {"entities": [], "relations": []}  # nothing parked: the file is the log's own
     assert (context["activeTask"], context["reason"]) == ("Only a task", "and a reason")
+
+
+async def test_a_forget_on_a_project_s_workspace_rewrites_its_files_so_nothing_gives_it_back(tmp_path: Path) -> None:
+    """The files mirror the project; a forget is a change like any other, or the next fold (a
+    restart's first call) would create again what it erased."""
+    from chronograph.application.surfaces.projectroot import workspace_name
+
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    settings = Settings(store=tmp_path / "store", embeddings="off", profile="full", mirror_projects=True)
+    async with Client(create_server(settings)) as client:
+        await call(client, "n2n_add_entities", {"projectPath": str(root), "confirmNewProjectRoot": str(root),
+                                                "entities": [{"name": "Zqx Secret", "entityType": "PERSON",
+                                                              "observations": ["zqx phone"]},
+                                                             {"name": "Cache", "entityType": "MODULE"}]})
+        assert "Zqx Secret" in (root / ".mcp" / "memory.json").read_text()
+        await call(client, "forget_entity", {"workspace": workspace_name(root), "name": "Zqx Secret",
+                                             "reason": "asked"})
+    assert "zqx" not in (root / ".mcp" / "memory.json").read_text().lower()
+    async with Client(create_server(settings)) as client:  # a new process folds the files first
+        graph, _ = await memory_of(client, root)
+    assert [e["name"] for e in graph["entities"]] == ["Cache"]
