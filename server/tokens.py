@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from chronograph.application.engine.principal import ANY_WORKSPACE, Principal
+from chronograph.application.engine.principal import ANY_WORKSPACE, ENV_PRINCIPAL, Principal
 from chronograph.application.engine.tokens import Tokens
 from chronograph.eventstore import clock
 
@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ENV_PRINCIPAL", "USE_FILE", "EnvToken", "StoreTokens", "last_used", "store_tokens"]
 
-ENV_PRINCIPAL = "token"
-"""The name of the principal `$CHRONOGRAPH_TOKEN` stands for (every grant)."""
 USE_FILE = "token-use.json"
 """Where a server keeps when each token was last used (name -> µs)."""
 USE_EVERY = 60.0

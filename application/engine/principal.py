@@ -13,7 +13,7 @@ from typing import Literal
 import msgspec
 from chronograph.application.errors import ForbiddenError
 
-__all__ = ["ANY_WORKSPACE", "LEVELS", "LOCAL_PRINCIPAL", "Level", "Principal"]
+__all__ = ["ANY_WORKSPACE", "BUILT_IN", "ENV_PRINCIPAL", "LEVELS", "LOCAL_PRINCIPAL", "Level", "Principal"]
 
 Level = Literal["read", "write", "admin"]
 """read: query; write: read and append events; admin: write, and erase, reset and grant."""
@@ -58,3 +58,7 @@ class Principal(msgspec.Struct, frozen=True):
 
 LOCAL_PRINCIPAL = Principal("local", {ANY_WORKSPACE: "admin"})
 """The local user of a stdio server or a command: every grant."""
+ENV_PRINCIPAL = "token"
+"""The name of the principal `$CHRONOGRAPH_TOKEN` stands for (every grant)."""
+BUILT_IN = frozenset({LOCAL_PRINCIPAL.name, ENV_PRINCIPAL})
+"""The principals' names no store token may take: the audit's principal must mean one caller."""

@@ -28,7 +28,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from chronograph.application.engine.principal import ANY_WORKSPACE, LEVELS, Level, Principal
+from chronograph.application.engine.principal import ANY_WORKSPACE, BUILT_IN, LEVELS, Level, Principal
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError, NotFoundError
 from chronograph.eventstore import NO_STREAM, ConcurrencyError, Envelope, EventLog, StreamWrite, clock
 from chronograph.eventstore.tokenevents import TOKEN_STREAM, TokenIssued, TokenRevoked, token_stream
@@ -225,13 +225,17 @@ class Tokens:
         """Issue a token to the principal `name`; return it (the only time it is seen).
 
         Raises:
-            InvalidArgumentsError: If the name is not one (letters, digits, `._@-`; 64 at most).
+            InvalidArgumentsError: If the name is not one (letters, digits, `._@-`; 64 at most), or is
+                a built-in principal's (`principal.BUILT_IN`).
             DuplicateError: If a token of that name was ever issued (revoked ones keep their name,
                 so that the audit's principal always means one token).
         """
         if NAME.fullmatch(name) is None:
             raise InvalidArgumentsError("token", f"name {name!r}: letters, digits and . _ @ -, starting with a "
                                         "letter or digit, 64 at most")
+        if name.lower() in BUILT_IN:
+            raise InvalidArgumentsError("token", f"name {name!r} is a built-in principal's (the local user's, or "
+                                        "$CHRONOGRAPH_TOKEN's): the audit would not tell them apart; choose another")
         secret = new_secret()
         expires = None if expires_in is None else clock.now_us() + expires_in
         event = TokenIssued(name=name, digest=digest_of(secret), grants=dict(grants), expires_at=expires)

@@ -118,3 +118,12 @@ def test_grants_and_durations_parse() -> None:
     for bad in ("", "0d", "5", "5y", "-1d", "1.5h"):
         with pytest.raises(InvalidArgumentsError, match="expires"):
             parse_duration(bad)
+
+
+@pytest.mark.parametrize("name", ["local", "token", "Local"])
+def test_a_token_may_not_take_a_built_in_principal_s_name(store: LmdbLog, name: str) -> None:
+    """The audit's principal must mean one caller: `local` is the stdio and command-line user,
+    `token` is $CHRONOGRAPH_TOKEN's."""
+    with pytest.raises(InvalidArgumentsError, match="built-in principal"):
+        Tokens(store).issue(name, {"w": "write"})
+    assert Tokens(store).records() == []
