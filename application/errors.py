@@ -91,10 +91,15 @@ class ForbiddenError(ChronographError):
 
     code = "forbidden"
 
-    def __init__(self, principal: str, workspace: str, need: str, tool: str) -> None:
+    def __init__(self, principal: str, workspace: str, need: str, tool: str, *, project: str | None = None) -> None:
         self.principal = principal
         self.workspace = workspace
         self.need = need
+        if project is not None:  # the workspace is not named: it would say whether the path is a project's
+            super().__init__(f"Forbidden: {tool} needs the {need} grant on the workspace of the project at "
+                             f"{project!r}, which principal {principal!r} does not have (or that is no project "
+                             "root); nothing was read or written")
+            return
         super().__init__(
             f"Forbidden: {tool} needs the {need} grant on workspace {workspace!r}, which principal "
             f"{principal!r} does not have; nothing was read or written. Ask an admin for "

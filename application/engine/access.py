@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from chronograph.application.engine.principal import ANY_WORKSPACE, LOCAL_PRINCIPAL, Level, Principal
 from chronograph.application.engine.registry import TEAM
+from chronograph.application.errors import ChronographError, ForbiddenError
 from msgspec import UNSET
 
 if TYPE_CHECKING:
@@ -80,12 +81,24 @@ def check(principal: Principal, tool: Tool, args: Any) -> tuple[str, ...]:
     """Refuse the call unless `principal` holds what it needs in every workspace it touches;
     return those workspaces.
 
+    A call that names its workspace by a project path (n2n) is told only that it is forbidden,
+    unless the principal administers every workspace: whether the path exists, is a project root,
+    or resolves elsewhere, and the workspace it stands for, are the server's file system's.
+
     Raises:
         ForbiddenError: If a grant is missing (checked before anything is read or written).
+        ChronographError: If the arguments name no workspace that can be (an n2n project path
+            that is no project root, to a principal that administers every workspace).
     """
-    wanted = needs(tool, args)
-    for workspace, need in wanted:
-        principal.check(workspace, need, tool=tool.name)
+    try:
+        wanted = needs(tool, args)
+        for workspace, need in wanted:
+            principal.check(workspace, need, tool=tool.name)
+    except ChronographError:
+        project = getattr(args, "project_path", None)
+        if not isinstance(project, str) or principal.may(ANY_WORKSPACE, "admin"):
+            raise
+        raise ForbiddenError(principal.name, "", level(tool, args), tool.name, project=project) from None
     return tuple(workspace for workspace, _ in wanted)
 
 

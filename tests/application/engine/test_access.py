@@ -89,6 +89,24 @@ def test_the_store_s_tokens_show_in_the_audit_only_to_who_administers_every_work
     assert tokens(None) == ["token payroll-bot"]  # the local user
 
 
+def test_a_project_path_tells_a_principal_without_a_grant_nothing_of_the_server_s_files(
+    memory: Memory, tmp_path: Path
+) -> None:
+    """Whether a path exists, is a project root or resolves elsewhere came back before the grant
+    was checked; only a principal that administers every workspace is told why a path is none."""
+    read_graph = PROFILES["n2n"].tools["n2n_read_graph"]
+    (tmp_path / "project" / ".git").mkdir(parents=True)
+    said = set()
+    for path in ("/no/such/dir", str(tmp_path), str(tmp_path / "project")):
+        with pytest.raises(ForbiddenError) as refused:
+            memory.read(read_graph, {"projectPath": path}, principal=READER)
+        said.add(str(refused.value).replace(repr(path), "PATH"))
+        assert "n2n:" not in str(refused.value)
+    assert len(said) == 1
+    with pytest.raises(NotFoundError, match="does not exist"):
+        memory.read(read_graph, {"projectPath": "/no/such/dir"})  # the local user
+
+
 def test_kuzu_s_databases_are_their_workspaces_and_unnamed_ones_are_not_listed(memory: Memory) -> None:
     kuzu = PROFILES["kuzu"].tools
     summary = memory.read(kuzu["get_graph_summary"], {}, principal=READER)
