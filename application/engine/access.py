@@ -26,8 +26,8 @@ from msgspec import UNSET
 if TYPE_CHECKING:
     from chronograph.application.engine.registry import Tool
 
-__all__ = ["ADMIN", "TEAM_WORKSPACE", "administers_all", "calling", "check", "granted_as", "level", "needs", "readable",
-           "touched"]
+__all__ = ["ADMIN", "TEAM_WORKSPACE", "administers_all", "caller", "calling", "check", "granted_as", "level", "needs",
+           "readable", "touched"]
 
 TEAM_WORKSPACE = "agent-memory"
 """The workspace a grant names for the team memory (Agent Memory's things: scopes, sessions,
@@ -129,6 +129,11 @@ def administers_all() -> bool:
     local user does: the one who may see the store's tokens (who may do what, where)."""
     principal = getattr(_CALLER, "principal", None) or LOCAL_PRINCIPAL
     return principal.may(ANY_WORKSPACE, "admin")
+
+
+def caller() -> Principal:
+    """The principal of this thread's call (the local user outside one)."""
+    return getattr(_CALLER, "principal", None) or LOCAL_PRINCIPAL
 
 
 def readable(workspace: str) -> bool:

@@ -5,11 +5,14 @@ guarded writer refuses to anyone (`eventstore.files`: a target inside any store,
 symbolic link, over a file unless `overwrite: true`, anything but whole files), an agent's
 path must be relative, stay inside the directory, and name no dotfile or hidden folder
 (`.bashrc` runs what an entity name says); both one export and all exports of a process
-are capped in bytes.
+are capped in bytes. A principal other than the local user writes in a folder of its own
+(`owner`): one token's export never replaces, nor reveals, another's.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,6 +40,18 @@ REFUSALS = {
 """What the guarded writer's refusals say to an agent, naming its outputPath (not this machine's paths)."""
 
 
+def folder_of(owner: str) -> str:
+    """The folder of the export directory a principal's exports go in: its name when that is a
+    plain file name (a token's), else `principal-` and a digest of it (an OAuth subject may hold
+    any character)."""
+    if _PLAIN.fullmatch(owner):
+        return owner
+    return "principal-" + hashlib.sha256(owner.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_@-]{0,63}")
+
+
 class ExportRefused(ValueError):
     """The export may not be written where, or as, it was asked."""
 
@@ -51,8 +66,9 @@ class ExportDir:
         self.written = 0
         """Bytes written by this process so far."""
 
-    def target(self, relative: str) -> Path:
-        """Where `relative` leads inside the directory (not resolved: the writer checks links).
+    def target(self, relative: str, owner: str | None = None) -> Path:
+        """Where `relative` leads inside the directory, or inside `owner`'s folder of it (not
+        resolved: the writer checks links).
 
         Raises:
             ExportRefused: If it is empty, absolute, leads out, or names a dotfile or a hidden folder.
@@ -71,25 +87,27 @@ class ExportDir:
             )
         if candidate.name == "" or candidate == Path():
             raise ExportRefused("outputPath names the export directory itself; give a file name")
-        return self.root / candidate
+        return self.root / candidate if owner is None else self.root / folder_of(owner) / candidate
 
-    def write(self, relative: str, content: str, *, overwrite: bool = False) -> tuple[Path, int]:
+    def write(self, relative: str, content: str, *, overwrite: bool = False,
+              owner: str | None = None) -> tuple[Path, int]:
         """Write `content` to `relative` whole; return the path and the bytes written (see `writing`)."""
-        with self.writing(relative, overwrite=overwrite) as file:
+        with self.writing(relative, overwrite=overwrite, owner=owner) as file:
             file.write(content)
         return file.path, file.written
 
     @contextmanager
-    def writing(self, relative: str, *, overwrite: bool = False) -> Iterator[ExportFile]:
-        """A file at `relative` to write text into, a piece at a time; it takes its place whole
-        when the block ends, and is removed if the block raises or a limit is passed.
+    def writing(self, relative: str, *, overwrite: bool = False, owner: str | None = None) -> Iterator[ExportFile]:
+        """A file at `relative` (in `owner`'s folder, if given) to write text into, a piece at a
+        time; it takes its place whole when the block ends, and is removed if the block raises or
+        a limit is passed.
 
         Raises:
             ExportRefused: If the target is refused (see `target` and `eventstore.files`), exists
                 and `overwrite` is not set, or what is written passes a limit.
             OSError: If the file system refuses the write; nothing is left behind.
         """
-        target = self.target(relative)
+        target = self.target(relative, owner)
         self.root.mkdir(parents=True, exist_ok=True)
         try:
             with guarded_file(target, overwrite=overwrite, flag=OVERWRITE, within=self.root, parents=True) as file:

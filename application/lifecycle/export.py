@@ -19,10 +19,12 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 from chronograph.application.core.context import ReadContext, read_context
+from chronograph.application.engine.access import caller
 from chronograph.application.engine.arguments import AsOf, D, ReadArgs
 from chronograph.application.engine.budget import CHAR
 from chronograph.application.engine.exportdir import ExportRefused
 from chronograph.application.engine.outputs import Out, entity_out, relation_out
+from chronograph.application.engine.principal import LOCAL_PRINCIPAL
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
 from chronograph.application.engine.sink import Overflow, Sink, json_list
@@ -236,7 +238,9 @@ def export_graph(memory: Memory, args: ExportGraph) -> ExportOut:
             "export_graph", "outputPath: this server writes no files; start it with --export-dir DIR "
             "to allow exports into DIR, or leave outputPath out to get the content back")
     try:
-        with memory.export_dir.writing(args.output_path, overwrite=args.overwrite) as file:
+        principal = caller()  # another's exports are not this one's to replace, or to learn of
+        owner = None if principal.name == LOCAL_PRINCIPAL.name else principal.name
+        with memory.export_dir.writing(args.output_path, overwrite=args.overwrite, owner=owner) as file:
             entities, relations = export(memory, args.workspace, args.format, args.as_of, Sink(file.write))
     except ExportRefused as error:
         raise InvalidArgumentsError("export_graph", str(error)) from None

@@ -67,3 +67,26 @@ def test_a_symlink_out_of_the_directory_is_refused(tmp_path: Path) -> None:
     (exports / "link").symlink_to(outside, target_is_directory=True)
     with pytest.raises(ExportRefused, match="outside"):
         ExportDir(exports).write("link/graph.md", "x")
+
+
+def test_a_principal_s_exports_go_in_a_folder_of_its_own(tmp_path: Path) -> None:
+    """Under one --export-dir, a writer of one workspace replaced the file an admin had exported
+    from another (overwrite: true), and learnt which names were taken from the refusals."""
+    from chronograph.application.engine.principal import Principal
+
+    exports = ExportDir(tmp_path / "exports")
+    with Memory(tmp_path / "store", export_dir=exports) as memory:
+        for workspace in ("alpha", "bravo"):
+            memory.write("create_entities", {"workspace": workspace, "entities": [
+                {"name": f"Secret {workspace}", "entityType": "t", "observations": []}]}, actor="t")
+        admin, bob = Principal("admin", {"*": "admin"}), Principal("oauth:bob/../x", {"bravo": "write"})
+        mine = memory.read("export_graph", {"workspace": "alpha", "format": "json", "outputPath": "backup.json"},
+                           principal=admin).path  # type: ignore[attr-defined]
+        local = memory.read("export_graph", {"workspace": "alpha", "format": "json", "outputPath": "backup.json"}
+                            ).path  # type: ignore[attr-defined]
+        theirs = memory.read("export_graph", {"workspace": "bravo", "format": "json", "outputPath": "backup.json",
+                                              "overwrite": True}, principal=bob).path  # type: ignore[attr-defined]
+    assert Path(local) == tmp_path / "exports" / "backup.json"  # the local user's, where it always was
+    assert Path(mine) == tmp_path / "exports" / "admin" / "backup.json"
+    assert Path(theirs).parent.parent == tmp_path / "exports" and Path(theirs).parent.name.startswith("principal-")
+    assert "Secret alpha" in Path(mine).read_text() and "Secret bravo" in Path(theirs).read_text()
