@@ -30,7 +30,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
 
 import msgspec
 from chronograph.application.engine.config import resolve_store
-from chronograph.application.engine.stores import open_store
+from chronograph.application.engine.stores import open_store, store_exists
 from chronograph.application.engine.tokens import TokenRecord, Tokens, parse_duration, parse_grants
 from chronograph.application.errors import ChronographError
 from chronograph.eventstore import EventStoreError, clock
@@ -88,10 +88,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"{PROG} {args.action}: {_problem(error)}", file=sys.stderr)
         return 2
     try:
-        store = open_store(resolve_store(args.store), cache=args.cache, create=args.action == "create")
+        location = resolve_store(args.store)
+        new = args.action == "create" and not store_exists(location)
+        store = open_store(location, cache=args.cache, create=args.action == "create")
     except (EventStoreError, ValueError) as error:
         print(f"{PROG} {args.action}: {error}", file=sys.stderr)
         return 2
+    if new:  # a mistyped --store would issue a token no server of the real store accepts
+        print(f"{PROG} create: there was no store at {location}: a new one was made there for the token "
+              "(if you meant another, pass its --store)", file=sys.stderr)
     try:
         # appends fold into the views too, so that their checkpoint stays at the head
         tokens = Tokens(store.log, views=None if args.action == "list" else Views(store.log, cache=store.cache))

@@ -111,3 +111,13 @@ def test_list_shows_when_a_server_of_the_store_folder_last_saw_a_token(
     capsys.readouterr()
     assert main(["list", "--json", "--store", str(store)]) == 0
     assert json.loads(capsys.readouterr().out)["lastUsed"] == "2025-11-25T10:00:00.000000Z"
+
+
+def test_a_token_created_where_there_was_no_store_says_a_store_was_made(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A mistyped --store made a store silently and issued the token there, which no server of
+    the real store accepts."""
+    assert main(["create", "carol", "--grant", "w=read", "--store", str(tmp_path / "typo")]) == 0
+    assert "there was no store at" in capsys.readouterr().err
+    assert main(["create", "dave", "--grant", "w=read", "--store", str(tmp_path / "typo")]) == 0
+    assert "there was no store at" not in capsys.readouterr().err
