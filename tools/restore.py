@@ -34,7 +34,7 @@ from chronograph.eventstore import EventStoreError, LmdbLog
 from chronograph.eventstore.files import DATA_FILE
 from chronograph.eventstore.lmdb.backup import BackupInfo, key_of, read_backup
 from chronograph.eventstore.lmdb.holders import exclusively
-from chronograph.eventstore.lmdb.staging import check_place, extract, put_in_place, staging
+from chronograph.eventstore.lmdb.staging import BUILT, STAGED, check_place, extract, put_in_place, staging
 from chronograph.tools.common.parsing import add_store_argument, given_file, script_main
 
 __all__ = ["add_arguments", "main", "run"]
@@ -75,12 +75,13 @@ def run(args: argparse.Namespace) -> int:
                 pass
         with staging(store) as folder:
             extract(backup, info, start, folder / "extracted")
-            problem = _rebuild_apart(folder / "extracted", folder / "store", info)
+            problem = _rebuild_apart(folder / "extracted", folder / BUILT, info)
             if problem:
                 print(f"chronograph restore: {backup}: {problem}; nothing was written", file=sys.stderr)
                 return 2
-            lost = _erasures(store) - _erasures(folder / "store") if aside_possible else 0
-            aside = put_in_place(folder / "store", store, replace=args.replace)
+            lost = _erasures(store) - _erasures(folder / BUILT) if aside_possible else 0
+            os.rename(folder / BUILT, folder / STAGED)  # whole now: what a sweep sets aside is never half a store
+            aside = put_in_place(folder / STAGED, store, replace=args.replace)
     except (EventStoreError, OSError) as error:
         print(f"chronograph restore: {getattr(error, 'strerror', None) or error}; nothing was written",
               file=sys.stderr)

@@ -28,7 +28,14 @@ from chronograph.eventstore.lmdb.backup import CHUNK, BackupError, BackupInfo
 from chronograph.eventstore.lmdb.datafile import check_data_file
 from chronograph.eventstore.lmdb.holders import exclusively
 
-__all__ = ["check_place", "extract", "make_durable", "put_in_place", "set_aside", "staging", "sweep"]
+__all__ = ["BUILT", "STAGED", "check_place", "extract", "make_durable", "put_in_place", "set_aside", "staging",
+           "sweep"]
+
+BUILT = "built"
+"""The folder of a staging folder a restore builds its store in (a sweep removes what it holds)."""
+STAGED = "store"
+"""The folder the built store is renamed to once whole, and put in place from; after the exchange
+it holds the store that was there, which a sweep sets aside."""
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
@@ -70,13 +77,14 @@ def staging(store: Path) -> Iterator[Path]:
 def sweep(store: Path) -> int:
     """Remove the staging folders beside `store` whose restore's process is gone; return how many.
 
-    A store left in one is kept, set aside beside `store` like a replaced one: a restore killed
-    between the exchange and the rename (`put_in_place`) left the store it replaced there.
+    A store left in one (`STAGED`) is kept, set aside beside `store` like a replaced one: a
+    restore killed between the exchange and the rename (`put_in_place`) left the store it
+    replaced there. What it was building (`BUILT`) goes with the folder: it was never the user's.
     """
     swept = 0
     for folder in orphans(store.parent, f".{store.name}.restoring-"):
-        if (folder / "store" / DATA_FILE).exists():
-            os.rename(folder / "store", _free_name(store))
+        if (folder / STAGED / DATA_FILE).exists():
+            os.rename(folder / STAGED, _free_name(store))
         shutil.rmtree(folder, ignore_errors=True)
         swept += not os.path.lexists(folder)
     return swept

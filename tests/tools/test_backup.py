@@ -112,6 +112,29 @@ def test_a_store_that_holds_something_is_replaced_only_when_asked_and_kept_besid
         assert [e.name for e in memory.read("read_graph", {}).entities] == ["Bob"]
 
 
+def test_a_restore_killed_while_it_built_leaves_the_next_nothing_to_set_aside(backup: Path, tmp_path: Path) -> None:
+    """The next restore swept the killed one's staging folder and set what it had been building
+    aside as `<store>.replaced-1`, the name of the store that was there before."""
+    import signal
+    import time
+
+    target = tmp_path / "new"
+    restore = subprocess.Popen([sys.executable, "-m", "chronograph", "restore", str(backup), "--store", str(target)],
+                               env=ENV, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and restore.poll() is None:
+        if any((folder / name / "data.mdb").exists() for folder in tmp_path.glob(".new.restoring-*")
+               for name in ("built", "store")):
+            restore.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.0005)
+    restore.wait()
+    if restore.returncode == 0:
+        pytest.skip("the restore finished before it could be stopped while it built")
+    assert cli("restore", str(backup), "--store", str(target)).returncode == 0
+    assert list(tmp_path.glob("new.replaced-*")) == [] and list(tmp_path.glob(".new.restoring-*")) == []
+
+
 def test_restoring_a_backup_made_before_a_forget_says_what_came_back(backup: Path, tmp_path: Path) -> None:
     store = tmp_path / "store"  # the backup's own store, which then forgets Ada
     assert cli("forget", "Ada", "--reason", "asked", "--store", str(store)).returncode == 0

@@ -163,6 +163,23 @@ def test_a_restore_killed_after_its_exchange_leaves_the_replaced_store_which_a_f
     assert f"{rescued} (set aside by restore --replace)" in capsys.readouterr().err
 
 
+def test_a_restore_killed_while_it_built_leaves_nothing_set_aside(store: Path, capsys: pytest.CaptureFixture[str]
+                                                                    ) -> None:
+    """What a restore was building is never the user's store: a sweep set it aside as
+    `.replaced-N`, which says 'the store that was there before'."""
+    import shutil
+    import subprocess
+    import sys
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    staged = store.parent / f".{store.name}.restoring-{gone}-ef56"
+    shutil.copytree(store, staged / "built")
+    assert forget.main(["--store", str(store), SECRET, "--reason", "asked"]) == 0
+    assert not staged.exists() and not list(store.parent.glob(f"{store.name}.replaced-*"))
+    assert "set aside by restore --replace" not in capsys.readouterr().err
+
+
 def test_a_copy_is_not_scrubbed_again_at_its_first_open(store: Path, tmp_path: Path) -> None:
     from chronograph.tools import copy_store
 
