@@ -157,7 +157,8 @@ def guarded_file(
     fd = _open_folder(target, folder, within)
     try:
         _check_name(target, fd, name, overwrite, flag)
-        temporary = f".{name[:200]}.{secrets.token_hex(6)}.partial"
+        _sweep_partials(fd, name)
+        temporary = f".{name[:200]}.{os.getpid()}-{secrets.token_hex(6)}.partial"
         descriptor = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
                              dir_fd=fd)
         try:
@@ -172,6 +173,19 @@ def guarded_file(
         _sync_folder(fd)
     finally:
         os.close(fd)
+
+
+def _sweep_partials(fd: int, name: str) -> None:
+    """Remove the temporary files of writes of `name` into the folder `fd` whose process is
+    gone (a backup or an export killed before its end left one nearly the size of the file)."""
+    prefix, suffix = f".{name[:200]}.", ".partial"
+    with suppress(OSError):
+        for entry in os.listdir(fd):
+            pid = entry.removeprefix(prefix).partition("-")[0] if entry.endswith(suffix) else ""
+            if entry.startswith(prefix) and pid.isascii() and pid.isdigit() and len(pid) <= 9 \
+                    and int(pid) != os.getpid() and not _alive(int(pid)):
+                with suppress(FileNotFoundError):
+                    os.unlink(entry, dir_fd=fd)
 
 
 def write_file(path: str | os.PathLike[str], data: bytes, **options: object) -> int:

@@ -34,7 +34,7 @@ from chronograph.eventstore import EventStoreError, LmdbLog
 from chronograph.eventstore.files import DATA_FILE
 from chronograph.eventstore.lmdb.backup import BackupInfo, key_of, read_backup
 from chronograph.eventstore.lmdb.holders import exclusively
-from chronograph.eventstore.lmdb.staging import BUILT, STAGED, check_place, extract, put_in_place, staging
+from chronograph.eventstore.lmdb.staging import BUILT, built, check_place, extract, put_in_place, staging
 from chronograph.tools.common.parsing import add_store_argument, given_file, script_main
 
 __all__ = ["add_arguments", "main", "run"]
@@ -80,8 +80,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"chronograph restore: {backup}: {problem}; nothing was written", file=sys.stderr)
                 return 2
             lost = _erasures(store) - _erasures(folder / BUILT) if aside_possible else 0
-            os.rename(folder / BUILT, folder / STAGED)  # whole now: what a sweep sets aside is never half a store
-            aside = put_in_place(folder / STAGED, store, replace=args.replace)
+            aside = put_in_place(built(folder), store, replace=args.replace)
     except (EventStoreError, OSError) as error:
         print(f"chronograph restore: {getattr(error, 'strerror', None) or error}; nothing was written",
               file=sys.stderr)

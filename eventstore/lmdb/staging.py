@@ -28,7 +28,7 @@ from chronograph.eventstore.lmdb.backup import CHUNK, BackupError, BackupInfo
 from chronograph.eventstore.lmdb.datafile import check_data_file
 from chronograph.eventstore.lmdb.holders import exclusively
 
-__all__ = ["BUILT", "STAGED", "check_place", "extract", "make_durable", "put_in_place", "set_aside", "staging",
+__all__ = ["BUILT", "STAGED", "built", "check_place", "extract", "make_durable", "put_in_place", "set_aside", "staging",
            "sweep"]
 
 BUILT = "built"
@@ -88,6 +88,13 @@ def sweep(store: Path) -> int:
         shutil.rmtree(folder, ignore_errors=True)
         swept += not os.path.lexists(folder)
     return swept
+
+
+def built(folder: Path) -> Path:
+    """The store built whole in the staging `folder` (`BUILT`), renamed to where it is put in place
+    from (`STAGED`): what a sweep sets aside there is never half a store; return its path."""
+    os.rename(folder / BUILT, folder / STAGED)
+    return folder / STAGED
 
 
 def set_aside(store: Path) -> list[Path]:

@@ -226,3 +226,23 @@ def test_the_scan_finds_a_writer_that_skips_the_guard(tmp_path: Path) -> None:
                       "def save(p, t):\n    Path(p).write_text(t)\n    open(p, 'ab').close()\n    os.replace(p, t)\n"
                       "    Path(p).replace(t)\n    'a'.replace('a', 'b')\n    open(p).read()\n")
     assert writes_in(module) == {"write_text", "open", "os.replace", "replace"}
+
+
+def test_a_write_removes_what_a_killed_write_of_the_same_file_left(tmp_path: Path) -> None:
+    """A backup or export killed before its end left its temporary file (nearly the backup's
+    size) for good; one of a process still alive may be writing and stays."""
+    import subprocess
+    import sys
+
+    from chronograph.eventstore.files import write_file
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    dead = tmp_path / f".out.json.{gone}-0a1b2c.partial"
+    alive = tmp_path / f".out.json.{os.getppid()}-0a1b2c.partial"
+    other = tmp_path / f".other.json.{gone}-0a1b2c.partial"
+    for path in (dead, alive, other):
+        path.write_bytes(b"half")
+    write_file(tmp_path / "out.json", b"{}")
+    assert not dead.exists() and alive.exists() and other.exists()
+    assert (tmp_path / "out.json").read_bytes() == b"{}"
