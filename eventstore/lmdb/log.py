@@ -27,7 +27,7 @@ from chronograph.eventstore.lmdb.streamindex import WIDE
 from chronograph.eventstore.lmdb.writer import LmdbTransaction
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
 
-__all__ = ["FORMAT_VERSION", "LmdbLog"]
+__all__ = ["FORMAT_VERSION", "LOG_DATABASES", "LmdbLog"]
 
 T = TypeVar("T")
 
@@ -53,7 +53,8 @@ _CODEC_3 = 5
 _NARROW = 6
 """The first format whose stream index is `streamindex.NARROW`"""
 
-_LOG_DATABASES = (b"log", b"streams", b"idempotency", b"meta")
+LOG_DATABASES = (b"log", b"streams", b"idempotency", b"meta")
+"""The databases every Chronograph store's log has (what tells its environment from another program's)."""
 _HEADS = b"heads"
 """stream key -> version, kept by stores of formats 1 to 3 (and read by the versions that made them)"""
 _SUMS = b"sums"
@@ -142,12 +143,12 @@ class LmdbLog(EventLog):
                 return env.write(self._create_log)
             with env.read() as txn:
                 existing = {bytes(name) for name, _ in txn.cursor()}
-            if not set(_LOG_DATABASES) <= existing:
+            if not set(LOG_DATABASES) <= existing:
                 raise StoreCorruptError(f"{self.path} holds an LMDB environment that is not a Chronograph store")
             sums = None
             if _SUMS in existing or not env.readonly:
                 sums = env.env.open_db(_SUMS, create=not env.readonly)
-            log, streams, idempotency, meta = (env.env.open_db(name, create=False) for name in _LOG_DATABASES)
+            log, streams, idempotency, meta = (env.env.open_db(name, create=False) for name in LOG_DATABASES)
             dbs = Databases(log, streams, None, idempotency, meta, sums, where=str(self.path))
             with env.read() as txn:
                 version = self._check_format(txn, dbs)
@@ -175,7 +176,7 @@ class LmdbLog(EventLog):
 
     def _create_log(self, txn: lmdb.Transaction) -> Databases:
         log, streams, idempotency, meta, sums, _ = (
-            self.environment.env.open_db(name, txn=txn) for name in (*_LOG_DATABASES, _SUMS, _HEADS)
+            self.environment.env.open_db(name, txn=txn) for name in (*LOG_DATABASES, _SUMS, _HEADS)
         )  # `heads` stays empty: a version that reads it finds the store's shape and refuses its format
         dbs = Databases(log, streams, None, idempotency, meta, sums, where=str(self.path))
         # Not over what another process creating the store at the same moment committed first

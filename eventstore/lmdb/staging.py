@@ -23,10 +23,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+import lmdb
+from chronograph.eventstore.errors import EventStoreError
 from chronograph.eventstore.files import DATA_FILE, orphans, store_of
 from chronograph.eventstore.lmdb.backup import CHUNK, BackupError, BackupInfo
 from chronograph.eventstore.lmdb.datafile import check_data_file
 from chronograph.eventstore.lmdb.holders import exclusively
+from chronograph.eventstore.lmdb.log import LOG_DATABASES
 
 __all__ = ["BUILT", "STAGED", "built", "check_place", "extract", "make_durable", "put_in_place", "set_aside", "staging",
            "sweep"]
@@ -56,10 +59,26 @@ def check_place(store: Path, *, replace: bool) -> bool:
     if occupied and not replace:
         raise BackupError(f"{store} is not empty; restore into a new folder, or pass --replace to keep the current "
                           "store beside it and restore in its place")
-    if occupied and not (store / DATA_FILE).is_file():
+    if occupied and not (store / DATA_FILE).is_file() or occupied and not _a_store(store):
         raise BackupError(f"{store} holds no Chronograph store (--replace sets a store aside, not other files); "
                           "restore into a new folder")
     return occupied
+
+
+def _a_store(folder: Path) -> bool:
+    """Whether the LMDB environment in `folder` is a Chronograph store's (its log's databases are
+    there), not another program's; read without a lock (a restore holds the place exclusively)."""
+    try:
+        check_data_file(folder / DATA_FILE)
+        env = lmdb.open(str(folder), readonly=True, lock=False, max_dbs=0, subdir=True)
+    except (lmdb.Error, EventStoreError):
+        return False
+    try:
+        with env.begin() as txn:
+            names = {bytes(key) for key, _ in txn.cursor()}
+    finally:
+        env.close()
+    return set(LOG_DATABASES) <= names
 
 
 @contextmanager

@@ -157,6 +157,21 @@ def test_replace_sets_aside_a_store_never_a_folder_of_other_files(backup: Path, 
     assert (mine / "notes.txt").read_text(encoding="utf-8") == "my own"
 
 
+def test_replace_sets_aside_no_other_program_s_lmdb_environment(backup: Path, tmp_path: Path) -> None:
+    import lmdb
+
+    theirs = tmp_path / "theirs"
+    env = lmdb.open(str(theirs), max_dbs=2)
+    with env.begin(write=True) as txn:
+        txn.put(b"their", b"data")
+    env.close()
+    (theirs / "notes.txt").write_text("my own", encoding="utf-8")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    refused = cli("restore", str(backup), "--store", str(theirs), "--replace")
+    assert refused.returncode == 2 and "holds no Chronograph store" in refused.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 def test_a_store_named_as_the_current_folder_is_restored_there(backup: Path, tmp_path: Path) -> None:
     here = tmp_path / "here"
     here.mkdir()
