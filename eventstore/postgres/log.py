@@ -142,19 +142,19 @@ class PgLog(EventLog):
 
     def _open(self, create: bool) -> str:
         with self._connection() as (connection, _):
-            exists = connection.execute(
-                "SELECT to_regclass(format('%%I.meta', %s::text)) IS NOT NULL", (self.schema.name,)).fetchone()
-            if not (exists and exists[0]):
+            if not self.schema.holds_log(connection):
                 if not create or self._readonly:
                     raise StoreOpenError(f"there is no Chronograph log at {self._shown}")
                 with connection.transaction():
                     connection.execute("SELECT pg_advisory_xact_lock(%s)", (self.schema.lock,))
-                    for statement in DDL:
-                        connection.execute(self.schema.sql(statement))
-                    connection.execute(self.schema.sql(
-                        "INSERT INTO {meta} (key, value) VALUES ('format', %s), ('store_id', %s) "
-                        "ON CONFLICT (key) DO NOTHING"),
-                        (FORMAT_VERSION.to_bytes(4, "big"), uuid.uuid4().hex.encode()))
+                    if not self.schema.holds_log(connection):  # another server may have made it meanwhile
+                        self.schema.check_empty(connection, self._shown)
+                        for statement in DDL:
+                            connection.execute(self.schema.sql(statement))
+                        connection.execute(self.schema.sql(
+                            "INSERT INTO {meta} (key, value) VALUES ('format', %s), ('store_id', %s) "
+                            "ON CONFLICT (key) DO NOTHING"),
+                            (FORMAT_VERSION.to_bytes(4, "big"), uuid.uuid4().hex.encode()))
             rows = dict(connection.execute(self.schema.sql("SELECT key, value FROM {meta}")).fetchall())
             if not self._readonly and "format" in rows and int.from_bytes(rows["format"], "big") <= FORMAT_VERSION \
                     and seal(connection, self.schema):  # a log an earlier version made: statistics may hold content

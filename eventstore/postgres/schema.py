@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chronograph.eventstore.errors import StoreOpenError
 from chronograph.eventstore.keys import digest
 from psycopg import sql
 
@@ -70,3 +71,24 @@ class Schema:
         if found is None:
             found = self._cache[text] = sql.SQL(text).format(**self._names)
         return found
+
+    def holds_log(self, connection: Any) -> bool:
+        """Whether the schema holds a log's tables (its `meta`, the last the creation makes)."""
+        found = connection.execute(
+            "SELECT to_regclass(format('%%I.meta', %s::text)) IS NOT NULL", (self.name,)).fetchone()
+        return bool(found and found[0])
+
+    def check_empty(self, connection: Any, shown: str) -> None:
+        """Refuse to make a log in a schema that holds tables of its own (a user's `events` would
+        meet ours, and theirs would sit among a memory's).
+
+        Raises:
+            StoreOpenError: If it does (`shown`: the log's URL as said); nothing was created.
+        """
+        held = [row[0] for row in connection.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s "
+            "AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY c.relname LIMIT 6", (self.name,)).fetchall()]
+        if held:
+            raise StoreOpenError(f"{shown}: schema {self.name!r} already holds tables that are no Chronograph "
+                                 f"log's ({', '.join(held[:5])}{', ...' if len(held) > 5 else ''}); a log takes a "
+                                 "schema of its own: name another (?schema=NAME)")

@@ -99,6 +99,24 @@ def test_a_misspelt_parameter_of_the_address_is_refused_as_such() -> None:
         pglog.PgLog(database().log_url().replace("schema=", "shema="))
 
 
+def test_a_schema_that_holds_tables_of_its_own_is_not_made_a_log() -> None:
+    """A user's own `events` table met ours in a traceback, and other tables were joined by a
+    memory's without a word."""
+    import psycopg
+
+    url = database().log_url()
+    schema = url.rsplit("schema=", 1)[1]
+    with psycopg.connect(url.rsplit("?", 1)[0], autocommit=True) as connection:
+        connection.execute(f'CREATE SCHEMA "{schema}"')
+        connection.execute(f'CREATE TABLE "{schema}".events (id int)')
+    with pytest.raises(StoreOpenError, match="already holds tables that are no Chronograph log's .events."):
+        pglog.PgLog(url)
+    with psycopg.connect(url.rsplit("?", 1)[0], autocommit=True) as connection:
+        tables = connection.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+                                    (schema,)).fetchall()
+    assert tables == [("events",)]
+
+
 def test_a_log_that_does_not_exist_is_not_created_when_told_not_to() -> None:
     with pytest.raises(StoreOpenError, match="no Chronograph log"):
         pglog.PgLog(database().log_url(), create=False)
