@@ -127,7 +127,8 @@ class _Plan:
                 if tenure is not None:
                     self.owner[envelope.stream] = _stream_of(tenure, self.entities)
                     others = _others(log.stream(envelope.stream), held)
-                    self.kept.update(others)
+                    if others:  # another's relation lives on it: the stream stays, and its events with it
+                        self.kept.update(others)
                     self.relations[envelope.stream] = envelope.stream if others else "erased:" + os.urandom(16).hex()
             elif isinstance(event, EntityMerged) and envelope.stream not in self.entities:
                 workspace = workspaces.get(envelope.stream) or workspaces.setdefault(
@@ -142,6 +143,8 @@ class _Plan:
         if envelope.position in self.kept:
             return None
         event = envelope.event
+        if isinstance(event, ContentErased):  # an earlier erasure's, moved with its stream as it is
+            return event
         workspace = getattr(event, "workspace", "") or self.workspace_of.get(
             self.owner.get(envelope.stream, envelope.stream), "")
         return ContentErased(erased=envelope.type, workspace=workspace)
@@ -168,20 +171,22 @@ def _covering(held: Sequence[Tenure], event: RelationCreated, position: int) -> 
 
 
 def _others(events: Iterable[Envelope], held: Sequence[Tenure]) -> list[int]:
-    """The positions of the events of a relation stream that are not the forgotten entities': a
-    relation's events belong to its creation, and a creation no tenure covers is another's (or,
-    before the stream's first creation, an erasure's: left as they are)."""
+    """The positions of the events of a relation stream that are not the forgotten entities', if
+    another entity's relation lives on it (none: the stream moves whole). A relation's events
+    belong to its creation: a creation no tenure covers is another's; what an earlier erasure
+    left in place is erased already, and no reason to keep the stream's id (it spells the names)."""
     others: list[int] = []
-    ours = False
+    ours, another = False, False
     for envelope in events:
         event = envelope.event
         if isinstance(event, RelationCreated):
             ours = _covering(held, event, envelope.position) is not None
+            another = another or not ours
         elif isinstance(event, ContentErased) and event.erased == RelationCreated.__struct_config__.tag:
             ours = False  # a relation an earlier erasure left in place: erased already
         if not ours:
             others.append(envelope.position)
-    return others
+    return others if another else []
 
 
 def _stream_of(tenure: Tenure, entities: dict[str, list[Envelope]]) -> str:
@@ -217,7 +222,8 @@ def forget_entity(batch: Batch, args: ForgetEntity) -> ForgetOut:
                             "or it was forgotten already; nothing was erased")
     plan = _Plan(batch.tx, streams)
     targets = {stream: stream for stream in plan.entities} | plan.relations
-    originals = batch.tx.erase(targets, plan.redact, plan.quoted)
+    originals = [envelope for envelope in batch.tx.erase(targets, plan.redact, plan.quoted)
+                 if not isinstance(envelope.event, ContentErased)]  # an earlier erasure's, moved: not counted again
     for position in plan.merges:
         batch.tx.rewrite(position, EntityMerged(into=ERASED_NAME))
     for stream in plan.entities:

@@ -225,6 +225,25 @@ def test_a_relation_that_took_up_the_stream_of_a_forgotten_ones_is_kept_with_its
     assert read(memory, "read_graph").relations == graph.relations
 
 
+def test_forgetting_the_namesake_after_moves_the_stream_that_spells_the_name(tmp_path: Path, memory: Memory) -> None:
+    """Once every entity ever called so is forgotten, no relation stream may keep an id that
+    spells the name: the first forget left the stream in place for the namesake's relation, and
+    the second one, finding only erased events of another beside its own, moved it."""
+    write(memory, "create_entities", entities=[
+        {"name": n, "entityType": "person", "observations": []} for n in ("Zqxada", "Bob")])
+    write(memory, "create_relations", relations=[{"from": "Bob", "to": "Zqxada", "relationType": "knows"}])
+    write(memory, "rename_entity", name="Zqxada", newName="Zqxlovelace")
+    write(memory, "create_entities", entities=[{"name": "Zqxada", "entityType": "robot", "observations": []}])
+    write(memory, "create_relations", relations=[{"from": "Bob", "to": "Zqxada", "relationType": "knows"}])
+    write(memory, "forget_entity", name="Zqxlovelace", reason="asked")
+    out = write(memory, "forget_entity", name="Zqxada", reason="asked")
+    assert (out.entities, out.relations, out.events) == (1, 1, 2)  # its creation, its relation's (not the first's)
+    assert read(memory, "read_graph").relations == []
+    files = b"".join(f.read_bytes() for f in (tmp_path / "store").iterdir())
+    assert b"zqxada" not in files.lower() and b"zqxlovelace" not in files.lower()
+    assert verify(memory.views) == []
+
+
 def test_a_kept_answer_that_quotes_the_entity_is_forgotten_though_its_call_wrote_none_of_it(
     memory: Memory
 ) -> None:
