@@ -313,12 +313,12 @@ def adopt_memory_file(memory: Memory) -> None:
 
 
 def _adoption_cut_off(memory: Memory) -> bool:
-    """Whether the store holds an adoption that did not end: its first event is an adoption's,
-    and no adoption recorded its end."""
+    """Whether the store holds an adoption that did not end, and nothing else: every event is an
+    adoption's (a memory of the user's own, written since, is never added to), and no adoption
+    recorded its end."""
     with memory.log.read() as reader:
-        first = reader.get(1)
-    if first is None or first.actor != ADOPTER:
-        return False
+        if any(envelope.actor != ADOPTER for envelope in reader.all()):
+            return False
     return memory.log.transact(lambda tx: tx.recall(ADOPTED)) is None
 
 

@@ -81,9 +81,10 @@ def check(principal: Principal, tool: Tool, args: Any) -> tuple[str, ...]:
     """Refuse the call unless `principal` holds what it needs in every workspace it touches;
     return those workspaces.
 
-    A call that names its workspace by a project path (n2n) is told only that it is forbidden,
-    unless the principal administers every workspace: whether the path exists, is a project root,
-    or resolves elsewhere, and the workspace it stands for, are the server's file system's.
+    A call that names its workspace by a project path (n2n) and is refused is told only that it
+    is forbidden, unless the principal administers every workspace: whether the path exists, is
+    a project root, or resolves elsewhere, and the workspace it stands for, are the server's file
+    system's. (A principal granted every workspace passes, and the tool answers it as any other.)
 
     Raises:
         ForbiddenError: If a grant is missing (checked before anything is read or written).

@@ -44,12 +44,13 @@ def folder_of(owner: str) -> str:
     """The folder of the export directory a principal's exports go in: its name when that is a
     plain file name (a token's), else `principal-` and a digest of it (an OAuth subject may hold
     any character)."""
-    if _PLAIN.fullmatch(owner):
+    if _PLAIN.fullmatch(owner) and not owner.startswith(_HASHED):  # a token named so would share a subject's
         return owner
-    return "principal-" + hashlib.sha256(owner.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return _HASHED + hashlib.sha256(owner.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_@-]{0,63}")
+_HASHED = "principal-"
 
 
 class ExportRefused(ValueError):

@@ -142,6 +142,14 @@ def test_an_adoption_a_stopped_server_cut_off_is_finished_by_the_next_and_no_oth
                      actor="me")
     _, err = adopted(tmp_path, monkeypatch, capsys, "memory.jsonl", "\n".join(lines) + "\n")
     assert "is ignored" in err
+    (tmp_path / "store").rename(tmp_path / "mine")
+    with Memory(tmp_path / "store") as memory:  # cut off, then written to by a server without the variable
+        memory.write("create_entities", {"entities": [{"name": "E0", "entityType": "t", "observations": []}]},
+                     actor=ADOPTER)
+        memory.write("create_entities", {"entities": [{"name": "Mine", "entityType": "t", "observations": []}]},
+                     actor="me")
+    head, err = adopted(tmp_path, monkeypatch, capsys, "memory.jsonl", "\n".join(lines) + "\n")
+    assert "is ignored" in err and head == 2
 
 
 @pytest.mark.wire

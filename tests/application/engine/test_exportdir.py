@@ -90,3 +90,11 @@ def test_a_principal_s_exports_go_in_a_folder_of_its_own(tmp_path: Path) -> None
     assert Path(mine) == tmp_path / "exports" / "admin" / "backup.json"
     assert Path(theirs).parent.parent == tmp_path / "exports" and Path(theirs).parent.name.startswith("principal-")
     assert "Secret alpha" in Path(mine).read_text() and "Secret bravo" in Path(theirs).read_text()
+
+
+def test_a_token_named_as_a_hashed_folder_gets_a_folder_of_its_own() -> None:
+    from chronograph.application.engine.exportdir import folder_of
+
+    subject = folder_of("oauth:someone")
+    assert subject.startswith("principal-") and folder_of(subject) != subject
+    assert folder_of("alice") == "alice"
