@@ -35,6 +35,7 @@ from chronograph.eventstore.postgres.address import split_url
 from chronograph.eventstore.postgres.durability import DURABLE, EARLY, SEEN, wait_for_flush
 from chronograph.eventstore.postgres.reader import PgReader
 from chronograph.eventstore.postgres.schema import DDL, FORMAT_VERSION, Schema
+from chronograph.eventstore.postgres.seeds import Seeds, has_seeds
 from chronograph.eventstore.postgres.statistics import rewrite_catalog, seal
 from chronograph.eventstore.postgres.vacuum import vacuum_full, wait_for_snapshots
 from chronograph.eventstore.postgres.writer import PgTransaction
@@ -88,6 +89,8 @@ class PgLog(EventLog):
         except psycopg.ProgrammingError as error:
             raise StoreOpenError(f"{self._shown}: {error} (the URL takes libpq's parameters, and schema)") from None
         self.schema = Schema(name)
+        self.seeds = Seeds(self)
+        """What new caches of this log start from (see `postgres.seeds`)."""
         self._begin = self.schema.sql(  # the head is read by a statement of its own, after the lock: a
             # statement's snapshot is taken when it starts, before it waits for a lock
             "BEGIN; SELECT pg_advisory_xact_lock(" + str(self.schema.lock) + "); "
@@ -431,8 +434,9 @@ class PgLog(EventLog):
             seal(connection, self.schema)
             while True:
                 wait_for_snapshots(connection, deadline)
-                held = sum(vacuum_full(connection, self.schema.sql(f"{{{table}}}"))
-                           for table in ("events", "heads", "idempotency", "meta"))
+                tables = ("events", "heads", "idempotency", "meta", *(("seeds",) if has_seeds(connection, self.schema)
+                                                                      else ()))
+                held = sum(vacuum_full(connection, self.schema.sql(f"{{{table}}}")) for table in tables)
                 if not held or time.monotonic() >= deadline:
                     break
             unreached = rewrite_catalog(connection, self.schema, self._shown)

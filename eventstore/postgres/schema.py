@@ -1,10 +1,11 @@
 """The log's tables in PostgreSQL (its address: `pgaddress`).
 
-Four tables in the log's own schema: `events` (position, stream, version, recorded_at,
+Five tables in the log's own schema: `events` (position, stream, version, recorded_at,
 the codec's envelope bytes and their checksum, unique per stream version), `heads` (each
-stream's version), `idempotency` (key -> what it produced) and `meta` (format, identity,
-erasure count). The envelope bytes are exactly what the LMDB log stores, so a copy between
-backends can be checked byte for byte.
+stream's version), `idempotency` (key -> what it produced), `meta` (format, identity,
+erasure count) and `seeds` (what new caches start from, derived: see `postgres.seeds`).
+The envelope bytes are exactly what the LMDB log stores, so a copy between backends can be
+checked byte for byte.
 
 Positions never let a reader skip an event that commits late: every write transaction takes
 one transaction-scoped advisory lock (`pg_advisory_xact_lock`) before it reads the head,
@@ -22,19 +23,30 @@ from chronograph.eventstore.errors import StoreOpenError
 from chronograph.eventstore.keys import digest
 from psycopg import sql
 
-__all__ = ["CONTENT", "DDL", "FORMAT_VERSION", "Schema"]
+__all__ = ["CONTENT", "DDL", "FORMAT_VERSION", "SEEDS_DDL", "Schema"]
 
-FORMAT_VERSION = 1
-"""The table layout this code writes; a log with a higher one is refused."""
+FORMAT_VERSION = 2
+"""The table layout this code writes; a log with a higher one is refused. (2: a `seeds` table,
+whose seeds an erasure must delete, see `pgseeds`; a log made in format 1 gets it, and
+format 2, with its first seed.)"""
 
 CONTENT: dict[str, tuple[tuple[str, str], ...]] = {
     "events": (("stream", "text"), ("envelope", "bytea")),
     "heads": (("stream", "text"),),
     "idempotency": (("key", "bytea"), ("record", "bytea")),
     "meta": (("key", "text"), ("value", "bytea")),
+    "seeds": (("data", "bytea"),),
 }
 """The columns that hold what the store says (or name it: a relation's stream spells its names),
 with their types, by table. The planner keeps no statistics of them (see `pgstatistics`)."""
+
+SEEDS_DDL = (
+    "CREATE UNLOGGED TABLE IF NOT EXISTS {seeds} (tag text NOT NULL, position bigint NOT NULL, part integer NOT NULL, "
+    "data bytea NOT NULL, PRIMARY KEY (tag, position, part))",
+    "ALTER TABLE {seeds} ALTER COLUMN data SET STORAGE EXTERNAL, ALTER COLUMN data SET STATISTICS 0",
+)
+"""The seeds table (see `postgres.seeds`): made with the log, or by the first seed of a log made before it.
+Its parts are compressed already (no second compression is tried)."""
 
 DDL = (
     "CREATE SCHEMA IF NOT EXISTS {schema}",
@@ -44,8 +56,9 @@ DDL = (
     "CREATE TABLE IF NOT EXISTS {heads} (stream text PRIMARY KEY, version bigint NOT NULL)",
     "CREATE TABLE IF NOT EXISTS {idempotency} (key bytea PRIMARY KEY, record bytea NOT NULL)",
     "CREATE TABLE IF NOT EXISTS {meta} (key text PRIMARY KEY, value bytea NOT NULL)",
+    *SEEDS_DDL,
     *(f"ALTER TABLE {{{table}}} " + ", ".join(f"ALTER COLUMN {column} SET STATISTICS 0" for column, _ in columns)
-      for table, columns in CONTENT.items()),
+      for table, columns in CONTENT.items() if table != "seeds"),
 )
 """The tables, created if missing (each statement formatted by `Schema.sql`)."""
 
@@ -61,12 +74,12 @@ class Schema:
         """The NOTIFY channel on which appends are announced (the new head as payload)."""
         self._names = {
             "schema": sql.Identifier(name),
-            **{table: sql.Identifier(name, table) for table in ("events", "heads", "idempotency", "meta")},
+            **{table: sql.Identifier(name, table) for table in ("events", "heads", "idempotency", "meta", "seeds")},
         }
         self._cache: dict[str, sql.Composed] = {}
 
     def sql(self, text: str) -> Any:
-        """`text` with {events}, {heads}, {idempotency}, {meta}, {schema} as this log's identifiers."""
+        """`text` with {events}, {heads}, {idempotency}, {meta}, {seeds}, {schema} as this log's identifiers."""
         found = self._cache.get(text)
         if found is None:
             found = self._cache[text] = sql.SQL(text).format(**self._names)

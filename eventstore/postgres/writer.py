@@ -30,6 +30,7 @@ from chronograph.eventstore.keys import text_key
 from chronograph.eventstore.log import EraseHook, InlineHook
 from chronograph.eventstore.postgres.reader import PgReader
 from chronograph.eventstore.postgres.schema import Schema
+from chronograph.eventstore.postgres.seeds import drop_seeds
 from chronograph.eventstore.writes import NO_STREAM, Appender, Recorded, Row, StreamWrite, recorded_decoder
 
 __all__ = ["PgTransaction"]
@@ -245,6 +246,7 @@ class PgTransaction(PgReader, Appender):
                                (new, events[-1].version))
             originals.extend(events)
         self._forget_results(streams, sorted(envelope.position for envelope in originals), quoted)
+        drop_seeds(cursor, self.schema)  # they hold what was erased
         count = self._erasures = self.erasures() + 1
         cursor.execute(self.schema.sql(
             "INSERT INTO {meta} (key, value) VALUES ('erasures', %s) ON CONFLICT (key) DO UPDATE SET value = "
@@ -264,6 +266,7 @@ class PgTransaction(PgReader, Appender):
         self.connection.execute(self.schema.sql(
             "UPDATE {events} SET checksum = %s, envelope = %s WHERE position = %s"),
             (checksums.digest(stored), stored, position))
+        drop_seeds(self.connection.cursor(), self.schema)  # they hold what the event said
         return original
 
     def _forget_results(self, streams: Mapping[str, str], erased: Sequence[int], quoted: Sequence[bytes]) -> None:

@@ -164,6 +164,7 @@ ALLOWED = {
     "eventstore/lmdb/resident.py": {"os.open"},  # reads /proc/self/statm (read-only) through a descriptor it keeps
     "eventstore/lmdb/backup.py": {"copyfd"},  # into the guarded writer's file
     "eventstore/postgres/writer.py": {"copy"},  # PostgreSQL's COPY, no file
+    "eventstore/postgres/seeds.py": {"copy"},  # PostgreSQL's COPY, no file
     "projections/records.py": {"replace"},  # msgspec.structs.replace, no file
     "projections/search/indexes.py": {"remove"},  # a set's, no file
     "projections/search/vectors.py": {"remove"},  # a set's, no file
