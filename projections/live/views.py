@@ -13,13 +13,14 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import lmdb
 from chronograph.eventstore import Envelope, EventLog, LmdbEnv, LogReader, LogTransaction
 from chronograph.projections.errors import ViewsDamagedError, ViewsUnavailableError
 from chronograph.projections.fold import apply_all
 from chronograph.projections.keys import VECTORS
+from chronograph.projections.live import seeding
 from chronograph.projections.live.binding import Colocated, bind
 from chronograph.projections.live.catchup import Progress, catch_up
 from chronograph.projections.live.erasure import (
@@ -104,8 +105,10 @@ class Views:
             return
         self._open_erasables()
         self.env.on_reopen(self._reopened)
+        self._seed_at: int | None = None  # the newest seed's position this process knows (None: not looked)
         if generation == 0:
-            self.rebuild(progress)
+            if not self._seeded(progress):
+                self.rebuild(progress)
         else:
             self.adopt(generation)
             self.catch_up(progress=progress)
@@ -181,6 +184,57 @@ class Views:
         self.adopt(report.generation)
         self.env.write(self.search.forget)
         return report
+
+    def _seeds(self) -> Any:  # those of a log elsewhere that keeps them (see `seeding`), or None
+        return None if isinstance(self.binding, Colocated) else getattr(self.log, "seeds", None)
+
+    def _seed_databases(self, tables: Tables) -> dict[str, lmdb._Database]:
+        return seeding.databases(tables, {Snapshots.NAME: self.snapshots.db, SearchIndex.NAME: self.search.db,
+                                          VECTORS: self._vectors})
+
+    def _seeded(self, progress: Progress | None) -> bool:
+        """Start a new cache's views from the newest seed of this layout its log allows, then catch
+        them up; return whether they did (if not, or if it fails to load, they are rebuilt)."""
+        seed = None if (seeds := self._seeds()) is None else seeds.newest(seeding.TAG)
+        if seed is None:
+            return False
+        held = self._seed_databases(self._tables_of(seeding.GENERATION))
+        loaded = None if progress is None else (lambda parts: progress("seed", parts, seed.parts))
+        try:
+            seeding.load(self.env, self.pointer, held, seeds.parts(seed), seed.position, seed.erasures, loaded)
+        except seeding.SeedError:
+            return False
+        self._seed_at = seed.position
+        self.adopt(seeding.GENERATION)
+        self.catch_up(progress=progress)
+        return True
+
+    def keep_seed(self, spacing: int = seeding.SPACING, stop: Callable[[], bool] | None = None) -> bool:
+        """Keep a seed of these views in their log (one elsewhere that keeps seeds) if they stand
+        `spacing` events or more past the newest it keeps; return whether one was kept. One read
+        transaction of the cache holds the state while it is sent (writers are not held up); `stop`
+        is asked between parts, and a True abandons it."""
+        seeds, tables = self._seeds(), self.tables
+        if seeds is None or self.env.readonly:
+            return False
+        with self.env.read() as txn:
+            checkpoint = tables.checkpoint(txn)
+        if self._seed_at is not None and checkpoint < self._seed_at + spacing:
+            return False  # (without asking the log: at most one look per `spacing` events)
+        newest = seeds.newest(seeding.TAG)
+        self._seed_at = 0 if newest is None else newest.position
+        if checkpoint < self._seed_at + spacing:
+            return False
+        self._seed_at, held = checkpoint, self._seed_databases(tables)  # tried: kept or not, not again soon
+        with self.env.read() as txn:
+            erasures = self.pointer.erasures(txn)
+            if self.pointer.generation(txn) != tables.generation or erasures is None:
+                return False
+            try:
+                return bool(seeds.keep(seeding.TAG, tables.checkpoint(txn), erasures, seeding.parts(txn, held, stop),
+                                       spacing))
+            except seeding.Abandoned:
+                return False
 
     # --- reading --------------------------------------------------------------------------
 
