@@ -56,12 +56,14 @@ def following(memory: Memory) -> None:
 
 
 def keeping(memory: Memory, idle: float) -> None:
-    """Save the images of the search indexes whose entities changed each time no call has begun
-    for `idle` seconds, until the memory closes."""
+    """Save the images of the search indexes whose entities changed, and keep a database store's
+    seed when the views have moved far enough past it, each time no call has begun for `idle`
+    seconds, until the memory closes."""
     while not memory.stopping.wait(idle / 2):
         if time.monotonic() - memory.last_call < idle:
             continue
         try:
             memory.keep_images_now()
+            memory.keep_seed_now()  # a database store's new caches start from it (outside the lock: reads only)
         except Exception:  # noqa: BLE001 (an image is an optimisation: tried again later, or the store closed)
             memory.stopping.wait(idle)

@@ -37,6 +37,7 @@ from chronograph.eventstore import (
 from chronograph.eventstore.lmdb import resident
 from chronograph.projections import Progress, ProjectionError, Views, paused_gc
 from chronograph.projections.errors import EmbeddingsUnavailableError
+from chronograph.projections.live.seeding import SPACING as SEED_SPACING
 from chronograph.projections.search.embedder import open_embedder
 from chronograph.projections.team.view import TeamView
 from msgspec import UNSET
@@ -188,6 +189,15 @@ class Memory:
                 for workspace in self.views.search.loaded():
                     self.views.search_index(snapshot, workspace)
             return self.views.search.save(every=None)
+
+    def keep_seed_now(self, spacing: int | None = None) -> bool:
+        """Keep a seed of this cache's views in a database store, if they stand `spacing` events
+        (default `seeding.SPACING`) past the newest it keeps, so that new servers' caches start
+        from it rather than fold the whole log; return whether one was kept. Abandoned if the
+        memory closes meanwhile."""
+        if self.cache is None or self.stopping.is_set():
+            return False
+        return self.views.keep_seed(SEED_SPACING if spacing is None else spacing, stop=self.stopping.is_set)
 
     def checkpoint(self) -> int:
         """Where the views of this process stand (read from the local cache alone)."""

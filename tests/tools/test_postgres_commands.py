@@ -30,7 +30,12 @@ def test_every_command_works_on_a_database_store(tmp_path: Path) -> None:
         {"type": "entity", "name": "Ada", "entityType": "person", "observations": ["math", "tea"]},
         {"type": "entity", "name": "Bob", "entityType": "person", "observations": ["cello"]},
         {"type": "relation", "from": "Ada", "to": "Bob", "relationType": "knows"}]) + "\n")
-    assert cli("import", str(memory_file), "--store", url, "--cache", cache).returncode == 0
+    imported = cli("import", str(memory_file), "--store", url, "--cache", cache)
+    assert imported.returncode == 0 and "kept a seed of the views at position 3" in imported.stderr
+    fresh = cli("replay", "--store", url, "--cache", str(tmp_path / "fresh"), "--verify")  # starts from the seed
+    assert fresh.returncode == 0 and "position 3" in fresh.stdout
+    rebuilt = cli("replay", "--store", url, "--cache", cache, "--rebuild")
+    assert rebuilt.returncode == 0 and "kept a seed" not in rebuilt.stderr  # one at that position is kept
     exported = cli("export", "--store", url, "--cache", cache, "--format", "jsonl")
     assert exported.returncode == 0 and '"name": "Ada"' in exported.stdout.replace('":"', '": "')
     audit = cli("audit", "--store", url, "--cache", cache, "--json")

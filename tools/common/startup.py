@@ -5,6 +5,8 @@ A server's first answers come fast when the store keeps two pieces of start-up s
 search indexes' images (else the first search indexes every entity) and the MCP SDK's
 answers for the stdio front (else the session imports the SDK). A command that makes or
 remakes a store leaves both current, so that the spawn right after it is as fast as any.
+Into a database store (an import, a rebuild), it keeps a seed of the views instead of the answers: a new server's
+cache then loads it rather than folding the whole log (see `projections.live.seeding`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ def keep_startup_state(memory: Memory) -> int:
     """
     images = memory.prepare_search()
     resident.release()  # the store pages the images were read from are not the SDK's to keep
+    if memory.cache is not None and memory.keep_seed_now(spacing=0):
+        print(f"chronograph: kept a seed of the views at position {memory.checkpoint():,}: new servers' caches "
+              "start from it", file=sys.stderr)
     if memory.cache is None:  # a database log's views are each machine's own: its server keeps them
         try:
             from chronograph.server.priming import prime  # noqa: PLC0415 (the MCP SDK loads here)
