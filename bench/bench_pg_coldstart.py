@@ -11,6 +11,12 @@ taking turns for --repeats rounds:
   * cold start: a server's `Memory` opened on the database with an empty cache (it builds
     its views from the whole log), with the time the fold spent waiting for the reader's
     next batch counted apart: reading that the fold did not hide.
+Every cold start above runs with no seed in the log. Then, for this checkout only (a baseline
+before seeds has none to keep or start from):
+  * keep: a server whose cache is current keeps a seed of its views (`keep_seed_now`), the
+    time it takes (spent by a server in the background, once per 100,000 events);
+  * seeded cold start: a server's `Memory` opened with an empty cache on the log holding
+    that seed (it loads the seed and folds what came after it: here nothing).
 Medians are printed and written to JSON.
 """
 
@@ -59,6 +65,10 @@ if mode == "scan":
     with PgLog(url) as log, log.read() as snapshot:
         for _ in snapshot.batches(1, snapshot.head(), batch_size=4096, slim=True):
             pass
+elif mode == "keep":
+    with Memory(url, cache=cache) as memory:
+        began = time.perf_counter()
+        assert memory.keep_seed_now(spacing=0), "no seed kept"
 else:
     with Memory(url, cache=cache) as memory:
         pass
@@ -80,11 +90,25 @@ def build(url: str, events: int, root: Path) -> None:
     shutil.rmtree(root / "source")
 
 
-def measure(python: str, url: str, mode: str, root: Path) -> dict[str, float]:
-    cache = Path(tempfile.mkdtemp(prefix="cache-", dir=root))
+def drop_seeds(url: str) -> None:
+    """No seed in the log: a cold start folds it whole."""
+    import psycopg
+
+    base, schema = url.split("?schema=")
+    with psycopg.connect(base, autocommit=True) as connection:
+        if connection.execute("SELECT to_regclass(%s)", (f"{schema}.seeds",)).fetchone()[0]:
+            connection.execute(f'DELETE FROM "{schema}".seeds')
+
+
+def measure(python: str, url: str, mode: str, root: Path, cache: Path | None = None) -> dict[str, float]:
+    if mode == "cold":
+        drop_seeds(url)
+    kept = cache is not None  # the caller's, for a later measure: left in place
+    cache = cache or Path(tempfile.mkdtemp(prefix="cache-", dir=root))
     out = subprocess.run([*python.split(), "-c", MEASURE, url, str(cache), mode], check=True, env=ENV,
                          capture_output=True, text=True, cwd=root).stdout
-    shutil.rmtree(cache, ignore_errors=True)
+    if not kept:
+        shutil.rmtree(cache, ignore_errors=True)
     return json.loads(out)
 
 
@@ -110,6 +134,13 @@ def main(argv: list[str] | None = None) -> int:
                         figure = measure(python, url, mode, root)
                         samples.setdefault((code, mode), []).append(figure)
                         print(f"round {repeat + 1}: {code} {mode}: {figure}", file=sys.stderr, flush=True)
+            warm = Path(tempfile.mkdtemp(prefix="cache-", dir=root))
+            measure(sys.executable, url, "cold", root, warm)  # a cache built once, kept
+            kept = measure(sys.executable, url, "keep", root, warm)
+            shutil.rmtree(warm, ignore_errors=True)
+            print(f"after keep: {kept}", file=sys.stderr, flush=True)
+            seeded = [measure(sys.executable, url, "seeded", root) for _ in range(args.repeats)]
+            print(f"after seeded: {seeded}", file=sys.stderr, flush=True)
         finally:
             import psycopg
 
@@ -131,6 +162,13 @@ def main(argv: list[str] | None = None) -> int:
             (f"{code}:   of it, waiting for the log's reads", f"{waited:.2f} s", ""),
             (f"{code}:   of it, folding and writing the views", f"{cold - waited:.2f} s", ""),
         ]
+    keep_s = kept["seconds"]
+    seeded_s = statistics.median(s["seconds"] for s in seeded)
+    figures["after"].update(keep_seed_s=round(keep_s, 2), seeded_cold_start_s=round(seeded_s, 2))
+    rows += [("after: keeping a seed (a server, in the background)", f"{keep_s:.2f} s", ""),
+             ("after: cold start, empty cache, from the seed", f"{seeded_s:.2f} s", "<= 10 s at 1M"),
+             ("after: cold start from the seed / folding the log",
+              f"{seeded_s / figures['after']['cold_start_s']:.2f}x", "")]
     if "before" in codes:
         rows.append(("scan, before / after", f"{figures['before']['scan_s'] / figures['after']['scan_s']:.2f}x", ""))
         rows.append(("cold start, before / after",
