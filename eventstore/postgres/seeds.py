@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 import psycopg
+from chronograph.eventstore.errors import EventStoreError
 from chronograph.eventstore.postgres.schema import FORMAT_VERSION, SEEDS_DDL, Schema
 
 if TYPE_CHECKING:
@@ -70,11 +71,15 @@ class Seeds:
                     "SELECT s.data, (SELECT checksum FROM {events} WHERE position = s.position), "
                     "(SELECT value FROM {meta} WHERE key = 'erasures') FROM {seeds} s "
                     "WHERE s.tag = %s AND s.part = 0 ORDER BY s.position DESC LIMIT 1"), (tag,)).fetchone()
-            except psycopg.errors.FeatureNotSupported:  # a standby: unlogged tables are not there
+            except (psycopg.errors.FeatureNotSupported,  # a standby: unlogged tables are not there
+                    psycopg.errors.InsufficientPrivilege):  # a role not granted them: start without
                 return None
         if row is None:
             return None
-        seed = _decode(bytes(row[0]))
+        try:
+            seed = _decode(bytes(row[0]))
+        except (msgspec.DecodeError, msgspec.ValidationError):  # damaged: the cache folds the log
+            return None
         erasures = 0 if row[2] is None else int.from_bytes(row[2], "big")
         if seed.tag != tag or row[1] is None or int(row[1]) != seed.checksum or erasures != seed.erasures:
             return None
@@ -163,7 +168,12 @@ def has_seeds(connection: Any, schema: Schema) -> bool:
 def drop_seeds(cursor: Any, schema: Schema) -> None:
     """Delete every seed, in the erasure transaction of `cursor` (which holds the log's lock)."""
     if has_seeds(cursor.connection, schema):
-        cursor.execute(schema.sql("DELETE FROM {seeds}"))
+        try:
+            cursor.execute(schema.sql("DELETE FROM {seeds}"))
+        except psycopg.errors.InsufficientPrivilege:
+            raise EventStoreError(
+                f"this database role may not delete the seeds of the log (table {schema.name}.seeds), which hold "
+                "what is being erased; nothing was erased: grant it DELETE on that table") from None
 
 
 class _Stale(Exception):

@@ -87,6 +87,8 @@ class RebuildReport(msgspec.Struct, frozen=True):
     """Databases other versions of Chronograph derived from the log, emptied (see `rebuild`)."""
     segments: int = 0
     """Segments of the log folded onto the views written, past `FOLD_RECORDS` records in memory."""
+    erasures: int = 0
+    """The log's erasure count the views were folded at (an erasure while it ran fails the rebuild)."""
 
 
 class _Clock:
@@ -262,7 +264,7 @@ def _rebuild(
         raise RebuildError("another rebuild swapped in its views first; nothing was changed")
     clock.lap("swap")
     return RebuildReport(generation, head, keys, time.perf_counter() - started, clock.phases, saved,
-                         len(foreign or ()), segments)
+                         len(foreign or ()), segments, erasures)
 
 
 def _fold_onto(

@@ -92,16 +92,21 @@ def load(
     position: int,
     erasures: int,
     progress: Callable[[int], None] | None = None,
+    *,
+    alone: bool = True,
 ) -> int:
     """Write a seed's parts into the empty databases of `held` (those of generation `GENERATION`'s
     slot, and the others; `progress(parts written)` after each) and make that generation live,
     with the seed's erasure count; return how many rows it wrote. `env` is the views' `LmdbEnv`.
 
     Raises:
-        SeedError: If a part is damaged or not of this layout, the seed is gone (`LookupError` from
+        SeedError: If another process has the cache open (`alone` is False: the two would fill
+            one slot), or a part is damaged or not of this layout, the seed is gone (`LookupError` from
             `seed_parts`), the views' checkpoint in it is not the seed's position, or views were
             made meanwhile (by another process on this cache); what it wrote is emptied again.
     """
+    if not alone:
+        raise SeedError("another process has the cache open")
     try:
         return _load(env, pointer, held, seed_parts, position, erasures, progress)
     except (SeedError, LookupError) as error:

@@ -106,9 +106,11 @@ class Views:
         self._open_erasables()
         self.env.on_reopen(self._reopened)
         self._seed_at: int | None = None  # the newest seed's position this process knows (None: not looked)
+        built: int | None = None  # the erasure count a new cache's views were made at
         if generation == 0:
-            if not self._seeded(progress):
-                self.rebuild(progress)
+            built = self._seeded(progress)
+            if built is None:
+                built = self.rebuild(progress).erasures
         else:
             self.adopt(generation)
             self.catch_up(progress=progress)
@@ -118,8 +120,8 @@ class Views:
             with self.env.read() as txn:
                 self._erasures_seen = self.pointer.erasures(txn)
             if self._erasures_seen is None:  # a new cache (built from the erased log), or one of an earlier version
-                count = self._log_erasures()
-                if self.env.fresh or count == 0:
+                count = self._log_erasures() if built is None else built  # (not the log's now: `refresh` folds
+                if self.env.fresh or count == 0:  # an erasure made since, and scrubs)
                     self.env.write(lambda txn: self.pointer.set_erasures(txn, count))
                     self._erasures_seen = count
             self.refresh()
@@ -192,37 +194,37 @@ class Views:
         return seeding.databases(tables, {Snapshots.NAME: self.snapshots.db, SearchIndex.NAME: self.search.db,
                                           VECTORS: self._vectors})
 
-    def _seeded(self, progress: Progress | None) -> bool:
-        """Start a new cache's views from the newest seed of this layout its log allows, then catch
-        them up; return whether they did (if not, or if it fails to load, they are rebuilt)."""
+    def _seeded(self, progress: Progress | None) -> int | None:
+        """Start a new cache's views from its log's newest seed they may trust, and catch them up;
+        return the seed's erasure count, or None (no seed, or it failed to load: rebuild them)."""
         seed = None if (seeds := self._seeds()) is None else seeds.newest(seeding.TAG)
         if seed is None:
-            return False
+            return None
         held = self._seed_databases(self._tables_of(seeding.GENERATION))
         loaded = None if progress is None else (lambda parts: progress("seed", parts, seed.parts))
-        try:
-            seeding.load(self.env, self.pointer, held, seeds.parts(seed), seed.position, seed.erasures, loaded)
-        except seeding.SeedError:
-            return False
+        with self.env.alone() as alone:  # openings of this cache that start meanwhile wait
+            try:
+                seeding.load(self.env, self.pointer, held, seeds.parts(seed), seed.position, seed.erasures, loaded,
+                             alone=alone)
+            except seeding.SeedError:
+                return None
         self._seed_at = seed.position
         self.adopt(seeding.GENERATION)
         self.catch_up(progress=progress)
-        return True
+        return seed.erasures
 
     def keep_seed(self, spacing: int = seeding.SPACING, stop: Callable[[], bool] | None = None) -> bool:
-        """Keep a seed of these views in their log (one elsewhere that keeps seeds) if they stand
-        `spacing` events or more past the newest it keeps; return whether one was kept. One read
-        transaction of the cache holds the state while it is sent (writers are not held up); `stop`
-        is asked between parts, and a True abandons it."""
-        seeds, tables = self._seeds(), self.tables
-        if seeds is None or self.env.readonly:
+        """Keep a seed of these views in their log if they stand `spacing` events or more past its
+        newest; return whether one was kept (read in one read transaction; `stop`, asked between
+        parts, abandons it)."""
+        if (seeds := self._seeds()) is None or self.env.readonly:
             return False
+        tables = self.tables
         with self.env.read() as txn:
             checkpoint = tables.checkpoint(txn)
         if self._seed_at is not None and checkpoint < self._seed_at + spacing:
             return False  # (without asking the log: at most one look per `spacing` events)
-        newest = seeds.newest(seeding.TAG)
-        self._seed_at = 0 if newest is None else newest.position
+        self._seed_at = 0 if (newest := seeds.newest(seeding.TAG)) is None else newest.position
         if checkpoint < self._seed_at + spacing:
             return False
         self._seed_at, held = checkpoint, self._seed_databases(tables)  # tried: kept or not, not again soon

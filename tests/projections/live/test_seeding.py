@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 import pytest
+import zstandard
 from chronograph.application import Memory
 from chronograph.projections import verify
 from chronograph.projections.live import seeding, views
@@ -177,7 +178,7 @@ def test_a_seed_is_kept_again_only_once_the_views_moved_far_enough_past_it(tmp_p
         assert sum(1 for part, _ in seed_rows(url) if part == 0) == 1  # one header: one seed kept
 
 
-@pytest.mark.parametrize("spoil", ["a damaged part", "another history", "another layout"])
+@pytest.mark.parametrize("spoil", ["a damaged part", "a damaged header", "another history", "another layout"])
 def test_a_seed_a_cache_may_not_trust_is_passed_over_and_the_views_are_built_from_the_log(
     tmp_path: Path, url: str, spoil: str
 ) -> None:
@@ -190,6 +191,8 @@ def test_a_seed_a_cache_may_not_trust_is_passed_over_and_the_views_are_built_fro
     if spoil == "a damaged part":
         sql(url, "UPDATE {schema}.seeds SET data = overlay(data placing '\\xdeadbeef'::bytea from 20) "
             "WHERE part = %s", seed.parts)
+    elif spoil == "a damaged header":
+        sql(url, "UPDATE {schema}.seeds SET data = '\\x93a1780102'::bytea WHERE part = 0")
     elif spoil == "another history":
         header = msgspec.msgpack.encode(msgspec.structs.replace(seed, checksum=seed.checksum + 1))
         sql(url, "UPDATE {schema}.seeds SET data = %s WHERE part = 0", header)
@@ -235,5 +238,30 @@ def test_a_cache_started_from_a_seed_made_before_an_erasure_it_missed_keeps_noth
     with Memory(url, cache=tmp_path / "b") as b:
         assert b.read("search_nodes", {"query": "Quistmoor"}).entities == []
         assert verify(b.views) == []
+    for file in (tmp_path / "b").iterdir():
+        assert b"Quistmoor" not in file.read_bytes()
+
+
+def test_a_new_cache_that_folded_the_log_just_before_an_erasure_catches_up_with_it_before_it_keeps_a_seed(
+    tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its views were folded at the erasure count before; the count it records is theirs, not the
+    log's after the erasure, so it folds the erasure at open, scrubs, and keeps a seed of that."""
+    with Memory(url, cache=tmp_path / "a") as a:
+        story(a)
+        real = views.rebuild
+
+        def rebuild_then_forget(*args: Any, **kwargs: Any) -> Any:
+            report = real(*args, **kwargs)
+            a.write("forget_entity", {"name": "Ada", "reason": "asked"}, actor="a")
+            return report
+
+        monkeypatch.setattr(views, "rebuild", rebuild_then_forget)
+        with Memory(url, cache=tmp_path / "b") as b:
+            monkeypatch.setattr(views, "rebuild", real)
+            assert b.read("search_nodes", {"query": "Quistmoor"}).entities == []
+            assert b.keep_seed_now(spacing=0)
+    decompress = zstandard.ZstdDecompressor().decompress
+    assert all(b"Quistmoor" not in decompress(data) for part, data in seed_rows(url) if part)
     for file in (tmp_path / "b").iterdir():
         assert b"Quistmoor" not in file.read_bytes()
