@@ -107,36 +107,40 @@ def load(
     """
     if not alone:
         raise SeedError("another process has the cache open")
-    try:
-        return _load(env, pointer, held, seed_parts, position, erasures, progress)
-    except (SeedError, LookupError) as error:
-        env.write(lambda txn: [txn.drop(db, delete=False) for db in held.values()]  # type: ignore[attr-defined]
-                  if pointer.generation(txn) == 0 else None)
-        raise SeedError(str(error)) from None
-
-
-def _load(
-    env: object,
-    pointer: Pointer,
-    held: Mapping[str, lmdb._Database],
-    seed_parts: Iterable[bytes],
-    position: int,
-    erasures: int,
-    progress: Callable[[int], None] | None,
-) -> int:
     write = env.write  # type: ignore[attr-defined]
-    decompress = zstandard.ZstdDecompressor().decompress
 
     def still_new(txn: lmdb.Transaction) -> None:
         if pointer.generation(txn) != 0:
             raise SeedError("views were made meanwhile")
 
     def empty(txn: lmdb.Transaction) -> None:
-        still_new(txn)
-        for db in held.values():
-            txn.drop(db, delete=False)
+        if pointer.generation(txn) == 0:
+            for db in held.values():
+                txn.drop(db, delete=False)
 
-    write(empty)
+    def live(txn: lmdb.Transaction) -> None:
+        still_new(txn)
+        checkpoint = Tables(GENERATION, *(held[table] for table in TABLES)).checkpoint(txn)
+        if checkpoint != position:
+            raise SeedError(f"the seed's views stand at {checkpoint}, not at its position {position}")
+        pointer.set(txn, GENERATION)
+        pointer.set_erasures(txn, erasures)
+
+    try:
+        write(lambda txn: (still_new(txn), empty(txn)))
+        rows = _fill(write, still_new, held, seed_parts, progress)
+        write(live)
+    except (SeedError, LookupError) as error:
+        write(empty)
+        raise SeedError(str(error)) from None
+    return rows
+
+
+def _fill(write: Callable[..., int], still_new: Callable[[lmdb.Transaction], None],
+          held: Mapping[str, lmdb._Database], seed_parts: Iterable[bytes],
+          progress: Callable[[int], None] | None) -> int:
+    """Append each part's rows to its database, a write transaction each; return how many."""
+    decompress = zstandard.ZstdDecompressor().decompress
     rows = 0
     for done, part in enumerate(seed_parts, 1):
         try:
@@ -158,14 +162,4 @@ def _load(
         rows += added
         if progress is not None:
             progress(done)
-
-    def live(txn: lmdb.Transaction) -> None:
-        still_new(txn)
-        checkpoint = Tables(GENERATION, *(held[table] for table in TABLES)).checkpoint(txn)
-        if checkpoint != position:
-            raise SeedError(f"the seed's views stand at {checkpoint}, not at its position {position}")
-        pointer.set(txn, GENERATION)
-        pointer.set_erasures(txn, erasures)
-
-    write(live)
     return rows
