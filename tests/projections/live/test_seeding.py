@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +266,26 @@ def test_a_new_cache_that_folded_the_log_just_before_an_erasure_catches_up_with_
     assert all(b"Quistmoor" not in decompress(data) for part, data in seed_rows(url) if part)
     for file in (tmp_path / "b").iterdir():
         assert b"Quistmoor" not in file.read_bytes()
+
+
+def test_a_role_not_granted_the_seeds_starts_without_them_and_may_not_forget_what_they_hold(
+    tmp_path: Path, url: str
+) -> None:
+    schema, role = url.rsplit("schema=", 1)[1], f"chronograph_seedless_{uuid.uuid4().hex[:8]}"
+    with Memory(url, cache=tmp_path / "a") as a:
+        story(a)
+        assert a.keep_seed_now(spacing=0)
+    sql(url, f"CREATE ROLE {role} LOGIN")
+    try:
+        sql(url, f'GRANT USAGE ON SCHEMA "{schema}" TO {role}')
+        for table in ("events", "heads", "idempotency", "meta"):
+            sql(url, f'GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".{table} TO {role}')
+        limited = url.replace("postgres@", f"{role}@", 1)
+        with Memory(limited, cache=tmp_path / "b") as b:  # folds the log: it may not read the seed
+            assert verify(b.views) == []
+            with pytest.raises(Exception, match="may not delete the seeds.*grant it DELETE"):
+                b.write("forget_entity", {"name": "Ada", "reason": "asked"}, actor="b")
+            assert b.read("search_nodes", {"query": "Quistmoor"}).entities  # nothing was erased
+    finally:
+        sql(url, f'DROP OWNED BY {role}')
+        sql(url, f"DROP ROLE {role}")
