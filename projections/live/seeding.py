@@ -126,8 +126,12 @@ def load(
         pointer.set(txn, GENERATION)
         pointer.set_erasures(txn, erasures)
 
+    def begin(txn: lmdb.Transaction) -> None:
+        still_new(txn)
+        empty(txn)
+
     try:
-        write(lambda txn: (still_new(txn), empty(txn)))
+        write(begin)
         rows = _fill(write, still_new, held, seed_parts, progress)
         write(live)
     except (SeedError, LookupError) as error:
