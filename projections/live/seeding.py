@@ -13,16 +13,20 @@ rebuilt from the log, as without a seed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 import lmdb
 import msgspec
 import zstandard
 from chronograph.projections.keys import VECTORS
+from chronograph.projections.live.binding import Binding, Colocated
+from chronograph.projections.live.catchup import Progress
 from chronograph.projections.past.snapshots import Snapshots
 from chronograph.projections.search.indexes import SearchIndex
 from chronograph.projections.tables import TABLES, VIEWS_FORMAT, Pointer, Tables
 
-__all__ = ["GENERATION", "PART_BYTES", "SPACING", "TAG", "Abandoned", "SeedError", "databases", "load", "parts"]
+__all__ = ["GENERATION", "PART_BYTES", "SPACING", "TAG", "Abandoned", "CacheSeeds", "SeedError", "databases", "load",
+           "parts"]
 
 TAG = f"views.v{VIEWS_FORMAT} {Snapshots.NAME} {SearchIndex.NAME} {VECTORS} parts.1"
 """The layout of this version's seeds: a cache starts only from a seed of its own layout."""
@@ -44,6 +48,63 @@ class SeedError(Exception):
 
 class Abandoned(Exception):
     """A seed being made was abandoned (see `parts`)."""
+
+
+class CacheSeeds:
+    """The seeds a cache of a log elsewhere starts from and keeps (none for an embedded store, or a
+    log that keeps none), and the position of the newest this process knows of.
+
+    `others()`: the databases besides the views' slot that a seed holds, by their names (asked each
+    time: a reopened environment opens new handles, and a new `pointer`, which the views set)."""
+
+    def __init__(self, log: object, binding: Binding, env: Any, pointer: Pointer,
+                 others: Callable[[], Mapping[str, lmdb._Database | None]]) -> None:
+        self.seeds = None if isinstance(binding, Colocated) else getattr(log, "seeds", None)
+        self.env, self.pointer, self._others = env, pointer, others
+        self.at: int | None = None
+        """The newest seed's position this process knows (None: not looked)."""
+
+    def start(self, tables: Tables, progress: Progress | None) -> Any:
+        """Load the newest seed a new cache may trust into `tables` (generation `GENERATION`'s,
+        made live); return it, or None (no seed, another process has the cache open, or it failed
+        to load: the views are to be rebuilt). The caller catches the views up from its position."""
+        seeds = self.seeds
+        if seeds is None or (seed := seeds.newest(TAG)) is None:
+            return None
+        held = databases(tables, self._others())
+        loaded = None if progress is None else (lambda parts: progress("seed", parts, seed.parts))
+        with self.env.alone() as alone:  # openings of this cache that start meanwhile wait
+            try:
+                load(self.env, self.pointer, held, seeds.parts(seed), seed.position, seed.erasures, loaded,
+                     alone=alone)
+            except SeedError:
+                return None
+        self.at = seed.position
+        return seed
+
+    def keep(self, tables: Tables, spacing: int, stop: Callable[[], bool] | None) -> bool:
+        """Keep a seed of the live views `tables` in the log if they stand `spacing` events or more
+        past its newest; return whether one was kept. One read transaction of the cache holds the
+        state while it is sent (writers are not held up); `stop` is asked between parts, and a True
+        abandons it. The log is asked for its newest at most once per `spacing` events."""
+        if self.seeds is None or self.env.readonly:
+            return False
+        with self.env.read() as txn:
+            checkpoint = tables.checkpoint(txn)
+        if self.at is not None and checkpoint < self.at + spacing:
+            return False
+        self.at = 0 if (newest := self.seeds.newest(TAG)) is None else newest.position
+        if checkpoint < self.at + spacing:
+            return False
+        self.at, held = checkpoint, databases(tables, self._others())  # tried: kept or not, not again soon
+        with self.env.read() as txn:
+            erasures = self.pointer.erasures(txn)
+            if self.pointer.generation(txn) != tables.generation or erasures is None:
+                return False
+            try:
+                return bool(self.seeds.keep(TAG, tables.checkpoint(txn), erasures, parts(txn, held, stop), spacing))
+            except Abandoned:
+                return False
 
 
 def databases(tables: Tables, others: Mapping[str, lmdb._Database | None]) -> dict[str, lmdb._Database]:

@@ -13,7 +13,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 import lmdb
 from chronograph.eventstore import Envelope, EventLog, LmdbEnv, LogReader, LogTransaction
@@ -84,6 +84,9 @@ class Views:
         """The word indexes, kept in the store and caught up from the log."""
         self.snapshots = Snapshots(self.env, erasures_in=self.erasures_in)
         """Saved folds of the log, for time travel."""
+        self.seeds = seeding.CacheSeeds(log, self.binding, self.env, self.pointer, lambda: {
+            Snapshots.NAME: self.snapshots.db, SearchIndex.NAME: self.search.db, VECTORS: self._vectors})
+        """What new caches of a log elsewhere start from (see `seeding`)."""
         with self.env.read() as txn:
             generation = self.pointer.generation(txn)
         if self.env.readonly:
@@ -105,12 +108,15 @@ class Views:
             return
         self._open_erasables()
         self.env.on_reopen(self._reopened)
-        self._seed_at: int | None = None  # the newest seed's position this process knows (None: not looked)
         built: int | None = None  # the erasure count a new cache's views were made at
         if generation == 0:
-            built = self._seeded(progress)
-            if built is None:
+            seed = self.seeds.start(self._tables_of(seeding.GENERATION), progress)
+            if seed is None:
                 built = self.rebuild(progress).erasures
+            else:
+                built = seed.erasures
+                self.adopt(seeding.GENERATION)
+                self.catch_up(progress=progress)
         else:
             self.adopt(generation)
             self.catch_up(progress=progress)
@@ -147,7 +153,7 @@ class Views:
         self._slots.clear()
         if self._tables is not None:
             self._tables = self._tables_of(self._tables.generation)
-        self.pointer = Pointer(self.env)
+        self.pointer = self.seeds.pointer = Pointer(self.env)
         self.search.db = self.env.open_db(SearchIndex.NAME)
         self.snapshots.db = self.env.open_db(Snapshots.NAME)
         self._open_erasables()
@@ -187,56 +193,10 @@ class Views:
         self.env.write(self.search.forget)
         return report
 
-    def _seeds(self) -> Any:  # those of a log elsewhere that keeps them (see `seeding`), or None
-        return None if isinstance(self.binding, Colocated) else getattr(self.log, "seeds", None)
-
-    def _seed_databases(self, tables: Tables) -> dict[str, lmdb._Database]:
-        return seeding.databases(tables, {Snapshots.NAME: self.snapshots.db, SearchIndex.NAME: self.search.db,
-                                          VECTORS: self._vectors})
-
-    def _seeded(self, progress: Progress | None) -> int | None:
-        """Start a new cache's views from its log's newest seed they may trust, and catch them up;
-        return the seed's erasure count, or None (no seed, or it failed to load: rebuild them)."""
-        seed = None if (seeds := self._seeds()) is None else seeds.newest(seeding.TAG)
-        if seed is None:
-            return None
-        held = self._seed_databases(self._tables_of(seeding.GENERATION))
-        loaded = None if progress is None else (lambda parts: progress("seed", parts, seed.parts))
-        with self.env.alone() as alone:  # openings of this cache that start meanwhile wait
-            try:
-                seeding.load(self.env, self.pointer, held, seeds.parts(seed), seed.position, seed.erasures, loaded,
-                             alone=alone)
-            except seeding.SeedError:
-                return None
-        self._seed_at = seed.position
-        self.adopt(seeding.GENERATION)
-        self.catch_up(progress=progress)
-        return seed.erasures
-
     def keep_seed(self, spacing: int = seeding.SPACING, stop: Callable[[], bool] | None = None) -> bool:
         """Keep a seed of these views in their log if they stand `spacing` events or more past its
-        newest; return whether one was kept (read in one read transaction; `stop`, asked between
-        parts, abandons it)."""
-        if (seeds := self._seeds()) is None or self.env.readonly:
-            return False
-        tables = self.tables
-        with self.env.read() as txn:
-            checkpoint = tables.checkpoint(txn)
-        if self._seed_at is not None and checkpoint < self._seed_at + spacing:
-            return False  # (without asking the log: at most one look per `spacing` events)
-        self._seed_at = 0 if (newest := seeds.newest(seeding.TAG)) is None else newest.position
-        if checkpoint < self._seed_at + spacing:
-            return False
-        self._seed_at, held = checkpoint, self._seed_databases(tables)  # tried: kept or not, not again soon
-        with self.env.read() as txn:
-            erasures = self.pointer.erasures(txn)
-            if self.pointer.generation(txn) != tables.generation or erasures is None:
-                return False
-            try:
-                return bool(seeds.keep(seeding.TAG, tables.checkpoint(txn), erasures, seeding.parts(txn, held, stop),
-                                       spacing))
-            except seeding.Abandoned:
-                return False
+        newest; return whether one was kept (see `CacheSeeds.keep`)."""
+        return self.seeds.keep(self.tables, spacing, stop)
 
     # --- reading --------------------------------------------------------------------------
 
