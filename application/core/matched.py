@@ -8,8 +8,9 @@ on the observations an answer carries, and the second stage of ranking by meanin
 - `observationsLimit`: an entity answers at most that many observations: the best
   matching ones, in the entity's own order (in substring mode, the first ones).
 - Reranking: an entity's vector is the mean of its observations' (passages.py), which
-  finds candidates; the `RERANK` nearest of several observations are then scored by their
-  best observation's similarity, so a session of twenty turns is found by the one turn
+  finds candidates; the `RERANK` nearest are then scored by their best observation's
+  similarity (search_nodes then ranks near-duplicates of a better hit lower, by that
+  observation: projections/search/novelty.py), so a session of twenty turns is found by the one turn
   that answers (bench_recall, session entities: recall@5 0.57 with the mean of the two
   scores, 0.63 with the best observation's alone).
 """
@@ -36,18 +37,16 @@ RERANK = 50
 Hit = tuple[EntityRecord, float | None]
 
 
-def reranked(memory: Memory, moment: Moment, query: str, hits: list[Hit]) -> list[Hit]:
+def reranked(memory: Memory, moment: Moment, query: str, hits: list[Hit]) -> tuple[list[Hit], dict[str, Any]]:
     """`hits` (nearest first), the first `RERANK` scored by their best observation (with its term
-    weights' bonus; without term weights, only those of several observations change)."""
+    weights' bonus), and the vector of that observation for each of them whose parts are stored."""
     semantic = memory.semantic
     if semantic is None:
-        return hits
-    several = semantic.weigher is None  # without term weights, one observation's part is the entity's vector
-    best = semantic.nearness.best_closeness(moment.snapshot, [r for r, _ in hits[:RERANK]
-                                                     if not several or len(r.observations) > 1], query)
-    head = [(record, best.get(record.stream, score)) for record, score in hits[:RERANK]]
+        return hits, {}
+    best = semantic.nearness.best_parts(moment.snapshot, [r for r, _ in hits[:RERANK]], query)
+    head = [(record, best[record.stream][0] if record.stream in best else score) for record, score in hits[:RERANK]]
     head.sort(key=lambda hit: -(hit[1] or 0.0))
-    return head + hits[RERANK:]
+    return head + hits[RERANK:], {stream: row for stream, (_, row) in best.items()}
 
 
 def point_at_facts(memory: Memory, moment: Moment, query: str, mode: str, page: Sequence[Hit],

@@ -3,7 +3,8 @@
 - substring (the default): the official rule, the query inside a name, type or
   observation, any case; entities oldest first.
 - ranked: BM25 over the query's words; fuzzy: the same, forgiving typos; semantic: by
-  meaning (embeddings); hybrid: fuzzy and semantic scores, normalised and weighed
+  meaning (embeddings), a near-duplicate of a better hit ranked lower
+  (projections/search/novelty.py); hybrid: fuzzy and semantic scores, normalised and weighed
   (projections/search/fusion.py). Best first, each entity with its score.
 
 Filters (entityTypes, relationTypes, metadata) and the page (offset, limit) apply after
@@ -36,6 +37,7 @@ from chronograph.application.engine.timeline import Moment
 from chronograph.application.errors import InvalidArgumentsError, ReplyTooLargeError, UnavailableError
 from chronograph.projections import EntityRecord, RelationRecord, WorkspaceIndex, matches, relations_touching
 from chronograph.projections.search.fusion import fuse
+from chronograph.projections.search.novelty import spread
 from chronograph.projections.search.selection import Selection
 from chronograph.projections.search.terms import query_terms, terms
 from msgspec import UNSET, Meta, UnsetType
@@ -264,7 +266,7 @@ def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode) -> t
         raise InvalidArgumentsError(
             "search_nodes", f"asOf: mode {mode} ranks the present only (embeddings are of current "
             "versions); use mode substring, ranked or fuzzy with asOf")
-    near, through = nearest(memory, moment, args.workspace, args.query, SEMANTIC_FLOOR)
+    near, through = nearest(memory, moment, args.workspace, args.query, SEMANTIC_FLOOR, spread_out=True)
     meaning: list[Found] = [(record.stream, score, record) for record, score in near]
     cut = len(near) >= DEPTH  # there may be more above the floor
     if mode == "semantic":
@@ -280,9 +282,11 @@ def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode) -> t
                   cut or len(fused) > DEPTH), through
 
 
-def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshold: float) -> tuple[list[Hit], int]:
+def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshold: float,
+            spread_out: bool = False) -> tuple[list[Hit], int]:
     """The live entities nearest `query` in meaning, at least `threshold` similar, and the
-    position the embeddings are current through.
+    position the embeddings are current through; with `spread_out`, near-duplicates of a
+    better hit rank lower (and score less: `novelty.spread`), after the threshold.
 
     Raises:
         UnavailableError: If semantic search is off, not installed, or cannot embed the query.
@@ -298,7 +302,12 @@ def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshol
         record = moment.live.entity_by_stream(stream)
         if record is not None and record.version == version:  # never by what it used to say
             hits.append((record, score))
-    return [(r, s) for r, s in reranked(memory, moment, query, hits) if (s or 0.0) >= threshold], through
+    ranked, rows = reranked(memory, moment, query, hits)
+    kept = [(r, s) for r, s in ranked if (s or 0.0) >= threshold]
+    if not spread_out:
+        return kept, through
+    records = {record.stream: record for record, _ in kept}
+    return [(records[stream], score) for stream, score in spread([(r.stream, s) for r, s in kept], rows)], through
 
 
 class _Filter:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chronograph.application.engine.asked import Asked
 from chronograph.application.errors import UnavailableError
@@ -75,7 +75,7 @@ class Nearness:
 
     def closeness(self, snapshot: Snapshot, record: EntityRecord, query: str) -> dict[str, float] | None:
         """How near `query` each observation of `record` whose vector is stored is (its cosine
-        similarity, moved by its term weights: see `best_closeness`), or None: none is
+        similarity, moved by its term weights: see `best_parts`), or None: none is
         stored, or the query cannot be embedded. The query is embedded once per query (kept)."""
         parts = self._searched(snapshot).parts(snapshot.graph.txn, record.stream)
         if parts is None or not parts.digests:
@@ -93,10 +93,11 @@ class Nearness:
                 found[observation] = float(scores[row])
         return found
 
-    def best_closeness(self, snapshot: Snapshot, records: Sequence[EntityRecord], query: str) -> dict[str, float]:
+    def best_parts(self, snapshot: Snapshot, records: Sequence[EntityRecord],
+                   query: str) -> dict[str, tuple[float, Any]]:
         """For each of `records` whose stored parts are of its version, how near `query` its
-        nearest part is: its cosine similarity, moved towards 1 by its term weights where the
-        parts keep them (`Asked.nearness`), in one product for all of them."""
+        nearest part is (its cosine similarity, moved towards 1 by its term weights where the
+        parts keep them: `Asked.nearness`) and that part's vector, in one product for all of them."""
         try:
             asked = self.asked(query)
         except UnavailableError:
@@ -112,14 +113,19 @@ class Nearness:
             return {}
         np = load_numpy()
         sizes = [len(parts.digests) // DIGEST for parts in found]
-        cosines = np.concatenate([parts.rows(len(asked.vector)) for parts in found]) @ asked.vector
+        rows = np.concatenate([parts.rows(len(asked.vector)) for parts in found])
+        cosines = rows @ asked.vector
         if asked.terms is not None:  # a part kept without term weights keeps its cosine
             dense = asked.dense()
             scores = [parts.term_scores(dense) for parts in found]
             cosines = asked.nearness(cosines, np.concatenate(
                 [np.zeros(size) if score is None else score for score, size in zip(scores, sizes, strict=True)]))
-        starts = np.cumsum([0, *sizes[:-1]])
-        return dict(zip(streams, np.maximum.reduceat(cosines, starts).tolist(), strict=True))
+        starts = np.cumsum([0, *sizes[:-1]]).tolist()
+        best = {}
+        for stream, start, size in zip(streams, starts, sizes, strict=True):
+            row = start + int(np.argmax(cosines[start:start + size]))
+            best[stream] = (float(cosines[row]), rows[row])
+        return best
 
     def asked(self, query: str) -> Asked:
         """`query` embedded (and weighed, with a weigher), once per query while it is kept.
