@@ -15,7 +15,7 @@ relationTypes, only relations of those types).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, Literal, NamedTuple
 
 from chronograph.application.core.matched import MATCHES, RERANK, point_at_facts, pointed, reranked
@@ -118,7 +118,7 @@ def search_nodes(memory: Memory, args: SearchNodes) -> SearchOut:
         elif mode in ("ranked", "fuzzy"):
             found = _words(memory, moment, args, mode, limit if not wanted.active else None)
         else:
-            found, through = _meaning(memory, moment, args, mode)
+            found, through = _meaning(memory, moment, args, mode, wanted)
         if isinstance(found, _Counted):  # the index counted every match: only the page is read
             page: list[Hit] = [(record, score) for stream, score in found.page  # as of then, where asked
                                if (record := moment.graph.entity_by_stream(stream)) is not None]
@@ -261,12 +261,13 @@ def _words(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode, limit:
     return _Found([(stream, score, None) for stream, score in ranking.hits], len(ranking.hits) < ranking.total)
 
 
-def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode) -> tuple[_Found, int]:
+def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode, wanted: _Filter) -> tuple[_Found, int]:
     if moment.is_past:
         raise InvalidArgumentsError(
             "search_nodes", f"asOf: mode {mode} ranks the present only (embeddings are of current "
             "versions); use mode substring, ranked or fuzzy with asOf")
-    near, through = nearest(memory, moment, args.workspace, args.query, SEMANTIC_FLOOR, spread_out=True)
+    near, through = nearest(memory, moment, args.workspace, args.query, SEMANTIC_FLOOR,
+                            spread_among=wanted if wanted.active else _everything)
     meaning: list[Found] = [(record.stream, score, record) for record, score in near]
     cut = len(near) >= DEPTH  # there may be more above the floor
     if mode == "semantic":
@@ -283,10 +284,11 @@ def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode) -> t
 
 
 def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshold: float,
-            spread_out: bool = False) -> tuple[list[Hit], int]:
+            spread_among: Callable[[EntityRecord], bool] | None = None) -> tuple[list[Hit], int]:
     """The live entities nearest `query` in meaning, at least `threshold` similar, and the
-    position the embeddings are current through; with `spread_out`, near-duplicates of a
-    better hit rank lower (and score less: `novelty.spread`), after the threshold.
+    position the embeddings are current through. With `spread_among`, a hit it accepts that
+    nearly repeats a better one it accepts ranks lower (and scores less: `novelty.spread`),
+    after the threshold; those it refuses (an answer's filters) come last, as they were.
 
     Raises:
         UnavailableError: If semantic search is off, not installed, or cannot embed the query.
@@ -304,10 +306,19 @@ def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshol
             hits.append((record, score))
     ranked, rows = reranked(memory, moment, query, hits)
     kept = [(r, s) for r, s in ranked if (s or 0.0) >= threshold]
-    if not spread_out:
+    if spread_among is None:
         return kept, through
-    records = {record.stream: record for record, _ in kept}
-    return [(records[stream], score) for stream, score in spread([(r.stream, s) for r, s in kept], rows)], through
+    shown: list[Hit] = []
+    hidden: list[Hit] = []
+    for hit in kept:
+        (shown if spread_among(hit[0]) else hidden).append(hit)
+    records = {record.stream: record for record, _ in shown}
+    spread_out = spread([(r.stream, s) for r, s in shown], rows)
+    return [(records[stream], score) for stream, score in spread_out] + hidden, through
+
+
+def _everything(record: EntityRecord) -> bool:
+    return True
 
 
 class _Filter:

@@ -49,20 +49,21 @@ Key = TypeVar("Key", bound=Hashable)
 def spread(hits: Sequence[tuple[Key, float | None]], rows: Mapping[Key, Any]) -> list[tuple[Key, float | None]]:
     """`hits` (best first, each with its score) with every hit whose matched observation's
     unit vector (`rows`) is nearer than `NEAR` to a better hit's lowered by `PENALTY` times the
-    excess, best first again (a tie keeps the order it had). A hit without a row is neither
-    lowered nor compared with."""
+    excess, but not below 0, best first again (a tie keeps the order it had). A hit without a
+    row is neither lowered nor compared with."""
     held = [i for i, (key, _) in enumerate(hits) if key in rows]
     if len(held) < 2:
         return list(hits)
     np = load_numpy()
     vectors = np.stack([np.asarray(rows[hits[i][0]], dtype=np.float32) for i in held])
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)  # kept as float16
-    nearness = vectors @ vectors.T
+    nearness = np.nan_to_num(vectors @ vectors.T, nan=-1.0)  # a broken endpoint's NaN is like nothing
     scored = list(hits)
     for k in range(1, len(held)):
         excess = float(nearness[k, :k].max()) - NEAR
         if excess > 0:
             key, score = scored[held[k]]
-            scored[held[k]] = (key, (score or 0.0) - PENALTY * excess)
+            score = score or 0.0
+            scored[held[k]] = (key, max(score - PENALTY * excess, min(score, 0.0)))  # not below 0 for it
     order = sorted(range(len(scored)), key=lambda i: (-(scored[i][1] or 0.0), i))
     return [scored[i] for i in order]

@@ -43,3 +43,14 @@ def test_a_duplicate_is_compared_with_every_better_hit_not_only_the_one_before_i
 def test_ties_keep_the_order_they_had() -> None:
     rows = {"a": unit(1, 0), "b": unit(0, 1), "c": unit(-1, 0)}
     assert [key for key, _ in spread([("a", 0.5), ("b", 0.5), ("c", 0.5)], rows)] == ["a", "b", "c"]
+
+
+def test_a_vector_that_is_not_a_number_stops_no_other_hit_from_being_lowered() -> None:
+    rows = {"a": unit(1, 0), "broken": np.array([np.nan, np.nan], dtype=np.float32), "a again": unit(1, 0)}
+    ranked = dict(spread([("a", 0.9), ("broken", 0.8), ("a again", 0.7)], rows))
+    assert ranked["broken"] == 0.8 and ranked["a again"] == pytest.approx(0.7 - PENALTY * (1 - NEAR))
+
+
+def test_a_near_duplicate_scores_no_less_than_nothing() -> None:
+    rows = {"a": unit(1, 0), "a again": unit(1, 0)}
+    assert spread([("a", 0.9), ("a again", 0.21)], rows) == [("a", 0.9), ("a again", 0.0)]
