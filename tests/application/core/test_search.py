@@ -203,35 +203,34 @@ def test_a_forgotten_entity_leaves_no_vector_and_semantic_search_goes_on(memory:
     assert "Cy" in names(call(memory, "search_nodes", query="keeps bees", mode="semantic"))
 
 
-def test_a_near_duplicate_of_a_better_hit_ranks_after_what_says_something_new(tmp_path: Path) -> None:
-    chatter = "Pretty hectic at work lately, so much to do and never any time for anything"
-    turns = [{"name": f"D{day}:2", "entityType": "turn", "observations": [f"Maya on {day} May: {chatter}"]}
-             for day in range(1, 5)]
-    news = {"name": "D3:4", "entityType": "turn",
-            "observations": ["Maya on 3 May: Lately I have been doing something new: rock climbing"]}
-    question = "What has Maya been doing lately, any time for something new?"
-    with Memory(tmp_path / "store", sync=False) as memory:
-        memory.semantic = Semantic(memory.views, Words(), memory.lock)
-        memory.write("create_entities", {"entities": [*turns, news]}, actor="t")
-        page = call(memory, "search_nodes", query=question, mode="semantic", limit=3)
-        assert names(page)[:2] == ["D4:2", "D3:4"]  # alone, each chatter turn is nearer than the news
-        assert page["scores"] == sorted(page["scores"], reverse=True)
-        similar = call(memory, "semantic_search", query=question, limit=5, threshold=0.1)
-        assert names(similar)[:4] == ["D4:2", "D3:2", "D1:2", "D2:2"]  # semantic_search ranks by similarity alone
+CHATTER = "Pretty hectic at work lately, so much to do and never any time for anything"
+QUESTION = "What has Maya been doing lately, any time for something new?"
 
 
-def test_a_hit_the_filters_hide_lowers_no_hit_the_answer_shows(tmp_path: Path) -> None:
-    chatter = "Pretty hectic at work lately, so much to do and never any time for anything"
+@pytest.fixture
+def chatty(tmp_path: Path) -> Iterator[Memory]:
+    """Four turns of the same small talk (D4:2 a note, the others turns), and one of news."""
     turns = [{"name": f"D{day}:2", "entityType": "note" if day == 4 else "turn",
-              "observations": [f"Maya on {day} May: {chatter}"]} for day in range(1, 5)]
+              "observations": [f"Maya on {day} May: {CHATTER}"]} for day in range(1, 5)]
     news = {"name": "D3:4", "entityType": "turn",
             "observations": ["Maya on 3 May: Lately I have been doing something new: rock climbing"]}
-    question = "What has Maya been doing lately, any time for something new?"
     with Memory(tmp_path / "store", sync=False) as memory:
         memory.semantic = Semantic(memory.views, Words(), memory.lock)
         memory.write("create_entities", {"entities": [*turns, news]}, actor="t")
-        page = call(memory, "search_nodes", query=question, mode="semantic", limit=3, entityTypes=["turn"])
-        assert names(page)[:2] == ["D3:2", "D3:4"]  # the note D3:2 repeats is not on the page
+        yield memory
+
+
+def test_a_near_duplicate_of_a_better_hit_ranks_after_what_says_something_new(chatty: Memory) -> None:
+    page = call(chatty, "search_nodes", query=QUESTION, mode="semantic", limit=3)
+    assert names(page)[:2] == ["D4:2", "D3:4"]  # alone, each chatter turn is nearer than the news
+    assert page["scores"] == sorted(page["scores"], reverse=True)
+    similar = call(chatty, "semantic_search", query=QUESTION, limit=5, threshold=0.1)
+    assert names(similar)[:4] == ["D4:2", "D3:2", "D1:2", "D2:2"]  # semantic_search ranks by similarity alone
+
+
+def test_a_hit_the_filters_hide_lowers_no_hit_the_answer_shows(chatty: Memory) -> None:
+    page = call(chatty, "search_nodes", query=QUESTION, mode="semantic", limit=3, entityTypes=["turn"])
+    assert names(page)[:2] == ["D3:2", "D3:4"]  # the note D3:2 repeats is not on the page
 
 
 def test_hybrid_lets_the_nearest_meaning_beat_matches_of_one_common_word(tmp_path: Path) -> None:
