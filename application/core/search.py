@@ -286,9 +286,10 @@ def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode, want
 def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshold: float,
             spread_among: Callable[[EntityRecord], bool] | None = None) -> tuple[list[Hit], int]:
     """The live entities nearest `query` in meaning, at least `threshold` similar, and the
-    position the embeddings are current through. With `spread_among`, a hit it accepts that
-    nearly repeats a better one it accepts ranks lower (and scores less: `novelty.spread`),
-    after the threshold; those it refuses (an answer's filters) come last, as they were.
+    position the embeddings are current through. With `spread_among`, a hit of one
+    observation it accepts that nearly repeats a better one it accepts ranks lower (and scores
+    less: `novelty.spread`), after the threshold; those it refuses (an answer's filters) come
+    last, as they were.
 
     Raises:
         UnavailableError: If semantic search is off, not installed, or cannot embed the query.
@@ -313,7 +314,8 @@ def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshol
     for hit in kept:
         (shown if spread_among(hit[0]) else hidden).append(hit)
     records = {record.stream: record for record, _ in shown}
-    spread_out = spread([(r.stream, s) for r, s in shown], rows)
+    alone = {record.stream for record, _ in shown if len(record.observations) == 1}  # see novelty.py
+    spread_out = spread([(r.stream, s) for r, s in shown], rows, alone)
     return [(records[stream], score) for stream, score in spread_out] + hidden, through
 
 

@@ -228,6 +228,19 @@ def test_a_near_duplicate_of_a_better_hit_ranks_after_what_says_something_new(ch
     assert names(similar)[:4] == ["D4:2", "D3:2", "D1:2", "D2:2"]  # semantic_search ranks by similarity alone
 
 
+def test_an_entity_of_many_observations_is_never_lowered_for_the_one_that_matched(chatty: Memory) -> None:
+    diary = {"name": "D5", "entityType": "turn", "observations": [
+        f"Maya on 5 May: {CHATTER}", "Maya on 5 May: The garden needs watering, the roses are wilting"]}
+    chatty.write("create_entities", {"entities": [diary]}, actor="t")
+    assert chatty.semantic is not None
+    alone = {e["name"]: e["similarity"] for e in call(chatty, "semantic_search", query=QUESTION, limit=9,
+                                                        threshold=0.0)["entities"]}
+    page = call(chatty, "search_nodes", query=QUESTION, mode="semantic", limit=9)
+    scores = dict(zip(names(page), page["scores"], strict=True))
+    assert scores["D5"] == pytest.approx(alone["D5"], abs=1e-4)  # it holds more than the chatter it matched by
+    assert scores["D3:2"] < alone["D3:2"] - 0.01  # a turn that only repeats it is lowered
+
+
 def test_a_hit_the_filters_hide_lowers_no_hit_the_answer_shows(chatty: Memory) -> None:
     page = call(chatty, "search_nodes", query=QUESTION, mode="semantic", limit=3, entityTypes=["turn"])
     assert names(page)[:2] == ["D3:2", "D3:4"]  # the note D3:2 repeats is not on the page

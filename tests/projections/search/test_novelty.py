@@ -54,3 +54,9 @@ def test_a_vector_that_is_not_a_number_stops_no_other_hit_from_being_lowered() -
 def test_a_near_duplicate_scores_no_less_than_nothing() -> None:
     rows = {"a": unit(1, 0), "a again": unit(1, 0)}
     assert spread([("a", 0.9), ("a again", 0.21)], rows) == [("a", 0.9), ("a again", 0.0)]
+
+
+def test_only_the_hits_that_may_be_lowered_are_but_every_hit_is_compared_with() -> None:
+    rows = {"session": unit(1, 0), "turn": unit(1, 0), "turn again": unit(1, 0)}
+    ranked = dict(spread([("turn", 0.9), ("session", 0.85), ("turn again", 0.8)], rows, {"turn", "turn again"}))
+    assert ranked["session"] == 0.85 and ranked["turn again"] == pytest.approx(0.8 - PENALTY * (1 - NEAR))
