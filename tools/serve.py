@@ -36,7 +36,7 @@ from chronograph.eventstore.errors import advised
 from chronograph.server.config import DEFAULT_MAX_BODY, DEFAULT_MAX_REPLY, MAX_MESSAGE, Settings
 from chronograph.tools.common.listening import add_network_argument, may_listen
 from chronograph.tools.common.oauth import add_oauth_arguments, oauth_of
-from chronograph.tools.common.parsing import port, positive, seconds, store_location
+from chronograph.tools.common.parsing import byte_size, port, positive, reply_size, seconds, store_location, store_size
 from chronograph.tools.common.signals import stopped_by_signals
 
 import chronograph
@@ -88,24 +88,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(n2n's format, for git), and fold what a git pull brings into the log",
     )
     parser.add_argument(
-        "--export-max", type=_bytes, default=DEFAULT_MAX_EXPORT, metavar="SIZE",
+        "--export-max", type=byte_size, default=DEFAULT_MAX_EXPORT, metavar="SIZE",
         help="largest file one export may write (default: 64M)",
     )
     parser.add_argument(
-        "--export-budget", type=_bytes, default=DEFAULT_BUDGET, metavar="SIZE",
+        "--export-budget", type=byte_size, default=DEFAULT_BUDGET, metavar="SIZE",
         help="bytes all exports of this server may write together (default: 1G)",
     )
     parser.add_argument(
-        "--max-size", type=_size, metavar="SIZE",
+        "--max-size", type=store_size, metavar="SIZE",
         help="refuse writes (cleanly) once the store reaches SIZE, e.g. 500M or 20G (default: no ceiling)",
     )
     parser.add_argument(
-        "--max-reply", type=_reply_size, default=DEFAULT_MAX_REPLY, metavar="SIZE",
+        "--max-reply", type=reply_size, default=DEFAULT_MAX_REPLY, metavar="SIZE",
         help="refuse (with an error saying how to page) a read whose reply would exceed SIZE; "
         "MCP's TypeScript clients drop the connection beyond 10M (default: 9M; 0: no limit)",
     )
     parser.add_argument(
-        "--max-message", type=_bytes, default=MAX_MESSAGE, metavar="SIZE",
+        "--max-message", type=byte_size, default=MAX_MESSAGE, metavar="SIZE",
         help="longest JSON-RPC message read from stdin; a longer one is refused with an error (default: 32M)",
     )
     parser.add_argument(
@@ -173,36 +173,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="log level on stderr (default: WARNING)",
     )
-
-
-def _bytes(text: str) -> int:
-    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    number, unit = text.strip().upper().rstrip("B"), ""
-    if number and number[-1] in units:
-        number, unit = number[:-1], number[-1]
-    try:
-        value = int(float(number) * units[unit])
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size (like 500M or 20G)") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is negative")
-    return value
-
-
-def _reply_size(text: str) -> int | None:
-    value = _bytes(text)
-    if value == 0:
-        return None
-    if value < 64 << 10:
-        raise argparse.ArgumentTypeError(f"{text!r} is below the smallest reply limit (64K)")
-    return value
-
-
-def _size(text: str) -> int:
-    value = _bytes(text)
-    if value < 1 << 20:
-        raise argparse.ArgumentTypeError(f"{text!r} is below the smallest store (1M)")
-    return value
 
 
 def _embeddings(text: str) -> str:

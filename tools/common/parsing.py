@@ -177,6 +177,39 @@ def seconds(text: str) -> float:
     return value
 
 
+def byte_size(text: str) -> int:
+    """A size in bytes, with an optional unit (K, M, G, T; powers of 1,024; a trailing B allowed)."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    number, unit = text.strip().upper().rstrip("B"), ""
+    if number and number[-1] in units:
+        number, unit = number[:-1], number[-1]
+    try:
+        value = int(float(number) * units[unit])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (like 500M or 20G)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    return value
+
+
+def reply_size(text: str) -> int | None:
+    """A reply limit: 0 for none, else at least 64K."""
+    value = byte_size(text)
+    if value == 0:
+        return None
+    if value < 64 << 10:
+        raise argparse.ArgumentTypeError(f"{text!r} is below the smallest reply limit (64K)")
+    return value
+
+
+def store_size(text: str) -> int:
+    """A store's ceiling: at least 1M."""
+    value = byte_size(text)
+    if value < 1 << 20:
+        raise argparse.ArgumentTypeError(f"{text!r} is below the smallest store (1M)")
+    return value
+
+
 def add_store_argument(parser: argparse.ArgumentParser) -> None:
     """--store (resolved by `application.config.resolve_store`) and --cache."""
     parser.add_argument("--store", metavar="PATH|URL", type=store_location,
