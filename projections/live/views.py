@@ -279,18 +279,19 @@ class Views:
             return
         self.env.reopen()
         self.catch_up()
-
-        def drop(txn: lmdb.Transaction) -> None:
-            if self.snapshots.db is not None:
-                txn.drop(self.snapshots.db, delete=False)
-            self.search.forget(txn)
-            drop_answers(self.env, txn)
-            purge_orphan_vectors(txn, self._vectors, LmdbState(txn, self.tables))
-
-        self.env.write(drop)
+        self.env.write(self._drop_derived)
         if not self.env.scrub(b"scrub").held:  # else the next open scrubs again
             self.env.write(lambda txn: self.pointer.set_erasures(txn, count))
         self._erasures_seen = count
+
+    def _drop_derived(self, txn: lmdb.Transaction) -> None:
+        """Drop what these views derived that may hold what erasures took out of them: snapshots,
+        search images (and this process's indexes), kept answers, vectors of entities gone."""
+        if self.snapshots.db is not None:
+            txn.drop(self.snapshots.db, delete=False)
+        self.search.forget(txn)
+        drop_answers(self.env, txn)
+        purge_orphan_vectors(txn, self._vectors, LmdbState(txn, self.tables))
 
     def scrubbed(self) -> None:
         """Record, in a cache of a log elsewhere, that its file was just scrubbed of every erasure
@@ -396,7 +397,13 @@ class Views:
             txn.drop(database, delete=False)
         drop_answers(self.env, txn)
         if not isinstance(self.binding, Colocated):  # its cache is scrubbed after the commit (`scrubbed` says so)
-            self._erasures_seen = tx.erasures()
+            count = tx.erasures()
+            if self._erasures_seen != count - 1:
+                # Another server's erasure committed after this process last looked (the write's
+                # catch-up folded it, which takes its entities out of the views only): what was
+                # derived from them goes too, as `refresh` drops it, before the count says so.
+                self._drop_derived(txn)
+            self._erasures_seen = count
 
 
 _OURS = re.compile(rf"views(\.v{VIEWS_FORMAT}\.[ab]\..*)?|{re.escape(Snapshots.NAME)}|{re.escape(SearchIndex.NAME)}|"

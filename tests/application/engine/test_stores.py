@@ -249,6 +249,56 @@ def test_a_cache_that_was_offline_during_a_forget_keeps_nothing_of_it_when_it_co
         assert b"Quistmoor" not in file.read_bytes() and secret.encode() not in file.read_bytes()
 
 
+def test_a_forget_racing_another_servers_forget_leaves_nothing_of_either_in_its_cache_or_its_seed(
+    tmp_path: Path, url: str
+) -> None:
+    """Server a looks for erasures before it forgets Y and finds none; b forgets X before a takes
+    the log's lock. a's erasure then folds b's first: a's snapshots of the past and search images,
+    which held X, go too, so neither a's cache nor the seed it keeps, nor a cache started from
+    that seed, holds anything of X."""
+    secret, said = "Zebulon Fairweather-Quist", "hides at Quistmoor Hall"
+    with Memory(url, cache=tmp_path / "a") as a, Memory(url, cache=tmp_path / "b") as b:
+        a.write("create_entities", {"workspace": "w1", "entities": [
+            {"name": secret, "entityType": "p", "observations": [said]}]}, actor="a")
+        for i in range(30):
+            a.write("create_entities", {"workspace": "w1", "entities": [
+                {"name": f"Other {i}", "entityType": "t", "observations": [f"note {i}"]}]}, actor="a")
+        before = a.log.head() - 1
+        a.views.snapshots.spacing = 10
+        assert secret in [e.name for e in a.read("read_graph", {"workspace": "w1", "asOf": before}).entities]
+        assert a.views.snapshots.positions()  # a snapshot of the past holding X, kept in a's cache
+        assert a.read("search_nodes", {"workspace": "w1", "query": "quistmoor"}).entities
+        a.prepare_search()  # a search image of w1 (its words compressed), kept in a's cache
+        with a.views.snapshot() as snapshot:
+            assert a.views.search.kept_at(snapshot.graph, "w1") >= 0
+        a.write("create_entities", {"entities": [{"name": "Yolanda", "entityType": "p", "observations": []}]},
+                actor="a")
+        looks = a.lock.on_first
+        assert looks is not None
+
+        def look_then_b_forgets() -> None:
+            looks()
+            a.lock.on_first = lambda: None  # later looks of this call hear of b's erasure too late (a
+            # follower that has not announced it yet)
+            b.write("forget_entity", {"workspace": "w1", "name": secret, "reason": "asked"}, actor="b")
+
+        a.lock.on_first = look_then_b_forgets
+        assert a.write("forget_entity", {"name": "Yolanda", "reason": "asked"}, actor="a").output.scrubbed
+        a.lock.on_first = looks
+        with a.views.snapshot() as snapshot:
+            assert a.views.search.kept_at(snapshot.graph, "w1") == -1  # it held X's words
+        assert secret not in [e.name for e in a.read("read_graph", {"workspace": "w1", "asOf": before}).entities]
+        assert a.read("search_nodes", {"workspace": "w1", "query": "quistmoor"}).entities == []
+        for file in (tmp_path / "a").iterdir():
+            assert b"Quistmoor" not in file.read_bytes() and secret.encode() not in file.read_bytes()
+        assert a.keep_seed_now(spacing=0)
+    with Memory(url, cache=tmp_path / "c") as c:  # started from a's seed
+        assert secret not in [e.name for e in c.read("read_graph", {"workspace": "w1", "asOf": before}).entities]
+        assert c.read("search_nodes", {"workspace": "w1", "query": "quistmoor"}).entities == []
+    for file in (tmp_path / "c").iterdir():
+        assert b"Quistmoor" not in file.read_bytes() and secret.encode() not in file.read_bytes()
+
+
 def test_a_cache_of_another_log_is_refused(tmp_path: Path, url: str) -> None:
     Memory(url, cache=tmp_path / "cache").close()
     with pytest.raises(StoreOpenError, match="views of another log"):
