@@ -11,6 +11,10 @@ from functools import lru_cache
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
+FIRST_US = -62_135_596_800_000_000
+"""0001-01-01T00:00:00Z, the first moment a timestamp may name."""
+LAST_US = 253_402_300_799_999_999
+"""9999-12-31T23:59:59.999999Z, the last."""
 _TWO_DIGITS = [f"{i:02d}" for i in range(60)]
 
 
@@ -54,14 +58,32 @@ def isoformat(us: int) -> str:
 
 @lru_cache(maxsize=4096)
 def _day(days: int) -> str:
-    return (_EPOCH + timedelta(days=days)).date().isoformat()
+    try:
+        return (_EPOCH + timedelta(days=days)).date().isoformat()
+    except OverflowError:  # past the years 1-9999 (stored before `parse_iso` refused them): said all the same
+        return _civil(days)
+
+
+def _civil(days: int) -> str:
+    """The proleptic Gregorian date `days` after 1970-01-01, for any year (H. Hinnant's algorithm)."""
+    days += 719_468
+    era = days // 146_097
+    day_of_era = days - era * 146_097
+    year_of_era = (day_of_era - day_of_era // 1_460 + day_of_era // 36_524 - day_of_era // 146_096) // 365
+    day_of_year = day_of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
+    shifted = (5 * day_of_year + 2) // 153
+    day = day_of_year - (153 * shifted + 2) // 5 + 1
+    month = shifted + 3 if shifted < 10 else shifted - 9
+    year = year_of_era + era * 400 + (month <= 2)
+    return f"{'-' if year < 0 else ''}{abs(year):04d}-{month:02d}-{day:02d}"
 
 
 def parse_iso(text: str) -> int:
     """Microseconds since the epoch of an ISO-8601 timestamp (a missing zone means UTC).
 
     Raises:
-        ValueError: If `text` is not an ISO-8601 date or timestamp.
+        ValueError: If `text` is not an ISO-8601 date or timestamp, or names a moment outside
+            the years 1 to 9999 in UTC (0001-01-01T00:00:00+14:00 is in year 0 there).
     """
     cleaned = text.strip()
     if cleaned.endswith(("Z", "z")):
@@ -72,4 +94,7 @@ def parse_iso(text: str) -> int:
         raise ValueError(
             f"{text!r} is not an ISO-8601 timestamp (for example 2026-11-21T14:00:00Z)"
         ) from None
-    return to_us(moment)
+    us = to_us(moment)
+    if not FIRST_US <= us <= LAST_US:
+        raise ValueError(f"{text!r} lies outside the years 1 to 9999 in UTC, where a timestamp must be")
+    return us
