@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from collections.abc import Iterator
 from typing import Annotated, Any, TypeVar, get_args, get_origin, get_type_hints
@@ -40,6 +41,7 @@ __all__ = [
     "Workspace",
     "WriteArgs",
     "described",
+    "metadata_problem",
     "parse",
     "parse_checked",
 ]
@@ -383,7 +385,27 @@ def _metadata(metadata: dict[str, Any]) -> str | None:
         return f"is {len(encoded)} bytes as JSON; the limit is {Limits.METADATA_BYTES}"
     if _depth(metadata) > Limits.METADATA_DEPTH:
         return f"nests deeper than {Limits.METADATA_DEPTH} levels"
+    if not _finite(metadata):
+        return "holds a number that is not finite (NaN or Infinity), which JSON has no way to say"
     return None
+
+
+def metadata_problem(metadata: dict[str, Any]) -> str | None:
+    """What a metadata field would refuse in `metadata` (a surface's JSON text, decoded), or None."""
+    problem = next(_unencodable(metadata, "metadata"), None)
+    if problem is None and (found := _metadata(metadata)):
+        problem = f"metadata: {found}"
+    return problem
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(item) for item in value.values())
+    if isinstance(value, list):
+        return all(_finite(item) for item in value)
+    return True
 
 
 def _depth(value: Any) -> int:

@@ -18,7 +18,16 @@ import json
 from typing import Annotated, Any, ClassVar
 
 import msgspec
-from chronograph.application.engine.arguments import Args, D, Name, ObservationList, TypeName, Version, Workspace
+from chronograph.application.engine.arguments import (
+    Args,
+    D,
+    Name,
+    ObservationList,
+    TypeName,
+    Version,
+    Workspace,
+    metadata_problem,
+)
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.budget import ReplyBudget
 from chronograph.application.engine.outputs import ObjectOut, object_out
@@ -72,6 +81,9 @@ def _metadata(tool: str, value: Any) -> dict[str, Any]:
         raise InvalidArgumentsError(tool, f"metadata: not JSON text ({error})") from None
     if not isinstance(parsed, dict):
         raise InvalidArgumentsError(tool, "metadata: must be a JSON object")
+    problem = metadata_problem(parsed)  # as an object sent as such is checked
+    if problem:
+        raise InvalidArgumentsError(tool, problem)
     return parsed
 
 

@@ -105,3 +105,10 @@ def test_arguments_checked_before_are_still_held_to_the_tool_s_types_and_limits(
 def test_what_was_not_checked_before_is_checked_in_full(workspace: str, expected: str) -> None:
     with pytest.raises(InvalidArgumentsError, match=expected):
         parse_checked("import", {"entities": [entity("a")], "workspace": workspace}, CreateEntities, "entities")
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), -float("inf")])
+def test_metadata_holding_a_number_json_cannot_say_is_refused_wherever_it_nests(number: float) -> None:
+    for metadata in ({"n": number}, {"deep": [1, {"n": number}]}):
+        with pytest.raises(InvalidArgumentsError, match=r"entities\[0\].metadata: holds a number that is not finite"):
+            parse("create_entities", {"entities": [entity("a", metadata=metadata)]}, CreateEntities)

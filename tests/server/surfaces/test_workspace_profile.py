@@ -82,6 +82,20 @@ async def test_the_reference_s_errors_come_in_its_shape_with_a_code(workspace: C
     assert [e["name"] for e in graph["entities"]] == ["Alice"]  # nothing of a refused call was written
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ('{"a": NaN}', "not finite"), ('{"a": 1e400}', "not finite"),
+    ('{"a": 100000000000000000000000000000}', "outside the 64-bit integers"),
+    ('{"\\ud800": 1}', "unpaired surrogate"), (json.dumps({"k": "v" * 20_000}), "16384"),
+])
+async def test_metadata_sent_as_json_text_is_held_to_what_an_object_is_held_to(
+    workspace: Client, text: str, expected: str
+) -> None:
+    refused = await refusal(workspace, "upsert_entity", {"workspaceName": "demo", "name": "B", "entityType": "T",
+                                                         "metadata": text})
+    assert refused["code"] == "invalid" and expected in refused["message"]
+    assert (await call(workspace, "read_graph", {"workspaceName": "demo"}))["entities"] == []
+
+
 ENTITY_SHAPE = {"workspaceName", "name", "entityType", "observations", "metadata", "id"}
 
 
