@@ -20,9 +20,11 @@ from chronograph.eventstore.teamevents import (
 from chronograph.projections.team.state import EntryRelation, Tag
 from msgspec import UNSET, UnsetType
 
-__all__ = ["RELATION_TYPES", "check_target", "relation_out", "tag_out", "tags_of"]
+__all__ = ["RELATION_TYPES", "RelationType", "Taggable", "check_target", "is_target", "relation_out", "tag_out",
+           "tags_of"]
 
 Taggable = Literal["tool", "guideline", "knowledge", "project"]
+RelationType = Literal["applies_to", "depends_on", "conflicts_with", "related_to"]
 RELATION_TYPES = ("applies_to", "depends_on", "conflicts_with", "related_to")
 _SLUG = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
@@ -46,14 +48,17 @@ def relation_out(relation: EntryRelation) -> dict[str, Any]:
 
 def check_target(team: Team, entry_type: str, entry_id: str) -> None:
     """Raise NotFoundError unless an entry (or project) of that type and id exists."""
+    if not is_target(team, entry_type, entry_id):
+        raise NotFoundError(f"{entry_type.capitalize()} {entry_id!r} not found")
+
+
+def is_target(team: Team, entry_type: str, entry_id: str) -> bool:
+    """Whether an entry (or project) of that type and id exists."""
     state = team.state
     if entry_type == "project":
-        found = entry_id in state.projects
-    else:
-        entry = state.entries.get(entry_id)
-        found = entry is not None and entry.type == entry_type
-    if not found:
-        raise NotFoundError(f"{entry_type.capitalize()} {entry_id!r} not found")
+        return entry_id in state.projects
+    entry = state.entries.get(entry_id)
+    return entry is not None and entry.type == entry_type
 
 
 class MemoryTag(Page, kw_only=True):
@@ -128,7 +133,7 @@ class MemoryRelation(Page, kw_only=True):
     source_id: Short | UnsetType = UNSET
     target_type: Taggable | UnsetType = UNSET
     target_id: Short | UnsetType = UNSET
-    relation_type: Literal["applies_to", "depends_on", "conflicts_with", "related_to"] | UnsetType = UNSET
+    relation_type: RelationType | UnsetType = UNSET
 
 
 @TEAM.command("memory_relation", "Entry Relations", "Create explicit links between entries (applies_to, depends_on, "

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from chronograph.application.engine.arguments import parse
+from chronograph.application.engine.arguments import Args, parse
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.budget import CHAR
 from chronograph.application.engine.outputs import ObjectOut, object_out
@@ -22,7 +22,7 @@ from chronograph.application.errors import DuplicateError, InvalidArgumentsError
 from chronograph.application.team.common import TEAM, Short, Team, TeamArgs, new_id
 from chronograph.application.team.documents import write_document
 from chronograph.application.team.entries import ARGUMENTS, KINDS, entry_fields, entry_out, is_live
-from chronograph.application.team.links import relation_out
+from chronograph.application.team.links import RelationType, Taggable, is_target, relation_out
 from chronograph.eventstore import clock
 from chronograph.eventstore.teamevents import (
     EntryAdded,
@@ -115,17 +115,37 @@ class MemoryImport(TeamArgs, kw_only=True):
     imported_by: Short | UnsetType = UNSET
 
 
+class _Own(Args, kw_only=True):
+    """An entry's id and tags in a file, held to what the tools take."""
+
+    id: Short | UnsetType = UNSET
+    tags: list[Short] = []
+
+
+class _Link(Args, kw_only=True):
+    """A relation of the file, held to what memory_relation takes."""
+
+    source_type: Taggable
+    source_id: Short
+    target_type: Taggable
+    target_id: Short
+    relation_type: RelationType
+
+
+LINK_FIELDS = ("sourceType", "sourceId", "targetType", "targetId", "relationType")
+
+
 class _Item:
     """One entry of the file, checked."""
 
     def __init__(self, entry_type: str, raw: dict[str, Any], scope: tuple[str, str | None], fields: dict[str, Any],
-                 tags: list[str]) -> None:
+                 own: _Own) -> None:
         self.type = entry_type
-        self.id = raw.get("id") if isinstance(raw.get("id"), str) else None
+        self.id = None if own.id is UNSET else own.id
         self.name: str = raw[KINDS[entry_type].label]
         self.scope = scope
         self.fields = fields
-        self.tags = tags
+        self.tags = own.tags
         self.active: bool | None = raw.get("isActive")
         """What the file says of it (None: nothing; an export with includeInactive says false)."""
 
@@ -139,18 +159,24 @@ def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
     team = Team.of(batch, TOOL)
     items, relations = _parse(team, args)
     state = team.state
-    existing = {id(item): _existing(team, item, args) for item in items}
     if args.conflict_strategy == "error":
-        clashes = [f"{item.type} {item.name!r}" for item in items if existing[id(item)] is not None]
+        seen: set[tuple[Any, ...]] = set()
+        clashes = []
+        for item in items:  # with the store, or with an entry before it in the file
+            key = (item.type, *item.scope, item.name)
+            if _existing(team, item, args) is not None or key in seen or (item.id and item.id in seen):
+                clashes.append(f"{item.type} {item.name!r}")
+            seen.update((key, item.id) if item.id else (key,))
         if clashes:
-            raise DuplicateError(f"{len(clashes)} entries already exist ({', '.join(clashes[:5])}"
-                                 f"{', ...' if len(clashes) > 5 else ''}); nothing was imported")
+            raise DuplicateError(f"{len(clashes)} entries already exist or come twice in the file "
+                                 f"({', '.join(clashes[:5])}{', ...' if len(clashes) > 5 else ''}); nothing was "
+                                 "imported")
     by = None if args.imported_by is UNSET else args.imported_by
     details = {kind.plural: {"created": 0, "updated": 0, "skipped": 0} for kind in KINDS.values()}
     new_ids: dict[str, str] = {}
     for item in items:
         counts = details[KINDS[item.type].plural]
-        entry = existing[id(item)]
+        entry = _existing(team, item, args)  # an entry the file named before is there by now
         if entry is None:
             entry_id = item.id if item.id and not args.generate_new_ids and item.id not in state.entries else None
             entry_id = entry_id or new_id(KINDS[item.type].prefix)
@@ -187,27 +213,27 @@ def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
             return mapped.id
         return new_ids.get(old, old)
 
-    for raw in relations:
-        source, target = end(raw["sourceType"], raw["sourceId"]), end(raw["targetType"], raw["targetId"])
-        missing = [f"{kind} {ident}" for kind, ident in ((raw["sourceType"], source), (raw["targetType"], target))
-                   if ident not in state.projects and ident not in state.entries]
+    for link in relations:
+        source, target = end(link.source_type, link.source_id), end(link.target_type, link.target_id)
+        missing = [f"{kind} {ident}" for kind, ident in ((link.source_type, source), (link.target_type, target))
+                   if not is_target(team, kind, ident)]
         if missing:
-            errors.append(f"relation {raw['sourceId']} {raw['relationType']} {raw['targetId']} not imported: no "
+            errors.append(f"relation {link.source_id} {link.relation_type} {link.target_id} not imported: no "
                           f"{' and no '.join(missing)} here (map a scope with scopeMapping)")
             continue
         if not any(
-            (r.source_id, r.target_id, r.relation_type) == (source, target, raw["relationType"])
+            (r.source_id, r.target_id, r.relation_type) == (source, target, link.relation_type)
             for r in state.relations.values()
         ):
             relation_id = new_id("rel")
             team.emit(f"am/relation/{relation_id}", EntryRelationCreated(
-                relation_id=relation_id, source_type=raw["sourceType"], source_id=source,
-                target_type=raw["targetType"], target_id=target, relation_type=raw["relationType"]), new=True)
+                relation_id=relation_id, source_type=link.source_type, source_id=source,
+                target_type=link.target_type, target_id=target, relation_type=link.relation_type), new=True)
     totals = {key: sum(d[key] for d in details.values()) for key in ("created", "updated", "skipped")}
     return object_out(success=True, **totals, errors=errors, details=details)
 
 
-def _parse(team: Team, args: MemoryImport) -> tuple[list[_Item], list[dict[str, Any]]]:
+def _parse(team: Team, args: MemoryImport) -> tuple[list[_Item], list[_Link]]:
     try:
         document = json.loads(args.content)
     except (ValueError, RecursionError) as error:
@@ -239,20 +265,29 @@ def _parse(team: Team, args: MemoryImport) -> tuple[list[_Item], list[dict[str, 
             current = raw.get("currentVersion") or {}
             known = (*kind.main, *kind.versioned)
             given = {k: v for k, v in {**raw, **current}.items() if k in known and v is not None}
+            tags = raw.get("tags") or []
+            own = {"tags": [t for t in tags if isinstance(t, str) and t] if isinstance(tags, list) else tags}
+            if isinstance(raw.get("id"), str):
+                own["id"] = raw["id"]
             try:
                 parsed = parse(TOOL, {"action": "add", kind.label: raw[kind.label], **given}, ARGUMENTS[kind.type])
                 fields = entry_fields(kind, TOOL, parsed)
+                items.append(_Item(kind.type, raw, (scope_type, checked), fields, parse(TOOL, own, _Own)))
             except InvalidArgumentsError as error:
                 problems.append(f"{where}: {error.problem}")
-                continue
-            tags = [t for t in raw.get("tags", []) if isinstance(t, str) and t]
-            items.append(_Item(kind.type, raw, (scope_type, checked), fields, tags))
-    relations = [r for r in document.get("relations", []) if isinstance(r, dict) and all(
-        isinstance(r.get(k), str) for k in ("sourceType", "sourceId", "targetType", "targetId", "relationType"))]
+    relations = []
+    links = document.get("relations") or []
+    for index, raw in enumerate(links if isinstance(links, list) else [links]):
+        try:
+            if not isinstance(raw, dict):
+                raise InvalidArgumentsError(TOOL, "expected an object")
+            relations.append(parse(TOOL, {k: raw[k] for k in LINK_FIELDS if k in raw}, _Link))
+        except InvalidArgumentsError as error:
+            problems.append(f"relations[{index}]: {error.problem}")
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
-        raise InvalidArgumentsError(TOOL, f"content: {len(problems)} entries cannot be imported: {shown}; nothing "
-                                    "was imported")
+        raise InvalidArgumentsError(TOOL, f"content: {len(problems)} entries or relations cannot be imported: "
+                                    f"{shown}; nothing was imported")
     return items, relations
 
 

@@ -196,6 +196,21 @@ def test_a_reset_needs_confirmation(memory: Memory) -> None:
     ("memory_import", {"action": "import", "content": json.dumps({"entries": {"guidelines": [
         {"name": "g", "scopeType": "global", "currentVersion": {"content": "c", "priority": "high"}}]}})},
      "priority: expected `int`"),
+    ("memory_import", {"action": "import", "content": json.dumps({"entries": {"tools": [
+        {"name": "t", "scopeType": "global", "tags": ["ok", "bad\ud800"]}]}})}, "tags[1]: contains an unpaired"),
+    ("memory_import", {"action": "import", "content": json.dumps({"entries": {"tools": [
+        {"name": "t", "scopeType": "global", "tags": ["t" * 513]}]}})}, "tags[0]: expected `str` of length <= 512"),
+    ("memory_import", {"action": "import", "content": json.dumps({"entries": {"tools": [
+        {"id": "i" * 513, "name": "t", "scopeType": "global"}]}})}, "id: expected `str` of length <= 512"),
+    ("memory_import", {"action": "import", "content": json.dumps({"entries": {"tools": []}, "relations": [
+        {"sourceType": "banana", "sourceId": "a", "targetType": "tool", "targetId": "b", "relationType": "eats"}]})},
+     "relations[0]: sourceType: invalid enum value 'banana'"),
+    ("memory_import", {"action": "import", "content": json.dumps({"entries": {"tools": []}, "relations": [
+        {"sourceType": "tool", "sourceId": "a\udfff", "targetType": "tool", "targetId": "b",
+         "relationType": "related_to"}]})}, "relations[0]: sourceId: contains an unpaired"),
+    ("memory_import", {"action": "import", "content": json.dumps({"entries": {"tools": []}, "relations": [
+        {"sourceType": "tool", "targetType": "tool", "targetId": "b", "relationType": "related_to"}]})},
+     "relations[0]: object missing required field `sourceId`"),
 ])
 def test_bad_input_is_refused_with_a_clear_message_and_writes_nothing(
     memory: Memory, tool: str, arguments: dict[str, Any], expected: str
@@ -226,6 +241,29 @@ def test_an_export_imports_into_another_store_with_its_tags_and_scope_mapping(me
         found = call(other, "memory_query", action="search", tags={"require": ["testing"]},
                      scope={"type": "project", "id": target})
         assert found["results"][0]["guideline"]["priority"] == 90
+
+
+def test_an_entry_named_twice_in_one_file_is_imported_once_or_refused_as_a_duplicate(memory: Memory) -> None:
+    twice = json.dumps({"entries": {"tools": [{"name": "A", "scopeType": "global", "description": "first"},
+                                              {"name": "A", "scopeType": "global", "description": "second"}]}})
+    error = refused(memory, "memory_import", action="import", content=twice, conflictStrategy="error")
+    assert "1 entries already exist or come twice in the file (tool 'A')" in str(error)
+    done = call(memory, "memory_import", action="import", content=twice)
+    assert (done["created"], done["updated"]) == (1, 1)
+    [tool] = call(memory, "memory_tool", action="list")["tools"]
+    assert tool["currentVersion"]["description"] == "second"
+
+
+def test_an_imported_relation_is_linked_only_to_an_entry_of_the_type_it_names(memory: Memory) -> None:
+    tool = call(memory, "memory_tool", action="add", scopeType="global", name="t")["tool"]["id"]
+    guideline = call(memory, "memory_guideline", action="add", scopeType="global", name="g", content="c")["guideline"]
+    content = json.dumps({"entries": {"tools": []}, "relations": [
+        {"sourceType": "guideline", "sourceId": guideline["id"], "targetType": "guideline", "targetId": tool,
+         "relationType": "related_to"}]})
+    done = call(memory, "memory_import", action="import", content=content)
+    assert done["errors"] == [f"relation {guideline['id']} related_to {tool} not imported: no guideline {tool} here "
+                              "(map a scope with scopeMapping)"]
+    assert call(memory, "memory_relation", action="list")["relations"] == []
 
 
 class Nothing(TeamArgs, kw_only=True):
