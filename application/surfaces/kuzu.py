@@ -92,8 +92,14 @@ def _existing(tool: str, graph: Graph, database: str) -> str:
 
 def _names(graph: Graph) -> list[str]:
     """The databases the caller may read, the primary first."""
-    names = [w.name for w in graph.workspaces() if w.name != PRIMARY and readable(w.name)]
+    names = [w.name for w in graph.workspaces() if w.name != PRIMARY and _listed(w.name)]
     return [PRIMARY, *names] if readable(PRIMARY) else names
+
+
+def _listed(workspace: str) -> bool:
+    """Whether a workspace is a database here: the caller may read it, and its name is one a
+    database may have (another profile may have written a workspace called `my notes`)."""
+    return DATABASE.fullmatch(workspace) is not None and readable(workspace)
 
 
 def _known(memory: Memory, tool: str, database: str) -> str:
@@ -279,7 +285,7 @@ def get_graph_summary(memory: Memory, args: GetGraphSummary) -> ObjectOut:
         graph = moment.graph
         if args.database is UNSET:
             every = {w.name: {"entities": w.entities, "relationships": w.relations} for w in graph.workspaces()
-                     if readable(w.name)}
+                     if _listed(w.name)}
             return object_out(scope="all_databases", databases=every, total_databases=len(every))
         database = _existing("get_graph_summary", graph, args.database)
         totals = graph.workspace(database)

@@ -136,6 +136,21 @@ async def test_a_misspelt_database_is_refused_and_never_created(kuzu: Client) ->
     assert (await call(kuzu, "get_graph_summary", {}))["total_databases"] == 1
 
 
+async def test_a_workspace_whose_name_no_database_may_have_is_not_listed(backend_store: dict[str, Any]) -> None:
+    settings = {**backend_store, "embeddings": "off"}
+    async with Client(create_server(Settings(**settings))) as other:  # another profile's workspace
+        await call(other, "create_entities", {"workspace": "my notes", "entities": [
+            {"name": "Ada", "entityType": "person", "observations": []}]})
+        await call(other, "create_entities", {"workspace": "lab", "entities": [
+            {"name": "Bob", "entityType": "person", "observations": []}]})
+    async with Client(create_server(Settings(**settings, profile="kuzu"))) as kuzu:
+        assert await databases_listed(kuzu) == ["memory", "lab"]
+        summary = await call(kuzu, "get_graph_summary", {})
+        assert set(summary["databases"]) == {"lab"} and summary["total_databases"] == 1
+        missing = await refusal(kuzu, "search_entities", {"database": "nope", "query": "x"})
+        assert "my notes" not in missing["message"] and "lab" in missing["message"]
+
+
 async def test_create_true_creates_a_database_which_is_listed_from_then_on(kuzu: Client) -> None:
     made = await call(kuzu, "create_entity", {**ALICE, "database": "prompt_engineer", "create": True})
     assert (made["status"], made["database"]) == ("created", "prompt_engineer")
