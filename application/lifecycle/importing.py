@@ -268,8 +268,7 @@ class FileImport:
             writer.section = section
             writer.relations()
             report = writer.report
-            report.skipped = (section.entities - report.created - (report.conflicted - report.retyped)) + (
-                section.relations - report.related)
+            report.skipped = (section.entities - report.created - report.merged) + (section.relations - report.related)
             if section.context and context_changes(memory, section):
                 writer.call("update_context", section.context)
                 report.context = True

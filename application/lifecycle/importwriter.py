@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chronograph.application.core.context import UpdateContext
-from chronograph.application.engine.arguments import parse
+from chronograph.application.core.validtime import span_of
+from chronograph.application.engine.arguments import Limits, parse
 from chronograph.application.engine.service import Memory
 from chronograph.application.errors import NotFoundError
 from chronograph.application.lifecycle.importchecks import FORK_FIELDS, entity_entry, in_section
 from chronograph.application.lifecycle.importrecords import Problem, Section
 from chronograph.eventstore.lmdb import resident
+from chronograph.projections import RelationRecord
 from msgspec import UNSET
 
 if TYPE_CHECKING:
@@ -58,6 +60,9 @@ class ImportReport:
     retyped: int = 0
     """Of them, later lines that gave an entity of the file another type (the first line's is kept):
     conflicts within the file, not entities the store held"""
+    merged: int = 0
+    """Of them, entities the store held under another type that were given new observations (so
+    not skipped)"""
     context: bool = False
     """Whether the file's context was merged into the workspace's"""
 
@@ -103,8 +108,13 @@ class Writer:
         known = self.entries.get(name)
         if known is not None and known["entityType"] != entry["entityType"]:
             self._retyped(number, name, entry["entityType"], known["entityType"], self.lines_of[name])
-        if known is not None:  # the same name twice in one batch: one entity, every observation
-            known["observations"] += [o for o in entry["observations"] if o not in known["observations"]]
+        if known is not None:  # the same name twice in one batch: one entity, every observation, with its span
+            held = set(known["observations"])
+            added = [o for o in entry["observations"] if o not in held]
+            known["observations"] += added
+            spans = entry.get("validity") or {}
+            if any(o in spans for o in added):
+                known["validity"] = {**known.get("validity", {}), **{o: spans[o] for o in added if o in spans}}
         else:
             self.entries[name] = entry
             self.lines_of[name] = number
@@ -120,7 +130,7 @@ class Writer:
         first = self.job.index.first_lines(section.number, self.entries)
         later = {n: self.entries.pop(n) for n in [n for n in self.entries
                                                   if first.get(n, self.lines_of[n]) != self.lines_of[n]]}
-        self.again += [{"entityName": name, "contents": entry["observations"]} for name, entry in later.items()]
+        self.again += [item for name, entry in later.items() for item in runs(name, entry, 0)]
         if later:  # names an earlier batch wrote: a later line may give them another type
             with self.memory.views.read() as graph:
                 for name, entry in later.items():
@@ -131,7 +141,7 @@ class Writer:
         new = [without(entry) for name, entry in self.entries.items() if name not in stored]
         for start in range(0, len(new), step):
             report.created += len(self.call("create_entities", {"entities": new[start : start + step]}).entities)
-        report.observations += sum(len(entry["observations"]) for entry in new)
+        report.observations += sum(len(entry["observations"]) for entry in new)  # the rest: with `spanned` below
         existing = sorted(name for name in self.entries if name in stored)
         merges = [{"entityName": n, "contents": without(self.entries[n])["observations"]} for n in existing]
         added_to: dict[str, int] = {}
@@ -146,6 +156,8 @@ class Writer:
         for name in existing:
             theirs = self.entries[name]["entityType"]
             if theirs != stored[name]:
+                if added_to.get(name):
+                    report.merged += 1
                 report.conflict(
                     f"line {self.lines_of[name]}: {name!r} is a {theirs!r} in the file and a {stored[name]!r} in "
                     f"the store; kept {stored[name]!r}, merged {added_to.get(name, 0)} new observation(s)")
@@ -215,9 +227,9 @@ class Writer:
                     if not fields:
                         continue
                     relation = graph.relation(section.workspace, source, kind, target)
-                    if relation is not None and any(getattr(relation, k) != v for k, v in fields.items()):
+                    if relation is not None and kept_otherwise(relation, fields):
                         report.conflict(f"line {line}: relation {source} -[{kind}]-> {target} exists with another "
-                                        "confidence or metadata; kept the store's")
+                                        "confidence, metadata or valid time; kept the store's")
             report.related += self._create_relations(rows)
             resident.release(MAPPED)
             done += len(rows)
@@ -274,37 +286,53 @@ def context_changes(memory: Memory, section: Section) -> bool:
 
 def without(entry: dict[str, Any]) -> dict[str, Any]:
     """The entity as create_entities takes it: its observations before the first that carries a
-    valid time (`spanned` adds the rest, in order)."""
+    valid time, at most as many as one item may hold (`spanned` adds the rest, in order)."""
     shown = {k: v for k, v in entry.items() if k != "validity"}
     shown["observations"] = entry["observations"][: _first_spanned(entry)]
     return shown
 
 
 def spanned(entries: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """add_observations items for each entity's observations from the first with a valid time on,
-    in their order: one item a run of observations with the same span (or none)."""
+    """add_observations items for each entity's observations that `without` leaves out, in their order."""
+    return [item for name, entry in entries.items() for item in runs(name, entry, _first_spanned(entry))]
+
+
+def runs(name: str, entry: dict[str, Any], start: int) -> list[dict[str, Any]]:
+    """add_observations items for `entry`'s observations from `start` on, in their order: one item
+    a run of observations with the same span (or none), of at most `Limits.OBSERVATIONS` (a name
+    met on many lines merges into one entity of any size)."""
+    spans = entry.get("validity") or {}
     items: list[dict[str, Any]] = []
-    for name, entry in entries.items():
-        spans = entry.get("validity") or {}
-        run: list[str] = []
-        span: tuple[str | None, str | None] = (None, None)
-        for observation in entry["observations"][_first_spanned(entry):]:
-            given = spans.get(observation) or {}
-            this = (given.get("validFrom"), given.get("validUntil"))
-            if run and this != span:
-                items.append(_item(name, run, span))
-                run = []
-            span = this
-            run.append(observation)
-        if run:
+    run: list[str] = []
+    span: tuple[str | None, str | None] = (None, None)
+    for observation in entry["observations"][start:]:
+        given = spans.get(observation) or {}
+        this = (given.get("validFrom"), given.get("validUntil"))
+        if run and (this != span or len(run) == Limits.OBSERVATIONS):
             items.append(_item(name, run, span))
+            run = []
+        span = this
+        run.append(observation)
+    if run:
+        items.append(_item(name, run, span))
     return items
 
 
 def _first_spanned(entry: dict[str, Any]) -> int:
     spans = entry.get("validity") or {}
     observations = entry["observations"]
-    return next((i for i, o in enumerate(observations) if o in spans), len(observations))
+    first = next((i for i, o in enumerate(observations) if o in spans), len(observations))
+    return min(first, Limits.OBSERVATIONS)
+
+
+def kept_otherwise(relation: RelationRecord, fields: dict[str, Any]) -> bool:
+    """Whether the store's `relation` says another confidence, metadata or valid time than a
+    line's `fields` (as the import's index notes them: by their names in the file)."""
+    start, end = span_of("import", "", fields.get("validFrom", UNSET), fields.get("validUntil", UNSET))
+    stored = {"confidence": relation.confidence, "metadata": relation.metadata, "validFrom": relation.valid_from,
+              "validUntil": relation.valid_until}
+    given = {**fields, "validFrom": start, "validUntil": end}
+    return any(value is not UNSET and stored[key] != value for key, value in given.items() if key in stored)
 
 
 def _item(name: str, contents: list[str], span: tuple[str | None, str | None]) -> dict[str, Any]:

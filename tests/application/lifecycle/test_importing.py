@@ -299,3 +299,69 @@ def test_a_workspace_no_tool_takes_is_refused_before_anything_is_written(tmp_pat
     assert "workspace: must not be blank" in capsys.readouterr().err
     with Memory(store) as memory:
         assert memory.log.head() == 0
+
+
+def test_a_file_holding_a_relation_with_a_valid_time_imports_again_writing_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [
+        {"type": "entity", "name": "Ada", "entityType": "person", "observations": []},
+        {"type": "entity", "name": "Acme", "entityType": "org", "observations": []},
+        {"type": "relation", "from": "Ada", "to": "Acme", "relationType": "works_at", "validFrom": "2020-01-01",
+         "confidence": 0.5},
+        {"type": "relation", "from": "Acme", "to": "Ada", "relationType": "pays", "validUntil": "2030-01-01"}]))
+    store = tmp_path / "store"
+    assert import_main([str(path), "--store", str(store)]) == 0
+    with Memory(store) as memory:
+        head = memory.log.head()
+    capsys.readouterr()
+    assert import_main([str(path), "--store", str(store)]) == 0
+    assert "0 conflict(s)" in capsys.readouterr().out
+    path.write_text(path.read_text().replace("2020-01-01", "2021-01-01"))
+    assert import_main([str(path), "--store", str(store)]) == 0
+    assert "works_at]-> Acme exists with another confidence, metadata or valid time" in capsys.readouterr().err
+    with Memory(store) as memory:
+        assert memory.log.head() == head
+
+
+@pytest.mark.parametrize("batch", [3, 1000])
+def test_a_name_on_many_lines_is_one_entity_of_every_observation_with_its_valid_time_however_many(
+        tmp_path: Path, batch: int) -> None:
+    """Lines of one name merge within a batch and across batches, past the observations one call
+    may carry, and what a later line says of when an observation was true is kept."""
+    lines = [{"type": "entity", "name": "X", "entityType": "t", "observations": [f"fact {i}" for i in range(600)]},
+             {"type": "entity", "name": "Y", "entityType": "t", "observations": []},
+             {"type": "entity", "name": "X", "entityType": "t", "observations": [f"fact {i}" for i in range(400, 1300)]},
+             {"type": "entity", "name": "X", "entityType": "t", "observations": ["lived in Paris"],
+              "validity": {"lived in Paris": {"validFrom": "2020-01-01T00:00:00Z", "validUntil": "2021-01-01T00:00:00Z"}}}]
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in lines))
+    job, [(_, report)] = imported(path, tmp_path / "store", batch=batch)
+    assert list(job.problems.kinds()) == []
+    assert report.observations == 1301
+    with Memory(tmp_path / "store") as memory:
+        for valid_at, last in (("2020-06-01T00:00:00Z", "lived in Paris"), ("2026-01-01T00:00:00Z", "fact 1299")):
+            [x] = memory.read("open_nodes", {"names": ["X"], "validAt": valid_at}).entities  # type: ignore[attr-defined]
+            assert x.observations[:2] == ["fact 0", "fact 1"] and x.observations[-1] == last
+        assert len(x.observations) == 1300
+
+
+def test_what_an_import_finds_present_is_counted_once_whatever_its_conflicts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Entities and relations the store holds, with another type, metadata or confidence: each is
+    present once (skipped) unless the file gave it something new, and each difference a conflict."""
+    store, path = tmp_path / "store", tmp_path / "m.jsonl"
+    with Memory(store) as memory:
+        memory.write("create_entities", {"entities": [
+            {"name": n, "entityType": "t", "observations": ["old"], "metadata": {"k": 1}} for n in "ABC"]}, actor="t")
+        memory.write("create_relations", {"relations": [
+            {"from": "A", "to": "B", "relationType": "r", "confidence": 0.5},
+            {"from": "B", "to": "C", "relationType": "r", "confidence": 0.5}]}, actor="t")
+    path.write_text("\n".join(json.dumps(r) for r in [
+        {"type": "entity", "name": "A", "entityType": "u", "observations": ["old", "new"], "metadata": {"k": 2}},
+        *[{"type": "entity", "name": n, "entityType": "u", "observations": [], "metadata": {"k": 2}} for n in "BC"],
+        {"type": "relation", "from": "A", "to": "B", "relationType": "r", "confidence": 0.9},
+        {"type": "relation", "from": "B", "to": "C", "relationType": "r", "confidence": 0.9}]))
+    assert import_main([str(path), "--store", str(store)]) == 0
+    assert "0 entities, 0 relations, 1 observations; 4 already present (skipped); 8 conflict(s)" in (
+        capsys.readouterr().out)
