@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ from typing import Any
 
 from chronograph.application.engine.outputs import ObjectOut, Out
 from chronograph.application.engine.service import Memory
+from chronograph.application.errors import ChronographError
 from chronograph.application.lifecycle.sources import Source, SourceError, register
 
 __all__ = ["AGENT_MEMORY", "TeamReport", "import_team"]
@@ -120,17 +122,31 @@ def _check(path: Path, connection: sqlite3.Connection) -> None:
 
 
 def import_team(memory: Memory | None, path: Path, actor: str) -> TeamReport:
-    """Import Agent Memory's database at `path` into `memory`'s team memory (None: only count
-    what it holds, writing nothing).
+    """Import Agent Memory's database at `path` into `memory`'s team memory (None: check and
+    count what it holds, writing nothing).
+
+    The check is a rehearsal: the whole import is written through the same tools into an empty
+    store of its own, thrown away after, so that whatever the team memory refuses in it (a
+    confidence past 1, a date that is none, a title past the limit, an organisation without a
+    name) is found before the first write to `memory`.
 
     Raises:
-        SourceError: If it is not Agent Memory's database, or a damaged one (checked before any write).
-        ChronographError: If the store refuses a write (the writes before it stay).
+        SourceError: If it is not Agent Memory's database, a damaged one, or holds what the team
+            memory refuses (all found by the check).
+        ChronographError: If the store refuses a write the rehearsal took (the writes before it stay).
     """
     connection = _open(path)
     try:
         _check(path, connection)
-        return _Import(memory, connection, actor).run()
+        if memory is not None:
+            return _Import(memory, connection, actor).run()
+        with tempfile.TemporaryDirectory(prefix="chronograph-rehearsal-") as scratch, \
+                Memory(Path(scratch) / "store", sync=False) as rehearsal:
+            try:
+                return _Import(rehearsal, connection, actor).run()
+            except ChronographError as error:
+                said = str(error).removesuffix("; nothing was imported")
+                raise SourceError(f"{path} holds what the team memory refuses: {said}; nothing was written") from None
     except sqlite3.Error as error:
         raise SourceError(f"{path} cannot be read ({error}); a damaged database") from None
     finally:

@@ -291,6 +291,28 @@ def test_an_agent_memory_database_imports_once_and_plans_without_writing(
     assert capsys.readouterr().out.rstrip().endswith("0 events")
 
 
+@pytest.mark.parametrize(("statement", "said"), [
+    ("UPDATE knowledge_versions SET confidence = 7.5", "confidence: expected `float` <= 1.0"),
+    ("UPDATE knowledge_versions SET valid_until = 'next tuesday'", "'next tuesday' is not an ISO-8601 timestamp"),
+    ("UPDATE knowledge SET title = title || printf('%.600c', 'x')", "title: expected `str` of length <= 512"),
+    ("INSERT INTO organizations (id, name, created_at) VALUES ('o9', '', '2026-01-05T10:00:00Z')",
+     "memory_org: name: expected `str` of length >= 1"),
+])
+def test_an_agent_memory_database_holding_what_the_team_memory_refuses_is_refused_before_any_write(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], statement: str, said: str) -> None:
+    source, store = agent_memory_database(tmp_path), tmp_path / "store"
+    connection = sqlite3.connect(source)
+    connection.execute(statement)
+    connection.commit()
+    connection.close()
+    for plan in (["--plan"], []):
+        assert import_main([str(source), "--store", str(store), *plan]) == 2
+        err = capsys.readouterr().err
+        assert "holds what the team memory refuses" in err and said in err and err.rstrip().endswith(
+            "; nothing was written")
+        assert not store_exists(str(store))
+
+
 def test_a_kuzu_database_keeps_each_relations_confidence(tmp_path: Path) -> None:
     source, store = kuzu_database(tmp_path), tmp_path / "store"
     assert import_main([str(source), "--store", str(store)]) == 0
