@@ -10,15 +10,21 @@ hands it to the core (the core decides what it may do; nothing here does).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Protocol
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from chronograph.application.engine.principal import Principal
 
-__all__ = ["PRINCIPAL_KEY", "Authenticator", "Authenticators"]
+__all__ = ["PRINCIPAL_KEY", "Authenticator", "Authenticators", "principal_name"]
 
 PRINCIPAL_KEY = "chronograph.principal"
 """The ASGI scope's key for the request's authenticated `Principal`."""
+
+
+def principal_name(scope: Mapping[str, Any]) -> str:
+    """The name of the principal in a request's scope ("": none was put there)."""
+    principal = scope.get(PRINCIPAL_KEY)
+    return "" if principal is None else str(principal.name)
 
 
 class Authenticator(Protocol):

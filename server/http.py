@@ -31,7 +31,7 @@ from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
 from chronograph.eventstore.errors import StoreUnavailableError
 from chronograph.server.addresses import LOOPBACK, WILDCARDS, is_ip, is_loopback, served_names
 from chronograph.server.app import Runtime
-from chronograph.server.authentication import PRINCIPAL_KEY, Authenticator, Authenticators
+from chronograph.server.authentication import PRINCIPAL_KEY, Authenticator, Authenticators, principal_name
 from chronograph.server.config import DEFAULT_MAX_BODY
 from chronograph.server.revocation import cut_when_invalid, revoked
 from chronograph.server.sessions import Sessions
@@ -126,7 +126,11 @@ class Guard:
     ) -> None:
         """Serve an MCP request, keeping `sessions` current (see server/sessions.py)."""
         session = headers.get(SESSION_HEADER)
+        owner = principal_name(scope)
         if session is not None:
+            if not sessions.owned_by(session, owner):  # said as the SDK says it of a session it does not know
+                await _error(404, "Session not found", scope)(scope, receive, send)
+                return
             sessions.began(session)
             try:
                 await self.app(scope, receive, send)
@@ -162,7 +166,7 @@ class Guard:
                 for name, value in message.get("headers", []):
                     if name.decode("latin-1").lower() == SESSION_HEADER and not opened:
                         opened.append(value.decode("latin-1"))
-                        sessions.opened(address, opened[0])
+                        sessions.opened(address, opened[0], owner)
             await send(message)
 
         try:

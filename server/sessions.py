@@ -4,8 +4,10 @@ idle one closed to make room.
 Sessions are seen from outside the SDK: an opening (`initialize` without a session id)
 is admitted, and its place reserved, before it reaches the SDK, in one step with no
 `await` between the count and the reservation, so that openings arriving together are
-counted together; the session id is learnt from the response. Every request naming a
-session marks it busy until answered (an open GET stream keeps it busy), and moves it
+counted together; the session id is learnt from the response, and the session belongs to
+the principal that opened it: a request naming it with another principal's token is answered
+as one naming no session it knows (404). Every request naming a session marks it busy until
+answered (an open GET stream keeps it busy), and moves it
 to the back of the line. When an address holds its share, or the server its total, a
 new session takes the place of the least recently used session that is idle (of that
 address first), which is closed as its client would close it (DELETE /mcp). Only when
@@ -26,6 +28,8 @@ __all__ = ["Admission", "Sessions"]
 @dataclass
 class _Session:
     address: str
+    owner: str = ""
+    """The principal that opened it: the only one whose requests it answers."""
     busy: int = 0
     """Requests of the session being answered now."""
     seen: float = 0.0
@@ -77,11 +81,18 @@ class Sessions:
         self._pending[address] += 1
         return Admission(True, tuple(evict))
 
-    def opened(self, address: str, session: str) -> None:
-        """The opening admitted for `address` became `session` (busy until its answer is sent)."""
+    def opened(self, address: str, session: str, owner: str = "") -> None:
+        """The opening admitted for `address` became `session`, opened by the principal `owner`
+        (busy until its answer is sent)."""
         self._release(address)
-        self._held[session] = _Session(address, busy=1, seen=time.monotonic())
+        self._held[session] = _Session(address, owner, busy=1, seen=time.monotonic())
         self._count[address] += 1
+
+    def owned_by(self, session: str, owner: str) -> bool:
+        """Whether `owner` may use `session`: the principal that opened it (one not open here is
+        left to the SDK, which does not know it either)."""
+        held = self._held.get(session)
+        return held is None or held.owner == owner
 
     def abandoned(self, address: str) -> None:
         """The opening admitted for `address` opened nothing."""

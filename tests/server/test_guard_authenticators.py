@@ -12,6 +12,7 @@ from chronograph.eventstore.errors import StoreUnavailableError
 from chronograph.server.addresses import served_names
 from chronograph.server.authentication import PRINCIPAL_KEY
 from chronograph.server.http import Guard
+from chronograph.server.sessions import Sessions
 from mcp_types import INTERNAL_ERROR, JSONRPCError
 from mcp_types.jsonrpc import jsonrpc_message_adapter
 from starlette.applications import Starlette
@@ -90,3 +91,31 @@ async def test_a_refusal_on_the_mcp_endpoint_is_a_json_rpc_error_whose_words_a_c
     assert "tokens cannot be read now (its database cannot be reached)" in refusal.error.message
     assert "db.internal" not in answer.text  # the database's address is no business of an unauthenticated caller
     assert page.status_code == 503 and "cannot be read" in page.json()["error"]  # elsewhere: {"error": words}
+
+
+async def test_a_session_answers_only_the_principal_that_opened_it() -> None:
+    """Another principal's token naming a session it did not open is told no such session exists
+    (it cannot use it, follow its stream or close it), and the session keeps serving its own."""
+
+    async def mcp(request: Request) -> PlainTextResponse:  # the SDK's part: a session opens on initialize
+        answer = PlainTextResponse(f"{request.method} for {request.scope[PRINCIPAL_KEY].name}")
+        if request.method == "POST" and b"initialize" in await request.body():
+            answer.headers["mcp-session-id"] = "s1"
+        return answer
+
+    app = Guard(Starlette(routes=[Route("/mcp", mcp, methods=["GET", "POST", "DELETE"])]), token="env-secret",
+                hosts=served_names("127.0.0.1", []), authenticators=[Known()], sessions=Sessions(10, 100, 60.0))
+    admin, alice = {"Authorization": "Bearer env-secret"}, {"Authorization": "Bearer alice-token"}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app, client=("127.0.0.1", 4242)),
+                                 base_url="http://127.0.0.1") as c:
+        opened = await c.post("/mcp", json=initialize, headers=admin)
+        assert opened.headers["mcp-session-id"] == "s1"
+        for method in ("GET", "POST", "DELETE"):
+            stolen = await c.request(method, "/mcp", headers={**alice, "mcp-session-id": "s1"},
+                                     **({"json": {"jsonrpc": "2.0", "id": 2, "method": "ping"}} if method == "POST"
+                                        else {}))
+            assert stolen.status_code == 404 and stolen.json()["error"]["message"] == "Session not found"
+        own = await c.post("/mcp", json={"jsonrpc": "2.0", "id": 3, "method": "ping"},
+                           headers={**admin, "mcp-session-id": "s1"})
+        assert (own.status_code, own.text) == (200, "POST for token")
