@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 
 import jwt
 from chronograph.application.engine.principal import Principal
+from chronograph.eventstore.codec import check_principal
 from chronograph.server.addresses import LOOPBACK
 from chronograph.server.grantmap import DEFAULT_MAP, GrantMap
 from jwt import PyJWK
@@ -314,7 +315,12 @@ class OAuthAuthenticator:
                                 leeway=self.leeway, options={"require": ["exp", "iss", "aud", "sub"]})
         except jwt.PyJWTError as error:
             return _refused(type(error).__name__)  # the class alone: a message could quote a claim
-        return self.grants.principal(claims), float(claims["exp"]) + self.leeway
+        principal = self.grants.principal(claims)
+        try:
+            check_principal(principal.name)  # what every event it writes will be recorded with
+        except ValueError:
+            return _refused("its subject names no principal (it is empty or holds a control character)")
+        return principal, float(claims["exp"]) + self.leeway
 
 
 def _refused(why: str) -> tuple[Principal, float] | None:

@@ -80,6 +80,8 @@ REFUSED = {
     "RS-signed with the EC key's id": lambda s: s.token(kid="ec-1", key=s.keys["rsa-1"], alg="RS256"),
     "without exp": lambda s: s.token(exp=None),
     "without sub": lambda s: s.token(sub=None),
+    "whose sub holds a line break": lambda s: s.token(sub="bad\nsub"),
+    "whose sub holds a delete": lambda s: s.token(sub="\x7f"),
     "without aud": lambda s: s.token(aud=None),
     "not yet valid": lambda s: s.token(nbf=4_000_000_000),
     "not a JWT": lambda s: "opaque-token-0123456789",
