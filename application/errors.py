@@ -22,6 +22,7 @@ __all__ = [
     "NotFoundError",
     "ReplyTooLargeError",
     "RequestReplayError",
+    "SourceChangedError",
     "StorageError",
     "UnavailableError",
 ]
@@ -134,6 +135,18 @@ class RequestReplayError(ChronographError):
             f"requestId {request_id!r} was already used for a different {tool} call; "
             "use a new requestId for a new call"
         )
+
+
+class SourceChangedError(ChronographError):
+    """A file being imported changed between the pass that checked it and the one that writes it."""
+
+    code = "conflict"
+
+    def __init__(self, path: object, written: bool) -> None:
+        super().__init__(
+            f"{path} changed while it was imported (another program writes it: the official memory server "
+            f"rewrites its file on every call); {'what was written of it stays' if written else 'nothing was written'}"
+            ". Stop what writes it, or import a copy, and import again: what the store holds already is skipped")
 
 
 class StorageError(ChronographError):

@@ -46,7 +46,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
 from chronograph.application import Memory
 from chronograph.application.engine.config import resolve_store
 from chronograph.application.engine.stores import store_exists
-from chronograph.application.errors import ChronographError
+from chronograph.application.errors import ChronographError, InvalidArgumentsError
 from chronograph.application.lifecycle.from_agentmemory import TeamReport
 from chronograph.application.lifecycle.importing import NOT_JSON, FileImport, ImportReport
 from chronograph.application.lifecycle.sources import SOURCES, Source, SourceError, Staged, choose, stage
@@ -119,6 +119,15 @@ def _run_file(args: argparse.Namespace, staged: Staged, actor: str) -> int:
             print(f"chronograph import: {args.file} names its workspaces ({', '.join(named[:5])}"
                   f"{', ...' if len(named) > 5 else ''}) and goes into them; leave --workspace out (nothing was "
                   "written)", file=sys.stderr)
+            return 2
+        try:
+            job.check_workspaces()
+            job.unchanged(written=False)
+        except InvalidArgumentsError as error:
+            print(f"chronograph import: {error}; nothing was written", file=sys.stderr)
+            return 2
+        except (ChronographError, OSError) as error:
+            print(f"chronograph import: {error}", file=sys.stderr)
             return 2
         store = resolve_store(args.store)
         existed = store_exists(store)

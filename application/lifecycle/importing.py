@@ -31,7 +31,12 @@ from chronograph.application.core.entities import CreateEntities
 from chronograph.application.core.relations import CreateRelations
 from chronograph.application.engine.arguments import Limits, WriteArgs, parse
 from chronograph.application.engine.service import Memory
-from chronograph.application.errors import ChronographError, ImportStoppedError, InvalidArgumentsError
+from chronograph.application.errors import (
+    ChronographError,
+    ImportStoppedError,
+    InvalidArgumentsError,
+    SourceChangedError,
+)
 from chronograph.application.lifecycle.importchecks import (
     as_noted,
     checked,
@@ -79,6 +84,8 @@ class FileImport:
         """Its lines that are not blank (its records, for a JSON document)"""
         self.index = FileIndex()
         self.held = 0
+        self._read_as: tuple[int, ...] | None = None
+        """The file's identity when the survey began (device, inode, size, modification time)."""
 
     def close(self) -> None:
         """Delete what the import kept on disk."""
@@ -98,6 +105,7 @@ class FileImport:
         Raises:
             OSError: If the file cannot be read.
         """
+        self._read_as = _identity(self.path)
         entities: list[tuple[int, dict[str, Any]]] = []
         relations: list[tuple[int, dict[str, Any]]] = []
         current = self.sections[""]
@@ -227,12 +235,14 @@ class FileImport:
                 NUL or an unpaired surrogate...); nothing was written.
             ChronographError: If the store refuses a batch (the batches before it stay).
         """
-        for section in self.sections.values():  # the batches' workspace, checked before the first write
-            parse("import", {"workspace": section.workspace}, WriteArgs)
+        self.check_workspaces()
+        self.unchanged(written=False)
         writer = Writer(self, memory)
         try:
             with resident.bounded(MAPPED):  # a batch's random reads fault in store pages faster than batches end
                 return self._write(memory, writer)
+        except SourceChangedError:
+            raise  # it says what stays
         except ChronographError as error:
             reports = writer.reports.values()
             created, related = sum(r.created for r in reports), sum(r.related for r in reports)
@@ -242,6 +252,25 @@ class FileImport:
                 f"{error} (in the batch it met; the batches before it stay: {created} entities, {related} relations "
                 f"and {sum(r.observations for r in reports)} observations of this file are stored). Import the file "
                 "again once that is fixed: what the store holds already is skipped", error) from error
+
+    def check_workspaces(self) -> None:
+        """Refuse a file naming a workspace no tool takes (before anything, a store included, is made).
+
+        Raises:
+            InvalidArgumentsError: Naming it (blank, too long, with NUL or an unpaired surrogate...).
+        """
+        for section in self.sections.values():
+            parse("import", {"workspace": section.workspace}, WriteArgs)
+
+    def unchanged(self, *, written: bool) -> None:
+        """Raise SourceChangedError if the file is not the one the survey read (`written`: some of
+        it is stored). A file changed and changed back within its clock's step goes unseen.
+
+        Raises:
+            OSError: If it cannot be looked at.
+        """
+        if self._read_as is not None and _identity(self.path) != self._read_as:
+            raise SourceChangedError(self.path, written)
 
     def _write(self, memory: Memory, writer: Writer) -> list[tuple[str, ImportReport]]:
         bad = self.index.bad_entities()
@@ -261,6 +290,7 @@ class FileImport:
                 continue
             writer.take(number, record)
         writer.flush()
+        self.unchanged(written=True)  # the entities written are the ones checked
         reports = []
         for section in self.sections.values():
             if section.empty:
@@ -274,6 +304,11 @@ class FileImport:
                 report.context = True
             reports.append((section.workspace, report))
         return reports
+
+
+def _identity(path: Path) -> tuple[int, ...]:
+    found = path.stat()
+    return found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns
 
 
 def _batches(rows: Iterator[T], size: int) -> Iterator[list[T]]:

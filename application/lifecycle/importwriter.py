@@ -17,7 +17,7 @@ from chronograph.application.core.context import UpdateContext
 from chronograph.application.core.validtime import span_of
 from chronograph.application.engine.arguments import Limits, parse
 from chronograph.application.engine.service import Memory
-from chronograph.application.errors import NotFoundError
+from chronograph.application.errors import NotFoundError, SourceChangedError
 from chronograph.application.lifecycle.importchecks import FORK_FIELDS, entity_entry, in_section
 from chronograph.application.lifecycle.importrecords import Problem, Section
 from chronograph.eventstore.lmdb import resident
@@ -102,8 +102,12 @@ class Writer:
                                  correlation_id=self.correlation, checked=items).output
 
     def take(self, number: int, record: dict[str, Any]) -> None:
-        entry = entity_entry(number, record, checked=True)
-        assert not isinstance(entry, Problem)  # the survey checked it
+        try:
+            entry: dict[str, Any] | Problem | None = entity_entry(number, record, checked=True)
+        except (KeyError, TypeError, AttributeError):
+            entry = None
+        if entry is None or isinstance(entry, Problem):  # the survey checked the line: the file changed since
+            raise SourceChangedError(self.job.path, self.written > 0)
         name = entry["name"]
         known = self.entries.get(name)
         if known is not None and known["entityType"] != entry["entityType"]:
@@ -126,6 +130,7 @@ class Writer:
         """Write the batch held: new entities, merges into stored ones, observations with a valid time."""
         if not self.entries and not self.again:
             return
+        self.job.unchanged(written=self.written > 0)  # what the batch holds is what the survey checked
         section, report, step = self.section, self.report, self.job.batch
         first = self.job.index.first_lines(section.number, self.entries)
         later = {n: self.entries.pop(n) for n in [n for n in self.entries

@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 from chronograph.application import ChronographError, Memory
+from chronograph.application.errors import SourceChangedError
 from chronograph.application.lifecycle.importing import FileImport, ImportReport
 from chronograph.tools.export_graph import main as export_main
 from chronograph.tools.import_graph import main as import_main
@@ -295,10 +296,10 @@ def test_a_workspace_no_tool_takes_is_refused_before_anything_is_written(tmp_pat
     path = tmp_path / "m.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
     store = tmp_path / "store"
-    assert import_main([str(path), "--store", str(store)]) == 2
-    assert "workspace: must not be blank" in capsys.readouterr().err
-    with Memory(store) as memory:
-        assert memory.log.head() == 0
+    for plan in (["--plan"], [], ["--strict"]):
+        assert import_main([str(path), "--store", str(store), *plan]) == 2
+        assert "workspace: must not be blank; nothing was written" in capsys.readouterr().err
+        assert not store.exists()  # not even an empty store
 
 
 def test_a_file_holding_a_relation_with_a_valid_time_imports_again_writing_nothing(
@@ -365,3 +366,40 @@ def test_what_an_import_finds_present_is_counted_once_whatever_its_conflicts(
     assert import_main([str(path), "--store", str(store)]) == 0
     assert "0 entities, 0 relations, 1 observations; 4 already present (skipped); 8 conflict(s)" in (
         capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("change", ["rewritten", "grown"])
+def test_a_file_that_changes_after_it_was_checked_is_refused_before_its_first_write(
+        tmp_path: Path, change: str) -> None:
+    """The official server rewrites its file on every call: lines the survey never checked are
+    not written."""
+    path = write_file(tmp_path / "m.jsonl", 40)
+    with FileImport(path, "default", batch=10) as job, Memory(tmp_path / "store") as memory:
+        job.survey()
+        job.check_ends(memory)
+        if change == "rewritten":
+            path.write_text(json.dumps({"type": "entity", "name": "B"}), encoding="utf-8")
+        else:
+            with path.open("a", encoding="utf-8") as file:
+                file.write("\n" + json.dumps({"type": "entity", "name": "C", "entityType": "t", "observations": []}))
+        with pytest.raises(SourceChangedError, match="changed while it was imported.*nothing was written"):
+            job.write(memory)
+        assert memory.log.head() == 0
+
+
+def test_a_file_that_changes_while_it_is_written_stops_the_import_at_the_next_batch(tmp_path: Path) -> None:
+    path = write_file(tmp_path / "m.jsonl", 40)
+    with FileImport(path, "default", batch=10) as job, Memory(tmp_path / "store") as memory:
+        job.survey()
+        job.check_ends(memory)
+        write = memory.write
+
+        def then_changed(tool: str, arguments: dict[str, Any], **kwargs: Any) -> Any:
+            done = write(tool, arguments, **kwargs)
+            path.write_text(path.read_text(encoding="utf-8").replace("thing", "thang"), encoding="utf-8")
+            return done
+
+        memory.write = then_changed  # type: ignore[method-assign]
+        with pytest.raises(SourceChangedError, match="what was written of it stays"):
+            job.write(memory)
+        assert len(memory.read("read_graph", {}).entities) == 10  # type: ignore[attr-defined]
