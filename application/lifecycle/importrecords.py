@@ -180,9 +180,22 @@ def records(path: Path, progress: Callable[[int, int], None] | None = None) -> I
         progress(total, total)
 
 
+def _whole_value(line: bytes) -> bool:
+    """Whether `line` holds one whole JSON value (a JSONL line), not the start of a document."""
+    try:
+        json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def _document(path: Path) -> list[Record] | None:
     """The records of a legacy JSON document (`{entities, relations}`, or an export of every workspace),
-    or None when the file is JSONL (or one JSONL line)."""
+    or None when the file is JSONL (or one JSONL line).
+
+    A file is JSONL when its first line is a whole JSON value and a later line starts a value;
+    a document written with a line per object (`indent=0`) has lines that start with "{" too, but
+    its first line is only the start of the document."""
     with path.open("rb") as file:
         start = file.read(_SCAN)
         bom = len(BOM_UTF8) if start.startswith(BOM_UTF8) else 0  # Windows editors write one
@@ -191,12 +204,13 @@ def _document(path: Path) -> list[Record] | None:
         if not text.lstrip().startswith("{"):
             return None
         offset = bom + len(start) - len(start.lstrip())
-        tail = b""
         file.seek(offset)
-        while chunk := file.read(_SCAN):  # a line that starts with "{": JSONL, streamed
-            if b"\n{" in tail + chunk:
-                return None
-            tail = chunk[-1:]
+        if _whole_value(file.readline()):
+            tail = b""
+            while chunk := file.read(_SCAN):  # a line that starts with "{": JSONL, streamed
+                if b"\n{" in tail + chunk or (not tail and chunk.startswith(b"{")):
+                    return None
+                tail = chunk[-1:]
     try:
         document = json.loads(path.read_bytes()[bom:].decode("utf-8").strip())
     except (ValueError, RecursionError):  # not UTF-8 either: read as lines, each line says what it is

@@ -403,3 +403,19 @@ def test_a_file_that_changes_while_it_is_written_stops_the_import_at_the_next_ba
         with pytest.raises(SourceChangedError, match="what was written of it stays"):
             job.write(memory)
         assert len(memory.read("read_graph", {}).entities) == 10  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("layout", ["indent 0", "an object a line", "one object a line"])
+def test_a_json_document_written_with_an_object_a_line_is_read_as_one_document(tmp_path: Path, layout: str) -> None:
+    entities = [{"name": "Ada", "entityType": "person", "observations": ["x"]},
+                {"name": "Bob", "entityType": "person", "observations": []}][: 1 if layout == "one object a line" else 2]
+    document = {"entities": entities, "relations": []}
+    if layout == "indent 0":
+        text = json.dumps(document, indent=0)
+    else:
+        text = '{"entities": [\n' + ",\n".join(json.dumps(e) for e in entities) + '\n], "relations": []}'
+    path = tmp_path / "memory.json"
+    path.write_text(text, encoding="utf-8")
+    assert import_main([str(path), "--store", str(tmp_path / "store")]) == 0
+    with Memory(tmp_path / "store") as memory:
+        assert [e.name for e in memory.read("read_graph", {}).entities] == [e["name"] for e in entities]  # type: ignore[attr-defined]
