@@ -330,11 +330,13 @@ def test_a_name_on_many_lines_is_one_entity_of_every_observation_with_its_valid_
         tmp_path: Path, batch: int) -> None:
     """Lines of one name merge within a batch and across batches, past the observations one call
     may carry, and what a later line says of when an observation was true is kept."""
-    lines = [{"type": "entity", "name": "X", "entityType": "t", "observations": [f"fact {i}" for i in range(600)]},
+    def x(observations: list[str], **more: Any) -> dict[str, Any]:
+        return {"type": "entity", "name": "X", "entityType": "t", "observations": observations, **more}
+
+    paris = {"validFrom": "2020-01-01T00:00:00Z", "validUntil": "2021-01-01T00:00:00Z"}
+    lines = [x([f"fact {i}" for i in range(600)]),
              {"type": "entity", "name": "Y", "entityType": "t", "observations": []},
-             {"type": "entity", "name": "X", "entityType": "t", "observations": [f"fact {i}" for i in range(400, 1300)]},
-             {"type": "entity", "name": "X", "entityType": "t", "observations": ["lived in Paris"],
-              "validity": {"lived in Paris": {"validFrom": "2020-01-01T00:00:00Z", "validUntil": "2021-01-01T00:00:00Z"}}}]
+             x([f"fact {i}" for i in range(400, 1300)]), x(["lived in Paris"], validity={"lived in Paris": paris})]
     path = tmp_path / "m.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in lines))
     job, [(_, report)] = imported(path, tmp_path / "store", batch=batch)
@@ -408,7 +410,8 @@ def test_a_file_that_changes_while_it_is_written_stops_the_import_at_the_next_ba
 @pytest.mark.parametrize("layout", ["indent 0", "an object a line", "one object a line"])
 def test_a_json_document_written_with_an_object_a_line_is_read_as_one_document(tmp_path: Path, layout: str) -> None:
     entities = [{"name": "Ada", "entityType": "person", "observations": ["x"]},
-                {"name": "Bob", "entityType": "person", "observations": []}][: 1 if layout == "one object a line" else 2]
+                {"name": "Bob", "entityType": "person", "observations": []}]
+    entities = entities[:1] if layout == "one object a line" else entities
     document = {"entities": entities, "relations": []}
     if layout == "indent 0":
         text = json.dumps(document, indent=0)
