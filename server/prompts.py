@@ -97,4 +97,6 @@ def _tokens(budget: str | None) -> int:
     """The budget a prompt was given: prompt arguments are strings, and a client may send any;
     what is not a whole number of tokens leaves the default, and no budget is under 100."""
     text = (budget or "").strip()
-    return max(100, int(text)) if text.isdecimal() else BUDGET
+    if not text.isdecimal():
+        return BUDGET
+    return max(100, int(text) if len(text) <= 18 else 10**18)  # more digits than int() reads: as good as no limit

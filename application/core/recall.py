@@ -16,6 +16,7 @@ here is within it for the model that reads it (tested with a real tokenizer).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from chronograph.application.core.audit import Subjects
@@ -110,7 +111,14 @@ def recall(memory: Memory, workspace: str, *, query: str | None = None, client: 
     with memory.lock, memory.views.search.lock, memory.timeline.at("recall") as moment:
         graph, log = moment.graph, moment.log
         head = log.head()
-        since, changes, recent = _changes(log, workspace, client, head if before is None else before, head, limit)
+        live = moment.live
+
+        def current(stream: str) -> EntityRecord | None:  # a stream's entity now, under its name now
+            record = live.entity_by_stream(stream)
+            return record if record is not None and record.workspace == workspace else None
+
+        since, changes, recent = _changes(log, workspace, client, head if before is None else before, head, limit,
+                                          current)
         found: list[Recalled] = []
         seen: set[str] = set()
 
@@ -129,8 +137,8 @@ def recall(memory: Memory, workspace: str, *, query: str | None = None, client: 
                 for hit in hits:
                     add(graph.entity(workspace, hit.name), "relevant")
         if not strict:
-            for name in recent:
-                add(graph.entity(workspace, name), "recent")
+            for stream in recent:
+                add(current(stream), "recent")
         return Recall(workspace, graph.context(workspace), found, changes, since, head)
 
 
@@ -152,10 +160,11 @@ def _mentioned(text: str) -> list[str]:
 
 
 def _changes(log: LogReader, workspace: str, client: str | None, before: int, head: int, limit: int,
-             ) -> tuple[int | None, list[Change], list[str]]:
+             current: Callable[[str], EntityRecord | None]) -> tuple[int | None, list[Change], list[str]]:
     """What others changed in `workspace` after `client`'s last write before position `before`,
-    newest first; and the `limit` entities changed last (newest first), for a recall with no query.
-    Reads back at most SCAN events."""
+    newest first (an entity named as it is called now, `current`); and the streams of the `limit`
+    entities changed last (newest first), for a recall with no query. Reads back at most SCAN
+    events."""
     subjects = Subjects(log)
     changes: list[Change] = []
     recent: dict[str, None] = {}
@@ -170,11 +179,13 @@ def _changes(log: LogReader, workspace: str, client: str | None, before: int, he
             ws, subject = subjects.of(envelope)
             if ws != workspace:
                 continue
-            if envelope.type.startswith(("entity_", "observations_")) and len(recent) < limit:
-                recent.setdefault(subject, None)
+            entity = envelope.type.startswith(("entity_", "observations_"))
+            if entity and len(recent) < limit:
+                recent.setdefault(envelope.stream, None)
             if since is None and not mine and len(changes) < CHANGES:
-                changes.append(Change(subject, envelope.type.replace("_", " "), envelope.actor,
-                                      clock.isoformat(envelope.recorded_at)))
+                now = current(envelope.stream) if entity else None
+                changes.append(Change(subject if now is None else now.name, envelope.type.replace("_", " "),
+                                      envelope.actor, clock.isoformat(envelope.recorded_at)))
         if read >= SCAN or (since is not None and len(recent) >= limit):
             break
     return since, changes if client is not None else [], list(recent)

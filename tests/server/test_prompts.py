@@ -88,7 +88,7 @@ async def test_remember_lists_what_this_session_wrote_and_recall_what_others_did
 
 async def test_a_budget_that_is_not_a_number_leaves_the_default(tmp_path: Path) -> None:
     async with Client(create_server(Settings(store=tmp_path / "store", embeddings="off"))) as client:
-        for budget in ("x", "", "-5", "1e3"):
+        for budget in ("x", "", "-5", "1e3", "9" * 5000):
             result = await client.get_prompt("recall", {"budget": budget})
             assert "nothing yet" in result.messages[0].content.text  # type: ignore[union-attr]
 

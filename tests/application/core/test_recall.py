@@ -61,6 +61,15 @@ def test_a_recall_without_a_query_shows_the_entities_changed_last(memory: Memory
     assert recall(memory, "default").entities[0].name == "Note 3"
 
 
+def test_an_entity_renamed_is_recalled_and_its_changes_said_under_its_name_now(memory: Memory) -> None:
+    memory.write("rename_entity", {"name": "Note 3", "newName": "Launch plan"}, actor="bob")
+    memory.write("add_observations", {"observations": [{"entityName": "Launch plan", "contents": ["Friday"]}]},
+                 actor="bob")
+    found = recall(memory, "default", client="claude-code")
+    assert found.entities[0].name == "Launch plan" and found.entities[0].observations[-1] == "Friday"
+    assert [c.subject for c in found.changes] == ["Launch plan", "Launch plan"]
+
+
 def test_a_recall_writes_nothing(memory: Memory) -> None:
     head = memory.log.head()
     render(recall(memory, "default", query="billing", client="claude-code"))
