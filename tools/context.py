@@ -23,6 +23,8 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,9 @@ PROMPT_EVENTS = frozenset({"UserPromptSubmit", "BeforeAgent", "beforeSubmitPromp
 """Hook events that carry the user's prompt (Claude Code's, Gemini CLI's, Cursor's)."""
 MAX_STDIN = 1 << 20
 """The most of a hook's JSON read (a prompt can be long; a stream that never ends is not)."""
+
+DAY = 86_400.0
+"""The longest --timeout armed: a longer one (or an infinite one) is none."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,23 +64,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the recall block; exit 0 whatever happens (a hook must never break a session)."""
-    armed = args.timeout > 0 and hasattr(signal, "SIGALRM")
-    if armed:
-        signal.signal(signal.SIGALRM, _late)
-        signal.setitimer(signal.ITIMER_REAL, args.timeout)
     try:
-        text = _recall(args, _hook())
+        with _deadline(args.timeout):
+            text = _recall(args, _hook())
     except Exception as error:  # noqa: BLE001 (any failure: say it in one line, print nothing)
         reason = " ".join(str(error).split()) or type(error).__name__
         print(f"chronograph context: nothing recalled: {reason}", file=sys.stderr)
         return 0
-    finally:
-        if armed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
     if text:
         sys.stdout.write(text)
         sys.stdout.flush()
     return 0
+
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise TimeoutError in the block once `seconds` have passed (none: 0 or less, not finite, or
+    more than a day; or a system without SIGALRM). Armed and disarmed inside the block's `try`,
+    so that even a deadline that passes at once is the block's TimeoutError."""
+    armed = 0 < seconds <= DAY and hasattr(signal, "SIGALRM")  # False for NaN and infinity too
+    try:
+        if armed:
+            signal.signal(signal.SIGALRM, _late)
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+        yield
+    finally:
+        if armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
 
 
 def _late(signum: int, frame: object) -> None:

@@ -133,9 +133,18 @@ def run(args: argparse.Namespace) -> int:
         except OSError as error:
             return _refuse(f"cannot read {path}: {error.strerror}")
         try:
-            settings = json.loads(old) if old.strip() else {}
+            settings = json.loads(old, object_pairs_hook=_once) if old.strip() else {}
+        except RecursionError:
+            return _refuse(f"{path} nests too deep to be read; fix it or move it away, then run again")
+        except _Twice as error:
+            return _refuse(f"{path} holds {error} (it could not be written back whole); fix it, then run again")
         except ValueError as error:
             return _refuse(f"{path} is not JSON ({error}); fix it or move it away, then run again")
+        try:
+            json.dumps(settings, allow_nan=False)  # what is read is written back as it was
+        except ValueError:
+            return _refuse(f"{path} holds a number out of JSON's range (as 1e400 is), which would not be written "
+                           "back as it is; fix it, then run again")
         if not isinstance(settings, dict):
             return _refuse(f"{path} holds no JSON object")
     try:
@@ -155,6 +164,20 @@ def run(args: argparse.Namespace) -> int:
     saved = f" (the old file is {backup.name})" if backup is not None else ""
     print(f"wrote the hooks into {path}{saved}")
     return 0
+
+
+class _Twice(ValueError):
+    """A settings file holds a key twice in one object."""
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys each come once (writing back one that holds a key twice would drop one)."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _Twice(f"the key {key!r} twice in one object")
+        found[key] = value
+    return found
 
 
 def _backup_name(path: Path, old: bytes) -> Path:

@@ -141,6 +141,23 @@ def test_every_failure_exits_0_with_nothing_on_stdout_and_one_line_on_stderr(
     assert not (case == "no store" and store.exists())  # nothing was created
 
 
+@pytest.mark.parametrize("timeout", ["inf", "nan", "1e300", "-1", "0"])
+def test_a_timeout_of_no_length_or_past_a_day_is_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], timeout: str) -> None:
+    fill(tmp_path / "store")
+    code, out, err = context(monkeypatch, capsys, tmp_path / "store", "--timeout", timeout,
+                             stdin=hook("SessionStart", tmp_path))
+    assert (code, err) == (0, "") and "Billing service" in out
+
+
+def test_a_timeout_that_passes_at_once_recalls_nothing_and_exits_0(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    fill(tmp_path / "store")
+    code, out, err = context(monkeypatch, capsys, tmp_path / "store", "--timeout", "0.0000001",
+                             stdin=hook("SessionStart", tmp_path))
+    assert (code, out, err) == (0, "", "chronograph context: nothing recalled: it took longer than --timeout\n")
+
+
 @pytest.mark.wire
 def test_it_reads_from_a_cold_process_while_a_server_holds_the_store(tmp_path: Path) -> None:
     store = tmp_path / "store"

@@ -42,7 +42,8 @@ def test_write_creates_the_users_settings_with_user(tmp_path: Path, monkeypatch:
     assert "UserPromptSubmit" in json.loads((tmp_path / ".claude" / "settings.json").read_text())["hooks"]
 
 
-@pytest.mark.parametrize("content", ["{not json", "[1]", '{"hooks": []}', '{"hooks": {"SessionStart": {}}}'])
+@pytest.mark.parametrize("content", ["{not json", "[1]", '{"hooks": []}', '{"hooks": {"SessionStart": {}}}',
+                                     "[" * 100_000 + "]" * 100_000, '{"limit": 1e400}', '{"x": 1, "x": 2}'])
 def test_a_settings_file_it_cannot_read_is_refused_and_left_alone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], content: str) -> None:
     monkeypatch.chdir(tmp_path)
