@@ -49,6 +49,7 @@ from chronograph.application.engine.stores import store_exists
 from chronograph.application.errors import ChronographError, InvalidArgumentsError
 from chronograph.application.lifecycle.from_agentmemory import TeamReport
 from chronograph.application.lifecycle.importing import NOT_JSON, FileImport, ImportReport
+from chronograph.application.lifecycle.importwriter import context_changes
 from chronograph.application.lifecycle.sources import SOURCES, Source, SourceError, Staged, choose, stage
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.lmdb import resident
@@ -172,18 +173,27 @@ def finish(memory: Memory) -> None:
 
 def _plan(args: argparse.Namespace, job: FileImport, staged: Staged, store: Path | str | None) -> int:
     """Say what the import would write, per workspace, writing nothing (a store is only read)."""
+    held: dict[int, tuple[int, int]] = {}
+    same: set[int] = set()
     if store is None:
         job.check_ends(None)
     else:
         with Memory(store, cache=args.cache) as memory:
             job.check_ends(memory)
+            held = {s.number: job.present(memory, s) for s in job.sections.values() if not s.empty}
+            same = {s.number for s in job.sections.values() if s.context and not context_changes(memory, s)}
     for section in job.sections.values():
         if section.empty:
             continue
         counts = staged.counted(args.workspace or "default").get(section.workspace)
         observations = counts.observations if counts is not None else 0
+        entities, relations = held.get(section.number, (0, 0))
+        stored = (f"; in the store already: {entities} of the entities (given only the observations they lack) and "
+                  f"{relations} of the relations") if entities or relations else ""
+        context = "" if not section.context else "; the workspace context" + (
+            " (the store's already)" if section.number in same else "")
         print(f"plan: workspace {section.workspace!r}: {section.entities} entities, {section.relations} relations, "
-              f"{observations} observations" + ("; the workspace context" if section.context else ""))
+              f"{observations} observations{context}{stored}")
     print(f"plan: nothing was written; {len(job.problems)} error(s)")
     report_problems(job)
     return 1 if job.problems else 0

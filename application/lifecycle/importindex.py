@@ -118,6 +118,12 @@ class FileIndex:
                                          (section, *chunk)))
         return found
 
+    def names(self, section: int, size: int) -> Iterator[list[str]]:
+        """The section's entity names, `size` at a time."""
+        rows = self.db.execute("SELECT name FROM entities WHERE section = ?", (section,))
+        while chunk := rows.fetchmany(size):
+            yield [name for (name,) in chunk]
+
     def unknown_ends(self, section: int) -> Iterator[tuple[int, str, str, str]]:
         """(line, from, to, type) of the relations one of whose ends the section does not name
         as an entity, in line order (SQLite joins them; none come back when every end is there)."""

@@ -221,6 +221,18 @@ class FileImport:
             self.index.drop_noted()
             section.relations -= dropped
 
+    def present(self, memory: Memory, section: Section) -> tuple[int, int]:
+        """How many of the section's entities and relations `memory`'s store holds already (an
+        import skips them, adding only the observations they lack)."""
+        entities = relations = 0
+        for names in self.index.names(section.number, self.batch):
+            with memory.views.read() as graph:
+                entities += sum(graph.entity(section.workspace, name) is not None for name in names)
+        for rows in self.index.relation_batches(section.number, self.batch):
+            with memory.views.read() as graph:
+                relations += sum(graph.relation(section.workspace, s, k, t) is not None for _, s, t, k, _ in rows)
+        return entities, relations
+
     # --- the writing pass --------------------------------------------------------------------
 
     def write(self, memory: Memory) -> list[tuple[str, ImportReport]]:

@@ -373,8 +373,13 @@ def test_a_plan_of_the_official_file_counts_it_and_writes_nothing(tmp_path: Path
     assert import_main([str(path), "--store", str(store), "--plan"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("format: official (")
-    assert "plan: workspace 'default': 2 entities, 1 relations, 2 observations" in out
+    assert "plan: workspace 'default': 2 entities, 1 relations, 2 observations\n" in out
     assert not store_exists(str(store))
+    assert import_main([str(path), "--store", str(store)]) == 0
+    capsys.readouterr()
+    assert import_main([str(path), "--store", str(store), "--plan"]) == 0  # says what the store holds already
+    assert ("plan: workspace 'default': 2 entities, 1 relations, 2 observations; in the store already: 2 of the "
+            "entities (given only the observations they lack) and 1 of the relations\n") in capsys.readouterr().out
 
 
 def test_mem0_graph_relations_come_with_their_ends(tmp_path: Path) -> None:
