@@ -27,6 +27,7 @@ entries at a time.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import tempfile
 from collections.abc import Iterator
@@ -140,7 +141,8 @@ def import_team(memory: Memory | None, path: Path, actor: str) -> TeamReport:
         _check(path, connection)
         if memory is not None:
             return _Import(memory, connection, actor).run()
-        with tempfile.TemporaryDirectory(prefix="chronograph-rehearsal-") as scratch, \
+        # named as an import's index is, so that one a killed import left is swept (see importindex.sweep)
+        with tempfile.TemporaryDirectory(prefix=f"chronograph-import-{os.getpid()}-") as scratch, \
                 Memory(Path(scratch) / "store", sync=False) as rehearsal:
             try:
                 return _Import(rehearsal, connection, actor).run()

@@ -160,13 +160,15 @@ def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
     items, relations = _parse(team, args)
     state = team.state
     if args.conflict_strategy == "error":
-        seen: set[tuple[Any, ...]] = set()
+        seen: set[object] = set()  # (kind, scope, name) keys and ids
         clashes = []
         for item in items:  # with the store, or with an entry before it in the file
             key = (item.type, *item.scope, item.name)
             if _existing(team, item, args) is not None or key in seen or (item.id and item.id in seen):
                 clashes.append(f"{item.type} {item.name!r}")
-            seen.update((key, item.id) if item.id else (key,))
+            seen.add(key)
+            if item.id:
+                seen.add(item.id)
         if clashes:
             raise DuplicateError(f"{len(clashes)} entries already exist or come twice in the file "
                                  f"({', '.join(clashes[:5])}{', ...' if len(clashes) > 5 else ''}); nothing was "

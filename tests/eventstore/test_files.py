@@ -179,6 +179,7 @@ ALLOWED = {
     "server/tokens.py": {"os.open", "fdopen", "os.replace", "unlink"},
     "application/lifecycle/importindex.py": {"TemporaryDirectory"},  # an import's index of names (SQLite), deleted
     "application/lifecycle/sources.py": {"TemporaryDirectory"},  # another server's memory as records, deleted
+    "application/lifecycle/from_agentmemory.py": {"TemporaryDirectory"},  # the rehearsal's scratch store, deleted
     "tools/backup.py": {"TemporaryDirectory"},  # a scratch store beside a checked output (database backups)
     "tools/common/parsing.py": {"os.open"},  # /dev/null
     "tools/context.py": {"os.open"},  # a store's lock.mdb, read-only, to see whether a restore holds it
