@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -33,6 +31,7 @@ from chronograph.server.addresses import LOOPBACK, WILDCARDS, is_ip, is_loopback
 from chronograph.server.app import Runtime
 from chronograph.server.authentication import PRINCIPAL_KEY, Authenticator, Authenticators, principal_name
 from chronograph.server.config import DEFAULT_MAX_BODY
+from chronograph.server.logfilters import NoTokenInLinks, OncePerMinute
 from chronograph.server.revocation import cut_when_invalid, revoked
 from chronograph.server.sessions import Sessions
 from chronograph.server.tokens import EnvToken, store_tokens
@@ -127,6 +126,11 @@ class Guard:
         """Serve an MCP request, keeping `sessions` current (see server/sessions.py)."""
         session = headers.get(SESSION_HEADER)
         owner = principal_name(scope)
+        named = sum(1 for key, _ in scope["headers"] if key.decode("latin-1").lower() == SESSION_HEADER)
+        if named > 1:  # the SDK reads the first, this guard the last: one request, one session
+            await _error(400, f"a request names one session: {named} {SESSION_HEADER} headers", scope)(
+                scope, receive, send)
+            return
         if session is not None:
             if not sessions.owned_by(session, owner):  # said as the SDK says it of a session it does not know
                 await _error(404, "Session not found", scope)(scope, receive, send)
@@ -336,41 +340,6 @@ def _error(status: int, message: str, scope: Scope) -> Response:
     return JSONResponse({"error": message, "code": code}, status_code=status)
 
 
-class _OncePerMinute(logging.Filter):
-    """Lets a repeated log message through once a minute, with how often it came."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._last: dict[str, tuple[float, int]] = {}
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        key = str(record.msg)
-        said, count = self._last.get(key, (0.0, 0))
-        now = time.monotonic()
-        if now - said < 60:
-            self._last[key] = (said, count + 1)
-            return False
-        if count:
-            record.msg = f"{record.msg} (and {count} more like it in the last minute)"
-        self._last[key] = (now, 0)
-        return True
-
-
-class _NoTokenInLinks(logging.Filter):
-    """Blanks the `token` query of the explorer's link in the access log (uvicorn logs each request's
-    path with its query at INFO): a secret is never a log line's."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args
-        if isinstance(args, tuple) and any(isinstance(arg, str) and "token=" in arg for arg in args):
-            record.args = tuple(_TOKEN_QUERY.sub(r"\1token=(hidden)", arg) if isinstance(arg, str) else arg
-                                for arg in args)
-        return True
-
-
-_TOKEN_QUERY = re.compile(r"([?&])token=[^&\s]*")
-
-
 def http_app(
     server: MCPServer,
     runtime: Runtime,
@@ -443,9 +412,9 @@ def http_app(
         transport_security=security, host=host, max_request_body_size=max_body,
         session_idle_timeout=session_idle, max_sessions=max_sessions, json_response=True,
     )
-    logging.getLogger("mcp.server.streamable_http_manager").addFilter(_OncePerMinute())
-    logging.getLogger("uvicorn.access").addFilter(_NoTokenInLinks())
-    _log.addFilter(_OncePerMinute())
+    logging.getLogger("mcp.server.streamable_http_manager").addFilter(OncePerMinute())
+    logging.getLogger("uvicorn.access").addFilter(NoTokenInLinks())
+    _log.addFilter(OncePerMinute())
     sessions = Sessions(sessions_per_address, max_sessions, session_idle)
     if authenticators is None:
         authenticators = [store_tokens(runtime)]

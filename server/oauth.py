@@ -315,12 +315,13 @@ class OAuthAuthenticator:
                                 leeway=self.leeway, options={"require": ["exp", "iss", "aud", "sub"]})
         except jwt.PyJWTError as error:
             return _refused(type(error).__name__)  # the class alone: a message could quote a claim
-        principal = self.grants.principal(claims)
+        subject = str(claims["sub"])
         try:
-            check_principal(principal.name)  # what every event it writes will be recorded with
+            check_principal(subject.strip())  # what every event it writes will be recorded with
+            check_principal(subject)
         except ValueError:
-            return _refused("its subject names no principal (it is empty or holds a control character)")
-        return principal, float(claims["exp"]) + self.leeway
+            return _refused("its subject names no principal (it is blank or holds a control character)")
+        return self.grants.principal(claims), float(claims["exp"]) + self.leeway
 
 
 def _refused(why: str) -> tuple[Principal, float] | None:

@@ -116,6 +116,9 @@ async def test_a_session_answers_only_the_principal_that_opened_it() -> None:
                                      **({"json": {"jsonrpc": "2.0", "id": 2, "method": "ping"}} if method == "POST"
                                         else {}))
             assert stolen.status_code == 404 and stolen.json()["error"]["message"] == "Session not found"
+        twice = await c.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                             headers=[*alice.items(), ("mcp-session-id", "s1"), ("mcp-session-id", "s-unknown")])
+        assert twice.status_code == 400 and "2 mcp-session-id headers" in twice.json()["error"]["message"]
         own = await c.post("/mcp", json={"jsonrpc": "2.0", "id": 3, "method": "ping"},
                            headers={**admin, "mcp-session-id": "s1"})
         assert (own.status_code, own.text) == (200, "POST for token")

@@ -82,6 +82,8 @@ REFUSED = {
     "without sub": lambda s: s.token(sub=None),
     "whose sub holds a line break": lambda s: s.token(sub="bad\nsub"),
     "whose sub holds a delete": lambda s: s.token(sub="\x7f"),
+    "whose sub is empty": lambda s: s.token(sub=""),
+    "whose sub is blank": lambda s: s.token(sub="   "),
     "without aud": lambda s: s.token(aud=None),
     "not yet valid": lambda s: s.token(nbf=4_000_000_000),
     "not a JWT": lambda s: "opaque-token-0123456789",
