@@ -14,7 +14,7 @@ from codecs import BOM_UTF8
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -180,22 +180,32 @@ def records(path: Path, progress: Callable[[int, int], None] | None = None) -> I
         progress(total, total)
 
 
-def _whole_value(line: bytes) -> bool:
-    """Whether `line` holds one whole JSON value (a JSONL line), not the start of a document."""
-    try:
-        json.loads(line)
-    except (ValueError, RecursionError):
-        return False
-    return True
+_OPENINGS = (b"{", b"[")
+"""How a first line that only opens a document ends (`{`, or `{"entities": [`)."""
+
+
+def _first_line_ends(file: BinaryIO) -> bytes:
+    """The last byte but blanks of the line `file` is at (read through it, a chunk at a time)."""
+    last = b""
+    while chunk := file.read(_SCAN):
+        cut = chunk.find(b"\n")
+        piece = (chunk if cut < 0 else chunk[:cut]).rstrip()
+        last = piece[-1:] or last
+        if cut >= 0:
+            file.seek(cut + 1 - len(chunk), 1)
+            break
+    return last
 
 
 def _document(path: Path) -> list[Record] | None:
     """The records of a legacy JSON document (`{entities, relations}`, or an export of every workspace),
     or None when the file is JSONL (or one JSONL line).
 
-    A file is JSONL when its first line is a whole JSON value and a later line starts a value;
-    a document written with a line per object (`indent=0`) has lines that start with "{" too, but
-    its first line is only the start of the document."""
+    A file whose first line starts a value and a later line starts another is JSONL, unless its
+    first line ends as only the start of a document does (`{` or `[`): a document written an
+    object a line (`indent=0`) has lines that start with "{" too. Both are told apart streaming
+    through the file, never holding more than a chunk of it (a damaged JSONL line that ends so
+    is read whole once as a document, which it is not, before the file is read as lines)."""
     with path.open("rb") as file:
         start = file.read(_SCAN)
         bom = len(BOM_UTF8) if start.startswith(BOM_UTF8) else 0  # Windows editors write one
@@ -203,12 +213,11 @@ def _document(path: Path) -> list[Record] | None:
         text = start.decode("utf-8", errors="replace")
         if not text.lstrip().startswith("{"):
             return None
-        offset = bom + len(start) - len(start.lstrip())
-        file.seek(offset)
-        if _whole_value(file.readline()):
-            tail = b""
+        file.seek(bom + len(start) - len(start.lstrip()))
+        if _first_line_ends(file) not in _OPENINGS:
+            tail = b"\n"  # the first line's end was just read
             while chunk := file.read(_SCAN):  # a line that starts with "{": JSONL, streamed
-                if b"\n{" in tail + chunk or (not tail and chunk.startswith(b"{")):
+                if b"\n{" in tail + chunk:
                     return None
                 tail = chunk[-1:]
     try:
