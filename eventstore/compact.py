@@ -50,7 +50,7 @@ LAYOUTS: dict[tuple[str, int], tuple[str, ...]] = {
     ('entity_created', 1): ('workspace', 'name', 'entityType', 'observations', 'metadata', 'revertedTo'),
     ('observations_added', 1): ('observations', 'validFrom', 'validUntil'),
     ('observations_deleted', 1): ('observations',),
-    ('entity_updated', 1): ('entityType', 'observations', 'metadata', 'revertedTo'),
+    ('entity_updated', 1): ('entityType', 'observations', 'metadata', 'revertedTo', 'validity'),
     ('entity_deleted', 1): (),
     ('relation_created', 1): (
         'workspace', 'from', 'to', 'relationType', 'confidence', 'metadata', 'validFrom', 'validUntil'
@@ -65,7 +65,8 @@ LAYOUTS: dict[tuple[str, int], tuple[str, ...]] = {
     ('content_erased', 1): ('erased', 'workspace'),
     ('entity_forgotten', 1): ('workspace', 'reason', 'events', 'relations'),
     ('entity_restored', 1): (
-        'workspace', 'name', 'entityType', 'observations', 'metadata', 'revertedTo', 'restores', 'createdAt'
+        'workspace', 'name', 'entityType', 'observations', 'metadata', 'revertedTo', 'restores', 'createdAt',
+        'validity',
     ),
     ('organization_created', 1): ('orgId', 'name', 'metadata'),
     ('project_created', 1): ('projectId', 'name', 'orgId', 'description', 'rootPath', 'metadata'),

@@ -98,6 +98,9 @@ class EntityRestored(EntityCreated, frozen=True, kw_only=True, tag="entity_resto
     reverted_to: int
     restores: int
     created_at: int
+    validity: dict[str, tuple[int | None, int | None]] = {}
+    """When the restored observations were true (µs, from and until; None: open), for those that
+    had a valid time then (written since 2026-12-06; earlier restores had none)."""
 
 
 class ObservationsAdded(Event, frozen=True, tag="observations_added"):
@@ -136,6 +139,9 @@ class EntityUpdated(Event, frozen=True, tag="entity_updated"):
     observations: tuple[str, ...] | UnsetType = UNSET
     metadata: dict[str, Any] | UnsetType = UNSET
     reverted_to: int | UnsetType = UNSET
+    validity: dict[str, tuple[int | None, int | None]] | UnsetType = UNSET
+    """When a revert writes it: the valid time of every observation the restored state gave one
+    (µs, from and until; None: open); the others have none (an invalidation since is undone)."""
 
 
 class EntityDeleted(Event, frozen=True, tag="entity_deleted"):

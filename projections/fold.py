@@ -89,7 +89,8 @@ def unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def _entity_created(state: State, envelope: Envelope, event: EntityCreated, created_at: int | None = None) -> None:
+def _entity_created(state: State, envelope: Envelope, event: EntityCreated, created_at: int | None = None,
+                    validity: dict[str, tuple[int | None, int | None]] | None = None) -> None:
     fresh = envelope.version == FIRST and state.from_start  # see `FIRST`
     stale = None if fresh else state.get_entity(envelope.stream)
     if stale is not None:
@@ -105,13 +106,21 @@ def _entity_created(state: State, envelope: Envelope, event: EntityCreated, crea
         stream=envelope.stream, workspace=event.workspace, name=event.name, entity_type=event.entity_type,
         observations=observations, metadata=event.metadata, version=envelope.version,
         created_at=at if created_at is None else created_at, updated_at=at, seq=envelope.position,
+        validity=_spans_of(observations, validity) if validity else {},
     ))
 
 
 def _entity_restored(state: State, envelope: Envelope, event: EntityRestored) -> None:
     # A creation that keeps the restored state's createdAt (its place in creation order, `seq`,
-    # is the restore's, as it always was for an entity that came back).
-    _entity_created(state, envelope, event, event.created_at)
+    # is the restore's, as it always was for an entity that came back), and its valid times.
+    _entity_created(state, envelope, event, event.created_at, event.validity)
+
+
+def _spans_of(observations: list[str], validity: dict[str, tuple[int | None, int | None]]) -> dict[
+        str, tuple[int | None, int | None]]:
+    """`validity` of those of `observations` it names, as a record keeps it."""
+    held = set(observations)
+    return {o: (start, end) for o, (start, end) in validity.items() if o in held and (start, end) != (None, None)}
 
 
 SCAN = 16
@@ -166,6 +175,8 @@ def _entity_updated(state: State, envelope: Envelope, event: EntityUpdated) -> N
             entity.validity = {o: span for o, span in entity.validity.items() if o in kept}
     if event.metadata is not UNSET:
         entity.metadata = event.metadata
+    if event.validity is not UNSET:  # a revert's: the restored state's valid times, and no other
+        entity.validity = _spans_of(entity.observations, event.validity)
     entity.version = envelope.version
     entity.updated_at = envelope.recorded_at
     state.changed_entity(entity, old_type)

@@ -9,6 +9,8 @@ created under the new ones in the same call (its history records both).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import groupby
 from typing import Annotated
 
 from chronograph.application.engine.arguments import D, Items, Name, Version, WriteArgs
@@ -17,10 +19,10 @@ from chronograph.application.engine.outputs import EntitiesOut, entity_out
 from chronograph.application.engine.registry import CORE
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError, NotFoundError
 from chronograph.eventstore import EntityMerged, EntityRenamed, ObservationsAdded, RelationCreated, RelationDeleted
-from chronograph.projections import EntityRecord, relation_stream
+from chronograph.projections import EntityRecord, RelationRecord, relation_stream
 from msgspec import UNSET, UnsetType
 
-__all__ = ["MergeEntities", "RenameEntity", "move_relations", "rename"]
+__all__ = ["MergeEntities", "RenameEntity", "added_again", "created_again", "move_relations", "rename"]
 
 
 def move_relations(batch: Batch, old: str, new: str, *, drop_loops: bool = False) -> int:
@@ -37,11 +39,32 @@ def move_relations(batch: Batch, old: str, new: str, *, drop_loops: bool = False
         if drop_loops and source == target == new:
             continue
         if batch.relation(source, relation.relation_type, target) is None:
-            batch.emit(relation_stream(batch.workspace, source, relation.relation_type, target), RelationCreated(
-                workspace=batch.workspace, source=source, target=target, relation_type=relation.relation_type,
-                confidence=relation.confidence, metadata=relation.metadata))
+            batch.emit(relation_stream(batch.workspace, source, relation.relation_type, target),
+                       created_again(batch.workspace, relation, source, target))
             moved += 1
     return moved
+
+
+def created_again(workspace: str, relation: RelationRecord, source: str, target: str) -> RelationCreated:
+    """`relation` made again between `source` and `target` with all it held: its confidence, its
+    metadata and when it was true (its valid time, an invalidation's end included)."""
+    return RelationCreated(
+        workspace=workspace, source=source, target=target, relation_type=relation.relation_type,
+        confidence=relation.confidence, metadata=relation.metadata,
+        valid_from=UNSET if relation.valid_from is None else relation.valid_from,
+        valid_until=UNSET if relation.valid_until is None else relation.valid_until)
+
+
+def added_again(entity: EntityRecord, observations: Sequence[str]) -> list[ObservationsAdded]:
+    """`observations` of `entity` added elsewhere in their order, each run of one span in one
+    event that carries it (one without a span: none)."""
+    spans = entity.validity
+    events: list[ObservationsAdded] = []
+    for span, run in groupby(observations, key=lambda o: spans.get(o, (None, None))):
+        start, end = span
+        events.append(ObservationsAdded(observations=tuple(run), valid_from=UNSET if start is None else start,
+                                        valid_until=UNSET if end is None else end))
+    return events
 
 
 def rename(batch: Batch, entity: EntityRecord, new_name: str) -> None:
@@ -104,8 +127,8 @@ def merge_entities(batch: Batch, args: MergeEntities) -> EntitiesOut:
     for source in sources:
         present = set(target.observations)
         missing = tuple(o for o in source.observations if o not in present)
-        if missing:
-            batch.emit(target.stream, ObservationsAdded(observations=missing))
+        for added in added_again(source, missing):  # with when each was true
+            batch.emit(target.stream, added)
         move_relations(batch, source.name, args.target, drop_loops=True)
         batch.emit(source.stream, EntityMerged(into=args.target))
         target = _live(batch, args.target)

@@ -19,8 +19,8 @@ from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.outputs import EntitiesOut, entity_out
 from chronograph.application.engine.registry import CORE
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError, NotFoundError
-from chronograph.application.lifecycle.identity import rename
-from chronograph.eventstore import EntityDeleted, EntityRestored, EntityUpdated, RelationCreated, RelationDeleted
+from chronograph.application.lifecycle.identity import created_again, rename
+from chronograph.eventstore import EntityDeleted, EntityRestored, EntityUpdated, RelationDeleted
 from chronograph.projections import EntityRecord, RelationRecord, relation_stream, versions_of
 from msgspec import UNSET, Meta, UnsetType
 
@@ -71,7 +71,7 @@ def revert_entity(batch: Batch, args: RevertEntity) -> RevertOut:
     if live is not None:
         batch.emit(stream, EntityUpdated(
             entity_type=state.entity_type, observations=tuple(state.observations), metadata=state.metadata,
-            reverted_to=args.to_version,
+            reverted_to=args.to_version, validity=dict(state.validity),
         ))
         if live.name != state.name:  # a rename undone: the relations follow the name back
             rename(batch, live, state.name)
@@ -80,7 +80,7 @@ def revert_entity(batch: Batch, args: RevertEntity) -> RevertOut:
         batch.emit(stream, EntityRestored(
             workspace=batch.workspace, name=state.name, entity_type=state.entity_type,
             observations=tuple(state.observations), metadata=state.metadata, reverted_to=args.to_version,
-            restores=target.position, created_at=state.created_at,
+            restores=target.position, created_at=state.created_at, validity=dict(state.validity),
         ))
         restored_relations = _restore(batch, removed, state.name)
     restored = batch.state.get_entity(stream)
@@ -91,8 +91,8 @@ def revert_entity(batch: Batch, args: RevertEntity) -> RevertOut:
 
 
 def _same(live: EntityRecord, state: EntityRecord) -> bool:
-    return (live.name, live.entity_type, live.observations, live.metadata) == (
-        state.name, state.entity_type, state.observations, state.metadata)
+    return (live.name, live.entity_type, live.observations, live.metadata, live.validity) == (
+        state.name, state.entity_type, state.observations, state.metadata, state.validity)
 
 
 def _removed_with(batch: Batch, stream: str) -> list[tuple[str, RelationRecord]]:
@@ -127,8 +127,7 @@ def _restore(batch: Batch, removed: list[tuple[str, RelationRecord]], name: str)
             continue
         if batch.relation(source, relation.relation_type, target) is not None:
             continue
-        batch.emit(relation_stream(batch.workspace, source, relation.relation_type, target), RelationCreated(
-            workspace=batch.workspace, source=source, target=target, relation_type=relation.relation_type,
-            confidence=relation.confidence, metadata=relation.metadata))
+        batch.emit(relation_stream(batch.workspace, source, relation.relation_type, target),
+                   created_again(batch.workspace, relation, source, target))
         restored += 1
     return restored

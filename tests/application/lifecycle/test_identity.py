@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from chronograph.application import ChronographError, Memory
+from chronograph.projections import verify
 
 
 @pytest.fixture
@@ -118,3 +119,48 @@ def test_a_rebuild_from_the_log_agrees_with_the_live_views(memory: Memory) -> No
     assert graph(memory) == live
     found = read(memory, "search_nodes", query="poetry")
     assert [e.name for e in found.entities] == ["Ada"]
+
+
+SPAN = {"validFrom": "2020-01-01T00:00:00Z", "validUntil": "2021-01-01T00:00:00Z"}
+
+
+def seen(memory: Memory, valid_at: str) -> tuple[dict[str, list[str]], list[tuple[str, str, str]]]:
+    graph = read(memory, "read_graph", validAt=valid_at)
+    return ({e.name: e.observations for e in graph.entities},
+            sorted((r.source, r.relation_type, r.target) for r in graph.relations))
+
+
+def timed(memory: Memory) -> None:
+    write(memory, "create_entities", entities=[{"name": n, "entityType": "t", "observations": []}
+                                               for n in ("Alice", "Acme", "A. Smith")])
+    write(memory, "add_observations", observations=[{"entityName": "Alice", "contents": ["lives in Paris"], **SPAN},
+                                                    {"entityName": "Alice", "contents": ["likes tea"]}])
+    write(memory, "create_relations", relations=[{"from": "Alice", "to": "Acme", "relationType": "works_at", **SPAN}])
+
+
+@pytest.mark.parametrize("change", ["rename", "merge", "delete and revert"])
+def test_what_moves_with_an_entity_keeps_when_it_was_true(memory: Memory, change: str) -> None:
+    timed(memory)
+    name = {"rename": "Alicia", "merge": "A. Smith", "delete and revert": "Alice"}[change]
+    if change == "rename":
+        write(memory, "rename_entity", name="Alice", newName="Alicia")
+    elif change == "merge":
+        write(memory, "merge_entities", target="A. Smith", sources=["Alice"])
+    else:
+        write(memory, "delete_entities", entityNames=["Alice"])
+        write(memory, "revert_entity", name="Alice", toVersion=3)
+    then, now = seen(memory, "2020-06-01T00:00:00Z"), seen(memory, "2022-06-01T00:00:00Z")
+    assert then[0][name] == ["lives in Paris", "likes tea"] and then[1] == [(name, "works_at", "Acme")]
+    assert now[0][name] == ["likes tea"] and now[1] == []
+    assert verify(memory.views) == []  # a fold of the log from the start agrees
+
+
+def test_a_revert_to_before_an_invalidation_makes_the_fact_true_again(memory: Memory) -> None:
+    timed(memory)
+    write(memory, "invalidate_observations", observations=[
+        {"entityName": "Alice", "observations": ["likes tea"], "at": "2024-01-01T00:00:00Z"}])
+    assert seen(memory, "2026-01-01T00:00:00Z")[0]["Alice"] == []
+    assert "Restored" in write(memory, "revert_entity", name="Alice", toVersion=3).message
+    assert seen(memory, "2026-01-01T00:00:00Z")[0]["Alice"] == ["likes tea"]
+    assert seen(memory, "2020-06-01T00:00:00Z")[0]["Alice"] == ["lives in Paris", "likes tea"]
+    assert verify(memory.views) == []
