@@ -12,6 +12,7 @@ for any valid time.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -358,10 +359,18 @@ def diff(memory: Memory, workspace: str, before: int | str, after: int | str, *,
         ForbiddenError: If `principal` may not read `workspace`.
         InvalidArgumentsError: If a moment is not a position or an ISO-8601 time.
     """
-    old, new = (_plain(memory.read("read_graph", {"asOf": moment, "workspace": workspace, "includeMetadata": True},
-                                   principal=principal))
-                for moment in (before, after))  # createdAt tells a re-created entity from a changed one
+    old, new = (_known(memory, workspace, moment, principal) for moment in (before, after))
     return graph_diff(old, new)
+
+
+def _known(memory: Memory, workspace: str, moment: int | str, principal: Principal) -> dict[str, Any]:
+    """The graph the memory knew at `moment`, every fact whatever its valid time (read_graph shows
+    what is true now: an invalidation would read as a deletion, a fact true later as none), each
+    with its version, createdAt (which tells a re-created entity from a changed one) and spans."""
+    out = memory.read("export_graph", {"format": "json", "asOf": moment, "workspace": workspace},
+                      principal=principal)
+    known: dict[str, Any] = json.loads(out.content)  # type: ignore[attr-defined]
+    return known
 
 
 def graph_diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
@@ -388,8 +397,10 @@ def graph_diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, 
         elif b is None:
             changes.append({"change": "deleted", "kind": "relation", "what": what})
         elif a["version"] != b["version"]:
+            spans = [(r.get("validFrom"), r.get("validUntil")) for r in (a, b)]
             changes.append({"change": "changed", "kind": "relation", "what": what,
-                            "detail": f"version {a['version']} -> {b['version']}"})
+                            "detail": "valid time" if spans[0] != spans[1] else f"version {a['version']} -> "
+                            f"{b['version']}"})
     return changes
 
 
@@ -405,6 +416,8 @@ def _entity_change(a: dict[str, Any], b: dict[str, Any]) -> str:
         parts.append(f"-{len(removed)} observation{'s' * (len(removed) != 1)}")
     if a.get("metadata") != b.get("metadata"):
         parts.append("metadata")
+    if a.get("validity") != b.get("validity"):
+        parts.append("valid time")
     if a["createdAt"] != b["createdAt"]:
         parts.append("re-created")
     return ", ".join(parts) or f"version {a['version']} -> {b['version']}"

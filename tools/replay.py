@@ -32,7 +32,7 @@ from chronograph.application import Memory
 from chronograph.application.engine.config import EMBEDDINGS_ENV, TERM_WEIGHTS_ENV, resolve_store
 from chronograph.application.engine.stores import store_exists
 from chronograph.application.errors import ChronographError
-from chronograph.application.explorer import graph_diff
+from chronograph.application.explorer import diff
 from chronograph.eventstore import EventStoreError, LmdbLog, StoreCorruptError
 from chronograph.eventstore.errors import advised_copy
 from chronograph.eventstore.lmdb import resident
@@ -140,11 +140,7 @@ def _say_past_the_end(memory: Memory, moments: list[int | str]) -> None:
 
 def _diff(memory: Memory, args: argparse.Namespace) -> int:
     _say_past_the_end(memory, list(args.diff))
-    before, after = (
-        _plain(memory.read("read_graph", {"asOf": _moment(m), "workspace": args.workspace, "includeMetadata": True}))
-        for m in args.diff
-    )
-    changes = graph_diff(before, after)
+    changes = diff(memory, args.workspace, *(_moment(m) for m in args.diff))
     if args.json:
         print(json.dumps(changes, indent=2, ensure_ascii=False))
         return 0

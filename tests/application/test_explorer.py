@@ -21,3 +21,24 @@ def test_a_diff_tells_a_changed_entity_from_a_re_created_one(tmp_path: Path) -> 
         write("create_entities", entities=[{"name": "Bob", "entityType": "cat", "observations": []}])
         changes = diff(memory, "default", before, memory.log.head())
     assert {(c["what"], c.get("detail")) for c in changes} == {("Ada", "+1 observation"), ("Bob", "re-created")}
+
+
+def test_a_diff_says_an_invalidation_is_a_change_of_valid_time_and_counts_facts_true_later(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        def write(tool: str, **arguments: object) -> None:
+            memory.write(tool, arguments, actor="t")
+
+        write("create_entities", entities=[{"name": "Ada", "entityType": "person", "observations": ["in Paris"]},
+                                           {"name": "Cy", "entityType": "person", "observations": []}])
+        write("create_relations", relations=[{"from": "Ada", "to": "Cy", "relationType": "knows"}])
+        before = memory.log.head()
+        write("invalidate_relations", relations=[{"from": "Ada", "to": "Cy", "relationType": "knows",
+                                                  "at": "2024-01-01T00:00:00Z"}])
+        write("invalidate_observations", observations=[{"entityName": "Ada", "observations": ["in Paris"],
+                                                        "at": "2024-01-01T00:00:00Z"}])
+        write("create_relations", relations=[{"from": "Cy", "to": "Ada", "relationType": "will_meet",
+                                              "validFrom": "2030-01-01T00:00:00Z"}])
+        changes = diff(memory, "default", before, memory.log.head())
+    assert sorted((c["change"], c["what"], c.get("detail")) for c in changes) == [
+        ("changed", "Ada", "valid time"), ("changed", "Ada -[knows]-> Cy", "valid time"),
+        ("created", "Cy -[will_meet]-> Ada", None)]
