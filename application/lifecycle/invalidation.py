@@ -49,7 +49,8 @@ def invalidate_observations(batch: Batch, args: InvalidateObservations) -> Inval
         if entity is None:
             raise NotFoundError(f"Entity with name {item.entity_name} not found; nothing was written")
         at = _at(batch, tool, f"observations[{index}].", item.at)
-        for observation in item.observations:
+        observations = tuple(dict.fromkeys(item.observations))  # one named twice is invalidated once
+        for observation in observations:
             if observation not in entity.observations:
                 raise NotFoundError(f"{item.entity_name!r} has no observation {observation!r}; nothing was written")
             start, end = entity.validity.get(observation, (None, None))
@@ -59,8 +60,8 @@ def invalidate_observations(batch: Batch, args: InvalidateObservations) -> Inval
             if start is not None and at <= start:
                 raise InvalidArgumentsError(tool, f"observations[{index}].at: before the observation's validFrom "
                                             f"{clock.isoformat(start)}")
-        batch.emit(entity.stream, ObservationsInvalidated(observations=tuple(item.observations), at=at))
-        count += len(item.observations)
+        batch.emit(entity.stream, ObservationsInvalidated(observations=observations, at=at))
+        count += len(observations)
         touched[item.entity_name] = None
     outs = [entity_out(record) for name in touched if (record := batch.entity(name)) is not None]
     return InvalidatedOut(message=f"Invalidated {count} {plural(count, 'observation', 'observations')}",

@@ -91,3 +91,11 @@ def test_bad_valid_times_are_refused_with_nothing_written(memory: Memory) -> Non
     assert "no observation" in refused(memory, "invalidate_observations", observations=[
         {"entityName": "Alice", "observations": ["never said"]}])
     assert "validAt" in str(pytest.raises(ChronographError, memory.read, "read_graph", {"validAt": "soon"}).value)
+
+
+def test_an_observation_named_twice_in_one_invalidation_is_invalidated_and_counted_once(memory: Memory) -> None:
+    seed(memory)
+    head = memory.log.head()
+    done = write(memory, "invalidate_observations", observations=[
+        {"entityName": "Alice", "observations": ["likes tea", "likes tea", "likes tea"]}])
+    assert done.message == "Invalidated 1 observation" and memory.log.head() == head + 1
