@@ -37,7 +37,7 @@ from typing import Any
 
 from chronograph.application.engine.outputs import ObjectOut, Out
 from chronograph.application.engine.service import Memory
-from chronograph.application.errors import ChronographError
+from chronograph.application.errors import ChronographError, StorageError, UnavailableError
 from chronograph.application.lifecycle.sources import Source, SourceError, register
 
 __all__ = ["AGENT_MEMORY", "TeamReport", "import_team"]
@@ -146,6 +146,8 @@ def import_team(memory: Memory | None, path: Path, actor: str) -> TeamReport:
                 Memory(Path(scratch) / "store", sync=False) as rehearsal:
             try:
                 return _Import(rehearsal, connection, actor).run()
+            except (StorageError, UnavailableError):
+                raise  # the scratch store's own trouble (a full disk), not the database's content
             except ChronographError as error:
                 said = str(error).removesuffix("; nothing was imported")
                 raise SourceError(f"{path} holds what the team memory refuses: {said}; nothing was written") from None
