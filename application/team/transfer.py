@@ -164,11 +164,12 @@ def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
         clashes = []
         for item in items:  # with the store, or with an entry before it in the file
             key = (item.type, *item.scope, item.name)
-            if _existing(team, item, args) is not None or key in seen or (item.id and item.id in seen):
+            by_id = item.id if item.id and not args.generate_new_ids else None  # new ids: the file's say nothing
+            if _existing(team, item, args) is not None or key in seen or (by_id and by_id in seen):
                 clashes.append(f"{item.type} {item.name!r}")
             seen.add(key)
-            if item.id:
-                seen.add(item.id)
+            if by_id:
+                seen.add(by_id)
         if clashes:
             raise DuplicateError(f"{len(clashes)} entries already exist or come twice in the file "
                                  f"({', '.join(clashes[:5])}{', ...' if len(clashes) > 5 else ''}); nothing was "
