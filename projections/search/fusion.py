@@ -24,6 +24,15 @@ one store, hybrid recall@5 / @10: a fixed 0.3, 0.601 / 0.683; scaled from 0.4, 0
 and 0.8: 0.618-0.620 / 0.693-0.701 (0.5: 0.618 / 0.701, and at @10 at least semantic's in every
 question category); a fixed 0.1 or 0.2, 0.608-0.612 / 0.688-0.690; the share squared, 0.620 /
 0.697; the word list cut to the 20 or 50 nearest in meaning, 0.56-0.60 / 0.64-0.68.
+
+Measured 2026-12-06 with the second stage and the near-duplicate rule (turns, seed 28: semantic
+and hybrid 0.73 / 0.81, hybrid multi-hop @10 0.67 against semantic's 0.69), neither kept: word
+matches under half the best's share counting for nothing (hybrid then equals semantic in every
+category on seed 28; on seeds 29 and 30 it moves cells by 0.01-0.02 either way, and it would
+drop partial word matches where words do find the answer: BM25 finds 0.23 of this generated
+data, 0.58 of the public benchmark the issue measured); and the word hits outside the 50 nearest
+given their own second-stage meaning score instead of none (multi-hop @10 0.67-0.70, but other
+categories 0.01-0.02 lower at @10 with the top 5, 10 or 50 word hits scored: overall 0.80 or 0.79).
 """
 
 from __future__ import annotations
