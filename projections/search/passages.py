@@ -18,6 +18,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from chronograph.projections.errors import EmbeddingsUnavailableError
 from chronograph.projections.records import EntityRecord
 from chronograph.projections.search.embedder import MAX_TEXT, Embedder
 from chronograph.projections.search.splade import LocalSplade, Weights
@@ -59,6 +60,26 @@ def digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=DIGEST).digest()
 
 
+def _check_vectors(embedder: Embedder, made: Any, count: int, stored: Any) -> None:
+    """Refuse what an embedder made unless it is `count` rows of finite numbers of one width (the
+    width of the vectors stored beside them, `stored`, if any): a vector of NaN kept as embedded
+    would never be found and never be made again.
+
+    Raises:
+        EmbeddingsUnavailableError: Saying what was wrong (the texts are embedded again later).
+    """
+    np = load_numpy()
+    matrix = np.asarray(made, dtype=np.float32)
+    width = None if stored is None else len(stored)
+    if matrix.ndim != 2 or len(matrix) != count or (width is not None and matrix.shape[1] != width):
+        raise EmbeddingsUnavailableError(
+            f"the embedding model {embedder.model} gave vectors of shape {tuple(matrix.shape)} for {count} texts"
+            + ("" if width is None else f" beside stored ones {width} wide"))
+    if not np.isfinite(matrix).all():
+        raise EmbeddingsUnavailableError(f"the embedding model {embedder.model} gave vectors that are not numbers "
+                                         "(NaN or infinite)")
+
+
 def embed_records(embedder: Embedder, records: Sequence[EntityRecord],
                   known: Mapping[str, Sequence[Parts]] | None = None,
                   weigher: LocalSplade | None = None) -> list[Embedded]:
@@ -95,11 +116,13 @@ def embed_records(embedder: Embedder, records: Sequence[EntityRecord],
                 embed.setdefault(key, text)
             if weigher is not None and key not in weights:
                 weigh.setdefault(key, alone)
+    np = load_numpy()
     if embed:
-        vectors.update(zip(embed, embedder.embed(list(embed.values())), strict=True))
+        made = embedder.embed(list(embed.values()))
+        _check_vectors(embedder, made, len(embed), next(iter(vectors.values()), None))
+        vectors.update(zip(embed, made, strict=True))
     if weigh and weigher is not None:
         weights.update(zip(weigh, weigher.weigh(list(weigh.values())), strict=True))
-    np = load_numpy()
     out: list[Embedded] = []
     for record, ks in zip(records, keys, strict=True):
         matrix = np.stack([vectors[k] for k in ks]).astype(np.float32)

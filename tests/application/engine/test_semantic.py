@@ -15,7 +15,7 @@ import pytest
 from chronograph.application import Memory
 from chronograph.application.engine.semantic import Semantic
 from chronograph.application.surfaces.kuzu import KUZU
-from chronograph.projections.errors import TermWeightsUnavailableError
+from chronograph.projections.errors import EmbeddingsUnavailableError, TermWeightsUnavailableError
 from chronograph.projections.search.splade import open_weigher
 from chronograph.projections.search.vectors import Vectors
 from support.embedders import Words
@@ -408,3 +408,32 @@ def test_beside_a_process_keeping_the_other_id_a_search_keeps_to_its_own_vectors
         with memory.lock, memory.views.snapshot() as snapshot:
             searched = memory.semantic.nearness._searched(snapshot)  # noqa: SLF001
     assert searched is memory.semantic.vectors
+
+
+class Poisoned(Words):
+    """Words that answer NaN for a text holding 'poison' (as a broken endpoint may), until cured."""
+
+    cured = False
+
+    def embed(self, texts: Any) -> Any:
+        rows = super().embed(texts)
+        if not self.cured:
+            rows[[i for i, text in enumerate(texts) if "poison" in text]] = float("nan")
+        return rows
+
+
+def test_a_vector_that_is_not_numbers_is_refused_and_its_entity_embedded_once_the_model_answers_again(
+        tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        poisoned = Poisoned()
+        memory.semantic = Semantic(memory.views, poisoned, memory.lock)
+        memory.write("create_entities", {"entities": [
+            {"name": "Bad", "entityType": "x", "observations": ["poison apple"]},
+            {"name": "Good", "entityType": "x", "observations": ["pear"]}]}, actor="t")
+        with pytest.raises(EmbeddingsUnavailableError, match="not numbers"):
+            memory.semantic.catch_up()
+        assert vectors_and_checkpoint(memory)[:2] == (0, 0)  # nothing of that batch was kept as embedded
+        poisoned.cured = True
+        memory.semantic.catch_up()
+        found = memory.read("search_nodes", {"query": "poison apple", "mode": "semantic"}).entities  # type: ignore[attr-defined]
+        assert found[0].name == "Bad"
