@@ -184,11 +184,12 @@ def _rebuild(store: Path | str, cache: str | None) -> int:
                       "embeds the store in the background when it starts", file=sys.stderr)
                 embedded = False
         computed = 0 if memory.semantic is None else memory.semantic.embedded
+        model = "" if memory.semantic is None else memory.semantic.embedder.model
     progress.finish()
     print(f"rebuilt generation {report.generation}: {report.events:,} events, {report.keys:,} keys "
           f"in {report.seconds:.2f} s; {images} search index(es)"
-          + (f"; embeddings rebuilt ({computed:,} brought up to date, the others kept)"
-             if embedded else ""))
+          + (f"; embeddings rebuilt ({computed:,} brought up to date, the others kept) with {model}; other "
+             "models' vectors left as they were" if embedded else ""))
     phases = ", ".join(f"{phase} {seconds:.2f}" for phase, seconds in report.phases.items())
     print(f"seconds: {phases}; word index {indexing:.2f}; {report.snapshots} snapshot(s) kept"
           + (f"; {report.segments:,} segment(s) folded onto the views written, to keep its memory bounded"

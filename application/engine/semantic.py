@@ -275,11 +275,10 @@ class Semantic:
 
     def rewind(self) -> None:
         """Check the vectors against the whole log again (after a rebuild), keeping those whose
-        entity version and model are unchanged (and the former, which lend theirs): `catch_up`
+        entity version is unchanged (and every other model's: see `Vectors.rewind`): `catch_up`
         then embeds only what differs."""
-        keep = () if self.former is None else self.former.prefixes
         with self.lock:
-            self.views.env.write(lambda txn: self.vectors.rewind(txn, keep))
+            self.views.env.write(self.vectors.rewind)
 
     def forget(self) -> None:
         """Drop every stored vector (of every model), to embed the store again from the start."""

@@ -314,17 +314,14 @@ class Vectors:
         self._where.clear()
         self.position = -1
 
-    def rewind(self, txn: lmdb.Transaction, keep: tuple[bytes, ...] = ()) -> None:
+    def rewind(self, txn: lmdb.Transaction) -> None:
         """Check every vector again from the start of the log (after a rebuild): this model's
-        vectors are kept, so an entity whose version did not change is not embedded again;
-        other models' are dropped, but for the keys under `keep`; the matrices are loaded afresh."""
+        vectors are kept, so an entity whose version did not change is not embedded again; the
+        matrices are loaded afresh. Other models' vectors are left as they are: a rebuild does
+        not say which model the store is served with (one served through an endpoint would pay
+        for embedding it all again), and a server of theirs brings them up to date."""
         if self.db is not None:
-            prefix, kept = self._prefix, (*self.prefixes, *keep)  # this model's vectors and their parts
-            with txn.cursor(self.db) as cursor:
-                others = [bytes(key) for key in cursor.iternext(values=False) if not bytes(key).startswith(kept)]
-            for key in others:
-                txn.delete(key, db=self.db)
-            txn.delete(prefix, db=self.db)
+            txn.delete(self._prefix, db=self.db)
         self._matrices.clear()
         self._where.clear()
         self.position = -1

@@ -13,6 +13,7 @@ from typing import Any
 import lmdb
 import pytest
 from chronograph.application import Memory
+from chronograph.application.engine.semantic import Semantic
 from chronograph.eventstore import LmdbLog, StoreCorruptError
 from chronograph.projections import Views
 from chronograph.projections.tables import table_names
@@ -251,6 +252,36 @@ def test_a_rebuild_on_an_unchanged_model_embeds_nothing_again_and_shows_progress
         memory.write("add_observations", {"observations": [{"entityName": "Bob", "contents": ["sails"]}]}, actor="t")
     code, out = run(capsys, "--store", str(history_store), "--rebuild")
     assert "embeddings rebuilt (1 brought up to date" in out and len(words.texts) == 1 and "sails" in words.texts[0]
+
+
+class Elsewhere(Words):
+    """A model served through an endpoint, say, which the rebuild has no way to reach."""
+
+    model = "an-endpoint-model"
+
+
+def embedded_by(memory: Memory, embedder: Words) -> tuple[int, int]:
+    """(entities `embedder`'s model holds a vector of, its checkpoint)."""
+    semantic = Semantic(memory.views, embedder, memory.lock)
+    with memory.lock, memory.views.snapshot() as snapshot:
+        streams = [e.stream for e in snapshot.graph.entities("default")]
+        return len(semantic.vectors.versions(snapshot.graph.txn, streams)), semantic.vectors.checkpoint(
+            snapshot.graph.txn)
+
+
+def test_a_rebuild_leaves_another_model_s_vectors_as_they_were(  # type: ignore[no-untyped-def]
+        history_store: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Memory(history_store) as memory:
+        Semantic(memory.views, Elsewhere(), memory.lock).catch_up()
+        kept = embedded_by(memory, Elsewhere())
+    assert kept[0] > 0
+    monkeypatch.setattr(importlib.import_module("chronograph.application.engine.service"), "open_embedder",
+                        lambda *args, **kwargs: Words())
+    monkeypatch.setenv("CHRONOGRAPH_EMBEDDINGS", "local")
+    code, out = run(capsys, "--store", str(history_store), "--rebuild")
+    assert code == 0 and "with test-words; other models' vectors left as they were" in out
+    with Memory(history_store) as memory:
+        assert embedded_by(memory, Elsewhere()) == kept  # its server embeds nothing again
 
 
 def test_a_rebuild_refuses_a_term_weights_switch_it_cannot_read(  # type: ignore[no-untyped-def]
