@@ -182,6 +182,26 @@ def records(path: Path, progress: Callable[[int, int], None] | None = None) -> I
 
 _OPENINGS = (b"{", b"[")
 """How a first line that only opens a document ends (`{`, or `{"entities": [`)."""
+_CONTINUED = (b",", b":")
+"""How a first line ends that a document's next line goes on (`{"entities": [{...},`, `{"entities":`)."""
+
+
+def _next_line(file: BinaryIO) -> bytes:
+    """The next line of `file` that is not blank (b"" at the end)."""
+    for line in file:
+        if line.strip():
+            return line
+    return b""
+
+
+def _record(line: bytes) -> bool:
+    """Whether `line` holds one whole record of a memory file (an object with its `type`), not a
+    part of a document (whose entities and relations carry none)."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and "type" in value
 
 
 def _first_line_ends(file: BinaryIO) -> bytes:
@@ -202,10 +222,12 @@ def _document(path: Path) -> list[Record] | None:
     or None when the file is JSONL (or one JSONL line).
 
     A file whose first line starts a value and a later line starts another is JSONL, unless its
-    first line ends as only the start of a document does (`{` or `[`): a document written an
-    object a line (`indent=0`) has lines that start with "{" too. Both are told apart streaming
-    through the file, never holding more than a chunk of it (a damaged JSONL line that ends so
-    is read whole once as a document, which it is not, before the file is read as lines)."""
+    first line ends as only the start of a document does (`{` or `[`), or as a document's first
+    line goes on to the next (`,` or `:`) and the next is not a whole record: a document written
+    an object a line (`indent=0`) has lines that start with "{" too. Both are told apart
+    streaming through the file, holding a chunk of it or its second line (a damaged JSONL line
+    that ends in `{` or `[` is read whole once as a document, which it is not, before the file is
+    read as lines)."""
     with path.open("rb") as file:
         start = file.read(_SCAN)
         bom = len(BOM_UTF8) if start.startswith(BOM_UTF8) else 0  # Windows editors write one
@@ -214,7 +236,10 @@ def _document(path: Path) -> list[Record] | None:
         if not text.lstrip().startswith("{"):
             return None
         file.seek(bom + len(start) - len(start.lstrip()))
-        if _first_line_ends(file) not in _OPENINGS:
+        end = _first_line_ends(file)
+        if end in _CONTINUED and _record(_next_line(file)):
+            return None  # a damaged JSONL line ends so too: the line after it says which
+        if end not in _OPENINGS and end not in _CONTINUED:
             tail = b"\n"  # the first line's end was just read
             while chunk := file.read(_SCAN):  # a line that starts with "{": JSONL, streamed
                 if b"\n{" in tail + chunk:

@@ -407,7 +407,8 @@ def test_a_file_that_changes_while_it_is_written_stops_the_import_at_the_next_ba
         assert len(memory.read("read_graph", {}).entities) == 10  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("layout", ["indent 0", "an object a line", "one object a line"])
+@pytest.mark.parametrize("layout", ["indent 0", "an object a line", "one object a line", "the first on the first line",
+                                    "the key alone on the first line"])
 def test_a_json_document_written_with_an_object_a_line_is_read_as_one_document(tmp_path: Path, layout: str) -> None:
     entities = [{"name": "Ada", "entityType": "person", "observations": ["x"]},
                 {"name": "Bob", "entityType": "person", "observations": []}]
@@ -415,6 +416,10 @@ def test_a_json_document_written_with_an_object_a_line_is_read_as_one_document(t
     document = {"entities": entities, "relations": []}
     if layout == "indent 0":
         text = json.dumps(document, indent=0)
+    elif layout == "the first on the first line":
+        text = '{"entities": [' + ",\n".join(json.dumps(e) for e in entities) + '\n], "relations": []}'
+    elif layout == "the key alone on the first line":
+        text = '{"entities":\n[\n' + ",\n".join(json.dumps(e) for e in entities) + '\n], "relations": []}'
     else:
         text = '{"entities": [\n' + ",\n".join(json.dumps(e) for e in entities) + '\n], "relations": []}'
     path = tmp_path / "memory.json"
@@ -422,3 +427,11 @@ def test_a_json_document_written_with_an_object_a_line_is_read_as_one_document(t
     assert import_main([str(path), "--store", str(tmp_path / "store")]) == 0
     with Memory(tmp_path / "store") as memory:
         assert [e.name for e in memory.read("read_graph", {}).entities] == [e["name"] for e in entities]  # type: ignore[attr-defined]
+
+
+def test_jsonl_whose_first_line_is_cut_short_after_a_comma_is_read_as_lines(tmp_path: Path) -> None:
+    path = tmp_path / "m.jsonl"
+    lines = [json.dumps({"type": "entity", "name": n, "entityType": "t", "observations": []}) for n in ("Ada", "Bob")]
+    path.write_text('{"type": "entity", "name": "broken",\n' + "\n".join(lines), encoding="utf-8")
+    job, [(_, report)] = imported(path, tmp_path / "store", batch=10)
+    assert report.created == 2 and [p.line for _, _, first in job.problems.kinds() for p in first] == [1]
