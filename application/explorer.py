@@ -24,7 +24,7 @@ from chronograph.application.core.search import SearchOut
 from chronograph.application.engine.outputs import entity_out, relation_out
 from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
 from chronograph.application.engine.service import Memory
-from chronograph.application.errors import InvalidArgumentsError, NotFoundError
+from chronograph.application.errors import InvalidArgumentsError, NotFoundError, ReplyTooLargeError
 from chronograph.eventstore import LogReader, RelationCreated, clock
 from chronograph.projections import (
     ENTITY,
@@ -363,12 +363,24 @@ def diff(memory: Memory, workspace: str, before: int | str, after: int | str, *,
     return graph_diff(old, new)
 
 
+ROOM = 6
+"""How much more than one reply a diff may read of each moment's graph (see `_known`): the export's
+text runs to 2.1-2.3 times read_graph's bytes, and a reply would carry it twice."""
+
+
 def _known(memory: Memory, workspace: str, moment: int | str, principal: Principal) -> dict[str, Any]:
     """The graph the memory knew at `moment`, every fact whatever its valid time (read_graph shows
     what is true now: an invalidation would read as a deletion, a fact true later as none), each
     with its version, createdAt (which tells a re-created entity from a changed one) and spans."""
-    out = memory.read("export_graph", {"format": "json", "asOf": moment, "workspace": workspace},
-                      principal=principal)
+    limit = memory.reply_limit
+    try:  # the graph gets the room read_graph had (see ROOM)
+        out = memory.read("export_graph", {"format": "json", "asOf": moment, "workspace": workspace},
+                          principal=principal, reply_limit=None if limit is None else ROOM * limit)
+    except ReplyTooLargeError as error:
+        raise ReplyTooLargeError("the diff", error.size // ROOM, error.limit // ROOM, (
+            f"It reads the whole graph of workspace {workspace!r} at both moments: compare them with the "
+            "command line, which has no reply to fit: chronograph replay --diff A B --store ..."),
+            at_least=True) from None
     known: dict[str, Any] = json.loads(out.content)  # type: ignore[attr-defined]
     return known
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
+import pytest
 from chronograph.application import Memory
+from chronograph.application.errors import ReplyTooLargeError
 from chronograph.application.explorer import diff
 
 
@@ -42,3 +45,16 @@ def test_a_diff_says_an_invalidation_is_a_change_of_valid_time_and_counts_facts_
     assert sorted((c["change"], c["what"], c.get("detail")) for c in changes) == [
         ("changed", "Ada", "valid time"), ("changed", "Ada -[knows]-> Cy", "valid time"),
         ("created", "Cy -[will_meet]-> Ada", None)]
+
+
+def test_a_diff_has_the_room_a_whole_graph_answer_has_and_says_how_to_compare_a_bigger_one(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [
+            {"name": f"entity {i}", "entityType": "thing", "observations": [f"an observation of about forty bytes {i}"]}
+            for i in range(300)]}, actor="t")
+        memory.reply_limit = len(msgspec.json.encode(memory.read("read_graph", {}, reply_limit=None))) + 1024
+        assert memory.read("read_graph", {})  # the whole graph fits one reply
+        assert len(diff(memory, "default", 0, memory.log.head())) == 300  # and so does a diff of it
+        memory.reply_limit = 4_000
+        with pytest.raises(ReplyTooLargeError, match="The answer of the diff would be at least.*replay --diff"):
+            diff(memory, "default", 0, memory.log.head())
