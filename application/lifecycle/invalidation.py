@@ -43,7 +43,7 @@ def _at(batch: Batch, tool: str, where: str, at: Any) -> int:
 def invalidate_observations(batch: Batch, args: InvalidateObservations) -> InvalidatedOut:
     tool = "invalidate_observations"
     touched: dict[str, None] = {}
-    count = 0
+    ended: set[tuple[str, str]] = set()  # (entity, observation): one named again is counted once
     for index, item in enumerate(args.observations):
         entity = batch.entity(item.entity_name)
         if entity is None:
@@ -61,8 +61,9 @@ def invalidate_observations(batch: Batch, args: InvalidateObservations) -> Inval
                 raise InvalidArgumentsError(tool, f"observations[{index}].at: before the observation's validFrom "
                                             f"{clock.isoformat(start)}")
         batch.emit(entity.stream, ObservationsInvalidated(observations=observations, at=at))
-        count += len(observations)
+        ended.update((entity.stream, o) for o in observations)
         touched[item.entity_name] = None
+    count = len(ended)
     outs = [entity_out(record) for name in touched if (record := batch.entity(name)) is not None]
     return InvalidatedOut(message=f"Invalidated {count} {plural(count, 'observation', 'observations')}",
                           entities=outs)
