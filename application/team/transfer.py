@@ -9,6 +9,7 @@ with `conflictStrategy: "error"` every existing entry), then written in one tran
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
@@ -209,6 +210,9 @@ def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
         _tag(team, entry, item.tags)
     errors: list[str] = []
 
+    named = Counter(item.id for item in items if item.id)
+    twice = {ident for ident, count in named.items() if count > 1}  # a relation naming one names no entry
+
     def end(kind: str, old: str) -> str:
         """An end's id here: an imported entry's, or a scope's as scopeMapping maps it."""
         mapped = args.scope_mapping.get(f"{kind}:{old}")
@@ -217,6 +221,11 @@ def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
         return new_ids.get(old, old)
 
     for link in relations:
+        shared = [ident for ident in (link.source_id, link.target_id) if ident in twice]
+        if shared:
+            errors.append(f"relation {link.source_id} {link.relation_type} {link.target_id} not imported: the file "
+                          f"gives the id {shared[0]} to more than one entry")
+            continue
         source, target = end(link.source_type, link.source_id), end(link.target_type, link.target_id)
         missing = [f"{kind} {ident}" for kind, ident in ((link.source_type, source), (link.target_type, target))
                    if not is_target(team, kind, ident)]

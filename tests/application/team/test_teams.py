@@ -249,12 +249,15 @@ def test_an_entry_named_twice_in_one_file_is_imported_once_or_refused_as_a_dupli
     error = refused(memory, "memory_import", action="import", content=twice, conflictStrategy="error")
     assert "1 entries already exist or come twice in the file (tool 'A')" in str(error)
     same_id = json.dumps({"entries": {"tools": [{"id": "tool_1", "name": "C", "scopeType": "global"},
-                                                {"id": "tool_1", "name": "D", "scopeType": "global"}]}})
+                                                {"id": "tool_1", "name": "D", "scopeType": "global"}]},
+                          "relations": [{"sourceType": "tool", "sourceId": "tool_1", "targetType": "tool",
+                                         "targetId": "tool_1", "relationType": "related_to"}]})
     assert "come twice" in str(refused(memory, "memory_import", action="import", content=same_id,
                                        conflictStrategy="error"))
     fresh = call(memory, "memory_import", action="import", content=same_id, conflictStrategy="error",
                  generateNewIds=True)  # the file's ids are not used: two entries
-    assert fresh["created"] == 2
+    assert fresh["created"] == 2 and fresh["errors"] == [
+        "relation tool_1 related_to tool_1 not imported: the file gives the id tool_1 to more than one entry"]
     done = call(memory, "memory_import", action="import", content=twice)
     assert (done["created"], done["updated"]) == (1, 1)
     [tool] = [t for t in call(memory, "memory_tool", action="list")["tools"] if t["name"] == "A"]
