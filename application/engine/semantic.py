@@ -27,6 +27,7 @@ from typing import Any
 
 from chronograph.application.engine.nearness import Nearness
 from chronograph.application.engine.storelock import StoreLock
+from chronograph.application.errors import UnavailableError
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.lmdb import resident
 from chronograph.projections import EntityRecord, LmdbGraph, Views
@@ -290,18 +291,30 @@ class Semantic:
         a query sees the writes just made; a longer backlog is left to the projector, and so
         is everything while the embedder is failing (the query says how far embeddings reach).
 
-        It runs under the caller's hold of the store (a read), so the backlog is kept short.
+        It embeds holding the store only if its caller does: a search runs it first without
+        (`prepare`), so a slow embedder holds up no write; under the search's hold it then finds
+        at most what was written meanwhile.
         """
         if self.problem is not None and self._thread is not None:
             return  # the projector retries it on its own schedule
-        with self.lock:
-            with self.views.snapshot() as snapshot:
-                behind = snapshot.graph.position - self.vectors.checkpoint(snapshot.graph.txn)
-            if 0 < behind <= backlog:
-                try:
-                    self.step()
-                except (EmbeddingsUnavailableError, EventStoreError) as error:
-                    self.problem = str(error)
+        with self.lock, self.views.snapshot() as snapshot:
+            behind = snapshot.graph.position - self.vectors.checkpoint(snapshot.graph.txn)
+        if 0 < behind <= backlog:
+            try:
+                self.step()  # reads and stores under the store's lock, embeds outside it
+            except (EmbeddingsUnavailableError, EventStoreError) as error:
+                self.problem = str(error)
+
+    def prepare(self, query: str) -> None:
+        """Do before a search by meaning takes the store what it would do holding it: embed
+        `query` (kept for the search) and `settle` a short backlog. An embedder that is slow (an
+        endpoint answers within 30 s) then holds up no other call; a failure is the search's to
+        say."""
+        try:
+            self.nearness.asked(query)
+        except UnavailableError:
+            return
+        self.settle()
 
     def start(self, progress: Progress | None = None) -> None:
         """Run the projector in a background thread until `stop`."""

@@ -57,6 +57,14 @@ each was checked to touch nothing of the process but its snapshot and the word i
 (which have a lock of their own). Any other read takes the store's lock, as a write does."""
 _SEMANTIC = frozenset({"semantic", "hybrid"})
 
+
+def _by_meaning(spec: Tool, args: Any) -> str | None:
+    """The query a call embeds to search by meaning in the present, if it does."""
+    query = getattr(args, "query", None)
+    if not isinstance(query, str) or not query.strip() or getattr(args, "as_of", UNSET) is not UNSET:
+        return None
+    return query if spec.name == "semantic_search" or getattr(args, "mode", None) in _SEMANTIC else None
+
 RESIDENT = 192 << 20
 """The store pages a process preparing the search images keeps resident before it gives them
 back (see `eventstore.lmdb.resident`)."""
@@ -356,6 +364,9 @@ class Memory:
         return answering[1] if answering is not None and answering[0] is handler else None
 
     def _answer(self, spec: Tool, args: Any, reply_limit: int | None = None) -> Out:
+        query = _by_meaning(spec, args)
+        if query is not None and self.semantic is not None:
+            self.semantic.prepare(query)  # the embedding outside the store's lock (see `Semantic.prepare`)
         if not self.alongside(spec, args):
             with self.lock, self.views.search.lock:
                 output = self._handled(spec, args, reply_limit)

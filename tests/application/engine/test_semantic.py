@@ -108,6 +108,38 @@ def test_a_write_embeds_without_holding_the_store_so_other_calls_go_on(memory: t
     assert created["embedded"] is True and taken == [True]
 
 
+@pytest.mark.parametrize("tool", ["search_nodes", "semantic_search"])
+def test_a_search_by_meaning_embeds_without_holding_the_store_so_other_calls_go_on(
+        memory: tuple[Memory, Words], tool: str) -> None:
+    """An embedder as slow as an endpoint may be holds up no write: the query and the few
+    entities written just before it are embedded before the search takes the store."""
+    store, words = memory
+    store.read("semantic_search", {"query": "warm up"})
+    store.write("create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": [
+        "writes programs"]}]}, actor="t")  # a backlog the search settles first
+    taken: list[bool] = []
+    embed = words.embed
+
+    def probe() -> None:
+        if store.lock.acquire(timeout=5):
+            store.lock.release()
+            taken.append(True)
+        else:
+            taken.append(False)
+
+    def watching(texts: Any) -> Any:
+        other = threading.Thread(target=probe)
+        other.start()
+        other.join()  # another thread takes the store's lock while this one embeds
+        return embed(texts)
+
+    words.embed = watching  # type: ignore[method-assign]
+    arguments = {"query": "programs", **({"mode": "semantic"} if tool == "search_nodes" else {})}
+    found = store.read(tool, arguments)
+    assert [e.name for e in found.entities] == ["Ada"]  # type: ignore[attr-defined]
+    assert len(taken) == 2 and all(taken)  # the query's embedding and the backlog's
+
+
 def test_vectors_embedded_the_former_way_are_passed_over_and_the_store_embedded_again(tmp_path: Path) -> None:
     with Memory(tmp_path / "store", sync=False) as opened:
         opened.write("create_entities", {"entities": [
