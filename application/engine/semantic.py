@@ -228,10 +228,12 @@ class Semantic:
             self.problem = str(error)
             return False
 
+        put: list[tuple[Any, ...]] = []
+
         def write(txn: Any) -> bool:
             graph = LmdbGraph(txn, self.views.tables)
             stored = self.vectors.versions(txn, [r.stream for r in records])
-            put = []
+            put.clear()
             for record, (vector, made) in zip(records, vectors, strict=True):
                 live = graph.entity_by_stream(record.stream)
                 if live is None or live.version != record.version:
@@ -245,7 +247,10 @@ class Semantic:
             return False
         try:
             with self.lock:
-                return not self.closed and bool(self.views.env.write(write))
+                if self.closed or not self.views.env.write(write):
+                    return False
+                self.vectors.took(put)  # found by this process's searches at once
+                return True
         except (EventStoreError, ProjectionError):
             return False  # derived data: the projector stores them when the store takes writes again
 

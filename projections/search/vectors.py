@@ -284,6 +284,16 @@ class Vectors:
         if checkpoint is not None:
             txn.put(self._prefix, pack_u64(checkpoint), db=self.db)
 
+    def took(self, put: Iterable[tuple[Any, ...]]) -> None:
+        """Vectors this process just stored ahead of the checkpoint (`store`'s `put`, committed):
+        into the matrices, if they are loaded, so that a search finds them before the projector's
+        checkpoint passes them (`refresh` reads them again then)."""
+        if self.position < 0:
+            return  # not loaded: the first search loads every stored vector
+        np = load_numpy()
+        for stream, workspace, version, vector, *_ in put:
+            self._set(stream, _Vector(workspace, version, np.asarray(vector, dtype="<f2").tobytes()))
+
     def forget(self, txn: lmdb.Transaction) -> None:
         """Drop every stored vector of every model (a rebuild re-embeds) and the matrices."""
         if self.db is not None:

@@ -13,7 +13,7 @@ import msgspec
 import numpy as np
 import pytest
 from chronograph.application import Memory
-from chronograph.application.engine.semantic import Semantic
+from chronograph.application.engine.semantic import SETTLE, Semantic
 from chronograph.application.surfaces.kuzu import KUZU
 from chronograph.projections.errors import EmbeddingsUnavailableError, TermWeightsUnavailableError
 from chronograph.projections.search.splade import open_weigher
@@ -68,6 +68,22 @@ def test_once_loaded_a_write_embeds_its_entity_ahead_of_the_projector(memory: tu
     assert stored(store) == ({"Ada": 2}, store.log.head())
     found = msgspec.to_builtins(store.read("semantic_search", {"query": "keeps bees", "workspace": "memory"}))
     assert [e["name"] for e in found["entities"]] == ["Ada"]
+
+
+def test_an_entity_a_write_embedded_ahead_of_the_projector_is_found_at_once(memory: tuple[Memory, Words]) -> None:
+    store, _ = memory
+    assert store.semantic is not None
+    write(store, "create_entity", database="memory", name="Seed", entity_type="thing")
+    store.semantic.catch_up()
+    store.read("semantic_search", {"query": "warm up", "workspace": "memory"})  # loaded: model and matrices
+    store.write("create_entities", {"workspace": "memory", "entities": [
+        {"name": f"filler {i}", "entityType": "thing", "observations": []} for i in range(SETTLE + 10)]}, actor="t")
+    created = write(store, "create_entity", database="memory", name="Zebra", entity_type="animal",
+                    observations=["a striped horse of africa"])
+    assert created["embedded"] is True and stored(store)[1] < store.log.head()  # ahead of the projector
+    found = msgspec.to_builtins(store.read("semantic_search", {"query": "striped horse of africa",
+                                                              "workspace": "memory", "threshold": 0.5}))
+    assert [e["name"] for e in found["entities"]] == ["Zebra"]
 
 
 def test_a_vector_of_a_later_version_is_never_replaced_by_an_older_one(memory: tuple[Memory, Words]) -> None:
