@@ -118,9 +118,9 @@ def embed_records(embedder: Embedder, records: Sequence[EntityRecord],
                 weigh.setdefault(key, alone)
     np = load_numpy()
     if embed:
-        made = embedder.embed(list(embed.values()))
-        _check_vectors(embedder, made, len(embed), next(iter(vectors.values()), None))
-        vectors.update(zip(embed, made, strict=True))
+        embedded = embedder.embed(list(embed.values()))
+        _check_vectors(embedder, embedded, len(embed), next(iter(vectors.values()), None))
+        vectors.update(zip(embed, embedded, strict=True))
     if weigh and weigher is not None:
         weights.update(zip(weigh, weigher.weigh(list(weigh.values())), strict=True))
     out: list[Embedded] = []
