@@ -4,6 +4,7 @@ A query is embedded once while it is kept (the most recent `QUERIES_KEPT`)."""
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -33,10 +34,19 @@ class Nearness:
     def __init__(self, semantic: Semantic) -> None:
         self._semantic = semantic
         self._queries: OrderedDict[str, Asked] = OrderedDict()
+        self._kept = threading.Lock()
+        """Over `_queries`: searches embed their queries in threads of their own (`Semantic.prepare`)."""
+        self._failed = threading.local()
+        """The query this thread's call failed to embed, and why (`failed`): tried once a call."""
 
     def forget_queries(self) -> None:
         """Embed every query again (the weigher went away, or a benchmark wants each mode to pay)."""
-        self._queries.clear()
+        with self._kept:
+            self._queries.clear()
+
+    def forget_failure(self) -> None:
+        """This thread's call is over: its next query is embedded afresh, even one that failed."""
+        self._failed.failed = None
 
     def nearest(self, snapshot: Snapshot, workspace: str, query: str, depth: int) -> tuple[list[Match], int]:
         """The `depth` entities of `workspace` nearest `query`, and the position embedded through.
@@ -133,23 +143,31 @@ class Nearness:
         Raises:
             UnavailableError: If the embedder cannot embed it.
         """
-        asked = self._queries.get(query)
-        if asked is None:
+        with self._kept:
+            asked = self._queries.get(query)
+            if asked is not None:
+                self._queries.move_to_end(query)
+                return asked
+        failed = getattr(self._failed, "failed", None)
+        if failed is not None and failed[0] == query:
+            raise failed[1]  # this call tried once already (before it took the store)
+        try:
+            vector = self._semantic.embedder.embed([query])[0]
+        except EmbeddingsUnavailableError as error:
+            refusal = UnavailableError(f"Semantic search is unavailable: {error}. "
+                                       "The other modes (substring, ranked, fuzzy) work.")
+            self._failed.failed = (query, refusal)
+            raise refusal from None
+        weigher, terms = self._semantic.weigher, None
+        if weigher is not None:
             try:
-                vector = self._semantic.embedder.embed([query])[0]
-            except EmbeddingsUnavailableError as error:
-                raise UnavailableError(f"Semantic search is unavailable: {error}. "
-                                       "The other modes (substring, ranked, fuzzy) work.") from None
-            weigher, terms = self._semantic.weigher, None
-            if weigher is not None:
-                try:
-                    terms = weigher.query(query)
-                except TermWeightsUnavailableError as error:
-                    self._semantic.without_weights(error)
-            asked = self._queries[query] = Asked(vector, terms)
-            self._semantic.loaded = True
+                terms = weigher.query(query)
+            except TermWeightsUnavailableError as error:
+                self._semantic.without_weights(error)
+        asked = Asked(vector, terms)
+        self._semantic.loaded = True
+        with self._kept:
+            self._queries[query] = asked
             while len(self._queries) > QUERIES_KEPT:
                 self._queries.popitem(last=False)
-        else:
-            self._queries.move_to_end(query)
         return asked

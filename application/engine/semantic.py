@@ -97,6 +97,8 @@ class Semantic:
         """Entities this process has embedded (by the projector)."""
         self.nearness = Nearness(self)
         """The entities nearest a query, read from these vectors"""
+        self._settled = threading.local()
+        """Whether this thread's call settled already (`prepare`: `done`)."""
         self.closed = False
         """Set (under the lock) when the store closes: nothing is stored after it."""
         self._stop = threading.Event()
@@ -302,6 +304,8 @@ class Semantic:
         """
         if self.problem is not None and self._thread is not None:
             return  # the projector retries it on its own schedule
+        if getattr(self._settled, "done", False):
+            return  # this call settled before it took the store (`prepare`)
         with self.lock, self.views.snapshot() as snapshot:
             behind = snapshot.graph.position - self.vectors.checkpoint(snapshot.graph.txn)
         if 0 < behind <= backlog:
@@ -317,9 +321,15 @@ class Semantic:
         say."""
         try:
             self.nearness.asked(query)
+            self.settle()
         except UnavailableError:
-            return
-        self.settle()
+            pass  # remembered: the search under the store says so without asking again
+        self._settled.done = True  # settled, or the embedder fails: the search asks it nothing more
+
+    def prepared(self) -> None:
+        """The call `prepare` was for is over: the next one embeds and settles afresh."""
+        self._settled.done = False
+        self.nearness.forget_failure()
 
     def start(self, progress: Progress | None = None) -> None:
         """Run the projector in a background thread until `stop`."""

@@ -365,8 +365,16 @@ class Memory:
 
     def _answer(self, spec: Tool, args: Any, reply_limit: int | None = None) -> Out:
         query = _by_meaning(spec, args)
-        if query is not None and self.semantic is not None:
-            self.semantic.prepare(query)  # the embedding outside the store's lock (see `Semantic.prepare`)
+        semantic = self.semantic if query is not None else None
+        if semantic is None:
+            return self._answered(spec, args, reply_limit)
+        try:
+            semantic.prepare(query)  # the embedding outside the store's lock (see `Semantic.prepare`)
+            return self._answered(spec, args, reply_limit)
+        finally:
+            semantic.prepared()
+
+    def _answered(self, spec: Tool, args: Any, reply_limit: int | None) -> Out:
         if not self.alongside(spec, args):
             with self.lock, self.views.search.lock:
                 output = self._handled(spec, args, reply_limit)

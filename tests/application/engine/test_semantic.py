@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from chronograph.application import Memory
 from chronograph.application.engine.semantic import SETTLE, Semantic
+from chronograph.application.errors import UnavailableError
 from chronograph.application.surfaces.kuzu import KUZU
 from chronograph.projections.errors import EmbeddingsUnavailableError, TermWeightsUnavailableError
 from chronograph.projections.search.splade import open_weigher
@@ -154,6 +155,33 @@ def test_a_search_by_meaning_embeds_without_holding_the_store_so_other_calls_go_
     found = store.read(tool, arguments)
     assert [e.name for e in found.entities] == ["Ada"]  # type: ignore[attr-defined]
     assert len(taken) == 2 and all(taken)  # the query's embedding and the backlog's
+
+
+def test_an_embedder_that_fails_is_asked_once_a_search_and_never_while_the_store_is_held(
+        memory: tuple[Memory, Words]) -> None:
+    store, words = memory
+    store.read("semantic_search", {"query": "warm up"})
+    store.write("create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": [
+        "writes programs"]}]}, actor="t")  # a backlog too
+    held: list[bool] = []
+
+    def probe() -> None:
+        taken = store.lock.acquire(timeout=5)
+        if taken:
+            store.lock.release()
+        held.append(not taken)
+
+    def failing(texts: Any) -> Any:
+        other = threading.Thread(target=probe)
+        other.start()
+        other.join()  # another thread tries the store's lock while this one waits on the embedder
+        raise EmbeddingsUnavailableError("the endpoint timed out")
+
+    words.embed = failing  # type: ignore[method-assign]
+    for query in ("programs", "programs"):
+        with pytest.raises(UnavailableError, match="the endpoint timed out"):
+            store.read("search_nodes", {"query": query, "mode": "semantic"})
+    assert held == [False, False]  # once a search, the store free meanwhile
 
 
 def test_vectors_embedded_the_former_way_are_passed_over_and_the_store_embedded_again(tmp_path: Path) -> None:
