@@ -210,8 +210,9 @@ def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
         _tag(team, entry, item.tags)
     errors: list[str] = []
 
-    named = Counter(item.id for item in items if item.id)
-    twice = {ident for ident, count in named.items() if count > 1}  # a relation naming one names no entry
+    # With new ids, one the file gives two entries names neither (else both lines are one entry)
+    named = Counter(item.id for item in items if item.id) if args.generate_new_ids else Counter()
+    twice = {ident for ident, count in named.items() if count > 1}
 
     def end(kind: str, old: str) -> str:
         """An end's id here: an imported entry's, or a scope's as scopeMapping maps it."""

@@ -258,6 +258,13 @@ def test_an_entry_named_twice_in_one_file_is_imported_once_or_refused_as_a_dupli
                  generateNewIds=True)  # the file's ids are not used: two entries
     assert fresh["created"] == 2 and fresh["errors"] == [
         "relation tool_1 related_to tool_1 not imported: the file gives the id tool_1 to more than one entry"]
+    one_entry = json.dumps({"entries": {"tools": [{"id": "tool_9", "name": "E", "scopeType": "global"},
+                                                  {"id": "tool_9", "name": "E", "scopeType": "global",
+                                                   "description": "again"}]},
+                            "relations": [{"sourceType": "tool", "sourceId": "tool_9", "targetType": "tool",
+                                           "targetId": "tool_9", "relationType": "related_to"}]})
+    linked = call(memory, "memory_import", action="import", content=one_entry)  # the file's id: one entry
+    assert (linked["created"], linked["updated"], linked["errors"]) == (1, 1, [])
     done = call(memory, "memory_import", action="import", content=twice)
     assert (done["created"], done["updated"]) == (1, 1)
     [tool] = [t for t in call(memory, "memory_tool", action="list")["tools"] if t["name"] == "A"]
