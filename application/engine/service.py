@@ -364,9 +364,8 @@ class Memory:
         return answering[1] if answering is not None and answering[0] is handler else None
 
     def _answer(self, spec: Tool, args: Any, reply_limit: int | None = None) -> Out:
-        query = _by_meaning(spec, args)
-        semantic = self.semantic if query is not None else None
-        if semantic is None:
+        query, semantic = _by_meaning(spec, args), self.semantic
+        if query is None or semantic is None:
             return self._answered(spec, args, reply_limit)
         try:
             semantic.prepare(query)  # the embedding outside the store's lock (see `Semantic.prepare`)
