@@ -5,7 +5,7 @@ which then passes over it."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -101,26 +101,30 @@ def test_a_vector_of_a_later_version_is_never_replaced_by_an_older_one(memory: t
     assert store.semantic.embed_now([old]) is True and stored(store)[0] == {"Ada": 2}
 
 
-def test_a_write_embeds_without_holding_the_store_so_other_calls_go_on(memory: tuple[Memory, Words]) -> None:
-    store, words = memory
-    store.read("semantic_search", {"query": "warm up"})
-    taken: list[bool] = []
-    embed = words.embed
+def watched(store: Memory, embed: Callable[[Any], Any], taken: list[bool]) -> Callable[[Any], Any]:
+    """`embed`, which first has another thread try the store's lock, saying in `taken` whether it
+    got it (so a call that embeds while holding the store says False)."""
 
     def probe() -> None:
-        if store.lock.acquire(timeout=5):
+        got = store.lock.acquire(timeout=5)
+        if got:
             store.lock.release()
-            taken.append(True)
-        else:
-            taken.append(False)
+        taken.append(got)
 
     def watching(texts: Any) -> Any:
         other = threading.Thread(target=probe)
         other.start()
-        other.join()  # another thread takes the store's lock while this one embeds
+        other.join()  # another thread tries the store's lock while this one embeds
         return embed(texts)
 
-    words.embed = watching  # type: ignore[method-assign]
+    return watching
+
+
+def test_a_write_embeds_without_holding_the_store_so_other_calls_go_on(memory: tuple[Memory, Words]) -> None:
+    store, words = memory
+    store.read("semantic_search", {"query": "warm up"})
+    taken: list[bool] = []
+    words.embed = watched(store, words.embed, taken)  # type: ignore[method-assign]
     created = write(store, "create_entity", database="memory", name="Ada", entity_type="person")
     assert created["embedded"] is True and taken == [True]
 
@@ -135,26 +139,11 @@ def test_a_search_by_meaning_embeds_without_holding_the_store_so_other_calls_go_
     store.write("create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": [
         "writes programs"]}]}, actor="t")  # a backlog the search settles first
     taken: list[bool] = []
-    embed = words.embed
-
-    def probe() -> None:
-        if store.lock.acquire(timeout=5):
-            store.lock.release()
-            taken.append(True)
-        else:
-            taken.append(False)
-
-    def watching(texts: Any) -> Any:
-        other = threading.Thread(target=probe)
-        other.start()
-        other.join()  # another thread takes the store's lock while this one embeds
-        return embed(texts)
-
-    words.embed = watching  # type: ignore[method-assign]
+    words.embed = watched(store, words.embed, taken)  # type: ignore[method-assign]
     arguments = {"query": "programs", **({"mode": "semantic"} if tool == "search_nodes" else {})}
     found = store.read(tool, arguments)
     assert [e.name for e in found.entities] == ["Ada"]  # type: ignore[attr-defined]
-    assert len(taken) == 2 and all(taken)  # the query's embedding and the backlog's
+    assert taken == [True, True]  # the query's embedding and the backlog's
 
 
 def test_an_embedder_that_fails_is_asked_once_a_search_and_never_while_the_store_is_held(
@@ -163,25 +152,16 @@ def test_an_embedder_that_fails_is_asked_once_a_search_and_never_while_the_store
     store.read("semantic_search", {"query": "warm up"})
     store.write("create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": [
         "writes programs"]}]}, actor="t")  # a backlog too
-    held: list[bool] = []
-
-    def probe() -> None:
-        taken = store.lock.acquire(timeout=5)
-        if taken:
-            store.lock.release()
-        held.append(not taken)
 
     def failing(texts: Any) -> Any:
-        other = threading.Thread(target=probe)
-        other.start()
-        other.join()  # another thread tries the store's lock while this one waits on the embedder
         raise EmbeddingsUnavailableError("the endpoint timed out")
 
-    words.embed = failing  # type: ignore[method-assign]
+    taken: list[bool] = []
+    words.embed = watched(store, failing, taken)  # type: ignore[method-assign]
     for query in ("programs", "programs"):
         with pytest.raises(UnavailableError, match="the endpoint timed out"):
             store.read("search_nodes", {"query": query, "mode": "semantic"})
-    assert held == [False, False]  # once a search, the store free meanwhile
+    assert taken == [True, True]  # asked once a search, the store free meanwhile
 
 
 def test_vectors_embedded_the_former_way_are_passed_over_and_the_store_embedded_again(tmp_path: Path) -> None:
