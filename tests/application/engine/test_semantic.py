@@ -359,6 +359,23 @@ def test_a_store_embedded_before_the_weigher_is_searched_meanwhile_and_only_weig
     assert dropped and left == (0, None)  # replay --rebuild drops them once all is weighed
 
 
+def test_an_entity_a_write_embedded_while_the_former_vectors_are_searched_is_found_at_once(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"workspace": "memory", "entities": [
+            {"name": "Ada", "entityType": "person", "observations": ["Writes Python"]},
+            *({"name": f"filler {i}", "entityType": "thing", "observations": []} for i in range(SETTLE + 10))]},
+            actor="t")  # more to weigh than a search settles: searches read the former vectors meanwhile
+        Semantic(memory.views, Words(), memory.lock).catch_up()  # embedded before the weigher
+        memory.semantic = Semantic(memory.views, Words(), memory.lock, Weighing())  # type: ignore[arg-type]
+        assert [e["name"] for e in msgspec.to_builtins(memory.read("semantic_search", {
+            "query": "python", "workspace": "memory"}))["entities"]] == ["Ada"]  # the former vectors, loaded
+        created = write(memory, "create_entity", database="memory", name="Zebra", entity_type="animal",
+                        observations=["a striped horse of africa"])
+        found = msgspec.to_builtins(memory.read("semantic_search", {"query": "striped horse of africa",
+                                                                   "workspace": "memory", "threshold": 0.5}))
+    assert created["embedded"] is True and [e["name"] for e in found["entities"]] == ["Zebra"]
+
+
 def test_a_rebuild_keeps_the_vectors_kept_without_weights_for_the_weigher_to_borrow(tmp_path: Path) -> None:
     fill(tmp_path / "store", 5)
     with Memory(tmp_path / "store", sync=False) as memory:
