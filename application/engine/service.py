@@ -59,7 +59,11 @@ _SEMANTIC = frozenset({"semantic", "hybrid"})
 
 
 def _by_meaning(spec: Tool, args: Any) -> str | None:
-    """The query a call embeds to search by meaning in the present, if it does."""
+    """The query a call embeds to search by meaning in the present, if it does (the team memory's
+    `memory_query` asks for it with `semanticSearch` and names it `search`)."""
+    if getattr(args, "semantic_search", None) is True:
+        search = getattr(args, "search", None)
+        return search if isinstance(search, str) and search.strip() else None
     query = getattr(args, "query", None)
     if not isinstance(query, str) or not query.strip() or getattr(args, "as_of", UNSET) is not UNSET:
         return None

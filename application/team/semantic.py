@@ -3,7 +3,8 @@ server's embedder (`--embeddings`).
 
 Entries are embedded when a query first needs them and kept per process by entry and
 version, so a scope's second query embeds nothing; an entry's text is its name and the
-fields that say what it is.
+fields that say what it is. The query is embedded before the call takes the store
+(`Semantic.prepare`); entries a process embeds for the first time still are under it.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def similarities(memory: Memory, entries: list[Entry], query: str) -> dict[str, 
             chunk = todo[start: start + BATCH]
             for entry, vector in zip(chunk, embedder.embed([entry_text(e) for e in chunk]), strict=True):
                 kept[entry.id] = (entry.current.number, vector)
-        asked = embedder.embed([query])[0]
-    except EmbeddingsUnavailableError as error:
-        raise UnavailableError(f"Semantic search is unavailable: {error}; search without semanticSearch") from None
+        asked = memory.semantic.nearness.asked(query).vector  # embedded before the call took the store (`prepare`)
+    except (EmbeddingsUnavailableError, UnavailableError) as error:
+        said = str(error).removeprefix("Semantic search is unavailable: ").split(". The other modes")[0]
+        raise UnavailableError(f"Semantic search is unavailable: {said}; search without semanticSearch") from None
     return {e.id: float(kept[e.id][1] @ asked) for e in entries}

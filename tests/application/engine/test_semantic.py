@@ -146,6 +146,19 @@ def test_a_search_by_meaning_embeds_without_holding_the_store_so_other_calls_go_
     assert taken == [True, True]  # the query's embedding and the backlog's
 
 
+def test_a_team_search_by_meaning_embeds_its_query_without_holding_the_store(memory: tuple[Memory, Words]) -> None:
+    store, words = memory
+    store.write("memory_knowledge", {"action": "add", "scopeType": "global", "title": "deploys",
+                                     "content": "we deploy on fridays"}, actor="t")
+    asked = {"action": "search", "search": "deploy fridays", "semanticSearch": True, "semanticThreshold": 0.1}
+    store.read("memory_query", asked)  # the entries are embedded (kept by this process)
+    taken: list[bool] = []
+    words.embed = watched(store, words.embed, taken)  # type: ignore[method-assign]
+    found = store.read("memory_query", {**asked, "search": "when do we deploy"}).reply  # type: ignore[attr-defined]
+    assert [r["knowledge"]["title"] for r in found["results"]] == ["deploys"] and found["meta"]["semantic"]
+    assert taken == [True]  # the query, embedded before the search took the store
+
+
 def test_an_embedder_that_fails_is_asked_once_a_search_and_never_while_the_store_is_held(
         memory: tuple[Memory, Words]) -> None:
     store, words = memory
