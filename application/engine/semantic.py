@@ -251,9 +251,9 @@ class Semantic:
             with self.lock:
                 if self.closed or not self.views.env.write(write):
                     return False
-                for vectors in (self.vectors, self.former):  # whichever a search reads now (`Nearness._searched`)
-                    if vectors is not None:
-                        vectors.took(put)  # found by this process's searches at once
+                for searched in (self.vectors, self.former):  # whichever a search reads (`Nearness._searched`)
+                    if searched is not None:
+                        searched.took(put)  # found by this process's searches at once
                 return True
         except (EventStoreError, ProjectionError):
             return False  # derived data: the projector stores them when the store takes writes again
