@@ -124,11 +124,9 @@ def _run_file(args: argparse.Namespace, staged: Staged, actor: str) -> int:
         try:
             job.check_workspaces()
             job.unchanged(written=False)
-        except InvalidArgumentsError as error:
-            print(f"chronograph import: {error}; nothing was written", file=sys.stderr)
-            return 2
-        except (ChronographError, OSError) as error:
-            print(f"chronograph import: {error}", file=sys.stderr)
+        except (ChronographError, OSError) as error:  # a changed file's error says what was written
+            said = "; nothing was written" if isinstance(error, InvalidArgumentsError) else ""
+            print(f"chronograph import: {error}{said}", file=sys.stderr)
             return 2
         store = resolve_store(args.store)
         existed = store_exists(store)

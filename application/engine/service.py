@@ -57,6 +57,16 @@ each was checked to touch nothing of the process but its snapshot and the word i
 (which have a lock of their own). Any other read takes the store's lock, as a write does."""
 _SEMANTIC = frozenset({"semantic", "hybrid"})
 
+RESIDENT = 192 << 20
+"""The store pages a process preparing the search images keeps resident before it gives them
+back (see `eventstore.lmdb.resident`)."""
+CLOSING_PATIENCE = 0.5
+"""Seconds a closing store waits for a log out of reach (its database gone) before it gives up
+keeping its search images; the next process builds them instead."""
+_OPEN_SCRUB_WAIT = 2.0
+"""Seconds an open that finishes an erasure's scrub waits for another process's readers (those
+it cannot wait out are left to the next open)."""
+
 
 def _by_meaning(spec: Tool, args: Any) -> str | None:
     """The query a call embeds to search by meaning in the present, if it does (the team memory's
@@ -68,16 +78,6 @@ def _by_meaning(spec: Tool, args: Any) -> str | None:
     if not isinstance(query, str) or not query.strip() or getattr(args, "as_of", UNSET) is not UNSET:
         return None
     return query if spec.name == "semantic_search" or getattr(args, "mode", None) in _SEMANTIC else None
-
-RESIDENT = 192 << 20
-"""The store pages a process preparing the search images keeps resident before it gives them
-back (see `eventstore.lmdb.resident`)."""
-CLOSING_PATIENCE = 0.5
-"""Seconds a closing store waits for a log out of reach (its database gone) before it gives up
-keeping its search images; the next process builds them instead."""
-_OPEN_SCRUB_WAIT = 2.0
-"""Seconds an open that finishes an erasure's scrub waits for another process's readers (those
-it cannot wait out are left to the next open)."""
 
 
 class Memory:

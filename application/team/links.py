@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.outputs import ObjectOut, object_out
@@ -25,7 +25,7 @@ __all__ = ["RELATION_TYPES", "RelationType", "Taggable", "check_target", "is_tar
 
 Taggable = Literal["tool", "guideline", "knowledge", "project"]
 RelationType = Literal["applies_to", "depends_on", "conflicts_with", "related_to"]
-RELATION_TYPES = ("applies_to", "depends_on", "conflicts_with", "related_to")
+RELATION_TYPES: tuple[str, ...] = get_args(RelationType)
 _SLUG = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
 
