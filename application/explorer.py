@@ -257,20 +257,24 @@ def _valid_relation(relation: RelationRecord, at_us: int | None) -> bool:
         relation.valid_until is None or moment < relation.valid_until)
 
 
-def entity_page(memory: Memory, workspace: str, name: str, limit: int = 500, *,
+def entity_page(memory: Memory, workspace: str, name: str, limit: int = 500, *, relations_limit: int = 200,
                 principal: Principal = LOCAL_PRINCIPAL) -> dict[str, Any]:
-    """Every version of every entity ever called `name` (who, when, which call, what changed,
-    the state after), and the history of every relation that ever named it.
+    """The newest `limit` versions of every entity ever called `name` (who, when, which call, what
+    changed, the state after), oldest first, and the history of the first `relations_limit` relations
+    that ever named it; `more` and `moreRelations` say when there were others.
 
     Raises:
         ForbiddenError: If `principal` may not read `workspace`.
         NotFoundError: If no entity was ever called `name` in the workspace.
     """
-    history = memory.read("get_entity_history", {"name": name, "workspace": workspace, "limit": limit},
-                          principal=principal)
+    history = memory.read("get_entity_history", {"name": name, "workspace": workspace, "limit": limit + 1,
+                                                 "order": "newest"}, principal=principal)
     assert isinstance(history, HistoryOut)
-    versions = _plain(history.versions)
+    versions = _plain(history.versions)[::-1]
+    more = len(versions) > limit or history.next_cursor is not msgspec.UNSET
     before: dict[str, Any] | None = None
+    if len(versions) > limit:  # the one before the first shown: what that one changed is told against it
+        before, versions = versions[0]["state"], versions[1:]
     for version in versions:
         version["diff"] = _change(before, version["state"])
         changes = version["changes"]
@@ -290,11 +294,11 @@ def entity_page(memory: Memory, workspace: str, name: str, limit: int = 500, *,
             if isinstance(event, RelationCreated) and event.workspace == workspace and name in (event.source,
                                                                                                 event.target):
                 found.setdefault(envelope.stream)
-        for stream in list(found)[:200]:
+        for stream in list(found)[:relations_limit]:
             relations.append({"versions": _plain([_version(v) for v in stream_history(moment.log, stream)])})
         live = moment.graph.entity(workspace, name)
-    return {"name": name, "live": live is not None, "versions": versions, "relations": relations,
-            "more": history.next_cursor is not msgspec.UNSET}
+    return {"name": name, "live": live is not None, "versions": versions, "relations": relations, "more": more,
+            "moreRelations": len(found) > relations_limit}
 
 
 def _version(version: Any) -> dict[str, Any]:
@@ -343,12 +347,14 @@ def audit(memory: Memory, workspace: str, *, actor: str | None = None, session: 
                        ("until", until), ("afterPosition", after)):
         if value:
             arguments[key] = value
-    answer = memory.read("get_audit_log", arguments, principal=principal)
-    assert isinstance(answer, AuditOut)
-    events = _plain(answer.events)
-    if session:
-        events = [e for e in events if session in e["actor"]]
-    return {"events": events}
+    events: list[dict[str, Any]] = []
+    while True:  # a session is part of an actor's text, filtered here: pages are read until `limit` match
+        answer = memory.read("get_audit_log", arguments, principal=principal)
+        assert isinstance(answer, AuditOut)
+        events += [e for e in _plain(answer.events) if not session or session in e["actor"]]
+        if len(events) >= limit or answer.next_cursor is msgspec.UNSET:
+            return {"events": events[:limit]}
+        arguments["cursor"] = answer.next_cursor
 
 
 def diff(memory: Memory, workspace: str, before: int | str, after: int | str, *,

@@ -13,7 +13,14 @@ from chronograph.projections.live.catchup import Progress
 from chronograph.projections.live.rebuild import RebuildReport
 from chronograph.projections.live.verify import damaged_event, verify
 from chronograph.projections.live.views import Snapshot, Views
-from chronograph.projections.past.asof import entity_as_of, fold_streams, graph_as_of, position_of, relation_as_of
+from chronograph.projections.past.asof import (
+    entity_as_of,
+    fold_streams,
+    graph_as_of,
+    position_of,
+    relation_as_of,
+    written_position,
+)
 from chronograph.projections.past.versions import Version, changes_of, stream_history, versions_of
 from chronograph.projections.records import (
     ContextRecord,
@@ -82,4 +89,5 @@ __all__ = [
     "unique",
     "verify",
     "versions_of",
+    "written_position",
 ]

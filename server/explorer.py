@@ -35,7 +35,7 @@ import anyio
 from chronograph.application import explorer
 from chronograph.application.errors import ChronographError, ForbiddenError, InvalidArgumentsError, NotFoundError
 from chronograph.eventstore import EventStoreError
-from chronograph.projections import ProjectionError
+from chronograph.projections import ProjectionError, written_position
 from chronograph.server.http import TOKEN_COOKIE, UI_PATH, page_token
 from chronograph.server.runtime import Runtime
 from starlette.requests import Request
@@ -91,13 +91,14 @@ def explorer_routes(runtime: Runtime, *, token: str | None) -> list[Route]:
     def moment(text: str | None) -> int | str | None:
         if not text:
             return None
-        return int(text) if text.isdigit() else text
+        position = written_position(text)
+        return text if position is None else position
 
     def number(request: Request, name: str, default: int, ceiling: int) -> int:
         text = request.query_params.get(name)
         if not text:
             return default
-        if not text.isdigit() or not 1 <= int(text) <= ceiling:
+        if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= ceiling:
             raise ValueError(f"{name}: a whole number from 1 to {ceiling}")
         return int(text)
 
@@ -107,7 +108,7 @@ def explorer_routes(runtime: Runtime, *, token: str | None) -> list[Route]:
 
     def graph(request: Request) -> Any:
         q = request.query_params
-        names = [n for n in q.get("names", "").split("\n") if n] if "names" in q else None
+        names = [n for n in q.getlist("names") if n] if "names" in q else None  # one parameter a name
         return explorer.graph(memory(), workspace(request), query=q.get("q") or None, names=names,
                               around=q.get("around") or None, as_of=moment(q.get("asOf")),
                               valid_at=q.get("validAt") or None, limit=number(request, "limit", explorer.LIMIT, 500),
@@ -122,7 +123,7 @@ def explorer_routes(runtime: Runtime, *, token: str | None) -> list[Route]:
     def audit(request: Request) -> Any:
         q = request.query_params
         after = q.get("after")
-        if after is not None and not after.isdigit():
+        if after is not None and not (after.isascii() and after.isdigit()):
             raise ValueError("after: a log position")
         return explorer.audit(memory(), workspace(request), actor=q.get("actor") or None,
                               by_principal=q.get("principal") or None, session=q.get("session") or None,

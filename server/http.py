@@ -268,7 +268,7 @@ class Guard:
             if bearer:
                 scope[_BEARER] = given.strip()  # taken out again at once (see __call__)
         length = headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_body):
+        if length is not None and (not (length.isascii() and length.isdigit()) or int(length) > self.max_body):
             return _error(413, f"request bodies are limited to {self.max_body} bytes", scope)
         return None
 

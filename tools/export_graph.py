@@ -31,7 +31,7 @@ from chronograph.application.errors import ChronographError
 from chronograph.application.lifecycle.export import FORMATS, checked, export, jsonl_line
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.files import check_target, guarded_file
-from chronograph.projections import ProjectionError
+from chronograph.projections import ProjectionError, written_position
 from chronograph.tools.common.parsing import (
     add_store_argument,
     explain,
@@ -74,7 +74,7 @@ def format_of(args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace) -> int:
     """Carry out `export`; return the exit code."""
     fmt = format_of(args)
-    as_of: Any = UNSET if not args.at else int(args.at) if args.at.isdigit() else args.at
+    as_of: Any = UNSET if not args.at else written_position(args.at) or args.at
     if args.all_workspaces and fmt not in ("jsonl", "json"):
         print("chronograph export: --all-workspaces writes jsonl or json (what import reads back)", file=sys.stderr)
         return 2

@@ -36,7 +36,7 @@ from chronograph.application.explorer import diff
 from chronograph.eventstore import EventStoreError, LmdbLog, StoreCorruptError
 from chronograph.eventstore.errors import advised_copy
 from chronograph.eventstore.lmdb import resident
-from chronograph.projections import ProjectionError, damaged_event, verify
+from chronograph.projections import ProjectionError, damaged_event, verify, written_position
 from chronograph.projections.errors import EmbeddingsUnavailableError
 from chronograph.tools.common.parsing import (
     add_store_argument,
@@ -150,7 +150,8 @@ def _diff(memory: Memory, args: argparse.Namespace) -> int:
 
 
 def _moment(text: str) -> Any:
-    return int(text) if text.strip().isdigit() else text
+    position = written_position(text)
+    return text if position is None else position
 
 
 def _rebuild(store: Path | str, cache: str | None) -> int:

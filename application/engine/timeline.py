@@ -14,7 +14,16 @@ from typing import Any
 
 from chronograph.application.errors import InvalidArgumentsError
 from chronograph.eventstore import EventLog, LogReader, clock
-from chronograph.projections import DictGraph, Graph, LmdbGraph, Snapshot, Views, graph_as_of, position_of
+from chronograph.projections import (
+    DictGraph,
+    Graph,
+    LmdbGraph,
+    Snapshot,
+    Views,
+    graph_as_of,
+    position_of,
+    written_position,
+)
 from msgspec import UNSET
 
 __all__ = ["Moment", "Timeline"]
@@ -88,10 +97,11 @@ class Timeline:
         with self.views.snapshot() as snapshot:
             log = snapshot.log
             head = log.head()
-            if isinstance(as_of, int) or as_of.strip().isdigit():
-                if int(as_of) <= head:
+            position = as_of if isinstance(as_of, int) else written_position(as_of)
+            if position is not None:
+                if position <= head:
                     return None
-                asked = f"position {int(as_of):,} is past the end of the log"
+                asked = f"position {position:,} is past the end of the log"
             else:
                 try:
                     if clock.parse_iso(as_of) <= clock.now_us():

@@ -17,7 +17,14 @@ from chronograph.projections.states.dictgraph import DictGraph
 from chronograph.projections.states.dictstate import DictState, fold_log
 from chronograph.projections.states.graph import Graph
 
-__all__ = ["entity_as_of", "fold_streams", "graph_as_of", "position_of", "relation_as_of"]
+__all__ = ["entity_as_of", "fold_streams", "graph_as_of", "position_of", "relation_as_of", "written_position"]
+
+
+def written_position(text: str) -> int | None:
+    """The log position `text` spells in ASCII digits (spaces around it allowed), else None: `str.isdigit`
+    also takes "²", which `int` refuses, so a moment written so read as a failed number."""
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def position_of(reader: LogReader, moment: int | str | datetime) -> int:
@@ -34,10 +41,10 @@ def position_of(reader: LogReader, moment: int | str | datetime) -> int:
         return min(moment, reader.head())
     if isinstance(moment, datetime):
         return reader.position_at(clock.to_us(moment))
-    text = moment.strip()
-    if text.isdigit():
-        return min(int(text), reader.head())
-    return reader.position_at(clock.parse_iso(text))
+    position = written_position(moment)
+    if position is not None:
+        return min(position, reader.head())
+    return reader.position_at(clock.parse_iso(moment.strip()))
 
 
 def graph_as_of(log: EventLog, position: int, snapshots: Snapshots | None = None) -> DictGraph:

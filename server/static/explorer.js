@@ -42,7 +42,8 @@ function problem(text) {
 async function get(path, params = {}) {
   const query = new URLSearchParams({workspace: state.workspace});
   for (const [key, value] of Object.entries(params)) {
-    if (value !== null && value !== undefined && value !== "") query.set(key, value);
+    if (Array.isArray(value)) value.forEach((item) => query.append(key, item));  // a name may hold any character
+    else if (value !== null && value !== undefined && value !== "") query.set(key, value);
   }
   let response;
   try {
@@ -201,7 +202,7 @@ function focusParams() {
   const focus = state.focus;
   const params = {asOf: state.asOf ?? "", validAt: $("validAt").value ? $("validAt").value + "T12:00:00Z" : ""};
   if (focus.mode === "search") params.q = focus.q;
-  if (focus.mode === "names") params.names = focus.names.join("\n");
+  if (focus.mode === "names") params.names = focus.names;
   return params;
 }
 
@@ -299,7 +300,7 @@ async function showEntity(name) {
   const trueOn = $("validAt").value;
   let now = [];
   if (page.live || state.asOf !== null) {  // what it says at the slider's moment, true on the chosen date
-    const shown = await get("graph", {names: name, asOf: state.asOf ?? state.head,
+    const shown = await get("graph", {names: [name], asOf: state.asOf ?? state.head,
                                       validAt: trueOn ? trueOn + "T12:00:00Z" : ""});
     const entity = shown.entities.find((e) => e.name === name);
     if (entity) {
@@ -313,10 +314,14 @@ async function showEntity(name) {
     el("h2", {}, name, page.live ? null : el("span", {class: "badge removed"}, "deleted")),
     el("p", {}, el("button", {type: "button", onclick: () => expand(name)}, "Show its neighbours")),
     ...now,
-    el("h3", {}, count(page.versions.length, "version", "versions")),
+    el("h3", {}, count(page.versions.length, "version", "versions") + (page.more ? ", the newest" : "")),
+    ...(page.more ? [el("p", {class: "muted"}, "Older versions are not shown: chronograph audit or get_entity_history "
+                                               + "lists them all.")] : []),
     ...versions,
     el("h3", {}, "Relations over time"),
     ...(page.relations.length ? page.relations.map(relationHistory) : [el("p", {class: "muted"}, "None, ever.")]),
+    ...(page.moreRelations ? [el("p", {class: "muted"}, `Only the first ${page.relations.length} relations are shown.`)]
+      : []),
   );
 }
 
@@ -360,7 +365,9 @@ function auditParams() {
   const params = {};
   for (const [key, value] of form.entries()) {
     if (!value) continue;
-    params[key] = (key === "since" || key === "until") ? new Date(value).toISOString() : value.replace(/\s/g, "");
+    // An actor, principal or session may hold spaces ("chronograph forget"); a list of types may not.
+    params[key] = (key === "since" || key === "until") ? new Date(value).toISOString()
+      : key === "types" ? value.replace(/\s/g, "") : value.trim();
   }
   return params;
 }
@@ -459,7 +466,7 @@ async function start() {
     window.chronograph.ready = true;
     performance.mark("chronograph-first-graph");
     // Warm what moving through time needs (the server indexes the relations' history once).
-    get("graph", {names: cy.nodes().map((n) => n.id()).slice(0, 1).join("\n"), asOf: Math.max(0, state.head - 1)})
+    get("graph", {names: cy.nodes().map((n) => n.id()).slice(0, 1), asOf: Math.max(0, state.head - 1)})
       .catch(() => {});
   } catch (error) {
     say("");

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 from chronograph.application import Memory
 from chronograph.application.errors import ReplyTooLargeError
-from chronograph.application.explorer import diff
+from chronograph.application.explorer import audit, diff, entity_page
 
 
 def test_a_diff_tells_a_changed_entity_from_a_re_created_one(tmp_path: Path) -> None:
@@ -58,3 +58,36 @@ def test_a_diff_has_the_room_a_whole_graph_answer_has_and_says_how_to_compare_a_
         memory.reply_limit = 4_000
         with pytest.raises(ReplyTooLargeError, match="The answer of the diff would be at least.*replay --diff"):
             diff(memory, "default", 0, memory.log.head())
+
+
+def test_the_feed_filtered_by_session_reads_past_the_newest_page(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [{"name": "Old", "entityType": "t", "observations": []}]},
+                     actor="claude-code/first")
+        for i in range(12):
+            memory.write("create_entities", {"entities": [{"name": f"N{i}", "entityType": "t", "observations": []}]},
+                         actor="claude-code/second")
+        found = audit(memory, "default", session="first", limit=5)["events"]
+        newest = audit(memory, "default", session="second", limit=5)["events"]
+    assert [e["subject"] for e in found] == ["Old"]
+    assert [e["subject"] for e in newest] == [f"N{i}" for i in range(11, 6, -1)]
+
+
+def test_an_entity_s_page_shows_its_newest_versions_and_says_older_ones_exist(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [{"name": "Ada", "entityType": "t", "observations": []}]},
+                     actor="t")
+        for i in range(6):
+            memory.write("add_observations", {"observations": [{"entityName": "Ada", "contents": [f"fact {i}"]}]},
+                         actor="t")
+        for other in ("B", "C", "D"):
+            memory.write("create_entities", {"entities": [{"name": other, "entityType": "t", "observations": []}]},
+                         actor="t")
+            memory.write("create_relations", {"relations": [{"from": "Ada", "to": other, "relationType": "knows"}]},
+                         actor="t")
+        page = entity_page(memory, "default", "Ada", limit=3, relations_limit=2)
+        whole = entity_page(memory, "default", "Ada")
+    assert [v["version"] for v in page["versions"]] == [5, 6, 7] and page["more"]
+    assert page["versions"][0]["diff"]["added"] == ["fact 3"]  # told against version 4, not as a creation
+    assert len(page["relations"]) == 2 and page["moreRelations"]
+    assert len(whole["versions"]) == 7 and not whole["more"] and not whole["moreRelations"]

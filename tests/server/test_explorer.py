@@ -145,6 +145,41 @@ def test_the_audit_feed_shows_a_write_made_while_the_page_is_open(page: Any, exp
     page.wait_for_function("document.querySelectorAll('#feed li').length === 1")
 
 
+def test_an_actor_with_spaces_is_found_by_the_feed_s_filter(page: Any, explorer: tuple[Path, str]) -> None:
+    with Memory(explorer[0]) as memory:  # forget's own actor is "chronograph forget"
+        memory.write("create_entities", {"entities": [{"name": "Grace Hopper", "entityType": "person",
+                                                       "observations": []}]}, actor="night shift/s 1")
+    page.click("#tab-audit")
+    page.fill("#audit-filters input[name=actor]", " night shift/s 1 ")
+    page.click("#audit-filters button")
+    page.wait_for_function("document.querySelectorAll('#feed li').length === 1")
+    assert "Grace Hopper" in page.text_content("#feed")
+    page.fill("#audit-filters input[name=actor]", "")
+    page.fill("#audit-filters input[name=session]", "s 1")
+    page.click("#audit-filters button")
+    page.wait_for_function("document.querySelectorAll('#feed li').length === 1")
+
+
+def test_an_entity_whose_name_holds_a_line_break_stays_in_view_as_time_moves(page: Any,
+                                                                               explorer: tuple[Path, str]) -> None:
+    with Memory(explorer[0]) as memory:
+        memory.write("create_entities", {"entities": [{"name": "Lone\nWolf", "entityType": "animal",
+                                                       "observations": ["howls"]}]}, actor="t")
+        head = memory.log.head()
+        memory.write("add_observations", {"observations": [{"entityName": "Lone\nWolf", "contents": ["later"]}]},
+                     actor="t")
+    page.reload()
+    page.wait_for_function("window.chronograph && window.chronograph.ready", timeout=30_000)
+    wolf = "cy.nodes().some(n => n.id() === 'Lone\\nWolf')"
+    page.wait_for_function(wolf)
+    page.fill("#slider", str(head))  # the view's names are asked for at that moment, each whole
+    page.wait_for_function(f"document.getElementById('moment').textContent.includes('position {head} ')")
+    page.wait_for_function(f"window.chronograph.lastSlide !== undefined && {wolf}")
+    page.evaluate("name => showEntity(name)", "Lone\nWolf")
+    page.wait_for_function("document.getElementById('entity').textContent.includes('What it says at position')")
+    assert "howls" in page.text_content("#entity")
+
+
 def test_a_follow_of_the_feed_that_answers_after_its_first_load_shows_nothing_twice(
         browser: Any, explorer: tuple[Path, str]) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 760})
@@ -272,6 +307,9 @@ def test_serve_over_http_offers_the_same_page_under_ui(tmp_path: Path) -> None:
         assert request(base + "/ui/api/overview")[1]["entities"] == 3
         status, body = request(base + "/ui/api/graph?asOf=banana")
         assert status == 400 and body["code"] == "invalid"
+        for query in ("graph?limit=%C2%B2", "audit?after=%C2%B2", "audit?limit=%C2%B2", "graph?asOf=%C2%B2"):
+            status, body = request(base + "/ui/api/" + query)  # "²": a digit to str.isdigit, not to int()
+            assert status == 400 and "invalid literal" not in body["error"], (query, body)
         assert request(base + "/ui/api/entity?name=Nobody")[0] == 404
     finally:
         next(started, None)

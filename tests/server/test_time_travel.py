@@ -65,6 +65,13 @@ async def test_a_bad_as_of_is_a_clear_error(client: Client) -> None:
         await call(client, "read_graph", {"asOf": "last tuesday"})
 
 
+@pytest.mark.parametrize("moment", ["²", " ³ ", "1²"])
+async def test_digits_python_counts_but_cannot_read_are_not_a_log_position(client: Client, moment: str) -> None:
+    for tool, arguments in (("read_graph", {}), ("search_nodes", {"query": "x"}), ("open_nodes", {"names": ["x"]})):
+        with pytest.raises(ToolFailed, match=f"asOf: {moment.strip()!r} is not an ISO-8601 timestamp"):
+            await call(client, tool, {**arguments, "asOf": moment})
+
+
 async def test_entity_history_lists_every_version_and_survives_deletion(
     client: Client, clock: FrozenDateTimeFactory
 ) -> None:
