@@ -150,7 +150,7 @@ def _recall(args: argparse.Namespace, hook: dict[str, Any]) -> str:
     budget = args.budget or (400 if prompted else BUDGET)
     from chronograph.application.engine.service import Memory  # noqa: PLC0415
 
-    memory = Memory(store, readonly=True, embeddings="off")
+    memory = Memory(store, readonly=True, embeddings="off", cache=args.cache)
     try:
         if args.workspace:
             workspace = args.workspace

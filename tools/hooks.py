@@ -49,6 +49,8 @@ def command(args: argparse.Namespace) -> str:
     if args.store:
         words += ["--store", str(Path(args.store).expanduser().resolve())
                   if "://" not in str(args.store) else str(args.store)]
+    if args.cache:  # a PostgreSQL store's views: the folder named, not a second copy in the per-user cache
+        words += ["--cache", str(Path(args.cache).expanduser().resolve())]
     return shlex.join(words)
 
 
@@ -94,8 +96,8 @@ def merge(settings: dict[str, Any], wanted: dict[str, list[dict[str, Any]]]) -> 
 
 def _ours(command: Any) -> bool:
     """Whether `command` is one `hooks --write` writes: this command's words and nothing else
-    (`<python> -m chronograph context` or `chronograph context`, then only --client, --store and
-    --budget with their values; a shell operator makes it the user's own)."""
+    (`<python> -m chronograph context` or `chronograph context`, then only --client, --store, --cache
+    and --budget with their values; a shell operator makes it the user's own)."""
     if not isinstance(command, str):
         return False
     try:
@@ -108,7 +110,7 @@ def _ours(command: Any) -> bool:
         rest = words[2:]
     else:
         return False
-    return len(rest) % 2 == 0 and all(flag in ("--client", "--store", "--budget") for flag in rest[::2])
+    return len(rest) % 2 == 0 and all(flag in ("--client", "--store", "--cache", "--budget") for flag in rest[::2])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"chronograph suggest: no store at {store}", file=sys.stderr)
         return 2
     try:
-        memory = Memory(store, readonly=True)
+        memory = Memory(store, readonly=True, cache=args.cache)
     except (EventStoreError, ProjectionError, OSError) as error:
         print(f"chronograph suggest: {error}", file=sys.stderr)
         return 2

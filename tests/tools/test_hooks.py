@@ -66,11 +66,11 @@ def test_writing_again_for_another_store_replaces_the_hooks_it_wrote_and_keeps_e
     mine = {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo hi"}]}]}}
     settings.write_text(json.dumps(mine))
     (settings.parent / "settings.json.bak").write_text("MY OLD BACKUP")
-    assert cli(["hooks", "claude-code", "--write", "--store", "one"]) == 0
+    assert cli(["hooks", "claude-code", "--write", "--store", "one", "--cache", "views"]) == 0
     assert cli(["hooks", "claude-code", "--write", "--store", "two", "--client-name", "other"]) == 0
     hooks = json.loads(settings.read_text())["hooks"]
     commands = [h["command"] for event in hooks.values() for g in event for h in g["hooks"]]
-    assert len(commands) == 3 and "echo hi" in commands  # one hook an event is ours, the user's stays
+    assert len(commands) == 3 and "echo hi" in commands  # one hook an event is ours (--cache too), the user's stays
     assert all(str(tmp_path / "two") in c and "other" in c for c in commands if c != "echo hi")
     assert (settings.parent / "settings.json.bak").read_text() == "MY OLD BACKUP"
     assert json.loads((settings.parent / "settings.json.bak.1").read_text()) == mine

@@ -53,6 +53,23 @@ def test_every_command_works_on_a_database_store(tmp_path: Path) -> None:
     assert graph.returncode == 0 and "Ada" in graph.stdout and "Bob" not in graph.stdout
 
 
+def test_every_command_given_a_cache_keeps_the_views_there_and_nowhere_else(tmp_path: Path) -> None:
+    url, cache, home = database().log_url(), str(tmp_path / "cache"), tmp_path / "home"
+    memory_file = tmp_path / "memory.jsonl"
+    memory_file.write_text(json.dumps({"type": "entity", "name": "Ada", "entityType": "person",
+                                       "observations": ["math"]}) + "\n")
+    env = {**ENV, "XDG_CACHE_HOME": str(home)}  # the per-user cache: a copy there outlives a forget
+    runs = [["import", str(memory_file)], ["suggest", "--json"], ["context", "--client", "t"], ["audit"],
+            ["export"], ["replay", "--verify"], ["hooks", "claude-code"], ["forget", "Ada", "--reason", "asked"]]
+    for words in runs:
+        done = subprocess.run([sys.executable, "-m", "chronograph", *words, "--store", url, "--cache", cache],
+                              capture_output=True, text=True, timeout=120, env=env, cwd=ROOT, input="{}")
+        assert done.returncode == 0, (words, done.stderr)
+        assert not home.exists() or not any(home.rglob("*.mdb")), words
+        if words[0] == "hooks":
+            assert f"--cache {Path(cache).resolve()}" in done.stdout
+
+
 def test_restoring_into_a_database_says_how(tmp_path: Path) -> None:
     done = cli("restore", str(tmp_path / "x.chronograph"), "--store", database().log_url())
     assert done.returncode == 2 and "chronograph copy" in done.stderr
