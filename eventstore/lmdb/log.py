@@ -144,7 +144,13 @@ class LmdbLog(EventLog):
             with env.read() as txn:
                 existing = {bytes(name) for name, _ in txn.cursor()}
             if not set(LOG_DATABASES) <= existing:
-                raise StoreCorruptError(f"{self.path} holds an LMDB environment that is not a Chronograph store")
+                if env.readonly or existing or env.env.info()["last_txnid"]:
+                    raise StoreCorruptError(f"{self.path} holds an LMDB environment that is not a Chronograph store")
+                # Nothing was ever committed: another process is making the store this moment (it
+                # made the file, its first commit is to come). The creation waits for its write and
+                # makes only what it did not (`_create_log` overwrites nothing).
+                self._writes(FORMAT_VERSION)
+                return env.write(self._create_log)
             sums = None
             if _SUMS in existing or not env.readonly:
                 sums = env.env.open_db(_SUMS, create=not env.readonly)

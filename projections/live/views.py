@@ -17,7 +17,7 @@ from typing import NamedTuple, TypeVar
 
 import lmdb
 from chronograph.eventstore import Envelope, EventLog, LmdbEnv, LogReader, LogTransaction
-from chronograph.projections.errors import ViewsDamagedError, ViewsUnavailableError
+from chronograph.projections.errors import RebuildError, ViewsDamagedError, ViewsUnavailableError
 from chronograph.projections.fold import apply_all
 from chronograph.projections.keys import VECTORS
 from chronograph.projections.live import seeding
@@ -112,12 +112,12 @@ class Views:
         if generation == 0:
             seed = self.seeds.start(self._tables_of(seeding.GENERATION), progress)
             if seed is None:
-                built = self.rebuild(progress).erasures
+                built, generation = self._first_build(progress)
             else:
                 built = seed.erasures
                 self.adopt(seeding.GENERATION)
                 self.catch_up(progress=progress)
-        else:
+        if generation:
             self.adopt(generation)
             self.catch_up(progress=progress)
         log.add_inline_hook(self._on_append)
@@ -131,6 +131,23 @@ class Views:
                     self.env.write(lambda txn: self.pointer.set_erasures(txn, count))
                     self._erasures_seen = count
             self.refresh()
+
+    def _first_build(self, progress: Progress | None, tries: int = 3) -> tuple[int | None, int]:
+        """Build the views of a store that has none: the erasure count they were made at and 0, or
+        None and the generation another process built meanwhile (two servers started together on a
+        new store: the one whose rebuild loses the race takes the winner's views, rather than fail)."""
+        attempt = 1
+        while True:
+            try:
+                return self.rebuild(progress).erasures, 0
+            except RebuildError:
+                with self.env.read() as txn:
+                    generation = self.pointer.generation(txn)
+                if generation:
+                    return None, generation
+                if attempt == tries:  # an entity was forgotten during every try: say so
+                    raise
+                attempt += 1
 
     def _missed(self) -> int:
         """How many events of the log the views have not folded, the generation read with the

@@ -183,3 +183,18 @@ def test_a_read_only_store_reads_but_refuses_writes(store_path: Path) -> None:
         assert store.head() == 0
         with pytest.raises(Exception, match="read-only"):
             store.append([StreamWrite("a", [note(0)])], actor="t")
+
+
+def test_a_store_another_process_is_making_this_moment_is_made_with_it(store_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A data file read while LMDB writes its meta pages does not look uncommitted; opened, the
+    environment holds no commit yet: the creation goes on with the other process's, not refused."""
+    from chronograph.eventstore.lmdb import env  # noqa: PLC0415
+
+    lmdb.open(str(store_path), max_dbs=4).close()  # the meta pages, no commit
+    monkeypatch.setattr(env, "never_committed", lambda path: False)
+    with LmdbLog(store_path) as store:
+        store.append([StreamWrite("s", [EntityCreated(workspace="w", name="Ada", entity_type="person")])],
+                     actor="a")
+    with LmdbLog(store_path, readonly=True) as store:
+        assert store.head() == 1

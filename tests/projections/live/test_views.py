@@ -308,3 +308,24 @@ def test_a_read_only_open_takes_a_rebuild_another_process_swaps_in_meanwhile_for
     with Memory(store_path, readonly=True) as memory:  # before: refused as views "another version" left behind
         assert rebuilt and [e.name for e in memory.read("read_graph", {}).entities] == ["a"]
         assert memory.views.tables.generation == 2
+
+
+def test_servers_started_together_on_a_new_store_all_come_up_with_the_same_views(tmp_path: Path) -> None:
+    """Each builds the views of a store that has none; whichever swaps in second takes the first's."""
+    store, go = tmp_path / "store", tmp_path / "go"
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        while not os.path.exists({str(go)!r}):
+            time.sleep(0.001)
+        from chronograph.application import Memory
+        with Memory({str(store)!r}, embeddings="off") as memory:
+            memory.write("create_entities", {{"entities": [{{"name": sys.argv[1], "entityType": "t",
+                                                          "observations": []}}]}}, actor="t")
+    """)
+    processes = [subprocess.Popen([sys.executable, "-c", script, f"E{i}"], cwd=ROOT, stderr=subprocess.PIPE,
+                                  text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}) for i in range(4)]
+    go.touch()
+    errors = [p.communicate(timeout=120)[1] for p in processes]
+    assert [p.returncode for p in processes] == [0, 0, 0, 0], errors
+    with LmdbLog(store) as log:
+        assert sorted(names(Views(log))) == ["E0", "E1", "E2", "E3"]
