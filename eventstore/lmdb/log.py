@@ -20,6 +20,7 @@ import lmdb
 import msgspec
 from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.errors import StoreCorruptError, StoreFormatError
+from chronograph.eventstore.files import STORE_FILES
 from chronograph.eventstore.keys import pack_u32, pack_u64, text_key, unpack_u32
 from chronograph.eventstore.lmdb.env import EnvOptions, LmdbEnv
 from chronograph.eventstore.lmdb.reader import SCRUBBED, Databases, LmdbReader
@@ -144,11 +145,13 @@ class LmdbLog(EventLog):
             with env.read() as txn:
                 existing = {bytes(name) for name, _ in txn.cursor()}
             if not set(LOG_DATABASES) <= existing:
-                if env.readonly or existing or env.env.info()["last_txnid"]:
+                if env.readonly or existing or env.env.info()["last_txnid"] or set(os.listdir(self.path)) - set(
+                        STORE_FILES):
                     raise StoreCorruptError(f"{self.path} holds an LMDB environment that is not a Chronograph store")
                 # Nothing was ever committed: another process is making the store this moment (it
                 # made the file, its first commit is to come). The creation waits for its write and
-                # makes only what it did not (`_create_log` overwrites nothing).
+                # makes only what it did not (`_create_log` overwrites nothing). Not beside other
+                # files: a folder of the user's is not taken over (as `LmdbEnv` decides).
                 self._writes(FORMAT_VERSION)
                 return env.write(self._create_log)
             sums = None
