@@ -10,6 +10,7 @@ instead of the file's (a type, metadata, a relation's confidence) is counted as 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -142,11 +143,15 @@ class Writer:
                     entity = graph.entity(section.workspace, name)
                     if entity is not None and entity.entity_type != entry["entityType"]:
                         self._retyped(self.lines_of[name], name, entry["entityType"], entity.entity_type, first[name])
-        stored = {} if self.empty else self._stored_types()
+        stored = {} if self.empty else self._stored_types(self.entries)
         new = [without(entry) for name, entry in self.entries.items() if name not in stored]
+        created: set[str] = set()
         for start in range(0, len(new), step):
-            report.created += len(self.call("create_entities", {"entities": new[start : start + step]}).entities)
-        report.observations += sum(len(entry["observations"]) for entry in new)  # the rest: with `spanned` below
+            created.update(e.name for e in self.call("create_entities", {"entities": new[start : start + step]}).entities)
+        report.created += len(created)
+        report.observations += sum(len(e["observations"]) for e in new if e["name"] in created)  # the rest: below
+        # Names another process made since the store was read (create_entities skips them): merged as stored ones
+        stored |= self._stored_types([e["name"] for e in new if e["name"] not in created])
         existing = sorted(name for name in self.entries if name in stored)
         merges = [{"entityName": n, "contents": without(self.entries[n])["observations"]} for n in existing]
         added_to: dict[str, int] = {}
@@ -200,10 +205,10 @@ class Writer:
                              f"{kept!r}, merged its observations")
         self.report.retyped += 1
 
-    def _stored_types(self) -> dict[str, str]:
-        """name -> type of the batch's entities the store holds."""
+    def _stored_types(self, names: Iterable[str]) -> dict[str, str]:
+        """name -> type of those of `names` the store holds."""
         with self.memory.views.read() as graph:
-            return {name: entity.entity_type for name in self.entries
+            return {name: entity.entity_type for name in names
                     if (entity := graph.entity(self.section.workspace, name)) is not None}
 
     def _report_kept_metadata(self, existing: list[str]) -> None:

@@ -268,6 +268,28 @@ def test_a_later_line_of_an_entity_removed_mid_import_is_a_problem_not_a_stop(tm
     assert report.created == 2 and [e["name"] for e in graph["entities"]] == ["Bob"]
 
 
+def test_an_entity_another_process_makes_during_the_import_gets_the_file_s_observations_and_counts_them_once(
+        tmp_path: Path) -> None:
+    path = tmp_path / "memory.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [
+        {"type": "entity", "name": "Ada", "entityType": "person", "observations": ["first"]},
+        {"type": "entity", "name": "Bob", "entityType": "person", "observations": ["from the file", "and more"]}
+    ]) + "\n")
+    with Memory(tmp_path / "store") as memory:  # empty when the import began: nothing to look up
+        def meanwhile(stage: str, done: int, total: int) -> None:
+            if stage == "entities" and done == 1:
+                memory.write("create_entities", {"entities": [{"name": "Bob", "entityType": "person",
+                                                               "observations": ["theirs"]}]}, actor="another")
+
+        with FileImport(path, "default", batch=1, progress=meanwhile) as job:
+            job.survey()
+            ((_, report),) = job.write(memory)
+        graph = msgspec.to_builtins(memory.read("read_graph", {}))
+    assert {e["name"]: e["observations"] for e in graph["entities"]} == {
+        "Ada": ["first"], "Bob": ["theirs", "from the file", "and more"]}
+    assert (report.created, report.observations) == (1, 3)
+
+
 @pytest.mark.parametrize("record", [
     {"type": "entity", "name": "Late", "entityType": "x", "observations": ["o"],
      "validity": {"o": {"validFrom": "soon"}}},
