@@ -21,7 +21,7 @@ from typing import TypedDict, TypeVar
 
 import lmdb
 from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreCorruptError, StoreOpenError, advised
-from chronograph.eventstore.files import DATA_FILE, STORE_FILES, store_of
+from chronograph.eventstore.files import DATA_FILE, LOCK_FILE, STORE_FILES, store_of
 from chronograph.eventstore.lmdb.datafile import Tail, check_data_file, never_committed
 from chronograph.eventstore.lmdb.gate import Gate
 from chronograph.eventstore.lmdb.holders import hold, release, sole
@@ -179,7 +179,9 @@ class LmdbEnv:
         outer = store_of(self.path.parent)
         if outer is not None:
             raise StoreOpenError(f"{self.path} lies inside the store at {outer}; a store goes in a folder of its own")
-        if self.path.exists() and any(self.path.iterdir()):
+        # LMDB's lock file alone: another process is making a store here this moment (its data file
+        # is to come), or left only that; the store is made with it (LMDB waits for its set-up).
+        if self.path.exists() and set(os.listdir(self.path)) - {LOCK_FILE}:
             raise StoreOpenError(
                 f"{self.path} is not empty and holds no Chronograph store; "
                 "choose an empty or new directory"

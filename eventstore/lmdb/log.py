@@ -144,9 +144,9 @@ class LmdbLog(EventLog):
                 return env.write(self._create_log)
             with env.read() as txn:
                 existing = {bytes(name) for name, _ in txn.cursor()}
+                committed = txn.id()  # what this read saw: a commit made after it does not count
             if not set(LOG_DATABASES) <= existing:
-                if env.readonly or existing or env.env.info()["last_txnid"] or set(os.listdir(self.path)) - set(
-                        STORE_FILES):
+                if env.readonly or existing or committed or set(os.listdir(self.path)) - set(STORE_FILES):
                     raise StoreCorruptError(f"{self.path} holds an LMDB environment that is not a Chronograph store")
                 # Nothing was ever committed: another process is making the store this moment (it
                 # made the file, its first commit is to come). The creation waits for its write and

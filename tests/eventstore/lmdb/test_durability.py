@@ -198,3 +198,16 @@ def test_a_store_another_process_is_making_this_moment_is_made_with_it(store_pat
                      actor="a")
     with LmdbLog(store_path, readonly=True) as store:
         assert store.head() == 1
+
+
+def test_a_folder_holding_lmdb_s_lock_file_alone_is_a_store_being_made(store_path: Path) -> None:
+    """Another process opening the new store made its lock file and not yet its data file."""
+    store_path.mkdir()
+    (store_path / "lock.mdb").write_bytes(b"")
+    with LmdbLog(store_path) as store:
+        assert store.head() == 0
+    (store_path.parent / "mine").mkdir()
+    (store_path.parent / "mine" / "lock.mdb").write_bytes(b"")
+    (store_path.parent / "mine" / "notes.txt").write_text("mine")
+    with pytest.raises(StoreOpenError, match="not empty"):
+        LmdbLog(store_path.parent / "mine")
