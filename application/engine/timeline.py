@@ -103,6 +103,7 @@ class Timeline:
                     return None
                 asked = f"position {position:,} is past the end of the log"
             else:
+                assert isinstance(as_of, str)
                 try:
                     if clock.parse_iso(as_of) <= clock.now_us():
                         return None
