@@ -65,8 +65,12 @@ def run(args: argparse.Namespace) -> int:
         else:
             with LmdbLog(store, readonly=True, create=False) as log:
                 info = write_backup(log, output, writer=writer, overwrite=args.force, key=key)
-    except (EventStoreError, OSError) as error:
-        print(f"chronograph backup: {getattr(error, 'strerror', None) or error}", file=sys.stderr)
+    except EventStoreError as error:
+        print(f"chronograph backup: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"chronograph backup: cannot write {output}: {error.strerror or error}; no backup was written",
+              file=sys.stderr)
         return 2
     sealed = ", sealed with the key" if args.key_file else ""
     print(f"wrote {output}: the store as of log position {info['head']:,} ({info['bytes'] / 2**20:.1f} MiB{sealed}) "
