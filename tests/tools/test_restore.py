@@ -3,13 +3,19 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from chronograph.application import Memory
+from chronograph.application.lifecycle import restoring
+from chronograph.eventstore import StorageFullError
+from chronograph.tools import restore
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "CHRONOGRAPH_EMBEDDINGS": "off"}
@@ -80,3 +86,48 @@ def test_replace_refuses_a_damaged_lmdb_environment_kept_beside_other_files(back
     assert refused.returncode == 2 and "holds no Chronograph store" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def stopped_child(returncode: int, said: str = "") -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`subprocess.run` as it returns when the rebuilding child ends with `returncode`, having said `said`."""
+    def run(args: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(args, returncode, stdout=said)
+    return run
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "full disk"])
+def test_a_rebuilding_child_stopped_or_out_of_room_is_not_blamed_on_the_backup(
+    backup: Path, tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    full = f"the disk holding {tmp_path} is full; nothing was written. Free some space and retry"
+    child = stopped_child(restore.STOPPED, full) if how == "full disk" else stopped_child(-signal.Signals[how])
+    monkeypatch.setattr(restore.subprocess, "run", child)
+    assert restore.main([str(backup), "--store", str(tmp_path / "target")]) == 2
+    said = capsys.readouterr().err
+    assert "damaged" not in said and f"{backup} was not found faulty, and nothing was written" in said
+    assert (full if how == "full disk" else f"stopped by {how}") in said
+    assert len(said.strip().splitlines()) == 1 and not (tmp_path / "target").exists()
+
+
+def test_a_rebuilding_child_that_crashes_reading_the_backup_still_blames_it(
+    backup: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(restore.subprocess, "run", stopped_child(-signal.SIGBUS))
+    assert restore.main([str(backup), "--store", str(tmp_path / "target")]) == 2
+    assert "(SIGBUS): the backup is damaged; nothing was written" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("error", [
+    OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/restoring/built/data.mdb"),
+    StorageFullError("the disk holding /restoring/built is full; nothing was written. Free some space and retry"),
+])
+def test_the_rebuilding_child_says_a_full_disk_is_no_damage(
+    error: Exception, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    def rebuild_from_log(*_: object, **__: object) -> None:
+        raise error
+
+    monkeypatch.setattr(restoring, "rebuild_from_log", rebuild_from_log)
+    assert restore._rebuild([str(tmp_path / "x"), str(tmp_path / "y"), "1"]) != restore.DAMAGED
+    said = capsys.readouterr().out
+    assert "damaged" not in said and ("No space left on device" in said or "is full" in said)
