@@ -90,8 +90,11 @@ def run(args: argparse.Namespace) -> int:
                 return 2
             lost = _erasures(store) - _erasures(folder / BUILT) if aside_possible else 0
             aside = put_in_place(built(folder), store, replace=args.replace)
-    except (EventStoreError, OSError) as error:
-        print(f"chronograph restore: {getattr(error, 'strerror', None) or error}; nothing was written",
+    except EventStoreError as error:
+        print(f"chronograph restore: {error}; nothing was written", file=sys.stderr)
+        return 2
+    except OSError as error:  # the file system refused a step: say where, not only why
+        print(f"chronograph restore: {error.filename or store}: {error.strerror or error}; nothing was written",
               file=sys.stderr)
         return 2
     if lost > 0:

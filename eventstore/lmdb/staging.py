@@ -48,13 +48,19 @@ def check_place(store: Path, *, replace: bool) -> bool:
     """Whether something is at `store` (to be set aside), after refusing a place a restore may not use.
 
     Raises:
-        BackupError: If `store` lies inside another store, or holds something and `replace` is not
-            set, or holds something other than a store.
+        BackupError: If `store` lies inside another store, or below a file, or is a mount point,
+            or holds something and `replace` is not set, or holds something other than a store.
     """
     outer = store_of(store.parent)
     if outer is not None or store.name in (DATA_FILE, "lock.mdb"):
         raise BackupError(f"{store} lies inside the store at {outer or store.parent}; restore into a folder of its "
                           "own")
+    above = next(folder for folder in store.parents if os.path.exists(folder))
+    if not above.is_dir():
+        raise BackupError(f"{store} cannot be made: {above} is a file, not a folder; restore into a folder")
+    if os.path.ismount(store):  # a restore renames the store it puts in place, which a mount point refuses (EBUSY)
+        raise BackupError(f"{store} is a mount point, which a restore cannot set aside or fill by renaming; restore "
+                          f"into a folder inside it ({store / 'store'}) and point --store there")
     occupied = os.path.lexists(store) and (not store.is_dir() or store.is_symlink() or any(store.iterdir()))
     if occupied and not replace:
         raise BackupError(f"{store} is not empty; restore into a new folder, or pass --replace to keep the current "

@@ -131,3 +131,50 @@ def test_the_rebuilding_child_says_a_full_disk_is_no_damage(
     assert restore._rebuild([str(tmp_path / "x"), str(tmp_path / "y"), "1"]) != restore.DAMAGED
     said = capsys.readouterr().out
     assert "damaged" not in said and ("No space left on device" in said or "is full" in said)
+
+
+def not_extracted(*_: object) -> None:
+    raise AssertionError("the restore went on to extract the backup")
+
+
+def test_restore_below_a_file_is_refused_naming_the_file_before_any_work(
+    backup: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(restore, "extract", not_extracted)
+    assert restore.main([str(backup), "--store", str(backup / "x")]) == 2
+    said = capsys.readouterr().err
+    assert f"{backup} is a file, not a folder" in said and len(said.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a file system needs root")
+@pytest.mark.parametrize("replace", [True, False])
+def test_restore_over_a_mount_point_is_refused_naming_it_before_any_work(
+    backup: Path, tmp_path: Path, replace: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Renaming a mount point fails (EBUSY): that was said, without the path, after the whole rebuild."""
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(volume)], check=False).returncode:
+        pytest.skip("tmpfs cannot be mounted here")
+    try:
+        if replace:
+            make_store(volume, "Bob")
+        monkeypatch.setattr(restore, "extract", not_extracted)
+        assert restore.main([str(backup), "--store", str(volume), *(["--replace"] if replace else [])]) == 2
+        said = capsys.readouterr().err
+        assert f"{volume} is a mount point" in said and len(said.strip().splitlines()) == 1
+    finally:
+        subprocess.run(["umount", str(volume)], check=True)
+
+
+def test_a_file_system_error_names_the_path_it_is_about(
+    backup: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    def full(_: Path, __: object, ___: int, folder: Path) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(folder / "data.mdb"))
+
+    monkeypatch.setattr(restore, "extract", full)
+    assert restore.main([str(backup), "--store", str(tmp_path / "target")]) == 2
+    said = capsys.readouterr().err
+    assert f"extracted/data.mdb: {os.strerror(errno.ENOSPC)}; nothing was written" in said
+    assert str(tmp_path) in said and not (tmp_path / "target").exists()
