@@ -16,6 +16,7 @@ way: it restores as a store folder, which `chronograph copy` takes back into a d
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -31,13 +32,16 @@ from chronograph.application.engine.config import resolve_store
 from chronograph.application.engine.stores import open_log
 from chronograph.eventstore import EventStoreError, LmdbLog
 from chronograph.eventstore.copying import copy_log
-from chronograph.eventstore.files import check_target
+from chronograph.eventstore.files import check_target, sweep_orphans
 from chronograph.eventstore.lmdb.backup import BackupInfo, key_of, write_backup
 from chronograph.tools.common.parsing import add_store_argument, given_file, script_main
 
 import chronograph
 
 __all__ = ["add_arguments", "main", "run"]
+
+SCRATCH = ".chronograph-backup-"
+"""The prefix of the folder a database store is copied into beside the output, then its process id."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,14 +63,19 @@ def run(args: argparse.Namespace) -> int:
     writer = f"chronograph {chronograph.__version__}"
     try:
         check_target(output, overwrite=args.force)  # before the copy, however long
+        sweep_orphans(output.parent, SCRATCH)  # a killed database backup's copy of the log (`_backup_database`)
         key = key_of(Path(args.key_file).expanduser()) if args.key_file else None
         if isinstance(store, str):
             info = _backup_database(store, output, writer, args.force, key)
         else:
             with LmdbLog(store, readonly=True, create=False) as log:
                 info = write_backup(log, output, writer=writer, overwrite=args.force, key=key)
-    except (EventStoreError, OSError) as error:
-        print(f"chronograph backup: {getattr(error, 'strerror', None) or error}", file=sys.stderr)
+    except EventStoreError as error:
+        print(f"chronograph backup: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"chronograph backup: cannot write {output}: {error.strerror or error}; no backup was written",
+              file=sys.stderr)
         return 2
     sealed = ", sealed with the key" if args.key_file else ""
     print(f"wrote {output}: the store as of log position {info['head']:,} ({info['bytes'] / 2**20:.1f} MiB{sealed}) "
@@ -76,9 +85,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _backup_database(url: str, output: Path, writer: str, overwrite: bool, key: bytes | None) -> BackupInfo:
     """A database log is copied, as of one snapshot, into a store folder beside the output,
-    which is then sealed: restoring it gives a store folder (`copy` takes it back to a database)."""
+    which is then sealed: restoring it gives a store folder (`copy` takes it back to a database).
+
+    The folder is named for this process, like the guarded writer's `.partial` files: one a
+    killed backup left (a whole copy of the log, which no `forget` reaches) is removed by the
+    next backup into that folder (`run`)."""
     with closing(open_log(url, readonly=True, create=False)) as source, \
-            tempfile.TemporaryDirectory(prefix=".chronograph-backup-", dir=output.parent) as scratch:
+            tempfile.TemporaryDirectory(prefix=f"{SCRATCH}{os.getpid()}-", dir=output.parent) as scratch:
         with LmdbLog(Path(scratch) / "store") as copy:
             copy_log(source, copy)
         with LmdbLog(Path(scratch) / "store", readonly=True, create=False) as copy:

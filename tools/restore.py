@@ -30,7 +30,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
     checkout.ensure_importable()
 
 from chronograph.application.engine.config import resolve_store
-from chronograph.eventstore import EventStoreError, LmdbLog
+from chronograph.eventstore import EventStoreError, LmdbLog, StorageFullError
 from chronograph.eventstore.files import DATA_FILE
 from chronograph.eventstore.lmdb.backup import BackupInfo, key_of, read_backup
 from chronograph.eventstore.lmdb.holders import exclusively
@@ -42,6 +42,11 @@ __all__ = ["add_arguments", "main", "run"]
 REBUILD = "--rebuild-staged"
 """How this script is started as the process that reads an extracted backup (not a user flag)."""
 DAMAGED = 3
+"""The rebuilding process's exit code when the backup's store failed a check."""
+STOPPED = 4
+"""Its exit code when it could not finish for a reason of its own (a full disk, no memory)."""
+_CRASHES = {signal.SIGBUS, signal.SIGSEGV, signal.SIGILL, signal.SIGFPE, signal.SIGABRT, signal.SIGSYS}
+"""Signals a reader dies of when a crafted page leads it astray; any other stopped it from outside."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,13 +81,20 @@ def run(args: argparse.Namespace) -> int:
         with staging(store) as folder:
             extract(backup, info, start, folder / "extracted")
             problem = _rebuild_apart(folder / "extracted", folder / BUILT, info)
+            if problem and problem[1]:
+                print(f"chronograph restore: {backup}: {problem[0]}; nothing was written", file=sys.stderr)
+                return 2
             if problem:
-                print(f"chronograph restore: {backup}: {problem}; nothing was written", file=sys.stderr)
+                print(f"chronograph restore: {problem[0]}; {backup} was not found faulty, and nothing was written",
+                      file=sys.stderr)
                 return 2
             lost = _erasures(store) - _erasures(folder / BUILT) if aside_possible else 0
             aside = put_in_place(built(folder), store, replace=args.replace)
-    except (EventStoreError, OSError) as error:
-        print(f"chronograph restore: {getattr(error, 'strerror', None) or error}; nothing was written",
+    except EventStoreError as error:
+        print(f"chronograph restore: {error}; nothing was written", file=sys.stderr)
+        return 2
+    except OSError as error:  # the file system refused a step: say where, not only why
+        print(f"chronograph restore: {error.filename or store}: {error.strerror or error}; nothing was written",
               file=sys.stderr)
         return 2
     if lost > 0:
@@ -108,8 +120,9 @@ def _erasures(store: Path) -> int:
         return 0
 
 
-def _rebuild_apart(extracted: Path, fresh: Path, info: BackupInfo) -> str | None:
-    """Run `rebuild_from_log` in a process of its own; what went wrong, or None."""
+def _rebuild_apart(extracted: Path, fresh: Path, info: BackupInfo) -> tuple[str, bool] | None:
+    """Run `rebuild_from_log` in a process of its own; what went wrong and whether the backup's
+    own data is to blame for it, or None."""
     child = subprocess.run([sys.executable, os.path.abspath(__file__), REBUILD, str(extracted), str(fresh),
                             str(info["head"])], stdout=subprocess.PIPE, text=True, check=False)
     if child.returncode == 0:
@@ -117,8 +130,11 @@ def _rebuild_apart(extracted: Path, fresh: Path, info: BackupInfo) -> str | None
     said = child.stdout.strip().splitlines()
     if child.returncode < 0:
         name = signal.Signals(-child.returncode).name
-        return f"reading its store crashed the check ({name}): the backup is damaged"
-    return said[-1] if said else f"the check failed (exit code {child.returncode})"
+        if -child.returncode in _CRASHES:
+            return f"reading its store crashed the check ({name}): the backup is damaged", True
+        memory = " (the system kills for want of memory with SIGKILL)" if name == "SIGKILL" else ""
+        return f"the check was stopped by {name} before it finished{memory}: restore again", False
+    return (said[-1] if said else f"the check failed (exit code {child.returncode})"), child.returncode != STOPPED
 
 
 def _rebuild(argv: list[str]) -> int:
@@ -131,6 +147,11 @@ def _rebuild(argv: list[str]) -> int:
     progress = Progress()
     try:
         rebuild_from_log(Path(extracted), Path(fresh), int(head), progress, then=keep_startup_state)
+    except (StorageFullError, OSError, MemoryError) as error:  # where it was built, not what it was built from
+        progress.finish()
+        print(f"{error.filename}: {error.strerror}; retry once that is remedied"
+              if isinstance(error, OSError) and error.filename else str(error) or f"{type(error).__name__}; retry")
+        return STOPPED
     except Exception as error:  # noqa: BLE001 (whatever reading a damaged file raises is one line, never a traceback)
         progress.finish()
         kind = "" if isinstance(error, EventStoreError) else f"{type(error).__name__}: "

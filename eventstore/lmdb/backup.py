@@ -26,9 +26,11 @@ import re
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import lmdb
 from chronograph.eventstore.clock import isoformat
-from chronograph.eventstore.errors import StoreOpenError
+from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreOpenError
 from chronograph.eventstore.files import guarded_file
+from chronograph.eventstore.lmdb.env import DAMAGE
 from chronograph.eventstore.lmdb.log import LmdbLog
 
 __all__ = ["BackupError", "BackupInfo", "key_of", "read_backup", "write_backup"]
@@ -40,6 +42,8 @@ CHUNK = 1 << 20
 HEADER_BYTES = 512
 KEYED = "keyed"
 """The header's `seal` of a backup sealed with a key (no `seal`: the unkeyed digest of the data)."""
+_FULL_DISK = ("No space left", "Disk quota exceeded")
+"""What LMDB says when the file it copies into cannot grow (ENOSPC is `DiskError`; EDQUOT is not)."""
 MIN_KEY_BYTES = 16
 MAX_KEY_BYTES = 1 << 16
 
@@ -83,6 +87,10 @@ def write_backup(log: LmdbLog, output: Path, *, writer: str = "chronograph", ove
 
     Raises:
         WriteRefused: If `output` may not be written (the message names `flag`).
+        StorageFullError: If the disk holding `output` is full; nothing is left of it.
+        StoreCorruptError: If LMDB finds the store's pages damaged while it copies them.
+        BackupError: If LMDB cannot copy the store for another reason.
+        OSError: If the file system refuses the write; nothing is left of it.
     """
     env = log.environment.env
     with guarded_file(output, overwrite=overwrite, flag=flag, mode=0o600) as file:
@@ -94,7 +102,10 @@ def write_backup(log: LmdbLog, output: Path, *, writer: str = "chronograph", ove
             file.write(b" " * HEADER_BYTES + b"\n")  # the header line, filled in once the size is known
             start = file.tell()
             file.flush()
-            env.copyfd(file.fileno(), compact=True, txn=txn)
+            try:
+                env.copyfd(file.fileno(), compact=True, txn=txn)
+            except lmdb.Error as error:
+                raise _copy_failed(error, output, log) from None
         file.seek(0, os.SEEK_END)
         size = file.tell() - start
         info: BackupInfo = {"head": head, "recordedAt": isoformat(last) if last else None, "bytes": size,
@@ -111,6 +122,17 @@ def write_backup(log: LmdbLog, output: Path, *, writer: str = "chronograph", ove
         file.seek(0, os.SEEK_END)
         file.write(b"END %016x %s\n" % (size, seal.encode()))
     return info
+
+
+def _copy_failed(error: lmdb.Error, output: Path, log: LmdbLog) -> EventStoreError:
+    """What LMDB's failure to copy the store into `output` means (the guarded writer then removes
+    what was written of it)."""
+    if isinstance(error, lmdb.DiskError) or any(sign in str(error) for sign in _FULL_DISK):
+        return StorageFullError(f"the disk holding {output} is full ({error}); no backup was written. Free some "
+                                "space and retry")
+    if isinstance(error, DAMAGE):
+        return log.environment.damaged(error)
+    return BackupError(f"cannot copy the store into {output} (LMDB: {error}); no backup was written")
 
 
 def _seal(file: BinaryIO, start: int, size: int, key: bytes | None) -> str:

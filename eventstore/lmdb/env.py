@@ -28,7 +28,7 @@ from chronograph.eventstore.lmdb.holders import hold, release, sole
 from chronograph.eventstore.lmdb.scrub import Pass, scrub_pass
 from chronograph.eventstore.log import Scrubbed
 
-__all__ = ["DEFAULT_MAP_SIZE", "DATA_FILE", "EnvOptions", "LmdbEnv"]
+__all__ = ["DAMAGE", "DEFAULT_MAP_SIZE", "DATA_FILE", "EnvOptions", "LmdbEnv"]
 
 T = TypeVar("T")
 
@@ -49,8 +49,8 @@ class EnvOptions(TypedDict, total=False):
     create: bool
 
 
-_DAMAGE = (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.PanicError, lmdb.BadValsizeError, lmdb.BadTxnError,
-           lmdb.IncompatibleError, lmdb.BadDbiError, lmdb.InvalidError)
+DAMAGE = (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.PanicError, lmdb.BadValsizeError, lmdb.BadTxnError,
+          lmdb.IncompatibleError, lmdb.BadDbiError, lmdb.InvalidError)
 """LMDB's errors for a file whose pages do not hold what they should (a page of the wrong
 kind, a database's flags changed, a transaction left unusable by one of those)."""
 
@@ -230,7 +230,7 @@ class LmdbEnv:
         try:
             return self.env.open_db(name.encode(), dupsort=dupsort, dupfixed=dupfixed,
                                     create=create and not self.readonly)
-        except _DAMAGE as error:
+        except DAMAGE as error:
             raise self.damaged(error) from None
 
     def database_names(self) -> list[str]:
@@ -276,7 +276,7 @@ class LmdbEnv:
                             f"the disk holding {self.path} is full; nothing was written. "
                             "Free some space and retry"
                         ) from None
-                    except _DAMAGE as error:
+                    except DAMAGE as error:
                         txn.abort()
                         raise self.damaged(error) from None
                     except StoreCorruptError as error:
@@ -340,7 +340,7 @@ class LmdbEnv:
         with self._transaction(write=False) as txn:
             try:
                 yield txn
-            except _DAMAGE as error:
+            except DAMAGE as error:
                 raise self.damaged(error) from None
             except StoreCorruptError as error:
                 raise self.located(error) from None

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import lmdb
 from chronograph.eventstore.errors import EventStoreError
-from chronograph.eventstore.files import DATA_FILE, orphans, store_of
+from chronograph.eventstore.files import DATA_FILE, STORE_FILES, orphans, store_of
 from chronograph.eventstore.lmdb.backup import CHUNK, BackupError, BackupInfo
 from chronograph.eventstore.lmdb.datafile import check_data_file
 from chronograph.eventstore.lmdb.holders import exclusively
@@ -48,13 +48,19 @@ def check_place(store: Path, *, replace: bool) -> bool:
     """Whether something is at `store` (to be set aside), after refusing a place a restore may not use.
 
     Raises:
-        BackupError: If `store` lies inside another store, or holds something and `replace` is not
-            set, or holds something other than a store.
+        BackupError: If `store` lies inside another store, or below a file, or is a mount point,
+            or holds something and `replace` is not set, or holds something other than a store.
     """
     outer = store_of(store.parent)
     if outer is not None or store.name in (DATA_FILE, "lock.mdb"):
         raise BackupError(f"{store} lies inside the store at {outer or store.parent}; restore into a folder of its "
                           "own")
+    above = next(folder for folder in store.parents if os.path.exists(folder))
+    if not above.is_dir():
+        raise BackupError(f"{store} cannot be made: {above} is a file, not a folder; restore into a folder")
+    if os.path.ismount(store):  # a restore renames the store it puts in place, which a mount point refuses (EBUSY)
+        raise BackupError(f"{store} is a mount point, which a restore cannot set aside or fill by renaming; restore "
+                          f"into a folder inside it ({store / 'store'}) and point --store there")
     occupied = os.path.lexists(store) and (not store.is_dir() or store.is_symlink() or any(store.iterdir()))
     if occupied and not replace:
         raise BackupError(f"{store} is not empty; restore into a new folder, or pass --replace to keep the current "
@@ -66,19 +72,47 @@ def check_place(store: Path, *, replace: bool) -> bool:
 
 
 def _a_store(folder: Path) -> bool:
-    """Whether the LMDB environment in `folder` is a Chronograph store's (its log's databases are
-    there), not another program's; read without a lock (a restore holds the place exclusively)."""
+    """Whether `folder` holds a Chronograph store, sound or damaged, not another program's files.
+
+    A readable LMDB environment is a store when its log's databases are there. One too damaged
+    to list them (a failing disk zeroed its root page, cut the file short, spoiled its meta
+    pages: what `replay --verify` sends to a backup for) is one when its folder holds an
+    environment's files and nothing else: setting it aside keeps it whole, and a folder with
+    anything more in it stays refused. Read without a lock (a restore holds the place exclusively).
+    """
     try:
-        check_data_file(folder / DATA_FILE)
-        env = lmdb.open(str(folder), readonly=True, lock=False, max_dbs=0, subdir=True)
+        names = _databases(folder)
     except (lmdb.Error, EventStoreError):
-        return False
+        names = None
+    if names is not None and set(LOG_DATABASES) <= names:
+        return True
+    damaged = names is None or not names.isdisjoint(LOG_DATABASES)  # some of the log's names, not all
+    return damaged and _only_store_files(folder)
+
+
+def _databases(folder: Path) -> set[bytes]:
+    """The names in the main database of the LMDB environment in `folder`.
+
+    Raises:
+        StoreCorruptError: If its data file is cut short or is not LMDB's.
+        lmdb.Error: If LMDB cannot open it or read its main database.
+    """
+    check_data_file(folder / DATA_FILE)
+    env = lmdb.open(str(folder), readonly=True, lock=False, max_dbs=0, subdir=True)
     try:
         with env.begin() as txn:
-            names = {bytes(key) for key, _ in txn.cursor()}
+            return {bytes(key) for key, _ in txn.cursor()}
     finally:
         env.close()
-    return set(LOG_DATABASES) <= names
+
+
+def _only_store_files(folder: Path) -> bool:
+    """Whether `folder` holds an LMDB environment's files (regular files) and nothing else."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return False
+    return all(entry.name in STORE_FILES and entry.is_file(follow_symlinks=False) for entry in entries)
 
 
 @contextmanager

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.postgres import database
@@ -73,3 +74,35 @@ def test_every_command_given_a_cache_keeps_the_views_there_and_nowhere_else(tmp_
 def test_restoring_into_a_database_says_how(tmp_path: Path) -> None:
     done = cli("restore", str(tmp_path / "x.chronograph"), "--store", database().log_url())
     assert done.returncode == 2 and "chronograph copy" in done.stderr
+
+
+def test_a_database_backup_copies_the_log_into_a_folder_named_for_its_process_and_sweeps_killed_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A killed backup left its copy of the whole log beside the output, where no `forget`
+    reaches: the next backup into that folder removes it (not one of a live process)."""
+    from chronograph.tools import backup  # noqa: PLC0415
+
+    url = database().log_url()
+    memory_file = tmp_path / "memory.jsonl"
+    memory_file.write_text(json.dumps({"type": "entity", "name": "Ada", "entityType": "p", "observations": []}) + "\n")
+    assert cli("import", str(memory_file), "--store", url, "--cache", str(tmp_path / "cache")).returncode == 0
+    out = tmp_path / "out"
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    killed, alive = out / f".chronograph-backup-{gone}-k1ll3d00", out / f".chronograph-backup-{os.getppid()}-l1v3"
+    for scratch in (killed, alive):
+        (scratch / "store").mkdir(parents=True)
+        (scratch / "store" / "data.mdb").write_bytes(b"Ada's erased observations")
+    copied_into = []
+
+    def write_backup(log: Any, output: Path, **options: Any) -> Any:
+        copied_into.append(log.environment.path.parent.name)
+        return real(log, output, **options)
+
+    real = backup.write_backup
+    monkeypatch.setattr(backup, "write_backup", write_backup)
+    assert backup.main(["--store", url, "-o", str(out / "b.chronograph")]) == 0
+    assert copied_into[0].startswith(f".chronograph-backup-{os.getpid()}-")
+    assert not killed.exists() and alive.exists()
+    assert sorted(p.name for p in out.iterdir()) == sorted(["b.chronograph", alive.name])
