@@ -37,7 +37,7 @@ from chronograph.eventstore.postgres.reader import PgReader
 from chronograph.eventstore.postgres.schema import DDL, FORMAT_VERSION, Schema
 from chronograph.eventstore.postgres.seeds import Seeds, has_seeds
 from chronograph.eventstore.postgres.statistics import rewrite_catalog, seal
-from chronograph.eventstore.postgres.vacuum import vacuum_full, wait_for_snapshots
+from chronograph.eventstore.postgres.vacuum import LOCK_WAIT, vacuum_full, wait_for_snapshots
 from chronograph.eventstore.postgres.writer import PgTransaction
 from psycopg.conninfo import conninfo_to_dict
 
@@ -436,7 +436,9 @@ class PgLog(EventLog):
                 wait_for_snapshots(connection, deadline)
                 tables = ("events", "heads", "idempotency", "meta", *(("seeds",) if has_seeds(connection, self.schema)
                                                                       else ()))
-                held = sum(vacuum_full(connection, self.schema.sql(f"{{{table}}}")) for table in tables)
+                held = sum(vacuum_full(connection, self.schema.sql(f"{{{table}}}"),
+                                       lock_wait=min(LOCK_WAIT, max(0.05, deadline - time.monotonic())))
+                           for table in tables)
                 if not held or time.monotonic() >= deadline:
                     break
             unreached = rewrite_catalog(connection, self.schema, self._shown)

@@ -23,7 +23,7 @@ from typing import Any
 
 from chronograph.eventstore.errors import advised
 from chronograph.eventstore.postgres.schema import CONTENT, Schema
-from chronograph.eventstore.postgres.vacuum import vacuum_full
+from chronograph.eventstore.postgres.vacuum import LOCK_WAIT, vacuum_full
 
 __all__ = ["FLAG", "dirty", "rewrite_catalog", "seal"]
 
@@ -77,7 +77,7 @@ def rewrite_catalog(connection: Any, schema: Schema, where: str = "") -> str:
         return ""
     # Rewritten whatever its file number: a rewrite since (ours at an earlier open, or anyone's)
     # may have copied the dead samples along, if a snapshot could still see them then.
-    kept = vacuum_full(connection, "pg_catalog.pg_statistic")  # PostgreSQL only warns when it may not
+    kept = vacuum_full(connection, "pg_catalog.pg_statistic", lock_wait=LOCK_WAIT)  # only a warning if it may not
     if kept:
         connection.execute(schema.sql("UPDATE {meta} SET value = %s WHERE key = %s"),
                            (DIRTY + _filenode(connection).to_bytes(8, "big"), FLAG))  # they are in the new file

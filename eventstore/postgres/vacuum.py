@@ -17,8 +17,13 @@ import time
 from typing import Any
 
 from psycopg import sql
+from psycopg.errors import LockNotAvailable
 
-__all__ = ["vacuum_full", "wait_for_snapshots"]
+__all__ = ["LOCK_WAIT", "vacuum_full", "wait_for_snapshots"]
+
+LOCK_WAIT = 0.5
+"""How long a scrub's rewrite of a table waits for its lock at a time (within the scrub's own
+timeout): every reader of the table queues behind the wait (see `vacuum_full`)."""
 
 _HOLDERS = (
     "SELECT (SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND backend_xmin IS NOT NULL "
@@ -42,9 +47,15 @@ def wait_for_snapshots(connection: Any, deadline: float) -> int:
         time.sleep(0.05)
 
 
-def vacuum_full(connection: Any, relation: Any) -> int:
+def vacuum_full(connection: Any, relation: Any, lock_wait: float | None = None) -> int:
     """VACUUM FULL `relation` (a name or a composed identifier); return how many dead row versions
-    it had to keep because a snapshot may still see them (0: none is left in any page)."""
+    it had to keep because a snapshot may still see them (0: none is left in any page).
+
+    With `lock_wait` (seconds), the table's lock is waited for no longer: a transaction that read
+    the table holds it, and every reader that comes after queues behind the rewrite's wait, so an
+    unbounded one stalls the whole log for as long as the longest reader. Not taken in time, the
+    rewrite did nothing and all its dead row versions are kept (1 is returned: at least one).
+    """
     kept = 0
 
     def count(notice: Any) -> None:  # the one INFO with a detail: "N dead row versions cannot be removed yet"
@@ -56,7 +67,13 @@ def vacuum_full(connection: Any, relation: Any) -> int:
     target = sql.SQL(relation) if isinstance(relation, str) else relation
     connection.add_notice_handler(count)
     try:
+        if lock_wait is not None:
+            connection.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(f"{max(1, round(lock_wait * 1000))}ms")))
         connection.execute(sql.SQL("VACUUM (FULL, VERBOSE) {}").format(target))
+    except LockNotAvailable:
+        return max(kept, 1)
     finally:
         connection.remove_notice_handler(count)
+        if lock_wait is not None:
+            connection.execute("RESET lock_timeout")
     return kept

@@ -43,3 +43,25 @@ def test_a_scrub_waits_for_older_snapshots_and_says_what_one_still_holds() -> No
         with log.read() as found:
             assert (found.erasures(), found.scrubbed_through()) == (1, 1)
     assert holding(url) == []
+
+
+def test_a_scrub_beside_a_reader_of_the_log_gives_up_its_rewrite_rather_than_stall_every_reader() -> None:
+    """VACUUM FULL waits for the lock of a table a transaction has read, and every later reader
+    queues behind it: unbounded, one long report stalled the whole log until it ended."""
+    url = database().log_url()
+    schema = url.rsplit("schema=", 1)[1]
+    with PgLog(url) as log, psycopg.connect(url.split("?", 1)[0], autocommit=True) as reader:
+        log.append([StreamWrite("ada", [EntityCreated(workspace="w", name=SECRET, entity_type="p")])], actor="t")
+        reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        reader.execute(f"SELECT count(*) FROM {schema}.events")  # holds the table's lock to its end
+        log.transact(lambda tx: tx.erase({"ada": "ada"}, redact))
+        done: list[int] = []
+        scrub = threading.Thread(target=lambda: done.append(log.scrub(timeout=0.3).held), daemon=True)
+        scrub.start()
+        scrub.join(timeout=60)
+        finished = not scrub.is_alive()
+        reader.execute("ROLLBACK")
+        scrub.join()
+        assert finished and done[0] > 0 and holding(url)  # nothing rewritten: all of it is held, and said so
+        assert log.scrub().held == 0
+    assert holding(url) == []
