@@ -54,10 +54,10 @@ def resolve_store(flag: str | os.PathLike[str] | None) -> Path | str:
     named = str(flag) if flag else os.environ.get(STORE_ENV)
     if not named:
         return default_store()
+    refuse_mistyped_url(named)
     scheme = url_scheme(named)
     if scheme in DATABASE_SCHEMES:
         return scheme + named[len(scheme):]
-    refuse_mistyped_url(named)
     return Path(named).expanduser()
 
 

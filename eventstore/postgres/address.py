@@ -20,15 +20,33 @@ def is_database_url(store: object) -> bool:
 
 
 def refuse_mistyped_url(store: str | PathLike[str]) -> None:
-    """Refuse `store` if, being no database URL, it begins as one does (`postgresql:/host/db`): a
-    typo, which would otherwise name a folder to create.
+    """Refuse `store` if, being no database URL, it begins as one does (`postgresql:/host/db`,
+    `postgresql//host/db`, a URL pasted with a space before it): a typo, which would otherwise name
+    a folder to create (its name spelling the password, if the URL held one).
 
     Raises:
         StoreOpenError: If it does.
     """
-    if not is_database_url(store) and str(store).lower().startswith(("postgresql:", "postgres:")):
-        raise StoreOpenError(f"{store} is neither a folder nor a database URL: a PostgreSQL log's URL begins "
-                             "postgresql:// (two slashes); nothing was created")
+    text = str(store)
+    typed = text.strip().lower()
+    if not typed.startswith(("postgresql:", "postgres:", "postgresql//", "postgres//")):
+        return
+    shown = _without_password(text.strip())
+    if text != text.strip():
+        raise StoreOpenError(f"{shown!r} has spaces around it: remove them; nothing was created")
+    if typed.startswith(("postgresql://", "postgres://")):  # a scheme is read in any case
+        return
+    raise StoreOpenError(f"{shown} is neither a folder nor a database URL: a PostgreSQL log's URL begins "
+                         "postgresql:// (a colon, two slashes); nothing was created")
+
+
+def _without_password(text: str) -> str:
+    """`text` with what stands between a user's name and the host (user:password@) cut to the name."""
+    head, at, rest = text.rpartition("@")
+    if not at:
+        return text
+    scheme, slashes, user = head.rpartition("/")
+    return f"{scheme}{slashes}{user.split(':', 1)[0]}@{rest}"
 
 
 def split_url(url: str) -> tuple[str, str, str]:
@@ -44,7 +62,9 @@ def split_url(url: str) -> tuple[str, str, str]:
         raise ValueError(f"schema {schema!r} is not a plain name (letters, digits, _; up to 48)")
     rest = urlencode([(key, value) for key, value in query if key != "schema"])
     connect = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, ""))
-    host = parts.hostname or "localhost"
+    if not parts.netloc:  # postgresql:///db (libpq's socket, or ?host=): urlunsplit drops the empty authority
+        connect = f"{parts.scheme}://{parts.path}" + (f"?{rest}" if rest else "")
+    host = parts.hostname or dict(query).get("host") or "localhost"
     shown = urlunsplit((parts.scheme, f"{parts.username + '@' if parts.username else ''}{host}"
                         f"{':' + str(parts.port) if parts.port else ''}", parts.path, f"schema={schema}", ""))
     return connect, schema, shown

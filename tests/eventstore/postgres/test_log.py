@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 from chronograph.eventstore import EntityCreated, ObservationsAdded, StoreOpenError, StoreUnavailableError, StreamWrite
-from chronograph.eventstore.postgres.address import split_url
+from chronograph.eventstore.postgres.address import refuse_mistyped_url, split_url
 from support.postgres import database
 
 pglog = pytest.importorskip("chronograph.eventstore.postgres.log")
@@ -82,6 +82,28 @@ def test_the_address_names_a_schema_and_hides_the_password() -> None:
     assert "schema" not in connect and "sslmode=require" in connect and "secret" in connect
     with pytest.raises(ValueError, match="plain name"):
         split_url("postgresql://h/db?schema=a;drop")
+
+
+def test_an_address_with_no_host_keeps_libpq_s_form_and_is_found() -> None:
+    """postgresql:///db names the local socket, or the host in ?host=: the empty authority was dropped."""
+    connect, _, shown = split_url("postgresql:///team?host=127.0.0.1&user=ada&schema=memory_1")
+    assert connect == "postgresql:///team?host=127.0.0.1&user=ada" and shown.startswith("postgresql://127.0.0.1/team")
+    assert split_url("postgresql:///team")[0] == "postgresql:///team"
+    base, _, named = database().log_url().partition("?")
+    parts = base.split("://", 1)[1]
+    user, _, rest = parts.partition("@")
+    host, _, db = rest.partition("/")
+    url = f"postgresql:///{db}?host={host.split(':')[0]}&user={user}&{named}"
+    with pglog.PgLog(url) as log:
+        assert log.head() == 0
+
+
+@pytest.mark.parametrize("typed", ["postgresql//ada:secret@h/db", " postgresql://ada:secret@h/db",
+                                   "postgresql://ada:secret@h/db\n", "Postgres:/ada:secret@h/db"])
+def test_a_mistyped_address_is_refused_without_its_password_and_never_made_a_folder(typed: str) -> None:
+    with pytest.raises(StoreOpenError) as refused:
+        refuse_mistyped_url(typed)
+    assert "secret" not in str(refused.value) and "nothing was created" in str(refused.value)
 
 
 def test_a_log_in_a_schema_named_in_capitals_is_found_again() -> None:
