@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
-from chronograph.application.engine.arguments import described
 from chronograph.application.engine.registry import Tool
 from chronograph.application.engine.service import Memory, Written
 from chronograph.application.errors import ChronographError, StorageError
@@ -43,6 +42,7 @@ from chronograph.application.surfaces.projectfold import (
     ProjectFileError,
     context_values,
     fields_of,
+    in_format,
     revision,
 )
 from chronograph.application.surfaces.projectroot import CONTEXT_FILE, MARKER_FILE, MEMORY_FILE, project_root
@@ -140,12 +140,7 @@ def _in_format(path: Path, kind: type[F]) -> F | None:
         ProjectFileError: If it is a link, not JSON, or not in n2n's format (its field and problem named).
     """
     value = _read_json(path)
-    if value is None:
-        return None
-    try:
-        return msgspec.convert(value, kind)
-    except msgspec.ValidationError as error:
-        raise ProjectFileError(f"{path} is not in n2n's format: {described(str(error), kind)}") from None
+    return None if value is None else in_format(value, kind, str(path))
 
 
 def _signature(mcp: Path) -> tuple[Any, ...]:
