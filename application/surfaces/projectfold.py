@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypeVar
 
 import msgspec
 from chronograph.application.core.context import Text
-from chronograph.application.engine.arguments import Name, Observation, TypeName, WriteArgs, parse
+from chronograph.application.engine.arguments import Limits, Name, Observation, TypeName, WriteArgs, parse
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.outputs import ObjectOut, object_out
 from chronograph.application.engine.registry import Registry
@@ -232,13 +232,34 @@ def context_values(log: LogReader, workspace: str) -> list[dict[str, Any]]:
 
 
 def _park(batch: Batch, parked: list[str]) -> None:
+    notes = parts(parked)
     entity = batch.entity(CONFLICTS)
     if entity is None:
         batch.emit(new_entity_stream(), EntityCreated(workspace=batch.workspace, name=CONFLICTS,
-                                                      entity_type="CONFLICT",
-                                                      observations=tuple(dict.fromkeys(parked))), new=True)
+                                                      entity_type="CONFLICT", observations=notes), new=True)
         return
-    fresh = tuple(p for p in dict.fromkeys(parked) if p not in set(entity.observations))
+    fresh = tuple(p for p in notes if p not in set(entity.observations))
     if fresh:
         batch.emit(entity.stream, ObservationsAdded(observations=fresh))
 
+
+PART = "[parked note {}, part {:0{}d} of {}] "
+"""What begins each piece of a parked note too long for one observation: the note's digest
+(which pieces belong together), the piece's number (zero-padded: the mirror sorts them)."""
+
+
+def parts(notes: list[str]) -> tuple[str, ...]:
+    """The parked `notes` as observations the store keeps (each at most `Limits.OBSERVATION`
+    characters, as every tool and import takes them): a longer note is cut into pieces marked
+    `PART`, so the mirror, an export and its import keep it whole, to be joined back in order."""
+    out: dict[str, None] = {}
+    for note in notes:
+        if len(note) <= Limits.OBSERVATION:
+            out[note] = None
+            continue
+        key = digest(note.encode("utf-8", "surrogatepass"), 4).hex()
+        room = Limits.OBSERVATION - len(PART.format(key, 0, 9, 10**9))
+        pieces = [note[i:i + room] for i in range(0, len(note), room)]
+        width = len(str(len(pieces)))
+        out.update((PART.format(key, n, width, len(pieces)) + piece, None) for n, piece in enumerate(pieces, 1))
+    return tuple(out)

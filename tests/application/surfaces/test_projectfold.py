@@ -1,9 +1,11 @@
 """Folding n2n's project files: the files take exactly what the tools take (so the mirror of
-anything written reads back, and nothing folded is what a tool would refuse)."""
+anything written reads back, and nothing folded is what a tool would refuse), and a parked
+note stays within an observation's limit, whole."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +13,8 @@ import msgspec
 import pytest
 from chronograph.application.core import context as core_context
 from chronograph.application.engine.arguments import Limits, RelationKey
-from chronograph.application.surfaces import n2n
-from chronograph.application.surfaces.projectfold import FileContext, FileEntity, FileRelation
+from chronograph.application.surfaces import n2n, projectfold
+from chronograph.application.surfaces.projectfold import CONFLICTS, FileContext, FileEntity, FileRelation
 from chronograph.server.app import create_server
 from chronograph.server.config import Settings
 from mcp import Client
@@ -85,3 +87,47 @@ async def test_a_name_or_type_the_tools_refuse_is_refused_in_a_file_naming_the_f
             await call(client, "n2n_read_graph", {"projectPath": str(root)})
     answer = json.loads(str(failed.value))
     assert answer["code"] == "invalid" and f".mcp/memory.json is not in n2n's format: {problem}" in answer["message"]
+
+
+def joined(observations: list[str]) -> list[str]:
+    """The parked notes again: whole ones as they are, parts joined in order (as sorted by the mirror)."""
+    notes, pieces = [], []
+    for observation in sorted(observations):
+        match = re.match(r"\[parked note ([0-9a-f]{8}), part (\d+) of (\d+)\] ", observation)
+        if match is None:
+            notes.append(observation)
+        else:
+            pieces.append((match.group(1), observation[match.end():]))
+    for key in dict.fromkeys(k for k, _ in pieces):
+        notes.append("".join(text for k, text in pieces if k == key))
+    return notes
+
+
+def test_a_note_longer_than_an_observation_is_cut_into_marked_parts_that_join_back_whole() -> None:
+    long = ["".join(f"{i:06d} " for i in range(n)) for n in (5000, 30_000)]  # 35,000 and 210,000 characters
+    short = "a short note"
+    kept = projectfold.parts([short, long[0], short, long[1]])
+    assert kept[0] == short and len(kept) == 1 + 3 + 13
+    assert all(len(observation) <= Limits.OBSERVATION for observation in kept)
+    assert sorted(joined(list(kept))) == sorted([short, *long])
+
+
+async def test_a_long_conflict_is_parked_in_parts_the_mirror_reads_back_and_the_conflict_can_be_deleted(
+        tmp_path: Path) -> None:
+    root = project(tmp_path)
+    project_path = {"projectPath": str(root)}
+    observations = [f"{i:04d} " + "y" * 1000 for i in range(40)]
+    async with server(tmp_path / "store") as client:
+        await call(client, "n2n_add_entities", {**project_path, "confirmNewProjectRoot": str(root),
+                                                "entities": [{"name": "X", "entityType": "t"}]})
+        await call(client, "n2n_delete_entities", {**project_path, "entityNames": ["X"]})
+        (root / ".mcp" / "memory.json").write_text(json.dumps({"entities": [
+            {"name": "X", "entityType": "t", "observations": observations}]}))
+        graph = (await call(client, "n2n_read_graph", project_path))["graph"]
+    parked = next(e["observations"] for e in graph["entities"] if e["name"] == CONFLICTS)
+    assert len(parked) > 1 and all(len(o) <= Limits.OBSERVATION for o in parked)
+    note = next(n for n in joined(parked) if n.startswith("The project file holds entity 'X'"))
+    assert json.loads(note[note.index("observations: ") + len("observations: "):]) == observations
+    async with server(tmp_path / "store") as client:  # a new process reads the mirror, and can resolve it
+        await call(client, "n2n_delete_entities", {**project_path, "entityNames": [CONFLICTS]})
+        assert (await call(client, "n2n_read_graph", project_path))["graph"]["entities"] == []
