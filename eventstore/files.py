@@ -33,8 +33,8 @@ from typing import BinaryIO
 
 from chronograph.eventstore.errors import EventStoreError
 
-__all__ = ["DATA_FILE", "LOCK_FILE", "STORE_FILES", "WriteRefused", "check_target", "guarded_file", "store_of",
-           "orphans", "sweep_orphans", "write_file"]
+__all__ = ["DATA_FILE", "LOCK_FILE", "STORE_FILES", "ReadRefused", "WriteRefused", "check_target", "guarded_file",
+           "read_regular", "store_of", "orphans", "sweep_orphans", "write_file"]
 
 DATA_FILE = "data.mdb"
 LOCK_FILE = "lock.mdb"
@@ -54,6 +54,70 @@ class WriteRefused(EventStoreError):
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class ReadRefused(EventStoreError):
+    """A file Chronograph reads on its own (a project file, a client's settings) is not a
+    regular file of bounded size; nothing was read.
+
+    `reason` says why, for a program: `link`, `folder`, `special` or `large`.
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def read_regular(path: str | os.PathLike[str], *, limit: int, folder_links: bool = False) -> bytes | None:
+    """The bytes of the regular file at `path`, or None if there is none; read without
+    following a symbolic link (at the file, or as its folder unless `folder_links`) and
+    without blocking, and checked on the opened descriptor, so neither a link, a FIFO nor a
+    file swapped in between a check and the read can hang the caller or send it elsewhere.
+
+    Raises:
+        ReadRefused: If it is a link, a folder, not a regular file, or larger than `limit` bytes.
+        OSError: If the file system refuses the read (permissions, say).
+    """
+    folder, name = os.path.split(os.path.abspath(os.fspath(path)))
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (0 if folder_links else os.O_NOFOLLOW))
+    except FileNotFoundError:
+        return None
+    except (NotADirectoryError, OSError) as error:
+        if error.errno not in (errno.ENOTDIR, errno.ELOOP):
+            raise
+        raise ReadRefused(f"{folder} is a symbolic link or not a folder; {name} is not read through one",
+                          "link") from None
+    try:
+        try:
+            descriptor = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            if error.errno != errno.ELOOP:
+                raise
+            raise ReadRefused(f"{path} is a symbolic link; it is not read through one", "link") from None
+    finally:
+        os.close(fd)
+    try:
+        found = os.fstat(descriptor)
+        if stat.S_ISDIR(found.st_mode):
+            raise ReadRefused(f"{path} is a folder, not a file", "folder")
+        if not stat.S_ISREG(found.st_mode):
+            raise ReadRefused(f"{path} is not a regular file (a FIFO, a socket or a device)", "special")
+        if found.st_size > limit:
+            raise ReadRefused(f"{path} is {found.st_size:,} bytes; files of over {limit:,} are not read", "large")
+        chunks, size = [], 0
+        while size <= limit and (chunk := os.read(descriptor, min(limit + 1 - size, 1 << 20))):
+            chunks.append(chunk)  # a file growing meanwhile is still read no further than the limit
+            size += len(chunk)
+    finally:
+        os.close(descriptor)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise ReadRefused(f"{path} grew past {limit:,} bytes while it was read; files of over {limit:,} are not "
+                          "read", "large")
+    return data
 
 
 def store_of(path: str | os.PathLike[str]) -> Path | None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -27,6 +26,8 @@ from chronograph.tools.common.parsing import add_store_argument
 __all__ = ["add_arguments", "entries", "merge", "run"]
 
 CLIENTS = ("claude-code",)
+SETTINGS_LIMIT = 16 << 20
+"""The largest settings file read (Claude Code's are a few KiB)."""
 EVENTS = {"SessionStart": "", "UserPromptSubmit": " --budget 400"}
 """Claude Code's hook events that add a command's stdout to the model's context."""
 
@@ -115,7 +116,7 @@ def _ours(command: Any) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Print the entries, or merge them into the settings file."""
-    from chronograph.eventstore.files import DATA_FILE, WriteRefused, write_file  # noqa: PLC0415
+    from chronograph.eventstore.files import DATA_FILE, ReadRefused, WriteRefused, read_regular, write_file  # noqa: PLC0415
 
     if args.store and "://" not in str(args.store) and not (Path(args.store).expanduser() / DATA_FILE).is_file():
         return _refuse(f"there is no store at {args.store}; the hooks would recall nothing (name a store that "
@@ -124,16 +125,16 @@ def run(args: argparse.Namespace) -> int:
     if not args.write:
         print(json.dumps({"hooks": wanted}, indent=2))
         return 0
-    path = (Path.home() if args.user else Path.cwd()) / ".claude" / "settings.json"
+    base = Path.home() if args.user else Path.cwd()
+    path = base / ".claude" / "settings.json"
     settings: dict[str, Any] = {}
-    old: bytes | None = None
-    if path.is_symlink() or (os.path.lexists(path) and not path.is_file()):
-        return _refuse(f"{path} is a symbolic link or not a file; settings are never written through one")
-    if path.exists():
-        try:
-            old = path.read_bytes()
-        except OSError as error:
-            return _refuse(f"cannot read {path}: {error.strerror}")
+    try:  # never through a link, never blocking on a FIFO (a `.claude` link is checked at the write)
+        old = read_regular(path, limit=SETTINGS_LIMIT, folder_links=True)
+    except ReadRefused as error:  # says which: a link, a folder, a FIFO, too large
+        return _refuse(f"{error} (settings are never read or written through a link)")
+    except OSError as error:
+        return _refuse(f"cannot read {path}: {error.strerror}")
+    if old is not None:
         try:
             settings = json.loads(old, object_pairs_hook=_once) if old.strip() else {}
         except RecursionError:
@@ -158,9 +159,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         backup = _backup_name(path, old) if old is not None else None
-        if backup is not None and old is not None:
-            write_file(backup, old, overwrite=True)
-        write_file(path, (json.dumps(settings, indent=2) + "\n").encode(), overwrite=True, parents=True)
+        if backup is not None and old is not None:  # `within`: a `.claude` linked elsewhere is not written into
+            write_file(backup, old, overwrite=True, within=base)
+        write_file(path, (json.dumps(settings, indent=2) + "\n").encode(), overwrite=True, parents=True, within=base)
     except (WriteRefused, OSError) as error:
         return _refuse(f"cannot write {path}: {error}")
     saved = f" (the old file is {backup.name})" if backup is not None else ""
@@ -186,10 +187,22 @@ def _backup_name(path: Path, old: bytes) -> Path:
     """Where the old settings are kept: `<name>.bak`, or the first `<name>.bak.N` that holds
     nothing else (a backup someone kept is never written over)."""
     candidate, n = path.with_name(path.name + ".bak"), 0
-    while candidate.exists() and candidate.read_bytes() != old:
+    while not _free(candidate, old):
         n += 1
         candidate = path.with_name(f"{path.name}.bak.{n}")
     return candidate
+
+
+def _free(candidate: Path, old: bytes) -> bool:
+    """Whether the backup may be written at `candidate`: nothing is there, or a regular file
+    holding `old` already (a link, a FIFO, a folder or any other file is someone else's)."""
+    from chronograph.eventstore.files import ReadRefused, read_regular  # noqa: PLC0415
+
+    try:
+        found = read_regular(candidate, limit=len(old), folder_links=True)
+    except (ReadRefused, OSError):
+        return False
+    return found is None or found == old
 
 
 def _refuse(reason: str) -> int:

@@ -58,7 +58,7 @@ def read(path: Path, workspace: str) -> Iterator[dict[str, Any]]:
                "observations": list(entity.observations), "metadata": origin}
     for relation in graph.relations if graph is not None else []:
         yield {"type": "relation", "from": relation.source, "to": relation.target,
-               "relationType": relation.relationType}
+               "relationType": relation.relation_type}
     if context is not None:
         fields = {CONTEXT_FIELDS[k]: v for k, v in fields_of(context).items() if v is not None}
         if fields:

@@ -17,7 +17,7 @@ from chronograph.application.core import entities as core_entities
 from chronograph.application.core import graph as core_graph
 from chronograph.application.core import relations as core_relations
 from chronograph.application.core import search as core_search
-from chronograph.application.engine.arguments import Args, D, Items, Name, ObservationList, Query, parse
+from chronograph.application.engine.arguments import Args, D, Items, Name, ObservationList, Query, TypeName, parse
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.budget import ReplyBudget
 from chronograph.application.engine.outputs import ObjectOut, object_out
@@ -67,7 +67,7 @@ def _similar(text: str) -> str:
 
 class Entity(Args, kw_only=True):
     name: Name
-    entity_type: Name
+    entity_type: TypeName
     observations: ObservationList = []
 
 
@@ -135,7 +135,7 @@ def n2n_add_observations(batch: Batch, args: AddObservations) -> ObjectOut:
 class Relation(Args, kw_only=True):
     source: Name = msgspec.field(name="from")
     target: Name = msgspec.field(name="to")
-    relation_type: Name
+    relation_type: TypeName
 
 
 class CreateRelations(N2nArgs, kw_only=True):

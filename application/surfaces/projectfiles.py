@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
-from chronograph.application.engine.arguments import described
 from chronograph.application.engine.registry import Tool
 from chronograph.application.engine.service import Memory, Written
 from chronograph.application.errors import ChronographError, StorageError
@@ -43,17 +42,23 @@ from chronograph.application.surfaces.projectfold import (
     ProjectFileError,
     context_values,
     fields_of,
+    in_format,
     revision,
 )
 from chronograph.application.surfaces.projectroot import CONTEXT_FILE, MARKER_FILE, MEMORY_FILE, project_root
 from chronograph.eventstore import clock
-from chronograph.eventstore.files import WriteRefused, write_file
+from chronograph.eventstore.files import ReadRefused, WriteRefused, read_regular, write_file
 
-__all__ = ["CONTEXT_FILE", "MEMORY_FILE", "ProjectFiles", "read_project_files", "write_project_file"]
+__all__ = ["CONTEXT_FILE", "FILE_LIMIT", "MEMORY_FILE", "ProjectFiles", "read_project_file", "read_project_files",
+           "write_project_file"]
 
 F = TypeVar("F", bound=msgspec.Struct)
 LINEAGE = 32
 """Revisions a context file names as its ancestors."""
+FILE_LIMIT = 64 << 20
+"""The most a project file may hold, in bytes: a thousand entities with a few observations
+each make under a megabyte, so 64 MiB is far past any real project, while reading it (and
+parsing its JSON, some ten times its size in memory) stays bounded on every call."""
 
 
 # --- the files ---------------------------------------------------------------------------
@@ -65,19 +70,19 @@ def write_project_file(path: Path, text: str) -> bool:
     over the old file); return whether anything changed (an identical file is left alone).
 
     This is the one place the project files are written; it refuses a symbolic link at the
-    target or as the `.mcp` folder, so a repository cannot aim the write elsewhere.
+    target or as the `.mcp` folder, so a repository cannot aim the write elsewhere, and a text
+    past `FILE_LIMIT`, which the next call could not read back.
 
     Raises:
+        ProjectFileError: If what is at `path` is not a regular file (see `read_project_file`).
         OSError: If the file system or the guarded writer refuses; nothing is left half-written.
     """
-    if path.is_symlink() or path.parent.is_symlink():
-        raise OSError(f"{path} (or its folder) is a symbolic link; the project files are not written through one")
     data = text.encode("utf-8")
-    try:
-        if path.read_bytes() == data:
-            return False
-    except FileNotFoundError:
-        pass
+    if len(data) > FILE_LIMIT:
+        raise OSError(f"{path.name} would be {len(data):,} bytes, past the {FILE_LIMIT:,} a project file may "
+                      "hold (the next call could not read it back); the project's memory is too large to mirror")
+    if read_project_file(path) == data:
+        return False
     try:  # these two files are the mirror's own: replacing them is what it is for
         write_file(path, data, overwrite=True, within=path.parent.parent)
     except WriteRefused as error:
@@ -85,16 +90,32 @@ def write_project_file(path: Path, text: str) -> bool:
     return True
 
 
-def _read_json(path: Path) -> Any:
-    if path.is_symlink() or path.parent.is_symlink():  # a repository could point it at any file of the user's
-        raise ProjectFileError(f"The project file .mcp/{path.name} (or .mcp) is a symbolic link; project files "
-                               "are not read or written through one")
+def read_project_file(path: Path) -> bytes | None:
+    """The bytes of the project file at `path` (None if there is none): the one way a project
+    file (`.mcp/memory.json`, `context.json`, `chronograph.json`) is read, never through a
+    link, never blocking on a FIFO, never past `FILE_LIMIT`.
+
+    Raises:
+        ProjectFileError: If it (or `.mcp`) is a link, a folder, not a regular file or too large.
+        OSError: If it cannot be read.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        return read_regular(path, limit=FILE_LIMIT)
+    except ReadRefused as error:
+        what = {"link": "is a symbolic link (or .mcp is); project files are not read or written through one",
+                "folder": "is a folder, not a file",
+                "special": "is not a regular file (a FIFO, a socket or a device)",
+                "large": f"is larger than the {FILE_LIMIT // 2**20} MiB a project file may be"}[error.reason]
+        raise ProjectFileError(f"The project file .mcp/{path.name} {what}; nothing was read. Move it away (or "
+                               "replace it with the file itself) and call again") from None
+
+
+def _read_json(path: Path) -> Any:
+    data = read_project_file(path)
+    if data is None:
         return None
     try:
-        return json.loads(text)
+        return json.loads(data.decode("utf-8"))
     except ValueError as error:
         raise ProjectFileError(
             f"The project file .mcp/{path.name} is not valid JSON ({error}); nothing was folded. After a git "
@@ -119,12 +140,7 @@ def _in_format(path: Path, kind: type[F]) -> F | None:
         ProjectFileError: If it is a link, not JSON, or not in n2n's format (its field and problem named).
     """
     value = _read_json(path)
-    if value is None:
-        return None
-    try:
-        return msgspec.convert(value, kind)
-    except msgspec.ValidationError as error:
-        raise ProjectFileError(f"{path} is not in n2n's format: {described(str(error), kind)}") from None
+    return None if value is None else in_format(value, kind, str(path))
 
 
 def _signature(mcp: Path) -> tuple[Any, ...]:
@@ -165,8 +181,8 @@ class ProjectFiles:
         known = self._markers.get(str(root))
         if known is not None and known[0] == key:
             return known[1]
-        try:
-            content = json.loads(marker.read_text(encoding="utf-8"))
+        try:  # a link, a FIFO or a folder is refused (ProjectFileError), never read
+            content = json.loads(read_project_file(marker) or b"null")
         except (OSError, ValueError):
             content = None
         asks = isinstance(content, dict) and content.get("projectFiles") is True
@@ -181,6 +197,8 @@ class ProjectFiles:
                 return None
             workspace = args.workspace  # checks the root (and adopts a confirmed one), as the tool will
             root = project_root(tool.name, args.project_path)
+        except ProjectFileError:
+            raise  # the marker is there but no file to read: the tool cannot say why
         except ChronographError:
             return None  # the tool itself reports it
         self._roots[workspace] = root

@@ -13,14 +13,15 @@ told by lineage (`revision`, `basedOn`; see `projectfiles`), not by clocks.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import msgspec
-from chronograph.application.engine.arguments import Args, Name, Observation, TypeName, WriteArgs
+from chronograph.application.core.context import Text
+from chronograph.application.engine.arguments import Limits, Name, Observation, TypeName, WriteArgs, parse
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.outputs import ObjectOut, object_out
 from chronograph.application.engine.registry import Registry
-from chronograph.application.errors import ChronographError
+from chronograph.application.errors import ChronographError, InvalidArgumentsError
 from chronograph.eventstore import (
     ContextUpdated,
     EntityCreated,
@@ -35,8 +36,9 @@ from chronograph.projections import ContextRecord, context_stream, new_entity_st
 from msgspec import Meta
 
 __all__ = ["ACTOR", "CONFLICTS", "CONTEXT_FIELDS", "FILES", "ProjectFileError", "context_values", "fields_of",
-           "revision"]
+           "in_format", "revision"]
 
+F = TypeVar("F", bound=msgspec.Struct)
 ACTOR = "project file"
 """Who the events folded from a project's files are recorded as."""
 CONFLICTS = "Project file conflicts"
@@ -54,9 +56,9 @@ class ProjectFileError(ChronographError):
 
 
 # --- the files' format -------------------------------------------------------------------
-
-
-Text = Annotated[str, Meta(max_length=4096)]
+# The very types (and so limits) the tools take: what n2n_add_entities, n2n_create_relations
+# (through create_relations) and n2n_update_context (through update_context) accept is what
+# the files may hold, no more and no less, so the mirror of anything written reads back.
 
 
 class FileEntity(msgspec.Struct, rename="camel"):
@@ -65,10 +67,10 @@ class FileEntity(msgspec.Struct, rename="camel"):
     observations: list[Observation] = []
 
 
-class FileRelation(msgspec.Struct):
+class FileRelation(msgspec.Struct, rename="camel"):
     source: Name = msgspec.field(name="from")
     target: Name = msgspec.field(name="to")
-    relationType: TypeName  # noqa: N815 (n2n's spelling)
+    relation_type: TypeName
 
 
 class FileGraph(msgspec.Struct):
@@ -85,6 +87,21 @@ class FileContext(msgspec.Struct, rename="camel"):
     updated_at: str | None = None
     revision: str | None = None
     based_on: list[str] = []
+
+
+def in_format(value: Any, kind: type[F], where: str) -> F:
+    """`value` (a project file's JSON, `where` naming it) as `kind`, checked by the tools' own
+    parser: their limits, and no blank name or type, none holding NUL.
+
+    Raises:
+        ProjectFileError: Naming the file, the field and what is wrong with it.
+    """
+    if not isinstance(value, dict):
+        raise ProjectFileError(f"{where} is not in n2n's format: it holds no JSON object; nothing was read from it")
+    try:
+        return parse("fold_project_files", value, kind)
+    except InvalidArgumentsError as error:
+        raise ProjectFileError(f"{where} is not in n2n's format: {error.problem}; nothing was read from it") from None
 
 
 def revision(fields: dict[str, Any]) -> str:
@@ -117,21 +134,14 @@ class FoldArgs(WriteArgs, kw_only=True):
     context: dict[str, Any] | None = None
 
 
-class _Folded(Args, kw_only=True):
-    graph: FileGraph
-    context: FileContext | None
-
-
 @FILES.command("fold_project_files", "Fold Project Files", "Fold what a project's .mcp files hold that the log "
                "does not into the log (conflicts parked)")
 def fold_project_files(batch: Batch, args: FoldArgs) -> ObjectOut:
-    try:
-        folded = msgspec.convert({"graph": args.graph, "context": args.context}, _Folded)
-    except msgspec.ValidationError as error:
-        raise ProjectFileError(f"A project file is not in n2n's format: {error}") from None
+    graph = in_format(args.graph, FileGraph, ".mcp/memory.json")
+    context = None if args.context is None else in_format(args.context, FileContext, ".mcp/context.json")
     parked: list[str] = []
     counts = {"entities": 0, "observations": 0, "relations": 0, "context": 0}
-    for item in folded.graph.entities:
+    for item in graph.entities:
         live = batch.entity(item.name)
         observations = tuple(dict.fromkeys(item.observations))
         if live is None:
@@ -158,23 +168,23 @@ def fold_project_files(batch: Batch, args: FoldArgs) -> ObjectOut:
         if fresh:
             batch.emit(live.stream, ObservationsAdded(observations=tuple(fresh)))
             counts["observations"] += len(fresh)
-    for relation in folded.graph.relations:
-        if batch.relation(relation.source, relation.relationType, relation.target) is not None:
+    for relation in graph.relations:
+        if batch.relation(relation.source, relation.relation_type, relation.target) is not None:
             continue
-        stream = relation_stream(batch.workspace, relation.source, relation.relationType, relation.target)
+        stream = relation_stream(batch.workspace, relation.source, relation.relation_type, relation.target)
         if batch.tx.stream_version(stream) > 0:
-            parked.append(f"The project file holds relation {relation.source!r} -[{relation.relationType}]-> "
+            parked.append(f"The project file holds relation {relation.source!r} -[{relation.relation_type}]-> "
                           f"{relation.target!r}, which this memory deleted")
             continue
         if not batch.exists(relation.source) or not batch.exists(relation.target):
-            parked.append(f"The project file holds relation {relation.source!r} -[{relation.relationType}]-> "
+            parked.append(f"The project file holds relation {relation.source!r} -[{relation.relation_type}]-> "
                           f"{relation.target!r}, but an end of it is not in this memory")
             continue
         batch.emit(stream, RelationCreated(workspace=batch.workspace, source=relation.source,
-                                           target=relation.target, relation_type=relation.relationType))
+                                           target=relation.target, relation_type=relation.relation_type))
         counts["relations"] += 1
-    if folded.context is not None:
-        counts["context"] = _fold_context(batch, folded.context, parked)
+    if context is not None:
+        counts["context"] = _fold_context(batch, context, parked)
     if parked:
         _park(batch, parked)
     return object_out(status="success", folded=counts, parked=parked)
@@ -222,12 +232,34 @@ def context_values(log: LogReader, workspace: str) -> list[dict[str, Any]]:
 
 
 def _park(batch: Batch, parked: list[str]) -> None:
+    notes = parts(parked)
     entity = batch.entity(CONFLICTS)
     if entity is None:
         batch.emit(new_entity_stream(), EntityCreated(workspace=batch.workspace, name=CONFLICTS,
-                                                      entity_type="CONFLICT",
-                                                      observations=tuple(dict.fromkeys(parked))), new=True)
+                                                      entity_type="CONFLICT", observations=notes), new=True)
         return
-    fresh = tuple(p for p in dict.fromkeys(parked) if p not in set(entity.observations))
+    fresh = tuple(p for p in notes if p not in set(entity.observations))
     if fresh:
         batch.emit(entity.stream, ObservationsAdded(observations=fresh))
+
+
+PART = "[parked note {}, part {:0{}d} of {}] "
+"""What begins each piece of a parked note too long for one observation: the note's digest
+(which pieces belong together), the piece's number (zero-padded: the mirror sorts them)."""
+
+
+def parts(notes: list[str]) -> tuple[str, ...]:
+    """The parked `notes` as observations the store keeps (each at most `Limits.OBSERVATION`
+    characters, as every tool and import takes them): a longer note is cut into pieces marked
+    `PART`, so the mirror, an export and its import keep it whole, to be joined back in order."""
+    out: dict[str, None] = {}
+    for note in notes:
+        if len(note) <= Limits.OBSERVATION:
+            out[note] = None
+            continue
+        key = digest(note.encode("utf-8", "surrogatepass"), 4).hex()
+        room = Limits.OBSERVATION - len(PART.format(key, 0, 9, 10**9))
+        pieces = [note[i:i + room] for i in range(0, len(note), room)]
+        width = len(str(len(pieces)))
+        out.update((PART.format(key, n, width, len(pieces)) + piece, None) for n, piece in enumerate(pieces, 1))
+    return tuple(out)

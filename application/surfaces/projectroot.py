@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from chronograph.application.errors import ChronographError, InvalidArgumentsError, NotFoundError
-from chronograph.eventstore.files import WriteRefused, write_file
+from chronograph.eventstore.files import WriteRefused, store_of, write_file
 from chronograph.eventstore.keys import digest
 
 __all__ = ["CONTEXT_FILE", "MEMORY_FILE", "STRONG_MARKERS", "AwaitingConfirmationError", "adopted_root",
@@ -52,7 +52,8 @@ def project_root(tool: str, project_path: str) -> Path:
     """The real path of the project root `project_path` names, checked.
 
     Raises:
-        InvalidArgumentsError: A relative path, NUL or `..` in it, or a folder that is no project root.
+        InvalidArgumentsError: A relative path, NUL or `..` in it, a folder inside a store, or a
+            folder that is no project root.
         NotFoundError: A path that does not exist or is not a folder.
     """
     if "\x00" in project_path:
@@ -65,6 +66,10 @@ def project_root(tool: str, project_path: str) -> Path:
     root = Path(os.path.realpath(project_path))
     if not root.is_dir():
         raise NotFoundError(f"projectPath: {project_path} does not exist or is not a folder")
+    store = store_of(root)
+    if store is not None:  # refused before anything is created in it (a `.mcp` beside data.mdb)
+        raise InvalidArgumentsError(tool, f"projectPath: {root} lies inside the store at {store} (a folder holding "
+                                    "data.mdb); a store is no project, and nothing is written into one")
     if not any((root / marker).exists() for marker in STRONG_MARKERS):
         weak = any((root / marker).exists() for marker in WEAK_MARKERS)
         what = "only a weak root (a README)" if weak else "no project root"

@@ -10,7 +10,16 @@ from pathlib import Path
 
 import pytest
 from chronograph.eventstore import LmdbLog
-from chronograph.eventstore.files import WriteRefused, check_target, guarded_file, store_of, write_file
+from chronograph.eventstore.files import (
+    ReadRefused,
+    WriteRefused,
+    check_target,
+    guarded_file,
+    read_regular,
+    store_of,
+    write_file,
+)
+from support.fifo import never_waited_on
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ("eventstore", "projections", "application", "server", "tools")
@@ -248,3 +257,35 @@ def test_a_write_removes_what_a_killed_write_of_the_same_file_left(tmp_path: Pat
     write_file(tmp_path / "out.json", b"{}")
     assert not dead.exists() and alive.exists() and other.exists()
     assert (tmp_path / "out.json").read_bytes() == b"{}"
+
+
+def test_read_regular_reads_a_file_and_answers_none_for_a_missing_one(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_bytes(b"{}")
+    assert read_regular(tmp_path / "a.json", limit=2) == b"{}"
+    assert read_regular(tmp_path / "b.json", limit=2) is None
+    assert read_regular(tmp_path / "missing" / "b.json", limit=2) is None
+
+
+def test_read_regular_refuses_a_fifo_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    with never_waited_on(tmp_path / "memory.json"), pytest.raises(ReadRefused, match="not a regular file") as error:
+        read_regular(tmp_path / "memory.json", limit=1 << 20)
+    assert error.value.reason == "special"
+
+
+def test_read_regular_refuses_a_link_a_linked_folder_a_folder_and_a_file_past_its_limit(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "a.json").write_bytes(b"12345")
+    (tmp_path / "link.json").symlink_to(tmp_path / "real" / "a.json")
+    (tmp_path / "linked").symlink_to(tmp_path / "real")
+    refused = {"link": tmp_path / "link.json", "folder": tmp_path / "real"}
+    for reason, path in refused.items():
+        with pytest.raises(ReadRefused) as error:
+            read_regular(path, limit=100)
+        assert error.value.reason == reason
+    with pytest.raises(ReadRefused) as error:
+        read_regular(tmp_path / "linked" / "a.json", limit=100)
+    assert error.value.reason == "link"
+    assert read_regular(tmp_path / "linked" / "a.json", limit=100, folder_links=True) == b"12345"
+    with pytest.raises(ReadRefused, match="5 bytes") as error:
+        read_regular(tmp_path / "real" / "a.json", limit=4)
+    assert error.value.reason == "large"

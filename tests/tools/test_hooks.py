@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
 from chronograph.tools.cli import main as cli
+from support.fifo import never_waited_on
 
 
 def test_the_entries_are_printed_for_session_start_and_each_prompt(capsys: pytest.CaptureFixture[str]) -> None:
@@ -105,3 +107,43 @@ def test_a_hook_of_the_users_own_is_kept_and_ours_inside_their_group_is_not_doub
     start = [h["command"] for g in hooks["SessionStart"] for h in g["hooks"]]
     assert start[:2] == ["echo hello", compound] and len(start) == 3 and "other" in start[2]
     assert hooks["SessionStart"][0]["matcher"] == "startup"
+
+
+def test_write_refuses_a_claude_folder_linked_outside_the_project(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / ".claude").symlink_to(elsewhere)
+    monkeypatch.chdir(project)
+    assert cli(["hooks", "claude-code", "--write"]) == 2
+    assert "lies outside" in capsys.readouterr().err and list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "link"])
+def test_a_fifo_folder_or_link_where_the_backup_would_go_is_passed_over_never_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    claude = tmp_path / ".claude"
+    claude.mkdir()
+    (claude / "settings.json").write_text('{"a": 1}')
+    victim = tmp_path / "victim.json"
+    victim.write_text('{"victim": true}')
+    taken = claude / "settings.json.bak"
+    if kind == "folder":
+        taken.mkdir()
+    elif kind == "link":
+        taken.symlink_to(victim)
+    with never_waited_on(taken) if kind == "fifo" else nullcontext():
+        assert cli(["hooks", "claude-code", "--write"]) == 0
+    assert json.loads((claude / "settings.json.bak.1").read_text()) == {"a": 1}
+    assert victim.read_text() == '{"victim": true}' and "hooks" in json.loads((claude / "settings.json").read_text())
+
+
+def test_a_fifo_at_the_settings_is_refused_not_waited_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".claude").mkdir()
+    with never_waited_on(tmp_path / ".claude" / "settings.json"):
+        assert cli(["hooks", "claude-code", "--write"]) == 2
+    assert "is not a regular file" in capsys.readouterr().err

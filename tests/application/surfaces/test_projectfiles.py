@@ -1,0 +1,89 @@
+"""The project files read and written by an n2n server: each opened without following a
+link or waiting on a FIFO, checked to be a regular file of bounded size, and every refusal
+an `invalid` error naming the file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from chronograph.application.surfaces import projectfiles
+from chronograph.server.app import create_server
+from chronograph.server.config import Settings
+from mcp import Client
+from support.fifo import never_waited_on
+from support.mcp import ToolFailed, call
+
+pytestmark = pytest.mark.anyio
+
+
+def server(store: Path, *, mirror: bool = True) -> Client:
+    return Client(create_server(Settings(store=store, embeddings="off", profile="n2n", mirror_projects=mirror)))
+
+
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    return root
+
+
+async def adopt(client: Client, root: Path) -> None:
+    await call(client, "n2n_add_entities", {"projectPath": str(root), "confirmNewProjectRoot": str(root),
+                                            "entities": [{"name": "A", "entityType": "t", "observations": ["o"]}]})
+
+
+async def refusal(client: Client, root: Path) -> dict[str, str]:
+    with pytest.raises(ToolFailed) as failed:
+        await call(client, "n2n_read_graph", {"projectPath": str(root)})
+    answer: dict[str, str] = json.loads(str(failed.value))
+    return answer
+
+
+@pytest.mark.parametrize("name", ["memory.json", "context.json", "chronograph.json"])
+async def test_a_fifo_at_a_project_file_is_refused_as_invalid_naming_it_and_never_waited_on(
+        tmp_path: Path, name: str) -> None:
+    root = project(tmp_path)
+    async with server(tmp_path / "store", mirror=name != "chronograph.json") as client:  # the marker is read
+        await adopt(client, root)                                                          # when the server
+        (root / ".mcp" / name).unlink(missing_ok=True)                                     # does not mirror all
+        with never_waited_on(root / ".mcp" / name):
+            answer = await refusal(client, root)
+    assert answer["code"] == "invalid"
+    assert f".mcp/{name} is not a regular file" in answer["message"]
+
+
+async def test_a_folder_at_memory_json_is_refused_as_invalid_naming_it(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    async with server(tmp_path / "store") as client:
+        await adopt(client, root)
+        (root / ".mcp" / "memory.json").unlink()
+        (root / ".mcp" / "memory.json").mkdir()
+        answer = await refusal(client, root)
+    assert answer["code"] == "invalid" and ".mcp/memory.json is a folder" in answer["message"]
+
+
+async def test_a_memory_json_past_the_size_cap_is_refused_unread(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    async with server(tmp_path / "store") as client:
+        await adopt(client, root)
+        with (root / ".mcp" / "memory.json").open("r+b") as file:
+            file.truncate(projectfiles.FILE_LIMIT + 1)  # sparse: nothing of it is on the disk
+        answer = await refusal(client, root)
+    assert answer["code"] == "invalid"
+    assert ".mcp/memory.json is larger than the 64 MiB a project file may be" in answer["message"]
+
+
+async def test_a_mirror_past_the_size_cap_is_not_written_so_every_file_written_reads_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = project(tmp_path)
+    monkeypatch.setattr(projectfiles, "FILE_LIMIT", 400)
+    async with server(tmp_path / "store") as client:
+        await adopt(client, root)
+        written = (root / ".mcp" / "memory.json").read_bytes()
+        with pytest.raises(ToolFailed, match="past the 400 a project file may hold"):
+            await call(client, "n2n_add_observations", {"projectPath": str(root), "observations": [
+                {"entityName": "A", "contents": ["x" * 400]}]})
+        assert (root / ".mcp" / "memory.json").read_bytes() == written
+    graph, _ = projectfiles.read_project_files(root / ".mcp")  # what is there reads back
+    assert graph is not None and [e.name for e in graph.entities] == ["A"]
