@@ -147,7 +147,8 @@ class Writer:
         new = [without(entry) for name, entry in self.entries.items() if name not in stored]
         created: set[str] = set()
         for start in range(0, len(new), step):
-            created.update(e.name for e in self.call("create_entities", {"entities": new[start : start + step]}).entities)
+            made = self.call("create_entities", {"entities": new[start : start + step]}).entities
+            created.update(entity.name for entity in made)
         report.created += len(created)
         report.observations += sum(len(e["observations"]) for e in new if e["name"] in created)  # the rest: below
         # Names another process made since the store was read (create_entities skips them): merged as stored ones

@@ -68,7 +68,8 @@ def vacuum_full(connection: Any, relation: Any, lock_wait: float | None = None) 
     connection.add_notice_handler(count)
     try:
         if lock_wait is not None:
-            connection.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(f"{max(1, round(lock_wait * 1000))}ms")))
+            wait = sql.Literal(f"{max(1, round(lock_wait * 1000))}ms")
+            connection.execute(sql.SQL("SET lock_timeout = {}").format(wait))
         connection.execute(sql.SQL("VACUUM (FULL, VERBOSE) {}").format(target))
     except LockNotAvailable:
         return max(kept, 1)
