@@ -96,8 +96,13 @@ class PgLog(EventLog):
             "BEGIN; SELECT pg_advisory_xact_lock(" + str(self.schema.lock) + "); "
             "SELECT coalesce((SELECT max(position) FROM {events}), 0), "
             "coalesce((SELECT recorded_at FROM {events} ORDER BY position DESC LIMIT 1), 0), "
-            "(SELECT value FROM {meta} WHERE key = 'erasures'), " + EARLY)
+            "(SELECT value FROM {meta} WHERE key = 'erasures'), " + EARLY
+            + ", (SELECT value FROM {meta} WHERE key = 'store_id')")
         self._begin_text = self._begin.as_string()
+        self._snapshot_text = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; " + self.schema.sql(
+            SEEN.replace(" FROM (", ", (SELECT value FROM {meta} WHERE key = 'store_id') FROM (", 1)).as_string()
+        self.store_id = ""
+        """The log's id, read at open; every unit of work checks it is still the same (`_same_log`)."""
         self._ahead_text = self.schema.sql(
             "; SELECT position, envelope, checksum FROM {events} WHERE position > {{after}} ORDER BY position "
             "LIMIT " + str(AHEAD)).as_string()
@@ -234,7 +239,8 @@ class PgLog(EventLog):
             # One round trip: begin, take the lock, read where the log stands (and what is new).
             cursor.nextset()  # past BEGIN's result and the lock's, to where the log stands
             cursor.nextset()
-            head, last, erasures, early = cursor.fetchone() or (0, 0, None, False)
+            head, last, erasures, early, store_id = cursor.fetchone() or (0, 0, None, False, None)
+            self._same_log(store_id)
             ahead = None
             if after is not None:
                 cursor.nextset()
@@ -302,11 +308,11 @@ class PgLog(EventLog):
             def begin() -> psycopg.Connection[Any]:
                 # the snapshot is taken at the first statement after BEGIN, which also says whether
                 # every commit it sees is flushed
-                connection, cursor = stack.enter_context(self._connection(
-                    f"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {SEEN}"))
+                connection, cursor = stack.enter_context(self._connection(self._snapshot_text))
                 held.append(connection)
                 cursor.nextset()
-                lsn, flushed = cursor.fetchone() or (None, None)
+                lsn, flushed, store_id = cursor.fetchone() or (None, None, None)
+                self._same_log(store_id)
                 if lsn is not None and not flushed:
                     self._flushed(connection, str(lsn))
                 return connection
@@ -339,6 +345,19 @@ class PgLog(EventLog):
                 pass
 
         wait_for_flush(connection, lsn, barrier)
+
+    def _same_log(self, stored: Any) -> None:
+        """Refuse to go on where the log's schema now holds another log than the one opened (its
+        tables dropped and a copy of another made there, under a running server): its events would
+        be folded onto the views of the first, and writes decided against the mixture.
+
+        Raises:
+            StoreCorruptError: If the log's id is not the one read at open.
+        """
+        if self.store_id and stored is not None and bytes(stored).decode() != self.store_id:
+            raise StoreCorruptError(f"the log at {self._shown} was replaced by another log while this process had "
+                                    "it open; nothing more is read or written here: start the server again (its "
+                                    "views of the old log are refused, and a new cache is made)")
 
     def head(self) -> int:
         """The position of the newest event (0 for an empty log)."""

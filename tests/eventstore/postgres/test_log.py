@@ -9,7 +9,14 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from chronograph.eventstore import EntityCreated, ObservationsAdded, StoreOpenError, StoreUnavailableError, StreamWrite
+from chronograph.eventstore import (
+    EntityCreated,
+    ObservationsAdded,
+    StoreCorruptError,
+    StoreOpenError,
+    StoreUnavailableError,
+    StreamWrite,
+)
 from chronograph.eventstore.postgres.address import refuse_mistyped_url, split_url
 from support.postgres import database
 
@@ -167,3 +174,22 @@ def test_a_scan_longer_than_one_fetch_reads_ahead_and_can_stop_anywhere(
         assert reader.head() == 500
     with log.read() as reader:
         assert sum(1 for _ in reader.verify()) == 0
+
+
+def test_a_log_replaced_under_an_open_one_is_neither_read_nor_written_through_it() -> None:
+    """Its schema dropped and another log made there (a copy), a running server folded the new
+    log's events onto its views of the old and decided writes against the mixture."""
+    import psycopg  # noqa: PLC0415
+
+    url = database().log_url()
+    first = StreamWrite("s", [EntityCreated(workspace="w", name="Ada", entity_type="p")])
+    with pglog.PgLog(url) as log:
+        log.append([first], actor="a")
+        with psycopg.connect(url.split("?", 1)[0], autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {url.rsplit('schema=', 1)[1]} CASCADE")
+        with pglog.PgLog(url) as other:
+            other.append([first], actor="b")
+        with pytest.raises(StoreCorruptError, match="replaced by another log"):
+            log.head()
+        with pytest.raises(StoreCorruptError, match="replaced by another log"):
+            log.append([StreamWrite("t", [EntityCreated(workspace="w", name="Bo", entity_type="p")])], actor="a")
