@@ -7,7 +7,7 @@ profile's words; neither writes.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from chronograph.application import ChronographError
 from chronograph.application.core.recall import BUDGET, recall, render
@@ -25,6 +25,8 @@ from chronograph.server.resources import forbidden
 from chronograph.server.runtime import Runtime
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts import Prompt
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, GetPromptRequestParams
 from pydantic import Field
 
 __all__ = ["add_prompts"]
@@ -55,8 +57,9 @@ def add_prompts(server: MCPServer, runtime: Runtime, settings: Settings) -> None
             principal.check(workspace, "read", tool=prompt)
         except ForbiddenError as error:
             raise forbidden(error) from None
-        except ChronographError as error:
-            raise ValueError(str(error)) from None
+        except ChronographError as error:  # an MCPError passes the SDK's rendering as it is, its code kept
+            asked = error.code in ("invalid", "not_found", "awaiting_confirmation")
+            raise MCPError(INVALID_PARAMS if asked else INTERNAL_ERROR, str(error), data={"code": error.code}) from None
         return workspace
 
     def recall_prompt(
@@ -91,6 +94,30 @@ def add_prompts(server: MCPServer, runtime: Runtime, settings: Settings) -> None
     server.add_prompt(Prompt.from_function(remember_prompt, name="remember", title="Remember", description=(
         "Before the session ends: what is worth saving, with which tools, and what this session "
         "already saved (so nothing is saved twice)")))
+    _refuse_unknown_names(server, {"recall": ("query", "project", "budget"), "remember": ("project", "budget")})
+
+
+def _refuse_unknown_names(server: MCPServer, prompts: dict[str, tuple[str, ...]]) -> None:
+    """Answer a prompt or an argument that does not exist with invalid params (-32602, as the
+    protocol asks) naming what there is: the SDK answered both with code 0 and a bare 'Error
+    rendering prompt', and logged a traceback."""
+    lowlevel = server._lowlevel_server  # noqa: SLF001 (the SDK checks neither before rendering)
+    entry = lowlevel.get_request_handler("prompts/get")
+    assert entry is not None, "the SDK serves prompts/get"
+    sdk_get = entry.handler
+
+    async def get_prompt(ctx: Any, params: GetPromptRequestParams) -> Any:
+        takes = prompts.get(params.name)
+        if takes is None:
+            raise MCPError(INVALID_PARAMS, f"there is no prompt named {params.name!r}; the prompts are: "
+                                           f"{', '.join(prompts)}", data={"code": "not_found"})
+        unknown = sorted(set(params.arguments or {}) - set(takes))
+        if unknown:
+            raise MCPError(INVALID_PARAMS, f"the prompt {params.name!r} takes no argument {unknown[0]!r}; it takes: "
+                                           f"{', '.join(takes)}", data={"code": "invalid"})
+        return await sdk_get(ctx, params)
+
+    lowlevel.add_request_handler("prompts/get", GetPromptRequestParams, get_prompt)
 
 
 def _tokens(budget: str | None) -> int:

@@ -16,6 +16,7 @@ from chronograph.application.core.audit import Subjects
 from chronograph.application.core.recall import Vocabulary, estimate_tokens
 from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
 from chronograph.application.engine.service import Memory
+from chronograph.application.errors import InvalidArgumentsError
 from chronograph.application.surfaces.kuzu import PRIMARY
 from chronograph.application.surfaces.projectroot import adopted_root, workspace_name
 
@@ -51,7 +52,13 @@ def workspace_of(profile: str, project: str | None, known: Callable[[str], bool]
     """The workspace a recall of `project` reads in `profile`: a path names the project whose
     root holds it (the nearest adopted root above it, or the nearest n2n project whose files
     were imported, if its workspace is `known`: see `seen_by`); a Kuzu database names its own;
-    any other name is a workspace. Nothing is adopted or written."""
+    any other name is a workspace. Nothing is adopted or written.
+
+    Raises:
+        InvalidArgumentsError: If `project` holds a NUL character, which no folder or workspace may.
+    """
+    if project and "\0" in project:
+        raise InvalidArgumentsError("recall", "project: holds a NUL character, which no folder or workspace name may")
     if not project:
         return PRIMARY if profile == "kuzu" else "default"
     if profile != "kuzu" and os.path.isabs(project):

@@ -10,6 +10,8 @@ import pytest
 from chronograph.server.app import create_server
 from chronograph.server.config import Settings
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from support.mcp import call, entity
 
 pytestmark = [pytest.mark.anyio, pytest.mark.wire]
@@ -91,6 +93,21 @@ async def test_a_budget_that_is_not_a_number_leaves_the_default(tmp_path: Path) 
         for budget in ("x", "", "-5", "1e3", "9" * 5000):
             result = await client.get_prompt("recall", {"budget": budget})
             assert "nothing yet" in result.messages[0].content.text  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("name", "arguments", "said"), [
+    ("nope", {}, "no prompt named 'nope'; the prompts are: recall, remember"),
+    ("recall", {"bogus": "1"}, "takes no argument 'bogus'; it takes: query, project, budget"),
+    ("remember", {"query": "x"}, "takes no argument 'query'"),
+    ("recall", {"project": "/a\0b"}, "project: holds a NUL character"),
+])
+async def test_a_prompt_or_argument_that_does_not_exist_is_invalid_params_saying_what_there_is(
+        tmp_path: Path, name: str, arguments: dict[str, str], said: str) -> None:
+    """The SDK answered each with code 0 and a bare 'Error rendering prompt', logging a traceback."""
+    async with Client(create_server(Settings(store=tmp_path / "store", embeddings="off"))) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.get_prompt(name, arguments)
+    assert refused.value.error.code == INVALID_PARAMS and said in refused.value.error.message
 
 
 async def test_an_imported_n2n_project_is_recalled_for_whoever_may_read_it_and_unseen_by_others(
