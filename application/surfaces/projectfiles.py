@@ -25,6 +25,7 @@ a temporary file, synced, renamed over the target; never through a symbolic link
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -96,11 +97,14 @@ def read_project_file(path: Path) -> bytes | None:
     link, never blocking on a FIFO, never past `FILE_LIMIT`.
 
     Raises:
-        ProjectFileError: If it (or `.mcp`) is a link, a folder, not a regular file or too large.
-        OSError: If it cannot be read.
+        ProjectFileError: If it (or `.mcp`) is a link, a folder, not a regular file or too large,
+            or the file system refuses to read it (permissions, a loop of links).
     """
     try:
         return read_regular(path, limit=FILE_LIMIT)
+    except OSError as error:
+        raise ProjectFileError(f"The project file .mcp/{path.name} cannot be read: {error.strerror or error}; "
+                               "nothing was read") from None
     except ReadRefused as error:
         what = {"link": "is a symbolic link (or .mcp is); project files are not read or written through one",
                 "folder": "is a folder, not a file",
@@ -144,13 +148,16 @@ def _in_format(path: Path, kind: type[F]) -> F | None:
 
 
 def _signature(mcp: Path) -> tuple[Any, ...]:
+    """The files' own (links not followed: reading them says what is wrong with one) mtime, size, inode."""
     out: list[Any] = []
     for name in (MEMORY_FILE, CONTEXT_FILE):
         try:
-            stat = (mcp / name).stat()
+            stat = os.lstat(mcp / name)
             out.append((stat.st_mtime_ns, stat.st_size, stat.st_ino))
         except FileNotFoundError:
             out.append(None)
+        except OSError as error:  # .mcp a file, a loop: read, it is refused naming the file
+            out.append(error.errno)
     return tuple(out)
 
 
@@ -224,7 +231,10 @@ class ProjectFiles:
                     raise ProjectFileError("A project file in .mcp is not a JSON object; nothing was folded")
                 memory.write(FILES["fold_project_files"], {"workspace": workspace, "graph": graph or {},
                                                            "context": context}, actor=ACTOR)
-            self.mirror(memory, root, workspace)
+            try:
+                self._mirror(memory, root, workspace)
+            except StorageError:  # the call goes on (a read, a delete that brings the files back under
+                self._seen[str(root)] = _signature(mcp)  # their cap); the next write's mirror says why
 
     def after(self, memory: Memory, tool: Tool, args: Any, written: Written) -> None:
         """Mirror the project into its files after a call that changed it: an n2n call, or any

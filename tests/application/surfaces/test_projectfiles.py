@@ -87,3 +87,32 @@ async def test_a_mirror_past_the_size_cap_is_not_written_so_every_file_written_r
         assert (root / ".mcp" / "memory.json").read_bytes() == written
     graph, _ = projectfiles.read_project_files(root / ".mcp")  # what is there reads back
     assert graph is not None and [e.name for e in graph.entities] == ["A"]
+
+
+async def test_a_project_past_the_size_cap_still_answers_after_a_restart_and_a_delete_brings_it_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mirror before each call failed too: every call, the deletes that would shrink the
+    project included, answered that its change was in the log, and none ran."""
+    root = project(tmp_path)
+    monkeypatch.setattr(projectfiles, "FILE_LIMIT", 400)
+    async with server(tmp_path / "store") as client:
+        await adopt(client, root)
+        with pytest.raises(ToolFailed, match="past the 400"):
+            await call(client, "n2n_add_observations", {"projectPath": str(root), "observations": [
+                {"entityName": "A", "contents": ["x" * 400]}]})
+    async with server(tmp_path / "store") as client:  # a new process: it mirrors before the first call
+        graph = await call(client, "n2n_read_graph", {"projectPath": str(root)})
+        assert "x" * 400 in json.dumps(graph)
+        await call(client, "n2n_delete_observations", {"projectPath": str(root), "deletions": [
+            {"entityName": "A", "observations": ["x" * 400]}]})
+    assert "x" * 400 not in (root / ".mcp" / "memory.json").read_text()
+
+
+async def test_a_loop_of_links_at_memory_json_is_refused_as_invalid_naming_it(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    async with server(tmp_path / "store") as client:
+        await adopt(client, root)
+        (root / ".mcp" / "memory.json").unlink()
+        (root / ".mcp" / "memory.json").symlink_to("memory.json")
+        answer = await refusal(client, root)
+    assert answer["code"] == "invalid" and ".mcp/memory.json" in answer["message"]
