@@ -7,7 +7,8 @@ events must be the source's first ones as they are now, byte for byte (checked w
 anything is written: a forget since rewrote some), and the copy goes on after them. No other
 process writes the target meanwhile.
 Idempotency records (a batch at a time too) and the erasure count follow once the events are
-all across. `verify_copy` compares every stored byte, a batch at a time.
+all across. `verify_copy` compares every stored byte, a batch at a time, and the target's
+index of streams with its events.
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ def _differences(codec: Codec, a: LogReader, b: LogReader, last: int,
 
 
 def verify_copy(source: EventLog, target: EventLog, progress: Callable[[int, int], None] | None = None) -> list[str]:
-    """The differences between the two logs, event by event and record by record (none: equal)."""
+    """The differences between the two logs, event by event and record by record, and where the
+    target's index of streams disagrees with its events (none: equal)."""
     problems: list[str] = []
     with source.read() as a, target.read() as b:
         if a.head() != b.head():
@@ -112,6 +114,7 @@ def verify_copy(source: EventLog, target: EventLog, progress: Callable[[int, int
             problems.append("the idempotency records differ")
         if a.erasures() != b.erasures():
             problems.append(f"the erasure counts differ: {a.erasures()} and {b.erasures()}")
+        problems.extend(b.index_problems())  # what reads by stream, and erasures, find the copy's events by
     return problems
 
 

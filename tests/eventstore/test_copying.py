@@ -179,3 +179,34 @@ def test_another_servers_write_to_a_database_target_waits_for_the_whole_copy(
         assert copy_log(source, target, write_between_batches) == 3
         writes[0].join(60)
         assert [e.stream for e in read_all(target)] == ["ada", "ada", "bob", "live"]
+
+
+def _misfile(log: EventLog, position: int) -> None:
+    """File the event at `position` under another stream in the log's index, its bytes untouched."""
+    if isinstance(log, LmdbLog):
+        with log.read() as reader:
+            event = reader.get(position)
+        assert event is not None
+        index, key = log.dbs.layout, log.dbs.key
+        with log.environment.env.begin(write=True) as txn:
+            assert txn.delete(index.key(key(event.stream), event.version), db=log.dbs.streams)
+            txn.put(index.key(key(event.stream + "-"), 1), index.value(position), db=log.dbs.streams)
+        return
+    import psycopg  # noqa: PLC0415 (the postgresql extra)
+
+    from chronograph.eventstore.postgres.log import PgLog  # noqa: PLC0415
+
+    assert isinstance(log, PgLog)
+    with psycopg.connect(log.pool.conninfo, autocommit=True) as connection:
+        connection.execute(log.schema.sql("UPDATE {events} SET stream = stream || '-' WHERE position = %s"),
+                           (position,))
+
+
+def test_the_check_of_a_copy_finds_an_event_its_index_files_under_another_stream(
+        log: EventLog, tmp_path: Path) -> None:
+    with LmdbLog(tmp_path / "source") as source:
+        _seed(source)
+        assert copy_log(source, log) == 3
+        _misfile(log, 2)  # as a process might while the copy is checked: reads by stream would miss it
+        problems = verify_copy(source, log)
+    assert problems and "position 2" in problems[0] and all(p.startswith("index:") for p in problems)
