@@ -31,7 +31,7 @@ from chronograph.eventstore.errors import (
     StoreUnavailableError,
 )
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
-from chronograph.eventstore.postgres.address import split_url
+from chronograph.eventstore.postgres.address import shown, split_url
 from chronograph.eventstore.postgres.durability import DURABLE, EARLY, SEEN, wait_for_flush
 from chronograph.eventstore.postgres.reader import PgReader
 from chronograph.eventstore.postgres.schema import DDL, FORMAT_VERSION, Schema
@@ -83,7 +83,7 @@ class PgLog(EventLog):
         try:
             self._url, name, self._shown = split_url(url)
         except ValueError as error:
-            raise StoreOpenError(f"{url}: {error}") from None
+            raise StoreOpenError(f"{shown(url)}: {error}") from None
         try:
             conninfo_to_dict(self._url)  # libpq's parameters, checked before any connection
         except psycopg.ProgrammingError as error:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 from chronograph.eventstore import EntityCreated, ObservationsAdded, StoreOpenError, StoreUnavailableError, StreamWrite
-from chronograph.eventstore.postgres.address import split_url
+from chronograph.eventstore.postgres.address import shown, split_url
 from support.postgres import database
 
 pglog = pytest.importorskip("chronograph.eventstore.postgres.log")
@@ -82,6 +82,20 @@ def test_the_address_names_a_schema_and_hides_the_password() -> None:
     assert "schema" not in connect and "sslmode=require" in connect and "secret" in connect
     with pytest.raises(ValueError, match="plain name"):
         split_url("postgresql://h/db?schema=a;drop")
+
+
+def test_a_store_is_shown_without_its_password_whatever_its_address() -> None:
+    assert shown("postgresql://ada:secret@h:5433/db?schema=m&sslmode=require") == "postgresql://ada@h:5433/db?schema=m"
+    assert shown("postgresql://ada:secret@h/db?schema=bad-name") == "postgresql://ada@h/db"  # refused: still shown
+    assert shown("postgresql:/ada:secret@h/db") == "postgresql:/ada@h/db"  # mistyped
+    assert shown("mysql://ada:secret@h/db") == "mysql://ada@h/db"
+    assert shown("/home/ada/notes:x@y") == "/home/ada/notes:x@y"  # a folder is as it is
+
+
+def test_opening_a_log_at_a_refused_address_does_not_say_its_password() -> None:
+    with pytest.raises(StoreOpenError, match="plain name") as refused:
+        pglog.PgLog("postgresql://ada:secret@127.0.0.1/db?schema=bad-name")
+    assert "secret" not in str(refused.value)
 
 
 def test_a_log_in_a_schema_named_in_capitals_is_found_again() -> None:
