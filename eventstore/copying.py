@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 
 import msgspec
 from chronograph.eventstore.codec import Codec, Envelope
@@ -31,16 +32,17 @@ class CopyError(EventStoreError):
     """The target is not the source's first events as they are now, or changed under the copy."""
 
 
-def copy_log(source: EventLog, target: EventLog, progress: Callable[[int, int], None] | None = None) -> int:
+def copy_log(source: EventLog, target: EventLog, progress: Callable[[int, int], None] | None = None, *,
+             kept: bool = False) -> int:
     """Copy every event of `source` that `target` lacks, then its idempotency records and erasure
     count; return how many events were copied. Other processes are kept from writing `target`
-    for the whole copy (`EventLog.exclusive`).
+    for the whole copy (`EventLog.exclusive`), unless the caller `kept` them out already.
 
     Raises:
         CopyError: If `target` is not exactly the first events of `source` as they are now (its
             events, stored bytes and all), or another process has it open; nothing was copied.
     """
-    with target.exclusive(), source.read() as reader:
+    with nullcontext() if kept else target.exclusive(), source.read() as reader:
         with target.read() as held:
             head, start = reader.head(), held.head()
             had_records = next(iter(held.idempotency_records()), None) is not None

@@ -56,8 +56,9 @@ def run(args: argparse.Namespace) -> int:
     began = time.perf_counter()
     progress = Progress()
     try:
-        with closing(open_log(source, readonly=True, create=False)) as src, closing(open_log(target)) as dst:
-            copied = copy_log(src, dst, lambda done, total: _step(progress, "copy", done, total))
+        with closing(open_log(source, readonly=True, create=False)) as src, closing(open_log(target)) as dst, \
+                dst.exclusive():  # no other process writes it until it is checked
+            copied = copy_log(src, dst, lambda done, total: _step(progress, "copy", done, total), kept=True)
             progress.finish()
             problems = verify_copy(src, dst, lambda done, total: _step(progress, "check", done, total))
             progress.finish()
