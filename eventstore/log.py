@@ -188,9 +188,11 @@ class LogTransaction(LogReader, Protocol):
         """
         ...
 
-    def restore_records(self, records: Sequence[tuple[bytes, bytes]], erasures: int) -> None:
+    def restore_records(self, records: Sequence[tuple[bytes, bytes]], erasures: int, *, clean: bool = True) -> None:
         """Keep idempotency `records` (key, record, as another log stores them) and the count
-        of erasures, as a copy of another log."""
+        of erasures, as a copy of another log. `clean`: the log never held what those erasures
+        erased, so they count as scrubbed (unless it has a scrub of its own pending); otherwise
+        its next scrub (or writable open) scrubs them."""
         ...
 
 
@@ -268,6 +270,15 @@ class EventLog(Protocol):
 
     def head(self) -> int:
         """The position of the newest event (0 for an empty log)."""
+        ...
+
+    def exclusive(self) -> AbstractContextManager[None]:
+        """For the `with` block, keep every other process from writing the log (a copy into it):
+        this process's transactions go on; another's wait for the block, or it is refused.
+
+        Raises:
+            EventStoreError: If another process has the log open and cannot be kept out.
+        """
         ...
 
     def patience(self, seconds: float) -> AbstractContextManager[None]:

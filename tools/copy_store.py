@@ -24,7 +24,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
 
 from chronograph.application import Memory
 from chronograph.application.engine.config import resolve_store
-from chronograph.application.engine.stores import is_database_url, open_log, store_exists
+from chronograph.application.engine.stores import is_database_url, open_log, shown, store_exists
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.copying import copy_log, verify_copy
 from chronograph.eventstore.lmdb import resident
@@ -51,13 +51,14 @@ def run(args: argparse.Namespace) -> int:
         print("chronograph copy: --from and --to name the same store", file=sys.stderr)
         return 2
     if not store_exists(source):
-        print(f"chronograph copy: there is no store at {source}", file=sys.stderr)
+        print(f"chronograph copy: there is no store at {shown(source)}", file=sys.stderr)
         return 2
     began = time.perf_counter()
     progress = Progress()
     try:
-        with closing(open_log(source, readonly=True, create=False)) as src, closing(open_log(target)) as dst:
-            copied = copy_log(src, dst, lambda done, total: _step(progress, "copy", done, total))
+        with closing(open_log(source, readonly=True, create=False)) as src, closing(open_log(target)) as dst, \
+                dst.exclusive():  # no other process writes it until it is checked
+            copied = copy_log(src, dst, lambda done, total: _step(progress, "copy", done, total), kept=True)
             progress.finish()
             problems = verify_copy(src, dst, lambda done, total: _step(progress, "check", done, total))
             progress.finish()
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if problems:
         print(f"chronograph copy: the copy differs from the source in {len(problems)} place(s)", file=sys.stderr)
         return 1
-    print(f"copied {copied:,} events ({head:,} in all) from {source} to {target} in "
+    print(f"copied {copied:,} events ({head:,} in all) from {shown(source)} to {shown(target)} in "
           f"{time.perf_counter() - began:.1f} s; checked event for event: identical")
     return 0
 

@@ -36,7 +36,7 @@ import msgspec
 from chronograph.application import Memory
 from chronograph.application.engine.config import resolve_store
 from chronograph.application.engine.outputs import ObjectOut
-from chronograph.application.engine.stores import store_exists
+from chronograph.application.engine.stores import shown, store_exists
 from chronograph.application.errors import ChronographError
 from chronograph.application.lifecycle import importindex
 from chronograph.application.lifecycle.forgetting import ForgetOut
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     store = resolve_store(args.store)
     if not store_exists(store):
-        print(f"chronograph forget: there is no store at {store}", file=sys.stderr)
+        print(f"chronograph forget: there is no store at {shown(store)}", file=sys.stderr)
         return 2
     with suppress(OSError):  # best effort: what a killed import kept of its file's names,
         importindex.sweep()

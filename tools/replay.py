@@ -30,7 +30,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
 
 from chronograph.application import Memory
 from chronograph.application.engine.config import EMBEDDINGS_ENV, TERM_WEIGHTS_ENV, resolve_store
-from chronograph.application.engine.stores import store_exists
+from chronograph.application.engine.stores import shown, store_exists
 from chronograph.application.errors import ChronographError
 from chronograph.application.explorer import diff
 from chronograph.eventstore import EventStoreError, LmdbLog, StoreCorruptError
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.rebuild:
             if not store_exists(store):  # a mistyped path is not a new, empty store to rebuild
-                print(f"chronograph replay: there is no store at {store}", file=sys.stderr)
+                print(f"chronograph replay: there is no store at {shown(store)}", file=sys.stderr)
                 return 2
             return _rebuild(store, args.cache)
         with Memory(store, readonly=True, cache=args.cache) as memory:

@@ -22,7 +22,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
 
 from chronograph.application import Memory
 from chronograph.application.engine.config import resolve_store
-from chronograph.application.engine.stores import store_exists
+from chronograph.application.engine.stores import shown, store_exists
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError
 from chronograph.tools.common.parsing import add_store_argument, script_main
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     """Carry out `scrub`; return the exit code (1 when a reader still holds pages)."""
     store = resolve_store(args.store)
     if not store_exists(store):
-        print(f"chronograph scrub: there is no store at {store}", file=sys.stderr)
+        print(f"chronograph scrub: there is no store at {shown(store)}", file=sys.stderr)
         return 2
     try:
         with Memory(store, cache=args.cache) as memory, memory.lock:
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     except (EventStoreError, ProjectionError) as error:
         print(f"chronograph scrub: {error}", file=sys.stderr)
         return 2
-    print(f"scrubbed {store}: {done.zeroed} page(s) or gaps overwritten"
+    print(f"scrubbed {shown(store)}: {done.zeroed} page(s) or gaps overwritten"
           + (f"; {done.held} old copies still visible to a reader: run it again later" if done.held else "")
           + (f"; {done.unreached}" if done.unreached else ""))
     return 1 if done.held or done.unreached else 0

@@ -30,6 +30,7 @@ from chronograph.application.engine.config import (
     resolve_store,
 )
 from chronograph.application.engine.exportdir import DEFAULT_BUDGET, DEFAULT_MAX_EXPORT
+from chronograph.application.engine.stores import shown
 from chronograph.application.lifecycle.importing import FileImport
 from chronograph.application.profiles import DEFAULT_PROFILE, PROFILES
 from chronograph.eventstore.errors import advised
@@ -346,7 +347,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         version = chronograph.__version__
         if sock is None:
-            print(f"chronograph {version}: serving {settings.store} over stdio (profile {settings.profile})",
+            print(f"chronograph {version}: serving {shown(settings.store)} over stdio (profile {settings.profile})",
                   file=sys.stderr)
             try:
                 with stopped_by_signals():  # SIGTERM stops a stdio server as the end of stdin does
@@ -376,7 +377,7 @@ def run(args: argparse.Namespace) -> int:
         required = app.required()
         hosts = sorted(app.hosts - {"[::1]"})
         url = announced(args.host, sock.getsockname()[1], "/mcp")  # the port bound (--port 0: any free one)
-        print(f"chronograph {version}: serving {settings.store} at {url} "
+        print(f"chronograph {version}: serving {shown(settings.store)} at {url} "
               f"(profile {settings.profile}{'; bearer token required' if required else ''})", file=sys.stderr)
         if resource is not None:
             print(f"chronograph: accepting access tokens of {args.auth_issuer} for {args.audience}; "

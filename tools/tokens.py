@@ -30,7 +30,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
 
 import msgspec
 from chronograph.application.engine.config import resolve_store
-from chronograph.application.engine.stores import open_store, store_exists
+from chronograph.application.engine.stores import open_store, shown, store_exists
 from chronograph.application.engine.tokens import TokenRecord, Tokens, parse_duration, parse_grants
 from chronograph.application.errors import ChronographError
 from chronograph.eventstore import EventStoreError, clock
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{PROG} {args.action}: {error}", file=sys.stderr)
         return 2
     if new:  # a mistyped --store would issue a token no server of the real store accepts
-        print(f"{PROG} create: there was no store at {location}: a new one was made there for the token "
+        print(f"{PROG} create: there was no store at {shown(location)}: a new one was made there for the token "
               "(if you meant another, pass its --store)", file=sys.stderr)
     try:
         # appends fold into the views too, so that their checkpoint stays at the head

@@ -25,7 +25,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
     checkout.ensure_importable()
 
 from chronograph.application.engine.config import TOKEN_ENV, resolve_store
-from chronograph.application.engine.stores import store_exists
+from chronograph.application.engine.stores import shown, store_exists
 from chronograph.application.errors import ChronographError
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     """Serve the explorer until a signal stops it; return the exit code."""
     store = resolve_store(args.store)
     if not store_exists(store):
-        print(f"chronograph ui: there is no store at {store}", file=sys.stderr)
+        print(f"chronograph ui: there is no store at {shown(store)}", file=sys.stderr)
         return 2
     from chronograph.server.config import Settings
     from chronograph.server.listener import bind, serve
@@ -93,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
                         any_ip=args.host in WILDCARDS, authenticators=[store_tokens(runtime)])
         required = guarded.required()
         link = announced(args.host, sock.getsockname()[1], "/ui/")  # the port bound (--port 0: any free one)
-        print(f"chronograph ui: {store} at {link}{'?token=...' if required else ''} (read-only)", file=sys.stderr,
-              flush=True)  # whatever stderr is (a pipe, a file, a terminal): the link is needed now
+        print(f"chronograph ui: {shown(store)} at {link}{'?token=...' if required else ''} (read-only)",
+              file=sys.stderr, flush=True)  # whatever stderr is (a pipe, a file, a terminal): the link is needed now
         if required:
             print("chronograph ui: open the link with ?token= and a token of the store (chronograph token create) or "
                   "your $CHRONOGRAPH_TOKEN once; the page keeps it as a cookie", file=sys.stderr, flush=True)

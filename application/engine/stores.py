@@ -15,9 +15,9 @@ from typing import Any, NamedTuple
 import lmdb
 from chronograph.eventstore import EventLog, LmdbEnv, LmdbLog, StoreOpenError
 from chronograph.eventstore.lmdb.env import DATA_FILE
-from chronograph.eventstore.postgres.address import is_database_url, refuse_mistyped_url
+from chronograph.eventstore.postgres.address import is_database_url, refuse_mistyped_url, shown
 
-__all__ = ["OpenStore", "default_cache", "is_database_url", "open_log", "open_store", "store_exists"]
+__all__ = ["OpenStore", "default_cache", "is_database_url", "open_log", "open_store", "shown", "store_exists"]
 
 
 class OpenStore(NamedTuple):
@@ -126,4 +126,4 @@ def _claim(env: LmdbEnv, store_id: str, location: str) -> None:
     owner = env.write(claim)
     if owner != store_id.encode():
         raise StoreOpenError(f"the cache at {env.path} holds the views of another log ({owner.decode()}), not of "
-                             f"{location} ({store_id}); name another --cache, or delete that folder")
+                             f"{shown(location)} ({store_id}); name another --cache, or delete that folder")

@@ -23,6 +23,7 @@ from chronograph.eventstore.errors import StoreCorruptError, StoreFormatError
 from chronograph.eventstore.files import STORE_FILES
 from chronograph.eventstore.keys import pack_u32, pack_u64, text_key, unpack_u32
 from chronograph.eventstore.lmdb.env import EnvOptions, LmdbEnv
+from chronograph.eventstore.lmdb.holders import StoreBusyError
 from chronograph.eventstore.lmdb.reader import SCRUBBED, Databases, LmdbReader
 from chronograph.eventstore.lmdb.streamindex import WIDE
 from chronograph.eventstore.lmdb.writer import LmdbTransaction
@@ -135,6 +136,19 @@ class LmdbLog(EventLog):
     def close(self) -> None:
         """Close the environment; the log cannot be used afterwards."""
         self.environment.close()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """For the `with` block, hold the store against every other opening (they wait for it).
+
+        Raises:
+            StoreBusyError: If another process has it open now.
+        """
+        with self.environment.alone() as alone:
+            if not alone:
+                raise StoreBusyError(f"the store at {self.path} is open in another process (a server, a command); "
+                                     "stop it, or name a store no process uses; nothing was written")
+            yield
 
     def _open_log(self, fresh: bool) -> Databases:
         env = self.environment

@@ -102,11 +102,12 @@ class LmdbTransaction(LmdbReader, Appender):
         """See `LogTransaction.rewrite` (in the LMDB log: `erase.rewrite`)."""
         return lmdberase.rewrite(self, position, event)
 
-    def restore_records(self, records: Sequence[tuple[bytes, bytes]], erasures: int) -> None:
-        """Keep idempotency `records` (key, record, as stored) and the count of erasures (a copy)."""
+    def restore_records(self, records: Sequence[tuple[bytes, bytes]], erasures: int, *, clean: bool = True) -> None:
+        """Keep idempotency `records` (key, record, as stored) and the count of erasures (a copy;
+        see `LogTransaction.restore_records` for `clean`)."""
         with self.txn.cursor(self.dbs.idempotency) as cursor:
             cursor.putmulti(list(records))
         if erasures:
-            if self.erasures() == self.scrubbed_through():  # nothing of its own to scrub: nor of the copy's
+            if clean and self.erasures() == self.scrubbed_through():  # nothing of its own to scrub: nor of the copy's
                 self.txn.put(SCRUBBED, pack_u64(erasures), db=self.dbs.meta)
             self.txn.put(ERASURES, pack_u64(erasures), db=self.dbs.meta)

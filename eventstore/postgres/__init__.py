@@ -5,6 +5,6 @@ extra (psycopg 3), so it is imported where a database store is opened: `log` (`P
 `reader` and `writer` (its transactions) and `schema` (its tables).
 """
 
-from chronograph.eventstore.postgres.address import is_database_url, split_url
+from chronograph.eventstore.postgres.address import is_database_url, shown, split_url
 
-__all__ = ["is_database_url", "split_url"]
+__all__ = ["is_database_url", "shown", "split_url"]

@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from typing import Any, TypeVar
 
 import psycopg
@@ -31,13 +31,13 @@ from chronograph.eventstore.errors import (
     StoreUnavailableError,
 )
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
-from chronograph.eventstore.postgres.address import split_url
+from chronograph.eventstore.postgres.address import shown, split_url
 from chronograph.eventstore.postgres.durability import DURABLE, EARLY, SEEN, wait_for_flush
 from chronograph.eventstore.postgres.reader import PgReader
 from chronograph.eventstore.postgres.schema import DDL, FORMAT_VERSION, Schema
-from chronograph.eventstore.postgres.seeds import Seeds, has_seeds
+from chronograph.eventstore.postgres.scrubbing import scrub_tables
+from chronograph.eventstore.postgres.seeds import Seeds
 from chronograph.eventstore.postgres.statistics import rewrite_catalog, seal
-from chronograph.eventstore.postgres.vacuum import LOCK_WAIT, vacuum_full, wait_for_snapshots
 from chronograph.eventstore.postgres.writer import PgTransaction
 from psycopg.conninfo import conninfo_to_dict
 
@@ -83,7 +83,7 @@ class PgLog(EventLog):
         try:
             self._url, name, self._shown = split_url(url)
         except ValueError as error:
-            raise StoreOpenError(f"{url}: {error}") from None
+            raise StoreOpenError(f"{shown(url)}: {error}") from None
         try:
             conninfo_to_dict(self._url)  # libpq's parameters, checked before any connection
         except psycopg.ProgrammingError as error:
@@ -111,6 +111,8 @@ class PgLog(EventLog):
         self._erase_hooks: list[EraseHook] = []
         self._listener: psycopg.Connection[Any] | None = None
         self._listen_lock = threading.Lock()
+        self._pinned = threading.local()
+        """`connection`: where this thread's write transactions run while it holds the lock (`exclusive`)."""
         self._patience = threading.local()
         """`seconds`: how long a unit of work of this thread waits for a connection (unset: the
         pool's timeout)."""
@@ -235,7 +237,9 @@ class PgLog(EventLog):
         begin = self._begin_text
         if after is not None:
             begin += self._ahead_text.replace("{after}", str(int(after)))
-        with self._connection(begin) as (connection, cursor):
+        pinned = getattr(self._pinned, "connection", None)  # `exclusive` holds the lock on it
+        unit = nullcontext((pinned, pinned.execute(begin))) if pinned else self._connection(begin)
+        with unit as (connection, cursor):
             # One round trip: begin, take the lock, read where the log stands (and what is new).
             cursor.nextset()  # past BEGIN's result and the lock's, to where the log stands
             cursor.nextset()
@@ -255,6 +259,27 @@ class PgLog(EventLog):
             finally:
                 if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                     connection.execute("ROLLBACK")
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """For the `with` block, hold the log's lock on one connection, on which this thread's
+        write transactions run: every other writer (another server's too) waits for the block.
+
+        Raises:
+            StoreUnavailableError: If the database cannot be reached or goes away.
+        """
+        if self._readonly:
+            raise EventStoreError(f"the log at {self._shown} is open read-only")
+        with self._connection("SELECT pg_advisory_lock(" + str(self.schema.lock) + ")") as (connection, _):
+            self._pinned.connection = connection
+            try:
+                yield
+            finally:
+                self._pinned.connection = None
+                try:
+                    connection.execute("SELECT pg_advisory_unlock(%s)", (self.schema.lock,))
+                except psycopg.Error:
+                    connection.close()  # a session lock must not go back to the pool held
 
     def commit(self, tx: PgTransaction) -> None:
         """Commit `tx`, announcing its new head if it appended; return once it is on the
@@ -438,34 +463,10 @@ class PgLog(EventLog):
     def scrub(self, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
         """Rewrite the log's tables and their indexes (VACUUM FULL) once no snapshot taken before
         can see what an erasure replaced (waiting up to `timeout` seconds), and keep the planner's
-        statistics free of content (see `pgstatistics`); return the pages the rewritten tables
-        take, the dead row versions a snapshot still held (a later scrub gets them), and what the
-        statistics catalog still needs if this role may not rewrite it.
-
-        The write-ahead log, replicas and base backups keep their own copies until they age
-        out: those are the database operator's (see docs/decisions.md).
-        """
+        statistics free of content (see `postgres.scrubbing`; the write-ahead log, replicas and
+        base backups are the database operator's: docs/decisions.md)."""
         del needles  # every index is rebuilt whole: no stale key survives
-        deadline = time.monotonic() + timeout
         with self.read() as reader:
             erasures = reader.erasures()
         with self._connection() as (connection, _):
-            seal(connection, self.schema)
-            while True:
-                wait_for_snapshots(connection, deadline)
-                tables = ("events", "heads", "idempotency", "meta", *(("seeds",) if has_seeds(connection, self.schema)
-                                                                      else ()))
-                held = sum(vacuum_full(connection, self.schema.sql(f"{{{table}}}"),
-                                       lock_wait=min(LOCK_WAIT, max(0.05, deadline - time.monotonic())))
-                           for table in tables)
-                if not held or time.monotonic() >= deadline:
-                    break
-            unreached = rewrite_catalog(connection, self.schema, self._shown)
-            if not held:  # what a later erasure leaves is its own scrub's, or the next open's
-                connection.execute(self.schema.sql(
-                    "INSERT INTO {meta} (key, value) VALUES ('scrubbed through', %s) "
-                    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"), (erasures.to_bytes(8, "big"),))
-            row = connection.execute(
-                "SELECT coalesce(sum(relpages), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %s", (self.schema.name,)).fetchone()
-        return Scrubbed(int(row[0]) if row else 0, held, unreached)
+            return scrub_tables(connection, self.schema, self._shown, erasures, time.monotonic() + timeout)

@@ -198,8 +198,9 @@ class PgTransaction(PgReader, Appender):
             "ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version"), list(versions.items()))
         self.appended = True
 
-    def restore_records(self, records: Sequence[tuple[bytes, bytes]], erasures: int) -> None:
-        """Keep idempotency `records` (key, record, as stored) and the count of erasures (a copy)."""
+    def restore_records(self, records: Sequence[tuple[bytes, bytes]], erasures: int, *, clean: bool = True) -> None:
+        """Keep idempotency `records` (key, record, as stored) and the count of erasures (a copy;
+        see `LogTransaction.restore_records` for `clean`)."""
         if records:
             self.connection.cursor().executemany(self.schema.sql(
                 "INSERT INTO {idempotency} (key, record) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET "
@@ -207,10 +208,10 @@ class PgTransaction(PgReader, Appender):
         if erasures:
             count = erasures.to_bytes(8, "big")
             self.connection.execute(self.schema.sql(  # nothing of its own to scrub: nor of the copy's
-                "INSERT INTO {meta} (key, value) SELECT 'scrubbed through', %s WHERE "
+                "INSERT INTO {meta} (key, value) SELECT 'scrubbed through', %s WHERE %s AND "
                 "(SELECT value FROM {meta} WHERE key = 'erasures') IS NOT DISTINCT FROM "
                 "(SELECT value FROM {meta} WHERE key = 'scrubbed through') "
-                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"), (count,))
+                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"), (count, clean))
             self.connection.execute(self.schema.sql(
                 "INSERT INTO {meta} (key, value) VALUES ('erasures', %s) ON CONFLICT (key) DO UPDATE SET value = "
                 "EXCLUDED.value"), (count,))

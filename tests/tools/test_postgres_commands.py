@@ -106,3 +106,25 @@ def test_a_database_backup_copies_the_log_into_a_folder_named_for_its_process_an
     assert copied_into[0].startswith(f".chronograph-backup-{os.getpid()}-")
     assert not killed.exists() and alive.exists()
     assert sorted(p.name for p in out.iterdir()) == sorted(["b.chronograph", alive.name])
+
+
+def test_copy_and_scrub_never_print_the_databases_password(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from urllib.parse import urlsplit, urlunsplit  # noqa: PLC0415
+
+    from chronograph.eventstore import EntityCreated, LmdbLog, StreamWrite  # noqa: PLC0415
+    from chronograph.tools import copy_store, scrub  # noqa: PLC0415
+
+    with LmdbLog(tmp_path / "source") as source:
+        source.append([StreamWrite("a", [EntityCreated(workspace="w", name="Ada", entity_type="t")])], actor="t")
+    parts = urlsplit(database().log_url())  # the server trusts this user: any password is let in
+    host = parts.netloc.rpartition("@")[2]
+    url = urlunsplit((parts.scheme, f"{parts.username or 'postgres'}:Hunter2Secret@{host}", parts.path, parts.query, ""))
+    bad = url.replace(parts.query, "schema=bad-name")
+    runs = [copy_store.main(["--from", str(tmp_path / "source"), "--to", url]),
+            scrub.main(["--store", url, "--cache", str(tmp_path / "cache")]),
+            copy_store.main(["--from", str(tmp_path / "source"), "--to", bad]),
+            scrub.main(["--store", bad, "--cache", str(tmp_path / "cache")])]
+    said = capsys.readouterr()
+    assert runs == [0, 0, 2, 2], said
+    assert "identical" in said.out and "scrubbed postgresql://" in said.out
+    assert "Hunter2Secret" not in said.out + said.err

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 from chronograph.application.engine.config import DATABASE_SCHEMES, url_scheme
 from chronograph.application.errors import InvalidArgumentsError
 from chronograph.eventstore import StoreOpenError
-from chronograph.eventstore.postgres.address import refuse_mistyped_url
+from chronograph.eventstore.postgres.address import refuse_mistyped_url, shown
 
 __all__ = ["Parser", "add_store_argument", "closed_output", "explain", "missing_workspace", "script_main",
            "workspace_names"]
@@ -89,7 +89,7 @@ def store_location(text: str) -> str:
             raise argparse.ArgumentTypeError(str(error)) from None
         return text
     if scheme not in DATABASE_SCHEMES:
-        raise argparse.ArgumentTypeError(f"{text!r}: a store is a folder or a postgresql:// URL, not a "
+        raise argparse.ArgumentTypeError(f"{shown(text)!r}: a store is a folder or a postgresql:// URL, not a "
                                          f"{text[:len(scheme)]}:// one")
     return scheme + text[len(scheme):]
 

@@ -17,7 +17,7 @@ from chronograph.eventstore import (
     StoreUnavailableError,
     StreamWrite,
 )
-from chronograph.eventstore.postgres.address import refuse_mistyped_url, split_url
+from chronograph.eventstore.postgres.address import refuse_mistyped_url, shown, split_url
 from support.postgres import database
 
 pglog = pytest.importorskip("chronograph.eventstore.postgres.log")
@@ -93,8 +93,8 @@ def test_the_address_names_a_schema_and_hides_the_password() -> None:
 
 def test_an_address_with_no_host_keeps_libpq_s_form_and_is_found() -> None:
     """postgresql:///db names the local socket, or the host in ?host=: the empty authority was dropped."""
-    connect, _, shown = split_url("postgresql:///team?host=127.0.0.1&user=ada&schema=memory_1")
-    assert connect == "postgresql:///team?host=127.0.0.1&user=ada" and shown.startswith("postgresql://127.0.0.1/team")
+    connect, _, showing = split_url("postgresql:///team?host=127.0.0.1&user=ada&schema=memory_1")
+    assert connect == "postgresql:///team?host=127.0.0.1&user=ada" and showing.startswith("postgresql://127.0.0.1/team")
     assert split_url("postgresql:///team")[0] == "postgresql:///team"
     base, _, named = database().log_url().partition("?")
     parts = base.split("://", 1)[1]
@@ -111,6 +111,20 @@ def test_a_mistyped_address_is_refused_without_its_password_and_never_made_a_fol
     with pytest.raises(StoreOpenError) as refused:
         refuse_mistyped_url(typed)
     assert "secret" not in str(refused.value) and "nothing was created" in str(refused.value)
+
+
+def test_a_store_is_shown_without_its_password_whatever_its_address() -> None:
+    assert shown("postgresql://ada:secret@h:5433/db?schema=m&sslmode=require") == "postgresql://ada@h:5433/db?schema=m"
+    assert shown("postgresql://ada:secret@h/db?schema=bad-name") == "postgresql://ada@h/db"  # refused: still shown
+    assert shown("postgresql:/ada:secret@h/db") == "postgresql:/ada@h/db"  # mistyped
+    assert shown("mysql://ada:secret@h/db") == "mysql://ada@h/db"
+    assert shown("/home/ada/notes:x@y") == "/home/ada/notes:x@y"  # a folder is as it is
+
+
+def test_opening_a_log_at_a_refused_address_does_not_say_its_password() -> None:
+    with pytest.raises(StoreOpenError, match="plain name") as refused:
+        pglog.PgLog("postgresql://ada:secret@127.0.0.1/db?schema=bad-name")
+    assert "secret" not in str(refused.value)
 
 
 def test_a_log_in_a_schema_named_in_capitals_is_found_again() -> None:
