@@ -193,7 +193,6 @@ def _misfile(log: EventLog, position: int) -> None:
             txn.put(index.key(key(event.stream + "-"), 1), index.value(position), db=log.dbs.streams)
         return
     import psycopg  # noqa: PLC0415 (the postgresql extra)
-
     from chronograph.eventstore.postgres.log import PgLog  # noqa: PLC0415
 
     assert isinstance(log, PgLog)
