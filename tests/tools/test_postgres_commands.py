@@ -118,7 +118,8 @@ def test_copy_and_scrub_never_print_the_databases_password(tmp_path: Path, capsy
         source.append([StreamWrite("a", [EntityCreated(workspace="w", name="Ada", entity_type="t")])], actor="t")
     parts = urlsplit(database().log_url())  # the server trusts this user: any password is let in
     host = parts.netloc.rpartition("@")[2]
-    url = urlunsplit((parts.scheme, f"{parts.username or 'postgres'}:Hunter2Secret@{host}", parts.path, parts.query, ""))
+    user = parts.username or "postgres"
+    url = urlunsplit((parts.scheme, f"{user}:Hunter2Secret@{host}", parts.path, parts.query, ""))
     bad = url.replace(parts.query, "schema=bad-name")
     runs = [copy_store.main(["--from", str(tmp_path / "source"), "--to", url]),
             scrub.main(["--store", url, "--cache", str(tmp_path / "cache")]),
