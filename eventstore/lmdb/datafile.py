@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 from pathlib import Path
 
 from chronograph.eventstore.errors import StoreCorruptError, StoreOpenError
 
-__all__ = ["TAIL", "Tail", "check_data_file", "never_committed"]
+__all__ = ["TAIL", "Tail", "being_made", "check_data_file", "never_committed"]
 
 
 _META = struct.Struct("<II8xQI44x48xQQ")
@@ -24,6 +25,30 @@ _META = struct.Struct("<II8xQI44x48xQQ")
 (address), map size, page size (the free database's md_pad), (the rest of both
 databases), last page number, transaction id."""
 _MAGIC = 0xBEEFC0DE
+
+
+MAKING = 60.0
+"""Seconds a lock file alone is taken for another process making a store (see `being_made`)."""
+
+
+def being_made(folder: Path) -> bool:
+    """Whether `folder` may become a store: it is empty, or holds only an LMDB lock file made in the
+    last `MAKING` seconds (empty, or LMDB's), as another process opening a new store there has
+    made it before its data file. A user's file of that name, or one a store left when its data
+    file went, is not taken over (its absence is what to notice)."""
+    entries = os.listdir(folder)
+    if not entries:
+        return True
+    if entries != ["lock.mdb"]:
+        return False
+    try:
+        with (folder / "lock.mdb").open("rb") as file:
+            stat = os.fstat(file.fileno())
+            head = file.read(4)
+    except OSError:
+        return False
+    fresh = time.time() - stat.st_mtime < MAKING
+    return fresh and (len(head) < 4 or struct.unpack("=I", head)[0] == _MAGIC)  # being written, or LMDB's
 
 
 def never_committed(path: Path) -> bool:

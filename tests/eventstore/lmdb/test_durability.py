@@ -202,12 +202,22 @@ def test_a_store_another_process_is_making_this_moment_is_made_with_it(store_pat
 
 def test_a_folder_holding_lmdb_s_lock_file_alone_is_a_store_being_made(store_path: Path) -> None:
     """Another process opening the new store made its lock file and not yet its data file."""
-    store_path.mkdir()
-    (store_path / "lock.mdb").write_bytes(b"")
+    lmdb.open(str(store_path), max_dbs=4).close()
+    (store_path / "data.mdb").unlink()  # LMDB's lock file, just made
     with LmdbLog(store_path) as store:
         assert store.head() == 0
-    (store_path.parent / "mine").mkdir()
-    (store_path.parent / "mine" / "lock.mdb").write_bytes(b"")
-    (store_path.parent / "mine" / "notes.txt").write_text("mine")
+
+
+@pytest.mark.parametrize("case", ["a user's file of that name", "one a store left an hour ago"])
+def test_a_lock_file_alone_that_is_not_a_store_being_made_is_not_taken_over(tmp_path: Path, case: str) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    if case.startswith("a user"):
+        (folder / "lock.mdb").write_text("mine")
+    else:
+        lmdb.open(str(folder), max_dbs=4).close()
+        (folder / "data.mdb").unlink()  # the data file went: that is what to notice, not an empty new store
+        os.utime(folder / "lock.mdb", (0, 0))
     with pytest.raises(StoreOpenError, match="not empty"):
-        LmdbLog(store_path.parent / "mine")
+        LmdbLog(folder)
+    assert os.listdir(folder) == ["lock.mdb"]
