@@ -90,10 +90,13 @@ def test_a_database_backup_copies_the_log_into_a_folder_named_for_its_process_an
     out = tmp_path / "out"
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
                           check=True).stdout.strip()
-    killed, alive = out / f".chronograph-backup-{gone}-k1ll3d00", out / f".chronograph-backup-{os.getppid()}-l1v3"
-    for scratch in (killed, alive):
+    killed, alive = out / f"{backup.SCRATCH}{gone}-k1ll3d00", out / f"{backup.SCRATCH}{os.getppid()}-l1v3"
+    mine, elsewhere = out / f"{backup.SCRATCH}{gone}-notes", out / f".chronograph-backup-otherhost-{gone}-k1ll3d00"
+    for scratch in (killed, alive, elsewhere):  # another machine's, in a shared folder: maybe alive there
         (scratch / "store").mkdir(parents=True)
         (scratch / "store" / "data.mdb").write_bytes(b"Ada's erased observations")
+    mine.mkdir()
+    (mine / "notes.txt").write_text("a folder of the user's, named like a scratch copy")
     copied_into = []
 
     def write_backup(log: Any, output: Path, **options: Any) -> Any:
@@ -103,9 +106,9 @@ def test_a_database_backup_copies_the_log_into_a_folder_named_for_its_process_an
     real = backup.write_backup
     monkeypatch.setattr(backup, "write_backup", write_backup)
     assert backup.main(["--store", url, "-o", str(out / "b.chronograph")]) == 0
-    assert copied_into[0].startswith(f".chronograph-backup-{os.getpid()}-")
+    assert copied_into[0].startswith(f"{backup.SCRATCH}{os.getpid()}-")
     assert not killed.exists() and alive.exists()
-    assert sorted(p.name for p in out.iterdir()) == sorted(["b.chronograph", alive.name])
+    assert sorted(p.name for p in out.iterdir()) == sorted(["b.chronograph", alive.name, mine.name, elsewhere.name])
 
 
 def test_copy_and_scrub_never_print_the_databases_password(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
