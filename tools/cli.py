@@ -110,10 +110,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(module: Any, args: argparse.Namespace) -> int:
+    from chronograph.eventstore.errors import StoreOpenError  # noqa: PLC0415 (the command imported it already)
+
     try:
         return int(module.run(args))
     except BrokenPipeError:
         return closed_output()
+    except StoreOpenError as error:  # a store named by $CHRONOGRAPH_STORE refused where a command reads it
+        print(f"chronograph {args.command}: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

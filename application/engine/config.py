@@ -54,6 +54,8 @@ def resolve_store(flag: str | os.PathLike[str] | None) -> Path | str:
     named = str(flag) if flag else os.environ.get(STORE_ENV)
     if not named:
         return default_store()
+    if url_scheme(named.strip()) is not None:  # a URL pasted with a space or a line break around it
+        named = named.strip()
     refuse_mistyped_url(named)
     scheme = url_scheme(named)
     if scheme in DATABASE_SCHEMES:

@@ -43,23 +43,23 @@ def refuse_mistyped_url(store: str | PathLike[str]) -> None:
     typed = text.strip().lower()
     if not typed.startswith(("postgresql:", "postgres:", "postgresql//", "postgres//")):
         return
+    if text == text.strip() and typed.startswith(("postgresql://", "postgres://")):  # a scheme in any case
+        return
     if text != text.strip():
         raise StoreOpenError(f"{shown(text.strip())!r} has spaces around it: remove them; nothing was created")
-    if typed.startswith(("postgresql://", "postgres://")):  # a scheme is read in any case
-        return
     raise StoreOpenError(f"{shown(text)} is neither a folder nor a database URL: a PostgreSQL log's URL begins "
                          "postgresql:// (a colon, two slashes); nothing was created")
 
 
+_USER_INFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*:?/+)([^:@/]*):.*@")
+"""What begins as a URL does (a scheme, slashes), then a user and a password up to the last `@`
+(a password may hold `/` and `@`: all of it goes, and more rather than less)."""
+
+
 def _without_password(text: str) -> str:
-    """`text` with what stands between a user's name and the host (user:password@) cut to the name,
-    if it looks like a URL (a scheme and a slash, or a PostgreSQL one's beginning); else as it is."""
-    head, at, rest = text.rpartition("@")
-    looks = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:/", text) or text.lower().startswith(("postgresql//", "postgres//"))
-    if not at or not looks:
-        return text
-    scheme, slashes, user = head.rpartition("/")
-    return f"{scheme}{slashes}{user.split(':', 1)[0]}@{rest}"
+    """`text` without the password of what begins as a URL (or a PostgreSQL URL mistyped); a folder
+    as it is."""
+    return _USER_INFO.sub(r"\1\2@", text)
 
 
 def split_url(url: str) -> tuple[str, str, str]:
@@ -77,14 +77,18 @@ def split_url(url: str) -> tuple[str, str, str]:
     connect = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, ""))
     if not parts.netloc:  # postgresql:///db (libpq's socket, or ?host=): urlunsplit drops the empty authority
         connect = f"{parts.scheme}://{parts.path}" + (f"?{rest}" if rest else "")
-    return connect, schema, urlunsplit((parts.scheme, _netloc(parts, dict(query).get("host")), parts.path,
-                                        f"schema={schema}", ""))
+    given = dict(query).get("host", "")
+    if not parts.hostname and given.startswith("/"):  # a socket's folder: shown as libpq takes it
+        return connect, schema, f"{parts.scheme}://{parts.path}?{urlencode({'host': given, 'schema': schema})}"
+    return connect, schema, urlunsplit((parts.scheme, _netloc(parts, given), parts.path, f"schema={schema}", ""))
 
 
-def _netloc(parts: SplitResult, host: str | None = None) -> str:
+def _netloc(parts: SplitResult, host: str = "") -> str:
     """The user, host (`host`: the one given as a parameter) and port of a URL, without its password."""
     try:
         port = f":{parts.port}" if parts.port else ""
     except ValueError:  # a port that is not a number: libpq says so
         port = ""
-    return f"{parts.username + '@' if parts.username else ''}{parts.hostname or host or 'localhost'}{port}"
+    name = parts.hostname or host or "localhost"
+    name = f"[{name}]" if ":" in name else name  # IPv6, bracketed as a URL spells it
+    return f"{parts.username + '@' if parts.username else ''}{name}{port}"

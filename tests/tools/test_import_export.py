@@ -596,6 +596,24 @@ def test_a_postgresql_scheme_is_read_in_any_case() -> None:
     assert store_location("Postgres://h/d") == "postgres://h/d"
 
 
+def test_a_database_url_pasted_with_spaces_around_it_is_the_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trailing space or line break (a client's configuration) crashed some commands with a traceback."""
+    assert resolve_store(" postgresql://db.example/team \n") == "postgresql://db.example/team"
+    assert store_location("postgresql://h/d ") == "postgresql://h/d"
+
+
+@pytest.mark.parametrize("command", [["scrub"], ["suggest"], ["backup", "-o", "b.chronograph"], ["audit"]])
+def test_a_mistyped_url_in_the_environment_is_one_line_from_every_command(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        command: list[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CHRONOGRAPH_STORE", "postgresql:/ada:secret@db/x")
+    assert chronograph_main(command) == 2
+    said = capsys.readouterr().err
+    assert "two slashes" in said and "secret" not in said and "Traceback" not in said
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_file_of_every_workspace_refuses_a_workspace_flag_and_an_empty_one_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "all.jsonl"

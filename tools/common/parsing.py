@@ -81,6 +81,8 @@ def store_location(text: str) -> str:
     """
     if not text.strip():
         raise argparse.ArgumentTypeError("is empty (an unset variable?); name a folder or a postgresql:// URL")
+    if url_scheme(text.strip()) is not None:  # a URL pasted with a space or a line break around it
+        text = text.strip()
     scheme = url_scheme(text)
     if scheme is None:
         try:

@@ -105,8 +105,8 @@ def test_an_address_with_no_host_keeps_libpq_s_form_and_is_found() -> None:
         assert log.head() == 0
 
 
-@pytest.mark.parametrize("typed", ["postgresql//ada:secret@h/db", " postgresql://ada:secret@h/db",
-                                   "postgresql://ada:secret@h/db\n", "Postgres:/ada:secret@h/db"])
+@pytest.mark.parametrize("typed", ["postgresql//ada:secret@h/db", " postgresql//ada:secret@h/db",
+                                   "postgresql:/ada:secret@h/db\n", "Postgres:/ada:secret@h/db"])
 def test_a_mistyped_address_is_refused_without_its_password_and_never_made_a_folder(typed: str) -> None:
     with pytest.raises(StoreOpenError) as refused:
         refuse_mistyped_url(typed)
@@ -119,6 +119,13 @@ def test_a_store_is_shown_without_its_password_whatever_its_address() -> None:
     assert shown("postgresql:/ada:secret@h/db") == "postgresql:/ada@h/db"  # mistyped
     assert shown("mysql://ada:secret@h/db") == "mysql://ada@h/db"
     assert shown("/home/ada/notes:x@y") == "/home/ada/notes:x@y"  # a folder is as it is
+
+
+def test_an_address_is_shown_as_it_can_be_pasted_back_and_never_with_its_password() -> None:
+    assert split_url("postgresql://r7@[::1]:5433/db")[2] == "postgresql://r7@[::1]:5433/db?schema=chronograph"
+    assert split_url("postgresql:///db?host=/tmp")[2].startswith("postgresql:///db?host=")  # a socket's folder
+    for mistyped in ("postgresql:/r7:Sek/r3t@h/db", "postgresql//r7:Sek/r3t@h/db", "postgresql:/r7:a@b@h/db"):
+        assert "Sek" not in shown(mistyped) and "a@b" not in shown(mistyped) and shown(mistyped).endswith("h/db")
 
 
 def test_opening_a_log_at_a_refused_address_does_not_say_its_password() -> None:
