@@ -152,7 +152,10 @@ class Writer:
         report.created += len(created)
         report.observations += sum(len(e["observations"]) for e in new if e["name"] in created)  # the rest: below
         # Names another process made since the store was read (create_entities skips them): merged as stored ones
-        stored |= self._stored_types([e["name"] for e in new if e["name"] not in created])
+        raced = [e["name"] for e in new if e["name"] not in created]
+        found = self._stored_types(raced)
+        stored |= found
+        self._left([name for name in raced if name not in found])  # made and removed again meanwhile
         existing = sorted(name for name in self.entries if name in stored)
         merges = [{"entityName": n, "contents": without(self.entries[n])["observations"]} for n in existing]
         added_to: dict[str, int] = {}
@@ -192,11 +195,22 @@ class Writer:
                     gone = {i["entityName"] for i in items if graph.entity(workspace, i["entityName"]) is None}
                 if self.job.strict or not gone:
                     raise  # not an entity gone (or the import is strict): the batch's own refusal
-                for name in sorted(gone):
-                    self._problem(self.lines_of.get(name, 0), "an entity that left the store during the import",
-                                  f"{name!r}: its observations of this line were not added")
+                self._left(sorted(gone))
                 items = [i for i in items if i["entityName"] not in gone]
         return []
+
+    def _left(self, names: list[str]) -> None:
+        """Record `names`, entities that left the store during the import, as problems of their lines
+        (with `strict`, the import stops there).
+
+        Raises:
+            NotFoundError: With `strict`, if there is one.
+        """
+        if names and self.job.strict:
+            raise NotFoundError(f"{names[0]!r} left the store during the import (another process removed it)")
+        for name in sorted(names):
+            self._problem(self.lines_of.get(name, 0), "an entity that left the store during the import",
+                          f"{name!r}: its observations of this line were not added")
 
     def _problem(self, line: int, kind: str, detail: str) -> None:
         self.job.problems.add(in_section(self.section, Problem(line, kind, detail)))

@@ -290,6 +290,34 @@ def test_an_entity_another_process_makes_during_the_import_gets_the_file_s_obser
     assert (report.created, report.observations) == (1, 3)
 
 
+def test_an_entity_another_process_makes_and_removes_during_the_import_is_a_problem_of_its_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronograph.application.lifecycle.importwriter import Writer  # noqa: PLC0415
+
+    path = tmp_path / "memory.jsonl"
+    path.write_text(json.dumps({"type": "entity", "name": "Bob", "entityType": "person",
+                                "observations": ["from the file"]}) + "\n")
+    real = Writer.call
+    with Memory(tmp_path / "store") as memory:
+        def call(writer: Writer, tool: str, arguments: dict[str, Any]) -> Any:
+            if tool != "create_entities":
+                return real(writer, tool, arguments)
+            bob = {"name": "Bob", "entityType": "person", "observations": []}
+            memory.write("create_entities", {"entities": [bob]}, actor="another")  # after the import looked
+            try:
+                return real(writer, tool, arguments)  # skips Bob: he exists
+            finally:
+                memory.write("delete_entities", {"entityNames": ["Bob"]}, actor="another")
+
+        monkeypatch.setattr(Writer, "call", call)
+        with FileImport(path, "default") as job:
+            job.survey()
+            ((_, report),) = job.write(memory)
+            problems = [(kind, [p.line for p in first]) for kind, _, first in job.problems.kinds()]
+    assert problems == [("an entity that left the store during the import", [1])]
+    assert (report.created, report.observations) == (0, 0)
+
+
 @pytest.mark.parametrize("record", [
     {"type": "entity", "name": "Late", "entityType": "x", "observations": ["o"],
      "validity": {"o": {"validFrom": "soon"}}},
