@@ -25,7 +25,7 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager, suppress
 from glob import escape as glob_escape
 from pathlib import Path
@@ -147,14 +147,28 @@ def orphans(folder: Path, prefix: str) -> list[Path]:
     return found
 
 
-def sweep_orphans(folder: Path, prefix: str) -> int:
+def sweep_orphans(folder: Path, prefix: str, holds: Collection[str] | None = None) -> int:
     """Remove the `orphans` in `folder` named with `prefix`; return how many went (one this user
-    may not remove is left)."""
+    may not remove is left). With `holds`, only those holding nothing but folders of those files
+    (a command's scratch copy of a store: `{"store": ...}` of LMDB's files), so that a folder of
+    the user's of a like name stays."""
     swept = 0
     for path in orphans(folder, prefix):
+        if holds is not None and not _holds_only(path, holds):
+            continue
         shutil.rmtree(path, ignore_errors=True)
         swept += not os.path.lexists(path)
     return swept
+
+
+def _holds_only(path: Path, files: Collection[str]) -> bool:
+    """Whether `path` holds folders (no links) of nothing but `files`."""
+    try:
+        with os.scandir(path) as entries:
+            return all(entry.is_dir(follow_symlinks=False) and set(os.listdir(entry.path)) <= set(files)
+                       for entry in entries)
+    except OSError:
+        return False
 
 
 def _alive(pid: int) -> bool:
@@ -205,7 +219,8 @@ def guarded_file(
     the block ends without an exception, synced, and is removed otherwise.
 
     `within`: a folder the target must lie inside (resolved). `parents`: create missing
-    folders (checked first). `mode`: the permissions before the umask (0o600 for a backup).
+    folders (checked first). `mode`: the permissions before the umask (0o600 for a backup); a file
+    replaced keeps its own where they are narrower (a user's private settings stay private).
 
     Raises:
         WriteRefused: If the target lies in a store, is a link, a folder or not a regular
@@ -225,6 +240,10 @@ def guarded_file(
         temporary = f".{name[:200]}.{os.getpid()}-{secrets.token_hex(6)}.partial"
         descriptor = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
                              dir_fd=fd)
+        with suppress(FileNotFoundError):
+            replaced = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if overwrite and stat.S_ISREG(replaced.st_mode):
+                os.fchmod(descriptor, stat.S_IMODE(os.fstat(descriptor).st_mode) & stat.S_IMODE(replaced.st_mode))
         try:
             with os.fdopen(descriptor, "w+b") as file:
                 yield file

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import socket
 import sys
 import tempfile
@@ -35,7 +34,7 @@ from chronograph.application.engine.config import resolve_store
 from chronograph.application.engine.stores import open_log
 from chronograph.eventstore import EventStoreError, LmdbLog
 from chronograph.eventstore.copying import copy_log
-from chronograph.eventstore.files import STORE_FILES, check_target, orphans
+from chronograph.eventstore.files import STORE_FILES, check_target, sweep_orphans
 from chronograph.eventstore.lmdb.backup import BackupInfo, key_of, write_backup
 from chronograph.tools.common.parsing import add_store_argument, given_file, script_main
 
@@ -67,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     writer = f"chronograph {chronograph.__version__}"
     try:
         check_target(output, overwrite=args.force)  # before the copy, however long
-        _sweep(output.parent)
+        sweep_orphans(output.parent, SCRATCH, holds=STORE_FILES)  # a killed backup's copy (`_backup_database`)
         key = key_of(Path(args.key_file).expanduser()) if args.key_file else None
         if isinstance(store, str):
             info = _backup_database(store, output, writer, args.force, key)
@@ -100,22 +99,6 @@ def _backup_database(url: str, output: Path, writer: str, overwrite: bool, key: 
             copy_log(source, copy)
         with LmdbLog(Path(scratch) / "store", readonly=True, create=False) as copy:
             return write_backup(copy, output, writer=writer, overwrite=overwrite, key=key)
-
-
-def _sweep(folder: Path) -> None:
-    """Remove the copies of a log killed database backups left in `folder` (`_backup_database`):
-    only folders of this host's dead processes that hold nothing but such a copy (an LMDB
-    environment's files in `store`), so that a folder of the user's of a like name stays."""
-    for path in orphans(folder, SCRATCH):
-        try:
-            inside = {entry.name: entry for entry in os.scandir(path)}
-            held = set(inside) <= {"store"} and all(
-                entry.is_dir(follow_symlinks=False) and set(os.listdir(entry.path)) <= set(STORE_FILES)
-                for entry in inside.values())
-        except OSError:
-            continue
-        if held:
-            shutil.rmtree(path, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:

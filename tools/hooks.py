@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -160,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         backup = _backup_name(path, old) if old is not None else None
         if backup is not None and old is not None:  # `within`: a `.claude` linked elsewhere is not written into
-            write_file(backup, old, overwrite=True, within=base)
+            private = stat.S_IMODE(os.lstat(path).st_mode)  # the copy is as private as the file (API keys)
+            write_file(backup, old, overwrite=True, within=base, mode=private)
         write_file(path, (json.dumps(settings, indent=2) + "\n").encode(), overwrite=True, parents=True, within=base)
     except (WriteRefused, OSError) as error:
         return _refuse(f"cannot write {path}: {error}")

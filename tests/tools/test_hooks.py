@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -147,3 +149,19 @@ def test_a_fifo_at_the_settings_is_refused_not_waited_on(
     with never_waited_on(tmp_path / ".claude" / "settings.json"):
         assert cli(["hooks", "claude-code", "--write"]) == 2
     assert "is not a regular file" in capsys.readouterr().err
+
+
+def test_a_private_settings_file_and_its_backup_stay_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claude Code's settings may hold API keys in `env`: written back and copied at 0644 by the umask."""
+    monkeypatch.chdir(tmp_path)
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"env": {"API_KEY": "secret"}}))
+    settings.chmod(0o600)
+    old = os.umask(0o022)
+    try:
+        assert cli(["hooks", "claude-code", "--write"]) == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(settings.stat().st_mode) == 0o600
+    assert stat.S_IMODE((settings.parent / "settings.json.bak").stat().st_mode) == 0o600
