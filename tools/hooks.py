@@ -97,6 +97,23 @@ def merge(settings: dict[str, Any], wanted: dict[str, list[dict[str, Any]]]) -> 
     return changed
 
 
+def _cache_problem(cache: Path) -> str | None:
+    """What `context` would refuse in the folder named as a cache, if anything."""
+    from chronograph.eventstore.files import DATA_FILE  # noqa: PLC0415
+    from chronograph.eventstore.lmdb.datafile import database_names  # noqa: PLC0415
+
+    if not cache.exists():
+        return None
+    if not cache.is_dir():
+        return "is a file"
+    if not (cache / DATA_FILE).exists():
+        return "is not empty and holds no cache" if any(cache.iterdir()) else None
+    try:
+        return "holds a store's log, not a cache" if b"log" in database_names(cache) else None
+    except Exception:  # noqa: BLE001 (LMDB's errors and the store's: unreadable is what to say)
+        return "holds an LMDB file that cannot be read"
+
+
 def _ours(command: Any) -> bool:
     """Whether `command` is one `hooks --write` writes: this command's words and nothing else
     (`<python> -m chronograph context` or `chronograph context`, then only --client, --store, --cache
@@ -123,6 +140,10 @@ def run(args: argparse.Namespace) -> int:
     if args.store and "://" not in str(args.store) and not (Path(args.store).expanduser() / DATA_FILE).is_file():
         return _refuse(f"there is no store at {args.store}; the hooks would recall nothing (name a store that "
                        "exists, or leave --store out for the per-user store)")
+    problem = _cache_problem(Path(args.cache).expanduser()) if args.cache else None
+    if problem:  # context would refuse it at every session, on stderr, and recall nothing
+        return _refuse(f"--cache {args.cache} {problem}; the hooks would recall nothing (name an empty or new "
+                       "folder, or leave --cache out for the per-user cache)")
     wanted = entries(command(args))
     if not args.write:
         print(json.dumps({"hooks": wanted}, indent=2))

@@ -15,9 +15,10 @@ import struct
 import time
 from pathlib import Path
 
+import lmdb
 from chronograph.eventstore.errors import StoreCorruptError, StoreOpenError
 
-__all__ = ["TAIL", "Tail", "being_made", "check_data_file", "never_committed"]
+__all__ = ["TAIL", "Tail", "being_made", "check_data_file", "database_names", "never_committed"]
 
 
 _META = struct.Struct("<II8xQI44x48xQQ")
@@ -49,6 +50,23 @@ def being_made(folder: Path) -> bool:
         return False
     fresh = time.time() - stat.st_mtime < MAKING
     return fresh and (len(head) < 4 or struct.unpack("=I", head)[0] == _MAGIC)  # being written, or LMDB's
+
+
+def database_names(folder: Path) -> set[bytes]:
+    """The names in the main database of the LMDB environment in `folder` (read without its lock:
+    what its newest committed meta page says).
+
+    Raises:
+        StoreCorruptError: If its data file is cut short or is not LMDB's.
+        lmdb.Error: If LMDB cannot open it or read its main database.
+    """
+    check_data_file(folder / "data.mdb")
+    env = lmdb.open(str(folder), readonly=True, lock=False, max_dbs=0, subdir=True)
+    try:
+        with env.begin() as txn:
+            return {bytes(key) for key, _ in txn.cursor()}
+    finally:
+        env.close()
 
 
 def never_committed(path: Path) -> bool:

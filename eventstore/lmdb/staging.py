@@ -27,7 +27,7 @@ import lmdb
 from chronograph.eventstore.errors import EventStoreError
 from chronograph.eventstore.files import DATA_FILE, STORE_FILES, orphans, store_of
 from chronograph.eventstore.lmdb.backup import CHUNK, BackupError, BackupInfo
-from chronograph.eventstore.lmdb.datafile import check_data_file
+from chronograph.eventstore.lmdb.datafile import check_data_file, database_names
 from chronograph.eventstore.lmdb.holders import exclusively
 from chronograph.eventstore.lmdb.log import LOG_DATABASES
 
@@ -81,29 +81,13 @@ def _a_store(folder: Path) -> bool:
     anything more in it stays refused. Read without a lock (a restore holds the place exclusively).
     """
     try:
-        names = _databases(folder)
+        names = database_names(folder)
     except (lmdb.Error, EventStoreError):
         names = None
     if names is not None and set(LOG_DATABASES) <= names:
         return True
     damaged = names is None or not names.isdisjoint(LOG_DATABASES)  # some of the log's names, not all
     return damaged and _only_store_files(folder)
-
-
-def _databases(folder: Path) -> set[bytes]:
-    """The names in the main database of the LMDB environment in `folder`.
-
-    Raises:
-        StoreCorruptError: If its data file is cut short or is not LMDB's.
-        lmdb.Error: If LMDB cannot open it or read its main database.
-    """
-    check_data_file(folder / DATA_FILE)
-    env = lmdb.open(str(folder), readonly=True, lock=False, max_dbs=0, subdir=True)
-    try:
-        with env.begin() as txn:
-            return {bytes(key) for key, _ in txn.cursor()}
-    finally:
-        env.close()
 
 
 def _only_store_files(folder: Path) -> bool:

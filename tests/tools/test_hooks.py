@@ -165,3 +165,24 @@ def test_a_private_settings_file_and_its_backup_stay_private(tmp_path: Path, mon
         os.umask(old)
     assert stat.S_IMODE(settings.stat().st_mode) == 0o600
     assert stat.S_IMODE((settings.parent / "settings.json.bak").stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("case", ["a store", "a folder of files", "a file"])
+def test_a_cache_that_context_would_refuse_is_refused_before_the_hooks_are_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    """The hooks ran `context` at every session, which refused it on stderr and recalled nothing."""
+    from chronograph.eventstore import LmdbLog  # noqa: PLC0415
+
+    monkeypatch.chdir(tmp_path)
+    cache = tmp_path / "cache"
+    if case == "a store":
+        LmdbLog(cache).close()
+    elif case == "a file":
+        cache.write_text("x")
+    else:
+        cache.mkdir()
+        (cache / "notes.txt").write_text("mine")
+    hooks = ["hooks", "claude-code", "--write", "--store", "postgresql://h/db", "--cache"]
+    assert cli([*hooks, str(cache)]) == 2
+    assert not (tmp_path / ".claude").exists()
+    assert cli([*hooks, str(tmp_path / "new")]) == 0
