@@ -336,7 +336,8 @@ def audit(memory: Memory, workspace: str, *, actor: str | None = None, session: 
           principal: Principal = LOCAL_PRINCIPAL) -> dict[str, Any]:
     """The audit feed of `workspace` as `principal` may read it, newest first, filtered (`by_principal`:
     the events of one principal); `after` gives only what came after a position (the page polls with
-    it to follow writes as they happen).
+    it to follow writes as they happen, from `through`: the log's end when the answer was read, so
+    that a filter nothing new matches does not read the same events again at every poll).
 
     Raises:
         ForbiddenError: If `principal` may not read `workspace`.
@@ -347,13 +348,14 @@ def audit(memory: Memory, workspace: str, *, actor: str | None = None, session: 
                        ("until", until), ("afterPosition", after)):
         if value:
             arguments[key] = value
+    through = memory.log.head()  # what this answer looked at: the page follows from there, matches or not
     events: list[dict[str, Any]] = []
     while True:  # a session is part of an actor's text, filtered here: pages are read until `limit` match
         answer = memory.read("get_audit_log", arguments, principal=principal)
         assert isinstance(answer, AuditOut)
         events += [e for e in _plain(answer.events) if not session or session in e["actor"]]
         if len(events) >= limit or answer.next_cursor is msgspec.UNSET:
-            return {"events": events[:limit]}
+            return {"events": events[:limit], "through": max([through, *(e["position"] for e in events[:1])])}
         arguments["cursor"] = answer.next_cursor
 
 

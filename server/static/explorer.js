@@ -384,7 +384,7 @@ async function loadFeed() {
   const answer = await get("audit", {...auditParams(), limit: 100});
   if (loads !== state.feedLoads) return;  // a later load (new filters) answers instead
   $("feed").replaceChildren(...answer.events.map((e) => feedItem(e, false)));
-  state.feedAfter = answer.events.length ? answer.events[0].position : state.feedAfter;
+  state.feedAfter = Math.max(answer.through ?? 0, answer.events.length ? answer.events[0].position : 0);
   state.feedLoaded = loads;
 }
 
@@ -396,8 +396,10 @@ async function followFeed() {
   state.following = true;
   try {
     const answer = await get("audit", {...auditParams(), after, limit: 100});
-    if (answer.events.length && loads === state.feedLoads && after === state.feedAfter) {
-      state.feedAfter = answer.events[0].position;
+    if (loads !== state.feedLoads || after !== state.feedAfter) return;  // a load answered meanwhile
+    // Looked at up to `through`, matches or not: the next follow reads from there.
+    state.feedAfter = Math.max(after, answer.through ?? 0, answer.events.length ? answer.events[0].position : 0);
+    if (answer.events.length) {
       $("feed").prepend(...answer.events.map((e) => feedItem(e, true)));
       const overview = await get("overview", {});
       grow(overview.head);

@@ -180,6 +180,20 @@ def test_an_entity_whose_name_holds_a_line_break_stays_in_view_as_time_moves(pag
     assert "howls" in page.text_content("#entity")
 
 
+def test_the_feed_follows_from_the_end_of_the_log_whatever_its_filter_last_matched(page: Any) -> None:
+    """It followed from its newest match: a filter that matched only old events (or a session
+    whose events are all old) read everything after them again at every poll."""
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url) if "after=" in request.url else None)
+    page.click("#tab-audit")
+    page.fill("#audit-filters input[name=types]", "entity_created")  # the first four events
+    page.click("#audit-filters button")
+    page.wait_for_function("document.querySelectorAll('#feed li').length === 4")
+    page.wait_for_timeout(4_000)  # two follows, at least
+    afters = {url.split("after=", 1)[1].split("&", 1)[0] for url in asked if "types=" in url}
+    assert afters == {"12"}  # the log's end when the feed was loaded (12 events)
+
+
 def test_a_follow_of_the_feed_that_answers_after_its_first_load_shows_nothing_twice(
         browser: Any, explorer: tuple[Path, str]) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 760})
