@@ -25,7 +25,7 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from glob import escape as glob_escape
 from pathlib import Path
@@ -147,11 +147,11 @@ def orphans(folder: Path, prefix: str) -> list[Path]:
     return found
 
 
-def sweep_orphans(folder: Path, prefix: str, holds: Collection[str] | None = None) -> int:
+def sweep_orphans(folder: Path, prefix: str, holds: Mapping[str, Collection[str]] | None = None) -> int:
     """Remove the `orphans` in `folder` named with `prefix`; return how many went (one this user
-    may not remove is left). With `holds`, only those holding nothing but folders of those files
-    (a command's scratch copy of a store: `{"store": ...}` of LMDB's files), so that a folder of
-    the user's of a like name stays."""
+    may not remove is left). With `holds` (a folder's name -> the files it may hold), only those
+    holding nothing but such folders (a command's scratch copy of a store: `{"store": LMDB's
+    files}`), so that a folder of the user's of a like name stays."""
     swept = 0
     for path in orphans(folder, prefix):
         if holds is not None and not _holds_only(path, holds):
@@ -161,12 +161,12 @@ def sweep_orphans(folder: Path, prefix: str, holds: Collection[str] | None = Non
     return swept
 
 
-def _holds_only(path: Path, files: Collection[str]) -> bool:
-    """Whether `path` holds folders (no links) of nothing but `files`."""
+def _holds_only(path: Path, folders: Mapping[str, Collection[str]]) -> bool:
+    """Whether `path` holds nothing but `folders` (no links), each nothing but its files."""
     try:
         with os.scandir(path) as entries:
-            return all(entry.is_dir(follow_symlinks=False) and set(os.listdir(entry.path)) <= set(files)
-                       for entry in entries)
+            return all(entry.name in folders and entry.is_dir(follow_symlinks=False)
+                       and set(os.listdir(entry.path)) <= set(folders[entry.name]) for entry in entries)
     except OSError:
         return False
 

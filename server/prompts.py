@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from chronograph.application import ChronographError
 from chronograph.application.core.recall import BUDGET, recall, render
-from chronograph.application.errors import ForbiddenError
+from chronograph.application.errors import ForbiddenError, InvalidArgumentsError
 from chronograph.application.surfaces.recalling import (
     PROMPTED,
     VOCABULARIES,
@@ -59,7 +59,8 @@ def add_prompts(server: MCPServer, runtime: Runtime, settings: Settings) -> None
             raise forbidden(error) from None
         except ChronographError as error:  # an MCPError passes the SDK's rendering as it is, its code kept
             asked = error.code in ("invalid", "not_found", "awaiting_confirmation")
-            raise MCPError(INVALID_PARAMS if asked else INTERNAL_ERROR, str(error), data={"code": error.code}) from None
+            said = f"the prompt {prompt!r}: {error.problem}" if isinstance(error, InvalidArgumentsError) else str(error)
+            raise MCPError(INVALID_PARAMS if asked else INTERNAL_ERROR, said, data={"code": error.code}) from None
         return workspace
 
     def recall_prompt(

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     writer = f"chronograph {chronograph.__version__}"
     try:
         check_target(output, overwrite=args.force)  # before the copy, however long
-        sweep_orphans(output.parent, SCRATCH, holds=STORE_FILES)  # a killed backup's copy (`_backup_database`)
+        sweep_orphans(output.parent, SCRATCH, holds={"store": STORE_FILES})  # what killed backups left
         key = key_of(Path(args.key_file).expanduser()) if args.key_file else None
         if isinstance(store, str):
             info = _backup_database(store, output, writer, args.force, key)

@@ -99,7 +99,7 @@ async def test_a_budget_that_is_not_a_number_leaves_the_default(tmp_path: Path) 
     ("nope", {}, "no prompt named 'nope'; the prompts are: recall, remember"),
     ("recall", {"bogus": "1"}, "takes no argument 'bogus'; it takes: query, project, budget"),
     ("remember", {"query": "x"}, "takes no argument 'query'"),
-    ("recall", {"project": "/a\0b"}, "project: holds a NUL character"),
+    ("recall", {"project": "/a\0b"}, "the prompt 'recall': project: holds a NUL character"),
 ])
 async def test_a_prompt_or_argument_that_does_not_exist_is_invalid_params_saying_what_there_is(
         tmp_path: Path, name: str, arguments: dict[str, str], said: str) -> None:

@@ -95,8 +95,8 @@ def test_a_database_backup_copies_the_log_into_a_folder_named_for_its_process_an
     for scratch in (killed, alive, elsewhere):  # another machine's, in a shared folder: maybe alive there
         (scratch / "store").mkdir(parents=True)
         (scratch / "store" / "data.mdb").write_bytes(b"Ada's erased observations")
-    mine.mkdir()
-    (mine / "notes.txt").write_text("a folder of the user's, named like a scratch copy")
+    (mine / "my-notes-store").mkdir(parents=True)  # a store of the user's, in a folder named like a scratch copy
+    (mine / "my-notes-store" / "data.mdb").write_bytes(b"the user's memory")
     copied_into = []
 
     def write_backup(log: Any, output: Path, **options: Any) -> Any:
