@@ -141,7 +141,12 @@ def _refusal(error: ChronographError) -> Exception:
     """What a refused read raises: not found, a bad argument, forbidden, or the server's own failure."""
     if isinstance(error, ForbiddenError):
         return forbidden(error)
-    if error.code in ("not_found", "awaiting_confirmation"):  # a project never set up is not there yet
+    if error.code == "awaiting_confirmation":  # a project never set up is not there yet: no call to repeat
+        root = error.details["detectedRoot"]  # type: ignore[attr-defined]
+        return ResourceNotFoundError(f"{root} looks like a project root but has no .mcp folder yet: set it up "
+                                     f"through a tool (n2n_add_entities with confirmNewProjectRoot {root!r}); "
+                                     "resources cannot confirm a new root")
+    if error.code == "not_found":
         return ResourceNotFoundError(str(error))
     return MCPError(INVALID_PARAMS if error.code == "invalid" else INTERNAL_ERROR, str(error),
                     data={"code": error.code})

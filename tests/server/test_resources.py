@@ -72,6 +72,7 @@ async def test_the_project_graph_of_a_project_never_set_up_is_not_found_and_writ
     async with Client(server(tmp_path, "n2n"), mode="legacy") as client:
         missing = await refusal(client, f"mcp://memory/graph?path={tmp_path / 'repo'}")
     assert missing.code == RESOURCE_NOT_FOUND and "confirmNewProjectRoot" in missing.message
+    assert "resources cannot confirm" in missing.message and "call the same tool" not in missing.message
     assert not (tmp_path / "repo" / ".mcp").exists()
 
 
