@@ -8,11 +8,19 @@ from __future__ import annotations
 
 import re
 from os import PathLike
-from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from chronograph.eventstore.errors import StoreOpenError
 
-__all__ = ["is_database_url", "refuse_mistyped_url", "shown", "split_url"]
+__all__ = ["is_database_url", "refuse_mistyped_url", "shown", "split_url", "without_secrets"]
+
+_URL_LIKE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:/|postgres(?:ql)?[:/])", re.IGNORECASE)
+"""What begins as a URL does (a scheme, a slash), or as a PostgreSQL one mistyped."""
+_USER_INFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*(?::/*|//))([^:@/?#]*):(.*)@")
+"""A scheme (its slashes, if any), a user, and a password up to the last `@`: a password pasted
+unencoded may hold `/`, `?` and `@`, so all of it goes, and more rather than less."""
+_PASSWORD_PARAMETER = re.compile(r"(?i)(\bpassword=)[^&#\s]*")
+"""libpq's password given as a parameter (`?password=...`)."""
 
 def is_database_url(store: object) -> bool:
     """Whether `store` names a PostgreSQL database rather than a directory."""
@@ -21,14 +29,33 @@ def is_database_url(store: object) -> bool:
 
 def shown(store: str | PathLike[str]) -> str:
     """`store` as every message shows it: a database URL without its password and query (its schema
-    kept), a folder as it is."""
-    if not is_database_url(store):  # a URL of another scheme, or mistyped, loses its password too
-        return _without_password(str(store))
+    kept), a folder as it is. Anything that begins as a URL, mistyped or of another scheme, loses
+    its password however it is written (in the user part, pasted unencoded, or as a parameter)."""
+    text = str(store)
+    if not _URL_LIKE.match(text):
+        return text
+    safe = _PASSWORD_PARAMETER.sub(r"\1***", _USER_INFO.sub(r"\1\2@", text))
+    if not is_database_url(safe):
+        return safe
     try:
-        return split_url(str(store))[2]
+        return split_url(safe)[2]
     except ValueError:  # a schema that is not a name: shown without the query
-        parts = urlsplit(str(store))
+        parts = urlsplit(safe)
         return urlunsplit((parts.scheme, _netloc(parts), parts.path, "", ""))
+
+
+def without_secrets(message: str, url: str) -> str:
+    """`message` (the driver's or the server's words about `url`) without any piece of the URL's
+    password: one pasted unencoded is cut by the URL's parser, and its pieces land in hosts,
+    paths and parameters that libpq then names."""
+    found = _USER_INFO.match(url)
+    secrets = [found.group(3)] if found else []
+    secrets += [value for key, value in parse_qsl(urlsplit(url).query) if key.lower() == "password"]
+    for secret in secrets:
+        for piece in sorted({secret, *re.split(r"[/?@#&:]", secret)}, key=len, reverse=True):
+            if len(piece) >= 3:
+                message = message.replace(piece, "***")
+    return message
 
 
 def refuse_mistyped_url(store: str | PathLike[str]) -> None:
@@ -51,17 +78,6 @@ def refuse_mistyped_url(store: str | PathLike[str]) -> None:
                          "postgresql:// (a colon, two slashes); nothing was created")
 
 
-_USER_INFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*:?/+)([^:@/]*):.*@")
-"""What begins as a URL does (a scheme, slashes), then a user and a password up to the last `@`
-(a password may hold `/` and `@`: all of it goes, and more rather than less)."""
-
-
-def _without_password(text: str) -> str:
-    """`text` without the password of what begins as a URL (or a PostgreSQL URL mistyped); a folder
-    as it is."""
-    return _USER_INFO.sub(r"\1\2@", text)
-
-
 def split_url(url: str) -> tuple[str, str, str]:
     """(the connection URL for libpq, the schema, the URL to show: without a password).
 
@@ -73,7 +89,7 @@ def split_url(url: str) -> tuple[str, str, str]:
     schema = next((value for key, value in query if key == "schema"), "chronograph")
     if not schema.replace("_", "").isalnum() or not schema[0].isalpha() or len(schema) > 48:
         raise ValueError(f"schema {schema!r} is not a plain name (letters, digits, _; up to 48)")
-    rest = urlencode([(key, value) for key, value in query if key != "schema"])
+    rest = urlencode([(key, value) for key, value in query if key != "schema"], quote_via=quote)  # space: %20
     connect = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, ""))
     if not parts.netloc:  # postgresql:///db (libpq's socket, or ?host=): urlunsplit drops the empty authority
         connect = f"{parts.scheme}://{parts.path}" + (f"?{rest}" if rest else "")

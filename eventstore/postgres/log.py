@@ -31,7 +31,7 @@ from chronograph.eventstore.errors import (
     StoreUnavailableError,
 )
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
-from chronograph.eventstore.postgres.address import shown, split_url
+from chronograph.eventstore.postgres.address import shown, split_url, without_secrets
 from chronograph.eventstore.postgres.durability import DURABLE, EARLY, SEEN, wait_for_flush
 from chronograph.eventstore.postgres.reader import PgReader
 from chronograph.eventstore.postgres.schema import DDL, FORMAT_VERSION, Schema
@@ -81,13 +81,15 @@ class PgLog(EventLog):
                  pool_size: int = 8) -> None:
         self.codec = codec or Codec(writes=1)  # codec 2 is the LMDB log's (see eventstore.compact)
         try:
-            self._url, name, self._shown = split_url(url)
+            self._url, name, _ = split_url(url)
         except ValueError as error:
             raise StoreOpenError(f"{shown(url)}: {error}") from None
+        self._shown = shown(url)  # (split_url's own shows what its parser made of a password pasted unencoded)
         try:
             conninfo_to_dict(self._url)  # libpq's parameters, checked before any connection
         except psycopg.ProgrammingError as error:
-            raise StoreOpenError(f"{self._shown}: {error} (the URL takes libpq's parameters, and schema)") from None
+            raise StoreOpenError(f"{self._shown}: {without_secrets(str(error), url)} (the URL takes libpq's "
+                                 "parameters, and schema)") from None
         self.schema = Schema(name)
         self.seeds = Seeds(self)
         """What new caches of this log start from (see `postgres.seeds`)."""
@@ -128,7 +130,7 @@ class PgLog(EventLog):
         except BaseException as error:
             self.pool.close()
             if isinstance(error, psycopg.OperationalError | psycopg_pool.PoolTimeout):
-                reason = " ".join(str(error).split()) or type(error).__name__
+                reason = without_secrets(" ".join(str(error).split()), url) or type(error).__name__
                 raise StoreUnavailableError(f"cannot reach the database of {self._shown}: {reason}") from None
             raise
 
@@ -244,7 +246,7 @@ class PgLog(EventLog):
             cursor.nextset()  # past BEGIN's result and the lock's, to where the log stands
             cursor.nextset()
             head, last, erasures, early, store_id = cursor.fetchone() or (0, 0, None, False, None)
-            self._same_log(store_id)
+            self._same_log(store_id, connection)
             ahead = None
             if after is not None:
                 cursor.nextset()
@@ -337,7 +339,7 @@ class PgLog(EventLog):
                 held.append(connection)
                 cursor.nextset()
                 lsn, flushed, store_id = cursor.fetchone() or (None, None, None)
-                self._same_log(store_id)
+                self._same_log(store_id, connection)
                 if lsn is not None and not flushed:
                     self._flushed(connection, str(lsn))
                 return connection
@@ -371,7 +373,7 @@ class PgLog(EventLog):
 
         wait_for_flush(connection, lsn, barrier)
 
-    def _same_log(self, stored: Any) -> None:
+    def _same_log(self, stored: Any, connection: psycopg.Connection[Any]) -> None:
         """Refuse to go on where the log's schema now holds another log than the one opened (its
         tables dropped and a copy of another made there, under a running server): its events would
         be folded onto the views of the first, and writes decided against the mixture.
@@ -380,9 +382,11 @@ class PgLog(EventLog):
             StoreCorruptError: If the log's id is not the one read at open.
         """
         if self.store_id and stored is not None and bytes(stored).decode() != self.store_id:
+            connection.execute("ROLLBACK")  # the connection goes back to its pool idle
             raise StoreCorruptError(f"the log at {self._shown} was replaced by another log while this process had "
-                                    "it open; nothing more is read or written here: start the server again (its "
-                                    "views of the old log are refused, and a new cache is made)")
+                                    "it open; nothing more is read or written here. Start the server again: the "
+                                    "views it kept of the old log are refused, so give it a new --cache (or delete "
+                                    "the one named), or leave --cache out for a new per-user one")
 
     def head(self) -> int:
         """The position of the newest event (0 for an empty log)."""

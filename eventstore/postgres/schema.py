@@ -86,9 +86,14 @@ class Schema:
         return found
 
     def holds_log(self, connection: Any) -> bool:
-        """Whether the schema holds a log's tables (its `meta`, the last the creation makes)."""
+        """Whether the schema holds a log's tables (its `meta`, the last the creation makes).
+
+        Read from pg_class by the statement's own snapshot: `to_regclass` looks the name up in the
+        session's catalog caches, which inside a transaction that waited for another creator's lock
+        did not yet see the tables that creator committed (its check then took them for a user's)."""
         found = connection.execute(
-            "SELECT to_regclass(format('%%I.meta', %s::text)) IS NOT NULL", (self.name,)).fetchone()
+            "SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = 'meta')", (self.name,)).fetchone()
         return bool(found and found[0])
 
     def check_empty(self, connection: Any, shown: str) -> None:

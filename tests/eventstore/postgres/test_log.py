@@ -4,6 +4,8 @@ is said to be so, quickly."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -11,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 from chronograph.eventstore import (
     EntityCreated,
+    EventStoreError,
     ObservationsAdded,
     StoreCorruptError,
     StoreOpenError,
@@ -214,3 +217,35 @@ def test_a_log_replaced_under_an_open_one_is_neither_read_nor_written_through_it
             log.head()
         with pytest.raises(StoreCorruptError, match="replaced by another log"):
             log.append([StreamWrite("t", [EntityCreated(workspace="w", name="Bo", entity_type="p")])], actor="a")
+
+
+def test_a_parameter_holding_a_space_reaches_libpq_as_it_was_written() -> None:
+    """urlencode wrote the space as '+', which libpq takes literally: the URL psql connects with failed."""
+    url = database().log_url() + "&options=-c%20statement_timeout%3D1234"
+    assert "options=-c%20statement_timeout%3D1234" in split_url(url)[0]
+    with pglog.PgLog(url) as log, log.read() as reader:
+        assert reader.connection.execute("SHOW statement_timeout").fetchone()[0] == "1234ms"
+
+
+def test_two_processes_making_one_new_log_at_once_both_open_it() -> None:
+    """The second creator, having waited for the first's lock, looked the tables up in catalog
+    caches that did not see them yet, and refused them as a user's."""
+    script = "import sys; from chronograph.eventstore.postgres.log import PgLog; PgLog(sys.argv[1]).close()"
+    for _ in range(5):
+        url = database().log_url()
+        processes = [subprocess.Popen([sys.executable, "-c", script, url], stderr=subprocess.PIPE, text=True)
+                     for _ in range(2)]
+        errors = [p.communicate(timeout=60)[1] for p in processes]
+        assert [p.returncode for p in processes] == [0, 0], errors
+
+
+@pytest.mark.parametrize("typed", [
+    "postgresql:postgres:S3cretpw@h/db", "postgresql:/h/db?user=u&password=S3cretpw",
+    "postgresql:///postgres:S3cretpw@h/db", "postgresql://postgres:S3c/retpw@h/db",
+    "postgresql://postgres:S3c?retpw@h/db", "postgresql://postgres:S3c@retpw@h/db"])
+def test_no_piece_of_a_password_is_shown_however_the_url_spells_it(typed: str) -> None:
+    assert "S3c" not in shown(typed) and "retpw" not in shown(typed)
+    try:
+        pglog.PgLog(typed).close()
+    except EventStoreError as refused:  # the driver's words quoting pieces of the URL included
+        assert "S3c" not in str(refused) and "retpw" not in str(refused)
