@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
 import threading
 from pathlib import Path
 from typing import Any
@@ -24,9 +20,8 @@ from chronograph.eventstore import (
 )
 from chronograph.eventstore.copying import CopyError, copy_log, verify_copy
 from chronograph.eventstore.lmdb.holders import StoreBusyError
+from support.holders import held_open
 from support.logs import read_all
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_copy_holds_one_batch_of_events_and_of_idempotency_records_at_a_time(
@@ -119,32 +114,16 @@ def test_a_copy_into_an_empty_target_counts_the_sources_erasures_as_scrubbed(log
         assert (reader.erasures(), reader.scrubbed_through()) == (1, 1)
 
 
-HOLDER = textwrap.dedent("""
-    import sys
-    from chronograph.eventstore import LmdbLog
-    log = LmdbLog(sys.argv[1])
-    print("open", flush=True)
-    sys.stdin.readline()
-""")
 
 
 def test_a_copy_into_a_store_another_process_has_open_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     LmdbLog(tmp_path / "target").close()
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "target")], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
-        with LmdbLog(tmp_path / "source") as source, LmdbLog(tmp_path / "target") as target:
-            _seed(source)
-            with pytest.raises(StoreBusyError, match=f"the store at {tmp_path / 'target'} is open in another"):
-                copy_log(source, target)
-            assert target.head() == 0
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        assert holder.wait(timeout=60) == 0
-        assert holder.stdout is not None
-        holder.stdout.close()
+    with held_open(tmp_path / "target", "writer"), LmdbLog(tmp_path / "source") as source, \
+            LmdbLog(tmp_path / "target") as target:
+        _seed(source)
+        with pytest.raises(StoreBusyError, match=f"the store at {tmp_path / 'target'} is open in another"):
+            copy_log(source, target)
+        assert target.head() == 0
 
 
 def test_another_servers_write_to_a_database_target_waits_for_the_whole_copy(

@@ -24,6 +24,15 @@ from chronograph.eventstore import (
 from chronograph.eventstore.keys import pack_u32
 
 
+def written_and_read_back(store_path: Path) -> None:
+    """A store opened to write at `store_path` takes an event, and a reader finds it."""
+    with LmdbLog(store_path) as store:
+        store.append([StreamWrite("s", [EntityCreated(workspace="w", name="Ada", entity_type="person")])],
+                     actor="a")
+    with LmdbLog(store_path, readonly=True) as store:
+        assert store.head() == 1
+
+
 def note(i: int) -> ObservationsAdded:
     return ObservationsAdded(observations=(f"observation {i}",))
 
@@ -118,11 +127,7 @@ def test_a_store_whose_creation_was_cut_off_before_its_first_commit_is_made_agai
     lmdb.open(str(store_path), max_dbs=4).close()  # the meta pages, no commit
     with pytest.raises(StoreOpenError, match="cut off before its first commit"):
         LmdbLog(store_path, readonly=True)
-    with LmdbLog(store_path) as store:
-        store.append([StreamWrite("s", [EntityCreated(workspace="w", name="Ada", entity_type="person")])],
-                     actor="a")
-    with LmdbLog(store_path, readonly=True) as store:
-        assert store.head() == 1
+    written_and_read_back(store_path)
 
 
 def test_an_empty_data_file_alone_is_a_creation_cut_off_too(store_path: Path) -> None:
@@ -193,11 +198,7 @@ def test_a_store_another_process_is_making_this_moment_is_made_with_it(store_pat
 
     lmdb.open(str(store_path), max_dbs=4).close()  # the meta pages, no commit
     monkeypatch.setattr(env, "never_committed", lambda path: False)
-    with LmdbLog(store_path) as store:
-        store.append([StreamWrite("s", [EntityCreated(workspace="w", name="Ada", entity_type="person")])],
-                     actor="a")
-    with LmdbLog(store_path, readonly=True) as store:
-        assert store.head() == 1
+    written_and_read_back(store_path)
 
 
 def test_a_folder_holding_lmdb_s_lock_file_alone_is_a_store_being_made(store_path: Path) -> None:

@@ -4,27 +4,13 @@ that starts during a replacement opens the store put in place."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 import threading
 from pathlib import Path
 
 import pytest
 from chronograph.eventstore import LmdbLog, ObservationsAdded, StreamWrite
 from chronograph.eventstore.lmdb.holders import StoreBusyError, exclusively
-
-ROOT = Path(__file__).resolve().parents[3]
-HOLDER = textwrap.dedent("""
-    import sys, lmdb
-    if sys.argv[2] == "lmdb":  # LMDB alone, as an older server or mdb_stat would hold it
-        env = lmdb.open(sys.argv[1], max_dbs=64, readonly=True)
-    else:
-        from chronograph.eventstore import LmdbLog
-        log = LmdbLog(sys.argv[1], readonly=True, create=False)
-    print("open", flush=True)
-    sys.stdin.readline()
-""")
+from support.holders import held_open
 
 
 def append(log: LmdbLog, text: str) -> None:
@@ -39,22 +25,13 @@ def test_a_store_open_in_this_process_cannot_be_replaced(store_path: Path) -> No
         pass
 
 
-@pytest.mark.parametrize("how", ["chronograph", "lmdb"])
+@pytest.mark.parametrize("how", ["reader", "lmdb"])
 def test_a_store_open_in_another_process_cannot_be_replaced_and_the_process_is_named(store_path: Path,
                                                                                       how: str) -> None:
     LmdbLog(store_path).close()
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(store_path), how], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
-        with pytest.raises(StoreBusyError, match=f"process {holder.pid}"), exclusively(store_path):
-            pass
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        assert holder.wait(timeout=60) == 0
-        assert holder.stdout is not None
-        holder.stdout.close()
+    with held_open(store_path, how) as holder, pytest.raises(StoreBusyError, match=f"process {holder.pid}"), \
+            exclusively(store_path):
+        pass
     with exclusively(store_path):
         pass
 
