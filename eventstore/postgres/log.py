@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, nullcontext
 from typing import Any, TypeVar
@@ -26,18 +25,17 @@ from chronograph.eventstore.codec import Codec
 from chronograph.eventstore.errors import (
     EventStoreError,
     StoreCorruptError,
-    StoreFormatError,
     StoreOpenError,
     StoreUnavailableError,
 )
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
 from chronograph.eventstore.postgres.address import shown, split_url, without_secrets
 from chronograph.eventstore.postgres.durability import DURABLE, EARLY, SEEN, wait_for_flush
+from chronograph.eventstore.postgres.opening import open_tables
 from chronograph.eventstore.postgres.reader import PgReader
-from chronograph.eventstore.postgres.schema import DDL, FORMAT_VERSION, Schema
+from chronograph.eventstore.postgres.schema import Schema
 from chronograph.eventstore.postgres.scrubbing import scrub_tables
 from chronograph.eventstore.postgres.seeds import Seeds
-from chronograph.eventstore.postgres.statistics import rewrite_catalog, seal
 from chronograph.eventstore.postgres.writer import PgTransaction
 from psycopg.conninfo import conninfo_to_dict
 
@@ -128,9 +126,9 @@ class PgLog(EventLog):
         try:
             psycopg.connect(self._url, **CONNECTION).close()  # the server's own reason, at once
             self.pool.open(wait=True, timeout=10)
-            self.store_id = self._open(create)
-            with self._connection(f"SELECT {self._tables}") as (_, cursor):
-                self._made = int(cursor.fetchone()[0])
+            with self._connection() as (connection, _):
+                self.store_id, self._made = open_tables(connection, self.schema, self._shown, create=create,
+                                                        readonly=self._readonly)
         except BaseException as error:
             self.pool.close()
             if isinstance(error, psycopg.OperationalError | psycopg_pool.PoolTimeout):
@@ -155,33 +153,6 @@ class PgLog(EventLog):
                 self._listener.close()
                 self._listener = None
         self.pool.close()
-
-    def _open(self, create: bool) -> str:
-        with self._connection() as (connection, _):
-            if not self.schema.holds_log(connection):
-                if not create or self._readonly:
-                    raise StoreOpenError(f"there is no Chronograph log at {self._shown}")
-                with connection.transaction():
-                    connection.execute("SELECT pg_advisory_xact_lock(%s)", (self.schema.lock,))
-                    if not self.schema.holds_log(connection):  # another server may have made it meanwhile
-                        self.schema.check_empty(connection, self._shown)
-                        for statement in DDL:
-                            connection.execute(self.schema.sql(statement))
-                        connection.execute(self.schema.sql(
-                            "INSERT INTO {meta} (key, value) VALUES ('format', %s), ('store_id', %s) "
-                            "ON CONFLICT (key) DO NOTHING"),
-                            (FORMAT_VERSION.to_bytes(4, "big"), uuid.uuid4().hex.encode()))
-            rows = dict(connection.execute(self.schema.sql("SELECT key, value FROM {meta}")).fetchall())
-            if not self._readonly and "format" in rows and int.from_bytes(rows["format"], "big") <= FORMAT_VERSION \
-                    and seal(connection, self.schema):  # a log an earlier version made: statistics may hold content
-                rewrite_catalog(connection, self.schema)  # what cannot be done now, the next scrub says
-        if "format" not in rows or "store_id" not in rows:
-            raise StoreCorruptError(f"{self._shown} holds tables that are not a Chronograph log")
-        version = int.from_bytes(rows["format"], "big")
-        if version > FORMAT_VERSION:
-            raise StoreFormatError(f"{self._shown} was written in log format {version}, newer than this "
-                                   f"Chronograph reads ({FORMAT_VERSION}); upgrade Chronograph")
-        return bytes(rows["store_id"]).decode()
 
     @contextmanager
     def _connection(self, first: str | None = None) -> Iterator[tuple[psycopg.Connection[Any], Any]]:
