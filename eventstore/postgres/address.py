@@ -14,8 +14,9 @@ from chronograph.eventstore.errors import StoreOpenError
 
 __all__ = ["is_database_url", "refuse_mistyped_url", "shown", "split_url", "without_secrets"]
 
-_URL_LIKE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:/|postgres(?:ql)?[:/])", re.IGNORECASE)
-"""What begins as a URL does (a scheme, a slash), or as a PostgreSQL one mistyped."""
+_URL_LIKE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|postgres(?:ql)?[:/])", re.IGNORECASE)
+"""What begins as a URL does (a scheme, two slashes), or as a PostgreSQL one mistyped (a folder
+`notes:/x` is a folder)."""
 _USER_INFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*(?::/*|//))([^:@/?#]*):(.*)@")
 """A scheme (its slashes, if any), a user, and a password up to the last `@`: a password pasted
 unencoded may hold `/`, `?` and `@`, so all of it goes, and more rather than less."""
@@ -45,16 +46,16 @@ def shown(store: str | PathLike[str]) -> str:
 
 
 def without_secrets(message: str, url: str) -> str:
-    """`message` (the driver's or the server's words about `url`) without any piece of the URL's
-    password: one pasted unencoded is cut by the URL's parser, and its pieces land in hosts,
-    paths and parameters that libpq then names."""
+    """`message` (the driver's or the server's words about `url`), unless the URL's parser did not
+    read its password whole (pasted unencoded with a `/`, `?`, `#` or `@` in it, or after three
+    slashes): libpq then names its pieces as a host, a database or a parameter, so its words are
+    replaced by what to do.
+    (libpq never quotes a password it read whole; replacing its text wherever it appears blanked
+    roles and hosts spelt like it, and told the password by what was blanked.)"""
     found = _USER_INFO.match(url)
-    secrets = [found.group(3)] if found else []
-    secrets += [value for key, value in parse_qsl(urlsplit(url).query) if key.lower() == "password"]
-    for secret in secrets:
-        for piece in sorted({secret, *re.split(r"[/?@#&:]", secret)}, key=len, reverse=True):
-            if len(piece) >= 3:
-                message = message.replace(piece, "***")
+    if found and (re.search(r"[/?#@]", found.group(3)) or found.group(3) != urlsplit(url).password):
+        return ("the URL's password holds a character a URL gives a meaning to (/ ? # @): write it "
+                "percent-encoded (%2F %3F %23 %40), or give it in PGPASSWORD or ~/.pgpass")
     return message
 
 

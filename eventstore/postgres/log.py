@@ -185,6 +185,9 @@ class PgLog(EventLog):
             raise StoreUnavailableError(
                 f"the database of {self._shown} went away: {str(error).strip()}; anything not acknowledged was "
                 "not written (a write whose commit was cut off may have been: read before retrying)") from None
+        except (psycopg.errors.InvalidSchemaName, psycopg.errors.UndefinedTable):  # dropped under this process
+            raise StoreCorruptError(f"the log at {self._shown} is gone: its tables (or its schema) were dropped "
+                                    "while this process had it open; nothing more is read or written here") from None
 
     # --- writing --------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from chronograph.eventstore import (
     StoreUnavailableError,
     StreamWrite,
 )
-from chronograph.eventstore.postgres.address import refuse_mistyped_url, shown, split_url
+from chronograph.eventstore.postgres.address import refuse_mistyped_url, shown, split_url, without_secrets
 from support.postgres import database
 
 pglog = pytest.importorskip("chronograph.eventstore.postgres.log")
@@ -249,3 +249,28 @@ def test_no_piece_of_a_password_is_shown_however_the_url_spells_it(typed: str) -
         pglog.PgLog(typed).close()
     except EventStoreError as refused:  # the driver's words quoting pieces of the URL included
         assert "S3c" not in str(refused) and "retpw" not in str(refused)
+
+
+def test_a_log_whose_schema_is_dropped_under_an_open_one_says_so() -> None:
+    import psycopg  # noqa: PLC0415
+
+    url = database().log_url()
+    with pglog.PgLog(url) as log:
+        log.append([StreamWrite("s", [EntityCreated(workspace="w", name="Ada", entity_type="p")])], actor="a")
+        with psycopg.connect(url.split("?", 1)[0], autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {url.rsplit('schema=', 1)[1]} CASCADE")
+        with pytest.raises(StoreCorruptError, match="is gone: its tables"):
+            log.head()
+
+
+def test_the_driver_s_words_are_kept_unless_a_password_was_cut_and_then_say_what_to_do() -> None:
+    """Its words were blanked wherever the password's text appeared: a role spelt like the password
+    read '***' (and told it), and a piece under three characters stayed."""
+    said = 'FATAL: role "chrono" does not exist'
+    assert without_secrets(said, "postgresql://chrono:chrono@h/db") == said
+    cut = without_secrets('invalid URI query parameter: "a1@h/db"', "postgresql://u:Sup3r?a1@h/db")
+    assert "a1" not in cut and "percent-encoded" in cut
+
+
+def test_a_folder_whose_name_begins_like_a_scheme_is_shown_as_it_is() -> None:
+    assert shown("mem:/al:ice@x") == "mem:/al:ice@x" and shown("notes:x@y") == "notes:x@y"
