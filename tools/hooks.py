@@ -22,6 +22,7 @@ import stat
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from chronograph.tools.common.parsing import add_store_argument
 
@@ -106,6 +107,8 @@ def _cache_problem(cache: Path) -> str | None:
         return None
     if not cache.is_dir():
         return "is a file"
+    if not os.access(cache, os.W_OK | os.X_OK):  # a cache is written (its views follow the log)
+        return "cannot be written (a read-only mount, or another user's)"
     if not (cache / DATA_FILE).exists():
         return "is not empty and holds no cache" if any(cache.iterdir()) else None
     try:
@@ -140,6 +143,9 @@ def run(args: argparse.Namespace) -> int:
     if args.store and "://" not in str(args.store) and not (Path(args.store).expanduser() / DATA_FILE).is_file():
         return _refuse(f"there is no store at {args.store}; the hooks would recall nothing (name a store that "
                        "exists, or leave --store out for the per-user store)")
+    if args.store and "://" in str(args.store) and urlsplit(str(args.store)).password:
+        return _refuse("the store's URL holds its database password, which the hooks would write into the settings "
+                       "file (often committed): give it in PGPASSWORD or ~/.pgpass, and the URL without it")
     problem = _cache_problem(Path(args.cache).expanduser()) if args.cache else None
     if problem:  # context would refuse it at every session, on stderr, and recall nothing
         return _refuse(f"--cache {args.cache} {problem}; the hooks would recall nothing (name an empty or new "

@@ -186,3 +186,12 @@ def test_a_cache_that_context_would_refuse_is_refused_before_the_hooks_are_writt
     assert cli([*hooks, str(cache)]) == 2
     assert not (tmp_path / ".claude").exists()
     assert cli([*hooks, str(tmp_path / "new")]) == 0
+
+
+def test_a_store_url_holding_its_password_is_not_written_into_the_settings(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The project's settings file is often committed: the hooks' command carried the URL whole."""
+    monkeypatch.chdir(tmp_path)
+    assert cli(["hooks", "claude-code", "--write", "--store", "postgresql://ada:hookSECRET@h/db"]) == 2
+    assert "PGPASSWORD" in capsys.readouterr().err and not (tmp_path / ".claude").exists()
+    assert cli(["hooks", "claude-code", "--write", "--store", "postgresql://ada@h/db"]) == 0
