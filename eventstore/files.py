@@ -240,10 +240,8 @@ def guarded_file(
         temporary = f".{name[:200]}.{os.getpid()}-{secrets.token_hex(6)}.partial"
         descriptor = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
                              dir_fd=fd)
-        with suppress(FileNotFoundError):
-            replaced = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            if overwrite and stat.S_ISREG(replaced.st_mode):
-                os.fchmod(descriptor, stat.S_IMODE(os.fstat(descriptor).st_mode) & stat.S_IMODE(replaced.st_mode))
+        if overwrite:
+            _keep_access(fd, name, descriptor)
         try:
             with os.fdopen(descriptor, "w+b") as file:
                 yield file
@@ -256,6 +254,27 @@ def guarded_file(
         _sync_folder(fd)
     finally:
         os.close(fd)
+
+
+_ACL = "system.posix_acl_access"
+
+
+def _keep_access(fd: int, name: str, descriptor: int) -> None:
+    """Give the new file `descriptor` no wider access than `name` in the folder `fd` had, if it is
+    a regular file: its mode bits, narrowed, and its access list (an entry denying a user is a
+    narrowing the mode bits cannot say)."""
+    try:
+        replaced = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(replaced.st_mode):
+        return
+    os.fchmod(descriptor, stat.S_IMODE(os.fstat(descriptor).st_mode) & stat.S_IMODE(replaced.st_mode))
+    try:
+        acl = os.getxattr(f"/proc/self/fd/{fd}/{name}", _ACL, follow_symlinks=False)
+    except OSError:  # none, or a file system without them
+        return
+    os.setxattr(descriptor, _ACL, acl)
 
 
 def _sweep_partials(fd: int, name: str) -> None:

@@ -16,8 +16,8 @@ way: it restores as a store folder, which `chronograph copy` takes back into a d
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
-import re
 import socket
 import sys
 import tempfile
@@ -42,9 +42,10 @@ import chronograph
 
 __all__ = ["add_arguments", "main", "run"]
 
-SCRATCH = f".chronograph-backup-{re.sub(r'[^A-Za-z0-9.]', '', socket.gethostname())[:40]}-"
+SCRATCH = f".chronograph-backup-{hashlib.blake2b(socket.gethostname().encode(), digest_size=6).hexdigest()}-"
 """The prefix of the folder a database store is copied into beside the output (this host's name:
-a folder shared with other machines holds their live backups' too), then its process id."""
+a folder shared with other machines holds their live backups' too; a digest, as names cut to
+what a file name takes could be one for two hosts), then its process id."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

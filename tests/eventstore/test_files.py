@@ -289,3 +289,19 @@ def test_read_regular_refuses_a_link_a_linked_folder_a_folder_and_a_file_past_it
     with pytest.raises(ReadRefused, match="5 bytes") as error:
         read_regular(tmp_path / "real" / "a.json", limit=4)
     assert error.value.reason == "large"
+
+
+def test_a_file_replaced_keeps_an_access_list_that_denies_a_user(tmp_path: Path) -> None:
+    """Mode bits cannot say 'not this user': the access list went with the old file."""
+    target = tmp_path / "settings.json"
+    target.write_text("old")
+    denied = b"\x02\x00\x00\x00" + b"".join(  # user::rw-, user:65534:---, group::r--, mask::r--, other::r--
+        tag.to_bytes(2, "little") + perm.to_bytes(2, "little") + uid.to_bytes(4, "little")
+        for tag, perm, uid in ((1, 6, 0xFFFFFFFF), (2, 0, 65534), (4, 4, 0xFFFFFFFF), (0x10, 4, 0xFFFFFFFF),
+                               (0x20, 4, 0xFFFFFFFF)))
+    try:
+        os.setxattr(target, "system.posix_acl_access", denied)
+    except OSError:
+        pytest.skip("this file system keeps no access lists")
+    write_file(target, b"new", overwrite=True)
+    assert target.read_bytes() == b"new" and os.getxattr(target, "system.posix_acl_access") == denied
