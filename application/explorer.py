@@ -335,9 +335,10 @@ def audit(memory: Memory, workspace: str, *, actor: str | None = None, session: 
           after: int | None = None, limit: int = 100, by_principal: str | None = None,
           principal: Principal = LOCAL_PRINCIPAL) -> dict[str, Any]:
     """The audit feed of `workspace` as `principal` may read it, newest first, filtered (`by_principal`:
-    the events of one principal); `after` gives only what came after a position (the page polls with
-    it to follow writes as they happen, from `through`: the log's end when the answer was read, so
-    that a filter nothing new matches does not read the same events again at every poll).
+    the events of one principal); `after` gives only what came after a position, oldest first (the
+    page polls with it to follow writes as they happen, from `through`: the log's end when the
+    answer was read, so that a filter nothing new matches does not read the same events again at
+    every poll, or its last event when there may be more).
 
     Raises:
         ForbiddenError: If `principal` may not read `workspace`.
@@ -348,6 +349,8 @@ def audit(memory: Memory, workspace: str, *, actor: str | None = None, session: 
                        ("until", until), ("afterPosition", after)):
         if value:
             arguments[key] = value
+    if after:  # following: oldest first, so that a burst past `limit` is read on at the next follow
+        arguments["order"] = "oldest"
     through = memory.log.head()  # what this answer looked at: the page follows from there, matches or not
     events: list[dict[str, Any]] = []
     while True:  # a session is part of an actor's text, filtered here: pages are read until `limit` match
@@ -355,8 +358,12 @@ def audit(memory: Memory, workspace: str, *, actor: str | None = None, session: 
         assert isinstance(answer, AuditOut)
         events += [e for e in _plain(answer.events) if not session or session in e["actor"]]
         if len(events) >= limit or answer.next_cursor is msgspec.UNSET:
-            return {"events": events[:limit], "through": max([through, *(e["position"] for e in events[:1])])}
+            break
         arguments["cursor"] = answer.next_cursor
+    events = events[:limit]
+    if after and len(events) == limit:  # maybe more after the last: the next follow starts there
+        return {"events": events, "through": events[-1]["position"]}
+    return {"events": events, "through": max([through, *(e["position"] for e in events)])}
 
 
 def diff(memory: Memory, workspace: str, before: int | str, after: int | str, *,

@@ -397,10 +397,11 @@ async function followFeed() {
   try {
     const answer = await get("audit", {...auditParams(), after, limit: 100});
     if (loads !== state.feedLoads || after !== state.feedAfter) return;  // a load answered meanwhile
-    // Looked at up to `through`, matches or not: the next follow reads from there.
-    state.feedAfter = Math.max(after, answer.through ?? 0, answer.events.length ? answer.events[0].position : 0);
+    // Looked at up to `through`, matches or not: the next follow reads from there. A follow's
+    // events come oldest first (a burst past its limit goes on at the next): newest on top.
+    state.feedAfter = Math.max(after, answer.through);
     if (answer.events.length) {
-      $("feed").prepend(...answer.events.map((e) => feedItem(e, true)));
+      $("feed").prepend(...answer.events.slice().reverse().map((e) => feedItem(e, true)));
       const overview = await get("overview", {});
       grow(overview.head);
       if (state.asOf === null) legendSoon();

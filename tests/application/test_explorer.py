@@ -91,3 +91,18 @@ def test_an_entity_s_page_shows_its_newest_versions_and_says_older_ones_exist(tm
     assert page["versions"][0]["diff"]["added"] == ["fact 3"]  # told against version 4, not as a creation
     assert len(page["relations"]) == 2 and page["moreRelations"]
     assert len(whole["versions"]) == 7 and not whole["more"] and not whole["moreRelations"]
+
+
+def test_a_follow_of_the_feed_reads_a_burst_past_its_limit_over_the_next_follows(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [{"name": "First", "entityType": "t", "observations": []}]},
+                     actor="t")
+        after = audit(memory, "default", limit=5)["through"]
+        memory.write("create_entities", {"entities": [{"name": f"B{i}", "entityType": "t", "observations": []}
+                                                      for i in range(12)]}, actor="t")
+        seen: list[str] = []
+        for _ in range(4):
+            answer = audit(memory, "default", after=after, limit=5)
+            seen += [e["subject"] for e in answer["events"]]
+            after = answer["through"]
+    assert seen == [f"B{i}" for i in range(12)]  # each once, in order, none skipped
