@@ -17,9 +17,22 @@ __all__ = ["is_database_url", "refuse_mistyped_url", "shown", "split_url", "with
 _URL_LIKE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|postgres(?:ql)?[:/])", re.IGNORECASE)
 """What begins as a URL does (a scheme, two slashes), or as a PostgreSQL one mistyped (a folder
 `notes:/x` is a folder)."""
-_USER_INFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*(?::/*|//))([^:@/?#]*):(.*)@")
-"""A scheme (its slashes, if any), a user, and a password up to the last `@`: a password pasted
-unencoded may hold `/`, `?` and `@`, so all of it goes, and more rather than less."""
+_USER = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*(?::/*|//))([^:@/?#]*):")
+"""A scheme (its slashes, if any) and a user followed by a password (see `_user_info`)."""
+
+
+def _user_info(text: str) -> tuple[str, str, str, str] | None:
+    """(scheme and slashes, user, password, what follows its `@`) of what begins as a URL does, if it
+    holds a password. The password runs to the last `@` before the query (a query may hold `@`),
+    or, with none there, to the last `@` of all (a password pasted unencoded may hold `?` and `#`)."""
+    found = _USER.match(text)
+    if not found:
+        return None
+    body = text[found.end():]
+    query = min((i for i in (body.find("?"), body.find("#")) if i >= 0), default=len(body))
+    at = body.rfind("@", 0, query)
+    at = body.rfind("@") if at < 0 else at
+    return None if at < 0 else (found.group(1), found.group(2), body[:at], body[at + 1:])
 _PASSWORD_PARAMETER = re.compile(r"(?i)(\bpassword=)[^&#\s]*")
 """libpq's password given as a parameter (`?password=...`)."""
 
@@ -35,7 +48,8 @@ def shown(store: str | PathLike[str]) -> str:
     text = str(store)
     if not _URL_LIKE.match(text):
         return text
-    safe = _PASSWORD_PARAMETER.sub(r"\1***", _USER_INFO.sub(r"\1\2@", text))
+    parts = _user_info(text)
+    safe = _PASSWORD_PARAMETER.sub(r"\1***", text if parts is None else f"{parts[0]}{parts[1]}@{parts[3]}")
     if not is_database_url(safe):
         return safe
     try:
@@ -52,8 +66,8 @@ def without_secrets(message: str, url: str) -> str:
     replaced by what to do.
     (libpq never quotes a password it read whole; replacing its text wherever it appears blanked
     roles and hosts spelt like it, and told the password by what was blanked.)"""
-    found = _USER_INFO.match(url)
-    if found and (re.search(r"[/?#@]", found.group(3)) or found.group(3) != urlsplit(url).password):
+    parts = _user_info(url)
+    if parts and (re.search(r"[/?#@]", parts[2]) or parts[2] != urlsplit(url).password):
         return ("the URL's password holds a character a URL gives a meaning to (/ ? # @): write it "
                 "percent-encoded (%2F %3F %23 %40), or give it in PGPASSWORD or ~/.pgpass")
     return message

@@ -274,3 +274,10 @@ def test_the_driver_s_words_are_kept_unless_a_password_was_cut_and_then_say_what
 
 def test_a_folder_whose_name_begins_like_a_scheme_is_shown_as_it_is() -> None:
     assert shown("mem:/al:ice@x") == "mem:/al:ice@x" and shown("notes:x@y") == "notes:x@y"
+
+
+def test_a_query_holding_an_at_sign_is_no_password() -> None:
+    url = "postgresql://ada:pw@127.0.0.1:5432/db?application_name=me@laptop"
+    assert shown(url) == "postgresql://ada@127.0.0.1:5432/db?schema=chronograph"
+    assert without_secrets('FATAL: database "db" does not exist', url) == 'FATAL: database "db" does not exist'
+    assert "Sup3r" not in shown("postgresql://ada:Sup3r?a1@h/db") and "a1" not in shown("postgresql://ada:Sup3r?a1@h/db")
