@@ -22,7 +22,7 @@ import stat
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from chronograph.tools.common.parsing import add_store_argument
 
@@ -143,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
     if args.store and "://" not in str(args.store) and not (Path(args.store).expanduser() / DATA_FILE).is_file():
         return _refuse(f"there is no store at {args.store}; the hooks would recall nothing (name a store that "
                        "exists, or leave --store out for the per-user store)")
-    if args.store and "://" in str(args.store) and urlsplit(str(args.store)).password:
+    if args.store and "://" in str(args.store) and (urlsplit(str(args.store)).password or any(
+            key.lower() == "password" for key, _ in parse_qsl(urlsplit(str(args.store)).query))):
         return _refuse("the store's URL holds its database password, which the hooks would write into the settings "
                        "file (often committed): give it in PGPASSWORD or ~/.pgpass, and the URL without it")
     problem = _cache_problem(Path(args.cache).expanduser()) if args.cache else None
