@@ -269,12 +269,14 @@ def _keep_access(fd: int, name: str, descriptor: int) -> None:
         return
     if not stat.S_ISREG(replaced.st_mode):
         return
-    os.fchmod(descriptor, stat.S_IMODE(os.fstat(descriptor).st_mode) & stat.S_IMODE(replaced.st_mode))
+    narrowed = stat.S_IMODE(os.fstat(descriptor).st_mode) & stat.S_IMODE(replaced.st_mode)
     try:
         acl = os.getxattr(f"/proc/self/fd/{fd}/{name}", _ACL, follow_symlinks=False)
     except OSError:  # none, or a file system without them
-        return
-    os.setxattr(descriptor, _ACL, acl)
+        acl = None
+    if acl is not None:
+        os.setxattr(descriptor, _ACL, acl)  # (it sets the mode bits too: narrowed again below)
+    os.fchmod(descriptor, narrowed)
 
 
 def _sweep_partials(fd: int, name: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -305,3 +306,19 @@ def test_a_file_replaced_keeps_an_access_list_that_denies_a_user(tmp_path: Path)
         pytest.skip("this file system keeps no access lists")
     write_file(target, b"new", overwrite=True)
     assert target.read_bytes() == b"new" and os.getxattr(target, "system.posix_acl_access") == denied
+
+
+def test_a_file_written_private_stays_private_whatever_access_list_the_one_it_replaces_had(tmp_path: Path) -> None:
+    """Setting the old file's access list set its mode bits too: a backup asked for at 0600 came out 0644."""
+    target = tmp_path / "memory.chronograph"
+    target.write_text("old")
+    readable = b"\x02\x00\x00\x00" + b"".join(  # user::rw-, user:65534:r--, group::r--, mask::r--, other::r--
+        tag.to_bytes(2, "little") + perm.to_bytes(2, "little") + uid.to_bytes(4, "little")
+        for tag, perm, uid in ((1, 6, 0xFFFFFFFF), (2, 4, 65534), (4, 4, 0xFFFFFFFF), (0x10, 4, 0xFFFFFFFF),
+                               (0x20, 4, 0xFFFFFFFF)))
+    try:
+        os.setxattr(target, "system.posix_acl_access", readable)
+    except OSError:
+        pytest.skip("this file system keeps no access lists")
+    write_file(target, b"new", overwrite=True, mode=0o600)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600  # group bits are the mask: nobody's entry counts for none
