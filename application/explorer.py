@@ -346,11 +346,11 @@ def audit(memory: Memory, workspace: str, *, actor: str | None = None, session: 
     """
     arguments: dict[str, Any] = {"workspace": workspace, "limit": limit}
     for key, value in (("actor", actor), ("principal", by_principal), ("eventTypes", types), ("since", since),
-                       ("until", until), ("afterPosition", after)):
+                       ("until", until)):
         if value:
             arguments[key] = value
-    if after:  # following: oldest first, so that a burst past `limit` is read on at the next follow
-        arguments["order"] = "oldest"
+    if after is not None:  # following (from 0 too): oldest first, so that a burst past `limit` goes on next
+        arguments["afterPosition"], arguments["order"] = after, "oldest"
     through = memory.log.head()  # what this answer looked at: the page follows from there, matches or not
     events: list[dict[str, Any]] = []
     while True:  # a session is part of an actor's text, filtered here: pages are read until `limit` match
@@ -361,7 +361,7 @@ def audit(memory: Memory, workspace: str, *, actor: str | None = None, session: 
             break
         arguments["cursor"] = answer.next_cursor
     events = events[:limit]
-    if after and len(events) == limit:  # maybe more after the last: the next follow starts there
+    if after is not None and len(events) == limit:  # maybe more after the last: the next follow starts there
         return {"events": events, "through": events[-1]["position"]}
     return {"events": events, "through": max([through, *(e["position"] for e in events)])}
 

@@ -106,3 +106,12 @@ def test_a_follow_of_the_feed_reads_a_burst_past_its_limit_over_the_next_follows
             seen += [e["subject"] for e in answer["events"]]
             after = answer["through"]
     assert seen == [f"B{i}" for i in range(12)]  # each once, in order, none skipped
+
+
+def test_a_follow_from_an_empty_log_reads_a_burst_oldest_first_too(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        after = audit(memory, "default", limit=5)["through"]
+        memory.write("create_entities", {"entities": [{"name": f"B{i}", "entityType": "t", "observations": []}
+                                                      for i in range(7)]}, actor="t")
+        answer = audit(memory, "default", after=after, limit=5)
+    assert after == 0 and [e["subject"] for e in answer["events"]] == [f"B{i}" for i in range(5)]
