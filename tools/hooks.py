@@ -22,7 +22,6 @@ import stat
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 from chronograph.tools.common.parsing import add_store_argument
 
@@ -139,12 +138,12 @@ def _ours(command: Any) -> bool:
 def run(args: argparse.Namespace) -> int:
     """Print the entries, or merge them into the settings file."""
     from chronograph.eventstore.files import DATA_FILE, ReadRefused, WriteRefused, read_regular, write_file  # noqa: PLC0415
+    from chronograph.eventstore.postgres.address import holds_secret  # noqa: PLC0415
 
     if args.store and "://" not in str(args.store) and not (Path(args.store).expanduser() / DATA_FILE).is_file():
         return _refuse(f"there is no store at {args.store}; the hooks would recall nothing (name a store that "
                        "exists, or leave --store out for the per-user store)")
-    if args.store and "://" in str(args.store) and (urlsplit(str(args.store)).password or any(
-            key.lower() == "password" for key, _ in parse_qsl(urlsplit(str(args.store)).query))):
+    if args.store and "://" in str(args.store) and holds_secret(str(args.store)):
         return _refuse("the store's URL holds its database password, which the hooks would write into the settings "
                        "file (often committed): give it in PGPASSWORD or ~/.pgpass, and the URL without it")
     problem = _cache_problem(Path(args.cache).expanduser()) if args.cache else None

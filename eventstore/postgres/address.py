@@ -12,27 +12,42 @@ from urllib.parse import SplitResult, parse_qsl, quote, urlencode, urlsplit, url
 
 from chronograph.eventstore.errors import StoreOpenError
 
-__all__ = ["is_database_url", "refuse_mistyped_url", "shown", "split_url", "without_secrets"]
+__all__ = ["holds_secret", "is_database_url", "refuse_mistyped_url", "shown", "split_url", "without_secrets"]
 
 _URL_LIKE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|postgres(?:ql)?[:/])", re.IGNORECASE)
 """What begins as a URL does (a scheme, two slashes), or as a PostgreSQL one mistyped (a folder
 `notes:/x` is a folder)."""
-_USER = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*(?::/*|//))([^:@/?#]*):")
-"""A scheme (its slashes, if any) and a user followed by a password (see `_user_info`)."""
+_USER = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*(?::/*|//))([^:@/?#\[\],]*):(?!\d+(?:[,/?#]|$))")
+"""A scheme (its slashes, if any) and a user followed by a password (see `_user_info`); not a host
+followed by its port (`host:5432/db`, `h1:5432,h2:5433`), nor an IPv6 host."""
 
 
 def _user_info(text: str) -> tuple[str, str, str, str] | None:
     """(scheme and slashes, user, password, what follows its `@`) of what begins as a URL does, if it
-    holds a password. The password runs to the last `@` before the query (a query may hold `@`),
-    or, with none there, to the last `@` of all (a password pasted unencoded may hold `?` and `#`)."""
+    holds a password. The password runs to the last `@` before the first `/` (as libpq reads it; a
+    password may hold `@`, a query may too), or, with a `/` in the password, the last `@` before the
+    query, or, with a `?` or `#` in it as well, the last `@` of all: more rather than less."""
     found = _USER.match(text)
     if not found:
         return None
     body = text[found.end():]
-    query = min((i for i in (body.find("?"), body.find("#")) if i >= 0), default=len(body))
-    at = body.rfind("@", 0, query)
-    at = body.rfind("@") if at < 0 else at
+    for end in (body.find("/"), min((i for i in (body.find("?"), body.find("#")) if i >= 0), default=-1)):
+        at = body.rfind("@", 0, end) if end >= 0 else -1
+        if at >= 0:
+            break
+    else:
+        at = body.rfind("@")
     return None if at < 0 else (found.group(1), found.group(2), body[:at], body[at + 1:])
+
+
+def holds_secret(url: str) -> bool:
+    """Whether `url` spells a password (or a key's passphrase): in its user part, however pasted,
+    or as a parameter (`password=`, `sslpassword=`, any case)."""
+    try:
+        parameters = parse_qsl(urlsplit(url).query)
+    except ValueError:
+        parameters = []
+    return _user_info(url) is not None or any("password" in key.lower() for key, _ in parameters)
 _PASSWORD_PARAMETER = re.compile(r"(?i)(\bpassword=)[^&#\s]*")
 """libpq's password given as a parameter (`?password=...`)."""
 
@@ -48,15 +63,18 @@ def shown(store: str | PathLike[str]) -> str:
     text = str(store)
     if not _URL_LIKE.match(text):
         return text
-    parts = _user_info(text)
-    safe = _PASSWORD_PARAMETER.sub(r"\1***", text if parts is None else f"{parts[0]}{parts[1]}@{parts[3]}")
+    info = _user_info(text)
+    safe = _PASSWORD_PARAMETER.sub(r"\1***", text if info is None else f"{info[0]}{info[1]}@{info[3]}")
     if not is_database_url(safe):
         return safe
     try:
         return split_url(safe)[2]
-    except ValueError:  # a schema that is not a name: shown without the query
-        parts = urlsplit(safe)
-        return urlunsplit((parts.scheme, _netloc(parts), parts.path, "", ""))
+    except ValueError:  # a schema that is not a name (or a host the parser refuses): shown without the query
+        try:
+            parts = urlsplit(safe)
+            return urlunsplit((parts.scheme, _netloc(parts), parts.path, "", ""))
+        except ValueError:
+            return safe.split("?", 1)[0]
 
 
 def without_secrets(message: str, url: str) -> str:
@@ -66,8 +84,8 @@ def without_secrets(message: str, url: str) -> str:
     replaced by what to do.
     (libpq never quotes a password it read whole; replacing its text wherever it appears blanked
     roles and hosts spelt like it, and told the password by what was blanked.)"""
-    parts = _user_info(url)
-    if parts and (re.search(r"[/?#@]", parts[2]) or parts[2] != urlsplit(url).password):
+    info = _user_info(url)
+    if info and (re.search(r"[/?#@]", info[2]) or info[2] != urlsplit(url).password):
         return ("the URL's password holds a character a URL gives a meaning to (/ ? # @): write it "
                 "percent-encoded (%2F %3F %23 %40), or give it in PGPASSWORD or ~/.pgpass")
     return message

@@ -192,7 +192,9 @@ def test_a_store_url_holding_its_password_is_not_written_into_the_settings(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """The project's settings file is often committed: the hooks' command carried the URL whole."""
     monkeypatch.chdir(tmp_path)
-    for url in ("postgresql://ada:hookSECRET@h/db", "postgresql://ada@h/db?PASSWORD=hookSECRET"):
+    for url in ("postgresql://ada:hookSECRET@h/db", "postgresql://ada@h/db?PASSWORD=hookSECRET",
+                "postgresql://ada:hook/SECRET@h/db", "postgresql://ada:hook?SECRET@h/db",
+                "postgresql://ada@h/db?sslpassword=hookSECRET"):
         assert cli(["hooks", "claude-code", "--write", "--store", url]) == 2
         assert "PGPASSWORD" in capsys.readouterr().err and not (tmp_path / ".claude").exists()
     assert cli(["hooks", "claude-code", "--write", "--store", "postgresql://ada@h/db"]) == 0
