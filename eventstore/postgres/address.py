@@ -7,8 +7,9 @@
 from __future__ import annotations
 
 import re
+from contextlib import suppress
 from os import PathLike
-from urllib.parse import SplitResult, parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from chronograph.eventstore.errors import StoreOpenError
 
@@ -17,39 +18,44 @@ __all__ = ["holds_secret", "is_database_url", "refuse_mistyped_url", "shown", "s
 _URL_LIKE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|postgres(?:ql)?[:/])", re.IGNORECASE)
 """What begins as a URL does (a scheme, two slashes), or as a PostgreSQL one mistyped (a folder
 `notes:/x` is a folder)."""
-_USER = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*(?::/*|//))([^:@/?#\[\],]*):(?!\d+(?:[,/?#]|$))")
-"""A scheme (its slashes, if any) and a user followed by a password (see `_user_info`); not a host
-followed by its port (`host:5432/db`, `h1:5432,h2:5433`), nor an IPv6 host."""
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*(?::/*|//)")
+"""A scheme and its slashes (if any), as a URL begins, or a PostgreSQL one mistyped."""
 
 
 def _user_info(text: str) -> tuple[str, str, str, str] | None:
-    """(scheme and slashes, user, password, what follows its `@`) of what begins as a URL does, if it
-    holds a password. The password runs to the last `@` before the first `/` (as libpq reads it; a
-    password may hold `@`, a query may too), or, with a `/` in the password, the last `@` before the
-    query, or, with a `?` or `#` in it as well, the last `@` of all: more rather than less."""
-    found = _USER.match(text)
+    """(scheme and slashes, user, password, what follows its `@`) of what begins as a URL does, if
+    it may hold a password. libpq takes the user part to the first `@` before the first `/`; a
+    password pasted unencoded may hold `@`, `/`, `?` and `#`, so where any other `@` stands outside
+    a parameter's value (`application_name=me@laptop` is one), the password is taken to run to the
+    last `@` of all: more rather than less."""
+    found = _SCHEME.match(text)
     if not found:
         return None
     body = text[found.end():]
-    for end in (body.find("/"), min((i for i in (body.find("?"), body.find("#")) if i >= 0), default=-1)):
-        at = body.rfind("@", 0, end) if end >= 0 else -1
-        if at >= 0:
-            break
-    else:
-        at = body.rfind("@")
-    return None if at < 0 else (found.group(1), found.group(2), body[:at], body[at + 1:])
+    slash = body.find("/")
+    first = body.find("@", 0, len(body) if slash < 0 else slash)  # libpq's user part
+    at = body.rfind("@") if "@" in _outside_values(body[first + 1:]) else first
+    if at < 0:
+        return None
+    user, colon, password = body[:at].partition(":")
+    return (found.group(), user, password, body[at + 1:]) if colon else None
+
+
+def _outside_values(text: str) -> str:
+    """`text` without the values of its query's parameters (`key=value` after its `?`)."""
+    path, mark, query = text.partition("?")
+    kept = [item.partition("=")[0] if re.match(r"^[A-Za-z_][A-Za-z0-9_%]*=", item) else item
+            for item in query.split("&")] if mark else []
+    return path + "".join(kept)
 
 
 def holds_secret(url: str) -> bool:
-    """Whether `url` spells a password (or a key's passphrase): in its user part, however pasted,
-    or as a parameter (`password=`, `sslpassword=`, any case)."""
-    try:
-        parameters = parse_qsl(urlsplit(url).query)
-    except ValueError:
-        parameters = []
-    return _user_info(url) is not None or any("password" in key.lower() for key, _ in parameters)
-_PASSWORD_PARAMETER = re.compile(r"(?i)(\bpassword=)[^&#\s]*")
-"""libpq's password given as a parameter (`?password=...`)."""
+    """Whether `url` may spell a password (or a key's passphrase): in its user part, however pasted,
+    or as a parameter (`password=`, `sslpassword=`, any case, percent-encoded or not)."""
+    query = url.partition("?")[2]
+    keys = [unquote(item.partition("=")[0]).lower() for item in query.split("&")]
+    return _user_info(url) is not None or any("password" in key for key in keys)
+
 
 def is_database_url(store: object) -> bool:
     """Whether `store` names a PostgreSQL database rather than a directory."""
@@ -59,22 +65,16 @@ def is_database_url(store: object) -> bool:
 def shown(store: str | PathLike[str]) -> str:
     """`store` as every message shows it: a database URL without its password and query (its schema
     kept), a folder as it is. Anything that begins as a URL, mistyped or of another scheme, loses
-    its password however it is written (in the user part, pasted unencoded, or as a parameter)."""
+    its password however it is written (in the user part, pasted unencoded), and its query."""
     text = str(store)
     if not _URL_LIKE.match(text):
         return text
     info = _user_info(text)
-    safe = _PASSWORD_PARAMETER.sub(r"\1***", text if info is None else f"{info[0]}{info[1]}@{info[3]}")
-    if not is_database_url(safe):
-        return safe
-    try:
-        return split_url(safe)[2]
-    except ValueError:  # a schema that is not a name (or a host the parser refuses): shown without the query
-        try:
-            parts = urlsplit(safe)
-            return urlunsplit((parts.scheme, _netloc(parts), parts.path, "", ""))
-        except ValueError:
-            return safe.split("?", 1)[0]
+    safe = text if info is None else f"{info[0]}{info[1]}@{info[3]}"
+    if is_database_url(safe):
+        with suppress(ValueError):  # a schema that is not a name, a host the parser refuses: as below
+            return split_url(safe)[2]
+    return safe.partition("?")[0].partition("#")[0]
 
 
 def without_secrets(message: str, url: str) -> str:
@@ -85,7 +85,11 @@ def without_secrets(message: str, url: str) -> str:
     (libpq never quotes a password it read whole; replacing its text wherever it appears blanked
     roles and hosts spelt like it, and told the password by what was blanked.)"""
     info = _user_info(url)
-    if info and (re.search(r"[/?#@]", info[2]) or info[2] != urlsplit(url).password):
+    try:
+        read = urlsplit(url).password
+    except ValueError:
+        read = None
+    if info and (re.search(r"[/?#@]", info[2]) or info[2] != read):
         return ("the URL's password holds a character a URL gives a meaning to (/ ? # @): write it "
                 "percent-encoded (%2F %3F %23 %40), or give it in PGPASSWORD or ~/.pgpass")
     return message

@@ -194,7 +194,8 @@ def test_a_store_url_holding_its_password_is_not_written_into_the_settings(
     monkeypatch.chdir(tmp_path)
     for url in ("postgresql://ada:hookSECRET@h/db", "postgresql://ada@h/db?PASSWORD=hookSECRET",
                 "postgresql://ada:hook/SECRET@h/db", "postgresql://ada:hook?SECRET@h/db",
-                "postgresql://ada@h/db?sslpassword=hookSECRET"):
+                "postgresql://ada@h/db?sslpassword=hookSECRET", "postgresql://ada:2024/hookSECRET@h/db",
+                "postgresql://a,b:hookSECRET@h/db", "postgresql://[::1/db?pass%77ord=hookSECRET"):
         assert cli(["hooks", "claude-code", "--write", "--store", url]) == 2
         assert "PGPASSWORD" in capsys.readouterr().err and not (tmp_path / ".claude").exists()
     assert cli(["hooks", "claude-code", "--write", "--store", "postgresql://ada@h/db"]) == 0

@@ -243,7 +243,9 @@ def test_two_processes_making_one_new_log_at_once_both_open_it() -> None:
     "postgresql:postgres:S3cretpw@h/db", "postgresql:/h/db?user=u&password=S3cretpw",
     "postgresql:///postgres:S3cretpw@h/db", "postgresql://postgres:S3c/retpw@h/db",
     "postgresql://postgres:S3c?retpw@h/db", "postgresql://postgres:S3c@retpw@h/db",
-    "postgresql://postgres:S3c@r?retpw@h/db", "postgresql://postgres:S3c@r#retpw@h/db"])
+    "postgresql://postgres:S3c@r?retpw@h/db", "postgresql://postgres:S3c@r#retpw@h/db",
+    "postgresql://postgres:2024/S3cretpw@h/db", "postgresql://postgres:99#S3cretpw@h/db",
+    "postgresql://postgres:S3c@r/retpw@h/db", "postgresql://a[b:S3cretpw@h/db", "postgresql://a,b:S3cretpw@h/db"])
 def test_no_piece_of_a_password_is_shown_however_the_url_spells_it(typed: str) -> None:
     assert "S3c" not in shown(typed) and "retpw" not in shown(typed)
     try:
@@ -285,7 +287,8 @@ def test_a_query_holding_an_at_sign_is_no_password() -> None:
 
 
 @pytest.mark.parametrize("url", ["postgresql://127.0.0.1:5432/db?application_name=me@laptop",
-                                 "postgresql://[::1]:5432/db?application_name=me@laptop"])
+                                 "postgresql://[::1]:5432/db?application_name=me@laptop",
+                                 "postgresql://h:/db?application_name=me@laptop"])
 def test_a_host_and_port_are_no_user_and_password(url: str) -> None:
-    host = url.split("//", 1)[1].split("/", 1)[0]
+    host = url.split("//", 1)[1].split("/", 1)[0].rstrip(":")  # an empty port is none
     assert shown(url).startswith(f"postgresql://{host}/db") and without_secrets("libpq's words", url) == "libpq's words"
