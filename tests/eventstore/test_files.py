@@ -292,14 +292,18 @@ def test_read_regular_refuses_a_link_a_linked_folder_a_folder_and_a_file_past_it
     assert error.value.reason == "large"
 
 
+def access_list(nobody: int) -> bytes:
+    """A POSIX access list as Linux stores it: the owner rw-, user 65534 `nobody`, the rest r--."""
+    entries = ((1, 6, 0xFFFFFFFF), (2, nobody, 65534), (4, 4, 0xFFFFFFFF), (0x10, 4, 0xFFFFFFFF), (0x20, 4, 0xFFFFFFFF))
+    return b"\x02\x00\x00\x00" + b"".join(tag.to_bytes(2, "little") + perm.to_bytes(2, "little")
+                                          + uid.to_bytes(4, "little") for tag, perm, uid in entries)
+
+
 def test_a_file_replaced_keeps_an_access_list_that_denies_a_user(tmp_path: Path) -> None:
     """Mode bits cannot say 'not this user': the access list went with the old file."""
     target = tmp_path / "settings.json"
     target.write_text("old")
-    denied = b"\x02\x00\x00\x00" + b"".join(  # user::rw-, user:65534:---, group::r--, mask::r--, other::r--
-        tag.to_bytes(2, "little") + perm.to_bytes(2, "little") + uid.to_bytes(4, "little")
-        for tag, perm, uid in ((1, 6, 0xFFFFFFFF), (2, 0, 65534), (4, 4, 0xFFFFFFFF), (0x10, 4, 0xFFFFFFFF),
-                               (0x20, 4, 0xFFFFFFFF)))
+    denied = access_list(nobody=0)  # user::rw-, user:65534:---, group::r--, mask::r--, other::r--
     try:
         os.setxattr(target, "system.posix_acl_access", denied)
     except OSError:
@@ -312,10 +316,7 @@ def test_a_file_written_private_stays_private_whatever_access_list_the_one_it_re
     """Setting the old file's access list set its mode bits too: a backup asked for at 0600 came out 0644."""
     target = tmp_path / "memory.chronograph"
     target.write_text("old")
-    readable = b"\x02\x00\x00\x00" + b"".join(  # user::rw-, user:65534:r--, group::r--, mask::r--, other::r--
-        tag.to_bytes(2, "little") + perm.to_bytes(2, "little") + uid.to_bytes(4, "little")
-        for tag, perm, uid in ((1, 6, 0xFFFFFFFF), (2, 4, 65534), (4, 4, 0xFFFFFFFF), (0x10, 4, 0xFFFFFFFF),
-                               (0x20, 4, 0xFFFFFFFF)))
+    readable = access_list(nobody=4)  # user::rw-, user:65534:r--, group::r--, mask::r--, other::r--
     try:
         os.setxattr(target, "system.posix_acl_access", readable)
     except OSError:
