@@ -32,7 +32,7 @@ from importlib import resources
 from typing import Any
 
 import anyio
-from chronograph.application import explorer
+from chronograph.application import explorer, graphdiff
 from chronograph.application.errors import ChronographError, ForbiddenError, InvalidArgumentsError, NotFoundError
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError, written_position
@@ -137,7 +137,7 @@ def explorer_routes(runtime: Runtime, *, token: str | None) -> list[Route]:
         before, after = moment(q.get("from")), moment(q.get("to"))
         if before is None or after is None:
             raise ValueError("from and to: the two moments to compare (positions or ISO-8601 times)")
-        return {"changes": explorer.diff(memory(), workspace(request), before, after,
+        return {"changes": graphdiff.diff(memory(), workspace(request), before, after,
                                          principal=runtime.principal_of(request))}
 
     api = {"overview": overview, "graph": graph, "entity": entity, "audit": audit, "diff": diff}

@@ -114,7 +114,7 @@ ROOMS: dict[str, dict[str, set[str]]] = {
 """Each layer's rooms ("" for the modules at its top level) and the rooms each may import."""
 
 OVER_ROOMS = {"eventstore/__init__.py", "projections/__init__.py", "application/__init__.py",
-              "application/profiles.py", "application/explorer.py"}
+              "application/profiles.py", "application/explorer.py", "application/graphdiff.py"}
 """Modules that name what a layer offers, or choose among its rooms, and so see all of them."""
 
 

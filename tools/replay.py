@@ -32,7 +32,7 @@ from chronograph.application import Memory
 from chronograph.application.engine.config import EMBEDDINGS_ENV, TERM_WEIGHTS_ENV, resolve_store
 from chronograph.application.engine.stores import shown, store_exists
 from chronograph.application.errors import ChronographError
-from chronograph.application.explorer import diff
+from chronograph.application.graphdiff import diff
 from chronograph.eventstore import EventStoreError, LmdbLog, StoreCorruptError
 from chronograph.eventstore.errors import advised_copy
 from chronograph.eventstore.lmdb import resident

@@ -31,7 +31,7 @@ from chronograph.eventstore.errors import (
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
 from chronograph.eventstore.postgres.address import shown, split_url, without_secrets
 from chronograph.eventstore.postgres.durability import DURABLE, EARLY, SEEN, wait_for_flush
-from chronograph.eventstore.postgres.opening import open_tables
+from chronograph.eventstore.postgres.opening import open_tables, same_tables
 from chronograph.eventstore.postgres.reader import PgReader
 from chronograph.eventstore.postgres.schema import Schema
 from chronograph.eventstore.postgres.scrubbing import scrub_tables
@@ -352,21 +352,9 @@ class PgLog(EventLog):
         wait_for_flush(connection, lsn, barrier)
 
     def _same_log(self, made: Any, connection: psycopg.Connection[Any]) -> None:
-        """Refuse to go on where the log's schema now holds another log than the one opened (its
-        tables dropped and a copy of another made there, under a running server): its events would
-        be folded onto the views of the first, and writes decided against the mixture. Told by the
-        tables' own identity, which costs no read (the log's id in `meta` cost each unit of work
-        a lookup: 10% of a server's writes).
-
-        Raises:
-            StoreCorruptError: If the log's tables are not the ones found at open.
-        """
-        if self._made is not None and made is not None and int(made) != self._made:
-            connection.execute("ROLLBACK")  # the connection goes back to its pool idle
-            raise StoreCorruptError(f"the log at {self._shown} was replaced by another log while this process had "
-                                    "it open; nothing more is read or written here. Start the server again: the "
-                                    "views it kept of the old log are refused, so give it a new --cache (or delete "
-                                    "the one named), or leave --cache out for a new per-user one")
+        """Refuse to go on where the log's tables are not the ones found at open (see `same_tables`)."""
+        if self._made is not None:
+            same_tables(made, self._made, connection, self._shown)
 
     def head(self) -> int:
         """The position of the newest event (0 for an empty log)."""

@@ -8,7 +8,8 @@ import msgspec
 import pytest
 from chronograph.application import Memory
 from chronograph.application.errors import ReplyTooLargeError
-from chronograph.application.explorer import audit, diff, entity_page
+from chronograph.application.explorer import audit, entity_page
+from chronograph.application.graphdiff import diff
 
 
 def test_a_diff_tells_a_changed_entity_from_a_re_created_one(tmp_path: Path) -> None:
