@@ -95,10 +95,10 @@ def add_prompts(server: MCPServer, runtime: Runtime, settings: Settings) -> None
     server.add_prompt(Prompt.from_function(remember_prompt, name="remember", title="Remember", description=(
         "Before the session ends: what is worth saving, with which tools, and what this session "
         "already saved (so nothing is saved twice)")))
-    _refuse_unknown_names(server, {"recall": ("query", "project", "budget"), "remember": ("project", "budget")})
+    _refuse_unknown_names(server)
 
 
-def _refuse_unknown_names(server: MCPServer, prompts: dict[str, tuple[str, ...]]) -> None:
+def _refuse_unknown_names(server: MCPServer) -> None:
     """Answer a prompt or an argument that does not exist with invalid params (-32602, as the
     protocol asks) naming what there is: the SDK answered both with code 0 and a bare 'Error
     rendering prompt', and logged a traceback."""
@@ -108,6 +108,7 @@ def _refuse_unknown_names(server: MCPServer, prompts: dict[str, tuple[str, ...]]
     sdk_get = entry.handler
 
     async def get_prompt(ctx: Any, params: GetPromptRequestParams) -> Any:
+        prompts = {p.name: tuple(a.name for a in p.arguments or ()) for p in await server.list_prompts()}
         takes = prompts.get(params.name)
         if takes is None:
             raise MCPError(INVALID_PARAMS, f"there is no prompt named {params.name!r}; the prompts are: "
