@@ -53,7 +53,8 @@ def add_prompts(server: MCPServer, runtime: Runtime, settings: Settings) -> None
         """The workspace a prompt reads, once the request's principal may read it (the core's check)."""
         try:
             principal = runtime.principal_of(ctx.request_context.request)
-            workspace = workspace_of(name, project, seen_by(runtime.memory, principal))
+            workspace = workspace_of(name, project, seen_by(runtime.memory, principal),
+                                     lambda found: principal.may(found, "read"))
             principal.check(workspace, "read", tool=prompt)
         except ForbiddenError as error:
             raise forbidden(error) from None

@@ -161,7 +161,7 @@ def _mentioned(text: str) -> list[str]:
 
 def _changes(log: LogReader, workspace: str, client: str | None, before: int, head: int, limit: int,
              current: Callable[[str], EntityRecord | None]) -> tuple[int | None, list[Change], list[str]]:
-    """What others changed in `workspace` after `client`'s last write before position `before`,
+    """What others changed in `workspace` after `client`'s last write there before position `before`,
     newest first (an entity named as it is called now, `current`); and the streams of the `limit`
     entities changed last (newest first), for a recall with no query. Reads back at most SCAN
     events."""
@@ -173,12 +173,12 @@ def _changes(log: LogReader, workspace: str, client: str | None, before: int, he
     for batch in log.batches_backward(head, 1):
         for envelope in batch:
             read += 1
+            ws, subject = subjects.of(envelope)
+            if ws != workspace:  # what the client did elsewhere is not this recall's to say (nor when)
+                continue
             mine = client is not None and envelope.actor.split("/", 1)[0] == client
             if mine and since is None and envelope.position <= before:
                 since = envelope.position
-            ws, subject = subjects.of(envelope)
-            if ws != workspace:
-                continue
             entity = envelope.type.startswith(("entity_", "observations_"))
             if entity and len(recent) < limit:
                 recent.setdefault(envelope.stream, None)

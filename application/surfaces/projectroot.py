@@ -83,16 +83,19 @@ def workspace_name(root: Path) -> str:
     return f"n2n:{root.name[:48]}:{digest(str(root).encode('utf-8', 'surrogatepass'), 8).hex()}"
 
 
-def adopted_root(path: str, imported: Callable[[str], bool] | None = None) -> Path | None:
+def adopted_root(path: str, imported: Callable[[str], bool] | None = None,
+                 readable: Callable[[str], bool] | None = None) -> Path | None:
     """The nearest folder at or above `path` that is an adopted project root (it has
     `.mcp/chronograph.json`: a project whose memory an n2n client keeps), or, given `imported`,
     an n2n project whose files `chronograph import` brought in (its `.mcp` holds them and
     `imported(its workspace)` says the store holds that workspace: the import writes nothing into
-    the project); None if there is none."""
+    the project); None if there is none. Given `readable`, a root whose workspace it refuses is
+    passed over as if it were none: a caller learns nothing of a project it may not read, not even
+    that the folder is one."""
     start = Path(os.path.realpath(path))
     for folder in (start, *start.parents):
         mcp = folder / ".mcp"
-        if (mcp / MARKER_FILE).is_file():
+        if (mcp / MARKER_FILE).is_file() and (readable is None or readable(workspace_name(folder))):
             return folder
         if imported is not None and ((mcp / MEMORY_FILE).is_file() or (mcp / CONTEXT_FILE).is_file()) \
                 and imported(workspace_name(folder)):

@@ -48,11 +48,12 @@ PROMPTED = frozenset(VOCABULARIES)
 """The profiles that offer the `recall` and `remember` prompts unasked."""
 
 
-def workspace_of(profile: str, project: str | None, known: Callable[[str], bool] | None = None) -> str:
+def workspace_of(profile: str, project: str | None, known: Callable[[str], bool] | None = None,
+                 readable: Callable[[str], bool] | None = None) -> str:
     """The workspace a recall of `project` reads in `profile`: a path names the project whose
-    root holds it (the nearest adopted root above it, or the nearest n2n project whose files
-    were imported, if its workspace is `known`: see `seen_by`); a Kuzu database names its own;
-    any other name is a workspace. Nothing is adopted or written.
+    root holds it (the nearest adopted root above it whose workspace is `readable`, or the
+    nearest n2n project whose files were imported, if its workspace is `known`: see `seen_by`);
+    a Kuzu database names its own; any other name is a workspace. Nothing is adopted or written.
 
     Raises:
         InvalidArgumentsError: If `project` holds a NUL character, which no folder or workspace may.
@@ -62,7 +63,7 @@ def workspace_of(profile: str, project: str | None, known: Callable[[str], bool]
     if not project:
         return PRIMARY if profile == "kuzu" else "default"
     if profile != "kuzu" and os.path.isabs(project):
-        root = adopted_root(project, known)
+        root = adopted_root(project, known, readable)
         return "default" if root is None else workspace_name(root)
     return project
 

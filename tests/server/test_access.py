@@ -307,3 +307,26 @@ async def test_the_prompts_recall_only_a_workspace_the_principal_may_read(tmp_pa
         runtime.principal = Principal("elsewhere", {OTHER: "read"})
         recalled = await client.get_prompt("recall", {"project": OTHER})
     assert "BravoOne" in json.dumps(recalled.model_dump())
+
+
+async def test_a_prompt_naming_a_folder_of_a_project_the_principal_may_not_read_learns_nothing_of_it(
+        tmp_path: Path) -> None:
+    secret, plain = tmp_path / "acme-merger-plans", tmp_path / "plain"
+    (secret / ".git").mkdir(parents=True)
+    (secret / "docs").mkdir()
+    plain.mkdir()
+    settings = Settings(store=tmp_path / "store", profile="full", embeddings="off")
+    runtime = Runtime(settings)
+    async with Client(create_server(settings, runtime)) as client:
+        adopt = {"projectPath": str(secret), "confirmNewProjectRoot": str(secret)}
+        runtime.memory.write(PROFILES["n2n"].tools["n2n_add_entities"], {**adopt,
+            "entities": [entity("Plan", "doc", "merger-fact")]}, actor="owner")
+        runtime.principal = Principal("reader", {"default": "read"})
+        answers = []
+        for path in (secret / "docs", secret / "not-even-there", plain):
+            for prompt in ("recall", "remember"):
+                answer = await client.get_prompt(prompt, {"project": str(path)})
+                answers.append(json.dumps(answer.model_dump()))
+    # The same answer as for a folder of no project (the default workspace's), never a refusal naming it
+    assert all("acme" not in text and "merger-fact" not in text and "n2n:" not in text for text in answers)
+    assert answers[0] == answers[4] and answers[1] == answers[5]

@@ -55,6 +55,22 @@ def test_changes_since_the_previous_session_are_others_writes_after_the_clients_
     assert recall(memory, "default", client="claude-code").changes == []
 
 
+def test_the_previous_session_is_read_from_the_clients_writes_in_the_workspace_recalled_alone(
+        memory: Memory) -> None:
+    memory.write("add_observations", {"observations": [
+        {"entityName": "Ada Lovelace", "contents": ["moved to Paris"]}]}, actor="alice")
+    before = recall(memory, "default", client="claude-code")
+    # The client writes elsewhere (a workspace a reader of this one may not see): this recall says nothing of it
+    memory.write("create_entities", {"entities": [person("Secret", "kept apart")], "workspace": "bravo"},
+                 actor="claude-code")
+    memory.write("add_observations", {"observations": [
+        {"entityName": "Ada Lovelace", "contents": ["likes tea"]}]}, actor="alice")
+    found = recall(memory, "default", client="claude-code")
+    assert found.since == before.since
+    assert [c.subject for c in found.changes] == ["Ada Lovelace", "Ada Lovelace"]
+    assert "bravo" not in render(found) and "Secret" not in render(found)
+
+
 def test_a_recall_without_a_query_shows_the_entities_changed_last(memory: Memory) -> None:
     memory.write("add_observations", {"observations": [{"entityName": "Note 3", "contents": ["touched"]}]},
                  actor="bob")
