@@ -23,7 +23,7 @@ from chronograph.application.engine.budget import ReplyBudget
 from chronograph.application.engine.outputs import ObjectOut, object_out
 from chronograph.application.engine.registry import Registry
 from chronograph.application.engine.service import Memory
-from chronograph.application.surfaces.projectroot import project_root, project_workspace, workspace_name
+from chronograph.application.surfaces.projectroot import Project, adopt, resolve_project
 from chronograph.eventstore import EntityCreated, ObservationsAdded
 from chronograph.projections import new_entity_stream
 from msgspec import UNSET, Meta, UnsetType
@@ -40,19 +40,41 @@ REMINDER = "Remember to call n2n_update_context before 'git commit'."
 Path_ = Annotated[str, Meta(min_length=1, max_length=4096)]
 
 
-class N2nArgs(Args, kw_only=True):
+class N2nArgs(Args, kw_only=True, dict=True):
+    """What every n2n tool takes: the project's root, and its confirmation when new.
+
+    The project is resolved once, the first time it is asked (the access check asks first), and
+    kept on the instance (`dict=True`: an attribute, not a field: neither on the wire nor in the
+    schema); the workspace the tool reads and writes, the project files' hooks and the Markdown
+    export all use that one resolution, so a link flipped after the check changes nothing."""
+
     project_path: Path_
     confirm_new_project_root: Path_ | UnsetType = UNSET
 
+    def project(self) -> Project:
+        """The project `projectPath` names, as this call resolved it.
+
+        Raises:
+            ChronographError: If it names no project root (see `resolve_project`).
+        """
+        found: Project | None = self.__dict__.get("_project")
+        if found is None:
+            found = self.__dict__["_project"] = resolve_project("n2n", self.project_path)
+        return found
+
     @property
     def workspace(self) -> str:
-        """The project's workspace (checked on every call; a new root needs confirming)."""
-        confirmed = None if self.confirm_new_project_root is UNSET else self.confirm_new_project_root
-        return project_workspace("n2n", self.project_path, confirmed)
+        """The project's workspace (a new root needs confirming; adopted in the folder resolved)."""
+        project = self.project()
+        if not self.__dict__.get("_adopted"):
+            confirmed = None if self.confirm_new_project_root is UNSET else self.confirm_new_project_root
+            adopt("n2n", project, confirmed)
+            self.__dict__["_adopted"] = True
+        return project.workspace
 
     def touches(self) -> tuple[str, ...]:
         """The project's workspace, found without adopting the root (the access check comes first)."""
-        return (workspace_name(project_root("n2n", self.project_path)),)
+        return (self.project().workspace,)
 
 
 def done(message: str, action: str = "MEMORY_UPDATED", **fields: Any) -> ObjectOut:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,7 +26,6 @@ from chronograph.application.engine.sink import Sink
 from chronograph.application.errors import InvalidArgumentsError, NotFoundError, StorageError, UnavailableError
 from chronograph.application.lifecycle.export import CHUNK, render_into
 from chronograph.application.surfaces.n2n import N2N, N2nArgs, Path_, done
-from chronograph.application.surfaces.projectroot import project_root
 from chronograph.eventstore.files import WriteRefused, guarded_file
 from msgspec import UNSET
 
@@ -45,18 +45,26 @@ def n2n_export_markdown(memory: Memory, args: ExportMarkdown) -> ObjectOut:
     ws = args.workspace
     if not memory.project_files:
         raise UnavailableError("This server writes no project files (HTTP without --allow-http-export)")
-    root = project_root(TOOL, args.project_path)
-    target = _inside(root, args.output_path)
-    shown = target.relative_to(root)
-    try:
-        with guarded_file(target, overwrite=args.overwrite, flag="overwrite: true", within=root) as file:
-            write_markdown(memory, ws, root.name, Sink(lambda text: file.write(text.encode("utf-8"))))
-            written = file.tell()
-    except WriteRefused as error:
-        raise InvalidArgumentsError(TOOL, f"outputPath: {shown} {REFUSALS.get(error.reason, 'cannot be written')}") \
-            from None
-    except OSError as error:
-        raise StorageError(f"cannot write the export {str(shown)!r}: {error.strerror}") from None
+    project = args.project()  # the one the access check resolved: never projectPath again
+    with project.pinned(TOOL) as root:
+        inside, name = _inside(root, project.root, args.output_path)
+        shown = inside / name
+        with ExitStack() as stack:
+            try:
+                folder = stack.enter_context(project.pinned(TOOL, str(inside)))
+            except OSError:
+                raise InvalidArgumentsError(TOOL, f"outputPath: the folder {inside} changed while the call ran (it "
+                                            "is a symbolic link, or no folder, now); nothing was written") from None
+            try:
+                with guarded_file(folder / name, overwrite=args.overwrite, flag="overwrite: true",
+                                  within=root) as file:
+                    write_markdown(memory, ws, project.root.name, Sink(lambda text: file.write(text.encode("utf-8"))))
+                    written = file.tell()
+            except WriteRefused as error:
+                raise InvalidArgumentsError(TOOL, f"outputPath: {shown} "
+                                            f"{REFUSALS.get(error.reason, 'cannot be written')}") from None
+            except OSError as error:
+                raise StorageError(f"cannot write the export {str(shown)!r}: {error.strerror}") from None
     return done(f"Exported the graph to {shown}", "MEMORY_EXPORTED", path=str(shown), bytes=written)
 
 
@@ -82,21 +90,23 @@ def write_markdown(memory: Memory, workspace: str, title: str, sink: Sink) -> No
         render_into(sink, "markdown", entities(), relations, None, title)
 
 
-def _inside(root: Path, output_path: str) -> Path:
-    """The Markdown file `output_path` names inside `root`: its folder resolved, its own name not
-    (a link there is refused by the writer, never followed)."""
+def _inside(root: Path, real: Path, output_path: str) -> tuple[Path, str]:
+    """The folder (relative to the project's root, links resolved) and the name of the Markdown
+    file `output_path` names inside the project; `root` reaches the project's folder (see
+    `Project.pinned`), `real` is where it is. The file's own name is not resolved (a link there
+    is refused by the writer, never followed), and the folder is opened again one step at a time
+    without following a link, so one put there since is refused too."""
     if os.path.isabs(output_path) or "\x00" in output_path:
         raise InvalidArgumentsError(TOOL, "outputPath: must be relative to the project root")
     named = Path(output_path)
     if named.name in ("", ".", ".."):
         raise InvalidArgumentsError(TOOL, "outputPath: must name a Markdown file (.md) inside the root")
     folder = Path(os.path.realpath(root / named.parent))
-    target = folder / named.name
-    if folder != root and root not in folder.parents:
+    if folder != real and real not in folder.parents:
         raise InvalidArgumentsError(TOOL, "outputPath: escapes the project root")
-    relative = target.relative_to(root)
-    if any(part.startswith(".") for part in relative.parts) or target.suffix.lower() not in (".md", ".markdown"):
+    relative = folder.relative_to(real) / named.name
+    if any(part.startswith(".") for part in relative.parts) or relative.suffix.lower() not in (".md", ".markdown"):
         raise InvalidArgumentsError(TOOL, "outputPath: must be a Markdown file (.md), not hidden, inside the root")
     if not folder.is_dir():
-        raise NotFoundError(f"outputPath: the folder {folder.relative_to(root)} does not exist")
-    return target
+        raise NotFoundError(f"outputPath: the folder {folder.relative_to(real)} does not exist")
+    return relative.parent, named.name

@@ -19,13 +19,16 @@ on our current context is a teammate's next step (taken); anything else was writ
 ours changed too (parked). n2n ignores the two extra fields.
 
 Writes go through `write_project_file`, the one place that writes into a project (atomic:
-a temporary file, synced, renamed over the target; never through a symbolic link).
+a temporary file, synced, renamed over the target; never through a symbolic link). The files
+read and written are those of the project the call resolved for its grant check, reached
+through that folder's descriptor (`Project.pinned`), never through `projectPath` again.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,7 +36,7 @@ import msgspec
 from chronograph.application.engine.registry import Tool
 from chronograph.application.engine.service import Memory, Written
 from chronograph.application.errors import ChronographError, StorageError
-from chronograph.application.surfaces.n2n import N2N, project_graph
+from chronograph.application.surfaces.n2n import N2N, N2nArgs, project_graph
 from chronograph.application.surfaces.projectfold import (
     ACTOR,
     CONTEXT_FIELDS,
@@ -46,7 +49,14 @@ from chronograph.application.surfaces.projectfold import (
     in_format,
     revision,
 )
-from chronograph.application.surfaces.projectroot import CONTEXT_FILE, MARKER_FILE, MEMORY_FILE, project_root
+from chronograph.application.surfaces.projectroot import (
+    CONTEXT_FILE,
+    MARKER_FILE,
+    MEMORY_FILE,
+    Project,
+    ProjectChangedError,
+    resolve_project,
+)
 from chronograph.eventstore import clock
 from chronograph.eventstore.files import ReadRefused, WriteRefused, read_regular, write_file
 
@@ -65,14 +75,17 @@ parsing its JSON, some ten times its size in memory) stays bounded on every call
 # --- the files ---------------------------------------------------------------------------
 
 
-def write_project_file(path: Path, text: str) -> bool:
+def write_project_file(path: Path, text: str, *, root: Path | None = None) -> bool:
     """Write `text` to `path` whole, through the guarded writer (`eventstore.files`: never
     through a link, never into a store, a temporary file created exclusively, synced, renamed
     over the old file); return whether anything changed (an identical file is left alone).
 
     This is the one place the project files are written; it refuses a symbolic link at the
     target or as the `.mcp` folder, so a repository cannot aim the write elsewhere, and a text
-    past `FILE_LIMIT`, which the next call could not read back.
+    past `FILE_LIMIT`, which the next call could not read back. `root`: the project's folder as
+    `Project.pinned` reaches it, when `path`'s folder is reached through a descriptor too
+    (`Project.pinned(tool, ".mcp")`: that path is followed, since nothing can swap it); the
+    file must lie inside it (by default, inside the folder above the file's).
 
     Raises:
         ProjectFileError: If what is at `path` is not a regular file (see `read_project_file`).
@@ -82,26 +95,27 @@ def write_project_file(path: Path, text: str) -> bool:
     if len(data) > FILE_LIMIT:
         raise OSError(f"{path.name} would be {len(data):,} bytes, past the {FILE_LIMIT:,} a project file may "
                       "hold (the next call could not read it back); the project's memory is too large to mirror")
-    if read_project_file(path) == data:
+    if read_project_file(path, pinned=root is not None) == data:
         return False
     try:  # these two files are the mirror's own: replacing them is what it is for
-        write_file(path, data, overwrite=True, within=path.parent.parent)
+        write_file(path, data, overwrite=True, within=path.parent.parent if root is None else root)
     except WriteRefused as error:
         raise OSError(str(error)) from None
     return True
 
 
-def read_project_file(path: Path) -> bytes | None:
+def read_project_file(path: Path, *, pinned: bool = False) -> bytes | None:
     """The bytes of the project file at `path` (None if there is none): the one way a project
     file (`.mcp/memory.json`, `context.json`, `chronograph.json`) is read, never through a
-    link, never blocking on a FIFO, never past `FILE_LIMIT`.
+    link, never blocking on a FIFO, never past `FILE_LIMIT`. `pinned`: `path`'s folder is
+    reached through its open descriptor (`Project.pinned`), the one path to it that is followed.
 
     Raises:
         ProjectFileError: If it (or `.mcp`) is a link, a folder, not a regular file or too large,
             or the file system refuses to read it (permissions, a loop of links).
     """
     try:
-        return read_regular(path, limit=FILE_LIMIT)
+        return read_regular(path, limit=FILE_LIMIT, folder_links=pinned)
     except OSError as error:
         raise ProjectFileError(f"The project file .mcp/{path.name} cannot be read: {error.strerror or error}; "
                                "nothing was read") from None
@@ -161,8 +175,20 @@ def _signature(mcp: Path) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def _as_shown(text: str, view: Path | None, real: Path) -> str:
+    """`text` with the path `view` (a folder reached through its descriptor) shown as `real`."""
+    return text if view is None else re.sub(re.escape(str(view)) + r"(?![0-9])", lambda _: str(real), text)
+
+
+def _not_mirrored(error: ProjectChangedError) -> StorageError:
+    return StorageError(f"The change is in the log, but the project files were not written: {error}")
+
+
 class ProjectFiles:
-    """Keeps the projects' `.mcp` files and their workspaces in step, around n2n's calls."""
+    """Keeps the projects' `.mcp` files and their workspaces in step, around n2n's calls.
+
+    A call's project is the one its arguments resolved for the access check (`N2nArgs.project`),
+    and its files are read and written inside that folder only (`Project.pinned`)."""
 
     def __init__(self, *, always: bool = False) -> None:
         self.always = always
@@ -174,56 +200,79 @@ class ProjectFiles:
         self._roots: dict[str, Path] = {}
         """workspace -> the root of the project whose files this process keeps for it"""
 
-    def enabled(self, root: Path) -> bool:
-        """Whether the files of the project at `root` are kept: the server says so, or the
-        project's marker does (read again only when the marker changed)."""
+    def enabled(self, project: Project, tool: str = "n2n") -> bool:
+        """Whether the files of `project` are kept: the server says so, or the project's marker
+        does (read again only when the marker changed).
+
+        Raises:
+            ProjectChangedError: If the project's folder is not the one resolved any more.
+        """
         if self.always:
             return True
-        marker = root / ".mcp" / MARKER_FILE
-        try:
-            stat = marker.stat()
-        except (OSError, ValueError):  # absent, or a path no file can have (NUL): the tool says why
-            return False
-        key = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
-        known = self._markers.get(str(root))
-        if known is not None and known[0] == key:
-            return known[1]
-        try:  # a link, a FIFO or a folder is refused (ProjectFileError), never read
-            content = json.loads(read_project_file(marker) or b"null")
-        except (OSError, ValueError):
-            content = None
+        with project.pinned(tool) as root:
+            marker = root / ".mcp" / MARKER_FILE
+            try:
+                stat = marker.stat()
+            except (OSError, ValueError):  # absent, or a path no file can have (NUL): the tool says why
+                return False
+            key = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+            known = self._markers.get(str(project.root))
+            if known is not None and known[0] == key:
+                return known[1]
+            try:  # a link, a FIFO or a folder is refused (ProjectFileError), never read
+                content = json.loads(read_project_file(marker) or b"null")
+            except (OSError, ValueError):
+                content = None
         asks = isinstance(content, dict) and content.get("projectFiles") is True
-        self._markers[str(root)] = (key, asks)
+        self._markers[str(project.root)] = (key, asks)
         return asks
 
-    def _project(self, tool: Tool, args: Any) -> tuple[Path, str] | None:
-        if tool.name not in N2N or not hasattr(args, "project_path"):
+    def _project(self, tool: Tool, args: Any) -> Project | None:
+        if tool.name not in N2N or not isinstance(args, N2nArgs):
             return None
         try:
-            if not self.always and not self.enabled(Path(args.project_path)):  # the common case: one stat
+            project = args.project()  # resolved once, for the access check: never again
+            if not self.always and not self.enabled(project, tool.name):  # the common case: the marker's stat
                 return None
-            workspace = args.workspace  # checks the root (and adopts a confirmed one), as the tool will
-            root = project_root(tool.name, args.project_path)
-        except ProjectFileError:
-            raise  # the marker is there but no file to read: the tool cannot say why
+            args.workspace  # noqa: B018 (adopts a confirmed root, as the tool will)
+        except (ProjectFileError, ProjectChangedError):
+            raise  # the marker is there but no file to read, or the folder is not the one checked
         except ChronographError:
             return None  # the tool itself reports it
-        self._roots[workspace] = root
-        return root, workspace
+        self._roots[project.workspace] = project.root
+        return project
+
+    def _known(self, tool: Tool, workspace: str) -> Project | None:
+        """The project whose files this process keeps for `workspace`, as it is now: resolved again
+        from its real path, and only if that is still the project of `workspace` (not moved, no
+        link put on its path)."""
+        root = self._roots.get(workspace)
+        if root is None:
+            return None
+        try:
+            project = resolve_project(tool.name, str(root))
+        except ChronographError:
+            project = None
+        if project is None or project.workspace != workspace:
+            del self._roots[workspace]  # the folder at that path is no longer this workspace's project
+            return None
+        return project
 
     def before(self, memory: Memory, tool: Tool, args: Any) -> None:
         """Fold the project's files into the log if they changed since this process last saw them.
 
         Raises:
             ProjectFileError: If a file is not n2n's JSON (a merge conflict left in it, say).
+            ProjectChangedError: If the project's folder is not the one the call resolved any more.
         """
         project = self._project(tool, args)
         if project is None:
             return
-        root, workspace = project
-        mcp = root / ".mcp"
-        with memory.lock:  # one fold at a time, and no mirror between reading the files and folding them
-            if self._seen.get(str(root)) == _signature(mcp):
+        key, workspace = str(project.root), project.workspace
+        # one fold at a time, and no mirror between reading the files and folding them
+        with memory.lock, project.pinned(tool.name) as root:
+            mcp = root / ".mcp"
+            if self._seen.get(key) == _signature(mcp):
                 return
             graph, context = _read_json(mcp / MEMORY_FILE), _read_json(mcp / CONTEXT_FILE)
             if graph is not None or context is not None:
@@ -232,9 +281,9 @@ class ProjectFiles:
                 memory.write(FILES["fold_project_files"], {"workspace": workspace, "graph": graph or {},
                                                            "context": context}, actor=ACTOR)
             try:
-                self._mirror(memory, root, workspace)
+                self._mirror(memory, project, root, tool.name)
             except StorageError:  # the call goes on (a read, a delete that brings the files back under
-                self._seen[str(root)] = _signature(mcp)  # their cap); the next write's mirror says why
+                self._seen[key] = _signature(mcp)  # their cap); the next write's mirror says why
 
     def after(self, memory: Memory, tool: Tool, args: Any, written: Written) -> None:
         """Mirror the project into its files after a call that changed it: an n2n call, or any
@@ -246,38 +295,53 @@ class ProjectFiles:
         """
         if not written.changed:
             return
-        project = self._project(tool, args)
+        try:
+            project = self._project(tool, args)
+        except ProjectChangedError as error:
+            raise _not_mirrored(error) from None
         if project is None and isinstance(workspace := getattr(args, "workspace", None), str):
-            root = self._roots.get(workspace)
-            project = None if root is None else (root, workspace)
+            project = self._known(tool, workspace)
         if project is not None:
-            self.mirror(memory, *project)
+            self.mirror(memory, project, tool.name)
 
-    def mirror(self, memory: Memory, root: Path, workspace: str) -> None:
+    def mirror(self, memory: Memory, project: Project, tool: str = "n2n") -> None:
         """Write the project's graph and hot context into its `.mcp` files, in n2n's format.
 
         Holding the store's lock throughout, so that two calls' mirrors cannot land out of order.
+
+        Raises:
+            StorageError: If the files cannot be written, or the project's folder is not the one
+                resolved any more (the change itself is in the log).
         """
         with memory.lock:
-            self._mirror(memory, root, workspace)
+            try:
+                with project.pinned(tool) as root:
+                    self._mirror(memory, project, root, tool)
+            except ProjectChangedError as error:
+                raise _not_mirrored(error) from None
 
-    def _mirror(self, memory: Memory, root: Path, workspace: str) -> None:
+    def _mirror(self, memory: Memory, project: Project, root: Path, tool: str) -> None:
+        """Write the files into `root`, the project's folder as `Project.pinned` reaches it."""
+        workspace = project.workspace
         graph = project_graph(memory, workspace)
         entities = [{"name": e["name"], "entityType": e["entityType"], "observations": sorted(e["observations"])}
                     for e in graph["entities"]]
         relations = sorted(({"from": r["from"], "to": r["to"], "relationType": r["relationType"]}
                             for r in graph["relations"]), key=lambda r: (r["from"], r["to"], r["relationType"]))
-        mcp = root / ".mcp"
+        shown, mcp = project.root / ".mcp", None
         try:
-            write_project_file(mcp / MEMORY_FILE, json.dumps({"entities": entities, "relations": relations},
-                                                             indent=2, ensure_ascii=False) + "\n")
-            context = self._context(memory, workspace)
-            if context is not None:
-                write_project_file(mcp / CONTEXT_FILE, json.dumps(context, indent=2, ensure_ascii=False) + "\n")
+            with project.pinned(tool, ".mcp") as mcp:  # the folder itself, never a link put there since
+                write_project_file(mcp / MEMORY_FILE, json.dumps({"entities": entities, "relations": relations},
+                                                                 indent=2, ensure_ascii=False) + "\n", root=root)
+                context = self._context(memory, workspace)
+                if context is not None:
+                    write_project_file(mcp / CONTEXT_FILE, json.dumps(context, indent=2, ensure_ascii=False) + "\n",
+                                       root=root)
         except OSError as error:
-            raise StorageError(f"The change is in the log, but the project files in {mcp} could not be written: "
-                               f"{error}. The next call tries again") from None
-        self._seen[str(root)] = _signature(mcp)
+            said = _as_shown(_as_shown(str(error), mcp, shown), root, project.root)
+            raise StorageError(f"The change is in the log, but the project files in {shown} could not be written: "
+                               f"{said}. The next call tries again") from None
+        self._seen[str(project.root)] = _signature(root / ".mcp")
 
     def _context(self, memory: Memory, workspace: str) -> dict[str, Any] | None:
         with memory.lock, memory.timeline.at("mirror") as moment:

@@ -5,21 +5,31 @@ is adopted only when the client confirms it (`confirmNewProjectRoot`), and then 
 A project's memory is a workspace named after its root (`n2n:<folder>:<digest of the real
 path>`), so every project on the machine shares the one store and log, isolated from the
 others, with history, time travel and audit.
+
+A call resolves its `projectPath` once (`resolve_project`: the real path, and which folder
+that was, its device and inode); the grant is checked on that project's workspace, and
+everything the call reads or writes inside the project goes through `Project.pinned`, which
+opens the folder again without following a link, refuses it unless it is the same folder at
+the same place, and hands a path that reaches it through the open descriptor: a link flipped,
+or the folder or one above it swapped, after the check sends nothing elsewhere.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from chronograph.application.errors import ChronographError, InvalidArgumentsError, NotFoundError
 from chronograph.eventstore.files import WriteRefused, store_of, write_file
 from chronograph.eventstore.keys import digest
 
-__all__ = ["CONTEXT_FILE", "MEMORY_FILE", "STRONG_MARKERS", "AwaitingConfirmationError", "adopted_root",
-           "project_root", "project_workspace", "workspace_name"]
+__all__ = ["CONTEXT_FILE", "MEMORY_FILE", "STRONG_MARKERS", "AwaitingConfirmationError", "Project",
+           "ProjectChangedError", "adopt", "adopted_root", "project_workspace", "resolve_project", "workspace_name"]
 
 STRONG_MARKERS = (
     ".git", ".mcp", "package.json", "tsconfig.json", "pyproject.toml", "setup.py", "setup.cfg", "Cargo.toml",
@@ -48,13 +58,128 @@ class AwaitingConfirmationError(ChronographError):
         self.details = {"status": "AWAITING_CONFIRMATION", "detectedRoot": root}
 
 
-def project_root(tool: str, project_path: str) -> Path:
-    """The real path of the project root `project_path` names, checked.
+class ProjectChangedError(ChronographError):
+    """The project folder a call resolved is no longer the folder at its path: nothing was read or written."""
+
+    code = "conflict"
+
+    def __init__(self, tool: str, root: Path) -> None:
+        super().__init__(
+            f"{tool}: the project folder {root} changed while the call ran (it, or a folder above it, was moved, "
+            "replaced or made a symbolic link after projectPath was resolved); nothing was read or written in it. "
+            "Call again once the project stays where it is"
+        )
+
+
+_FOLDER = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+"""How a project's folder is opened: without following a link there, and (on Linux) without
+needing to read it, only to reach what is inside."""
+
+
+@dataclass(frozen=True)
+class Project:
+    """A project root as one call resolved it: its real path and which folder that was (device,
+    inode). The call's workspace is this project's, and whatever it reads or writes inside the
+    project goes through `pinned`, never through `projectPath` again."""
+
+    root: Path
+    identity: tuple[int, int]
+
+    @property
+    def workspace(self) -> str:
+        """The workspace of the project's memory."""
+        return workspace_name(self.root)
+
+    @contextmanager
+    def pinned(self, tool: str, inside: str = "") -> Iterator[Path]:
+        """A path to the project's folder (or to its folder `inside`, each step opened without
+        following a link) that reaches the folder resolved, for as long as the block runs: on
+        Linux through the open descriptor (`/proc/self/fd/<n>`), so that nothing swapped after
+        this check can send a read or a write elsewhere; elsewhere the real path, checked.
+
+        Raises:
+            ProjectChangedError: If the folder at the project's path is not the one resolved (a link
+                there or above it now, another folder, gone).
+            OSError: If a folder of `inside` is missing, a link or not a folder.
+        """
+        with ExitStack() as opened:
+            try:
+                fd = _open_folder(tool, self.root)
+            except OSError:
+                raise ProjectChangedError(tool, self.root) from None
+            opened.callback(os.close, fd)
+            found = os.fstat(fd)
+            if (found.st_dev, found.st_ino) != self.identity:
+                raise ProjectChangedError(tool, self.root)
+            for part in Path(inside).parts:
+                if part in ("..", os.sep):
+                    raise ValueError(f"{inside!r} is not a folder inside the project")
+                try:
+                    fd = os.open(part, _FOLDER, dir_fd=fd)
+                except OSError as error:
+                    what = "does not exist" if error.errno == errno.ENOENT else "is a symbolic link or not a folder"
+                    raise OSError(error.errno, f"{inside} {what} (in {self.root})") from None
+                opened.callback(os.close, fd)
+            yield _through(fd) or self.root / inside
+
+
+def _open_folder(tool: str, real: Path) -> int:
+    """The folder at the real path `real`, opened without following a link at it, and checked
+    (where the kernel says where an open folder is) to be there, not behind a folder above it
+    swapped for a link since `real` was resolved.
+
+    Raises:
+        ProjectChangedError: If there is a link at `real`, or above it.
+        OSError: If there is no folder at `real`.
+    """
+    try:
+        fd = os.open(real, _FOLDER)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise ProjectChangedError(tool, real) from None
+        raise
+    if _plain(_where(fd, real)) != _plain(str(real)):
+        os.close(fd)
+        raise ProjectChangedError(tool, real)
+    return fd
+
+
+def _where(fd: int, real: Path) -> str:
+    """Where the folder open as `fd` is: the kernel's answer (Linux), or else where `real` leads
+    now if it leads to that folder (a narrower check: the identity is compared besides)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        pass
+    try:
+        return os.path.realpath(real) if os.path.samestat(os.stat(real), os.fstat(fd)) else ""
+    except OSError:
+        return ""
+
+
+def _plain(path: str) -> str:
+    """`path` with the leading `//` POSIX lets `realpath` keep (the kernel never says it) as `/`."""
+    return "/" + path.lstrip("/") if path.startswith("/") else path
+
+
+def _through(fd: int) -> Path | None:
+    """A path that reaches the folder open as `fd` through the descriptor itself (Linux's
+    `/proc/self/fd`: the kernel follows the descriptor, not a name), or None where there is none."""
+    view = f"/proc/self/fd/{fd}"
+    try:
+        return Path(view) if os.path.samestat(os.stat(view), os.fstat(fd)) else None
+    except OSError:
+        return None
+
+
+def resolve_project(tool: str, project_path: str) -> Project:
+    """The project root `project_path` names, resolved and checked: once per call (`N2nArgs.project`).
 
     Raises:
         InvalidArgumentsError: A relative path, NUL or `..` in it, a folder inside a store, or a
             folder that is no project root.
         NotFoundError: A path that does not exist or is not a folder.
+        ProjectChangedError: A link put at the real path, or above it, while it was resolved.
     """
     if "\x00" in project_path:
         raise InvalidArgumentsError(tool, "projectPath: must not contain NUL characters")
@@ -64,18 +189,33 @@ def project_root(tool: str, project_path: str) -> Path:
     if ".." in Path(project_path).parts:
         raise InvalidArgumentsError(tool, "projectPath: must not contain '..' (give the root itself)")
     root = Path(os.path.realpath(project_path))
-    if not root.is_dir():
-        raise NotFoundError(f"projectPath: {project_path} does not exist or is not a folder")
-    store = store_of(root)
-    if store is not None:  # refused before anything is created in it (a `.mcp` beside data.mdb)
-        raise InvalidArgumentsError(tool, f"projectPath: {root} lies inside the store at {store} (a folder holding "
-                                    "data.mdb); a store is no project, and nothing is written into one")
-    if not any((root / marker).exists() for marker in STRONG_MARKERS):
-        weak = any((root / marker).exists() for marker in WEAK_MARKERS)
-        what = "only a weak root (a README)" if weak else "no project root"
-        raise InvalidArgumentsError(tool, f"projectPath: {root} is {what}; a root has one of "
-                                    f"{', '.join(STRONG_MARKERS[:6])}, ... (parents are not searched)")
-    return root
+    try:
+        fd = _open_folder(tool, root)
+    except OSError:
+        raise NotFoundError(f"projectPath: {project_path} does not exist or is not a folder") from None
+    try:
+        found = os.fstat(fd)
+        store = store_of(root)
+        if store is not None:  # refused before anything is created in it (a `.mcp` beside data.mdb)
+            raise InvalidArgumentsError(tool, f"projectPath: {root} lies inside the store at {store} (a folder "
+                                        "holding data.mdb); a store is no project, and nothing is written into one")
+        if not any(_exists(fd, marker) for marker in STRONG_MARKERS):
+            weak = any(_exists(fd, marker) for marker in WEAK_MARKERS)
+            what = "only a weak root (a README)" if weak else "no project root"
+            raise InvalidArgumentsError(tool, f"projectPath: {root} is {what}; a root has one of "
+                                        f"{', '.join(STRONG_MARKERS[:6])}, ... (parents are not searched)")
+    finally:
+        os.close(fd)
+    return Project(root, (found.st_dev, found.st_ino))
+
+
+def _exists(fd: int, name: str) -> bool:
+    """Whether `name` exists in the folder open as `fd` (through a link, as `Path.exists`)."""
+    try:
+        os.stat(name, dir_fd=fd)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def workspace_name(root: Path) -> str:
@@ -103,29 +243,44 @@ def adopted_root(path: str, imported: Callable[[str], bool] | None = None,
     return None
 
 
+def adopt(tool: str, project: Project, confirmed: str | None = None) -> None:
+    """Make sure `project` is adopted (its `.mcp` folder and marker), adopting a new root when
+    `confirmed` names it; inside the folder resolved (`Project.pinned`).
+
+    Raises:
+        AwaitingConfirmationError: A recognised root without `.mcp`, not confirmed.
+        InvalidArgumentsError: `.mcp` is a link or not a folder, or the marker cannot be written.
+        ProjectChangedError: The folder at the project's path is not the one resolved any more.
+    """
+    shown = project.root / ".mcp"
+    with project.pinned(tool) as root:
+        mcp = root / ".mcp"
+        if mcp.is_symlink() or (os.path.lexists(mcp) and not mcp.is_dir()):
+            raise InvalidArgumentsError(tool, f"projectPath: {shown} is a symbolic link or not a folder; Chronograph "
+                                        "writes a project's files only inside it, never through a link (remove it "
+                                        "and call again)")
+        if not mcp.is_dir():
+            if confirmed is None or os.path.realpath(confirmed) != str(project.root):
+                raise AwaitingConfirmationError(str(project.root))
+            mcp.mkdir(exist_ok=True)
+        marker = mcp / MARKER_FILE
+        if not os.path.lexists(marker):
+            data = json.dumps({"workspace": project.workspace, "store": "chronograph"}) + "\n"
+            try:  # the guarded writer: a random temporary name, created exclusively, never a planted link
+                write_file(marker, data.encode("utf-8"), within=root)
+            except WriteRefused as error:
+                if error.reason != "exists":  # another call wrote it meanwhile: fine
+                    raise InvalidArgumentsError(tool, f"projectPath: cannot write {shown / MARKER_FILE}: "
+                                                f"{str(error).replace(str(root), str(project.root))}") from None
+
+
 def project_workspace(tool: str, project_path: str, confirmed: str | None = None) -> str:
-    """The workspace of the project at `project_path`, adopting a new root when `confirmed` names it.
+    """The workspace of the project at `project_path`, adopting a new root when `confirmed` names
+    it (resolved here; a call resolves its project once, through `N2nArgs`).
 
     Raises:
         AwaitingConfirmationError: A recognised root without `.mcp`, not confirmed.
     """
-    root = project_root(tool, project_path)
-    workspace = workspace_name(root)
-    mcp = root / ".mcp"
-    if mcp.is_symlink() or (os.path.lexists(mcp) and not mcp.is_dir()):
-        raise InvalidArgumentsError(tool, f"projectPath: {mcp} is a symbolic link or not a folder; Chronograph "
-                                    "writes a project's files only inside it, never through a link (remove it and "
-                                    "call again)")
-    if not mcp.is_dir():
-        if confirmed is None or os.path.realpath(confirmed) != str(root):
-            raise AwaitingConfirmationError(str(root))
-        mcp.mkdir(exist_ok=True)
-    marker = mcp / MARKER_FILE
-    if not os.path.lexists(marker):
-        data = json.dumps({"workspace": workspace, "store": "chronograph"}) + "\n"
-        try:  # the guarded writer: a random temporary name, created exclusively, never a planted link
-            write_file(marker, data.encode("utf-8"), within=root)
-        except WriteRefused as error:
-            if error.reason != "exists":  # another call wrote it meanwhile: fine
-                raise InvalidArgumentsError(tool, f"projectPath: cannot write {marker}: {error}") from None
-    return workspace
+    project = resolve_project(tool, project_path)
+    adopt(tool, project, confirmed)
+    return project.workspace
