@@ -10,11 +10,14 @@ from typing import Any
 import pytest
 from chronograph.application import Memory
 from chronograph.application.engine.sink import Sink
+from chronograph.application.errors import ChronographError
 from chronograph.application.lifecycle.export import render
+from chronograph.application.surfaces import n2nmarkdown
 from chronograph.application.surfaces.n2n import project_graph
 from chronograph.application.surfaces.n2nmarkdown import write_markdown
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from support.projects import SECRET, projects, swap_for_link
 
 WS = "n2n:repo:0000000000000000"
 names = st.sampled_from(["Ada", "ada", "Zoë", "a*b", "日本 x"])
@@ -84,3 +87,52 @@ def test_the_export_holds_a_chunk_of_the_graph_not_the_graph(tmp_path: Path) -> 
             tracemalloc.stop()
     assert written[0] > 4_000_000
     assert peak < written[0]  # the whole graph as data took 3.4 times the text it renders, this 0.5
+
+
+def test_the_export_writes_into_the_project_the_call_resolved_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A link aimed at the other project each time it is resolved: the export resolved it again
+    and wrote the victim's graph into the attacker's file (or the attacker's over the victim's)."""
+    with Memory(tmp_path / "store", sync=False, project_files=True) as memory:
+        two = projects(memory, tmp_path)
+        for root in (two.mine, two.victim):
+            (root / "NOTES.md").write_text("the owner's own notes\n")
+        two.flipped_at_every_resolution(monkeypatch)
+        two.read("n2n_export_markdown", {"outputPath": "NOTES.md", "overwrite": True})
+    assert (two.victim / "NOTES.md").read_text() == "the owner's own notes\n"
+    ours = (two.mine / "NOTES.md").read_text()
+    assert "Mine" in ours and SECRET not in ours
+
+
+@pytest.mark.parametrize("swapped", ["the root", "a folder above it"])
+def test_an_export_into_a_project_swapped_after_the_check_is_refused_and_writes_nothing(
+        tmp_path: Path, swapped: str) -> None:
+    with Memory(tmp_path / "store", sync=False, project_files=True) as memory:
+        two = projects(memory, tmp_path, mine=tmp_path / "parent" / "mine", victim=tmp_path / "other" / "mine")
+        (two.victim / "NOTES.md").write_text("the victim's own notes\n")
+        folder, target = (two.mine, two.victim) if swapped == "the root" else (two.mine.parent, two.victim.parent)
+        two.after_the_check(lambda: swap_for_link(folder, target))
+        with pytest.raises(ChronographError, match="changed while the call ran"):
+            two.read("n2n_export_markdown", {"outputPath": "NOTES.md", "overwrite": True}, two.mine)
+    assert (two.victim / "NOTES.md").read_text() == "the victim's own notes\n"
+    assert sorted(p.name for p in two.victim.iterdir()) == [".git", ".mcp", "NOTES.md"]
+
+
+def test_a_folder_of_the_output_path_swapped_for_a_link_after_it_was_checked_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`docs` is a folder of the project when `outputPath` is checked, then a link to the victim's."""
+    with Memory(tmp_path / "store", sync=False, project_files=True) as memory:
+        two = projects(memory, tmp_path)
+        (two.mine / "docs").mkdir()
+        (two.victim / "NOTES.md").write_text("the victim's own notes\n")
+        checked = n2nmarkdown._inside
+
+        def then_swapped(*args: Any) -> Any:
+            found = checked(*args)
+            swap_for_link(two.mine / "docs", two.victim)
+            return found
+
+        monkeypatch.setattr(n2nmarkdown, "_inside", then_swapped)
+        with pytest.raises(ChronographError, match="the folder docs changed while the call ran"):
+            two.read("n2n_export_markdown", {"outputPath": "docs/NOTES.md", "overwrite": True}, two.mine)
+    assert (two.victim / "NOTES.md").read_text() == "the victim's own notes\n"

@@ -4,16 +4,20 @@ an `invalid` error naming the file."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
 import pytest
+from chronograph.application import Memory
+from chronograph.application.errors import ChronographError
 from chronograph.application.surfaces import projectfiles
 from chronograph.server.app import create_server
 from chronograph.server.config import Settings
 from mcp import Client
 from support.fifo import never_waited_on
 from support.mcp import ToolFailed, call
+from support.projects import SECRET, projects, swap_for_link
 
 pytestmark = pytest.mark.anyio
 
@@ -116,3 +120,57 @@ async def test_a_loop_of_links_at_memory_json_is_refused_as_invalid_naming_it(tm
         (root / ".mcp" / "memory.json").symlink_to("memory.json")
         answer = await refusal(client, root)
     assert answer["code"] == "invalid" and ".mcp/memory.json" in answer["message"]
+
+
+def kept(memory: Memory) -> projectfiles.ProjectFiles:
+    """Every project's files kept around `memory`'s calls, as `serve --project-files` wires them."""
+    files = projectfiles.ProjectFiles(always=True)
+    memory.before_call.append(files.before)
+    memory.after_write.append(files.after)
+    return files
+
+
+def test_project_files_are_read_and_written_in_the_project_the_call_resolved_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A link aimed at the other project each time it is resolved: the hooks resolved it again and
+    mirrored the victim's graph into the attacker's own `.mcp/memory.json`."""
+    with Memory(tmp_path / "store", sync=False) as memory:
+        kept(memory)
+        two = projects(memory, tmp_path)
+        theirs = (two.victim / ".mcp" / "memory.json").read_bytes()
+        two.flipped_at_every_resolution(monkeypatch)
+        two.read("n2n_get_graph_summary", {})
+        two.aim(two.mine)  # each call starts with the link at its own project
+        two.write("n2n_add_entities", {"entities": [{"name": "Planted", "entityType": "t", "observations": []}]})
+        two.aim(two.mine)
+        two.read("n2n_read_graph", {})
+        ours = (two.mine / ".mcp" / "memory.json").read_text()
+        assert SECRET not in ours and "Planted" in ours
+        assert (two.victim / ".mcp" / "memory.json").read_bytes() == theirs
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_project_folder_swapped_after_the_check_has_its_files_neither_read_nor_written(
+        tmp_path: Path, when: str) -> None:
+    """Swapped before the call folds the files: refused, nothing folded; swapped after its write,
+    before the mirror: the change is in the log, and no file of the other project is written."""
+    with Memory(tmp_path / "store", sync=False) as memory:
+        kept(memory)
+        two = projects(memory, tmp_path)
+        (two.victim / ".mcp" / "memory.json").write_text('{"entities": [{"name": "Stolen", "entityType": "t", '
+                                                          '"observations": []}], "relations": []}\n')
+        theirs = (two.victim / ".mcp" / "memory.json").read_bytes()
+        swap = functools.partial(swap_for_link, two.mine, two.victim)
+        if when == "before":
+            two.after_the_check(swap)
+        else:
+            memory.after_write.insert(0, lambda memory, tool, args, written: swap())
+        with pytest.raises(ChronographError) as refused:
+            two.write("n2n_add_entities", {"entities": [{"name": "Planted", "entityType": "t", "observations": []}]},
+                      two.mine)
+        assert "changed while the call ran" in str(refused.value)
+        if when == "after":
+            assert refused.value.code == "storage" and "The change is in the log" in str(refused.value)
+        assert (two.victim / ".mcp" / "memory.json").read_bytes() == theirs
+        for workspace in two.workspaces:  # nothing of the files folded anywhere
+            assert "Stolen" not in str(memory.read("read_graph", {"workspace": workspace}))
