@@ -71,9 +71,11 @@ class ProjectChangedError(ChronographError):
         )
 
 
-_FOLDER = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FOLDER = (getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_CLOEXEC", 0)
+           | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0))
 """How a project's folder is opened: without following a link there, and (on Linux) without
-needing to read it, only to reach what is inside."""
+needing to read it, only to reach what is inside (the flags a system lacks are read as none, so
+that importing this never fails)."""
 
 
 @dataclass(frozen=True)
