@@ -1,7 +1,8 @@
 """Reverting an entity to an earlier version: `revert_entity`.
 
-A revert appends events; it never rewrites. It restores the state of the version asked
-for: type, observations, metadata and name (a rename undone moves the relations back).
+A revert appends events; it never rewrites. The entity reverted is the one called `name` now
+or, if none is, the one that bore the name last (`tenures.last_bearer`). It restores the state
+of the version asked for: type, observations, metadata and name (a rename undone moves the relations back).
 A live entity gets an `EntityUpdated` naming the version (`revertedTo`); a deleted or
 merged one comes back with an `EntityRestored`, which names the version and the log
 position it restores and keeps the entity's createdAt, and with the relations its
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from chronograph.application.core.entities import entity_label
+from chronograph.application.core.tenures import last_bearer
 from chronograph.application.engine.arguments import D, Name, Version, WriteArgs
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.outputs import EntitiesOut, entity_out
@@ -43,10 +45,7 @@ class RevertOut(EntitiesOut, kw_only=True):
               "is recorded")
 def revert_entity(batch: Batch, args: RevertEntity) -> RevertOut:
     """Restore the state an entity had at `toVersion` by appending events (deleted ones too)."""
-    streams = batch.state.name_streams(batch.workspace, args.name)
-    if not streams:
-        raise NotFoundError(f"Entity with name {args.name} not found")
-    stream = streams[-1]  # the newest incarnation: the live one, if any is
+    stream = _bearer(batch, args.name)
     top = len(batch.tx.positions(stream))
     if args.to_version > top:
         raise InvalidArgumentsError("revert_entity", f"toVersion: {args.name!r} has versions 1 to {top}")
@@ -88,6 +87,22 @@ def revert_entity(batch: Batch, args: RevertEntity) -> RevertOut:
     return RevertOut(entities=[entity_out(restored)], relations_restored=restored_relations, message=(
         f"Restored {restored.name!r} to version {args.to_version}"
         + (f" with {restored_relations} relations its deletion removed" if restored_relations else "")))
+
+
+def _bearer(batch: Batch, name: str) -> str:
+    """The stream of the entity called `name` now, or else of the one that bore the name last (the
+    names index lists them by when each first bore it, not by who bears it now).
+
+    Raises:
+        NotFoundError: If no entity ever bore `name` in the workspace.
+    """
+    live = batch.entity(name)
+    if live is not None:
+        return live.stream
+    last = last_bearer(batch.tx, batch.state.name_streams(batch.workspace, name), batch.workspace, name)
+    if last is None:
+        raise NotFoundError(f"Entity with name {name} not found")
+    return last[0]
 
 
 def _same(live: EntityRecord, state: EntityRecord) -> bool:
