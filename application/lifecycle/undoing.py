@@ -18,6 +18,7 @@ back to it (so merges A->B, B->C reverted in either order end as before them).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import NamedTuple
 
 from chronograph.application.core.tenures import holder_at
@@ -124,9 +125,10 @@ def give_back(batch: Batch, taking: Taking, stream: str) -> Given:
     batch) between the entities they joined, and take from the target the copies a merge made
     that are as it made them."""
     restored, not_restored = 0, []
+    merges = _Merges(batch)
     for item in taking.taken:
         relation = item.record
-        why = _missing(batch, item.ends, relation) or _absorbed(batch, relation, stream)
+        why = _missing(batch, item.ends, relation) or _absorbed(batch, merges, relation, stream)
         if why is not None:
             not_restored.append(f"{_label(relation)}: {why}")
             continue
@@ -138,6 +140,7 @@ def give_back(batch: Batch, taking: Taking, stream: str) -> Given:
                    created_again(batch.workspace, relation, source, target))
         restored += 1
     removed, kept = 0, []
+    # after the relations given back: a deletion followed at once by a creation reads as a move
     for copy in taking.copies:
         source, target = (_name_now(batch, end) for end in copy.ends)
         if source is None or target is None:
@@ -172,26 +175,60 @@ def _missing(batch: Batch, ends: tuple[str | None, str | None], relation: Relati
     return None
 
 
-def _absorbed(batch: Batch, relation: RelationRecord, stream: str) -> str | None:
+def _absorbed(batch: Batch, merges: _Merges, relation: RelationRecord, stream: str) -> str | None:
     """Why `relation` is not the entity's to get back (None: it is): it is a copy an earlier merge
-    made of another entity's relation, unchanged since, and that entity is back (with its own)."""
-    created, before = batch.tx.get(relation.seq), batch.tx.get(relation.seq - 1)
-    if created is None or created.version != relation.version:
-        return None  # changed since it was made: the entity's own now
-    if before is None or not isinstance(before.event, RelationDeleted) or before.correlation_id != (
-            created.correlation_id):
-        return None  # not made as a move (a merge's copy follows the deletion it copies)
-    position = relation.seq + 1
-    while (envelope := batch.tx.get(position)) is not None and envelope.correlation_id == created.correlation_id:
-        if isinstance(envelope.event, EntityMerged):
-            if envelope.stream == stream:
+    made of another entity's relation (moved on by renames since, maybe), unchanged since, and that
+    entity is back (with its own)."""
+    record = relation
+    while True:
+        created, before = batch.tx.get(record.seq), batch.tx.get(record.seq - 1)
+        if created is None or created.version != record.version:
+            return None  # changed since it was made: the entity's own now
+        if before is None or not isinstance(before.event, RelationDeleted) or before.correlation_id != (
+                created.correlation_id):
+            return None  # not made as a move (a move's copy follows the deletion it copies)
+        merged = merges.source_of(created)
+        if merged is None:  # a rename's move: what it moved may be a merge's copy
+            [prior] = versions_of(batch.tx, before.stream, [before.version - 1])
+            if not isinstance(prior.state, RelationRecord):
                 return None
-            back = batch.state.get_entity(envelope.stream)
-            if back is None:
-                return None
-            return f"a copy the merge of {back.name!r} made, and {back.name!r} is back with its own"
-        position += 1
-    return None
+            record = prior.state
+            continue
+        back = None if merged == stream else batch.state.get_entity(merged)
+        if back is None:
+            return None
+        return f"a copy the merge of {back.name!r} made, and {back.name!r} is back with its own"
+
+
+class _Merges:
+    """Which source's merge made a relation: each call read once (a call may move thousands)."""
+
+    def __init__(self, batch: Batch) -> None:
+        self.batch = batch
+        self.calls: dict[str, list[tuple[int, str]]] = {}
+        """correlation id -> the (position, source stream) of each merge the call made, in order"""
+
+    def source_of(self, created: Envelope) -> str | None:
+        """The source whose merge made the relation `created` (None: no merge made it). A merge's
+        call moves each source's relations, then retires it."""
+        merges = self.calls.get(created.correlation_id)
+        if merges is None:
+            merges = self.calls[created.correlation_id] = self._read(created)
+        later = bisect_right(merges, created.position, key=lambda merge: merge[0])
+        return merges[later][1] if later < len(merges) else None
+
+    def _read(self, inside: Envelope) -> list[tuple[int, str]]:
+        tx, call = self.batch.tx, inside.correlation_id
+        first = inside.position
+        while first > 1 and (envelope := tx.get(first - 1)) is not None and envelope.correlation_id == call:
+            first -= 1
+        merges = []
+        position = first
+        while (envelope := tx.get(position)) is not None and envelope.correlation_id == call:
+            if isinstance(envelope.event, EntityMerged):
+                merges.append((position, envelope.stream))
+            position += 1
+        return merges
 
 
 def _content(relation: RelationRecord) -> tuple[object, ...]:

@@ -83,6 +83,19 @@ def test_merges_in_a_chain_reverted_in_either_order_end_as_before_them(memory: M
     assert verify(memory.views) == []
 
 
+@pytest.mark.parametrize("order", [["A", "B2"], ["B2", "A"]])
+def test_a_copy_a_rename_moved_on_before_the_next_merge_is_not_given_back_twice(memory: Memory,
+                                                                               order: list[str]) -> None:
+    create(memory, "ABCX", ("A", "r1", "X"))
+    write(memory, "merge_entities", target="B", sources=["A"])
+    write(memory, "rename_entity", name="B", newName="B2")
+    write(memory, "merge_entities", target="C", sources=["B2"])
+    for name in order:
+        write(memory, "revert_entity", name=name, toVersion=1)
+    assert triples(memory) == [("A", "r1", "X")]
+    assert sorted(entities(memory)) == ["A", "B", "C", "X"]  # B2 reverted to version 1, its first name
+
+
 @pytest.mark.parametrize("order", [["A", "B"], ["B", "A"]])
 def test_sources_merged_in_one_call_reverted_in_either_order_end_as_before_it(memory: Memory,
                                                                                order: list[str]) -> None:
