@@ -10,6 +10,7 @@ from typing import Annotated, ClassVar
 
 import msgspec
 from chronograph.application.core.provenance import provenance_of
+from chronograph.application.core.tenures import OPEN, last_bearer
 from chronograph.application.core.validtime import VALID_AT, ValidTime, hide_invalid, read_moment, valid_relation
 from chronograph.application.engine.arguments import AsOf, D, Items, Name, ReadArgs
 from chronograph.application.engine.budget import ReplyBudget
@@ -23,7 +24,7 @@ from chronograph.application.engine.outputs import (
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
 from chronograph.application.engine.timeline import Moment
-from chronograph.eventstore import EntityCreated, EntityDeleted, EntityMerged, EntityRenamed, clock
+from chronograph.eventstore import EntityMerged, EntityRenamed, clock
 from chronograph.projections import ENTITY, RELATION, Graph, relations_touching
 from msgspec import UNSET, Meta, UnsetType
 
@@ -209,38 +210,23 @@ def _gone(moment: Moment, ws: str, names: list[str]) -> list[GoneOut]:
     end = moment.position if moment.position is not None else moment.log.head()
     gone = []
     for name in names:
-        ended = None
-        for stream in moment.live.name_streams(ws, name):  # oldest first: the newest tenure wins
-            ended = _ending(moment, stream, name, end) or ended
-        if ended is not None:
-            gone.append(ended)
-    return gone
-
-
-def _ending(moment: Moment, stream: str, name: str, end: int) -> GoneOut | None:
-    """What ended `stream`'s last tenure under `name` up to position `end` (None: it has none, or
-    it still holds the name)."""
-    current: str | None = None
-    ended: GoneOut | None = None
-    for envelope in moment.log.stream(stream):
-        if envelope.position > end:
-            break
+        # the tenure that ended last, whichever entity bore it (the index lists the streams by
+        # when each first bore the name)
+        last = last_bearer(moment.log, moment.live.name_streams(ws, name), ws, name, end)
+        if last is None or last[1].end == OPEN:
+            continue
+        envelope = moment.log.get(last[1].end)
+        if envelope is None or envelope.type not in _HINTS:
+            continue
         event = envelope.event
         into: str | UnsetType = UNSET
-        if isinstance(event, EntityCreated):  # a restore too
-            current, ended = event.name, None if event.name == name else ended
-            continue
         if isinstance(event, EntityRenamed):
             into = event.name
         elif isinstance(event, EntityMerged):
             into = event.into
-        elif not isinstance(event, EntityDeleted):
-            continue
-        if current == name:
-            ended = GoneOut(name=name, event=envelope.type, position=envelope.position,
-                            recorded_at=clock.isoformat(envelope.recorded_at), into=into, hint=_HINTS[envelope.type])
-        current = event.name if isinstance(event, EntityRenamed) else None
-    return ended
+        gone.append(GoneOut(name=name, event=envelope.type, position=envelope.position,
+                            recorded_at=clock.isoformat(envelope.recorded_at), into=into, hint=_HINTS[envelope.type]))
+    return gone
 
 
 _HINTS = {

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Annotated
 
 import msgspec
+from chronograph.application.core.tenures import Tenure, tenures
 from chronograph.application.engine.arguments import D, Name, WriteArgs
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.erasing import Reason, scrub_after
@@ -35,18 +36,14 @@ from chronograph.eventstore import (
     ERASED_NAME,
     ContentErased,
     EntityCreated,
-    EntityDeleted,
     EntityForgotten,
     EntityMerged,
-    EntityRenamed,
     Envelope,
     LogReader,
     RelationCreated,
 )
 
-__all__ = ["ForgetEntity", "ForgetOut", "Tenure", "tenures"]
-
-_ENDS = (EntityDeleted, EntityMerged, EntityForgotten)
+__all__ = ["ForgetEntity", "ForgetOut"]
 
 
 class ForgetEntity(WriteArgs, kw_only=True):
@@ -62,39 +59,6 @@ class ForgetOut(Out, kw_only=True):
     streams: Annotated[list[str], D(description="The erased entities' stream ids (the audit's subjects)")]
     scrubbed: Annotated[bool, D(description="Whether every old copy of the erased bytes is overwritten")] = False
     message: str = ""
-
-
-class Tenure(msgspec.Struct, frozen=True):
-    """A stretch of log positions [start, end) in which an entity was live under a name."""
-
-    workspace: str
-    name: str
-    start: int
-    end: int
-
-    def covers(self, workspace: str, name: str, position: int) -> bool:
-        """Whether `name` in `workspace` meant this entity at `position`."""
-        return self.workspace == workspace and self.name == name and self.start <= position < self.end
-
-
-def tenures(events: Sequence[Envelope]) -> Iterator[Tenure]:
-    """Every stretch of the log in which the entity of `events` (its stream) was live, by name."""
-    workspace = name = None
-    start = 0
-    for envelope in events:
-        event = envelope.event
-        if isinstance(event, EntityCreated):
-            if name is not None and workspace is not None:
-                yield Tenure(workspace, name, start, envelope.position)
-            workspace, name, start = event.workspace, event.name, envelope.position
-        elif isinstance(event, EntityRenamed) and name is not None and workspace is not None:
-            yield Tenure(workspace, name, start, envelope.position)
-            name, start = event.name, envelope.position
-        elif isinstance(event, _ENDS) and name is not None and workspace is not None:
-            yield Tenure(workspace, name, start, envelope.position)
-            name = None
-    if name is not None and workspace is not None:
-        yield Tenure(workspace, name, start, 2**63)
 
 
 class _Plan:

@@ -55,11 +55,12 @@ def graph_as_of(log: EventLog, position: int, snapshots: Snapshots | None = None
 
 
 def fold_streams(reader: LogReader, streams: Iterable[str], position: int) -> DictState:
-    """Only `streams`, folded up to `position`."""
+    """Only `streams`, folded up to `position`, their events in the log's order: entities that
+    bore one name in turn take it from each other as they did (folded one stream after the
+    other, a later stream's creation took the name from an entity that had taken it back since)."""
     state = DictState()
-    for stream in streams:
-        envelopes = [e for e in reader.stream(stream) if e.position <= position]
-        apply_all(state, envelopes)
+    envelopes = [e for stream in streams for e in reader.stream(stream) if e.position <= position]
+    apply_all(state, sorted(envelopes, key=lambda envelope: envelope.position))
     state.position = position
     return state
 

@@ -1,4 +1,5 @@
-"""read_graph's refusal of an answer over the reply limit, decided before the answer is built."""
+"""read_graph's refusal of an answer over the reply limit, decided before the answer is built; open_nodes'
+word on a name that is gone."""
 
 from __future__ import annotations
 
@@ -77,3 +78,21 @@ def test_a_workspace_without_a_word_index_gets_one_when_it_is_large(tmp_path: Pa
         with pytest.raises(ReplyTooLargeError):
             memory.read("read_graph", {})
         assert built == [300, budget.SAMPLE]
+
+
+def test_a_name_two_entities_bore_in_turn_is_gone_by_the_end_of_its_last_tenure(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        def write(tool: str, **arguments: Any) -> None:
+            memory.write(tool, arguments, actor="t")
+
+        write("create_entities", entities=[{"name": "Ada", "entityType": "person", "observations": []}])
+        write("rename_entity", name="Ada", newName="Ada (old)")
+        write("create_entities", entities=[{"name": "Ada", "entityType": "robot", "observations": []},
+                                           {"name": "Zed", "entityType": "t", "observations": []}])
+        write("rename_entity", name="Ada", newName="Robo")  # the second Ada leaves the name
+        write("rename_entity", name="Ada (old)", newName="Ada")  # the first takes it back
+        before = memory.log.head()
+        write("merge_entities", target="Zed", sources=["Ada"])
+        [gone] = memory.read("open_nodes", {"names": ["Ada"]}).gone
+        assert (gone.event, gone.into, gone.position) == ("entity_merged", "Zed", memory.log.head())
+        assert memory.read("open_nodes", {"names": ["Ada"], "asOf": before}).gone is msgspec.UNSET

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chronograph.application import Memory
+from chronograph.application import ChronographError, Memory
 
 
 @pytest.fixture
@@ -105,3 +105,31 @@ def test_an_entity_restored_then_rebuilt_reads_the_same(memory: Memory) -> None:
     memory.views.rebuild()
     assert memory.read("read_graph", {}) == before
     assert memory.read("search_nodes", {"query": "Ada"}).entities[0].name == "Ada"
+
+
+def test_a_revert_by_name_reverts_the_entity_that_bears_the_name_now(memory: Memory) -> None:
+    write(memory, "create_entities", entities=[{"name": "Ada", "entityType": "person", "observations": ["first"]}])
+    write(memory, "rename_entity", name="Ada", newName="Ada (old)")
+    write(memory, "create_entities", entities=[{"name": "Ada", "entityType": "robot", "observations": ["robot"]}])
+    write(memory, "rename_entity", name="Ada", newName="Robo")
+    write(memory, "rename_entity", name="Ada (old)", newName="Ada")
+    write(memory, "add_observations", observations=[{"entityName": "Ada", "contents": ["later"]}])
+    with pytest.raises(ChronographError) as refused:  # checked against Ada (version 4), not Robo (2)
+        write(memory, "revert_entity", name="Ada", toVersion=1, expectedVersion=2)
+    assert refused.value.code == "conflict"
+    out = write(memory, "revert_entity", name="Ada", toVersion=1, expectedVersion=4)
+    assert out.message == "Restored 'Ada' to version 1"
+    found = {e.name: e.observations for e in memory.read("read_graph", {}).entities}
+    assert found == {"Ada": ["first"], "Robo": ["robot"]}
+
+
+def test_a_revert_of_a_name_no_entity_bears_reverts_the_one_that_bore_it_last(memory: Memory) -> None:
+    write(memory, "create_entities", entities=[{"name": "Ada", "entityType": "person", "observations": []}])
+    write(memory, "rename_entity", name="Ada", newName="Ada (old)")
+    write(memory, "create_entities", entities=[{"name": "Ada", "entityType": "robot", "observations": []}])
+    write(memory, "rename_entity", name="Ada", newName="Robo")
+    write(memory, "rename_entity", name="Ada (old)", newName="Ada")
+    write(memory, "delete_entities", entityNames=["Ada"])
+    assert write(memory, "revert_entity", name="Ada", toVersion=3).message == "Restored 'Ada' to version 3"
+    assert {e.name: e.entity_type for e in memory.read("read_graph", {}).entities} == {
+        "Robo": "robot", "Ada": "person"}

@@ -6,6 +6,7 @@ from chronograph.eventstore import (
     NO_STREAM,
     EntityCreated,
     EntityDeleted,
+    EntityRenamed,
     EntityUpdated,
     LmdbLog,
     ObservationsAdded,
@@ -64,6 +65,21 @@ def test_entity_as_of_picks_the_incarnation_live_at_that_moment(store: LmdbLog) 
         assert at("2026-01-01T11:30:00Z") is None
         assert at("2026-01-01T12:00:00Z") == "v3"
         assert at("3") == "v2"
+
+
+def test_entity_as_of_gives_a_name_to_the_entity_that_took_it_last(store: LmdbLog) -> None:
+    views = Views(store)
+    first, second = new_entity_stream(), new_entity_stream()
+    write(views, first, EntityCreated(workspace="w", name="Ada", entity_type="person"))
+    write(views, first, EntityRenamed(name="Ada (old)", previous="Ada"))
+    write(views, second, EntityCreated(workspace="w", name="Ada", entity_type="robot"))
+    write(views, second, EntityRenamed(name="Robo", previous="Ada"))
+    write(views, first, EntityRenamed(name="Ada", previous="Ada (old)"))
+    with views.read() as graph, store.read() as reader:
+        assert graph.name_streams("w", "Ada") == (first, second)  # by when each first bore it
+        found = entity_as_of(reader, graph, "w", "Ada", reader.head())
+        assert found is not None and found.entity_type == "person"
+        assert entity_as_of(reader, graph, "w", "Robo", reader.head()) is not None
 
 
 def test_relation_history_continues_on_its_stream_after_a_delete(store: LmdbLog) -> None:
