@@ -22,7 +22,7 @@ from chronograph.application.engine.sink import Overflow, Sink
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError, ReplyTooLargeError
 from chronograph.application.team.common import TEAM, Short, Team, TeamArgs, new_id
 from chronograph.application.team.documents import write_document
-from chronograph.application.team.entries import ARGUMENTS, KINDS, entry_fields, entry_out, is_live
+from chronograph.application.team.entries import ARGUMENTS, KINDS, entry_fields, entry_out, is_live, new_fields
 from chronograph.application.team.links import RelationType, Taggable, is_target, relation_out
 from chronograph.eventstore import clock
 from chronograph.eventstore.teamevents import (
@@ -146,6 +146,9 @@ class _Item:
         self.name: str = raw[KINDS[entry_type].label]
         self.scope = scope
         self.fields = fields
+        """What the file sets (an update writes these)."""
+        self.whole = new_fields(KINDS[entry_type], TOOL, fields, "import")
+        """With what `add` sets by default (a new entry, or one the file replaces, is this)."""
         self.tags = own.tags
         self.active: bool | None = raw.get("isActive")
         """What the file says of it (None: nothing; an export with includeInactive says false)."""
@@ -186,16 +189,16 @@ def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
             entry_id = entry_id or new_id(KINDS[item.type].prefix)
             team.emit(f"am/entry/{entry_id}", EntryAdded(
                 entry_type=item.type, entry_id=entry_id, scope_type=item.scope[0], scope_id=item.scope[1],  # type: ignore[arg-type]
-                name=item.name, fields=item.fields, created_by=by), new=True)
+                name=item.name, fields=item.whole, created_by=by), new=True)
             counts["created"] += 1
             entry = state.entries[entry_id]
         elif args.conflict_strategy == "skip":
             counts["skipped"] += 1
             continue
         else:
-            fields = dict(item.fields)
-            if args.conflict_strategy == "replace":
-                fields = {key: None for key in entry.current.fields} | fields
+            fields = item.fields
+            if args.conflict_strategy == "replace":  # what the file does not set is cleared, or add's default
+                fields = {key: None for key in entry.current.fields} | item.whole
             changed = {k: v for k, v in fields.items() if entry.current.fields.get(k) != v}
             if changed:
                 team.emit(f"am/entry/{entry.id}", EntryUpdated(
