@@ -24,7 +24,7 @@ from chronograph.application.team.common import TEAM, Short, Team, TeamArgs, new
 from chronograph.application.team.documents import write_document
 from chronograph.application.team.entries import ARGUMENTS, KINDS, entry_fields, entry_out, is_live, new_fields
 from chronograph.application.team.links import RelationType, Taggable, is_target, relation_out
-from chronograph.eventstore import clock
+from chronograph.eventstore import ContentErased, clock
 from chronograph.eventstore.teamevents import (
     EntryAdded,
     EntryDeactivated,
@@ -181,15 +181,18 @@ def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
     by = None if args.imported_by is UNSET else args.imported_by
     details = {kind.plural: {"created": 0, "updated": 0, "skipped": 0} for kind in KINDS.values()}
     new_ids: dict[str, str] = {}
+    renamed: list[dict[str, str]] = []
+    """entries created under another id than the file's, though it asked to keep them"""
     for item in items:
         counts = details[KINDS[item.type].plural]
         entry = _existing(team, item, args)  # an entry the file named before is there by now
         if entry is None:
-            entry_id = item.id if item.id and not args.generate_new_ids and item.id not in state.entries else None
-            entry_id = entry_id or new_id(KINDS[item.type].prefix)
+            entry_id, continued, why = _id_for(team, item, args)
+            if why is not None:
+                renamed.append({"id": str(item.id), "newId": entry_id, "reason": why})
             team.emit(f"am/entry/{entry_id}", EntryAdded(
                 entry_type=item.type, entry_id=entry_id, scope_type=item.scope[0], scope_id=item.scope[1],  # type: ignore[arg-type]
-                name=item.name, fields=item.whole, created_by=by), new=True)
+                name=item.name, fields=item.whole, created_by=by), new=not continued)
             counts["created"] += 1
             entry = state.entries[entry_id]
         elif args.conflict_strategy == "skip":
@@ -246,7 +249,8 @@ def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
                 relation_id=relation_id, source_type=link.source_type, source_id=source,
                 target_type=link.target_type, target_id=target, relation_type=link.relation_type), new=True)
     totals = {key: sum(d[key] for d in details.values()) for key in ("created", "updated", "skipped")}
-    return object_out(success=True, **totals, errors=errors, details=details)
+    said = {"newIds": renamed} if renamed else {}
+    return object_out(success=True, **totals, errors=errors, details=details, **said)
 
 
 def _parse(team: Team, args: MemoryImport) -> tuple[list[_Item], list[_Link]]:
@@ -322,11 +326,39 @@ def _problem(label: str, raw: Any) -> str | None:
 
 
 def _existing(team: Team, item: _Item, args: MemoryImport) -> Entry | None:
+    """The entry `item` is: the one of its id, if of its type in the scope it goes to (as mapped),
+    else the one of its name there. An id held in another scope is another entry: writing the
+    file's content there would change the source of a copy instead of making the copy."""
     if item.id and not args.generate_new_ids:
         entry = team.state.entries.get(item.id)
-        if entry is not None and entry.type == item.type:
+        if entry is not None and entry.type == item.type and (entry.scope_type, entry.scope_id) == item.scope:
             return entry
     return team.state.entry_named(item.type, item.scope[0], item.scope[1], item.name)
+
+
+def _id_for(team: Team, item: _Item, args: MemoryImport) -> tuple[str, bool, str | None]:
+    """The id a new entry of `item` gets, whether its stream is continued, and why it is not the
+    file's id (None: it is, or the file gave none, or new ids were asked for).
+
+    The file's id is kept when no entry holds it: a stream the log holds for it from before a
+    reset goes on (the entry's history stays one); one that forgetting erased is never written
+    again (its erasure stays whole and a later forget finds the entry), nor one of another kind.
+    """
+    fresh = new_id(KINDS[item.type].prefix)
+    if not item.id or args.generate_new_ids:
+        return fresh, False, None
+    held = team.state.entries.get(item.id)
+    if held is not None:
+        where = "the global scope" if held.scope_id is None else f"{held.scope_type} {held.scope_id}"
+        return fresh, False, f"{item.id} is a {held.type} of {where} here"
+    first = team.first_in_log(f"am/entry/{item.id}")
+    if first is None:
+        return item.id, False, None
+    if isinstance(first, EntryAdded) and first.entry_type == item.type:
+        return item.id, True, None
+    if isinstance(first, ContentErased):
+        return fresh, False, f"{item.id} was forgotten here"
+    return fresh, False, f"{item.id} was another kind of entry here"
 
 
 def _tag(team: Team, entry: Entry, names: list[str]) -> None:
