@@ -21,7 +21,7 @@ from chronograph.eventstore.teamevents import (
 from chronograph.projections.team.state import Organization, Project, Session
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["MemoryOrg", "MemoryProject", "MemorySession", "org_out", "project_out", "session_out"]
+__all__ = ["MemoryOrg", "MemoryProject", "MemorySession", "org_out", "project_out", "session_active", "session_out"]
 
 Text = Annotated[str, Meta(max_length=16_384)]
 
@@ -177,3 +177,11 @@ def memory_session(host: Batch | Memory, args: MemorySession) -> ObjectOut:
     status = "completed" if args.status is UNSET or args.status == "active" else args.status
     team.emit(f"am/session/{session.id}", SessionEnded(status=status))
     return object_out(success=True, session=session_out(session))
+
+
+def session_active(memory: Memory, session_id: str) -> bool:
+    """Whether the team session `session_id` is active now: not ended, by whoever ended it (any
+    connection, any process on the store), nor emptied away by a reset."""
+    with memory.lock:
+        session = Team.of(memory, "memory_session").state.sessions.get(session_id)
+    return session is not None and session.status == "active"

@@ -9,6 +9,8 @@ from typing import Any
 import anyio
 import pytest
 from chronograph.application import CORE
+from chronograph.application.team.common import TEAM
+from chronograph.eventstore.teamevents import EntryAdded
 from chronograph.server.app import Runtime
 from chronograph.server.config import Settings
 
@@ -96,3 +98,27 @@ def test_a_session_s_reads_take_turns_while_another_session_s_read_runs_beside_t
         runtime.close()
     assert most == {"a": 1, "b": 1}
     assert not runtime._turns  # noqa: SLF001 (no session's turn is kept once its calls are done)
+
+
+
+def test_a_connection_s_writes_stop_carrying_its_session_once_anyone_ends_it(tmp_path: Path) -> None:
+    runtime = Runtime(Settings(store=tmp_path / "store", actor="t", profile="agent-memory"), offload=True)
+    memory = runtime.open()
+
+    def write(connection: str, tool: str, **arguments: Any) -> None:
+        runtime.run(TEAM[tool], arguments, "claude", connection)
+
+    try:
+        write("one", "memory_session", action="start", name="mine")
+        [session] = memory.read("memory_session", {"action": "list"}).reply["sessions"]  # type: ignore[attr-defined]
+        write("one", "memory_knowledge", action="add", scopeType="global", title="during", content="x")
+        write("two", "memory_session", action="end", id=session["id"], status="discarded")
+        write("one", "memory_knowledge", action="add", scopeType="global", title="after", content="x")
+        write("one", "memory_session", action="start", name="next")
+        write("one", "memory_init", action="reset", confirm=True)  # a reset empties the sessions too
+        write("one", "memory_knowledge", action="add", scopeType="global", title="reset", content="x")
+        with memory.log.read() as log:
+            actors = {e.event.name: e.actor for e in log.all() if isinstance(e.event, EntryAdded)}
+    finally:
+        runtime.close()
+    assert actors == {"during": f"claude/{session['id']}", "after": "claude", "reset": "claude"}
