@@ -276,7 +276,7 @@ class Runtime:
             self.began(connection)
         if tool.writes:
             written = self.memory.write(tool, arguments, actor=self._in_session(actor, connection),
-                                        principal=principal)
+                                        principal=principal, writer=self.memory.writer_for(actor, connection))
             self._follow_session(tool, arguments, written.output, connection)
             return (reply(written.output, tool=tool.name, exact=self.exact, compact=self.compact),
                     written.workspaces if written.changed else ())

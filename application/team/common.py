@@ -150,6 +150,11 @@ class Team:
     def actor(self) -> str:
         return self.batch.actor if self.batch is not None else "unknown"
 
+    @property
+    def writer(self) -> str | None:
+        """Which connection the command came through (see `Memory.writer_for`)."""
+        return self.batch.writer if self.batch is not None else None
+
     # --- scopes ---------------------------------------------------------------------------
 
     def check_scope(self, tool: str, scope_type: str, scope_id: str | None | UnsetType) -> str | None:

@@ -32,7 +32,7 @@ from chronograph.projections.team.state import Entry, EntryVersion
 from msgspec import UNSET, Meta, UnsetType
 
 __all__ = ["ARGUMENTS", "CONFLICT_WINDOW", "DEFAULTS", "KINDS", "EntryKind", "entry_fields", "entry_out", "is_live",
-           "new_fields", "read_field", "version_out"]
+           "new_fields", "read_field", "same_writer", "version_out"]
 
 CONFLICT_WINDOW = 5_000_000
 """Two versions closer than this (µs) by different writers are a conflict (Agent Memory's 5 s)."""
@@ -243,7 +243,7 @@ def _add(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> ObjectOut:
     team.emit(f"am/entry/{entry_id}", EntryAdded(
         entry_type=kind.type, entry_id=entry_id, scope_type=scope_type, scope_id=scope_id,  # type: ignore[arg-type]
         name=name, fields=fields, created_by=None if args.created_by is UNSET else args.created_by,
-        session_id=_session(team, tool, args, scope_type, scope_id)), new=True)
+        session_id=_session(team, tool, args, scope_type, scope_id), writer=team.writer), new=True)
     return object_out(success=True, **{kind.type: entry_out(team.state.entries[entry_id])})
 
 
@@ -268,12 +268,9 @@ def _update(kind: EntryKind, tool: str, team: Team, args: EntryArgs, entry: Entr
     session_id = _session(team, tool, args, entry.scope_type, entry.scope_id)
     team.emit(f"am/entry/{entry.id}", EntryUpdated(
         fields=changed, change_reason=None if args.change_reason is UNSET else args.change_reason,
-        created_by=created_by, session_id=session_id))
+        created_by=created_by, session_id=session_id, writer=team.writer))
     conflict = None
-    writer = (created_by, session_id, team.actor)
-    if team.now - previous.created_at < CONFLICT_WINDOW and writer != (
-        previous.created_by, previous.session_id, previous.actor
-    ):
+    if team.now - previous.created_at < CONFLICT_WINDOW and not same_writer(previous, entry.current):
         conflict_id = new_id("conf")
         team.emit(f"am/conflict/{conflict_id}", ConflictDetected(
             conflict_id=conflict_id, entry_type=kind.type, entry_id=entry.id,  # type: ignore[arg-type]
@@ -283,6 +280,21 @@ def _update(kind: EntryKind, tool: str, team: Team, args: EntryArgs, entry: Entr
                     "message": "Another writer changed this entry moments before: both versions are kept; "
                                "resolve with memory_conflict"}
     return object_out(success=True, conflict=conflict, **{kind.type: entry_out(entry)})
+
+
+def same_writer(earlier: EntryVersion, later: EntryVersion) -> bool:
+    """Whether two versions come from one writer, by the first thing both say: the createdBy both
+    give decides alone; else the session both name; else the connection both came through (the
+    process, its MCP session over HTTP, the client's name: `Memory.writer_for`), or, in a log from
+    before that was kept, the recorded actor. So two agents of the same client software, in two
+    processes, are two writers; one agent that starts a session, or leaves out its sessionId, is one."""
+    if earlier.created_by and later.created_by:
+        return earlier.created_by == later.created_by
+    if earlier.session_id and later.session_id:
+        return earlier.session_id == later.session_id
+    if earlier.writer and later.writer:
+        return earlier.writer == later.writer
+    return earlier.actor == later.actor
 
 
 def _find(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> Entry:

@@ -192,7 +192,7 @@ def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
                 renamed.append({"id": str(item.id), "newId": entry_id, "reason": why})
             team.emit(f"am/entry/{entry_id}", EntryAdded(
                 entry_type=item.type, entry_id=entry_id, scope_type=item.scope[0], scope_id=item.scope[1],  # type: ignore[arg-type]
-                name=item.name, fields=item.whole, created_by=by), new=not continued)
+                name=item.name, fields=item.whole, created_by=by, writer=team.writer), new=not continued)
             counts["created"] += 1
             entry = state.entries[entry_id]
         elif args.conflict_strategy == "skip":
@@ -205,7 +205,8 @@ def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
             changed = {k: v for k, v in fields.items() if entry.current.fields.get(k) != v}
             if changed:
                 team.emit(f"am/entry/{entry.id}", EntryUpdated(
-                    fields=changed, change_reason=f"Imported ({args.conflict_strategy})", created_by=by))
+                    fields=changed, change_reason=f"Imported ({args.conflict_strategy})", created_by=by,
+                    writer=team.writer))
             activated = item.active is not None and item.active != entry.active
             counts["updated" if changed or activated else "skipped"] += 1
         if item.id:

@@ -43,3 +43,36 @@ def test_a_log_that_holds_a_null_priority_or_confidence_reads_as_the_default(mem
     known = call(memory, "memory_knowledge", action="get", id=fact)["knowledge"]
     assert known["currentVersion"]["confidence"] == 1.0
     assert "priority: 50" in call(memory, "memory_export", action="export", format="markdown")["content"]
+
+
+def update(memory: Memory, entry: str, content: str, connection: str, **given: Any) -> Any:
+    """An update as the client `mcp` sends it through `connection`; its conflict, or None."""
+    out = memory.write("memory_knowledge", {"action": "update", "id": entry, "content": content, **given},
+                       actor="mcp", writer=memory.writer_for("mcp", connection)).output
+    assert isinstance(out, ObjectOut)
+    return out.reply.get("conflict")
+
+
+def add(memory: Memory, title: str, connection: str, **given: Any) -> str:
+    out = memory.write("memory_knowledge", {"action": "add", "scopeType": "global", "title": title, "content": "a",
+                                            **given}, actor="mcp", writer=memory.writer_for("mcp", connection)).output
+    assert isinstance(out, ObjectOut)
+    return str(out.reply["knowledge"]["id"])
+
+
+def test_two_connections_of_one_client_software_moments_apart_are_a_conflict(memory: Memory) -> None:
+    entry = add(memory, "deploy", "one")
+    assert update(memory, entry, "never on fridays", "one") is None
+    assert update(memory, entry, "any day", "two") is not None  # same client name, no createdBy, no session
+
+
+def test_one_agent_correcting_itself_is_no_conflict_whatever_it_leaves_out(memory: Memory) -> None:
+    session = call(memory, "memory_session", action="start", name="work")["session"]["id"]
+    by_name = add(memory, "t1", "one", createdBy="alice")
+    assert update(memory, by_name, "b", "one", createdBy="alice") is None
+    in_session = add(memory, "t2", "one", createdBy="alice", sessionId=session)
+    assert update(memory, in_session, "b", "one", createdBy="alice") is None  # sessionId given, then left out
+    bare = add(memory, "t3", "one", sessionId=session)
+    assert update(memory, bare, "b", "one") is None  # nothing but its connection says who it is
+    assert update(memory, by_name, "c", "two", createdBy="bob") is not None  # createdBy decides alone
+    assert update(memory, in_session, "c", "two", createdBy="alice") is None
