@@ -104,6 +104,9 @@ def test_a_pre_reset_export_imports_again_under_its_ids_and_a_tag_name_is_made_a
     assert style["id"] == entry and style["currentVersionId"] == f"{entry}_v1"
     tagged = call(memory, "memory_query", action="search", tags={"require": ["python"]})["results"]
     assert [r["id"] for r in tagged] == [entry]
+    live = call(memory, "memory_query", action="search")
+    memory.teams.discard()  # folded again from the log: the same memory
+    assert call(memory, "memory_query", action="search") == live
     call(memory, "memory_init", action="reset", confirm=True)
     other = call(memory, "memory_guideline", action="add", scopeType="global", name="style",
                  content="Use black")["guideline"]["id"]
