@@ -255,6 +255,21 @@ def _session(team: Team, tool: str, args: EntryArgs, scope_type: str, scope_id: 
     return scope_id if scope_type == "session" else None
 
 
+def same_writer(earlier: EntryVersion, later: EntryVersion) -> bool:
+    """Whether two versions come from one writer, by the first thing both say: the createdBy both
+    give decides alone; else the session both name; else the connection both came through (the
+    process, its MCP session over HTTP, the client's name: `Memory.writer_for`), or, in a log from
+    before that was kept, the recorded actor. So two agents of the same client software, in two
+    processes, are two writers; one agent that starts a session, or leaves out its sessionId, is one."""
+    if earlier.created_by and later.created_by:
+        return earlier.created_by == later.created_by
+    if earlier.session_id and later.session_id:
+        return earlier.session_id == later.session_id
+    if earlier.writer and later.writer:
+        return earlier.writer == later.writer
+    return earlier.actor == later.actor
+
+
 def _update(kind: EntryKind, tool: str, team: Team, args: EntryArgs, entry: Entry) -> ObjectOut:
     fields = entry_fields(kind, tool, args)
     if not fields:
@@ -280,21 +295,6 @@ def _update(kind: EntryKind, tool: str, team: Team, args: EntryArgs, entry: Entr
                     "message": "Another writer changed this entry moments before: both versions are kept; "
                                "resolve with memory_conflict"}
     return object_out(success=True, conflict=conflict, **{kind.type: entry_out(entry)})
-
-
-def same_writer(earlier: EntryVersion, later: EntryVersion) -> bool:
-    """Whether two versions come from one writer, by the first thing both say: the createdBy both
-    give decides alone; else the session both name; else the connection both came through (the
-    process, its MCP session over HTTP, the client's name: `Memory.writer_for`), or, in a log from
-    before that was kept, the recorded actor. So two agents of the same client software, in two
-    processes, are two writers; one agent that starts a session, or leaves out its sessionId, is one."""
-    if earlier.created_by and later.created_by:
-        return earlier.created_by == later.created_by
-    if earlier.session_id and later.session_id:
-        return earlier.session_id == later.session_id
-    if earlier.writer and later.writer:
-        return earlier.writer == later.writer
-    return earlier.actor == later.actor
 
 
 def _find(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> Entry:
