@@ -106,6 +106,9 @@ class EntryAdded(Event, frozen=True, tag="entry_added"):
     fields: dict[str, Any] = {}
     created_by: str | None = None
     session_id: str | None = None
+    writer: str | None = None
+    """Which connection wrote it (`Memory.writer_for`: a digest, not the connection's id), as the
+    conflict rule tells writers apart when neither createdBy nor a session does; None before."""
 
 
 class EntryUpdated(Event, frozen=True, tag="entry_updated"):
@@ -115,6 +118,8 @@ class EntryUpdated(Event, frozen=True, tag="entry_updated"):
     change_reason: str | None = None
     created_by: str | None = None
     session_id: str | None = None
+    writer: str | None = None
+    """As `EntryAdded.writer`."""
 
 
 class EntryDeactivated(Event, frozen=True, tag="entry_deactivated"):

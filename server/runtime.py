@@ -17,6 +17,7 @@ from chronograph.application import PROFILES, Memory, Tool
 from chronograph.application.engine.exportdir import ExportDir
 from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
 from chronograph.application.surfaces.projectfiles import ProjectFiles
+from chronograph.application.team.scopes import session_active
 from chronograph.projections import paused_gc
 from chronograph.server.authentication import PRINCIPAL_KEY
 from chronograph.server.config import Settings
@@ -176,9 +177,16 @@ class Runtime:
         return self._began[connection]
 
     def _in_session(self, actor: str, connection: str | None) -> str:
-        """`actor`, with the team session the connection started (memory_session start), if any."""
+        """`actor`, with the team session the connection started (memory_session start), while it
+        is active: once anyone has ended it (another connection, another process) or a reset
+        emptied the team memory, the connection's writes are its own again."""
         session = self._sessions.get(connection) if connection is not None else None
-        return actor if session is None else f"{actor}/{session}"
+        if session is None:
+            return actor
+        if not session_active(self.memory, session):
+            self._sessions.pop(str(connection), None)
+            return actor
+        return f"{actor}/{session}"
 
     def _follow_session(self, tool: Tool, arguments: dict[str, Any], output: Any, connection: str | None) -> None:
         if tool.name != "memory_session" or connection is None:
@@ -268,7 +276,7 @@ class Runtime:
             self.began(connection)
         if tool.writes:
             written = self.memory.write(tool, arguments, actor=self._in_session(actor, connection),
-                                        principal=principal)
+                                        principal=principal, writer=self.memory.writer_for(actor, connection))
             self._follow_session(tool, arguments, written.output, connection)
             return (reply(written.output, tool=tool.name, exact=self.exact, compact=self.compact),
                     written.workspaces if written.changed else ())

@@ -52,6 +52,8 @@ class Batch:
         """The team memory of the store (set by the memory running the command)."""
         self.scrub: Callable[[Sequence[bytes]], Scrubbed] | None = None
         """Overwrites what erasures left in the store's files (set by the memory running the command)."""
+        self.writer: str | None = None
+        """Which connection the command came through (`Memory.writer_for`), for the events that keep it."""
         self.store = ""
         """Where the store is (a path, a URL without secrets): the commands a message advises name it"""
         self.observers: list[Callable[[Envelope], None]] = []

@@ -50,9 +50,11 @@ class _Remembered(msgspec.Struct, frozen=True, array_like=True):
     output: msgspec.Raw
 
 
-def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id: str | None, principal: str) -> Written:
+def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id: str | None, principal: str,
+           writer: str | None = None) -> Written:
     """Run the command `spec` with parsed `args` in one write transaction of `memory`'s views,
-    its events recorded as `actor`'s and `principal`'s (`correlation_id`, default: a new one).
+    its events recorded as `actor`'s and `principal`'s (`correlation_id`, default: a new one),
+    through the connection `writer` names (see `Memory.writer_for`).
 
     Raises:
         RequestReplayError: If its requestId was used with other arguments, or erased.
@@ -80,6 +82,7 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
                 return Written(output, changed=False, replayed=True)
         batch = Batch(tx, views, workspace, actor=actor, correlation_id=correlation, idempotency_key=key)
         batch.teams = memory.teams
+        batch.writer = writer
         batch.scrub = memory.scrub
         batch.store = memory.log.location
         if memory.semantic is not None:

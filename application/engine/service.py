@@ -34,6 +34,7 @@ from chronograph.eventstore import (
     EventStoreError,
     Scrubbed,
 )
+from chronograph.eventstore.keys import digest
 from chronograph.eventstore.lmdb import resident
 from chronograph.projections import Progress, ProjectionError, Views, paused_gc
 from chronograph.projections.errors import EmbeddingsUnavailableError
@@ -113,6 +114,8 @@ class Memory:
         cache: str | os.PathLike[str] | None = None,
     ) -> None:
         self.lock = StoreLock()
+        self._instance = os.urandom(16)
+        """What tells this open store's writers from another's (`writer_for`)."""
         self._follower: threading.Thread | None = None
         self._keeper: threading.Thread | None = None
         self.last_call = time.monotonic()
@@ -295,12 +298,21 @@ class Memory:
             return self.write(spec, arguments, actor=actor, principal=principal)
         return Written(self.read(spec, arguments, principal=principal), changed=False)
 
+    def writer_for(self, actor: str, connection: str | None = None) -> str:
+        """Which connection writes, as the team memory's conflicts tell writers apart when neither
+        createdBy nor a session does: this open store (one per process), the client's connection
+        to it (a server's: its MCP session over HTTP) and the client's name, digested, so that no
+        connection's id is stored and two processes or connections never share one."""
+        parts = (connection or "", actor)
+        return digest(self._instance + msgspec.msgpack.encode(parts), 8).hex()
+
     def write(
         self, tool: Tool | str, arguments: dict[str, Any], *, actor: str, correlation_id: str | None = None,
-        principal: Principal = LOCAL_PRINCIPAL, checked: str | None = None,
+        principal: Principal = LOCAL_PRINCIPAL, checked: str | None = None, writer: str | None = None,
     ) -> Written:
         """Run the command `tool` with raw `arguments` for `principal`, recording `actor` and
-        `principal`'s name on its events.
+        `principal`'s name on its events, and `writer` (default: `writer_for(actor)`) on those
+        that keep which connection wrote them.
 
         `correlation_id` (default: a new one) lets several calls share one, as an import does.
         `checked` names a list of `arguments` made of items the tool's parser accepted one by one
@@ -323,7 +335,7 @@ class Memory:
             if spec.reads and getattr(args, "action", None) in spec.reads:
                 return Written(self._answer(spec, args), changed=False, workspaces=workspaces)
             written = commit(self, spec, args, actor=actor, correlation_id=correlation_id,
-                             principal=principal.name)
+                             principal=principal.name, writer=writer or self.writer_for(actor))
             written = msgspec.structs.replace(written, workspaces=workspaces)
             for after in self.after_write:
                 after(self, spec, args, written)

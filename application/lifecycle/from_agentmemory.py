@@ -235,7 +235,7 @@ class _Import:
             for entry in json.loads(content["content"])["entries"][plural]:
                 held = (entry["id"], entry["isActive"])
                 self.named[(kind, entry["scopeType"], entry.get("scopeId"), entry[label])] = held
-                self.named[(kind, "id", entry["id"], "")] = held
+                self.named[(kind, "id", entry["id"], f"{entry['scopeType']}:{entry.get('scopeId')}")] = held
 
     # --- entries ----------------------------------------------------------------------------
 
@@ -275,7 +275,9 @@ class _Import:
         items, later, known = [], [], []
         for entry in entries:
             scope = self._scope(entry["scope_type"], entry["scope_id"])
-            ours = self.named.get((kind, "id", entry["id"], "")) or self.named.get((kind, *scope, entry["name"]))
+            # by id only in the scope it goes to, as memory_import matches it (elsewhere it is another entry)
+            ours = (self.named.get((kind, "id", entry["id"], f"{scope[0]}:{scope[1]}"))
+                    or self.named.get((kind, *scope, entry["name"])))
             first = entry["versions"][0] if ours is None else entry["versions"][-1]
             item = {"id": entry["id"], label: entry["name"], "scopeType": scope[0], "scopeId": scope[1],
                     "tags": entry["tags"], **{k: entry[k] for k in MAIN[kind] if entry[k] is not None},
@@ -292,14 +294,17 @@ class _Import:
                                            "conflictStrategy": "update", "importedBy": self.actor})
         report.created["entries"] += out["created"]
         report.updated += out["updated"]
+        moved = {renamed["id"]: renamed["newId"] for renamed in out.get("newIds", [])}  # ids held or forgotten here
+        self.ours.update(moved)
         for entry in later:
             for version in entry["versions"][1:]:
-                self.write(f"memory_{kind}", {"action": "update", "id": entry["id"], **_fields(kind, version),
+                self.write(f"memory_{kind}", {"action": "update", "id": moved.get(entry["id"], entry["id"]),
+                                              **_fields(kind, version),
                                               "changeReason": version["change_reason"] or "Imported",
                                               "createdBy": self.actor})
         for entry in later:
             if not entry["is_active"]:
-                self.write(f"memory_{kind}", {"action": "deactivate", "id": entry["id"]})
+                self.write(f"memory_{kind}", {"action": "deactivate", "id": moved.get(entry["id"], entry["id"])})
         for entry, (our_id, active) in known:
             if not entry["is_active"] and active:
                 self.write(f"memory_{kind}", {"action": "deactivate", "id": our_id})

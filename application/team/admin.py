@@ -36,10 +36,12 @@ def memory_health(memory: Memory, args: MemoryHealth) -> ObjectOut:
     counts["fileLocks"] = sum(1 for lock in team.state.locks.values() if lock.expires_at > team.now)
     with memory.views.snapshot() as snapshot:
         head = snapshot.log.head()
+    folder = memory.cache is None  # a store folder (LMDB); a database log is read through a local cache
     return object_out(
         serverVersion=chronograph.__version__, server="chronograph", compatibleWith=f"agent-memory {COMPATIBLE_WITH}",
         status="healthy",
-        database={"type": "LMDB event log", "inMemory": False, "walEnabled": False, "path": memory.log.location,
+        database={"type": "LMDB event log" if folder else "PostgreSQL event log", "inMemory": False,
+                  "walEnabled": not folder, "path": memory.log.location,
                   "logPosition": head, "bytes": memory.store_bytes()},
         cache={"enabled": True, "size": len(team.state.entries), "position": team.state.position},
         tables=counts,

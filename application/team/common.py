@@ -135,9 +135,25 @@ class Team:
         assert self.batch is not None, "a reading action decided an event"
         return self.batch.emit(stream, event, new=new)
 
+    def first_in_log(self, stream: str) -> Event | None:
+        """The first event the log holds on `stream` (None: none). A thing the state does not hold
+        may still have its stream there: a reset emptied the state, and a forgotten entry's stream
+        holds what erased it. Whatever makes such a thing again continues that stream (`emit`
+        without `new`) or takes a fresh id, never expects the stream to be new."""
+        assert self.batch is not None, "a reading action asked the log"
+        tx = self.batch.tx
+        if not tx.stream_version(stream):
+            return None
+        return next(iter(tx.stream(stream, 1, 1))).event
+
     @property
     def actor(self) -> str:
         return self.batch.actor if self.batch is not None else "unknown"
+
+    @property
+    def writer(self) -> str | None:
+        """Which connection the command came through (see `Memory.writer_for`)."""
+        return self.batch.writer if self.batch is not None else None
 
     # --- scopes ---------------------------------------------------------------------------
 

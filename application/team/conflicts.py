@@ -94,7 +94,8 @@ def memory_conflict(host: Batch | Memory, args: MemoryConflict) -> ObjectOut:
         changed = {key: value for key, value in fields.items() if entry.current.fields.get(key) != value}
         if changed:
             team.emit(f"am/entry/{entry.id}", EntryUpdated(
-                fields=changed, change_reason=f"Resolved conflict {conflict.id}", created_by=by))
+                fields=changed, change_reason=f"Resolved conflict {conflict.id}", created_by=by,
+                writer=team.writer))
         kept = kept or entry.current.number
     team.emit(f"am/conflict/{conflict.id}", ConflictResolved(
         resolution=None if args.resolution is UNSET else args.resolution, resolved_by=by, kept_version=kept))

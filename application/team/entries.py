@@ -31,7 +31,8 @@ from chronograph.eventstore.teamevents import (
 from chronograph.projections.team.state import Entry, EntryVersion
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["ARGUMENTS", "CONFLICT_WINDOW", "KINDS", "EntryKind", "entry_fields", "entry_out", "is_live", "version_out"]
+__all__ = ["ARGUMENTS", "CONFLICT_WINDOW", "DEFAULTS", "KINDS", "EntryKind", "entry_fields", "entry_out", "is_live",
+           "new_fields", "read_field", "same_writer", "version_out"]
 
 CONFLICT_WINDOW = 5_000_000
 """Two versions closer than this (µs) by different writers are a conflict (Agent Memory's 5 s)."""
@@ -66,6 +67,28 @@ KINDS = {
 }
 
 
+DEFAULTS: dict[str, dict[str, Any]] = {"tool": {}, "guideline": {"priority": 50}, "knowledge": {"confidence": 1.0}}
+"""What `add` sets when a call leaves it out. A reader takes such a field missing or null as its
+default: an import's `replace` once cleared it to null, and logs keep that version."""
+
+
+def new_fields(kind: EntryKind, tool: str, fields: dict[str, Any], action: str = "add") -> dict[str, Any]:
+    """`fields` of a new entry (or of one replaced whole), with what `add` sets by default.
+
+    Raises:
+        InvalidArgumentsError: If a field the kind requires is missing.
+    """
+    for key in kind.required:
+        require(tool, action, **{key: fields.get(key, UNSET)})
+    return fields | {key: value for key, value in DEFAULTS[kind.type].items() if fields.get(key) is None}
+
+
+def read_field(entry_type: str, fields: dict[str, Any], key: str) -> Any:
+    """A field as readers take it: a defaulted one missing or null is its default."""
+    value = fields.get(key)
+    return DEFAULTS[entry_type].get(key) if value is None else value
+
+
 @lru_cache(maxsize=4096)
 def _until(text: str) -> int:
     return clock.parse_iso(text)
@@ -85,7 +108,7 @@ def version_out(entry: Entry, version: EntryVersion) -> dict[str, Any]:
     kind = KINDS[entry.type]
     fields = version.fields
     out = {"id": f"{entry.id}_v{version.number}", "versionNum": version.number}
-    out.update((key, fields[key]) for key in kind.versioned if key in fields)
+    out.update((key, read_field(entry.type, fields, key)) for key in kind.versioned if key in fields)
     out.update(createdAt=iso(version.created_at), createdBy=version.created_by, changeReason=version.change_reason,
                conflictFlag=version.conflict_flag, sessionId=version.session_id)
     return {key: value for key, value in out.items() if value is not None}
@@ -96,7 +119,7 @@ def entry_out(entry: Entry, *, versions: bool = False) -> dict[str, Any]:
     current = entry.current
     out: dict[str, Any] = {"id": entry.id, "scopeType": entry.scope_type, "scopeId": entry.scope_id,
                            kind.label: entry.name}
-    out.update((key, current.fields[key]) for key in kind.main if key in current.fields)
+    out.update((key, read_field(entry.type, current.fields, key)) for key in kind.main if key in current.fields)
     out.update(isActive=entry.active, createdAt=iso(entry.created_at), createdBy=entry.created_by,
                currentVersionId=f"{entry.id}_v{current.number}", currentVersion=version_out(entry, current))
     if versions:
@@ -208,13 +231,7 @@ def _run(kind: EntryKind, tool: str, host: Batch | Memory, args: EntryArgs) -> O
 def _add(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> ObjectOut:
     name = getattr(args, kind.label)
     require(tool, "add", scopeType=args.scope_type, **{kind.label: name})
-    fields = entry_fields(kind, tool, args)
-    for key in kind.required:
-        require(tool, "add", **{key: fields.get(key, UNSET)})
-    if kind.type == "guideline":
-        fields.setdefault("priority", 50)
-    if kind.type == "knowledge":
-        fields.setdefault("confidence", 1.0)
+    fields = new_fields(kind, tool, entry_fields(kind, tool, args))
     scope_type = str(args.scope_type)
     scope_id = team.check_scope(tool, scope_type, args.scope_id)
     held = team.state.entry_named(kind.type, scope_type, scope_id, name)
@@ -226,7 +243,7 @@ def _add(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> ObjectOut:
     team.emit(f"am/entry/{entry_id}", EntryAdded(
         entry_type=kind.type, entry_id=entry_id, scope_type=scope_type, scope_id=scope_id,  # type: ignore[arg-type]
         name=name, fields=fields, created_by=None if args.created_by is UNSET else args.created_by,
-        session_id=_session(team, tool, args, scope_type, scope_id)), new=True)
+        session_id=_session(team, tool, args, scope_type, scope_id), writer=team.writer), new=True)
     return object_out(success=True, **{kind.type: entry_out(team.state.entries[entry_id])})
 
 
@@ -236,6 +253,21 @@ def _session(team: Team, tool: str, args: EntryArgs, scope_type: str, scope_id: 
             raise NotFoundError(f"Session {args.session_id!r} not found")
         return args.session_id
     return scope_id if scope_type == "session" else None
+
+
+def same_writer(earlier: EntryVersion, later: EntryVersion) -> bool:
+    """Whether two versions come from one writer, by the first thing both say: the createdBy both
+    give decides alone; else the session both name; else the connection both came through (the
+    process, its MCP session over HTTP, the client's name: `Memory.writer_for`), or, in a log from
+    before that was kept, the recorded actor. So two agents of the same client software, in two
+    processes, are two writers; one agent that starts a session, or leaves out its sessionId, is one."""
+    if earlier.created_by and later.created_by:
+        return earlier.created_by == later.created_by
+    if earlier.session_id and later.session_id:
+        return earlier.session_id == later.session_id
+    if earlier.writer and later.writer:
+        return earlier.writer == later.writer
+    return earlier.actor == later.actor
 
 
 def _update(kind: EntryKind, tool: str, team: Team, args: EntryArgs, entry: Entry) -> ObjectOut:
@@ -251,12 +283,9 @@ def _update(kind: EntryKind, tool: str, team: Team, args: EntryArgs, entry: Entr
     session_id = _session(team, tool, args, entry.scope_type, entry.scope_id)
     team.emit(f"am/entry/{entry.id}", EntryUpdated(
         fields=changed, change_reason=None if args.change_reason is UNSET else args.change_reason,
-        created_by=created_by, session_id=session_id))
+        created_by=created_by, session_id=session_id, writer=team.writer))
     conflict = None
-    writer = (created_by, session_id, team.actor)
-    if team.now - previous.created_at < CONFLICT_WINDOW and writer != (
-        previous.created_by, previous.session_id, previous.actor
-    ):
+    if team.now - previous.created_at < CONFLICT_WINDOW and not same_writer(previous, entry.current):
         conflict_id = new_id("conf")
         team.emit(f"am/conflict/{conflict_id}", ConflictDetected(
             conflict_id=conflict_id, entry_type=kind.type, entry_id=entry.id,  # type: ignore[arg-type]
@@ -301,6 +330,6 @@ def _list(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> ObjectOut:
     chosen = [e for e in candidates if is_live(e, team.now, include_inactive=args.include_inactive)
               and (args.category is UNSET or e.current.fields.get("category") == args.category)]
     if kind.type == "guideline":
-        chosen.sort(key=lambda e: -e.current.fields.get("priority", 50))
+        chosen.sort(key=lambda e: -read_field(e.type, e.current.fields, "priority"))
     shown, meta = page(chosen, args)
     return object_out(**{kind.plural: [entry_out(e) for e in shown], "meta": meta})

@@ -118,11 +118,16 @@ def memory_tag(host: Batch | Memory, args: MemoryTag) -> ObjectOut:
 
 
 def _create(team: Team, name: str, args: MemoryTag, *, plain: bool = False) -> Tag:
+    """A new tag called `name`: ``tag_<name>`` when that is an identifier no tag holds, else a fresh id.
+
+    A reset empties the state but not the log, so the name's stream may be there already: it goes
+    on (a tag is never erased, so nothing it held is brought back), and the name keeps its id.
+    """
     slug = f"tag_{name}" if _SLUG.fullmatch(name) else ""
     tag_id = slug if slug and slug not in team.state.tags else new_id("tag")
     team.emit(f"am/tag/{tag_id}", TagCreated(
         tag_id=tag_id, name=name, category=None if plain or args.category is UNSET else args.category,
-        description=None if plain or args.description is UNSET else args.description), new=True)
+        description=None if plain or args.description is UNSET else args.description), new=tag_id != slug)
     return team.state.tags[tag_id]
 
 

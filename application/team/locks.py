@@ -1,7 +1,8 @@
 """File locks for agents working on one project (`memory_file_lock`): leases, not mutexes.
 
 A checkout holds a file until its expiry; an expired lease is free without any event or
-background job (reads compare the expiry with the time of the call). Every checkout,
+background job (reads and writes compare the expiry with the time of the call on this machine's
+clock, never with the log's time, which another machine's clock may have put ahead). Every checkout,
 checkin and forced unlock is an event on the file's stream, so who held what when is in
 the log; two agents racing for one file are decided inside one write transaction each,
 so exactly one wins and the other is told who holds it and until when.
@@ -27,6 +28,7 @@ from chronograph.application.team.common import (
     page,
     require,
 )
+from chronograph.eventstore import clock
 from chronograph.eventstore.teamevents import FileCheckedIn, FileCheckedOut, FileForceUnlocked
 from chronograph.projections.team.state import FileLock
 from msgspec import UNSET, Meta, UnsetType
@@ -64,6 +66,11 @@ class MemoryFileLock(Page, kw_only=True):
 def memory_file_lock(host: Batch | Memory, args: MemoryFileLock) -> ObjectOut:
     team = Team.of(host, "memory_file_lock")
     state, now = team.state, team.now
+    if team.batch is not None:
+        # A lease is decided on the clock reads use (the call's time), never on the log's: a batch's
+        # time is at least the log's last, which another machine's clock ahead (or a step of NTP)
+        # may have put hours past now, and that would free a live lock for a second agent.
+        now = min(now, clock.now_us())
     if args.action == "list":
         locks = [lock for lock in state.locks.values() if lock.expires_at > now
                  and (args.project_id is UNSET or lock.project_id == args.project_id)

@@ -16,7 +16,7 @@ from chronograph.application.engine.outputs import ObjectOut, object_out
 from chronograph.application.engine.service import Memory
 from chronograph.application.errors import InvalidArgumentsError
 from chronograph.application.team.common import TEAM, Short, Team, TeamArgs
-from chronograph.application.team.entries import KINDS, entry_out, is_live
+from chronograph.application.team.entries import KINDS, entry_out, is_live, read_field
 from chronograph.application.team.links import tags_of
 from chronograph.application.team.semantic import DEFAULT_THRESHOLD, TEXT_FIELDS, similarities
 from chronograph.projections.search.matching import NEAR, best, word_scores
@@ -143,7 +143,7 @@ def _score(entry: Entry, phrase: str, terms: list[str]) -> float:
     name = entry.name.lower()
     fields = entry.current.fields
     body = " ".join(str(fields[k]) for k in ("description", "content", "rationale", "constraints", "category",
-                                             "source") if k in fields).lower()
+                                             "source") if fields.get(k) is not None).lower()
     score = 0.0
     for term in terms:
         if term in name:
@@ -156,7 +156,12 @@ def _score(entry: Entry, phrase: str, terms: list[str]) -> float:
         score += 5.0
     elif phrase in body:
         score += 2.5
-    return score + fields.get("priority", 0) / 100
+    return score + _priority(entry) / 100
+
+
+def _priority(entry: Entry) -> int:
+    """A guideline's priority (a null one read as the default), 0 for the other kinds."""
+    return read_field(entry.type, entry.current.fields, "priority") or 0
 
 
 def _sentences(entry: Entry) -> list[str]:
@@ -179,7 +184,7 @@ def _item(team: Team, entry: Entry, args: MemoryQuery, score: float | None) -> d
     if args.compact:
         body = {"id": entry.id, kind.label: entry.name}
         if "priority" in entry.current.fields:
-            body["priority"] = entry.current.fields["priority"]
+            body["priority"] = _priority(entry)
     else:
         body = entry_out(entry, versions=args.include_versions)
     item: dict[str, Any] = {"type": entry.type, "id": entry.id, "scopeType": entry.scope_type,
@@ -223,7 +228,7 @@ def _search(team: Team, args: MemoryQuery, memory: Memory | None) -> ObjectOut:
                 scored.append((score, entry))
         scored.sort(key=lambda pair: -pair[0])
     else:
-        scored = [(1.0 + e.current.fields.get("priority", 0) / 100, e) for e in entries]
+        scored = [(1.0 + _priority(e) / 100, e) for e in entries]
     limit = 20 if args.limit is UNSET else args.limit
     chosen = scored[args.offset: args.offset + limit]
     more = args.offset + len(chosen) < len(scored)
@@ -241,7 +246,7 @@ def _context(team: Team, args: MemoryQuery) -> ObjectOut:
     grouped: dict[str, list[Entry]] = {"tool": [], "guideline": [], "knowledge": []}
     for entry in entries:
         grouped[entry.type].append(entry)
-    grouped["guideline"].sort(key=lambda e: -e.current.fields.get("priority", 50))
+    grouped["guideline"].sort(key=lambda e: -_priority(e))
     answer: dict[str, Any] = {"scope": scope}
     total = returned = 0
     truncated = False

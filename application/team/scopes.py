@@ -21,7 +21,7 @@ from chronograph.eventstore.teamevents import (
 from chronograph.projections.team.state import Organization, Project, Session
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["MemoryOrg", "MemoryProject", "MemorySession", "org_out", "project_out", "session_out"]
+__all__ = ["MemoryOrg", "MemoryProject", "MemorySession", "org_out", "project_out", "session_active", "session_out"]
 
 Text = Annotated[str, Meta(max_length=16_384)]
 
@@ -106,6 +106,12 @@ def memory_project(host: Batch | Memory, args: MemoryProject) -> ObjectOut:
     project = _project(team, args, org_id)
     if args.action == "get":
         return object_out(project=project_out(project))
+    if args.id is not UNSET and args.name is not UNSET and args.name != project.name:  # a rename: as create
+        held = next((p for p in state.projects.values() if p.name == args.name and p.org_id == project.org_id), None)
+        if held is not None:
+            raise DuplicateError(f"A project named {args.name!r} already exists"
+                                 + (f" in organization {project.org_id}" if project.org_id else "")
+                                 + f" (id {held.id})")
     team.emit(f"am/project/{project.id}", ProjectUpdated(
         name=args.name, description=args.description, root_path=args.root_path, metadata=args.metadata))
     return object_out(success=True, project=project_out(project))
@@ -116,6 +122,9 @@ def _project(team: Team, args: MemoryProject, org_id: str | None) -> Project:
         project = team.state.projects.get(args.id)
         if project is None:
             raise NotFoundError(f"Project {args.id!r} not found")
+        if org_id is not None and project.org_id != org_id:  # orgId narrows the search, by id as by name
+            raise NotFoundError(f"Project {args.id!r} not found in organization {org_id} (it is "
+                                + (f"in organization {project.org_id})" if project.org_id else "in none)"))
         return project
     if args.name is UNSET:
         raise InvalidArgumentsError("memory_project", f"id (or name) is required for action {args.action!r}")
@@ -168,3 +177,11 @@ def memory_session(host: Batch | Memory, args: MemorySession) -> ObjectOut:
     status = "completed" if args.status is UNSET or args.status == "active" else args.status
     team.emit(f"am/session/{session.id}", SessionEnded(status=status))
     return object_out(success=True, session=session_out(session))
+
+
+def session_active(memory: Memory, session_id: str) -> bool:
+    """Whether the team session `session_id` is active now: not ended, by whoever ended it (any
+    connection, any process on the store), nor emptied away by a reset."""
+    with memory.lock:
+        session = Team.of(memory, "memory_session").state.sessions.get(session_id)
+    return session is not None and session.status == "active"

@@ -22,9 +22,9 @@ from chronograph.application.engine.sink import Overflow, Sink
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError, ReplyTooLargeError
 from chronograph.application.team.common import TEAM, Short, Team, TeamArgs, new_id
 from chronograph.application.team.documents import write_document
-from chronograph.application.team.entries import ARGUMENTS, KINDS, entry_fields, entry_out, is_live
+from chronograph.application.team.entries import ARGUMENTS, KINDS, entry_fields, entry_out, is_live, new_fields
 from chronograph.application.team.links import RelationType, Taggable, is_target, relation_out
-from chronograph.eventstore import clock
+from chronograph.eventstore import ContentErased, clock
 from chronograph.eventstore.teamevents import (
     EntryAdded,
     EntryDeactivated,
@@ -146,6 +146,9 @@ class _Item:
         self.name: str = raw[KINDS[entry_type].label]
         self.scope = scope
         self.fields = fields
+        """What the file sets (an update writes these)."""
+        self.whole = new_fields(KINDS[entry_type], TOOL, fields, "import")
+        """With what `add` sets by default (a new entry, or one the file replaces, is this)."""
         self.tags = own.tags
         self.active: bool | None = raw.get("isActive")
         """What the file says of it (None: nothing; an export with includeInactive says false)."""
@@ -178,28 +181,32 @@ def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
     by = None if args.imported_by is UNSET else args.imported_by
     details = {kind.plural: {"created": 0, "updated": 0, "skipped": 0} for kind in KINDS.values()}
     new_ids: dict[str, str] = {}
+    renamed: list[dict[str, str]] = []
+    """entries created under another id than the file's, though it asked to keep them"""
     for item in items:
         counts = details[KINDS[item.type].plural]
         entry = _existing(team, item, args)  # an entry the file named before is there by now
         if entry is None:
-            entry_id = item.id if item.id and not args.generate_new_ids and item.id not in state.entries else None
-            entry_id = entry_id or new_id(KINDS[item.type].prefix)
+            entry_id, continued, why = _id_for(team, item, args)
+            if why is not None:
+                renamed.append({"id": str(item.id), "newId": entry_id, "reason": why})
             team.emit(f"am/entry/{entry_id}", EntryAdded(
                 entry_type=item.type, entry_id=entry_id, scope_type=item.scope[0], scope_id=item.scope[1],  # type: ignore[arg-type]
-                name=item.name, fields=item.fields, created_by=by), new=True)
+                name=item.name, fields=item.whole, created_by=by, writer=team.writer), new=not continued)
             counts["created"] += 1
             entry = state.entries[entry_id]
         elif args.conflict_strategy == "skip":
             counts["skipped"] += 1
             continue
         else:
-            fields = dict(item.fields)
-            if args.conflict_strategy == "replace":
-                fields = {key: None for key in entry.current.fields} | fields
+            fields = item.fields
+            if args.conflict_strategy == "replace":  # what the file does not set is cleared, or add's default
+                fields = {key: None for key in entry.current.fields} | item.whole
             changed = {k: v for k, v in fields.items() if entry.current.fields.get(k) != v}
             if changed:
                 team.emit(f"am/entry/{entry.id}", EntryUpdated(
-                    fields=changed, change_reason=f"Imported ({args.conflict_strategy})", created_by=by))
+                    fields=changed, change_reason=f"Imported ({args.conflict_strategy})", created_by=by,
+                    writer=team.writer))
             activated = item.active is not None and item.active != entry.active
             counts["updated" if changed or activated else "skipped"] += 1
         if item.id:
@@ -243,7 +250,8 @@ def memory_import(batch: Batch, args: MemoryImport) -> ObjectOut:
                 relation_id=relation_id, source_type=link.source_type, source_id=source,
                 target_type=link.target_type, target_id=target, relation_type=link.relation_type), new=True)
     totals = {key: sum(d[key] for d in details.values()) for key in ("created", "updated", "skipped")}
-    return object_out(success=True, **totals, errors=errors, details=details)
+    said = {"newIds": renamed} if renamed else {}
+    return object_out(success=True, **totals, errors=errors, details=details, **said)
 
 
 def _parse(team: Team, args: MemoryImport) -> tuple[list[_Item], list[_Link]]:
@@ -319,11 +327,39 @@ def _problem(label: str, raw: Any) -> str | None:
 
 
 def _existing(team: Team, item: _Item, args: MemoryImport) -> Entry | None:
+    """The entry `item` is: the one of its id, if of its type in the scope it goes to (as mapped),
+    else the one of its name there. An id held in another scope is another entry: writing the
+    file's content there would change the source of a copy instead of making the copy."""
     if item.id and not args.generate_new_ids:
         entry = team.state.entries.get(item.id)
-        if entry is not None and entry.type == item.type:
+        if entry is not None and entry.type == item.type and (entry.scope_type, entry.scope_id) == item.scope:
             return entry
     return team.state.entry_named(item.type, item.scope[0], item.scope[1], item.name)
+
+
+def _id_for(team: Team, item: _Item, args: MemoryImport) -> tuple[str, bool, str | None]:
+    """The id a new entry of `item` gets, whether its stream is continued, and why it is not the
+    file's id (None: it is, or the file gave none, or new ids were asked for).
+
+    The file's id is kept when no entry holds it: a stream the log holds for it from before a
+    reset goes on (the entry's history stays one); one that forgetting erased is never written
+    again (its erasure stays whole and a later forget finds the entry), nor one of another kind.
+    """
+    fresh = new_id(KINDS[item.type].prefix)
+    if not item.id or args.generate_new_ids:
+        return fresh, False, None
+    held = team.state.entries.get(item.id)
+    if held is not None:
+        where = "the global scope" if held.scope_id is None else f"{held.scope_type} {held.scope_id}"
+        return fresh, False, f"{item.id} is a {held.type} of {where} here"
+    first = team.first_in_log(f"am/entry/{item.id}")
+    if first is None:
+        return item.id, False, None
+    if isinstance(first, EntryAdded) and first.entry_type == item.type:
+        return item.id, True, None
+    if isinstance(first, ContentErased):
+        return fresh, False, f"{item.id} was forgotten here"
+    return fresh, False, f"{item.id} was another kind of entry here"
 
 
 def _tag(team: Team, entry: Entry, names: list[str]) -> None:

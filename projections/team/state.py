@@ -97,6 +97,8 @@ class EntryVersion(msgspec.Struct, kw_only=True):
     created_at: int
     position: int
     conflict_flag: bool = False
+    writer: str | None = None
+    """The connection that wrote it (see `EntryAdded.writer`); None in logs before it was kept."""
 
 
 class Entry(msgspec.Struct, kw_only=True):
@@ -258,7 +260,7 @@ def _entry_added(state: TeamState, envelope: Envelope, event: EntryAdded) -> Non
         name=event.name, active=True, created_at=at, created_by=event.created_by,
         versions=[EntryVersion(number=1, fields=dict(event.fields), change_reason=None,
                                created_by=event.created_by, session_id=event.session_id, actor=envelope.actor,
-                               created_at=at, position=envelope.position)])
+                               created_at=at, position=envelope.position, writer=event.writer)])
     state.names[(event.entry_type, event.scope_type, event.scope_id, event.name)] = event.entry_id
     state.in_scope.setdefault((event.scope_type, event.scope_id), {})[event.entry_id] = None
 
@@ -271,7 +273,7 @@ def _entry_updated(state: TeamState, envelope: Envelope, event: EntryUpdated) ->
     entry.versions.append(EntryVersion(
         number=len(entry.versions) + 1, fields=fields, change_reason=event.change_reason,
         created_by=event.created_by, session_id=event.session_id, actor=envelope.actor,
-        created_at=envelope.recorded_at, position=envelope.position))
+        created_at=envelope.recorded_at, position=envelope.position, writer=event.writer))
 
 
 def _entry_deactivated(state: TeamState, envelope: Envelope, event: EntryDeactivated) -> None:

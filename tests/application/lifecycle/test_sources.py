@@ -275,6 +275,23 @@ def test_an_agent_memory_entry_the_store_holds_by_name_is_brought_to_its_current
     assert {(r["sourceId"], r["relationType"]) for r in document["relations"]} >= {(ours, "applies_to")}
 
 
+def test_an_agent_memory_entry_forgotten_here_comes_back_under_a_new_id_with_every_version(tmp_path: Path) -> None:
+    source, store = agent_memory_database(tmp_path), tmp_path / "store"
+    assert import_main([str(source), "--store", str(store)]) == 0
+    cached = "9a000000-0000-4000-8000-000000000001"
+    with Memory(store) as memory:
+        memory.write("memory_forget", {"id": cached, "reason": "test"}, actor="t")
+    assert import_main([str(source), "--store", str(store)]) == 0  # the id's stream is erased: never written again
+    with Memory(store) as memory:
+        exported = memory.read("memory_export", {"action": "export", "includeVersions": True,
+                                                 "includeInactive": True}).reply  # type: ignore[attr-defined]
+    knowledge = json.loads(exported["content"])["entries"]["knowledge"]
+    [back] = [k for k in knowledge if k["currentVersion"]["content"].startswith("The cart is cached for 60 s")]
+    assert back["id"] != cached and [v["content"] for v in back["versions"]] == [
+        "The cart is cached for speed", "The cart is cached: the pricing service is slow",
+        "The cart is cached for 60 s: the pricing service takes 800 ms"]
+
+
 def test_an_agent_memory_database_imports_once_and_plans_without_writing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source, store = agent_memory_database(tmp_path), tmp_path / "store"

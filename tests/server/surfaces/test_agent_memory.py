@@ -56,6 +56,13 @@ async def test_the_profile_offers_the_fifteen_tools_in_the_reference_order_with_
             assert REFERENCE_ACTIONS[tool.name] <= offered, tool.name
 
 
+async def test_health_names_the_backend_that_holds_the_log(agent: Client, backend_store: dict[str, Any]) -> None:
+    database = (await call(agent, "memory_health"))["database"]
+    on_postgres = "cache" in backend_store
+    assert database["type"] == ("PostgreSQL event log" if on_postgres else "LMDB event log")
+    assert database["walEnabled"] is on_postgres
+
+
 async def test_an_error_is_the_reference_s_json_object_with_a_code(agent: Client) -> None:
     result = await agent.call_tool("memory_tool", {"action": "get", "id": "tool_missing"})
     assert result.is_error
