@@ -2,8 +2,8 @@
 
 Asked for with `includeProvenance` on open_nodes and search_nodes. It is read from the
 entity's own stream, not stored twice: an observation's provenance is the latest event
-that added it while it was absent (created, added, or brought by a whole-list update or
-a revert), up to the moment the read answers for.
+that stated it while it was absent or no longer true (created, added, stated again, or
+brought by a whole-list update or a revert), up to the moment the read answers for.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ def provenance_of(log: LogReader, entity: EntityRecord, position: int | None = N
         elif isinstance(event, EntityCreated):
             since = {o: envelope for o in event.observations}
         elif isinstance(event, ObservationsAdded):
-            for observation in event.observations:
-                since.setdefault(observation, envelope)
+            # one it held already is stated again (its valid time had ended): recorded anew
+            since.update(dict.fromkeys(event.observations, envelope))
         elif isinstance(event, ObservationsDeleted):
             for observation in event.observations:
                 since.pop(observation, None)
