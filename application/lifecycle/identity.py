@@ -13,7 +13,7 @@ from typing import Annotated
 
 import msgspec
 from chronograph.application.core.validtime import Span, additions, restated, statement
-from chronograph.application.engine.arguments import D, Items, Name, Version, WriteArgs
+from chronograph.application.engine.arguments import D, Items, Name, Version, WriteArgs, metadata_problem
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.outputs import EntitiesOut, entity_out
 from chronograph.application.engine.registry import CORE
@@ -21,6 +21,7 @@ from chronograph.application.errors import DuplicateError, InvalidArgumentsError
 from chronograph.eventstore import (
     EntityMerged,
     EntityRenamed,
+    EntityUpdated,
     RelationCreated,
     RelationDeleted,
     RelationUpdated,
@@ -28,7 +29,7 @@ from chronograph.eventstore import (
 from chronograph.projections import EntityRecord, RelationRecord, relation_stream
 from msgspec import UNSET, UnsetType
 
-__all__ = ["MergeEntities", "RenameEntity", "created_again", "move_relations", "rename"]
+__all__ = ["MergeEntities", "MergedOut", "RenameEntity", "created_again", "move_relations", "rename"]
 
 
 def move_relations(batch: Batch, old: str, new: str, *, drop_loops: bool = False) -> int:
@@ -132,11 +133,22 @@ class MergeEntities(WriteArgs, kw_only=True):
     expected_version: Version | UnsetType = UNSET
 
 
+class MergedOut(EntitiesOut, kw_only=True):
+    metadata_conflicts: Annotated[list[str], D(
+        description="Metadata keys a source gave another value: the target's was kept")] | UnsetType = UNSET
+
+
 @CORE.command("merge_entities", "Merge Entities",
-              "Merge duplicates into the target: observations and relations move there; histories stay "
-              "(revert_entity undoes it)")
-def merge_entities(batch: Batch, args: MergeEntities) -> EntitiesOut:
-    """Move each source's observations and relations onto the target, then retire the source."""
+              "Merge duplicates into the target: observations, relations and metadata keys it lacks move there; "
+              "histories stay (revert_entity undoes it)")
+def merge_entities(batch: Batch, args: MergeEntities) -> MergedOut:
+    """Move each source's observations, relations and metadata onto the target, then retire the source.
+
+    Raises:
+        InvalidArgumentsError: If the sources are none, repeated or the target, or the metadata
+            joined would be past its limit.
+        NotFoundError: If the target or a source is not live.
+    """
     target = _live(batch, args.target)
     batch.check(f"entity {args.target!r}", args.expected_version, target)
     if not args.sources:
@@ -146,13 +158,22 @@ def merge_entities(batch: Batch, args: MergeEntities) -> EntitiesOut:
     if len(set(args.sources)) < len(args.sources):
         raise InvalidArgumentsError("merge_entities", "sources: a name is given twice")
     sources = [_live(batch, name) for name in args.sources]
+    conflicts: dict[str, None] = {}
     for source in sources:
         held, now = set(target.observations), batch.recorded_at
         stated = [(o, span) for o in source.observations
                   if (span := statement(target, held, o, source.validity.get(o, (None, None)), now)) is not None]
         for added in additions(stated):  # with when each was true; one held is stated again if it says more
             batch.emit(target.stream, added)
+        metadata = {**target.metadata, **{k: v for k, v in source.metadata.items() if k not in target.metadata}}
+        conflicts.update((k, None) for k, v in source.metadata.items() if k in target.metadata and
+                         target.metadata[k] != v)
+        if metadata != target.metadata:
+            if (problem := metadata_problem(metadata)) is not None:
+                raise InvalidArgumentsError("merge_entities", f"sources: {source.name!r}'s metadata joined to "
+                                            f"{args.target!r}'s {problem}; nothing was written")
+            batch.emit(target.stream, EntityUpdated(metadata=metadata))
         move_relations(batch, source.name, args.target, drop_loops=True)
         batch.emit(source.stream, EntityMerged(into=args.target))
         target = _live(batch, args.target)
-    return EntitiesOut(entities=[entity_out(target)])
+    return MergedOut(entities=[entity_out(target)], metadata_conflicts=list(conflicts) or UNSET)

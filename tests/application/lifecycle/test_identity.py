@@ -211,6 +211,32 @@ def test_a_merge_keeps_the_source_s_current_observation_where_the_target_s_copy_
     assert verify(memory.views) == []
 
 
+def test_a_merge_takes_the_metadata_keys_the_target_lacks_and_names_the_conflicts(memory: Memory) -> None:
+    write(memory, "create_entities", entities=[
+        {"name": "Ada Lovelace", "entityType": "person", "observations": ["math"], "metadata": {"born": "1815"}},
+        {"name": "A. Lovelace", "entityType": "person", "observations": ["poetry"],
+         "metadata": {"email": "ada@example.org", "born": "1815-12-10"}},
+        {"name": "Lovelace", "entityType": "person", "observations": [], "metadata": {"born": "1815"}}])
+    merged = write(memory, "merge_entities", target="Ada Lovelace", sources=["A. Lovelace", "Lovelace"])
+    assert merged.metadata_conflicts == ["born"]  # "Lovelace" agrees with the target
+    [ada] = read(memory, "open_nodes", names=["Ada Lovelace"], includeMetadata=True).entities
+    assert ada.metadata == {"born": "1815", "email": "ada@example.org"}
+    found = read(memory, "search_nodes", query="", metadata={"email": "ada@example.org"})
+    assert [e.name for e in found.entities] == ["Ada Lovelace"]
+    write(memory, "revert_entity", name="Ada Lovelace", toVersion=1)
+    assert read(memory, "open_nodes", names=["Ada Lovelace"], includeMetadata=True).entities[0].metadata == {
+        "born": "1815"}
+    assert verify(memory.views) == []
+
+
+def test_a_merge_whose_joined_metadata_is_past_the_limit_writes_nothing(memory: Memory) -> None:
+    half = "x" * 9_000
+    write(memory, "create_entities", entities=[
+        {"name": "A", "entityType": "t", "observations": [], "metadata": {"a": half}},
+        {"name": "B", "entityType": "t", "observations": [], "metadata": {"b": half}}])
+    assert "limit" in str(refused(memory, "merge_entities", target="A", sources=["B"]))
+
+
 def test_a_duplicate_relation_a_merge_drops_gives_the_held_one_the_metadata_keys_it_lacks(memory: Memory) -> None:
     write(memory, "create_entities", entities=[{"name": n, "entityType": "t", "observations": []} for n in "TSZ"])
     write(memory, "create_relations", relations=[
