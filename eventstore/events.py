@@ -115,6 +115,9 @@ class ObservationsAdded(Event, frozen=True, tag="observations_added"):
     observations: tuple[str, ...]
     valid_from: int | UnsetType = UNSET
     valid_until: int | UnsetType = UNSET
+    moved_from: str | UnsetType = UNSET
+    """The stream of the entity a merge moved them from, where they were first recorded (written
+    since 2026-12-06; earlier merges' moves have none)."""
 
 
 class ObservationsInvalidated(Event, frozen=True, tag="observations_invalidated"):

@@ -103,14 +103,14 @@ def statement(record: EntityRecord, held: set[str], text: str, span: Span, now: 
     return restated(record.validity.get(text), span, now)
 
 
-def additions(stated: Sequence[tuple[str, Span]]) -> list[ObservationsAdded]:
+def additions(stated: Sequence[tuple[str, Span]], moved_from: str | UnsetType = UNSET) -> list[ObservationsAdded]:
     """The events that state `stated` (texts with their spans) in their order: each run of one span
     in one event carrying it (one without a span: none)."""
     events = []
     for (start, end), run in groupby(stated, key=lambda item: item[1]):
         events.append(ObservationsAdded(observations=tuple(text for text, _ in run),
                                         valid_from=UNSET if start is None else start,
-                                        valid_until=UNSET if end is None else end))
+                                        valid_until=UNSET if end is None else end, moved_from=moved_from))
     return events
 
 

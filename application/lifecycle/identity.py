@@ -163,7 +163,7 @@ def merge_entities(batch: Batch, args: MergeEntities) -> MergedOut:
         held, now = set(target.observations), batch.recorded_at
         stated = [(o, span) for o in source.observations
                   if (span := statement(target, held, o, source.validity.get(o, (None, None)), now)) is not None]
-        for added in additions(stated):  # with when each was true; one held is stated again if it says more
+        for added in additions(stated, moved_from=source.stream):  # with when each was true, and where from
             batch.emit(target.stream, added)
         metadata = {**target.metadata, **{k: v for k, v in source.metadata.items() if k not in target.metadata}}
         conflicts.update((k, None) for k, v in source.metadata.items() if k in target.metadata and
