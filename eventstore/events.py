@@ -104,15 +104,20 @@ class EntityRestored(EntityCreated, frozen=True, kw_only=True, tag="entity_resto
 
 
 class ObservationsAdded(Event, frozen=True, tag="observations_added"):
-    """Observations were appended to an entity (only the ones it did not have yet).
+    """Observations were appended to an entity (the ones it did not have yet), or stated again
+    (ones it has whose valid time had ended or did not cover the new one: since 2026-12-06).
 
     `valid_from` / `valid_until` (µs) say when what they state was true in the world, when
-    the writer said so (valid time; the log's own time says when the memory learned it).
+    the writer said so (valid time; the log's own time says when the memory learned it); every
+    observation of the event has that span afterwards (none: none).
     """
 
     observations: tuple[str, ...]
     valid_from: int | UnsetType = UNSET
     valid_until: int | UnsetType = UNSET
+    moved_from: str | UnsetType = UNSET
+    """The stream of the entity a merge moved them from, where they were first recorded (written
+    since 2026-12-06; earlier merges' moves have none)."""
 
 
 class ObservationsInvalidated(Event, frozen=True, tag="observations_invalidated"):

@@ -144,6 +144,12 @@ def _observations_added(state: State, envelope: Envelope, event: ObservationsAdd
         if event.valid_from is not UNSET or event.valid_until is not UNSET:
             span = (event.valid_from or None, event.valid_until or None)
             entity.validity = {**entity.validity, **dict.fromkeys(event.observations, span)}
+        elif entity.validity and any(o in entity.validity for o in event.observations):
+            # A text held already is stated again (it had stopped being true): without a span now.
+            # Never written before 2026-12-06 (every writer left held texts out), so old logs fold
+            # as they did: a text new to the entity has no span to drop.
+            gone = set(event.observations)
+            entity.validity = {o: span for o, span in entity.validity.items() if o not in gone}
         entity.version = envelope.version
         entity.updated_at = envelope.recorded_at
         state.changed_entity(entity, entity.entity_type)

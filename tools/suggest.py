@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"chronograph suggest: {missing}", file=sys.stderr)
             return 2
         with memory.timeline.at("suggest") as moment:
-            found = suggest(moment.graph, args.workspace, args.threshold, args.limit)
+            found = suggest(moment.graph, args.workspace, args.threshold, args.limit, moment.log, moment.position)
     finally:
         memory.close()
     if args.json:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from chronograph.application.core.validtime import span_of
+from chronograph.application.core.validtime import additions, span_of, statement
 from chronograph.application.engine.arguments import (
     Args,
     D,
@@ -32,7 +32,6 @@ from chronograph.eventstore import (
     EntityCreated,
     EntityDeleted,
     EntityUpdated,
-    ObservationsAdded,
     ObservationsDeleted,
     RelationDeleted,
 )
@@ -126,7 +125,8 @@ class AddObservationsOut(Out, kw_only=True):
 @CORE.command("add_observations", "Add Observations",
               "Add new observations to existing entities in the knowledge graph")
 def add_observations(batch: Batch, args: AddObservations) -> AddObservationsOut:
-    """New observations for existing entities; a missing entity fails the whole call."""
+    """New observations for existing entities (and held ones stated again, see `validtime.restated`);
+    a missing entity fails the whole call."""
     results = []
     for index, item in enumerate(args.observations):
         start, end = span_of("add_observations", f"observations[{index}].", item.valid_from, item.valid_until)
@@ -134,11 +134,12 @@ def add_observations(batch: Batch, args: AddObservations) -> AddObservationsOut:
         if entity is None:
             raise NotFoundError(f"Entity with name {item.entity_name} not found")
         batch.check(entity_label(item.entity_name), item.expected_version, entity)
-        present = set(entity.observations)
-        new = [c for c in unique(item.contents) if c not in present]
-        if new:
-            batch.emit(entity.stream, ObservationsAdded(observations=tuple(new), valid_from=start, valid_until=end))
-        results.append(AddedOut(entity_name=item.entity_name, added_observations=new))
+        held, span = set(entity.observations), (None if start is UNSET else start, None if end is UNSET else end)
+        stated = [(c, s) for c in unique(item.contents)
+                  if (s := statement(entity, held, c, span, batch.recorded_at)) is not None]
+        for event in additions(stated):
+            batch.emit(entity.stream, event)
+        results.append(AddedOut(entity_name=item.entity_name, added_observations=[c for c, _ in stated]))
     return AddObservationsOut(results=results)
 
 

@@ -13,7 +13,9 @@ A query, never a change: acting on a suggestion stays `merge_entities`,
 - **duplicateObservations**: observations of one entity that say the same thing (equal
   once case, punctuation and spacing are set aside, or nearly equal).
 - **possiblyStale**: an older observation that a newer one on the same entity appears to
-  supersede: the same predicate ("lives in", "moved to" are one), another value.
+  supersede: the same predicate ("lives in", "moved to" are one), another value. Older and
+  newer are by when each was recorded (`provenance.recorded`: a merge moves an observation
+  without making it newer), read from the log for the entities where two values compete.
 
 Measured on a labelled set (`bench/bench_suggestions.py`): see docs/performance.md.
 """
@@ -22,15 +24,16 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Annotated
 
+from chronograph.application.core.provenance import recorded
 from chronograph.application.engine.arguments import D, ReadArgs
 from chronograph.application.engine.outputs import Out
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
-from chronograph.eventstore import clock
+from chronograph.eventstore import LogReader, clock
 from chronograph.projections import EntityRecord, Graph
 from msgspec import Meta
 
@@ -106,11 +109,14 @@ class SuggestionsOut(Out, kw_only=True):
 def suggest_cleanup(memory: Memory, args: Suggestions) -> SuggestionsOut:
     """What may need merging, deleting or invalidating in the workspace."""
     with memory.timeline.at("suggest_cleanup") as moment:
-        return suggest(moment.graph, args.workspace, args.threshold, args.limit)
+        return suggest(moment.graph, args.workspace, args.threshold, args.limit, moment.log, moment.position)
 
 
-def suggest(graph: Graph, workspace: str, threshold: float = THRESHOLD, limit: int = 50) -> SuggestionsOut:
-    """The suggestions for `workspace` at least `threshold` likely, at most `limit` of each kind."""
+def suggest(graph: Graph, workspace: str, threshold: float = THRESHOLD, limit: int = 50, log: LogReader | None = None,
+            position: int | None = None) -> SuggestionsOut:
+    """The suggestions for `workspace` at least `threshold` likely, at most `limit` of each kind.
+    With `log` (the graph's, as of `position`), stale facts are told by when each was recorded;
+    without, by the order of the entity's observations (the order they were added, but for merges)."""
     records = list(graph.entities(workspace))
     now = clock.now_us()
     current = [_current(record, now) for record in records]
@@ -119,7 +125,8 @@ def suggest(graph: Graph, workspace: str, threshold: float = THRESHOLD, limit: i
     stale: list[StaleOut] = []
     for record, observations in zip(records, current, strict=True):
         duplicates.extend(_duplicates(record.name, observations))
-        stale.extend(s for s in _stale(record.name, observations) if s.confidence >= threshold)
+        order = None if log is None else _order(log, record, position)
+        stale.extend(s for s in _stale(record.name, observations, order) if s.confidence >= threshold)
     duplicates.sort(key=lambda d: -d.similarity)
     stale.sort(key=lambda s: -s.confidence)
     return SuggestionsOut(merges=merges, duplicate_observations=duplicates[:limit], possibly_stale=stale[:limit])
@@ -343,14 +350,19 @@ def _claim(observation: str) -> tuple[str, str] | None:
     return None
 
 
-def _stale(entity: str, observations: list[str]) -> list[StaleOut]:
+def _order(log: LogReader, record: EntityRecord, position: int | None) -> Callable[[], dict[str, int]]:
+    """observation -> the log position that recorded it, read when asked."""
+    return lambda: {o: first.position for o, (first, _) in recorded(log, record, position).items()}
+
+
+def _stale(entity: str, observations: list[str], order: Callable[[], dict[str, int]] | None = None) -> list[StaleOut]:
+    claims = [(o, claim) for o in observations if (claim := _claim(o)) is not None]
+    if order is not None and len({predicate for _, (predicate, _) in claims}) < len(claims):
+        when = order()  # two claims of one predicate: read when each was recorded (list order among equals)
+        claims.sort(key=lambda item: when.get(item[0], 0))
     latest: dict[str, tuple[str, str]] = {}
     found: list[StaleOut] = []
-    for observation in reversed(observations):  # newest first: each predicate's newest value stands
-        claim = _claim(observation)
-        if claim is None:
-            continue
-        predicate, value = claim
+    for observation, (predicate, value) in reversed(claims):  # newest first: each predicate's newest value stands
         if predicate not in latest:
             latest[predicate] = (value, observation)
             continue
@@ -361,5 +373,5 @@ def _stale(entity: str, observations: list[str]) -> list[StaleOut]:
             continue
         known = predicate in PREDICATES
         found.append(StaleOut(entity=entity, older=observation, newer=newest, confidence=0.9 if known else 0.8,
-                              evidence=f"both say {predicate!r}, with another value; the newer was added later"))
+                              evidence=f"both say {predicate!r}, with another value; the newer was recorded later"))
     return found

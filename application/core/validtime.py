@@ -10,15 +10,30 @@ so the two axes combine. Facts without a valid time are always shown.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import groupby
 from typing import Annotated, Any
 
 from chronograph.application.engine.arguments import D
 from chronograph.application.errors import InvalidArgumentsError
-from chronograph.eventstore import clock
+from chronograph.eventstore import ObservationsAdded, clock
 from chronograph.projections import EntityRecord, RelationRecord
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["VALID_AT", "ValidTime", "moment_of", "hide_invalid", "read_moment", "span_of", "valid_at", "valid_relation"]
+__all__ = [
+    "VALID_AT",
+    "Span",
+    "ValidTime",
+    "additions",
+    "hide_invalid",
+    "moment_of",
+    "read_moment",
+    "restated",
+    "span_of",
+    "statement",
+    "valid_at",
+    "valid_relation",
+]
 
 ValidTime = Annotated[str, Meta(min_length=1, max_length=64)]
 Span = tuple[int | None, int | None]
@@ -49,6 +64,54 @@ def valid_at(span: Span, at: int) -> bool:
     """Whether a fact with this span is true at `at`."""
     start, end = span
     return (start is None or start <= at) and (end is None or at < end)
+
+
+def restated(held: Span | None, span: Span, now: int) -> Span | None:
+    """The span a fact the memory holds (with the span `held`; None: none, true at every time)
+    takes when it is stated again with `span` at `now`; None when the statement says nothing the
+    held span does not (then nothing is written, so stating a fact twice writes nothing).
+
+    A statement without a span says the fact is true now: it is stated again (without a span) only
+    when its held span does not hold now (it ended, or has not begun). A statement with a span is
+    stated again when that span reaches outside the held one: where the two meet (overlap or touch)
+    the fact keeps their union; where they do not, the later of the two (a fact has one span; its
+    history keeps the other), so a statement about an earlier time than the held span's changes
+    nothing.
+    """
+    if held is None:
+        return None
+    start, end = span
+    if start is None and end is None:
+        return None if valid_at(held, now) else span
+    held_start, held_end = held
+    if (held_start is None or (start is not None and held_start <= start)) and (
+            held_end is None or (end is not None and end <= held_end)):
+        return None  # within the held span
+    if (start is None or held_end is None or start <= held_end) and (
+            held_start is None or end is None or held_start <= end):
+        return (None if start is None or held_start is None else min(start, held_start),
+                None if end is None or held_end is None else max(end, held_end))
+    return span if held_end is not None and start is not None and start >= held_end else None
+
+
+def statement(record: EntityRecord, held: set[str], text: str, span: Span, now: int) -> Span | None:
+    """The span `text` gets when stated of `record` (whose observations are `held`) with `span` at
+    `now`: `span` for a text it does not hold, what `restated` says for one it does (None: not
+    written)."""
+    if text not in held:
+        return span
+    return restated(record.validity.get(text), span, now)
+
+
+def additions(stated: Sequence[tuple[str, Span]], moved_from: str | UnsetType = UNSET) -> list[ObservationsAdded]:
+    """The events that state `stated` (texts with their spans) in their order: each run of one span
+    in one event carrying it (one without a span: none)."""
+    events = []
+    for (start, end), run in groupby(stated, key=lambda item: item[1]):
+        events.append(ObservationsAdded(observations=tuple(text for text, _ in run),
+                                        valid_from=UNSET if start is None else start,
+                                        valid_until=UNSET if end is None else end, moved_from=moved_from))
+    return events
 
 
 def hide_invalid(entities: list[Any], records: list[EntityRecord], moment: int) -> None:

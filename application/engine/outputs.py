@@ -99,6 +99,9 @@ class ObservationProvenanceOut(Out, kw_only=True):
     actor: Annotated[str, D(description="Who wrote it (MCP client or --actor)")]
     correlation_id: Annotated[str, D(description="The call that wrote it (see get_audit_log)")]
     position: Annotated[int, D(description="Its event's position in the log")]
+    moved_at: Annotated[str, D(description="When a merge moved it here from the entity that recorded it")] | (
+        UnsetType) = UNSET
+    moved_by: Annotated[str, D(description="That merge's call (see get_audit_log)")] | UnsetType = UNSET
 
 
 class MatchedOut(Out, kw_only=True):

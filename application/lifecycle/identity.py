@@ -9,27 +9,35 @@ created under the new ones in the same call (its history records both).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from itertools import groupby
 from typing import Annotated
 
-from chronograph.application.engine.arguments import D, Items, Name, Version, WriteArgs
+import msgspec
+from chronograph.application.core.validtime import Span, additions, restated, statement
+from chronograph.application.engine.arguments import D, Items, Name, Version, WriteArgs, metadata_problem
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.outputs import EntitiesOut, entity_out
 from chronograph.application.engine.registry import CORE
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError, NotFoundError
-from chronograph.eventstore import EntityMerged, EntityRenamed, ObservationsAdded, RelationCreated, RelationDeleted
+from chronograph.eventstore import (
+    EntityMerged,
+    EntityRenamed,
+    EntityUpdated,
+    RelationCreated,
+    RelationDeleted,
+    RelationUpdated,
+)
 from chronograph.projections import EntityRecord, RelationRecord, relation_stream
 from msgspec import UNSET, UnsetType
 
-__all__ = ["MergeEntities", "RenameEntity", "added_again", "created_again", "move_relations", "rename"]
+__all__ = ["MergeEntities", "MergedOut", "RenameEntity", "created_again", "move_relations", "rename"]
 
 
 def move_relations(batch: Batch, old: str, new: str, *, drop_loops: bool = False) -> int:
     """Re-key every live relation touching `old` to `new`; return how many moved.
 
-    A relation the new name already has is not duplicated; with `drop_loops` (a merge), a
-    relation that would join `new` to itself is dropped rather than moved.
+    A relation the new name already has is not duplicated: the one held takes what the moved one
+    says that it does not (`_joined`); with `drop_loops` (a merge), a relation that would join `new`
+    to itself is dropped rather than moved.
     """
     moved = 0
     for relation in batch.relations_of(old):
@@ -38,11 +46,38 @@ def move_relations(batch: Batch, old: str, new: str, *, drop_loops: bool = False
         batch.emit(relation.stream, RelationDeleted())
         if drop_loops and source == target == new:
             continue
-        if batch.relation(source, relation.relation_type, target) is None:
+        held = batch.relation(source, relation.relation_type, target)
+        if held is None:
             batch.emit(relation_stream(batch.workspace, source, relation.relation_type, target),
                        created_again(batch.workspace, relation, source, target))
             moved += 1
+        else:
+            _joined(batch, held, relation)
     return moved
+
+
+def _joined(batch: Batch, held: RelationRecord, moved: RelationRecord) -> None:
+    """`held` after a relation of the same ends and type (`moved`) joins it. When `moved` was true
+    at times `held` does not say (`validtime.restated`: an expired relation does not hide a current
+    one), `held` is made again with the span they give, and the confidence and metadata of the one
+    whose span that is (`held`'s unless `moved`'s is the span); otherwise `held` stays. Either way
+    it takes the other's metadata keys it lacks."""
+    span = restated(_span(held), (moved.valid_from, moved.valid_until), batch.recorded_at)
+    first, other = (moved, held) if span == (moved.valid_from, moved.valid_until) else (held, moved)
+    metadata = {**first.metadata, **{k: v for k, v in other.metadata.items() if k not in first.metadata}}
+    if span is None:
+        if metadata != held.metadata:
+            batch.emit(held.stream, RelationUpdated(metadata=metadata))
+        return
+    made = msgspec.structs.replace(first, metadata=metadata, valid_from=span[0], valid_until=span[1],
+                                   confidence=other.confidence if first.confidence is None else first.confidence)
+    batch.emit(held.stream, RelationDeleted())
+    batch.emit(held.stream, created_again(batch.workspace, made, held.source, held.target))
+
+
+def _span(relation: RelationRecord) -> Span | None:
+    return None if relation.valid_from is None and relation.valid_until is None else (
+        relation.valid_from, relation.valid_until)
 
 
 def created_again(workspace: str, relation: RelationRecord, source: str, target: str) -> RelationCreated:
@@ -53,18 +88,6 @@ def created_again(workspace: str, relation: RelationRecord, source: str, target:
         confidence=relation.confidence, metadata=relation.metadata,
         valid_from=UNSET if relation.valid_from is None else relation.valid_from,
         valid_until=UNSET if relation.valid_until is None else relation.valid_until)
-
-
-def added_again(entity: EntityRecord, observations: Sequence[str]) -> list[ObservationsAdded]:
-    """`observations` of `entity` added elsewhere in their order, each run of one span in one
-    event that carries it (one without a span: none)."""
-    spans = entity.validity
-    events: list[ObservationsAdded] = []
-    for span, run in groupby(observations, key=lambda o: spans.get(o, (None, None))):
-        start, end = span
-        events.append(ObservationsAdded(observations=tuple(run), valid_from=UNSET if start is None else start,
-                                        valid_until=UNSET if end is None else end))
-    return events
 
 
 def rename(batch: Batch, entity: EntityRecord, new_name: str) -> None:
@@ -110,11 +133,22 @@ class MergeEntities(WriteArgs, kw_only=True):
     expected_version: Version | UnsetType = UNSET
 
 
+class MergedOut(EntitiesOut, kw_only=True):
+    metadata_conflicts: Annotated[list[str], D(
+        description="Metadata keys a source gave another value: the target's was kept")] | UnsetType = UNSET
+
+
 @CORE.command("merge_entities", "Merge Entities",
-              "Merge duplicates into the target: observations and relations move there; histories stay "
-              "(revert_entity undoes it)")
-def merge_entities(batch: Batch, args: MergeEntities) -> EntitiesOut:
-    """Move each source's observations and relations onto the target, then retire the source."""
+              "Merge duplicates into the target: observations, relations and metadata keys it lacks move there; "
+              "histories stay (revert_entity undoes it)")
+def merge_entities(batch: Batch, args: MergeEntities) -> MergedOut:
+    """Move each source's observations, relations and metadata onto the target, then retire the source.
+
+    Raises:
+        InvalidArgumentsError: If the sources are none, repeated or the target, or the metadata
+            joined would be past its limit.
+        NotFoundError: If the target or a source is not live.
+    """
     target = _live(batch, args.target)
     batch.check(f"entity {args.target!r}", args.expected_version, target)
     if not args.sources:
@@ -124,12 +158,22 @@ def merge_entities(batch: Batch, args: MergeEntities) -> EntitiesOut:
     if len(set(args.sources)) < len(args.sources):
         raise InvalidArgumentsError("merge_entities", "sources: a name is given twice")
     sources = [_live(batch, name) for name in args.sources]
+    conflicts: dict[str, None] = {}
     for source in sources:
-        present = set(target.observations)
-        missing = tuple(o for o in source.observations if o not in present)
-        for added in added_again(source, missing):  # with when each was true
+        held, now = set(target.observations), batch.recorded_at
+        stated = [(o, span) for o in source.observations
+                  if (span := statement(target, held, o, source.validity.get(o, (None, None)), now)) is not None]
+        for added in additions(stated, moved_from=source.stream):  # with when each was true, and where from
             batch.emit(target.stream, added)
+        metadata = {**target.metadata, **{k: v for k, v in source.metadata.items() if k not in target.metadata}}
+        conflicts.update((k, None) for k, v in source.metadata.items() if k in target.metadata and
+                         target.metadata[k] != v)
+        if metadata != target.metadata:
+            if (problem := metadata_problem(metadata)) is not None:
+                raise InvalidArgumentsError("merge_entities", f"sources: {source.name!r}'s metadata joined to "
+                                            f"{args.target!r}'s {problem}; nothing was written")
+            batch.emit(target.stream, EntityUpdated(metadata=metadata))
         move_relations(batch, source.name, args.target, drop_loops=True)
         batch.emit(source.stream, EntityMerged(into=args.target))
         target = _live(batch, args.target)
-    return EntitiesOut(entities=[entity_out(target)])
+    return MergedOut(entities=[entity_out(target)], metadata_conflicts=list(conflicts) or UNSET)

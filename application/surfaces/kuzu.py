@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 from chronograph.application.core import search as core_search
 from chronograph.application.core import traversal
+from chronograph.application.core.validtime import statement
 from chronograph.application.engine.access import readable
 from chronograph.application.engine.arguments import Args, D, Limits, Name, ObservationList, TypeName
 from chronograph.application.engine.batch import Batch
@@ -194,8 +195,8 @@ def add_observations(batch: Batch, args: AddObservations) -> ObjectOut:
     entity = batch.entity(args.entity_name)
     if entity is None:
         raise NotFoundError(f"Entity '{args.entity_name}' not found")
-    present = set(entity.observations)
-    added = [o for o in unique(args.observations) if o not in present]
+    present, now = set(entity.observations), batch.recorded_at  # one no longer true is stated again
+    added = [o for o in unique(args.observations) if statement(entity, present, o, (None, None), now) is not None]
     if added:
         batch.emit(entity.stream, ObservationsAdded(observations=tuple(added)))
         _embed_afterwards(batch, args.entity_name, "reembedded")

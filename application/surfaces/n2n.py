@@ -17,6 +17,7 @@ from chronograph.application.core import entities as core_entities
 from chronograph.application.core import graph as core_graph
 from chronograph.application.core import relations as core_relations
 from chronograph.application.core import search as core_search
+from chronograph.application.core.validtime import valid_at
 from chronograph.application.engine.arguments import Args, D, Items, Name, ObservationList, Query, TypeName, parse
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.budget import ReplyBudget
@@ -120,7 +121,8 @@ def n2n_add_entities(batch: Batch, args: AddEntities) -> ObjectOut:
 def _add(batch: Batch, name: str, contents: list[str]) -> int:
     entity = batch.entity(name)
     assert entity is not None
-    known = {_similar(o) for o in entity.observations}
+    spans, now = entity.validity, batch.recorded_at  # a text no longer true is stated again (validtime.restated)
+    known = {_similar(o) for o in entity.observations if o not in spans or valid_at(spans[o], now)}
     fresh = []
     for content in contents:
         key = _similar(content)

@@ -11,6 +11,7 @@ from chronograph.eventstore import (
     Event,
     ObservationsAdded,
     ObservationsDeleted,
+    ObservationsInvalidated,
     RelationCreated,
     RelationDeleted,
 )
@@ -119,3 +120,13 @@ def test_workspaces_never_see_each_others_entities() -> None:
     log("e2", created("ada", workspace="two"))
     assert [e.stream for e in log.graph.entities("one")] == ["e1"]
     assert [e.stream for e in log.graph.entities("two")] == ["e2"]
+
+
+def test_an_observation_stated_again_takes_the_event_s_span_and_keeps_its_place() -> None:
+    log = Log()
+    log("e1", created("ada", "a", "b", "c"))
+    log("e1", ObservationsInvalidated(observations=("a", "b"), at=10))
+    log("e1", ObservationsAdded(observations=("a",)))  # stated again without a span: it has none now
+    log("e1", ObservationsAdded(observations=("b",), valid_from=20))
+    ada = log.graph.entity("w", "ada")
+    assert ada is not None and ada.observations == ["a", "b", "c"] and ada.validity == {"b": (20, None)}

@@ -106,3 +106,18 @@ def test_suggesting_writes_nothing(memory: Memory) -> None:
     head = memory.log.head()
     suggestions(memory, threshold=0.0, limit=1000)
     assert memory.log.head() == head
+
+
+def test_a_stale_fact_is_the_one_recorded_first_whatever_a_merge_or_a_restatement_did_to_the_order(
+        memory: Memory) -> None:
+    memory.write("create_entities", {"entities": [entity("A. Lovelace", "person", "lives in London")]}, actor="t")
+    memory.write("create_entities", {"entities": [entity("Ada Lovelace", "person", "lives in Paris")]}, actor="t")
+    memory.write("merge_entities", {"target": "Ada Lovelace", "sources": ["A. Lovelace"]}, actor="t")
+    stale = [(s["older"], s["newer"]) for s in suggestions(memory)["possiblyStale"]]
+    assert stale == [("lives in London", "lives in Paris")]  # moved last, recorded first
+    memory.write("invalidate_observations", {"observations": [
+        {"entityName": "Ada Lovelace", "observations": ["lives in London"], "at": "2020-01-01T00:00:00Z"}]}, actor="t")
+    memory.write("add_observations", {"observations": [
+        {"entityName": "Ada Lovelace", "contents": ["lives in London"]}]}, actor="t")  # she moved back
+    stale = [(s["older"], s["newer"]) for s in suggestions(memory)["possiblyStale"]]
+    assert stale == [("lives in Paris", "lives in London")]

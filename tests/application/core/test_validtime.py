@@ -3,12 +3,16 @@ at validAt among what the memory knew at asOf."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from chronograph.application import ChronographError, Memory
+from chronograph.application import PROFILES, ChronographError, Memory
+from chronograph.application.core import validtime
+from chronograph.application.surfaces.projectroot import workspace_name
+from chronograph.projections import verify
 from freezegun import freeze_time
 
 
@@ -103,3 +107,76 @@ def test_an_observation_named_twice_in_one_invalidation_is_counted_once(memory: 
         {"entityName": "Alice", "observations": ["works at Acme"], "at": "2022-06-01"},
         {"entityName": "Alice", "observations": ["works at Acme"], "at": "2022-05-01"}])
     assert again.message == "Invalidated 1 observation"
+
+
+def test_an_invalidated_observation_stated_again_is_added_with_its_new_span_and_its_history_shows_it(
+        memory: Memory) -> None:
+    with freeze_time("2026-06-01T00:00:00Z"):
+        write(memory, "create_entities", entities=[{"name": "Bob", "entityType": "person",
+                                                    "observations": ["works at Acme", "likes tea"]}])
+        write(memory, "invalidate_observations", observations=[
+            {"entityName": "Bob", "observations": ["works at Acme", "likes tea"], "at": "2022-01-01"}])
+        again = write(memory, "add_observations", observations=[
+            {"entityName": "Bob", "contents": ["works at Acme"], "validFrom": "2024-01-01"},
+            {"entityName": "Bob", "contents": ["likes tea", "likes jazz"]}])
+        assert [r.added_observations for r in again.results] == [["works at Acme"], ["likes tea", "likes jazz"]]
+        [bob] = memory.read("open_nodes", {"names": ["Bob"]}).entities
+        assert bob.observations == ["works at Acme", "likes tea", "likes jazz"]  # each where it was
+        assert bob.validity == {"works at Acme": {"validFrom": "2024-01-01T00:00:00.000000Z"}}
+        [then] = memory.read("open_nodes", {"names": ["Bob"], "validAt": "2023-01-01"}).entities
+        assert then.observations == ["likes tea", "likes jazz"]  # stated again without a span: true at every time
+        history = memory.read("get_entity_history", {"name": "Bob"}).versions
+        assert [v.event_type for v in history[-2:]] == ["observations_added", "observations_added"]
+        assert history[-2].changes["observations"] == ("works at Acme",)
+        head = memory.log.head()
+        same = write(memory, "add_observations", observations=[  # still true: nothing to say again
+            {"entityName": "Bob", "contents": ["works at Acme"], "validFrom": "2024-01-01"},
+            {"entityName": "Bob", "contents": ["works at Acme", "likes tea"]}])
+        assert [r.added_observations for r in same.results] == [[], []] and memory.log.head() == head
+        assert verify(memory.views) == []
+
+
+NOW = 1_000
+
+
+@pytest.mark.parametrize(("held", "span", "written"), [
+    (None, (None, None), None),  # held without a span: true at every time already
+    (None, (10, 20), None),
+    ((None, 500), (None, None), (None, None)),  # ended: stated true (now) again
+    ((2_000, None), (None, None), (None, None)),  # not begun yet
+    ((500, 2_000), (None, None), None),  # still true now
+    ((100, 200), (100, 200), None),  # the same span: an import read again writes nothing
+    ((100, 200), (120, 150), None),  # within it
+    ((100, 200), (300, None), (300, None)),  # later, apart: the later stays
+    ((300, None), (100, 200), None),  # earlier, apart: the later (held) stays
+    ((100, 200), (150, None), (100, None)),  # they meet: both
+    ((100, 200), (200, 300), (100, 300)),  # they touch
+    ((100, 200), (None, 150), (None, 200)),
+])
+def test_a_fact_held_is_stated_again_only_when_the_statement_says_what_its_span_does_not(
+        held: validtime.Span | None, span: validtime.Span, written: validtime.Span | None) -> None:
+    assert validtime.restated(held, span, NOW) == written
+
+
+def test_a_kuzu_or_n2n_add_states_an_invalidated_observation_again(memory: Memory, tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    project = {"projectPath": str(root), "confirmNewProjectRoot": str(root)}
+    memory.write(PROFILES["n2n"].tools["n2n_add_entities"], {**project, "entities": [
+        {"name": "Svc", "entityType": "CLASS", "observations": ["Owns the cache"]}]}, actor="t")
+    n2n = workspace_name(Path(os.path.realpath(root)))
+    write(memory, "create_entities", workspace="memory", entities=[
+        {"name": "Ada", "entityType": "person", "observations": ["likes tea"]}])
+    for workspace, name, text in ((n2n, "Svc", "Owns the cache"), ("memory", "Ada", "likes tea")):
+        write(memory, "invalidate_observations", workspace=workspace, observations=[
+            {"entityName": name, "observations": [text], "at": "2022-01-01"}])
+    added = memory.write(PROFILES["n2n"].tools["n2n_add_observations"], {**project, "observations": [
+        {"entityName": "Svc", "contents": ["owns the cache."]}]}, actor="t").output  # n2n's near-duplicate
+    assert added.reply["addedCount"] == 1  # type: ignore[attr-defined]
+    kuzu = memory.write(PROFILES["kuzu"].tools["add_observations"], {
+        "database": "memory", "entity_name": "Ada", "observations": ["likes tea"]}, actor="t").output
+    assert kuzu.reply["added_observations"] == ["likes tea"]  # type: ignore[attr-defined]
+    assert memory.read("open_nodes", {"names": ["Ada"], "workspace": "memory"}).entities[0].observations == [
+        "likes tea"]
+    assert memory.read("open_nodes", {"names": ["Svc"], "workspace": n2n}).entities[0].observations == [
+        "owns the cache."]

@@ -167,3 +167,85 @@ def test_a_revert_to_before_an_invalidation_makes_the_fact_true_again(memory: Me
     assert seen(memory, "2026-01-01T00:00:00Z")[0]["Alice"] == ["likes tea"]
     assert seen(memory, "2020-06-01T00:00:00Z")[0]["Alice"] == ["lives in Paris", "likes tea"]
     assert verify(memory.views) == []
+
+
+def test_a_merge_keeps_the_source_s_current_relation_where_the_target_s_copy_has_expired(memory: Memory) -> None:
+    write(memory, "create_entities", entities=[{"name": n, "entityType": "t", "observations": []}
+                                               for n in ("T", "S", "X", "Y")])
+    write(memory, "create_relations", relations=[
+        {"from": "T", "to": "X", "relationType": "works_at", "confidence": 0.3, "validFrom": "2018-01-01",
+         "validUntil": "2019-01-01"},
+        {"from": "S", "to": "X", "relationType": "works_at", "confidence": 0.95, "metadata": {"source": "HR"},
+         "validFrom": "2023-01-01"},
+        {"from": "T", "to": "Y", "relationType": "knows", "validFrom": "2020-01-01", "validUntil": "2022-01-01"},
+        {"from": "S", "to": "Y", "relationType": "knows", "metadata": {"via": "club"}, "validFrom": "2021-01-01",
+         "validUntil": "2023-01-01"}])
+    before = memory.log.head()
+    write(memory, "merge_entities", target="T", sources=["S"])
+
+    def held(**at: Any) -> list[tuple[str, str, float | None, dict[str, Any]]]:
+        whole = read(memory, "read_graph", includeMetadata=True, **at)
+        return sorted((r.relation_type, r.target, r.confidence or None, r.metadata or {}) for r in whole.relations)
+
+    assert held() == [("works_at", "X", 0.95, {"source": "HR"})]
+    assert held(validAt="2021-06-01T00:00:00Z") == [("knows", "Y", None, {"via": "club"})]  # spans that meet: both
+    assert held(validAt="2020-06-01T00:00:00Z") == [("knows", "Y", None, {"via": "club"})]
+    assert held(asOf=before, validAt="2018-06-01T00:00:00Z") == [("works_at", "X", 0.3, {})]  # what it knew then
+    assert verify(memory.views) == []
+
+
+def test_a_merge_keeps_the_source_s_current_observation_where_the_target_s_copy_has_expired(memory: Memory) -> None:
+    write(memory, "create_entities", entities=[{"name": n, "entityType": "t", "observations": []} for n in "TS"])
+    write(memory, "add_observations", observations=[
+        {"entityName": "T", "contents": ["member of club"], "validFrom": "2019-01-01"},
+        {"entityName": "T", "contents": ["likes tea"], "validFrom": "2019-01-01"}])
+    write(memory, "invalidate_observations", observations=[
+        {"entityName": "T", "observations": ["member of club"], "at": "2021-01-01"}])
+    write(memory, "add_observations", observations=[
+        {"entityName": "S", "contents": ["member of club"], "validFrom": "2023-01-01"},
+        {"entityName": "S", "contents": ["likes tea"], "validFrom": "2020-01-01"}])
+    before = memory.log.head()
+    [t] = write(memory, "merge_entities", target="T", sources=["S"]).entities
+    assert t.observations == ["member of club", "likes tea"]
+    assert read(memory, "open_nodes", names=["T"], asOf=before).entities[0].observations == ["likes tea"]
+    assert read(memory, "open_nodes", names=["T"], validAt="2024-01-01T00:00:00Z").entities[0].observations == [
+        "member of club", "likes tea"]
+    assert t.validity["likes tea"] == {"validFrom": "2019-01-01T00:00:00.000000Z"}  # within the target's: as it was
+    assert verify(memory.views) == []
+
+
+def test_a_merge_takes_the_metadata_keys_the_target_lacks_and_names_the_conflicts(memory: Memory) -> None:
+    write(memory, "create_entities", entities=[
+        {"name": "Ada Lovelace", "entityType": "person", "observations": ["math"], "metadata": {"born": "1815"}},
+        {"name": "A. Lovelace", "entityType": "person", "observations": ["poetry"],
+         "metadata": {"email": "ada@example.org", "born": "1815-12-10"}},
+        {"name": "Lovelace", "entityType": "person", "observations": [], "metadata": {"born": "1815"}}])
+    merged = write(memory, "merge_entities", target="Ada Lovelace", sources=["A. Lovelace", "Lovelace"])
+    assert merged.metadata_conflicts == ["born"]  # "Lovelace" agrees with the target
+    [ada] = read(memory, "open_nodes", names=["Ada Lovelace"], includeMetadata=True).entities
+    assert ada.metadata == {"born": "1815", "email": "ada@example.org"}
+    found = read(memory, "search_nodes", query="", metadata={"email": "ada@example.org"})
+    assert [e.name for e in found.entities] == ["Ada Lovelace"]
+    write(memory, "revert_entity", name="Ada Lovelace", toVersion=1)
+    assert read(memory, "open_nodes", names=["Ada Lovelace"], includeMetadata=True).entities[0].metadata == {
+        "born": "1815"}
+    assert verify(memory.views) == []
+
+
+def test_a_merge_whose_joined_metadata_is_past_the_limit_writes_nothing(memory: Memory) -> None:
+    half = "x" * 9_000
+    write(memory, "create_entities", entities=[
+        {"name": "A", "entityType": "t", "observations": [], "metadata": {"a": half}},
+        {"name": "B", "entityType": "t", "observations": [], "metadata": {"b": half}}])
+    assert "limit" in str(refused(memory, "merge_entities", target="A", sources=["B"]))
+
+
+def test_a_duplicate_relation_a_merge_drops_gives_the_held_one_the_metadata_keys_it_lacks(memory: Memory) -> None:
+    write(memory, "create_entities", entities=[{"name": n, "entityType": "t", "observations": []} for n in "TSZ"])
+    write(memory, "create_relations", relations=[
+        {"from": "T", "to": "Z", "relationType": "likes", "metadata": {"since": 2019}},
+        {"from": "S", "to": "Z", "relationType": "likes", "metadata": {"since": 2020, "source": "HR"}}])
+    write(memory, "merge_entities", target="T", sources=["S"])
+    [likes] = read(memory, "read_graph", includeMetadata=True).relations
+    assert (likes.source, likes.metadata) == ("T", {"since": 2019, "source": "HR"})
+    assert verify(memory.views) == []
