@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from typing import Annotated, Any, Literal
 
 from chronograph.application.core.history import Limit, cursor_of
-from chronograph.application.core.subjects import Subjects
+from chronograph.application.core.subjects import Subjects, live_names
 from chronograph.application.engine.access import administers_all, readable
 from chronograph.application.engine.arguments import D, Name, ReadArgs
 from chronograph.application.engine.outputs import Out, stamp
@@ -102,7 +102,7 @@ def get_audit_log(memory: Memory, args: GetAuditLog) -> AuditOut:
             else:
                 low = max(low, cursor + 1)
 
-        subjects = Subjects(log)
+        subjects = Subjects(log, live_names(moment.live))
         types = None if args.event_types is UNSET else set(args.event_types)
         for index, name in enumerate([] if args.event_types is UNSET else args.event_types):
             if name not in EVENT_TYPES:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chronograph.application.core.recall import Vocabulary, estimate_tokens
-from chronograph.application.core.subjects import Subjects
+from chronograph.application.core.subjects import Subjects, live_names
 from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
 from chronograph.application.engine.service import Memory
 from chronograph.application.errors import InvalidArgumentsError
@@ -96,7 +96,7 @@ def session_writes(memory: Memory, workspace: str, actor: str, after: int) -> li
     """What `actor` wrote in `workspace` after log position `after` (this session), oldest first."""
     with memory.lock, memory.timeline.at("remember") as moment:
         log = moment.log
-        subjects = Subjects(log)
+        subjects = Subjects(log, live_names(moment.live))
         found: dict[str, list[str]] = {}
         for envelope in log.all(after + 1):
             if envelope.actor.split("/", 1)[0] != actor:

@@ -8,10 +8,13 @@ from pathlib import Path
 from random import Random
 from typing import Any
 
-from chronograph.application import Memory
+from chronograph.application import ChronographError, Memory
 from chronograph.application.core.audit import AuditOut
-from chronograph.application.core.subjects import Subjects
-from chronograph.eventstore import Envelope, LogReader
+from chronograph.application.core.subjects import Subjects, live_names
+from chronograph.eventstore import EntityCreated, Envelope, LogReader
+from chronograph.eventstore.events import EntityRenamed
+from chronograph.eventstore.teamevents import ProjectCreated, ProjectUpdated
+from msgspec import UNSET
 
 
 def entity(name: str, kind: str = "person") -> dict[str, object]:
@@ -100,12 +103,86 @@ def test_naming_every_event_of_a_long_history_reads_each_of_its_events_at_most_o
                 memory.write("rename_entity", {"name": f"E{index // 50 - 1}", "newName": name}, actor="t")
             else:
                 observe(memory, name, str(index))
-        with memory.log.read() as log:
-            events = list(log.all())
+        with memory.timeline.at("test") as moment:
+            events = list(moment.log.all())
             for order in (events[::-1], events, Random(7).sample(events, len(events))):
-                counting = Counting(log)
-                subjects = Subjects(counting)  # type: ignore[arg-type]
-                named = {e.position: subjects.of(e)[1] for e in order}
-                assert counting.read <= len(events)
-                assert named[2] == "E0" and named[50] == "E0" and named[51] == "E0 -> E1" and named[301] == "E5 -> E6"
-                assert named[302] == "E6"
+                for current in (None, live_names(moment.live)):
+                    counting = Counting(moment.log)
+                    subjects = Subjects(counting, current)  # type: ignore[arg-type]
+                    named = {e.position: subjects.of(e)[1] for e in order}
+                    assert counting.read <= len(events)
+                    assert named[2] == named[50] == "E0" and named[51] == "E0 -> E1"
+                    assert named[301] == "E5 -> E6" and named[302] == "E6"
+            # Newest first with the live name at hand, a name is read forward from the present: the
+            # first event, and the event before each rename
+            counting = Counting(moment.log)
+            subjects = Subjects(counting, live_names(moment.live))  # type: ignore[arg-type]
+            for envelope in events[::-1]:
+                subjects.of(envelope)
+            assert counting.read <= 2 + 6
+
+
+def test_an_event_just_before_a_rename_is_named_as_before_it_when_asked_first(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [entity("Ada")]}, actor="t")
+        for text in ("a", "b", "c", "d"):
+            observe(memory, "Ada", text)
+        memory.write("rename_entity", {"name": "Ada", "newName": "Augusta"}, actor="t")
+        with memory.timeline.at("test") as moment:
+            *_, before, rename = moment.log.all()
+            subjects = Subjects(moment.log, live_names(moment.live))  # the views name it Augusta at version 6
+            assert subjects.of(before)[1] == "Ada" and subjects.of(rename)[1] == "Ada -> Augusta"
+
+
+def folded(events: list[Envelope]) -> dict[int, str]:
+    """Each entity or project event's subject, by a fold of its stream from the start."""
+    names: dict[str, str] = {}
+    out: dict[int, str] = {}
+    for envelope in events:  # log order is each stream's order
+        event, stream = envelope.event, envelope.stream
+        if isinstance(event, EntityRenamed):
+            out[envelope.position] = f"{event.previous} -> {event.name}"
+        elif isinstance(event, ProjectUpdated) and isinstance(event.name, str) and event.name != names[stream]:
+            out[envelope.position] = f"project {names[stream]!r} -> {event.name!r}"
+        if isinstance(event, EntityCreated | EntityRenamed | ProjectCreated | ProjectUpdated):
+            names[stream] = names[stream] if isinstance(event, ProjectUpdated) and event.name is UNSET else event.name
+        if stream.startswith("am/project/"):
+            out.setdefault(envelope.position, f"project {names[stream]!r}")
+        elif stream in names:
+            out.setdefault(envelope.position, names[stream])
+    return out
+
+
+def test_in_whatever_order_events_are_asked_about_each_is_named_as_a_fold_of_its_stream_names_it(
+        tmp_path: Path) -> None:
+    rng = Random(20261206)
+    with Memory(tmp_path / "store", sync=False) as memory:
+        memory.write("create_entities", {"entities": [entity(f"N{i}") for i in range(4)]}, actor="t")
+        made = memory.write("memory_project", {"action": "create", "name": "P0"}, actor="t").output
+        project = made.reply["project"]["id"]  # type: ignore[attr-defined]
+        for step in range(400):
+            live = [e.name for e in memory.read("read_graph", {}).entities]  # type: ignore[attr-defined]
+            name, other = rng.choice(live or ["N0"]), rng.choice(live or ["N1"])
+            calls: list[tuple[str, dict[str, Any]]] = [
+                ("add_observations", {"observations": [{"entityName": name, "contents": [f"o{step}"]}]}),
+                ("rename_entity", {"name": name, "newName": f"N{step}x"}),
+                ("delete_entities", {"entityNames": [name]}),
+                ("revert_entity", {"name": rng.choice(["N0", "N1", "N2", "N3", name]), "toVersion": 1}),
+                ("merge_entities", {"target": name, "sources": [other]}),
+                ("create_entities", {"entities": [entity(rng.choice(["N0", "N1", f"N{step}y"]))]}),
+                ("memory_project", {"action": "update", "id": project,
+                                    **rng.choice([{"name": f"P{step}"}, {"description": str(step)}])})]
+            tool, arguments = calls[rng.choice([0, 0, 0, 1, 1, 2, 3, 4, 5, 6])]
+            try:
+                memory.write(tool, arguments, actor="t")
+            except ChronographError:
+                pass
+        with memory.timeline.at("test") as moment:
+            log = moment.log
+            events = list(log.all())
+            expected = folded(events)
+            for current in (None, live_names(moment.live)):
+                for order in (events[::-1], events, rng.sample(events, len(events))):
+                    subjects = Subjects(log, current)
+                    named = {e.position: subjects.of(e)[1] for e in order}
+                    assert {p: named[p] for p in expected} == expected
