@@ -25,7 +25,8 @@ if __package__ in (None, ""):  # run as a script from a checkout
     checkout.ensure_importable()
 
 import msgspec
-from chronograph.application.core.audit import EVENT_TYPES, AuditEventOut, Subjects, event_out
+from chronograph.application.core.audit import EVENT_TYPES, AuditEventOut, event_out
+from chronograph.application.core.subjects import Subjects
 from chronograph.application.engine.config import resolve_store
 from chronograph.application.engine.stores import OpenStore, open_store
 from chronograph.eventstore import Envelope, EventStoreError, LogReader, clock
@@ -88,7 +89,7 @@ class Filter:
             return False
         if args.correlation and envelope.correlation_id != args.correlation:
             return False
-        return not args.workspace or self.subjects.of(envelope)[0] == args.workspace
+        return not args.workspace or self.subjects.workspace(envelope) == args.workspace
 
 
 def _selected(reader: LogReader, args: argparse.Namespace, keep: Filter) -> Iterator[Envelope]:

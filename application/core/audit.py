@@ -6,38 +6,20 @@ from collections.abc import Iterable, Iterator
 from typing import Annotated, Any, Literal
 
 from chronograph.application.core.history import Limit, cursor_of
+from chronograph.application.core.subjects import Subjects, live_names
 from chronograph.application.engine.access import administers_all, readable
 from chronograph.application.engine.arguments import D, Name, ReadArgs
 from chronograph.application.engine.outputs import Out, stamp
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
 from chronograph.application.errors import InvalidArgumentsError
-from chronograph.eventstore import (
-    CATALOGUE,
-    ContentErased,
-    ContextUpdated,
-    EntityCreated,
-    Envelope,
-    LogReader,
-    RelationCreated,
-    clock,
-)
+from chronograph.eventstore import CATALOGUE, Envelope, LogReader, clock
 from chronograph.eventstore.events import event_type
-from chronograph.eventstore.teamevents import (
-    ConflictDetected,
-    EntryAdded,
-    FileCheckedOut,
-    OrganizationCreated,
-    ProjectCreated,
-    SessionStarted,
-    TagAttached,
-    TagCreated,
-)
 from chronograph.eventstore.tokenevents import TokenIssued, TokenRevoked
 from chronograph.projections import changes_of
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["AuditEventOut", "GetAuditLog", "Subjects", "event_out"]
+__all__ = ["AuditEventOut", "GetAuditLog", "event_out"]
 
 Text = Annotated[str, Meta(max_length=4096)]
 EVENT_TYPES = tuple(event_type(cls) for cls in CATALOGUE)
@@ -87,59 +69,6 @@ class AuditOut(Out, kw_only=True):
     next_cursor: Annotated[str, D(description="Pass as cursor for the next page")] | UnsetType = UNSET
 
 
-class Subjects:
-    """What each stream is about (workspace and a readable subject), from its first event."""
-
-    def __init__(self, log: LogReader) -> None:
-        self._log = log
-        self._known: dict[str, tuple[str, str]] = {}
-
-    def of(self, envelope: Envelope) -> tuple[str, str]:
-        """(workspace, subject) of the stream `envelope` belongs to."""
-        known = self._known.get(envelope.stream)
-        if known is None:
-            first = envelope if envelope.version == 1 else next(iter(self._log.stream(envelope.stream, 1, 1)))
-            known = self._known[envelope.stream] = _describe(first)
-        return known
-
-
-def _describe(first: Envelope) -> tuple[str, str]:
-    event = first.event
-    if isinstance(event, EntityCreated):
-        return event.workspace, event.name
-    if isinstance(event, RelationCreated):
-        return event.workspace, f"{event.source} -[{event.relation_type}]-> {event.target}"
-    if isinstance(event, ContextUpdated):
-        return event.workspace, "context"
-    if isinstance(event, ContentErased):
-        return event.workspace, f"(erased {_ERASED.get(event.erased, 'entity')})"
-    return "", _team_subject(event) or first.stream
-
-
-_ERASED = {"relation_created": "relation", "entry_added": "entry", "tag_attached": "entry's tags",
-           "entry_relation_created": "entry relation", "conflict_detected": "conflict"}
-"""What a stream whose first event was erased was, by the kind of that event (else an entity)."""
-
-
-def _team_subject(event: object) -> str | None:
-    """A readable subject for a team memory stream (Agent Memory's things), from its first event."""
-    if isinstance(event, EntryAdded):
-        return f"{event.entry_type} {event.name!r}"
-    if isinstance(event, FileCheckedOut):
-        return f"lock {event.file_path}"
-    if isinstance(event, OrganizationCreated | ProjectCreated):
-        return f"{'organization' if isinstance(event, OrganizationCreated) else 'project'} {event.name!r}"
-    if isinstance(event, SessionStarted):
-        return f"session {event.session_id}" + (f" of {event.agent_id}" if event.agent_id else "")
-    if isinstance(event, TagCreated | TagAttached):
-        return f"tag {event.name!r}" if isinstance(event, TagCreated) else f"tags of {event.entry_id}"
-    if isinstance(event, ConflictDetected):
-        return f"conflict on {event.entry_id}"
-    if isinstance(event, TokenIssued | TokenRevoked):
-        return f"token {event.name}"
-    return None
-
-
 def event_out(envelope: Envelope, workspace: str, subject: str, *, ids: bool = True) -> AuditEventOut:
     """One event as the audit log shows it; without `ids`, leaving out the stream and call ids
     (internal: an agent pays for their tokens and has no tool that takes them)."""
@@ -173,7 +102,7 @@ def get_audit_log(memory: Memory, args: GetAuditLog) -> AuditOut:
             else:
                 low = max(low, cursor + 1)
 
-        subjects = Subjects(log)
+        subjects = Subjects(log, live_names(moment.live))
         types = None if args.event_types is UNSET else set(args.event_types)
         for index, name in enumerate([] if args.event_types is UNSET else args.event_types):
             if name not in EVENT_TYPES:
@@ -196,7 +125,7 @@ def get_audit_log(memory: Memory, args: GetAuditLog) -> AuditOut:
                 continue
             if args.principal is not UNSET and envelope.principal != args.principal:
                 continue
-            workspace, subject = subjects.of(envelope)
+            workspace = subjects.workspace(envelope)
             if not (readable(workspace) if args.all_workspaces else workspace == args.workspace):
                 continue
             if isinstance(envelope.event, TokenIssued | TokenRevoked) and not administers_all():
@@ -204,7 +133,7 @@ def get_audit_log(memory: Memory, args: GetAuditLog) -> AuditOut:
             if len(events) == args.limit:
                 more = True
                 break
-            events.append(event_out(envelope, workspace, subject, ids=args.include_ids is True))
+            events.append(event_out(envelope, *subjects.of(envelope), ids=args.include_ids is True))
     return AuditOut(events=events, next_cursor=str(events[-1].position) if more else UNSET)
 
 

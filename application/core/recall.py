@@ -19,8 +19,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from chronograph.application.core.audit import Subjects
 from chronograph.application.core.search import SearchNodes, search_nodes
+from chronograph.application.core.subjects import Subjects
 from chronograph.application.engine.service import Memory
 from chronograph.eventstore import LogReader, clock
 from chronograph.projections import ContextRecord, EntityRecord
@@ -162,9 +162,9 @@ def _mentioned(text: str) -> list[str]:
 def _changes(log: LogReader, workspace: str, client: str | None, before: int, head: int, limit: int,
              current: Callable[[str], EntityRecord | None]) -> tuple[int | None, list[Change], list[str]]:
     """What others changed in `workspace` after `client`'s last write there before position `before`,
-    newest first (an entity named as it is called now, `current`); and the streams of the `limit`
-    entities changed last (newest first), for a recall with no query. Reads back at most SCAN
-    events."""
+    newest first (an entity named as it is called now, `current`; one gone, as it was called at the
+    change); and the streams of the `limit` entities changed last (newest first), for a recall with
+    no query. Reads back at most SCAN events."""
     subjects = Subjects(log)
     changes: list[Change] = []
     recent: dict[str, None] = {}
@@ -173,8 +173,8 @@ def _changes(log: LogReader, workspace: str, client: str | None, before: int, he
     for batch in log.batches_backward(head, 1):
         for envelope in batch:
             read += 1
-            ws, subject = subjects.of(envelope)
-            if ws != workspace:  # what the client did elsewhere is not this recall's to say (nor when)
+            # what the client did elsewhere is not this recall's to say (nor when)
+            if subjects.workspace(envelope) != workspace:
                 continue
             mine = client is not None and envelope.actor.split("/", 1)[0] == client
             if mine and since is None and envelope.position <= before:
@@ -184,7 +184,8 @@ def _changes(log: LogReader, workspace: str, client: str | None, before: int, he
                 recent.setdefault(envelope.stream, None)
             if since is None and not mine and len(changes) < CHANGES:
                 now = current(envelope.stream) if entity else None
-                changes.append(Change(subject if now is None else now.name, envelope.type.replace("_", " "),
+                subject = subjects.of(envelope)[1] if now is None else now.name
+                changes.append(Change(subject, envelope.type.replace("_", " "),
                                       envelope.actor, clock.isoformat(envelope.recorded_at)))
         if read >= SCAN or (since is not None and len(recent) >= limit):
             break

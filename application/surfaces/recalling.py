@@ -12,8 +12,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from chronograph.application.core.audit import Subjects
 from chronograph.application.core.recall import Vocabulary, estimate_tokens
+from chronograph.application.core.subjects import Subjects, live_names
 from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
 from chronograph.application.engine.service import Memory
 from chronograph.application.errors import InvalidArgumentsError
@@ -96,13 +96,13 @@ def session_writes(memory: Memory, workspace: str, actor: str, after: int) -> li
     """What `actor` wrote in `workspace` after log position `after` (this session), oldest first."""
     with memory.lock, memory.timeline.at("remember") as moment:
         log = moment.log
-        subjects = Subjects(log)
+        subjects = Subjects(log, live_names(moment.live))
         found: dict[str, list[str]] = {}
         for envelope in log.all(after + 1):
             if envelope.actor.split("/", 1)[0] != actor:
                 continue
-            ws, subject = subjects.of(envelope)
-            if ws == workspace:
+            if subjects.workspace(envelope) == workspace:
+                subject = subjects.of(envelope)[1]  # as it was called then: a rename says both names
                 kinds = found.setdefault(subject, [])
                 kind = envelope.type.replace("_", " ")
                 if kind not in kinds:

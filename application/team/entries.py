@@ -236,8 +236,8 @@ def _add(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> ObjectOut:
     scope_id = team.check_scope(tool, scope_type, args.scope_id)
     held = team.state.entry_named(kind.type, scope_type, scope_id, name)
     if held is not None:
-        where = "global scope" if scope_id is None else f"{scope_type} {scope_id}"
-        raise DuplicateError(f"A {kind.type} {kind.label}d {name!r} already exists in {where} (id {held.id}"
+        raise DuplicateError(f"A {kind.type} {kind.label}d {name!r} already exists in {_where(scope_type, scope_id)} "
+                             f"(id {held.id}"
                              f"{'' if held.active else ', deactivated: reactivate it'}); update it instead")
     entry_id = new_id(kind.prefix)
     team.emit(f"am/entry/{entry_id}", EntryAdded(
@@ -298,24 +298,52 @@ def _update(kind: EntryKind, tool: str, team: Team, args: EntryArgs, entry: Entr
 
 
 def _find(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> Entry:
+    """The entry a call addresses: by id, or by name in its scope. A read (get, history) inherits
+    from the scope's parents by default; a write changes the entry of the scope given and no
+    other, for an inherited entry is every scope's: one found only up the chain is refused."""
+    writing = args.action not in READS
+    if writing and args.inherit is True:
+        raise InvalidArgumentsError(tool, f"inherit is for reading actions (get, list, history): {args.action!r} "
+                                    "changes the entry of the scope given, never one it inherits")
     if args.id is not UNSET:
         entry = team.state.entries.get(args.id)
         if entry is None or entry.type != kind.type:
             raise NotFoundError(f"{kind.type.capitalize()} {args.id!r} not found")
+        if writing and args.scope_type is not UNSET:
+            scope_id = team.check_scope(tool, args.scope_type, args.scope_id)
+            if (entry.scope_type, entry.scope_id) != (args.scope_type, scope_id):
+                asked, held = _where(args.scope_type, scope_id), _where(entry.scope_type, entry.scope_id)
+                raise NotFoundError(f"{kind.type.capitalize()} {args.id!r} is not in {asked}: it is in {held}, "
+                                    f"where {args.action!r} would change it for every scope under it (address that "
+                                    f"scope, or its id alone, to mean it); nothing was written")
         return entry
     name = getattr(args, kind.label)
     if name is UNSET:
         raise InvalidArgumentsError(tool, f"id (or {kind.label} with scopeType) is required for action {args.action!r}")
     scope_type = "global" if args.scope_type is UNSET else args.scope_type
     scope_id = team.check_scope(tool, scope_type, args.scope_id)
-    inherit = True if args.inherit is UNSET else args.inherit
+    inherit = not writing and (True if args.inherit is UNSET else args.inherit)
     for link in team.chain(scope_type, scope_id, inherit=inherit):
         entry = team.state.entry_named(kind.type, link[0], link[1], name)
         if entry is not None and (args.action != "get" or is_live(entry, team.now,
                                                                   include_inactive=args.include_inactive)):
             return entry
-    raise NotFoundError(f"{kind.type.capitalize()} {kind.label}d {name!r} not found in {scope_type}"
-                        f"{'' if scope_id is None else ' ' + scope_id}{' or its parents' if inherit else ''}")
+    missing = f"{kind.type.capitalize()} {kind.label}d {name!r} not found in {_where(scope_type, scope_id)}"
+    if writing:
+        for link in team.chain(scope_type, scope_id)[1:]:
+            inherited = team.state.entry_named(kind.type, link[0], link[1], name)
+            if inherited is not None:
+                raise NotFoundError(
+                    f"{missing}; the one it inherits is in {_where(*link)} (id {inherited.id}). To change it "
+                    f"for every scope under it, address that scope (scopeType {link[0]!r}"
+                    f"{'' if link[1] is None else f', scopeId {link[1]!r}'}) or its id; to differ here, add a "
+                    f"{kind.type} {kind.label}d {name!r} to {_where(scope_type, scope_id)} (action 'add'). "
+                    "Nothing was written")
+    raise NotFoundError(f"{missing}{' or its parents' if inherit else ''}")
+
+
+def _where(scope_type: str, scope_id: str | None) -> str:
+    return "global scope" if scope_id is None else f"{scope_type} {scope_id}"
 
 
 def _list(kind: EntryKind, tool: str, team: Team, args: EntryArgs) -> ObjectOut:

@@ -128,10 +128,14 @@ def _project(team: Team, args: MemoryProject, org_id: str | None) -> Project:
         return project
     if args.name is UNSET:
         raise InvalidArgumentsError("memory_project", f"id (or name) is required for action {args.action!r}")
-    for project in team.state.projects.values():
-        if project.name == args.name and (org_id is None or project.org_id == org_id):
-            return project
-    raise NotFoundError(f"Project named {args.name!r} not found")
+    named = [p for p in team.state.projects.values() if p.name == args.name and (org_id is None or p.org_id == org_id)]
+    if len(named) > 1:  # one name in several organisations: which one is not ours to guess (an update least)
+        held = ", ".join(f"{p.id} ({'in ' + p.org_id if p.org_id else 'in no organization'})" for p in named)
+        raise InvalidArgumentsError("memory_project", f"name: several projects are named {args.name!r}: {held}; give "
+                                    "id, or orgId, to say which")
+    if not named:
+        raise NotFoundError(f"Project named {args.name!r} not found")
+    return named[0]
 
 
 class MemorySession(Page, kw_only=True):

@@ -106,3 +106,22 @@ def test_the_principal_is_shown_and_filtered(tmp_path: Path, capsys) -> None:  #
     assert "principal" in table.splitlines()[1] and "alice" in table
     assert main(["--store", str(store), "--stats"]) == 0
     assert "per principal" in capsys.readouterr().out
+
+
+def test_a_renamed_entity_s_changes_are_listed_under_the_name_it_bore_at_each(  # type: ignore[no-untyped-def]
+        tmp_path: Path, capsys) -> None:
+    store = tmp_path / "store"
+    with Memory(store) as memory:
+        for tool, arguments in (
+                ("create_entities", {"entities": [{"name": "Ada", "entityType": "p", "observations": ["x"]}]}),
+                ("rename_entity", {"name": "Ada", "newName": "Augusta"}),
+                ("add_observations", {"observations": [{"entityName": "Augusta", "contents": ["notes"]}]}),
+                ("create_entities", {"entities": [{"name": "Ada", "entityType": "language", "observations": []}]}),
+                ("delete_entities", {"entityNames": ["Augusta"]})):
+            memory.write(tool, arguments, actor="claude")
+    expected = [("entity_created", "Ada"), ("entity_renamed", "Ada -> Augusta"), ("observations_added", "Augusta"),
+                ("entity_created", "Ada"), ("entity_deleted", "Augusta")]
+    events = lines(capsys, "--store", str(store), "--oldest-first")
+    assert [(e["type"], e["subject"]) for e in events] == expected
+    assert [(e["type"], e["subject"]) for e in lines(capsys, "--store", str(store), "--workspace", "default",
+                                                       "--limit", "2")] == expected[:2:-1]

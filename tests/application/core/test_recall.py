@@ -86,6 +86,17 @@ def test_an_entity_renamed_is_recalled_and_its_changes_said_under_its_name_now(m
     assert [c.subject for c in found.changes] == ["Launch plan", "Launch plan"]
 
 
+def test_a_change_to_an_entity_gone_since_is_said_under_the_name_it_bore_then(memory: Memory) -> None:
+    memory.write("rename_entity", {"name": "Note 3", "newName": "Launch plan"}, actor="bob")
+    memory.write("add_observations", {"observations": [{"entityName": "Launch plan", "contents": ["Friday"]}]},
+                 actor="bob")
+    memory.write("delete_entities", {"entityNames": ["Launch plan"]}, actor="bob")
+    found = recall(memory, "default", client="claude-code")
+    assert [(c.subject, c.what) for c in found.changes] == [
+        ("Launch plan", "entity deleted"), ("Launch plan", "observations added"),
+        ("Note 3 -> Launch plan", "entity renamed")]
+
+
 def test_a_recall_writes_nothing(memory: Memory) -> None:
     head = memory.log.head()
     render(recall(memory, "default", query="billing", client="claude-code"))

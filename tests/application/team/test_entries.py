@@ -1,10 +1,13 @@
-"""Typed team entries as the readers take them, and who counts as another writer."""
+"""Typed team entries as the readers take them, who counts as another writer, and which entry a
+call addresses: a read by name inherits from the scope's parents, a write changes the entry of
+the scope it names and no other."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from chronograph.application import Memory, Registry
+import pytest
+from chronograph.application import ChronographError, Memory, Registry
 from chronograph.application.engine.outputs import ObjectOut, object_out
 from chronograph.application.team.common import Team, TeamArgs
 from chronograph.eventstore.teamevents import EntryUpdated
@@ -76,3 +79,92 @@ def test_one_agent_correcting_itself_is_no_conflict_whatever_it_leaves_out(memor
     assert update(memory, bare, "b", "one") is None  # nothing but its connection says who it is
     assert update(memory, by_name, "c", "two", createdBy="bob") is not None  # createdBy decides alone
     assert update(memory, in_session, "c", "two", createdBy="alice") is None
+
+
+def refused(memory: Memory, tool: str, **arguments: Any) -> ChronographError:
+    """The error of a call that must be refused, having checked it wrote nothing."""
+    head = memory.log.head()
+    with pytest.raises(ChronographError) as caught:
+        memory.call(tool, arguments, actor="agent")
+    assert memory.log.head() == head
+    return caught.value
+
+
+def scoped(memory: Memory) -> tuple[str, str]:
+    org = call(memory, "memory_org", action="create", name="Acme")["organization"]["id"]
+    return org, call(memory, "memory_project", action="create", name="Web", orgId=org)["project"]["id"]
+
+
+KINDS = [("memory_guideline", "guideline", "name", {"content": "Use 2 spaces"}),
+         ("memory_knowledge", "knowledge", "title", {"content": "Node 22"}),
+         ("memory_tool", "tool", "name", {"description": "runs the linter"})]
+
+
+@pytest.mark.parametrize(("tool", "kind", "label", "fields"), KINDS)
+@pytest.mark.parametrize("action", ["update", "deactivate"])
+def test_a_write_addressed_to_a_project_by_name_never_changes_the_entry_it_inherits(
+        memory: Memory, tool: str, kind: str, label: str, fields: dict[str, Any], action: str) -> None:
+    org, project = scoped(memory)
+    for scope in ({"scopeType": "global"}, {"scopeType": "org", "scopeId": org}):
+        held = call(memory, tool, action="add", **scope, **{label: "style"}, **fields)[kind]
+        changed = {key: f"{value}, in Web" for key, value in fields.items()} if action == "update" else {}
+        error = refused(memory, tool, action=action, scopeType="project", scopeId=project, **{label: "style"},
+                        **changed)
+        assert error.code == "not_found"
+        said = str(error)
+        assert f"not found in project {project}" in said and held["id"] in said
+        assert "action 'add'" in said and "Nothing was written" in said
+        assert f"scopeType {scope['scopeType']!r}" in said
+        # the inherited entry is as it was, in its scope and in the project's reads
+        there = call(memory, tool, action="get", scopeType="project", scopeId=project, **{label: "style"})[kind]
+        assert there["id"] == held["id"] and there["currentVersion"]["versionNum"] == 1 and there["isActive"]
+        call(memory, tool, action="deactivate", id=held["id"])  # the org's is added next, under the same name
+
+
+def test_a_project_override_is_added_then_updated_and_the_inherited_entry_stays_everyone_s(memory: Memory) -> None:
+    org, project = scoped(memory)
+    other = call(memory, "memory_project", action="create", name="Api", orgId=org)["project"]["id"]
+    held = call(memory, "memory_guideline", action="add", scopeType="global", name="style", content="tabs")
+    call(memory, "memory_guideline", action="add", scopeType="project", scopeId=project, name="style",
+         content="2 spaces")
+    changed = call(memory, "memory_guideline", action="update", scopeType="project", scopeId=project, name="style",
+                   content="4 spaces")["guideline"]
+    assert changed["scopeType"] == "project" and changed["currentVersion"]["content"] == "4 spaces"
+    elsewhere = call(memory, "memory_guideline", action="get", scopeType="project", scopeId=other, name="style")
+    assert elsewhere["guideline"]["id"] == held["guideline"]["id"]
+    assert elsewhere["guideline"]["currentVersion"]["content"] == "tabs"
+    call(memory, "memory_guideline", action="deactivate", scopeType="project", scopeId=project, name="style")
+    listed = call(memory, "memory_guideline", action="list", scopeType="global")["guidelines"]
+    assert [g["id"] for g in listed] == [held["guideline"]["id"]]
+
+
+def test_a_write_may_not_ask_to_inherit_nor_name_an_entry_by_id_in_a_scope_it_is_not_in(memory: Memory) -> None:
+    _, project = scoped(memory)
+    held = call(memory, "memory_knowledge", action="add", scopeType="global", title="db", content="pg 15")
+    entry = held["knowledge"]["id"]
+    error = refused(memory, "memory_knowledge", action="update", scopeType="project", scopeId=project, title="db",
+                    content="pg 16", inherit=True)
+    assert error.code == "invalid" and "inherit is for reading actions" in str(error)
+    error = refused(memory, "memory_knowledge", action="reactivate", scopeType="project", scopeId=project, id=entry)
+    assert error.code == "not_found" and "it is in global scope" in str(error)
+    # by id alone, or with its own scope, it is that entry
+    call(memory, "memory_knowledge", action="update", id=entry, content="pg 16")
+    call(memory, "memory_knowledge", action="update", scopeType="global", id=entry, content="pg 17")
+    assert call(memory, "memory_knowledge", action="get", id=entry)["knowledge"]["currentVersion"]["versionNum"] == 3
+
+
+def test_a_read_by_name_still_inherits(memory: Memory) -> None:
+    _, project = scoped(memory)
+    call(memory, "memory_knowledge", action="add", scopeType="global", title="db", content="pg 15")
+    for action in ("get", "history"):
+        assert call(memory, "memory_knowledge", action=action, scopeType="project", scopeId=project, title="db")
+
+
+def test_a_project_named_in_two_organizations_is_not_updated_by_its_name_alone(memory: Memory) -> None:
+    _, web = scoped(memory)
+    other = call(memory, "memory_org", action="create", name="Initech")["organization"]["id"]
+    second = call(memory, "memory_project", action="create", name="Web", orgId=other)["project"]["id"]
+    error = refused(memory, "memory_project", action="update", name="Web", description="the shop")
+    assert error.code == "invalid" and web in str(error) and second in str(error)
+    updated = call(memory, "memory_project", action="update", name="Web", orgId=other, description="the shop")
+    assert updated["project"]["id"] == second
