@@ -183,9 +183,10 @@ class Writer:
         self.entries, self.lines_of, self.again = {}, {}, []
 
     def _add_observations(self, items: list[dict[str, Any]]) -> list[Any]:
-        """add_observations' results for `items`. An entity another process deleted or forgot
-        since this import met it is a problem of its line, and the rest is written (with
-        `strict`, the import stops there)."""
+        """add_observations' results for `items`, less the texts their entities hold already. An
+        entity another process deleted or forgot since this import met it is a problem of its line,
+        and the rest is written (with `strict`, the import stops there)."""
+        items = self._lacking(items)
         while items:
             try:
                 return list(self.call("add_observations", {"observations": items}).results)
@@ -198,6 +199,22 @@ class Writer:
                 self._left(sorted(gone))
                 items = [i for i in items if i["entityName"] not in gone]
         return []
+
+    def _lacking(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """`items` with only the texts their entities lack: one an entity holds, though its valid
+        time ended (it was invalidated), is not lacking. add_observations would state such a text
+        true again, as an agent saying it again means; a file merged into the memory does not
+        undo what the memory was told since (importing an export taken before an invalidation
+        brings nothing back)."""
+        workspace, kept = self.section.workspace, []
+        with self.memory.views.read() as graph:
+            for item in items:
+                entity = graph.entity(workspace, item["entityName"])
+                held = set(entity.observations) if entity is not None else set()
+                contents = [text for text in item["contents"] if text not in held]
+                if contents:
+                    kept.append({**item, "contents": contents})
+        return kept
 
     def _left(self, names: list[str]) -> None:
         """Record `names`, entities that left the store during the import, as problems of their lines

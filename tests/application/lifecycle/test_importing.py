@@ -506,3 +506,24 @@ def test_an_export_of_facts_that_stopped_being_true_imports_again_writing_nothin
             assert memory.log.head() == head or head == 0  # only the first import into the copy writes
             [bob] = memory.read("open_nodes", {"names": ["Bob"]}).entities  # type: ignore[attr-defined]
             assert bob.observations == ["likes tea"]
+
+
+def test_an_export_taken_before_a_fact_was_invalidated_does_not_make_it_true_again(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store") as memory:
+        memory.write("create_entities", {"entities": [
+            {"name": "Bob", "entityType": "t", "observations": ["works at Acme", "likes tea"]}]}, actor="t")
+    for form in ("official", "export"):
+        out = tmp_path / f"{form}.jsonl"
+        if form == "export":  # with valid times: "works at Acme" from its start, no end
+            assert export_main(["--store", str(tmp_path / "store"), "-o", str(out)]) == 0
+        else:  # the official server's file: no valid times at all
+            out.write_text(json.dumps({"type": "entity", "name": "Bob", "entityType": "t",
+                                       "observations": ["works at Acme", "likes tea", "plays chess"]}) + "\n")
+    with Memory(tmp_path / "store") as memory:
+        memory.write("invalidate_observations", {"observations": [
+            {"entityName": "Bob", "observations": ["works at Acme"], "at": "2022-01-01"}]}, actor="t")
+    for form in ("official", "export"):
+        assert import_main([str(tmp_path / f"{form}.jsonl"), "--store", str(tmp_path / "store")]) == 0
+        with Memory(tmp_path / "store") as memory:
+            [bob] = memory.read("open_nodes", {"names": ["Bob"]}).entities  # type: ignore[attr-defined]
+            assert bob.observations == ["likes tea", "plays chess"]  # what the file adds, not what ended
