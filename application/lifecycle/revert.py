@@ -109,6 +109,9 @@ def _told(name: str, version: int, taking: Taking | None, given: Given) -> str:
         told += f" with {given.restored} {plural(given.restored, 'relation', 'relations')} {how}"
     if given.removed:
         told += f"; took back the {given.removed} {plural(given.removed, 'copy', 'copies')} the merge made of them"
+    if given.undone:
+        told += (f"; put back as before the merge {given.undone} {plural(given.undone, 'relation', 'relations')} "
+                 "the target held, which it had joined with this entity's")
     if given.not_restored:
         told += (f"; {len(given.not_restored)} {plural(len(given.not_restored), 'relation', 'relations')} "
                  "could not come back (relationsNotRestored says why)")

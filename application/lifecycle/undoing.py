@@ -14,6 +14,14 @@ are still as the merge made them (one changed since is the target's now, and sta
 a copy, made when an entity that had absorbed another was merged in turn, is not given back to
 the one that absorbed it if the entity it came from is back already: that one's revert gave it
 back to it (so merges A->B, B->C reverted in either order end as before them).
+
+A relation the target held already was not copied: the merge made it again in place (deleted
+and created on the target's own stream) or updated it with what the source's said
+(`identity._joined`). Giving back what the merge took puts that relation back as it was before
+the merge, where it is still as the merge left it; likewise a relation an entity gets back is
+given as it was before an earlier merge joined a source's into it, if that source is back. A
+deletion and a creation on one stream is a relation made again, never a move (a move changes a
+name, so its stream).
 """
 
 from __future__ import annotations
@@ -24,10 +32,17 @@ from typing import NamedTuple
 from chronograph.application.core.tenures import holder_at
 from chronograph.application.engine.batch import Batch
 from chronograph.application.lifecycle.identity import created_again
-from chronograph.eventstore import EntityDeleted, EntityMerged, Envelope, RelationCreated, RelationDeleted
+from chronograph.eventstore import (
+    EntityDeleted,
+    EntityMerged,
+    Envelope,
+    RelationCreated,
+    RelationDeleted,
+    RelationUpdated,
+)
 from chronograph.projections import EntityRecord, RelationRecord, relation_stream, versions_of
 
-__all__ = ["Copy", "Given", "Taken", "Taking", "give_back", "taken_from"]
+__all__ = ["Copy", "Given", "Joined", "Taken", "Taking", "give_back", "taken_from"]
 
 
 class Taken(NamedTuple):
@@ -45,6 +60,16 @@ class Copy(NamedTuple):
     ends: tuple[str | None, str | None]
 
 
+class Joined(NamedTuple):
+    """A relation the target held already, which a merge made again or updated with what the
+    source's of the same ends and type said."""
+
+    before: RelationRecord
+    after: RelationRecord
+    """As the merge left it"""
+    ends: tuple[str | None, str | None]
+
+
 class Taking(NamedTuple):
     """What the call that ended an entity took from its relations."""
 
@@ -52,6 +77,8 @@ class Taking(NamedTuple):
     copies: list[Copy]
     into: str | None
     """The entity it was merged into, by its name then (None: it was deleted)."""
+    joined: list[Joined]
+    """Relations the target held, which the merge joined the entity's to"""
 
 
 class Given(NamedTuple):
@@ -63,7 +90,10 @@ class Given(NamedTuple):
     removed: int
     """Copies the merge made on the target, taken back"""
     kept: list[str]
-    """Copies changed since the merge, left on the target, and how"""
+    """Copies, or relations the target held that the merge joined, changed since the merge: left
+    on the target, and how"""
+    undone: int = 0
+    """Relations the target held that the merge joined, put back as they were before it"""
 
 
 def taken_from(batch: Batch, stream: str) -> Taking | None:
@@ -95,10 +125,27 @@ def taken_from(batch: Batch, stream: str) -> Taking | None:
     taken: dict[tuple[str, int], Taken] = {}
     copies: dict[str, Copy] = {}  # the copies this call left, by their streams
     made: dict[str, Taken] = {}  # relation streams this call made from the entity's -> what each copies
+    joined: list[Joined] = []
     moving: Taken | None = None  # the entity's, taken by the event just before: a merge's copy follows at once
-    for envelope in reversed(call):
+    events = call[::-1]
+    skip = False
+    for at, envelope in enumerate(events):
         event = envelope.event
-        if isinstance(event, RelationDeleted) and envelope.version > 1:
+        if skip:
+            skip = False
+            continue
+        again = events[at + 1] if at + 1 < len(events) else None
+        if again is not None and not (isinstance(event, RelationDeleted) and isinstance(again.event, RelationCreated)
+                                      and again.stream == envelope.stream):
+            again = None
+        if moving is not None and (again is not None or isinstance(event, RelationUpdated)):
+            # the target held the triple: the merge made its own relation again in place, or updated it
+            states = versions_of(batch.tx, envelope.stream, [envelope.version - 1, (again or envelope).version])
+            held, left = (version.state for version in states)
+            assert isinstance(held, RelationRecord) and isinstance(left, RelationRecord)
+            joined.append(Joined(held, left, ends(held.source, held.target, envelope.position)))
+            moving, skip = None, again is not None
+        elif isinstance(event, RelationDeleted) and envelope.version > 1:
             moving = made.pop(envelope.stream, None)  # a copy made earlier in the call, gone again (a loop)
             copies.pop(envelope.stream, None)
             if moving is None:
@@ -117,43 +164,66 @@ def taken_from(batch: Batch, stream: str) -> Taking | None:
         else:
             moving = None
     into = last.event.into if isinstance(last.event, EntityMerged) else None
-    return Taking(list(taken.values()), list(copies.values()), into)
+    return Taking(list(taken.values()), list(copies.values()), into, joined)
 
 
 def give_back(batch: Batch, taking: Taking, stream: str) -> Given:
     """Make again the relations `taking` took from the entity of `stream` (restored, in this
-    batch) between the entities they joined, and take from the target the copies a merge made
-    that are as it made them."""
+    batch) between the entities they joined, take from the target the copies a merge made that
+    are as it made them, and put back as they were the relations it held that the merge joined."""
     restored, not_restored = 0, []
     merges = _Merges(batch)
     for item in taking.taken:
         relation = item.record
-        why = _missing(batch, item.ends, relation) or _absorbed(batch, merges, relation, stream)
-        if why is not None:
-            not_restored.append(f"{_label(relation)}: {why}")
+        own = _missing(batch, item.ends, relation) or _own(batch, merges, relation, stream)
+        if isinstance(own, str):
+            not_restored.append(f"{_label(relation)}: {own}")
             continue
         source, target = (_name_now(batch, end) for end in item.ends)
         assert source is not None and target is not None
         if batch.relation(source, relation.relation_type, target) is not None:
             continue
         batch.emit(relation_stream(batch.workspace, source, relation.relation_type, target),
-                   created_again(batch.workspace, relation, source, target))
+                   created_again(batch.workspace, own, source, target))
         restored += 1
     removed, kept = 0, []
     # after the relations given back: a deletion followed at once by a creation reads as a move
     for copy in taking.copies:
-        source, target = (_name_now(batch, end) for end in copy.ends)
-        if source is None or target is None:
-            continue  # the target or the other end is gone since, and the copy with it
-        now = batch.relation(source, copy.origin.record.relation_type, target)
+        now = _now(batch, copy.ends, copy.origin.record)
         if now is None:
-            continue
+            continue  # the target or the other end is gone since, and the copy with it
         if _content(now) != _content(copy.origin.record):
             kept.append(f"{_label(now)}: changed since the merge, so it stays")
             continue
         batch.emit(now.stream, RelationDeleted())
         removed += 1
-    return Given(restored, not_restored, removed, kept)
+    undone = 0
+    for joined in taking.joined:
+        now = _now(batch, joined.ends, joined.before)
+        if now is None:
+            continue  # gone since (the target merged on, maybe: its revert puts it back as it was)
+        if _content(now) != _content(joined.after):
+            kept.append(f"{_label(now)}: the target held it, the merge joined the source's to it, and it was "
+                        "changed since, so it stays as it is")
+            continue
+        was = _own(batch, merges, joined.before, stream)
+        if isinstance(was, str):  # a copy of another source's, which is back with its own
+            batch.emit(now.stream, RelationDeleted())
+        elif _content(was) == _content(now):
+            continue
+        elif (was.valid_from, was.valid_until) == (now.valid_from, now.valid_until):
+            batch.emit(now.stream, RelationUpdated(confidence=was.confidence, metadata=was.metadata))
+        else:  # made again in place, as the merge did: not a move
+            batch.emit(now.stream, RelationDeleted())
+            batch.emit(now.stream, created_again(batch.workspace, was, now.source, now.target))
+        undone += 1
+    return Given(restored, not_restored, removed, kept, undone)
+
+
+def _now(batch: Batch, ends: tuple[str | None, str | None], relation: RelationRecord) -> RelationRecord | None:
+    """The live relation of `relation`'s type between the entities `ends` (None: one is gone, or it is)."""
+    source, target = (_name_now(batch, end) for end in ends)
+    return None if source is None or target is None else batch.relation(source, relation.relation_type, target)
 
 
 def _name_now(batch: Batch, stream: str | None) -> str | None:
@@ -175,29 +245,51 @@ def _missing(batch: Batch, ends: tuple[str | None, str | None], relation: Relati
     return None
 
 
-def _absorbed(batch: Batch, merges: _Merges, relation: RelationRecord, stream: str) -> str | None:
-    """Why `relation` is not the entity's to get back (None: it is): it is a copy an earlier merge
-    made of another entity's relation (moved on by renames since, maybe), unchanged since, and that
-    entity is back (with its own)."""
-    record = relation
+def _own(batch: Batch, merges: _Merges, relation: RelationRecord, stream: str) -> RelationRecord | str:
+    """What of `relation` is the entity's to get back, or why none is. Not a copy an earlier merge
+    made of another entity's relation (moved on by renames since, maybe), unchanged since, when
+    that entity is back (with its own); and, where an earlier merge joined a source's relation to
+    it and that source is back, the relation as it was before that merge."""
+    record = own = relation
     while True:
-        created, before = batch.tx.get(record.seq), batch.tx.get(record.seq - 1)
-        if created is None or created.version != record.version:
-            return None  # changed since it was made: the entity's own now
+        created = batch.tx.get(record.seq)
+        if created is None:
+            return own
+        if created.version != record.version:  # changed since it was made: by a merge's join?
+            [last] = versions_of(batch.tx, created.stream, [record.version])
+            if not isinstance(last.envelope.event, RelationUpdated) or not _back(batch, merges, last.envelope, stream):
+                return own
+            [prior] = versions_of(batch.tx, created.stream, [record.version - 1])
+            if not isinstance(prior.state, RelationRecord):
+                return own
+            record = own = prior.state
+            continue
+        before = batch.tx.get(record.seq - 1)
         if before is None or not isinstance(before.event, RelationDeleted) or before.correlation_id != (
                 created.correlation_id):
-            return None  # not made as a move (a move's copy follows the deletion it copies)
+            return own  # not made as a move (a move's copy follows the deletion it copies)
+        [prior] = versions_of(batch.tx, before.stream, [before.version - 1])
+        if not isinstance(prior.state, RelationRecord):
+            return own
+        if before.stream == created.stream:  # made again in place: by a merge's join, or a revert
+            if not _back(batch, merges, created, stream):
+                return own
+            record = own = prior.state
+            continue
         merged = merges.source_of(created)
         if merged is None:  # a rename's move: what it moved may be a merge's copy
-            [prior] = versions_of(batch.tx, before.stream, [before.version - 1])
-            if not isinstance(prior.state, RelationRecord):
-                return None
             record = prior.state
             continue
         back = None if merged == stream else batch.state.get_entity(merged)
         if back is None:
-            return None
+            return own
         return f"a copy the merge of {back.name!r} made, and {back.name!r} is back with its own"
+
+
+def _back(batch: Batch, merges: _Merges, envelope: Envelope, stream: str) -> bool:
+    """Whether `envelope` was written by the merge of an entity (not that of `stream`) that is back."""
+    merged = merges.source_of(envelope)
+    return merged is not None and merged != stream and batch.state.get_entity(merged) is not None
 
 
 class _Merges:
