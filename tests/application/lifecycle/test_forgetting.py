@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +19,6 @@ from chronograph.projections.streams import relation_stream
 SECRETS = ("Zorgwald Quimby", "lives at 12 Flimwick Lane", "phone 555-0199-xq", "Plumtree-Sanatorium",
            "secretvalue-8841")
 """What the forgotten entity says: its name, observations and a metadata value."""
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    with Memory(tmp_path / "store", sync=False) as opened:
-        yield opened
 
 
 def write(memory: Memory, tool: str, **arguments: Any) -> Any:

@@ -3,19 +3,11 @@ revert undoes both, and a rebuild from the log agrees with the live views."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from chronograph.application import ChronographError, Memory
 from chronograph.projections import verify
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    with Memory(tmp_path / "store", sync=False) as opened:
-        yield opened
 
 
 def write(memory: Memory, tool: str, **arguments: Any) -> Any:

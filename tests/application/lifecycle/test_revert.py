@@ -3,18 +3,11 @@ revert to the state the entity already has writes nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from chronograph.application import ChronographError, Memory
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    with Memory(tmp_path / "store", sync=False) as opened:
-        yield opened
 
 
 def write(memory: Memory, tool: str, **arguments: Any) -> Any:

@@ -5,21 +5,13 @@ cannot come back, and a merge's copies taken from the target."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from itertools import permutations
-from pathlib import Path
 from typing import Any
 
 import pytest
 from chronograph.application import Memory
 from chronograph.projections import verify
 from msgspec import UNSET
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    with Memory(tmp_path / "store", sync=False) as opened:
-        yield opened
 
 
 def write(memory: Memory, tool: str, **arguments: Any) -> Any:

@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from chronograph.application import ChronographError, Memory, Registry
+from chronograph.application import Memory, Registry
 from chronograph.application.engine.outputs import ObjectOut, object_out
 from chronograph.application.team.common import Team, TeamArgs
 from chronograph.eventstore.teamevents import EntryUpdated
-from support.team import call
+from support.team import call, refused
 
 
 class Nulls(TeamArgs, kw_only=True):
@@ -79,15 +79,6 @@ def test_one_agent_correcting_itself_is_no_conflict_whatever_it_leaves_out(memor
     assert update(memory, bare, "b", "one") is None  # nothing but its connection says who it is
     assert update(memory, by_name, "c", "two", createdBy="bob") is not None  # createdBy decides alone
     assert update(memory, in_session, "c", "two", createdBy="alice") is None
-
-
-def refused(memory: Memory, tool: str, **arguments: Any) -> ChronographError:
-    """The error of a call that must be refused, having checked it wrote nothing."""
-    head = memory.log.head()
-    with pytest.raises(ChronographError) as caught:
-        memory.call(tool, arguments, actor="agent")
-    assert memory.log.head() == head
-    return caught.value
 
 
 def scoped(memory: Memory) -> tuple[str, str]:

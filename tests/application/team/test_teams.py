@@ -8,21 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chronograph.application import ChronographError, Memory, NotFoundError, Registry
+from chronograph.application import Memory, NotFoundError, Registry
 from chronograph.application.engine.outputs import ObjectOut
 from chronograph.application.team.common import Team, TeamArgs
 from chronograph.eventstore.teamevents import OrganizationCreated
 from freezegun import freeze_time
-from support.team import call
-
-
-def refused(memory: Memory, tool: str, **arguments: Any) -> ChronographError:
-    """The error of a call that must be refused, having checked it wrote nothing."""
-    head = memory.log.head()
-    with pytest.raises(ChronographError) as caught:
-        memory.call(tool, arguments, actor="agent")
-    assert memory.log.head() == head
-    return caught.value
+from support.team import call, refused
 
 
 def project(memory: Memory) -> tuple[str, str]:

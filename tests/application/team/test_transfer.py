@@ -6,18 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-from chronograph.application import ChronographError, Memory
-from support.team import call
-
-
-def refused(memory: Memory, tool: str, **arguments: Any) -> ChronographError:
-    """The error of a call that must be refused, having checked it wrote nothing."""
-    head = memory.log.head()
-    with pytest.raises(ChronographError) as caught:
-        memory.call(tool, arguments, actor="agent")
-    assert memory.log.head() == head
-    return caught.value
+from chronograph.application import Memory
+from support.team import call, refused
 
 
 def document(**entries: list[dict[str, Any]]) -> str:
