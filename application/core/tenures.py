@@ -75,12 +75,12 @@ def _held(log: LogReader, streams: Sequence[str], workspace: str, name: str,
                 yield stream, tenure
 
 
-def bearers(log: LogReader, streams: Sequence[str], workspace: str, name: str, end: int) -> list[str]:
+def bearers(log: LogReader, streams: Sequence[str], workspace: str, name: str, end: int) -> tuple[str, ...]:
     """The streams among `streams` (the names index's for `name`, which lists every stream that
     *ever* bore it) that had borne `name` by position `end`, in their order there: whom the name
     had meant by then, without those that took it later."""
     held = {stream for stream, _ in _held(log, streams, workspace, name, end)}
-    return [stream for stream in streams if stream in held]
+    return tuple(stream for stream in streams if stream in held)
 
 
 def holder_at(log: LogReader, streams: Sequence[str], workspace: str, name: str, position: int) -> str | None:
