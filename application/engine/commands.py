@@ -153,5 +153,5 @@ def _keep_final(memory: Memory, key: str, fingerprint: bytes, output: Out) -> No
     try:
         with memory.lock:
             memory.log.transact(attach)
-    except EventStoreError:
+    except (EventStoreError, ProjectionError, ChronographError):  # the call stands; only its retry is poorer
         pass
