@@ -139,6 +139,14 @@ class LogTransaction(LogReader, Protocol):
         """The append recorded under `idempotency_key`, replayed, or None if it is new."""
         ...
 
+    def attach_result(self, idempotency_key: str, result: bytes) -> None:
+        """Keep `result` with the append recorded under `idempotency_key`, in place of its own.
+
+        Raises:
+            KeyError: If no append was recorded under the key.
+        """
+        ...
+
     def append(
         self,
         writes: Sequence[StreamWrite],

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import msgspec
+from chronograph.application.core.tenures import bearers
 from chronograph.application.engine.arguments import (
     INT64,
     AsOf,
@@ -83,10 +84,13 @@ def get_entity_history(memory: Memory, args: GetEntityHistory) -> HistoryOut:
         NotFoundError: If no entity was ever called `name` in the workspace.
     """
     with memory.timeline.at("get_entity_history", args.as_of) as moment:
-        streams = moment.live.name_streams(args.workspace, args.name)
-        if not streams:
-            raise NotFoundError(f"No entity named {args.name!r} ever existed in workspace {args.workspace!r}")
+        streams = moment.live.name_streams(args.workspace, args.name)  # every one that ever bore it, up to now
         last = moment.position
+        if last is not None:  # as of then: not those that took the name since
+            streams = bearers(moment.log, streams, args.workspace, args.name, last)
+        if not streams:
+            when = "ever existed" if last is None else f"had existed by position {last}"
+            raise NotFoundError(f"No entity named {args.name!r} {when} in workspace {args.workspace!r}")
         every = sorted(  # (position, stream, version) of every version, read from the index alone
             (position, stream, version)
             for stream in streams

@@ -5,7 +5,7 @@ A name passes between entities: one is renamed away, deleted or merged, another 
 bore a name in the order each *first* bore it, which tells neither who holds it now nor who
 held it last: X called Ada, renamed away, a new Y called Ada then renamed away too, X called
 Ada again, lists (X, Y). Whoever asks which entity a name meant at a moment, or last, reads
-the tenures here (`holder_at`, `last_bearer`); asking the index's order is the bug this
+the tenures here (`holder_at`, `last_bearer`, `bearers`); asking the index's order is the bug this
 module exists against.
 """
 
@@ -24,7 +24,7 @@ from chronograph.eventstore import (
     LogReader,
 )
 
-__all__ = ["OPEN", "Tenure", "holder_at", "last_bearer", "tenures"]
+__all__ = ["OPEN", "Tenure", "bearers", "holder_at", "last_bearer", "tenures"]
 
 OPEN = 2**63
 """The end of a tenure that has not ended."""
@@ -73,6 +73,14 @@ def _held(log: LogReader, streams: Sequence[str], workspace: str, name: str,
         for tenure in tenures(events):
             if tenure.workspace == workspace and tenure.name == name:
                 yield stream, tenure
+
+
+def bearers(log: LogReader, streams: Sequence[str], workspace: str, name: str, end: int) -> tuple[str, ...]:
+    """The streams among `streams` (the names index's for `name`, which lists every stream that
+    *ever* bore it) that had borne `name` by position `end`, in their order there: whom the name
+    had meant by then, without those that took it later."""
+    held = {stream for stream, _ in _held(log, streams, workspace, name, end)}
+    return tuple(stream for stream in streams if stream in held)
 
 
 def holder_at(log: LogReader, streams: Sequence[str], workspace: str, name: str, position: int) -> str | None:

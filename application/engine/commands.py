@@ -131,4 +131,27 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
         for then in batches[-1].unlocked:
             output = then(output)
         written = msgspec.structs.replace(written, output=output)
+    if key is not None and batches and not written.replayed and (batches[-1].afterwards or batches[-1].unlocked):
+        _keep_final(memory, key, fingerprint, written.output)
     return written
+
+
+def _keep_final(memory: Memory, key: str, fingerprint: bytes, output: Out) -> None:
+    """Remember `output`, the answer completed after the commit (a scrub's outcome, an
+    embedding), under the call's key in place of the one stored with its events, so that a
+    retry answers what the first call answered. Best effort: the call has committed, and if
+    this fails a retry answers as the commit left it."""
+    final = msgspec.msgpack.encode(_Remembered(fingerprint, msgspec.Raw(msgspec.msgpack.encode(output))))
+
+    def attach(tx: LogTransaction) -> None:
+        recalled = tx.recall(key)
+        if recalled is None or recalled.result is None:  # erased since: keep it so
+            return
+        if msgspec.msgpack.decode(recalled.result, type=_Remembered).arguments == fingerprint:
+            tx.attach_result(key, final)
+
+    try:
+        with memory.lock:
+            memory.log.transact(attach)
+    except (EventStoreError, ProjectionError, ChronographError):  # the call stands; only its retry is poorer
+        pass

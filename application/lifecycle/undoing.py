@@ -13,7 +13,10 @@ Giving back what a merge took also takes from the target the copies the merge ma
 are still as the merge made them (one changed since is the target's now, and stays). A copy of
 a copy, made when an entity that had absorbed another was merged in turn, is not given back to
 the one that absorbed it if the entity it came from is back already: that one's revert gave it
-back to it (so merges A->B, B->C reverted in either order end as before them).
+back to it, or, if it could not (its other end was gone then), the relation is given back to
+that entity now (`Theirs`). Merges A->B, B->C reverted in either order end as before them, but
+for a relation between two members of the chain (A -> B, dropped as a loop by the first merge):
+reverted A first, it does not come back (docs/decisions.md, "Left open").
 
 A relation the target held already was not copied: the merge made it again in place (deleted
 and created on the target's own stream) or updated it with what the source's said
@@ -42,7 +45,7 @@ from chronograph.eventstore import (
 )
 from chronograph.projections import EntityRecord, RelationRecord, relation_stream, versions_of
 
-__all__ = ["Copy", "Given", "Joined", "Taken", "Taking", "give_back", "taken_from"]
+__all__ = ["Copy", "Given", "Joined", "Taken", "Taking", "Theirs", "give_back", "taken_from"]
 
 
 class Taken(NamedTuple):
@@ -174,12 +177,15 @@ def give_back(batch: Batch, taking: Taking, stream: str) -> Given:
     restored, not_restored = 0, []
     merges = _Merges(batch)
     for item in taking.taken:
-        relation = item.record
-        own = _missing(batch, item.ends, relation) or _own(batch, merges, relation, stream)
+        relation, ends = item.record, item.ends
+        own = _missing(batch, ends, relation) or _own(batch, merges, relation, stream)
+        if isinstance(own, Theirs):  # the back entity's revert could not give it back then: give it now
+            relation, ends = own.record, own.ends
+            own = _missing(batch, ends, relation) or relation
         if isinstance(own, str):
             not_restored.append(f"{_label(relation)}: {own}")
             continue
-        source, target = (_name_now(batch, end) for end in item.ends)
+        source, target = (_name_now(batch, end) for end in ends)
         assert source is not None and target is not None
         if batch.relation(source, relation.relation_type, target) is not None:
             continue
@@ -207,7 +213,7 @@ def give_back(batch: Batch, taking: Taking, stream: str) -> Given:
                         "changed since, so it stays as it is")
             continue
         was = _own(batch, merges, joined.before, stream)
-        if isinstance(was, str):  # a copy of another source's, which is back with its own
+        if isinstance(was, str | Theirs):  # a copy of another source's, which is back
             batch.emit(now.stream, RelationDeleted())
         elif _content(was) == _content(now):
             continue
@@ -245,7 +251,16 @@ def _missing(batch: Batch, ends: tuple[str | None, str | None], relation: Relati
     return None
 
 
-def _own(batch: Batch, merges: _Merges, relation: RelationRecord, stream: str) -> RelationRecord | str:
+class Theirs(NamedTuple):
+    """A copy an earlier merge made of the relation of an entity that is back since: the relation
+    as that entity held it, between the entities its ends meant then. Its revert gave it back if it
+    could; one whose other end was gone then (deleted, merged on) is given back to it now."""
+
+    record: RelationRecord
+    ends: tuple[str | None, str | None]
+
+
+def _own(batch: Batch, merges: _Merges, relation: RelationRecord, stream: str) -> RelationRecord | str | Theirs:
     """What of `relation` is the entity's to get back, or why none is. Not a copy an earlier merge
     made of another entity's relation (moved on by renames since, maybe), unchanged since, when
     that entity is back (with its own); and, where an earlier merge joined a source's relation to
@@ -283,7 +298,10 @@ def _own(batch: Batch, merges: _Merges, relation: RelationRecord, stream: str) -
         back = None if merged == stream else batch.state.get_entity(merged)
         if back is None:
             return own
-        return f"a copy the merge of {back.name!r} made, and {back.name!r} is back with its own"
+        origin, at = prior.state, before.position
+        source, target = (holder_at(batch.tx, batch.state.name_streams(batch.workspace, name), batch.workspace,
+                                    name, at) for name in (origin.source, origin.target))
+        return Theirs(origin, (source, target))
 
 
 def _back(batch: Batch, merges: _Merges, envelope: Envelope, stream: str) -> bool:

@@ -59,3 +59,25 @@ def test_a_refused_command_leaves_neither_events_nor_its_request_id(memory: Memo
     made = commit(memory, rel, parse(rel.name, relation, rel.arguments), actor="t", correlation_id=None,
                   principal="local")
     assert made.changed and not made.replayed  # the refused call did not keep its requestId
+
+
+def test_a_retried_forget_answers_as_the_first_call_did_after_its_scrub(memory: Memory) -> None:
+    memory.write("create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": ["x"]}]},
+                 actor="t")
+    call = {"name": "Ada", "reason": "asked", "requestId": "forget-1"}
+    first = msgspec.to_builtins(memory.write("forget_entity", call, actor="t").output)
+    again = memory.write("forget_entity", call, actor="t")
+    assert again.replayed
+    assert "message" in first and "scrubbed" in first  # completed after the commit
+    assert msgspec.to_builtins(again.output) == first
+
+
+def test_a_completed_answer_is_not_remembered_for_a_call_whose_result_was_erased_since(memory: Memory) -> None:
+    from chronograph.application.engine.commands import _keep_final
+
+    arguments = {"entities": [{"name": "Ada", "entityType": "person", "observations": []}], "requestId": "r1"}
+    made = create(memory, arguments)
+    memory.write("forget_entity", {"name": "Ada", "reason": "asked"}, actor="t")
+    _keep_final(memory, "create_entities\x00default\x00r1", b"", made.output)
+    with pytest.raises(RequestReplayError):  # still erased, not answered again
+        create(memory, arguments)

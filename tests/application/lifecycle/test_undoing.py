@@ -263,3 +263,16 @@ def test_a_copy_one_source_made_and_the_next_joined_in_one_call_goes_once_both_a
         write(memory, "revert_entity", name=name, toVersion=1)
     assert graph(memory) == before
     assert verify(memory.views) == []
+
+
+@pytest.mark.parametrize("order", [["A", "X"], ["X", "A"]])
+def test_a_merge_then_a_deletion_of_the_other_end_reverted_in_either_order_give_the_relation_back(
+        memory: Memory, order: list[str]) -> None:
+    create(memory, ["A", "T", "X"], ("A", "knows", "X"))
+    before = triples(memory)
+    write(memory, "merge_entities", target="T", sources=["A"])
+    write(memory, "delete_entities", entityNames=["X"])  # takes the copy T -> X with it
+    answers = [write(memory, "revert_entity", name=name, toVersion=1) for name in order]
+    assert triples(memory) == before
+    assert answers[-1].relations_not_restored is UNSET  # the last revert gives it back, in either order
+    assert verify(memory.views) == []
