@@ -37,7 +37,7 @@ from chronograph.eventstore import (
     RelationUpdated,
 )
 from chronograph.projections.records import ContextRecord, EntityRecord, RelationRecord
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 __all__ = ["State", "apply", "apply_all", "unique"]
 
@@ -142,7 +142,8 @@ def _observations_added(state: State, envelope: Envelope, event: ObservationsAdd
                     present.add(observation)
                     current.append(observation)
         if event.valid_from is not UNSET or event.valid_until is not UNSET:
-            span = (event.valid_from or None, event.valid_until or None)
+            # UNSET is "no bound"; 0 is one (1970-01-01T00:00:00Z), which `or None` used to drop
+            span = (_bound(event.valid_from), _bound(event.valid_until))
             entity.validity = {**entity.validity, **dict.fromkeys(event.observations, span)}
         elif entity.validity and any(o in entity.validity for o in event.observations):
             # A text held already is stated again (it had stopped being true): without a span now.
@@ -153,6 +154,11 @@ def _observations_added(state: State, envelope: Envelope, event: ObservationsAdd
         entity.version = envelope.version
         entity.updated_at = envelope.recorded_at
         state.changed_entity(entity, entity.entity_type)
+
+
+def _bound(moment: int | UnsetType) -> int | None:
+    """A valid-time bound as a record keeps it: None where the event gives none (UNSET)."""
+    return None if moment is UNSET else moment
 
 
 def _observations_deleted(state: State, envelope: Envelope, event: ObservationsDeleted) -> None:
@@ -235,7 +241,7 @@ def _relation_created(state: State, envelope: Envelope, event: RelationCreated) 
         stream=envelope.stream, workspace=event.workspace, source=event.source, target=event.target,
         relation_type=event.relation_type, confidence=event.confidence, metadata=event.metadata,
         version=envelope.version, created_at=at, updated_at=at, seq=envelope.position,
-        valid_from=event.valid_from or None, valid_until=event.valid_until or None,
+        valid_from=_bound(event.valid_from), valid_until=_bound(event.valid_until),
     ))
 
 

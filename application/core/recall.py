@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from chronograph.application.core.search import SearchNodes, search_nodes
 from chronograph.application.core.subjects import Subjects
+from chronograph.application.core.validtime import observations_at
 from chronograph.application.engine.service import Memory
 from chronograph.eventstore import LogReader, clock
 from chronograph.projections import ContextRecord, EntityRecord
@@ -121,12 +122,13 @@ def recall(memory: Memory, workspace: str, *, query: str | None = None, client: 
                                           current)
         found: list[Recalled] = []
         seen: set[str] = set()
+        now = clock.now_us()  # what is true now: a fact whose valid time ended is not recalled
 
         def add(record: EntityRecord | None, why: str) -> None:
             if record is not None and record.name not in seen and len(found) < limit:
                 seen.add(record.name)
                 found.append(Recalled(record.name, record.entity_type,
-                                      tuple(record.observations[-OBSERVATIONS:]), why))
+                                      tuple(observations_at(record, now)[-OBSERVATIONS:]), why))
 
         if query:
             for name in _mentioned(query):

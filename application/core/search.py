@@ -20,7 +20,14 @@ from typing import Annotated, Literal, NamedTuple
 
 from chronograph.application.core.matched import MATCHES, RERANK, point_at_facts, pointed, reranked
 from chronograph.application.core.provenance import provenance_of
-from chronograph.application.core.validtime import VALID_AT, ValidTime, hide_invalid, read_moment, valid_relation
+from chronograph.application.core.validtime import (
+    VALID_AT,
+    ValidTime,
+    hide_invalid,
+    observations_at,
+    read_moment,
+    valid_relation,
+)
 from chronograph.application.engine.arguments import AsOf, D, Items, Metadata, Query, ReadArgs, TypeName
 from chronograph.application.engine.budget import SAMPLE, ReplyBudget
 from chronograph.application.engine.outputs import (
@@ -431,9 +438,10 @@ def similar(memory: Memory, args: SemanticSearch, matches: int | UnsetType = UNS
         memory.semantic.settle()
     with memory.timeline.at("semantic_search") as moment:
         hits, through = nearest(memory, moment, args.workspace, args.query, args.threshold)
-        entities = []
+        entities, now = [], read_moment("semantic_search", UNSET)
         for r, score in hits[: args.limit]:
-            kept, matched = pointed(memory, moment, args.query, "semantic", r, list(r.observations), matches, limit)
+            kept, matched = pointed(memory, moment, args.query, "semantic", r, list(observations_at(r, now)), matches,
+                                    limit)
             entities.append(SimilarOut(name=r.name, entity_type=r.entity_type, observations=kept,
                                        similarity=round(score or 0.0, 4),
                                        matched_observations=UNSET if matched is None else matched))

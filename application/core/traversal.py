@@ -6,6 +6,7 @@ from collections import deque
 from typing import Annotated, Literal
 
 from chronograph.application.core.history import Limit
+from chronograph.application.core.validtime import hide_invalid, read_moment, valid_relation
 from chronograph.application.engine.arguments import D, Items, Name, ReadArgs, TypeName
 from chronograph.application.engine.outputs import EntityOut, Out, entity_out
 from chronograph.application.engine.registry import CORE
@@ -42,7 +43,8 @@ class RelatedEntitiesOut(Out, kw_only=True):
 @CORE.query("get_related_entities", "Related Entities",
             "Entities within a few hops of one, nearest first, with the paths that reach them")
 def get_related_entities(memory: Memory, args: GetRelatedEntities) -> RelatedEntitiesOut:
-    """Breadth-first from `name`: nearest first, each with the path that reached it.
+    """Breadth-first from `name`: nearest first, each with the path that reached it, over the
+    relations true now, each entity with its observations true now.
 
     Raises:
         NotFoundError: If there is no entity called `name`.
@@ -52,6 +54,7 @@ def get_related_entities(memory: Memory, args: GetRelatedEntities) -> RelatedEnt
         if graph.entity(ws, args.name) is None:
             raise NotFoundError(f"Entity with name {args.name} not found")
         wanted = None if args.relation_types is UNSET else set(args.relation_types)
+        now = read_moment("get_related_entities", UNSET)
         seen = {args.name}
         Step = tuple[str, list[str], list[str], list[float | None]]
         queue: deque[Step] = deque([(args.name, [args.name], [], [])])
@@ -61,7 +64,7 @@ def get_related_entities(memory: Memory, args: GetRelatedEntities) -> RelatedEnt
             if len(kinds) == args.max_depth:
                 continue
             for relation in graph.relations_of(ws, name, args.direction):
-                if wanted is not None and relation.relation_type not in wanted:
+                if (wanted is not None and relation.relation_type not in wanted) or not valid_relation(relation, now):
                     continue
                 other = relation.target if relation.source == name else relation.source
                 if other in seen:
@@ -71,8 +74,10 @@ def get_related_entities(memory: Memory, args: GetRelatedEntities) -> RelatedEnt
                 if record is None:
                     continue
                 step = (other, [*path, other], [*kinds, relation.relation_type], [*confidences, relation.confidence])
+                shown = entity_out(record, metadata=args.include_metadata)
+                hide_invalid([shown], [record], now)
                 related.append(RelatedOut(
-                    entity=entity_out(record, metadata=args.include_metadata), distance=len(step[2]), path=step[1],
+                    entity=shown, distance=len(step[2]), path=step[1],
                     relation_path=step[2], confidence_path=step[3],
                 ))
                 if len(related) == args.limit:

@@ -27,6 +27,7 @@ __all__ = [
     "additions",
     "hide_invalid",
     "moment_of",
+    "observations_at",
     "read_moment",
     "restated",
     "span_of",
@@ -121,6 +122,14 @@ def hide_invalid(entities: list[Any], records: list[EntityRecord], moment: int) 
         if record.validity and out.observations is not UNSET:
             spans = record.validity
             out.observations = [o for o in out.observations if o not in spans or valid_at(spans[o], moment)]
+
+
+def observations_at(record: EntityRecord, moment: int) -> list[str]:
+    """The observations of `record` true at `moment`, in order (those without a valid time always are)."""
+    spans = record.validity
+    if not spans:
+        return record.observations
+    return [o for o in record.observations if o not in spans or valid_at(spans[o], moment)]
 
 
 def valid_relation(record: RelationRecord, moment: int) -> bool:

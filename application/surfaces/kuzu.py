@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from chronograph.application.core import search as core_search
 from chronograph.application.core import traversal
-from chronograph.application.core.validtime import statement
+from chronograph.application.core.validtime import observations_at, read_moment, statement
 from chronograph.application.engine.access import readable
 from chronograph.application.engine.arguments import Args, D, Limits, Name, ObservationList, TypeName
 from chronograph.application.engine.batch import Batch
@@ -108,8 +108,9 @@ def _known(memory: Memory, tool: str, database: str) -> str:
         return _existing(tool, moment.graph, database)
 
 
-def _entity(entity: EntityRecord) -> dict[str, Any]:
-    return {"name": entity.name, "type": entity.entity_type, "observations": entity.observations,
+def _entity(entity: EntityRecord, now: int) -> dict[str, Any]:
+    """An entity as the Kuzu server gives it, with its observations true at `now`."""
+    return {"name": entity.name, "type": entity.entity_type, "observations": observations_at(entity, now),
             "created_date": isoformat(entity.created_at)[:10]}
 
 
@@ -220,7 +221,8 @@ def search_entities(memory: Memory, args: SearchEntities) -> ObjectOut:
         query=args.query, workspace=args.database, limit=args.limit))
     with memory.timeline.at("search_entities") as moment:
         records = [moment.graph.entity(args.database, e.name) for e in found.entities]
-    entities = [_entity(r) for r in records if r is not None]
+    now = read_moment("search_entities", UNSET)
+    entities = [_entity(r, now) for r in records if r is not None]
     return object_out(query=args.query, database=args.database, entities=entities, count=len(entities))
 
 

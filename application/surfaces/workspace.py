@@ -18,6 +18,7 @@ import json
 from typing import Annotated, Any, ClassVar
 
 import msgspec
+from chronograph.application.core.validtime import observations_at, read_moment, valid_relation
 from chronograph.application.engine.arguments import (
     Args,
     D,
@@ -87,9 +88,11 @@ def _metadata(tool: str, value: Any) -> dict[str, Any]:
     return parsed
 
 
-def entity_model(entity: EntityRecord) -> dict[str, Any]:
+def entity_model(entity: EntityRecord, now: int) -> dict[str, Any]:
+    """An entity as the workspace server gives it, with its observations true at `now`."""
     return {"workspaceName": entity.workspace, "name": entity.name, "entityType": entity.entity_type,
-            "observations": entity.observations, "metadata": json.dumps(entity.metadata), "id": entity.stream}
+            "observations": observations_at(entity, now), "metadata": json.dumps(entity.metadata),
+            "id": entity.stream}
 
 
 def relation_model(relation: RelationRecord, ids: dict[str, str]) -> dict[str, Any]:
@@ -116,12 +119,14 @@ def read_graph(memory: Memory, args: ReadGraphArgs) -> ObjectOut:
             if budget.add(entity):
                 raise _too_large(budget)
         ids = {e.name: e.stream for e in entities}
-        relations = []
+        relations, now = [], read_moment("read_graph", UNSET)
         for relation in graph.relations(args.workspace_name):
+            if not valid_relation(relation, now):
+                continue
             relations.append(relation_model(relation, ids))
             if budget.add_relation(relation):
                 raise _too_large(budget)
-    return object_out(workspaceName=args.workspace_name, entities=[entity_model(e) for e in entities],
+    return object_out(workspaceName=args.workspace_name, entities=[entity_model(e, now) for e in entities],
                       relations=relations)
 
 
@@ -239,8 +244,10 @@ def get_entity_relations(memory: Memory, args: GetEntityRelations) -> ObjectOut:
                 raise NotFoundError(f"Entity '{args.entity_name}' not found in workspace '{ws}'.")
         else:
             raise InvalidArgumentsError("get_entity_relations", "entityId: Provide entityId or entityName.")
-        out = []
+        out, now = [], read_moment("get_entity_relations", UNSET)
         for relation in graph.relations_of(ws, entity.name, "out"):
+            if not valid_relation(relation, now):
+                continue
             other = graph.entity(ws, relation.target)
             out.append({"id": relation_id(relation.stream), "relationType": relation.relation_type,
                         "toEntityId": None if other is None else other.stream, "to": relation.target,

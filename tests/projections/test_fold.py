@@ -130,3 +130,17 @@ def test_an_observation_stated_again_takes_the_event_s_span_and_keeps_its_place(
     log("e1", ObservationsAdded(observations=("b",), valid_from=20))
     ada = log.graph.entity("w", "ada")
     assert ada is not None and ada.observations == ["a", "b", "c"] and ada.validity == {"b": (20, None)}
+
+
+def test_a_valid_time_bound_at_the_epoch_is_a_bound_not_none() -> None:
+    log = Log()
+    log("e1", created("ada"))
+    log("e2", created("bob"))
+    log("e1", ObservationsAdded(observations=("a",), valid_from=-10, valid_until=0))
+    log("e1", ObservationsAdded(observations=("b",), valid_from=0))
+    log("r1", RelationCreated(workspace="w", source="ada", target="bob", relation_type="knew",
+                              valid_from=-10, valid_until=0))
+    ada = log.graph.entity("w", "ada")
+    assert ada is not None and ada.validity == {"a": (-10, 0), "b": (0, None)}
+    knew = log.graph.relations_of("w", "ada", "out")[0]
+    assert (knew.valid_from, knew.valid_until) == (-10, 0)

@@ -11,9 +11,12 @@ from typing import Any
 import pytest
 from chronograph.application import PROFILES, ChronographError, Memory
 from chronograph.application.core import validtime
+from chronograph.application.core.recall import recall
+from chronograph.application.engine.semantic import Semantic
 from chronograph.application.surfaces.projectroot import workspace_name
 from chronograph.projections import verify
 from freezegun import freeze_time
+from support.embedders import Words
 
 
 @pytest.fixture
@@ -180,3 +183,43 @@ def test_a_kuzu_or_n2n_add_states_an_invalidated_observation_again(memory: Memor
         "likes tea"]
     assert memory.read("open_nodes", {"names": ["Svc"], "workspace": n2n}).entities[0].observations == [
         "owns the cache."]
+
+
+def test_every_read_of_the_present_leaves_out_the_facts_whose_valid_time_ended(memory: Memory) -> None:
+    write(memory, "create_entities", workspace="memory", entities=[
+        {"name": n, "entityType": "t", "observations": ["likes tea"] if n == "Alice" else []}
+        for n in ("Alice", "Acme", "Initech")])
+    write(memory, "add_observations", workspace="memory", observations=[
+        {"entityName": "Alice", "contents": ["works at Acme"], "validFrom": "2019-01-01", "validUntil": "2023-06-01"}])
+    write(memory, "create_relations", workspace="memory", relations=[
+        {"from": "Alice", "to": "Acme", "relationType": "works_at", "validFrom": "2019-01-01",
+         "validUntil": "2023-06-01"},
+        {"from": "Alice", "to": "Initech", "relationType": "works_at", "validFrom": "2023-06-01"}])
+    kuzu, workspace = PROFILES["kuzu"].tools, PROFILES["workspace"].tools
+
+    related = memory.read("get_related_entities", {"name": "Initech", "workspace": "memory"}).related
+    assert [(r.entity.name, r.entity.observations) for r in related] == [("Alice", ["likes tea"])]
+    around = memory.read("get_related_entities", {"name": "Alice", "workspace": "memory"}).related
+    assert [r.entity.name for r in around] == ["Initech"]
+    related = memory.read(kuzu["get_related_entities"], {"database": "memory", "entity_name": "Initech"}).reply
+    assert [(e["name"], e["observations"]) for e in related["entities"]] == [("Alice", ["likes tea"])]
+    found = memory.read(kuzu["search_entities"], {"database": "memory", "query": "Alice"}).reply
+    assert [(e["name"], e["observations"]) for e in found["entities"]] == [("Alice", ["likes tea"])]
+    graph = memory.read(workspace["read_graph"], {"workspaceName": "memory"}).reply
+    assert next(e for e in graph["entities"] if e["name"] == "Alice")["observations"] == ["likes tea"]
+    assert [r["to"] for r in graph["relations"]] == ["Initech"]
+    out = memory.read(workspace["get_entity_relations"], {"workspaceName": "memory", "entityName": "Alice"}).reply
+    assert [r["to"] for r in out["relations"]] == ["Initech"]
+    [alice] = [e for e in recall(memory, "memory", query="Alice").entities if e.name == "Alice"]
+    assert alice.observations == ("likes tea",)
+
+
+def test_a_search_by_meaning_shows_only_the_observations_true_now(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as store:
+        store.semantic = Semantic(store.views, Words(), store.lock)
+        write(store, "create_entities", entities=[{"name": "Alice", "entityType": "t", "observations": ["keeps bees"]}])
+        write(store, "add_observations", observations=[
+            {"entityName": "Alice", "contents": ["keeps bees in Paris"], "validUntil": "2023-06-01"}])
+        store.semantic.catch_up()
+        [alice] = store.read("semantic_search", {"query": "keeps bees"}).entities
+        assert alice.observations == ["keeps bees"]
