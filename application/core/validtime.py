@@ -76,8 +76,8 @@ def restated(held: Span | None, span: Span, now: int) -> Span | None:
     when its held span does not hold now (it ended, or has not begun). A statement with a span is
     stated again when that span reaches outside the held one: where the two meet (overlap or touch)
     the fact keeps their union; where they do not, the later of the two (a fact has one span; its
-    history keeps the other), so a statement about an earlier time than the held span's changes
-    nothing.
+    history keeps the other), unless the held span holds now: a statement about a later time never
+    ends a fact true now, as one about an earlier time than the held span's changes nothing.
     """
     if held is None:
         return None
@@ -92,7 +92,9 @@ def restated(held: Span | None, span: Span, now: int) -> Span | None:
             held_start is None or end is None or held_start <= end):
         return (None if start is None or held_start is None else min(start, held_start),
                 None if end is None or held_end is None else max(end, held_end))
-    return span if held_end is not None and start is not None and start >= held_end else None
+    if held_end is not None and start is not None and start >= held_end:
+        return None if valid_at(held, now) else span  # what holds now is kept over a later span
+    return None
 
 
 def statement(record: EntityRecord, held: set[str], text: str, span: Span, now: int) -> Span | None:

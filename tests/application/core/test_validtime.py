@@ -151,6 +151,7 @@ NOW = 1_000
     ((100, 200), (100, 200), None),  # the same span: an import read again writes nothing
     ((100, 200), (120, 150), None),  # within it
     ((100, 200), (300, None), (300, None)),  # later, apart: the later stays
+    ((500, 2_000), (3_000, 4_000), None),  # later, apart, but the held span holds now: it stays
     ((300, None), (100, 200), None),  # earlier, apart: the later (held) stays
     ((100, 200), (150, None), (100, None)),  # they meet: both
     ((100, 200), (200, 300), (100, 300)),  # they touch
@@ -223,3 +224,27 @@ def test_a_search_by_meaning_shows_only_the_observations_true_now(tmp_path: Path
         store.semantic.catch_up()
         [alice] = store.read("semantic_search", {"query": "keeps bees"}).entities
         assert alice.observations == ["keeps bees"]
+
+
+def test_a_statement_about_a_later_time_never_ends_a_fact_true_now_nor_does_a_merge(memory: Memory) -> None:
+    with freeze_time("2026-12-01T00:00:00Z"):
+        write(memory, "create_entities", entities=[{"name": n, "entityType": "p", "observations": []}
+                                                   for n in ("Alice", "T", "S", "X")])
+        now = {"validFrom": "2020-01-01", "validUntil": "2027-06-01"}
+        write(memory, "add_observations", observations=[
+            {"entityName": "Alice", "contents": ["works at Acme"], **now},
+            {"entityName": "T", "contents": ["lives in Paris"], **now},
+            {"entityName": "S", "contents": ["lives in Paris"], "validFrom": "2028-01-01"}])
+        write(memory, "create_relations", relations=[{"from": "T", "to": "X", "relationType": "works_at", **now},
+                                                     {"from": "S", "to": "X", "relationType": "works_at",
+                                                      "validFrom": "2028-01-01"}])
+        later = write(memory, "add_observations", observations=[
+            {"entityName": "Alice", "contents": ["works at Acme"], "validFrom": "2028-01-01",
+             "validUntil": "2029-01-01"}])
+        assert later.results[0].added_observations == []
+        write(memory, "merge_entities", sources=["S"], target="T")
+        graph = memory.read("read_graph", {})
+        held = {e.name: e.observations for e in graph.entities}
+        assert held["Alice"] == ["works at Acme"] and held["T"] == ["lives in Paris"]
+        assert [(r.source, r.relation_type, r.target) for r in graph.relations] == [("T", "works_at", "X")]
+        assert verify(memory.views) == []
