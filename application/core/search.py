@@ -445,7 +445,5 @@ def similar(memory: Memory, args: SemanticSearch, matches: int | UnsetType = UNS
             entities.append(SimilarOut(name=r.name, entity_type=r.entity_type, observations=kept,
                                        similarity=round(score or 0.0, 4),
                                        matched_observations=UNSET if matched is None else matched))
-        return SemanticSearchOut(
-            query=args.query, workspace=args.workspace, entities=entities, count=len(entities),
-            threshold=args.threshold, embedded_through=through, head=moment.live.position,
-        )
+        return SemanticSearchOut(query=args.query, workspace=args.workspace, entities=entities, count=len(entities),
+                                 threshold=args.threshold, embedded_through=through, head=moment.live.position)
