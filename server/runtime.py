@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from chronograph.application import PROFILES, Memory, Tool
 from chronograph.application.engine.exportdir import ExportDir
 from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
+from chronograph.application.engine.registry import TEAM
 from chronograph.application.surfaces.projectfiles import ProjectFiles
 from chronograph.application.team.scopes import session_active
 from chronograph.projections import paused_gc
@@ -276,7 +277,8 @@ class Runtime:
             self.began(connection)
         if tool.writes:
             written = self.memory.write(tool, arguments, actor=self._in_session(actor, connection),
-                                        principal=principal, writer=self.memory.writer_for(actor, connection))
+                                        principal=principal,
+                                        writer=self.memory.writer_for(actor, connection) if tool.name in TEAM else None)
             self._follow_session(tool, arguments, written.output, connection)
             return (reply(written.output, tool=tool.name, exact=self.exact, compact=self.compact),
                     written.workspaces if written.changed else ())

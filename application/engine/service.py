@@ -25,7 +25,7 @@ from chronograph.application.engine.config import model_cache
 from chronograph.application.engine.exportdir import ExportDir
 from chronograph.application.engine.outputs import Out
 from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
-from chronograph.application.engine.registry import Tool, find
+from chronograph.application.engine.registry import TEAM, Tool, find
 from chronograph.application.engine.storelock import StoreLock
 from chronograph.application.engine.stores import open_store
 from chronograph.application.engine.timeline import Timeline
@@ -311,8 +311,8 @@ class Memory:
         principal: Principal = LOCAL_PRINCIPAL, checked: str | None = None, writer: str | None = None,
     ) -> Written:
         """Run the command `tool` with raw `arguments` for `principal`, recording `actor` and
-        `principal`'s name on its events, and `writer` (default: `writer_for(actor)`) on those
-        that keep which connection wrote them.
+        `principal`'s name on its events, and, for a team tool (the only events that keep it),
+        `writer` (default: `writer_for(actor)`): which connection wrote them.
 
         `correlation_id` (default: a new one) lets several calls share one, as an import does.
         `checked` names a list of `arguments` made of items the tool's parser accepted one by one
@@ -335,7 +335,8 @@ class Memory:
             if spec.reads and getattr(args, "action", None) in spec.reads:
                 return Written(self._answer(spec, args), changed=False, workspaces=workspaces)
             written = commit(self, spec, args, actor=actor, correlation_id=correlation_id,
-                             principal=principal.name, writer=writer or self.writer_for(actor))
+                             principal=principal.name,
+                             writer=(writer or self.writer_for(actor)) if spec.name in TEAM else None)
             written = msgspec.structs.replace(written, workspaces=workspaces)
             for after in self.after_write:
                 after(self, spec, args, written)
