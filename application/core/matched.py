@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from chronograph.application.core.validtime import valid_at
 from chronograph.application.engine.outputs import MatchedOut, PageEntityOut
 from chronograph.application.engine.service import Memory
 from chronograph.application.engine.timeline import Moment
@@ -27,7 +28,7 @@ from chronograph.projections import EntityRecord
 from chronograph.projections.search.matching import NEAR, best, observation_scores
 from msgspec import UNSET
 
-__all__ = ["MATCHES", "RERANK", "point_at_facts", "pointed", "reranked"]
+__all__ = ["MATCHES", "RERANK", "point_at_facts", "pointed", "reranked", "true_parts"]
 
 MATCHES = 3
 """matchedObservations per entity unless `matchesPerEntity` says otherwise."""
@@ -37,16 +38,36 @@ RERANK = 50
 Hit = tuple[EntityRecord, float | None]
 
 
-def reranked(memory: Memory, moment: Moment, query: str, hits: list[Hit]) -> tuple[list[Hit], dict[str, Any]]:
+def reranked(memory: Memory, moment: Moment, query: str, hits: list[Hit],
+             valid: int | None = None) -> tuple[list[Hit], dict[str, Any]]:
     """`hits` (nearest first), the first `RERANK` scored by their best observation (with its term
-    weights' bonus), and the vector of that observation for each of them whose parts are stored."""
+    weights' bonus), and the vector of that observation for each of them whose parts are stored.
+
+    With `valid` (a moment, µs), an observation not true then is no entity's best: an entity's
+    vector is made of all it holds, so the hits further down that hold one are scored by their
+    best true observation too (one holding none true scores 0), as the first ones are."""
     semantic = memory.semantic
     if semantic is None:
         return hits, {}
-    best = semantic.nearness.best_parts(moment.snapshot, [r for r, _ in hits[:RERANK]], query)
-    head = [(record, best[record.stream][0] if record.stream in best else score) for record, score in hits[:RERANK]]
-    head.sort(key=lambda hit: -(hit[1] or 0.0))
-    return head + hits[RERANK:], {stream: row for stream, (_, row) in best.items()}
+    masks = {} if valid is None else {r.stream: mask for r, _ in hits if (mask := true_parts(r, valid)) is not None}
+    tail = [hit for hit in hits[RERANK:] if hit[0].stream in masks]
+    best = semantic.nearness.best_parts(moment.snapshot, [r for r, _ in hits[:RERANK] + tail], query, masks)
+
+    def scored(part: list[Hit]) -> list[Hit]:
+        return sorted(((r, best[r.stream][0] if r.stream in best else s) for r, s in part),
+                      key=lambda hit: -(hit[1] or 0.0))
+    rows = {stream: row for stream, (_, row) in best.items() if row is not None}
+    return scored(hits[:RERANK]) + (scored(hits[RERANK:]) if tail else hits[RERANK:]), rows
+
+
+def true_parts(record: EntityRecord, valid: int) -> list[bool] | None:
+    """Which of the texts embedded for `record` (`passages.entity_texts`: its observations but
+    the blank ones) are true at `valid`; None when all are."""
+    if not record.validity:
+        return None
+    spans = record.validity
+    mask = [o not in spans or valid_at(spans[o], valid) for o in record.observations if o.strip()]
+    return None if all(mask) or not mask else mask
 
 
 def point_at_facts(memory: Memory, moment: Moment, query: str, mode: str, page: Sequence[Hit],

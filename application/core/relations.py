@@ -6,7 +6,7 @@ from typing import Annotated
 
 import msgspec
 from chronograph.application.core.entities import METADATA, missing, plural
-from chronograph.application.core.validtime import span_of
+from chronograph.application.core.validtime import relation_span, restated, span_of
 from chronograph.application.engine.arguments import (
     D,
     Items,
@@ -50,7 +50,9 @@ class CreateRelations(WriteArgs, kw_only=True):
               "Create multiple new relations between entities in the knowledge graph. "
               "Relations should be in active voice")
 def create_relations(batch: Batch, args: CreateRelations) -> RelationsOut:
-    """New relations between existing entities; existing triples skipped, missing ends refused."""
+    """New relations between existing entities; missing ends refused. A triple the memory holds is
+    skipped, unless it is no longer (or not yet) true: then it is stated again (`validtime.restated`),
+    keeping its confidence and metadata unless the item gives them."""
     ends = dict.fromkeys(name for item in args.relations for name in (item.source, item.target))
     absent = [name for name in ends if not batch.exists(name)]  # each name looked up once, its entity not decoded
     if absent:
@@ -64,16 +66,29 @@ def create_relations(batch: Batch, args: CreateRelations) -> RelationsOut:
         start, end = span_of("create_relations", f"relations[{index}].", item.valid_from, item.valid_until)
         current = batch.relation(item.source, item.relation_type, item.target)
         batch.check(relation_label(item), item.expected_version, current)
-        if current is not None:
-            continue
-        stream = relation_stream(batch.workspace, item.source, item.relation_type, item.target)
-        batch.emit(stream, RelationCreated(
-            workspace=batch.workspace, source=item.source, target=item.target, relation_type=item.relation_type,
-            confidence=None if item.confidence is UNSET else item.confidence,
-            metadata={} if item.metadata is UNSET else item.metadata, valid_from=start, valid_until=end,
-        ))
+        if current is None:
+            stream = relation_stream(batch.workspace, item.source, item.relation_type, item.target)
+            batch.emit(stream, stated(batch, item, None, start, end))
+        else:
+            span = restated(relation_span(current), (None if start is UNSET else start, None if end is UNSET else end),
+                            batch.recorded_at)
+            if span is None:
+                continue
+            batch.emit(current.stream, stated(batch, item, current, UNSET if span[0] is None else span[0],
+                                              UNSET if span[1] is None else span[1]))
         created.append(item)
     return RelationsOut(relations=[relation_out(_live(batch, key)) for key in created])
+
+
+def stated(batch: Batch, item: NewRelation, held: RelationRecord | None, start: int | UnsetType,
+           end: int | UnsetType) -> RelationCreated:
+    """The event that states `item` true from `start` until `end`: made, or (`held`) made again on
+    its stream with the confidence and metadata it held where the item gives none."""
+    return RelationCreated(
+        workspace=batch.workspace, source=item.source, target=item.target, relation_type=item.relation_type,
+        confidence=(None if held is None else held.confidence) if item.confidence is UNSET else item.confidence,
+        metadata=({} if held is None else held.metadata) if item.metadata is UNSET else item.metadata,
+        valid_from=start, valid_until=end)
 
 
 class RelationRef(OfficialRelationKey, kw_only=True):

@@ -274,6 +274,7 @@ def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode, want
             "search_nodes", f"asOf: mode {mode} ranks the present only (embeddings are of current "
             "versions); use mode substring, ranked or fuzzy with asOf")
     near, through = nearest(memory, moment, args.workspace, args.query, SEMANTIC_FLOOR,
+                            read_moment("search_nodes", args.valid_at),
                             spread_among=wanted if wanted.active else _everything)
     meaning: list[Found] = [(record.stream, score, record) for record, score in near]
     cut = len(near) >= DEPTH  # there may be more above the floor
@@ -290,10 +291,11 @@ def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode, want
                   cut or len(fused) > DEPTH), through
 
 
-def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshold: float,
+def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshold: float, valid: int,
             spread_among: Callable[[EntityRecord], bool] | None = None) -> tuple[list[Hit], int]:
     """The live entities nearest `query` in meaning, at least `threshold` similar, and the
-    position the embeddings are current through. With `spread_among`, a hit of one
+    position the embeddings are current through. An entity is near by what it holds true at
+    `valid` (µs): an observation whose valid time ended (or has not begun) finds nothing. With `spread_among`, a hit of one
     observation it accepts that nearly repeats a better one it accepts ranks lower (and scores
     less: `novelty.spread`), after the threshold; those it refuses (an answer's filters) come
     last, as they were.
@@ -312,7 +314,7 @@ def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshol
         record = moment.live.entity_by_stream(stream)
         if record is not None and record.version == version:  # never by what it used to say
             hits.append((record, score))
-    ranked, rows = reranked(memory, moment, query, hits)
+    ranked, rows = reranked(memory, moment, query, hits, valid)
     kept = [(r, s) for r, s in ranked if (s or 0.0) >= threshold]
     if spread_among is None:
         return kept, through
@@ -437,8 +439,9 @@ def similar(memory: Memory, args: SemanticSearch, matches: int | UnsetType = UNS
     if memory.semantic is not None:
         memory.semantic.settle()
     with memory.timeline.at("semantic_search") as moment:
-        hits, through = nearest(memory, moment, args.workspace, args.query, args.threshold)
-        entities, now = [], read_moment("semantic_search", UNSET)
+        now = read_moment("semantic_search", UNSET)
+        hits, through = nearest(memory, moment, args.workspace, args.query, args.threshold, now)
+        entities = []
         for r, score in hits[: args.limit]:
             kept, matched = pointed(memory, moment, args.query, "semantic", r, list(observations_at(r, now)), matches,
                                     limit)

@@ -29,6 +29,7 @@ __all__ = [
     "moment_of",
     "observations_at",
     "read_moment",
+    "relation_span",
     "restated",
     "span_of",
     "statement",
@@ -65,6 +66,12 @@ def valid_at(span: Span, at: int) -> bool:
     """Whether a fact with this span is true at `at`."""
     start, end = span
     return (start is None or start <= at) and (end is None or at < end)
+
+
+def relation_span(relation: RelationRecord) -> Span | None:
+    """The span `relation` holds (None: none, true at every time)."""
+    return None if relation.valid_from is None and relation.valid_until is None else (
+        relation.valid_from, relation.valid_until)
 
 
 def restated(held: Span | None, span: Span, now: int) -> Span | None:

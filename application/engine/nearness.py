@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from chronograph.application.engine.asked import Asked
@@ -103,11 +103,13 @@ class Nearness:
                 found[observation] = float(scores[row])
         return found
 
-    def best_parts(self, snapshot: Snapshot, records: Sequence[EntityRecord],
-                   query: str) -> dict[str, tuple[float, Any]]:
+    def best_parts(self, snapshot: Snapshot, records: Sequence[EntityRecord], query: str,
+                   masks: Mapping[str, Sequence[bool]] | None = None) -> dict[str, tuple[float, Any]]:
         """For each of `records` whose stored parts are of its version, how near `query` its
         nearest part is (its cosine similarity, moved towards 1 by its term weights where the
-        parts keep them: `Asked.nearness`) and that part's vector, in one product for all of them."""
+        parts keep them: `Asked.nearness`) and that part's vector, in one product for all of them.
+        A record's mask in `masks` (one flag a part) leaves out its parts flagged False; a record
+        left no part scores 0.0, without a vector."""
         try:
             asked = self.asked(query)
         except UnavailableError:
@@ -131,9 +133,17 @@ class Nearness:
             cosines = asked.nearness(cosines, np.concatenate(
                 [np.zeros(size) if score is None else score for score, size in zip(scores, sizes, strict=True)]))
         starts = np.cumsum([0, *sizes[:-1]]).tolist()
-        best = {}
+        best: dict[str, tuple[float, Any]] = {}
+        masks = masks or {}
         for stream, start, size in zip(streams, starts, sizes, strict=True):
-            row = start + int(np.argmax(cosines[start:start + size]))
+            near = cosines[start:start + size]
+            mask = masks.get(stream)
+            if mask is not None and len(mask) == size:
+                if not any(mask):
+                    best[stream] = (0.0, None)
+                    continue
+                near = np.where(np.asarray(mask, dtype=bool), near, -np.inf)
+            row = start + int(np.argmax(near))
             best[stream] = (float(cosines[row]), rows[row])
         return best
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import msgspec
-from chronograph.application.core.validtime import Span, additions, restated, statement
+from chronograph.application.core.validtime import additions, relation_span, restated, statement
 from chronograph.application.engine.arguments import D, Items, Name, Version, WriteArgs, metadata_problem
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.outputs import EntitiesOut, entity_out
@@ -62,7 +62,7 @@ def _joined(batch: Batch, held: RelationRecord, moved: RelationRecord) -> None:
     one), `held` is made again with the span they give, and the confidence and metadata of the one
     whose span that is (`held`'s unless `moved`'s is the span); otherwise `held` stays. Either way
     it takes the other's metadata keys it lacks."""
-    span = restated(_span(held), (moved.valid_from, moved.valid_until), batch.recorded_at)
+    span = restated(relation_span(held), (moved.valid_from, moved.valid_until), batch.recorded_at)
     first, other = (moved, held) if span == (moved.valid_from, moved.valid_until) else (held, moved)
     metadata = {**first.metadata, **{k: v for k, v in other.metadata.items() if k not in first.metadata}}
     if span is None:
@@ -73,11 +73,6 @@ def _joined(batch: Batch, held: RelationRecord, moved: RelationRecord) -> None:
                                    confidence=other.confidence if first.confidence is None else first.confidence)
     batch.emit(held.stream, RelationDeleted())
     batch.emit(held.stream, created_again(batch.workspace, made, held.source, held.target))
-
-
-def _span(relation: RelationRecord) -> Span | None:
-    return None if relation.valid_from is None and relation.valid_until is None else (
-        relation.valid_from, relation.valid_until)
 
 
 def created_again(workspace: str, relation: RelationRecord, source: str, target: str) -> RelationCreated:

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from chronograph.application.core import search as core_search
 from chronograph.application.core import traversal
-from chronograph.application.core.validtime import observations_at, read_moment, statement
+from chronograph.application.core.validtime import observations_at, read_moment, relation_span, restated, statement
 from chronograph.application.engine.access import readable
 from chronograph.application.engine.arguments import Args, D, Limits, Name, ObservationList, TypeName
 from chronograph.application.engine.batch import Batch
@@ -171,10 +171,13 @@ def create_relationship(batch: Batch, args: CreateRelationship) -> ObjectOut:
         raise NotFoundError(f"One or both entities not found: {', '.join(missing)}")
     held = batch.relation(args.from_entity, args.relationship_type, args.to_entity)
     status = "created"
-    if held is None:
-        batch.emit(relation_stream(batch.workspace, args.from_entity, args.relationship_type, args.to_entity),
+    if held is None or restated(relation_span(held), (None, None), batch.recorded_at) is not None:
+        # new, or no longer true: stated true again on its stream, keeping its metadata
+        batch.emit(relation_stream(batch.workspace, args.from_entity, args.relationship_type, args.to_entity)
+                   if held is None else held.stream,
                    RelationCreated(workspace=batch.workspace, source=args.from_entity, target=args.to_entity,
-                                   relation_type=args.relationship_type, confidence=args.confidence))
+                                   relation_type=args.relationship_type, confidence=args.confidence,
+                                   metadata={} if held is None else held.metadata))
     elif held.confidence != args.confidence:
         batch.emit(held.stream, RelationUpdated(confidence=args.confidence))
         status = "updated"

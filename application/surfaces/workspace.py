@@ -18,7 +18,7 @@ import json
 from typing import Annotated, Any, ClassVar
 
 import msgspec
-from chronograph.application.core.validtime import observations_at, read_moment, valid_relation
+from chronograph.application.core.validtime import observations_at, read_moment, relation_span, restated, valid_relation
 from chronograph.application.engine.arguments import (
     Args,
     D,
@@ -210,13 +210,14 @@ def upsert_relation(batch: Batch, args: UpsertRelation) -> ObjectOut:
     batch.check(f"relation {source.name!r} -[{args.relation_type}]-> {target.name!r}", args.expected_version,
                 relation)
     stream = relation_stream(batch.workspace, source.name, args.relation_type, target.name)
-    created = relation is None
-    if relation is None:
-        batch.emit(stream, RelationCreated(workspace=batch.workspace, source=source.name, target=target.name,
-                                           relation_type=args.relation_type,
-                                           metadata={} if metadata is UNSET else metadata))
-    elif metadata is not UNSET and metadata != relation.metadata:
-        batch.emit(stream, RelationUpdated(metadata=metadata))
+    created = relation is None or restated(relation_span(relation), (None, None), batch.recorded_at) is not None
+    if created:  # new, or no longer true: stated true again on its stream, keeping what it held
+        batch.emit(stream if relation is None else relation.stream, RelationCreated(
+            workspace=batch.workspace, source=source.name, target=target.name, relation_type=args.relation_type,
+            confidence=None if relation is None else relation.confidence,
+            metadata=({} if relation is None else relation.metadata) if metadata is UNSET else metadata))
+    elif relation is not None and metadata is not UNSET and metadata != relation.metadata:
+        batch.emit(relation.stream, RelationUpdated(metadata=metadata))
     current = batch.relation(source.name, args.relation_type, target.name)
     assert current is not None
     return object_out(success=True, relationId=relation_id(stream), workspace=batch.workspace,

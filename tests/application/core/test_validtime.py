@@ -3,6 +3,7 @@ at validAt among what the memory knew at asOf."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from chronograph.application.engine.semantic import Semantic
 from chronograph.application.surfaces.projectroot import workspace_name
 from chronograph.projections import verify
 from freezegun import freeze_time
+from msgspec import UNSET
 from support.embedders import Words
 
 
@@ -186,6 +188,57 @@ def test_a_kuzu_or_n2n_add_states_an_invalidated_observation_again(memory: Memor
         "owns the cache."]
 
 
+def test_an_invalidated_relation_created_again_is_true_again_keeping_what_it_held(memory: Memory) -> None:
+    with freeze_time("2026-06-01T00:00:00Z"):
+        write(memory, "create_entities", workspace="memory", entities=[
+            {"name": n, "entityType": "t", "observations": []} for n in ("Alice", "Acme", "Initech", "Hooli")])
+        write(memory, "create_relations", workspace="memory", relations=[
+            {"from": "Alice", "to": to, "relationType": "works_at", "confidence": 0.5, "metadata": {"src": "cv"}}
+            for to in ("Acme", "Initech", "Hooli")])
+        write(memory, "invalidate_relations", workspace="memory", relations=[
+            {"from": "Alice", "to": to, "relationType": "works_at", "at": "2022-01-01"}
+            for to in ("Acme", "Initech", "Hooli")])
+        assert memory.read("read_graph", {"workspace": "memory"}).relations == []
+        made = write(memory, "create_relations", workspace="memory", relations=[
+            {"from": "Alice", "to": "Acme", "relationType": "works_at"},
+            {"from": "Alice", "to": "Initech", "relationType": "works_at", "validFrom": "2021-01-01"}])
+        assert [(r.target, r.confidence, r.metadata) for r in made.relations] == [
+            ("Acme", 0.5, {"src": "cv"}), ("Initech", 0.5, {"src": "cv"})]
+        kuzu = memory.write(PROFILES["kuzu"].tools["create_relationship"], {
+            "database": "memory", "from_entity": "Alice", "to_entity": "Hooli", "relationship_type": "works_at",
+            "confidence": 0.9}, actor="t").output
+        assert kuzu.reply["status"] == "created"  # type: ignore[attr-defined]
+        now = memory.read("read_graph", {"workspace": "memory"}).relations
+        assert sorted((r.target, r.confidence, r.valid_from, r.valid_until) for r in now) == [
+            ("Acme", 0.5, UNSET, UNSET), ("Hooli", 0.9, UNSET, UNSET),
+            ("Initech", 0.5, UNSET, UNSET)]  # true until 2022, and from 2021 on: their union, every time
+        head = memory.log.head()
+        again = write(memory, "create_relations", workspace="memory", relations=[  # true now: nothing to say
+            {"from": "Alice", "to": "Acme", "relationType": "works_at"},
+            {"from": "Alice", "to": "Initech", "relationType": "works_at", "validFrom": "2021-06-01"}])
+        assert again.relations == [] and memory.log.head() == head
+        assert memory.read("read_graph", {"workspace": "memory", "validAt": "2021-06-01"}).relations != []
+        assert verify(memory.views) == []
+
+
+def test_a_workspace_upsert_of_an_invalidated_relation_makes_it_true_again(memory: Memory) -> None:
+    tools = PROFILES["workspace"].tools
+    upsert = {"workspaceName": "demo", "from": "Alice", "to": "Acme", "relationType": "works_at"}
+    for name in ("Alice", "Acme"):
+        memory.write(tools["upsert_entity"], {"workspaceName": "demo", "name": name, "entityType": "t"}, actor="t")
+    memory.write(tools["upsert_relation"], {**upsert, "metadata": {"src": "cv"}}, actor="t")
+    write(memory, "invalidate_relations", workspace="demo", relations=[
+        {"from": "Alice", "to": "Acme", "relationType": "works_at"}])
+    assert memory.read(tools["get_entity_relations"], {"workspaceName": "demo", "entityName": "Alice"}).reply[
+        "relations"] == []  # type: ignore[attr-defined]
+    out = memory.write(tools["upsert_relation"], upsert, actor="t").output.reply  # type: ignore[attr-defined]
+    assert out["created"] is True
+    [back] = memory.read(tools["get_entity_relations"], {"workspaceName": "demo", "entityName": "Alice"}).reply[
+        "relations"]  # type: ignore[attr-defined]
+    assert back["to"] == "Acme" and json.loads(back["metadata"]) == {"src": "cv"}
+    assert memory.write(tools["upsert_relation"], upsert, actor="t").output.reply["created"] is False  # type: ignore
+
+
 def test_every_read_of_the_present_leaves_out_the_facts_whose_valid_time_ended(memory: Memory) -> None:
     write(memory, "create_entities", workspace="memory", entities=[
         {"name": n, "entityType": "t", "observations": ["likes tea"] if n == "Alice" else []}
@@ -224,6 +277,27 @@ def test_a_search_by_meaning_shows_only_the_observations_true_now(tmp_path: Path
         store.semantic.catch_up()
         [alice] = store.read("semantic_search", {"query": "keeps bees"}).entities
         assert alice.observations == ["keeps bees"]
+
+
+def test_an_entity_is_not_found_by_meaning_through_a_fact_that_ended(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as store:
+        store.semantic = Semantic(store.views, Words(), store.lock)
+        write(store, "create_entities", entities=[
+            {"name": "Alice", "entityType": "t", "observations": ["plays chess", "keeps bees in Paris"]},
+            {"name": "Bob", "entityType": "t", "observations": ["keeps goats", "ended bees"]},
+            {"name": "Carol", "entityType": "t", "observations": ["keeps bees in Lyon"]}])
+        write(store, "invalidate_observations", observations=[
+            {"entityName": "Alice", "observations": ["keeps bees in Paris"], "at": "2023-06-01"},
+            {"entityName": "Bob", "observations": ["keeps goats", "ended bees"], "at": "2023-06-01"}])
+        store.semantic.catch_up()
+        names = [e.name for e in store.read("semantic_search", {"query": "keeps bees in Paris",
+                                                                "threshold": 0.5}).entities]
+        assert names == ["Carol"]  # Alice kept bees in Paris, not now; Bob holds nothing true now
+        found = store.read("search_nodes", {"query": "keeps bees in Paris", "mode": "semantic"}).entities
+        assert [e.name for e in found][:1] == ["Carol"] and "Bob" not in [e.name for e in found]
+        then = store.read("search_nodes", {"query": "keeps bees in Paris", "mode": "semantic",
+                                           "validAt": "2022-01-01"}).entities
+        assert [e.name for e in then][:1] == ["Alice"]  # when it was true, it is found by it
 
 
 def test_a_statement_about_a_later_time_never_ends_a_fact_true_now_nor_does_a_merge(memory: Memory) -> None:
