@@ -352,3 +352,21 @@ def test_a_cache_that_folds_another_servers_forget_keeps_no_name_or_type_of_it_a
                 actor="a")
         for file in (tmp_path / "a").iterdir():
             assert not [marker for marker in markers if marker in file.read_bytes()]
+
+
+def test_a_forget_whose_scrub_a_reader_held_advises_a_scrub_of_the_cache_this_server_uses(
+    tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`chronograph scrub --store URL` alone opens the per-user cache (folding the whole log into a
+    new one when this server keeps its views elsewhere) and leaves this one's old pages as they are."""
+    import shlex
+
+    from chronograph.eventstore import Scrubbed
+
+    with Memory(url, cache=tmp_path / "mine") as memory:
+        memory.write("create_entities", {"entities": [{"name": "Ada", "entityType": "p", "observations": []}]},
+                     actor="t")
+        monkeypatch.setattr(memory, "scrub", lambda needles=(), timeout=10.0: Scrubbed(0, 3))  # a long reader
+        out = memory.write("forget_entity", {"name": "Ada", "reason": "asked"}, actor="t").output
+    assert not out.scrubbed
+    assert f"--store {shlex.quote(memory.log.location)} --cache {shlex.quote(str(tmp_path / 'mine'))}`" in out.message

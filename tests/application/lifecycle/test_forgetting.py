@@ -348,3 +348,26 @@ def test_a_type_only_the_forgotten_entity_had_leaves_no_byte_in_the_store_though
     out = write(memory, "forget_entity", name=f"Person {int(marker[-4:])}", reason="asked")
     assert out.scrubbed
     assert marker not in (memory.log.path / "data.mdb").read_bytes()
+
+
+def test_the_answer_names_the_stores_a_restore_set_aside_beside_the_store_which_still_hold_it(
+        memory: Memory) -> None:
+    """As `chronograph forget` says it (`restore --replace` keeps the store that was there)."""
+    aside = memory.log.path.parent / f"{memory.log.path.name}.replaced-1"
+    aside.mkdir()
+    write(memory, "create_entities", entities=[{"name": "Ada", "entityType": "person", "observations": []}])
+    out = write(memory, "forget_entity", name="Ada", reason="asked")
+    assert out.elsewhere == [f"{aside} (set aside by restore --replace) still hold what they held; delete them, or "
+                             "forget there too"]
+
+
+def test_a_forget_in_an_n2n_project_s_workspace_says_its_file_was_not_rewritten(memory: Memory) -> None:
+    """No hook of a server that keeps the project's files took the note out (see
+    `surfaces.projectfiles`): the project's own copy still holds the entity."""
+    workspace = "n2n:project:0123456789abcdef"
+    ada = [{"name": "Ada", "entityType": "p", "observations": []}]
+    write(memory, "create_entities", workspace=workspace, entities=ada)
+    [note] = write(memory, "forget_entity", workspace=workspace, name="Ada", reason="asked").elsewhere
+    assert note.startswith(f"{workspace!r} is an n2n project's workspace, and its .mcp/memory.json was not rewritten")
+    write(memory, "create_entities", entities=ada)
+    assert write(memory, "forget_entity", name="Ada", reason="asked").elsewhere == []
