@@ -170,8 +170,9 @@ class Memory:
         self.before_call: list[Callable[[Memory, Tool, Any], None]] = []
         """Work before a tool runs (given its parsed arguments), outside the store's lock: an
         adapter's, such as folding n2n's project files into the log first."""
-        self.after_write: list[Callable[[Memory, Tool, Any, Written], None]] = []
-        """Work after a command committed, outside the store's lock (mirroring project files)."""
+        self.after_write: list[Callable[[Memory, Tool, Any, Written], Written | None]] = []
+        """Work after a command committed, outside the store's lock (mirroring project files); one
+        may return the call's result completed (what its answer says of the work), or None."""
 
     def follow(self) -> None:
         """Keep the views of a database store current with what other servers write: a thread
@@ -344,7 +345,7 @@ class Memory:
                              writer=(writer or self.writer_for(actor)) if spec.name in TEAM else None)
             written = msgspec.structs.replace(written, workspaces=workspaces)
             for after in self.after_write:
-                after(self, spec, args, written)
+                written = after(self, spec, args, written) or written
             return written
 
     def read(self, tool: Tool | str, arguments: dict[str, Any], *,
