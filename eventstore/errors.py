@@ -69,11 +69,14 @@ def _describe(expected: int | str) -> str:
     return {"no_stream": "no stream", "exists": "an existing stream"}.get(expected, expected)
 
 
-def advised(words: str, store: str) -> str:
+def advised(words: str, store: str, cache: str = "") -> str:
     """The command `chronograph <words>` as a message advises it, naming `store` (a path, or a
     database URL without its secrets) so that, run as it is, it reaches the store the message is
-    about and not the per-user one."""
-    return f"`chronograph {words} --store {shlex.quote(store)}`" if store else f"`chronograph {words}`"
+    about and not the per-user one; and `cache`, a database store's views on this machine, where
+    the advising process keeps them (else the command would fold the whole log into a new one)."""
+    if not store:
+        return f"`chronograph {words}`"
+    return f"`chronograph {words} --store {shlex.quote(store)}" + (f" --cache {shlex.quote(cache)}`" if cache else "`")
 
 
 def advised_copy(store: str) -> str:

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
                 asked = {"id": args.entry, "reason": args.reason}
                 entry = memory.write("memory_forget", asked, actor=args.actor).output
                 assert isinstance(entry, ObjectOut)
-                _set_aside(store)
+                _say_elsewhere(entry.reply.get("elsewhere", []))
                 return _report_entry(entry.reply, args.json)
             out = memory.write("forget_entity", {"name": args.name, "reason": args.reason,
                                                  "workspace": args.workspace}, actor=args.actor).output
@@ -92,12 +92,7 @@ def run(args: argparse.Namespace) -> int:
     except (EventStoreError, ProjectionError) as error:
         print(f"chronograph forget: {error}", file=sys.stderr)
         return 2
-    _set_aside(store)
-    if args.workspace.startswith("n2n:"):  # a server's mirror is rewritten by its own forget, not by this one
-        print(f"chronograph forget: {args.workspace!r} is an n2n project's workspace: if a server keeps the "
-              "project's .mcp/memory.json (--project-files), take the entity out of that file before its next "
-              "call, or it folds it back (forget_entity through that server rewrites the file itself)",
-              file=sys.stderr)
+    _say_elsewhere(out.elsewhere)  # a server's mirror of an n2n project is rewritten by its own forget, not this one
     if args.json:
         print(msgspec.json.encode(out).decode())
     else:
@@ -107,12 +102,11 @@ def run(args: argparse.Namespace) -> int:
     return 0 if out.scrubbed else 1
 
 
-def _set_aside(store: Path | str) -> None:
-    """Say which stores a restore set aside beside this one: they keep what they held."""
-    kept = staging.set_aside(store) if isinstance(store, Path) else []
-    if kept:
-        print(f"chronograph forget: {', '.join(str(path) for path in kept)} (set aside by restore --replace) still "
-              "hold what they held; delete them, or forget there too", file=sys.stderr)
+def _say_elsewhere(notes: list[str]) -> None:
+    """Say what the answer says still holds what was erased out of the store's reach (stores a
+    restore set aside, an n2n project's file), as the tool's answer says it (`erasing.scrub_after`)."""
+    for note in notes:
+        print(f"chronograph forget: {note}", file=sys.stderr)
 
 
 def _report_entry(reply: dict[str, Any], as_json: bool) -> int:

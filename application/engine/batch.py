@@ -56,6 +56,9 @@ class Batch:
         """Which connection the command came through (`Memory.writer_for`), for the events that keep it."""
         self.store = ""
         """Where the store is (a path, a URL without secrets): the commands a message advises name it"""
+        self.cache = ""
+        """Where a database store's views are kept on this machine (its cache folder): the commands
+        a message advises name it too, so that they open that cache and not the per-user one"""
         self.observers: list[Callable[[Envelope], None]] = []
         """Other states that fold each decided event too (the team memory's)."""
         self.embed_now: Callable[[Sequence[EntityRecord]], bool] | None = None

@@ -85,6 +85,7 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
         batch.writer = writer
         batch.scrub = memory.scrub
         batch.store = memory.log.location
+        batch.cache = "" if memory.cache is None else str(memory.cache.path)
         if memory.semantic is not None:
             batch.embed_now = memory.semantic.embed_now
         batches.append(batch)

@@ -1,22 +1,27 @@
-"""What every erasure command shares: its reason, and the scrub that follows its commit.
+"""What every erasure command shares: its reason, the scrub that follows its commit, and what
+its answer says of the copies out of its reach.
 
 Forgetting an entity (`lifecycle/forgetting.py`) and a team entry (`team/forgetting.py`)
 erase in the log's one write transaction, with the views' erase hook; once it commits,
 the store's files are scrubbed of the old copies (`Memory.scrub`), and the answer says
-whether every one of them was overwritten.
+whether every one of them was overwritten, and which copies beside the store still hold
+what was erased (`set_aside`), the same words the tool and `chronograph forget` say.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Annotated, TypeVar
 
 from chronograph.application.engine.batch import Batch
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.errors import advised
+from chronograph.eventstore.lmdb import staging
+from chronograph.eventstore.postgres.address import is_database_url
 from msgspec import Meta
 
-__all__ = ["Reason", "scrub_after"]
+__all__ = ["Reason", "scrub_after", "set_aside"]
 
 Reason = Annotated[str, Meta(min_length=1, max_length=1024)]
 """Why something is forgotten (kept verbatim in the audit: say why, not what)."""
@@ -24,25 +29,39 @@ Reason = Annotated[str, Meta(min_length=1, max_length=1024)]
 T = TypeVar("T")
 
 
-def scrub_after(batch: Batch, needles: Sequence[bytes], finish: Callable[[T, bool, str], T]) -> None:
+def scrub_after(batch: Batch, needles: Sequence[bytes], finish: Callable[[T, bool, str, list[str]], T]) -> None:
     """Once `batch` has committed, scrub the store (databases whose branch keys hold one of
-    `needles` are repacked) and complete its answer with `finish(answer, scrubbed, message)`."""
+    `needles` are repacked) and complete its answer with `finish(answer, scrubbed, message,
+    elsewhere)`: `elsewhere`, what copies out of the store's reach still hold (`set_aside`)."""
 
     def scrub(output: T) -> T:
         assert batch.scrub is not None, "a command runs in a Memory's batch"
+        elsewhere = set_aside(batch.store)
+        scrub_command = advised("scrub", batch.store, batch.cache)
         try:
             done = batch.scrub(needles)
         except EventStoreError as error:
             return finish(output, False, (
                 f"Erased from the log and every view, but the store's free pages could not be scrubbed: {error}. "
-                f"Run {advised('scrub', batch.store)} to finish"))
+                f"Run {scrub_command} to finish"), elsewhere)
         if done.held:
             return finish(output, False, (
                 f"Erased from the log and every view; {done.held} old copies are still visible to a long reader (an "
-                f"open transaction) and keep the old bytes until the next scrub ({advised('scrub', batch.store)}, or "
-                "the next process that opens the store to write)"))
+                f"open transaction) and keep the old bytes until the next scrub ({scrub_command}, or "
+                "the next process that opens the store to write)"), elsewhere)
         if done.unreached:
-            return finish(output, False, f"Erased from the log and every view; {done.unreached}")
-        return finish(output, True, f"Erased; {done.zeroed} old pages of the store overwritten")
+            return finish(output, False, f"Erased from the log and every view; {done.unreached}", elsewhere)
+        return finish(output, True, f"Erased; {done.zeroed} old pages of the store overwritten", elsewhere)
 
     batch.then(scrub)
+
+
+def set_aside(store: str) -> list[str]:
+    """What an erasure says of the stores restores set aside beside the store folder `store`
+    (`<store>.replaced-N`, kept by `restore --replace`): they keep what they held (nothing
+    for a database store, or when there are none)."""
+    kept = [] if not store or is_database_url(store) else staging.set_aside(Path(store))
+    if not kept:
+        return []
+    return [f"{', '.join(str(path) for path in kept)} (set aside by restore --replace) still hold what they held; "
+            "delete them, or forget there too"]

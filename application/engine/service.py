@@ -170,8 +170,9 @@ class Memory:
         self.before_call: list[Callable[[Memory, Tool, Any], None]] = []
         """Work before a tool runs (given its parsed arguments), outside the store's lock: an
         adapter's, such as folding n2n's project files into the log first."""
-        self.after_write: list[Callable[[Memory, Tool, Any, Written], None]] = []
-        """Work after a command committed, outside the store's lock (mirroring project files)."""
+        self.after_write: list[Callable[[Memory, Tool, Any, Written], Written | None]] = []
+        """Work after a command committed, outside the store's lock (mirroring project files); one
+        may return the call's result completed (what its answer says of the work), or None."""
 
     def follow(self) -> None:
         """Keep the views of a database store current with what other servers write: a thread
@@ -252,7 +253,12 @@ class Memory:
     def scrub(self, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
         """Overwrite what erasures left in the store's files: the log's, and the views' cache
         when they live apart (see `EventLog.scrub`), waiting up to `timeout` seconds for readers
-        that may still see old pages. Call it holding the lock, outside any transaction."""
+        that may still see old pages. Call it holding the lock, outside any transaction.
+
+        The views' table of types is rewritten first (`Views.repack`): a type only an erased entity
+        had may be a separator in it, which `needles` (names) never match; so `chronograph scrub`
+        takes it out of a store an earlier version's forget left it in, too."""
+        self.views.repack()
         done = self.log.scrub(needles, timeout)
         if self.cache is not None:
             local = self.cache.scrub(b"scrub", needles, timeout)
@@ -339,7 +345,7 @@ class Memory:
                              writer=(writer or self.writer_for(actor)) if spec.name in TEAM else None)
             written = msgspec.structs.replace(written, workspaces=workspaces)
             for after in self.after_write:
-                after(self, spec, args, written)
+                written = after(self, spec, args, written) or written
             return written
 
     def read(self, tool: Tool | str, arguments: dict[str, Any], *,

@@ -43,7 +43,7 @@ from chronograph.eventstore import (
     RelationCreated,
 )
 
-__all__ = ["ForgetEntity", "ForgetOut"]
+__all__ = ["ForgetEntity", "ForgetOut", "project_file_note"]
 
 
 class ForgetEntity(WriteArgs, kw_only=True):
@@ -59,6 +59,9 @@ class ForgetOut(Out, kw_only=True):
     streams: Annotated[list[str], D(description="The erased entities' stream ids (the audit's subjects)")]
     scrubbed: Annotated[bool, D(description="Whether every old copy of the erased bytes is overwritten")] = False
     message: str = ""
+    elsewhere: Annotated[list[str], D(description=(
+        "Copies out of the store's reach that may still hold it, each with what to do: stores a restore set "
+        "aside, an n2n project's .mcp/memory.json"))] = []
 
 
 class _Plan:
@@ -197,9 +200,23 @@ def forget_entity(batch: Batch, args: ForgetEntity) -> ForgetOut:
         batch.emit(stream, EntityForgotten(workspace=plan.workspace_of[stream], reason=args.reason,
                                            events=count, relations=moved))
     scrub_after(batch, plan.keys, _finished)
+    note = project_file_note(batch.workspace)
     return ForgetOut(entities=len(plan.entities), relations=len(plan.relations), events=len(originals),
-                     redacted=len(plan.merges), streams=list(plan.entities))
+                     redacted=len(plan.merges), streams=list(plan.entities), elsewhere=[note] if note else [])
 
 
-def _finished(output: ForgetOut, scrubbed: bool, message: str) -> ForgetOut:
-    return msgspec.structs.replace(output, scrubbed=scrubbed, message=message)
+def _finished(output: ForgetOut, scrubbed: bool, message: str, elsewhere: list[str]) -> ForgetOut:
+    return msgspec.structs.replace(output, scrubbed=scrubbed, message=message,
+                                   elsewhere=[*elsewhere, *output.elsewhere])
+
+
+def project_file_note(workspace: str) -> str:
+    """What a forget in an n2n project's workspace says of the project's own copy, its
+    `.mcp/memory.json`, until a server that keeps the file rewrites it ("" for another workspace):
+    that file would give back what was erased (`surfaces.projectfiles` takes the note out once it
+    rewrote the file)."""
+    if not workspace.startswith("n2n:"):
+        return ""
+    return (f"{workspace!r} is an n2n project's workspace, and its .mcp/memory.json was not rewritten: if a server "
+            "keeps that file (--project-files), take the entity out of it before that server's next call, or the "
+            "call folds it back (forget_entity through a server that keeps the project's files rewrites it)")

@@ -36,6 +36,8 @@ import msgspec
 from chronograph.application.engine.registry import Tool
 from chronograph.application.engine.service import Memory, Written
 from chronograph.application.errors import ChronographError, StorageError
+from chronograph.application.lifecycle.forgetting import ForgetOut, project_file_note
+from chronograph.application.surfaces import knownprojects
 from chronograph.application.surfaces.n2n import N2N, N2nArgs, project_graph
 from chronograph.application.surfaces.projectfold import (
     ACTOR,
@@ -227,7 +229,7 @@ class ProjectFiles:
         self._markers[str(project.root)] = (key, asks)
         return asks
 
-    def _project(self, tool: Tool, args: Any) -> Project | None:
+    def _project(self, memory: Memory, tool: Tool, args: Any) -> Project | None:
         if tool.name not in N2N or not isinstance(args, N2nArgs):
             return None
         try:
@@ -239,14 +241,23 @@ class ProjectFiles:
             raise  # the marker is there but no file to read, or the folder is not the one checked
         except ChronographError:
             return None  # the tool itself reports it
+        if self._roots.get(project.workspace) != project.root:  # recorded once a process, for the next ones
+            knownprojects.remember(memory, project.workspace, project.root)
         self._roots[project.workspace] = project.root
         return project
 
-    def _known(self, tool: Tool, workspace: str) -> Project | None:
-        """The project whose files this process keeps for `workspace`, as it is now: resolved again
-        from its real path, and only if that is still the project of `workspace` (not moved, no
-        link put on its path)."""
-        root = self._roots.get(workspace)
+    def _known(self, memory: Memory, tool: Tool, workspace: str) -> Project | None:
+        """The project whose files are kept for `workspace`, as it is now: its root as this process
+        or an earlier one on this machine met it (`knownprojects`), resolved again from its real
+        path, and only if that is still the project of `workspace` (not moved, no link put on its
+        path) and its files are still kept (the server's flag, or the project's marker).
+
+        Raises:
+            ProjectChangedError: If the folder changed while its marker was read.
+        """
+        if not workspace.startswith("n2n:"):  # no project's (`projectroot.workspace_name`): no look-up per write
+            return None
+        root = self._roots.get(workspace) or knownprojects.recall(memory, workspace)
         if root is None:
             return None
         try:
@@ -254,8 +265,11 @@ class ProjectFiles:
         except ChronographError:
             project = None
         if project is None or project.workspace != workspace:
-            del self._roots[workspace]  # the folder at that path is no longer this workspace's project
+            self._roots.pop(workspace, None)  # the folder at that path is no longer this workspace's project
             return None
+        if not self.always and not self.enabled(project, tool.name):
+            return None
+        self._roots[workspace] = project.root
         return project
 
     def before(self, memory: Memory, tool: Tool, args: Any) -> None:
@@ -265,7 +279,7 @@ class ProjectFiles:
             ProjectFileError: If a file is not n2n's JSON (a merge conflict left in it, say).
             ProjectChangedError: If the project's folder is not the one the call resolved any more.
         """
-        project = self._project(tool, args)
+        project = self._project(memory, tool, args)
         if project is None:
             return
         key, workspace = str(project.root), project.workspace
@@ -285,24 +299,40 @@ class ProjectFiles:
             except StorageError:  # the call goes on (a read, a delete that brings the files back under
                 self._seen[key] = _signature(mcp)  # their cap); the next write's mirror says why
 
-    def after(self, memory: Memory, tool: Tool, args: Any, written: Written) -> None:
+    def after(self, memory: Memory, tool: Tool, args: Any, written: Written) -> Written | None:
         """Mirror the project into its files after a call that changed it: an n2n call, or any
-        other on the workspace of a project whose files this process keeps (a forget above all:
-        the files would give back what it erased).
+        other on the workspace of a project whose files are kept (`_known`; a forget above all:
+        the files would give back what it erased). A forget's answer carries a note on the
+        project's file (`project_file_note`): it goes once the file is rewritten, and says why
+        where it could not be; the answer so completed is returned.
 
         Raises:
-            StorageError: If the files cannot be written (the change itself is in the log).
+            StorageError: If the files of a call other than a forget cannot be written (the change
+                itself is in the log).
         """
         if not written.changed:
-            return
+            return None
+        forgot = written.output if isinstance(written.output, ForgetOut) else None
+        note = "" if forgot is None else project_file_note(args.workspace)
         try:
-            project = self._project(tool, args)
-        except ProjectChangedError as error:
-            raise _not_mirrored(error) from None
-        if project is None and isinstance(workspace := getattr(args, "workspace", None), str):
-            project = self._known(tool, workspace)
-        if project is not None:
-            self.mirror(memory, project, tool.name)
+            project = self._project(memory, tool, args)
+            if project is None and isinstance(workspace := getattr(args, "workspace", None), str):
+                project = self._known(memory, tool, workspace)
+            if project is not None:
+                self.mirror(memory, project, tool.name)
+        except ChronographError as error:
+            if forgot is not None and note:  # the erasure is done and answered: the answer says what is left, and why
+                said = [f"{n}. This server keeps the project's files, but could not rewrite them: {error}"
+                        if n == note else n for n in forgot.elsewhere]
+                return msgspec.structs.replace(written, output=msgspec.structs.replace(forgot, elsewhere=said))
+            if isinstance(error, ProjectChangedError):
+                raise _not_mirrored(error) from None
+            raise
+        if forgot is None or not note or project is None:
+            return None
+        return msgspec.structs.replace(written, output=msgspec.structs.replace(
+            forgot, elsewhere=[n for n in forgot.elsewhere if n != note],
+            message=f"{forgot.message}; {project.root / '.mcp' / MEMORY_FILE} rewritten without it"))
 
     def mirror(self, memory: Memory, project: Project, tool: str = "n2n") -> None:
         """Write the project's graph and hot context into its `.mcp` files, in n2n's format.

@@ -79,5 +79,5 @@ def _redact(envelope: Envelope) -> ContentErased:
     return ContentErased(erased=envelope.type)
 
 
-def _finished(output: ObjectOut, scrubbed: bool, message: str) -> ObjectOut:
-    return object_out(**output.reply, scrubbed=scrubbed, message=message)
+def _finished(output: ObjectOut, scrubbed: bool, message: str, elsewhere: list[str]) -> ObjectOut:
+    return object_out(**output.reply, scrubbed=scrubbed, message=message, elsewhere=elsewhere or None)

@@ -9,6 +9,8 @@ on (a snapshot before it never saw the erased content). What is left equals a fo
 erased log, which is what a rebuild would produce.
 
 Databases of kept answers (`ANSWER_CACHES`) are emptied whole: an answer may quote anything.
+The tables whose keys spell an entity's text (`repack_texts`: a type's count, a name) are
+rewritten whole: a branch page keeps a deleted key as a separator.
 
 Caches that live outside the transaction (a process's search indexes, past graphs,
 vector matrices, snapshots and images about to be saved) compare the log's erasure count
@@ -23,8 +25,9 @@ import lmdb
 from chronograph.eventstore import EntityCreated, EntityRenamed, Envelope, LmdbEnv, RelationCreated
 from chronograph.projections.keys import ANSWER_CACHES
 from chronograph.projections.states.lmdbstate import LmdbState
+from chronograph.projections.tables import Tables
 
-__all__ = ["Erased", "drop_answers", "erased", "purge_orphan_vectors", "purge_views", "purge_vectors"]
+__all__ = ["Erased", "drop_answers", "erased", "purge_orphan_vectors", "purge_views", "purge_vectors", "repack_texts"]
 
 
 class Erased:
@@ -119,6 +122,22 @@ def drop_answers(env: LmdbEnv, txn: lmdb.Transaction) -> int:
     for name in found:
         txn.drop(env.env.open_db(name, txn=txn, create=False), delete=False)
     return len(found)
+
+
+def repack_texts(txn: lmdb.Transaction, tables: Tables, *, names: bool = False) -> None:
+    """Rewrite whole, in key order, the tables whose keys spell text an erased entity gave:
+    `workspaces` (each type's count, `keys.type_count_key`: small) and, with `names`, `names`
+    (`keys.name_key`). A key deleted from a B-tree stays in the file as a separator in a branch
+    page when it was the first of a page that split, and no scrub of free pages reaches it; after a
+    rewrite every separator is a key the table holds. The names are rewritten only when the
+    erased names are not known to look for (`LmdbEnv.scrub`'s needles): after an erasure made
+    by another process, which this one folds from its records alone."""
+    for db in (tables.workspaces, tables.names) if names else (tables.workspaces,):
+        with txn.cursor(db) as cursor:
+            items = [(bytes(key), bytes(value)) for key, value in cursor]
+        txn.drop(db, delete=False)
+        with txn.cursor(db) as cursor:
+            cursor.putmulti(items, append=True)
 
 
 def _after(prefix: bytes) -> bytes | None:

@@ -29,6 +29,7 @@ from chronograph.projections.live.erasure import (
     purge_orphan_vectors,
     purge_vectors,
     purge_views,
+    repack_texts,
 )
 from chronograph.projections.live.rebuild import RebuildReport, rebuild
 from chronograph.projections.past.snapshots import Snapshots
@@ -303,12 +304,19 @@ class Views:
 
     def _drop_derived(self, txn: lmdb.Transaction) -> None:
         """Drop what these views derived that may hold what erasures took out of them: snapshots,
-        search images (and this process's indexes), kept answers, vectors of entities gone."""
+        search images (and this process's indexes), kept answers, vectors of entities gone, and the
+        names and types their keys kept as separators (`repack_texts`)."""
+        repack_texts(txn, self.tables, names=True)
         if self.snapshots.db is not None:
             txn.drop(self.snapshots.db, delete=False)
         self.search.forget(txn)
         drop_answers(self.env, txn)
         purge_orphan_vectors(txn, self._vectors, LmdbState(txn, self.tables))
+
+    def repack(self) -> None:
+        """Rewrite the small table whose keys spell types (`repack_texts`) before a scrub, so that
+        no type only an erased entity had stays behind as a separator."""
+        self.env.write(lambda txn: repack_texts(txn, self.tables))
 
     def scrubbed(self) -> None:
         """Record, in a cache of a log elsewhere, that its file was just scrubbed of every erasure

@@ -17,3 +17,8 @@ def test_a_copy_reads_from_the_store_and_an_unknown_store_is_left_to_the_reader(
     assert advised_copy("/srv/store") == "`chronograph copy --from /srv/store --to NEW`"
     assert advised("scrub", "") == "`chronograph scrub`"
     assert advised_copy("") == "`chronograph copy --from STORE --to NEW`"
+
+
+def test_an_advised_command_names_the_cache_of_a_database_store_where_one_is_given() -> None:
+    command = advised("scrub", "postgresql://db.example/memory", "/home/ada/my cache")
+    assert command == "`chronograph scrub --store postgresql://db.example/memory --cache '/home/ada/my cache'`"

@@ -79,6 +79,32 @@ def test_scrub_overwrites_what_deleted_data_left(store: Path, capsys: pytest.Cap
         assert memory.read("open_nodes", {"names": ["Bob"]}).entities[0].observations == ["tea"]
 
 
+def test_scrub_takes_out_a_type_an_earlier_forget_left_as_a_separator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forget before this version repacked only the tables whose separators held a name: a type
+    only the forgotten entity had stayed as a branch key of the views' `workspaces` table."""
+    from chronograph.eventstore.lmdb.scrub import branch_keys, read_free_list
+    from chronograph.projections.live.views import Views
+    from chronograph.projections.tables import TABLES, table_names
+
+    store = tmp_path / "store"
+    with Memory(store, sync=False) as memory:
+        memory.write("create_entities", {"entities": [
+            {"name": f"P{i}", "entityType": f"zqtype-{i:04d}-padding-to-fill-the-page", "observations": []}
+            for i in range(300)]}, actor="claude")
+        name = table_names(memory.views.tables.generation)[TABLES.index("workspaces")].encode()
+        data = (store / "data.mdb").read_bytes()
+        marker = next(key[6:] for key in branch_keys(data, read_free_list(data), name) if b"zqtype-" in key)
+        marker = marker.partition(b"-padding")[0]
+        monkeypatch.setattr(Views, "repack", lambda self: None)  # as the earlier version did
+        memory.write("forget_entity", {"name": f"P{int(marker[-4:])}", "reason": "asked"}, actor="claude")
+    assert marker in (store / "data.mdb").read_bytes()
+    monkeypatch.undo()
+    assert scrub.main(["--store", str(store)]) == 0
+    assert marker not in (store / "data.mdb").read_bytes()
+
+
 def test_a_forget_whose_scrub_never_finished_is_scrubbed_at_the_next_writable_open(
     store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

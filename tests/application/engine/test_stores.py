@@ -324,3 +324,49 @@ def test_a_database_that_cannot_be_reached_is_said_so_and_leaves_no_cache_behind
     with pytest.raises(StoreUnavailableError, match="cannot reach"):
         Memory("postgresql://postgres@127.0.0.1:1/none", cache=tmp_path / "cache")
     assert not (tmp_path / "cache").exists()
+
+
+def test_a_cache_that_folds_another_servers_forget_keeps_no_name_or_type_of_it_as_a_separator(
+    tmp_path: Path, url: str
+) -> None:
+    """a's cache held the entities b forgets; it takes them out of its views when it next looks at
+    the log, with no word of what they were called to look for: a name or type its tables' branch
+    pages kept as a separator goes too."""
+    from chronograph.eventstore.lmdb.scrub import branch_keys, read_free_list
+    from chronograph.projections.tables import TABLES, table_names
+
+    with Memory(url, cache=tmp_path / "a") as a, Memory(url, cache=tmp_path / "b") as b:
+        a.write("create_entities", {"entities": [
+            {"name": f"zqname-{i:04d}-padding-to-fill-the-page", "entityType": f"zqtype-{i:04d}-padding-to-fill",
+             "observations": []} for i in range(300)]}, actor="a")
+        names = table_names(a.views.tables.generation)
+        data = (tmp_path / "a" / "data.mdb").read_bytes()
+        found = [key for table in ("names", "workspaces")
+                 for key in branch_keys(data, read_free_list(data), names[TABLES.index(table)].encode())]
+        markers = [next(key[key.index(b"zq"):].partition(b"-padding")[0] for key in found if kind in key)
+                   for kind in (b"zqname-", b"zqtype-")]  # a name and a type, each kept as a separator
+        for number in sorted({marker[-4:].decode() for marker in markers}):
+            b.write("forget_entity", {"name": f"zqname-{number}-padding-to-fill-the-page", "reason": "asked"},
+                    actor="b")
+        a.write("create_entities", {"entities": [{"name": "After", "entityType": "t", "observations": []}]},
+                actor="a")
+        for file in (tmp_path / "a").iterdir():
+            assert not [marker for marker in markers if marker in file.read_bytes()]
+
+
+def test_a_forget_whose_scrub_a_reader_held_advises_a_scrub_of_the_cache_this_server_uses(
+    tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`chronograph scrub --store URL` alone opens the per-user cache (folding the whole log into a
+    new one when this server keeps its views elsewhere) and leaves this one's old pages as they are."""
+    import shlex
+
+    from chronograph.eventstore import Scrubbed
+
+    with Memory(url, cache=tmp_path / "mine") as memory:
+        memory.write("create_entities", {"entities": [{"name": "Ada", "entityType": "p", "observations": []}]},
+                     actor="t")
+        monkeypatch.setattr(memory, "scrub", lambda needles=(), timeout=10.0: Scrubbed(0, 3))  # a long reader
+        out = memory.write("forget_entity", {"name": "Ada", "reason": "asked"}, actor="t").output
+    assert not out.scrubbed
+    assert f"--store {shlex.quote(memory.log.location)} --cache {shlex.quote(str(tmp_path / 'mine'))}`" in out.message

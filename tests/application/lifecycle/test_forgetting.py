@@ -318,3 +318,56 @@ def test_what_is_made_again_after_forgetting_starts_streams_no_record_holds(memo
     graph = read(memory, "read_graph")
     assert sorted((r.source, r.target) for r in graph.relations) == [("Ada", "Bob"), ("Bob", "Ada")]
     assert verify(memory.views) == []
+
+
+def separators(memory: Memory, table: str) -> list[bytes]:
+    """The keys the branch pages of one of the live views' tables keep, as the file holds them."""
+    from chronograph.eventstore.lmdb.scrub import branch_keys, read_free_list
+    from chronograph.projections.tables import TABLES, table_names
+
+    name = table_names(memory.views.tables.generation)[TABLES.index(table)].encode()
+    data = (memory.log.path / "data.mdb").read_bytes()
+    return [key for key in branch_keys(data, read_free_list(data), name) if key]
+
+
+@pytest.mark.parametrize("kind", [b"e=", b"r="])
+def test_a_type_only_the_forgotten_entity_had_leaves_no_byte_in_the_store_though_a_branch_page_kept_it(
+        memory: Memory, kind: bytes) -> None:
+    """Each type's count is a key of the views (`type_count_key`); deleted when the type's last
+    entity or relation goes, it stays in the file as a branch page's separator, if it was one."""
+    write(memory, "create_entities", entities=[{"name": "Hub", "entityType": "hub", "observations": []}])
+    write(memory, "create_entities", entities=[  # an entity type and a relation type each, many pages of them
+        {"name": f"Person {i}", "entityType": f"zqtype-{i:04d}-padding-to-fill-the-page", "observations": []}
+        for i in range(300)])
+    write(memory, "create_relations", relations=[
+        {"from": f"Person {i}", "to": "Hub", "relationType": f"zqrel-{i:04d}-padding-to-fill-the-page"}
+        for i in range(300)])
+    typed = [key[6:] for key in separators(memory, "workspaces") if key[4:6] == kind and b"-padding" in key]
+    assert typed  # the test's point: a type's key is a separator
+    marker = typed[0].partition(b"-padding")[0]  # zqtype-0123 or zqrel-0123: Person 123's only
+    out = write(memory, "forget_entity", name=f"Person {int(marker[-4:])}", reason="asked")
+    assert out.scrubbed
+    assert marker not in (memory.log.path / "data.mdb").read_bytes()
+
+
+def test_the_answer_names_the_stores_a_restore_set_aside_beside_the_store_which_still_hold_it(
+        memory: Memory) -> None:
+    """As `chronograph forget` says it (`restore --replace` keeps the store that was there)."""
+    aside = memory.log.path.parent / f"{memory.log.path.name}.replaced-1"
+    aside.mkdir()
+    write(memory, "create_entities", entities=[{"name": "Ada", "entityType": "person", "observations": []}])
+    out = write(memory, "forget_entity", name="Ada", reason="asked")
+    assert out.elsewhere == [f"{aside} (set aside by restore --replace) still hold what they held; delete them, or "
+                             "forget there too"]
+
+
+def test_a_forget_in_an_n2n_project_s_workspace_says_its_file_was_not_rewritten(memory: Memory) -> None:
+    """No hook of a server that keeps the project's files took the note out (see
+    `surfaces.projectfiles`): the project's own copy still holds the entity."""
+    workspace = "n2n:project:0123456789abcdef"
+    ada = [{"name": "Ada", "entityType": "p", "observations": []}]
+    write(memory, "create_entities", workspace=workspace, entities=ada)
+    [note] = write(memory, "forget_entity", workspace=workspace, name="Ada", reason="asked").elsewhere
+    assert note.startswith(f"{workspace!r} is an n2n project's workspace, and its .mcp/memory.json was not rewritten")
+    write(memory, "create_entities", entities=ada)
+    assert write(memory, "forget_entity", name="Ada", reason="asked").elsewhere == []

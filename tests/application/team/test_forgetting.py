@@ -88,6 +88,16 @@ def test_the_tool_forgets_an_entry_that_is_live_and_leaves_the_rest(memory: Memo
     assert call(memory, "memory_tool", action="get", id=kept["tool"]["id"])["tool"]["name"] == "deploy"
     assert call(memory, "memory_health")["tables"]["knowledge"] == 0
     assert residue(memory.log.path) == []
+    assert "elsewhere" not in answer  # no store set aside beside this one
+
+
+def test_the_tool_names_the_stores_a_restore_set_aside_which_still_hold_the_entry(memory: Memory) -> None:
+    aside = memory.log.path.parent / f"{memory.log.path.name}.replaced-2"
+    aside.mkdir()
+    entry = call(memory, "memory_knowledge", action="add", scopeType="global", title=TITLE, content=SSN)
+    answer = call(memory, "memory_forget", "lead", id=entry["knowledge"]["id"], reason="asked")
+    assert answer["elsewhere"] == [f"{aside} (set aside by restore --replace) still hold what they held; delete "
+                                   "them, or forget there too"]
 
 
 def test_forgetting_an_unknown_or_forgotten_entry_is_refused_and_writes_nothing(memory: Memory) -> None:

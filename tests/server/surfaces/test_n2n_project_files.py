@@ -283,9 +283,75 @@ async def test_a_forget_on_a_project_s_workspace_rewrites_its_files_so_nothing_g
                                                               "observations": ["zqx phone"]},
                                                              {"name": "Cache", "entityType": "MODULE"}]})
         assert "Zqx Secret" in (root / ".mcp" / "memory.json").read_text()
-        await call(client, "forget_entity", {"workspace": workspace_name(root), "name": "Zqx Secret",
-                                             "reason": "asked"})
+        out = await call(client, "forget_entity", {"workspace": workspace_name(root), "name": "Zqx Secret",
+                                                   "reason": "asked"})
     assert "zqx" not in (root / ".mcp" / "memory.json").read_text().lower()
+    assert "elsewhere" not in out  # the answer's note on the file went with what it said
     async with Client(create_server(settings)) as client:  # a new process folds the files first
         graph, _ = await memory_of(client, root)
     assert [e["name"] for e in graph["entities"]] == ["Cache"]
+
+
+def zqx_project(tmp_path: Path) -> tuple[Path, str]:
+    """A project root (not adopted yet), and its workspace."""
+    from chronograph.application.surfaces.projectroot import workspace_name
+
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    return root, workspace_name(root)
+
+
+async def zqx_served(tmp_path: Path, root: Path) -> None:
+    """An n2n server that keeps the project's files (ended: a client's session) wrote a secret into them."""
+    settings = Settings(store=tmp_path / "store", embeddings="off", profile="n2n", mirror_projects=True)
+    async with Client(create_server(settings)) as client:
+        await call(client, "n2n_add_entities", {"projectPath": str(root), "confirmNewProjectRoot": str(root),
+                                                "entities": [{"name": "Zqx Secret", "entityType": "PERSON",
+                                                              "observations": ["zqx phone"]},
+                                                             {"name": "Cache", "entityType": "MODULE"}]})
+    assert "Zqx Secret" in (root / ".mcp" / "memory.json").read_text()
+
+
+async def test_a_forget_through_a_new_server_rewrites_the_files_of_a_project_only_an_earlier_one_served(
+        tmp_path: Path) -> None:
+    """A client spawns a server per session: the one asked to forget never met the project's root,
+    which the workspace's name cannot give back; the store keeps it from the session that did."""
+    root, workspace = zqx_project(tmp_path)
+    await zqx_served(tmp_path, root)
+    settings = Settings(store=tmp_path / "store", embeddings="off", profile="full", mirror_projects=True)
+    async with Client(create_server(settings)) as client:
+        out = await call(client, "forget_entity", {"workspace": workspace, "name": "Zqx Secret", "reason": "asked"})
+    assert "zqx" not in (root / ".mcp" / "memory.json").read_text().lower()
+    assert "elsewhere" not in out and out["message"].endswith(f"{root / '.mcp' / 'memory.json'} rewritten without it")
+    async with Client(create_server(settings)) as client:  # a new process folds the files first
+        graph, _ = await memory_of(client, root)
+    assert [e["name"] for e in graph["entities"]] == ["Cache"]
+
+
+async def test_a_delete_through_a_new_server_rewrites_the_files_of_a_project_only_an_earlier_one_served(
+        tmp_path: Path) -> None:
+    root, workspace = zqx_project(tmp_path)
+    await zqx_served(tmp_path, root)
+    settings = Settings(store=tmp_path / "store", embeddings="off", profile="full", mirror_projects=True)
+    async with Client(create_server(settings)) as client:
+        await call(client, "delete_entities", {"workspace": workspace, "entityNames": ["Zqx Secret"]})
+    assert "zqx" not in (root / ".mcp" / "memory.json").read_text().lower()
+
+
+@pytest.mark.parametrize("why", ["no project files", "moved"])
+async def test_a_forget_that_cannot_rewrite_a_project_s_file_says_so_and_what_to_do(tmp_path: Path, why: str) -> None:
+    """A server that keeps no project files (over HTTP without --allow-http-export, or another
+    profile), or whose project is not where it was: the file still holds the entity, and the
+    answer says so, as `chronograph forget` does."""
+    root, workspace = zqx_project(tmp_path)
+    await zqx_served(tmp_path, root)
+    if why == "moved":
+        root = root.rename(tmp_path / "elsewhere")
+    settings = Settings(store=tmp_path / "store", embeddings="off", profile="full", mirror_projects=True,
+                        project_files=why != "no project files")
+    async with Client(create_server(settings)) as client:
+        out = await call(client, "forget_entity", {"workspace": workspace, "name": "Zqx Secret", "reason": "asked"})
+    assert out["scrubbed"] and "Zqx Secret" in (root / ".mcp" / "memory.json").read_text()
+    [note] = out["elsewhere"]
+    assert f"{workspace!r} is an n2n project's workspace, and its .mcp/memory.json was not rewritten" in note
+    assert "take the entity out of it before that server's next call" in note
