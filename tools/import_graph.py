@@ -194,6 +194,8 @@ def _plan(args: argparse.Namespace, job: FileImport, staged: Staged, store: Path
             " (the store's already)" if section.number in same else "")
         print(f"plan: workspace {section.workspace!r}: {section.entities} entities, {section.relations} relations, "
               f"{observations} observations{context}{stored}")
+    if job.ignored:
+        print(f"plan: {ignored(job)}")
     print(f"plan: nothing was written; {len(job.problems)} error(s)")
     report_problems(job)
     return 1 if job.problems else 0

@@ -93,9 +93,11 @@ def test_fields_the_format_does_not_name_are_ignored_and_counted_and_the_fork_s_
          "createdAt": "2025-01-01T00:00:00Z"},
         {"type": "entity", "name": "Bob", "entityType": "person", "observations": [], "id": "e2", "tags": []},
         {"type": "relation", "from": "Ada", "to": "Bob", "relationType": "knows", "id": "r1"}])
+    said = "ignored 2 field(s) the format does not name: 'id' (3 line(s)), 'tags' (1 line(s))"
+    assert import_main([str(path), "--store", str(tmp_path / "store"), "--plan"]) == 0
+    assert f"plan: {said}" in capsys.readouterr().out
     assert import_main([str(path), "--store", str(tmp_path / "store")]) == 0
-    assert "ignored 2 field(s) the format does not name: 'id' (3 line(s)), 'tags' (1 line(s))" in (
-        capsys.readouterr().out)
+    assert said in capsys.readouterr().out
     with Memory(tmp_path / "store") as memory:
         graph: Any = memory.read("read_graph", {"includeMetadata": True})
         assert [(e.name, e.observations) for e in graph.entities] == [("Ada", ["tea"]), ("Bob", [])]
