@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Annotated, Any
+from operator import itemgetter
+from typing import Annotated, Any, cast
 
 from chronograph.application.core.entities import AddObservations, CreateEntities, NewEntity, ObservationAddition
 from chronograph.application.core.relations import CreateRelations
@@ -40,6 +41,9 @@ any other is ignored."""
 RELATION_FIELDS = frozenset({"type", "from", "to", "relationType", "confidence", "metadata", "validFrom",
                              "validUntil", *FORK_FIELDS})
 """The fields of a relation line an import reads (the fork's are dropped); any other is ignored."""
+_SECOND = itemgetter(1)
+_ENTITY_BODY = ENTITY_FIELDS - {"type"}
+_RELATION_BODY = RELATION_FIELDS - {"type", *FORK_FIELDS}
 
 Held = Annotated[str, Meta(min_length=1)]
 """An entity's type as an import takes it: not blank, of any length the store holds."""
@@ -72,18 +76,25 @@ class ImportedObservations(AddObservations, kw_only=True):
     observations: Items[ImportedAddition]  # type: ignore[assignment]  # as `ImportedEntities.entities`
 
 
-def unknown_fields(records: list[tuple[int, dict[str, Any]]], known: frozenset[str]) -> list[str]:
-    """The fields of `records` an import does not read, one name per record that has it."""
+def unknown_fields(records: list[tuple[int, dict[str, Any]]], bodies: list[dict[str, Any] | None],
+                   known: frozenset[str]) -> list[str]:
+    """The fields of `records` an import does not read, one name per record that has it.
+
+    `bodies` are the records as the tool takes them: when each is its record less `type` (the
+    usual line), nothing was left out, which is counted in C; a batch that has a line with
+    another difference (an unknown field, or `validity` and the fork's fields, which the body
+    moves) is looked at line by line."""
+    whole = cast("list[dict[str, Any]]", bodies)  # when None is not in it
+    if None not in bodies and sum(map(len, map(_SECOND, records))) == sum(map(len, whole)) + len(records):
+        return []
     return [field for _, record in records if not record.keys() <= known for field in record.keys() - known]
 
 
-def checked(pending: list[tuple[int, dict[str, Any]]], key: str, into: type[Any],
-             body_of: Callable[[dict[str, Any]], dict[str, Any] | None],
-             one: Callable[[int, dict[str, Any]], Any]) -> list[Any]:
+def checked(pending: list[tuple[int, dict[str, Any]]], bodies: list[dict[str, Any] | None], key: str,
+            into: type[Any], one: Callable[[int, dict[str, Any]], Any]) -> list[Any]:
     """Records checked by the tool's own parser, all in one call when every one passes (each
     checked alone only when one does not, which says which and why): the parsed items, or what
-    `one` says of each."""
-    bodies = [body_of(record) for _, record in pending]
+    `one` says of each. `bodies` are the records as the tool takes them (`entity_body`...)."""
     if pending and all(body is not None for body in bodies):
         try:
             return list(getattr(parse("import", {key: bodies}, into), key))
@@ -94,7 +105,7 @@ def checked(pending: list[tuple[int, dict[str, Any]]], key: str, into: type[Any]
 
 def entity_body(record: dict[str, Any]) -> dict[str, Any] | None:
     """The entity as create_entities parses it, or None when its valid times are malformed."""
-    body = {k: v for k, v in record.items() if k in ENTITY_FIELDS and k != "type"}
+    body = {k: v for k, v in record.items() if k in _ENTITY_BODY}
     spans = body.pop("validity", None)
     if spans is not None and not (isinstance(spans, dict) and all(
             isinstance(s, dict) and set(s) <= {"validFrom", "validUntil"} for s in spans.values())):
@@ -107,7 +118,7 @@ def entity_body(record: dict[str, Any]) -> dict[str, Any] | None:
 
 def relation_body(record: dict[str, Any]) -> dict[str, Any]:
     """The relation as create_relations parses it (the fields it does not read left out)."""
-    return {k: v for k, v in record.items() if k in RELATION_FIELDS and k != "type" and k not in FORK_FIELDS}
+    return {k: v for k, v in record.items() if k in _RELATION_BODY}
 
 
 def parsed_relation(number: int, record: dict[str, Any]) -> Any:

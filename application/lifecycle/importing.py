@@ -117,9 +117,12 @@ class FileImport:
 
         def flush() -> None:
             names, bad, refused = [], [], []
-            for field in unknown_fields(entities, ENTITY_FIELDS) + unknown_fields(relations, RELATION_FIELDS):
+            bodies = [entity_body(record) for _, record in entities]
+            links: list[dict[str, Any] | None] = [relation_body(record) for _, record in relations]
+            for field in [*unknown_fields(entities, bodies, ENTITY_FIELDS),
+                          *unknown_fields(relations, links, RELATION_FIELDS)]:
                 self.ignored[field] = self.ignored.get(field, 0) + 1
-            for (number, record), entry in zip(entities, checked(entities, "entities", ImportedEntities, entity_body,
+            for (number, record), entry in zip(entities, checked(entities, bodies, "entities", ImportedEntities,
                                                                    entity_entry), strict=True):
                 if not isinstance(entry, Problem) and "validity" in record:
                     entry = untimely_entity(number, record) or entry
@@ -131,8 +134,8 @@ class FileImport:
                 else:
                     names.append((entry["name"] if isinstance(entry, dict) else entry.name, number))
             noted = []
-            for (number, _), relation in zip(relations, checked(relations, "relations", CreateRelations,
-                                                                  relation_body, parsed_relation), strict=True):
+            for (number, _), relation in zip(relations, checked(relations, links, "relations", CreateRelations,
+                                                                  parsed_relation), strict=True):
                 if not isinstance(relation, Problem):
                     relation = untimely_relation(number, relation) or relation
                 if isinstance(relation, Problem):
