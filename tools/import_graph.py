@@ -58,7 +58,7 @@ from chronograph.tools.common.parsing import add_store_argument, script_main, wo
 from chronograph.tools.common.progress import Progress
 from chronograph.tools.common.startup import keep_startup_state
 
-__all__ = ["add_arguments", "main", "report_problems", "run"]
+__all__ = ["add_arguments", "ignored", "main", "not_written", "report_problems", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -155,6 +155,8 @@ def _run_file(args: argparse.Namespace, staged: Staged, actor: str) -> int:
             return 2
     for workspace, report in reports:
         _say(args, workspace, report)
+    if job.ignored:
+        print(ignored(job))
     print(f"{len(job.problems)} error(s)")
     if job.problems:
         report_problems(job)
@@ -192,6 +194,8 @@ def _plan(args: argparse.Namespace, job: FileImport, staged: Staged, store: Path
             " (the store's already)" if section.number in same else "")
         print(f"plan: workspace {section.workspace!r}: {section.entities} entities, {section.relations} relations, "
               f"{observations} observations{context}{stored}")
+    if job.ignored:
+        print(f"plan: {ignored(job)}")
     print(f"plan: nothing was written; {len(job.problems)} error(s)")
     report_problems(job)
     return 1 if job.problems else 0
@@ -224,10 +228,30 @@ def _run_team(args: argparse.Namespace, source: Source) -> int:
 def _say(args: argparse.Namespace, workspace: str, report: ImportReport) -> None:
     print(f"imported {args.file} into workspace {workspace!r}: {report.created} entities, "
           f"{report.related} relations, {report.observations} observations; {report.skipped} already present "
-          f"(skipped); {report.conflicted} conflict(s) (what came first kept)"
+          f"(skipped){not_written(report)}; {report.conflicted} conflict(s) (what came first kept)"
           + ("; the workspace context merged" if report.context else ""))
     for conflict in report.conflicts:
         print(f"  conflict: {conflict}", file=sys.stderr)
+
+
+def not_written(report: ImportReport) -> str:
+    """What of the file the report's counts leave out, as the end of its line ("" if nothing)."""
+    said = []
+    if report.unwritten:
+        said.append(f"{report.unwritten} observation(s) repeated in the file or held already")
+    if report.repeated:
+        said.append(f"{report.repeated} relation line(s) repeating another")
+    return f"; not written again: {' and '.join(said)}" if said else ""
+
+
+def ignored(job: FileImport) -> str:
+    """The fields of the file the import did not read, as a sentence ("" if none)."""
+    if not job.ignored:
+        return ""
+    fields = sorted(job.ignored.items(), key=lambda item: (-item[1], item[0]))
+    shown = ", ".join(f"{name!r} ({count} line(s))" for name, count in fields[:5])
+    more = f" and {len(fields) - 5} more" if len(fields) > 5 else ""
+    return f"ignored {len(fields)} field(s) the format does not name: {shown}{more}"
 
 
 def _refuse(job: FileImport, args: argparse.Namespace) -> int:

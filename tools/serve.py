@@ -235,6 +235,9 @@ ADOPTER = "memory-file"
 """The actor of the events an adoption of $MEMORY_FILE_PATH writes (the audit shows it)."""
 ADOPTED = "memory-file adopted"
 """The idempotency key an adoption records once it has written the whole file."""
+ADOPTED_IN_PART = "memory-file adopted in part"
+"""The idempotency key an adoption records besides when it left lines of the file out (each later
+start that is given the variable says so again, with the command that adds them)."""
 
 
 def adopt_memory_file(memory: Memory) -> None:
@@ -249,10 +252,14 @@ def adopt_memory_file(memory: Memory) -> None:
     with memory.lock:  # the embedding projector may be using the store already
         head = memory.log.head()
         resuming = head > 0 and _adoption_cut_off(memory)
+    adding = advised(f"import {shlex.quote(str(path))}", memory.log.location)
     if head > 0 and not resuming:
-        adding = advised(f"import {shlex.quote(str(path))}", memory.log.location)
+        with memory.lock:
+            in_part = memory.log.transact(lambda tx: tx.recall(ADOPTED_IN_PART)) is not None
+        left = (" (its import when this store was new left out lines it could not take, named then: correct them "
+                "in the file and run that command; what the store holds already is skipped)") if in_part else ""
         print(f"chronograph: ${MEMORY_FILE_ENV} ({path}) is ignored: the store at {memory.log.location} already "
-              f"holds a memory; to add the file to it: {adding}", file=sys.stderr)
+              f"holds a memory; to add the file to it: {adding}{left}", file=sys.stderr)
         return
     if not path.is_file():
         print(f"chronograph: ${MEMORY_FILE_ENV} names {path}, which is not a file; nothing was imported",
@@ -271,16 +278,20 @@ def adopt_memory_file(memory: Memory) -> None:
         reports = [report for _, report in job.write(memory)]
     with memory.lock:
         memory.log.append([], actor=ADOPTER, idempotency_key=ADOPTED)
+        if job.problems:
+            memory.log.append([], actor=ADOPTER, idempotency_key=ADOPTED_IN_PART)
     into = "the store, finishing the import a stopped server began" if resuming else "the empty store, once"
+    left = (f"; {len(job.problems)} line(s) not imported (below): correct them in the file, then add them with "
+            f"{adding} (what the store holds already is skipped)") if job.problems else ""
     print(f"chronograph: imported {path} (${MEMORY_FILE_ENV}) into {into}: "
           f"{sum(r.created for r in reports)} entities, {sum(r.related for r in reports)} relations, "
-          f"{sum(r.observations for r in reports)} observations"
-          f"{f'; {len(job.problems)} line(s) not imported (below)' if job.problems else ''} "
+          f"{sum(r.observations for r in reports)} observations{left} "
           f"(recorded in the audit log as actor '{ADOPTER}')", file=sys.stderr)
-    if job.problems:
-        from chronograph.tools.import_graph import report_problems  # noqa: PLC0415 (only then)
+    from chronograph.tools.import_graph import ignored, report_problems  # noqa: PLC0415 (only here)
 
-        report_problems(job)
+    if job.ignored:
+        print(f"chronograph: {ignored(job)}", file=sys.stderr)
+    report_problems(job)
 
 
 def _adoption_cut_off(memory: Memory) -> bool:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 from chronograph.application.engine.access import calling, check
-from chronograph.application.engine.arguments import parse, parse_checked
+from chronograph.application.engine.arguments import Args, parse, parse_checked
 from chronograph.application.engine.background import IMAGE_IDLE, following, keeping
 from chronograph.application.engine.commands import Written, commit
 from chronograph.application.engine.config import model_cache
@@ -315,6 +315,7 @@ class Memory:
     def write(
         self, tool: Tool | str, arguments: dict[str, Any], *, actor: str, correlation_id: str | None = None,
         principal: Principal = LOCAL_PRINCIPAL, checked: str | None = None, writer: str | None = None,
+        checked_as: type[Args] | None = None,
     ) -> Written:
         """Run the command `tool` with raw `arguments` for `principal`, recording `actor` and
         `principal`'s name on its events, and, for a team tool (the only events that keep it),
@@ -322,7 +323,10 @@ class Memory:
 
         `correlation_id` (default: a new one) lets several calls share one, as an import does.
         `checked` names a list of `arguments` made of items the tool's parser accepted one by one
-        before (an import's): only their types and limits are checked again (`parse_checked`).
+        before (an import's): only their types and limits are checked again (`parse_checked`), as
+        `checked_as` has them if given: a subclass of the tool's arguments whose items may hold
+        more than a tool call carries (an import's entity types and observations, which the store
+        holds whatever their size).
 
         Raises:
             ForbiddenError: If `principal` lacks a grant the call needs (see `engine/access.py`);
@@ -332,8 +336,10 @@ class Memory:
         """
         self.last_call = time.monotonic()
         spec = find(tool)
+        if checked_as is not None and not (checked is not None and issubclass(checked_as, spec.arguments)):
+            raise ValueError(f"{spec.name}: checked_as must be a subclass of its arguments, with `checked`")
         args = parse(spec.name, arguments, spec.arguments) if checked is None else \
-            parse_checked(spec.name, arguments, spec.arguments, checked)
+            parse_checked(spec.name, arguments, checked_as or spec.arguments, checked)
         workspaces = check(principal, spec, args)  # before anything runs: a refusal reads and writes nothing
         with calling(principal):
             for before in self.before_call:

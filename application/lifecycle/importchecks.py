@@ -4,36 +4,97 @@ A record is checked as `create_entities` or `create_relations` would parse it (w
 createdAt/version moved into metadata), a batch in one call, and a record alone only when its
 batch fails, so that each problem says which line and why; a problem's kind leaves out the
 item's indexes, so that a file bad on many lines reports one line per kind.
+
+Two things differ from a tool call. What names something (an entity's name, a relation's ends
+and type) keeps the tools' limits, since every tool must be able to name what is stored; what is
+only held (an entity's type, its observations: how long each is and how many there are) is
+taken whatever its size, as the official server and the store take it (`ImportedEntities`,
+`ImportedObservations`: the writer writes them with the same Structs, an entity's observations a
+tool call's worth at a time). And a field the format does not name (`"id"`...) is ignored, as
+the official server's reader ignores it, and counted (`unknown_fields`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from operator import itemgetter
+from typing import Annotated, Any, cast
 
-from chronograph.application.core.entities import AddObservations, CreateEntities
+from chronograph.application.core.entities import AddObservations, CreateEntities, NewEntity, ObservationAddition
 from chronograph.application.core.relations import CreateRelations
 from chronograph.application.core.validtime import span_of
-from chronograph.application.engine.arguments import parse
+from chronograph.application.engine.arguments import Items, parse
 from chronograph.application.errors import InvalidArgumentsError
 from chronograph.application.lifecycle.importindex import Noted
 from chronograph.application.lifecycle.importrecords import Problem, Section
-from msgspec import UNSET
+from msgspec import UNSET, Meta
 
-__all__ = ["FORK_FIELDS", "checked", "entity_body", "entity_entry", "in_section", "as_noted", "invalid",
-           "parsed_relation", "relation_body", "untimely_entity", "untimely_relation"]
+__all__ = ["ENTITY_FIELDS", "FORK_FIELDS", "RELATION_FIELDS", "ImportedEntities", "ImportedObservations", "checked",
+           "entity_body", "entity_entry", "in_section", "as_noted", "invalid", "parsed_relation", "relation_body",
+           "unknown_fields", "untimely_entity", "untimely_relation"]
 
 FORK_FIELDS = {"createdAt": "importedCreatedAt", "version": "importedVersion", "updatedAt": "importedUpdatedAt"}
+ENTITY_FIELDS = frozenset({"type", "name", "entityType", "observations", "metadata", "validity", *FORK_FIELDS})
+"""The fields of an entity line an import reads (the official format's, an export's, the fork's);
+any other is ignored."""
+RELATION_FIELDS = frozenset({"type", "from", "to", "relationType", "confidence", "metadata", "validFrom",
+                             "validUntil", *FORK_FIELDS})
+"""The fields of a relation line an import reads (the fork's are dropped); any other is ignored."""
+_SECOND = itemgetter(1)
+_ENTITY_BODY = ENTITY_FIELDS - {"type"}
+_RELATION_BODY = RELATION_FIELDS - {"type", *FORK_FIELDS}
+
+Held = Annotated[str, Meta(min_length=1)]
+"""An entity's type as an import takes it: not blank, of any length the store holds."""
 
 
-def checked(pending: list[tuple[int, dict[str, Any]]], key: str, into: type[Any],
-             body_of: Callable[[dict[str, Any]], dict[str, Any] | None],
-             one: Callable[[int, dict[str, Any]], Any]) -> list[Any]:
+class ImportedEntity(NewEntity, kw_only=True):
+    """An entity of a file: its name as a tool takes it, its type and observations as the store
+    holds them (any length, any number)."""
+
+    entity_type: Held
+    observations: list[str]
+
+
+class ImportedEntities(CreateEntities, kw_only=True):
+    """create_entities' arguments as an import checks and writes them."""
+
+    entities: Items[ImportedEntity]  # type: ignore[assignment]  # msgspec parses the looser items; they are NewEntity's
+
+
+class ImportedAddition(ObservationAddition, kw_only=True):
+    """add_observations' item as an import writes it: observations of any length (the writer
+    gives at most a tool call's number of them at a time)."""
+
+    contents: list[str]
+
+
+class ImportedObservations(AddObservations, kw_only=True):
+    """add_observations' arguments as an import writes them."""
+
+    observations: Items[ImportedAddition]  # type: ignore[assignment]  # as `ImportedEntities.entities`
+
+
+def unknown_fields(records: list[tuple[int, dict[str, Any]]], bodies: list[dict[str, Any] | None],
+                   known: frozenset[str]) -> list[str]:
+    """The fields of `records` an import does not read, one name per record that has it.
+
+    `bodies` are the records as the tool takes them: when each is its record less `type` (the
+    usual line), nothing was left out, which is counted in C; a batch that has a line with
+    another difference (an unknown field, or `validity` and the fork's fields, which the body
+    moves) is looked at line by line."""
+    whole = cast("list[dict[str, Any]]", bodies)  # when None is not in it
+    if None not in bodies and sum(map(len, map(_SECOND, records))) == sum(map(len, whole)) + len(records):
+        return []
+    return [field for _, record in records if not record.keys() <= known for field in record.keys() - known]
+
+
+def checked(pending: list[tuple[int, dict[str, Any]]], bodies: list[dict[str, Any] | None], key: str,
+            into: type[Any], one: Callable[[int, dict[str, Any]], Any]) -> list[Any]:
     """Records checked by the tool's own parser, all in one call when every one passes (each
     checked alone only when one does not, which says which and why): the parsed items, or what
-    `one` says of each."""
-    bodies = [body_of(record) for _, record in pending]
+    `one` says of each. `bodies` are the records as the tool takes them (`entity_body`...)."""
     if pending and all(body is not None for body in bodies):
         try:
             return list(getattr(parse("import", {key: bodies}, into), key))
@@ -44,7 +105,7 @@ def checked(pending: list[tuple[int, dict[str, Any]]], key: str, into: type[Any]
 
 def entity_body(record: dict[str, Any]) -> dict[str, Any] | None:
     """The entity as create_entities parses it, or None when its valid times are malformed."""
-    body = {k: v for k, v in record.items() if k != "type"}
+    body = {k: v for k, v in record.items() if k in _ENTITY_BODY}
     spans = body.pop("validity", None)
     if spans is not None and not (isinstance(spans, dict) and all(
             isinstance(s, dict) and set(s) <= {"validFrom", "validUntil"} for s in spans.values())):
@@ -56,7 +117,8 @@ def entity_body(record: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def relation_body(record: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in record.items() if k != "type" and k not in FORK_FIELDS}
+    """The relation as create_relations parses it (the fields it does not read left out)."""
+    return {k: v for k, v in record.items() if k in _RELATION_BODY}
 
 
 def parsed_relation(number: int, record: dict[str, Any]) -> Any:
@@ -113,7 +175,7 @@ def entity_entry(number: int, record: dict[str, Any], *, checked: bool = False) 
             "metadata")
     else:
         try:
-            [item] = parse("import", {"entities": [body]}, CreateEntities).entities
+            [item] = parse("import", {"entities": [body]}, ImportedEntities).entities
         except InvalidArgumentsError as error:
             return invalid(number, "entity", error.problem.removeprefix("entities[0]"))
         name, kind, observations, metadata = item.name, item.entity_type, item.observations, item.metadata

@@ -58,6 +58,7 @@ class FileIndex:
                         "line INTEGER, fields TEXT, PRIMARY KEY (section, source, kind, target)) WITHOUT ROWID")
         self.db.execute("CREATE TABLE dangling (section INTEGER, line INTEGER)")
         self.db.execute("CREATE TABLE bad (section INTEGER, line INTEGER)")  # in file order (rowid)
+        self.db.execute("CREATE TABLE refused (section INTEGER, name TEXT, line INTEGER)")
         self.db.execute("BEGIN")
 
     def close(self) -> None:
@@ -92,6 +93,10 @@ class FileIndex:
         """Note (section, line) of entity records the check refused, in file order."""
         self.db.executemany("INSERT INTO bad VALUES (?, ?)", list(lines))
 
+    def add_refused(self, section: int, names: Iterable[tuple[str, int]]) -> None:
+        """Note (name, line) of entity records the check refused that name an entity."""
+        self.db.executemany("INSERT INTO refused VALUES (?, ?, ?)", [(section, name, line) for name, line in names])
+
     def finish(self) -> None:
         """End the filling: commit, and index relations by line for the writing pass."""
         self.db.execute("CREATE INDEX relations_by_line ON relations (section, line)")
@@ -116,6 +121,18 @@ class FileIndex:
             marks = ",".join("?" * len(chunk))
             found.update(self.db.execute(f"SELECT name, line FROM entities WHERE section = ? AND name IN ({marks})",
                                          (section, *chunk)))
+        return found
+
+    def refused(self, section: int, names: Iterable[str]) -> dict[str, int]:
+        """name -> the first line naming it that the check refused, for those of `names` it refused."""
+        found: dict[str, int] = {}
+        wanted = list(dict.fromkeys(names))
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for name, line in self.db.execute(f"SELECT name, min(line) FROM refused WHERE section = ? AND name IN "
+                                              f"({marks}) GROUP BY name", (section, *chunk)):
+                found[name] = line
         return found
 
     def names(self, section: int, size: int) -> Iterator[list[str]]:

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from chronograph.application.core.context import UpdateContext
-from chronograph.application.core.entities import CreateEntities
 from chronograph.application.core.relations import CreateRelations
 from chronograph.application.engine.arguments import Limits, WriteArgs, parse
 from chronograph.application.engine.service import Memory
@@ -38,6 +37,9 @@ from chronograph.application.errors import (
     SourceChangedError,
 )
 from chronograph.application.lifecycle.importchecks import (
+    ENTITY_FIELDS,
+    RELATION_FIELDS,
+    ImportedEntities,
     as_noted,
     checked,
     entity_body,
@@ -46,6 +48,7 @@ from chronograph.application.lifecycle.importchecks import (
     invalid,
     parsed_relation,
     relation_body,
+    unknown_fields,
     untimely_entity,
     untimely_relation,
 )
@@ -83,6 +86,8 @@ class FileImport:
         self.lines = 0
         """Its lines that are not blank (its records, for a JSON document)"""
         self.index = FileIndex()
+        self.ignored: dict[str, int] = {}
+        """Fields the format does not name -> how many lines had it (ignored, as the official server does)"""
         self.held = 0
         self._read_as: tuple[int, ...] | None = None
         """The file's identity when the survey began (device, inode, size, modification time)."""
@@ -111,28 +116,37 @@ class FileImport:
         current = self.sections[""]
 
         def flush() -> None:
-            names, bad = [], []
-            for (number, record), entry in zip(entities, checked(entities, "entities", CreateEntities, entity_body,
+            names, bad, refused = [], [], []
+            bodies = [entity_body(record) for _, record in entities]
+            links: list[dict[str, Any] | None] = [relation_body(record) for _, record in relations]
+            for field in [*unknown_fields(entities, bodies, ENTITY_FIELDS),
+                          *unknown_fields(relations, links, RELATION_FIELDS)]:
+                self.ignored[field] = self.ignored.get(field, 0) + 1
+            for (number, record), entry in zip(entities, checked(entities, bodies, "entities", ImportedEntities,
                                                                    entity_entry), strict=True):
                 if not isinstance(entry, Problem) and "validity" in record:
                     entry = untimely_entity(number, record) or entry
                 if isinstance(entry, Problem):
                     self.problems.add(entry)
                     bad.append((current.number, number))
+                    if isinstance(record.get("name"), str):
+                        refused.append((record["name"], number))
                 else:
                     names.append((entry["name"] if isinstance(entry, dict) else entry.name, number))
             noted = []
-            for (number, _), relation in zip(relations, checked(relations, "relations", CreateRelations,
-                                                                  relation_body, parsed_relation), strict=True):
+            for (number, _), relation in zip(relations, checked(relations, links, "relations", CreateRelations,
+                                                                  parsed_relation), strict=True):
                 if not isinstance(relation, Problem):
                     relation = untimely_relation(number, relation) or relation
                 if isinstance(relation, Problem):
                     self.problems.add(relation)
                 else:
                     noted.append(as_noted(number, relation))
+            current.repeated += len(noted)  # less the distinct ones, once the survey has noted them all
             self.index.add_entities(current.number, names)
             self.index.add_relations(current.number, noted)
             self.index.add_bad(bad)
+            self.index.add_refused(current.number, refused)
             entities.clear()
             relations.clear()
 
@@ -164,6 +178,7 @@ class FileImport:
         for section in self.sections.values():
             section.entities = self.index.entities(section.number)
             section.relations = self.index.relations(section.number)
+            section.repeated -= section.relations
 
     def _progress(self, done: int, total: int) -> None:
         if self.progress is not None:
@@ -207,15 +222,23 @@ class FileImport:
                 if memory is not None:
                     with memory.views.read() as graph:
                         found = {n for n in names - named.keys() if graph.entity(section.workspace, n) is not None}
+                refused = self.index.refused(section.number, names - named.keys() - found)
                 lines = []
                 for line, source, target, kind in unknown:
-                    missing = [n for n in (source, target) if n not in named and n not in found]
-                    if missing:
+                    missing = [n for n in dict.fromkeys((source, target)) if n not in named and n not in found]
+                    if not missing:
+                        continue
+                    if any(n in refused for n in missing):  # the file has it, on a line the check refused
+                        said = " and ".join(f"{n!r} (line {refused[n]})" if n in refused else f"{n!r} (nowhere)"
+                                            for n in missing)
+                        problem = Problem(line, "a relation whose end the import refused",
+                                          f"{source} -[{kind}]-> {target}: entity {said}")
+                    else:
                         said = " and ".join(repr(n) for n in missing)
                         problem = Problem(line, "a relation whose end is in neither the file nor the store",
                                           f"{source} -[{kind}]-> {target}: no entity {said}")
-                        self.problems.add(in_section(section, problem))
-                        lines.append(line)
+                    self.problems.add(in_section(section, problem))
+                    lines.append(line)
                 self.index.drop_relations(section.number, lines)
                 dropped += len(lines)
             self.index.drop_noted()
@@ -311,6 +334,7 @@ class FileImport:
             writer.relations()
             report = writer.report
             report.skipped = (section.entities - report.created - report.merged) + (section.relations - report.related)
+            report.unwritten, report.repeated = writer.given[section.number] - report.observations, section.repeated
             if section.context and context_changes(memory, section):
                 writer.call("update_context", section.context)
                 report.context = True

@@ -65,6 +65,8 @@ class Section:
     """Distinct entity names it holds"""
     relations: int = 0
     """Distinct relations it holds (after the check of their ends)"""
+    repeated: int = 0
+    """Its relation lines that passed the check and repeat an earlier one (one relation is written)"""
     context: dict[str, Any] | None = None
 
     @property

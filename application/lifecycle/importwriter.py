@@ -16,10 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 from chronograph.application.core.context import UpdateContext
 from chronograph.application.core.validtime import span_of
-from chronograph.application.engine.arguments import Limits, parse
+from chronograph.application.engine.arguments import Args, Limits, parse
 from chronograph.application.engine.service import Memory
 from chronograph.application.errors import NotFoundError, SourceChangedError
-from chronograph.application.lifecycle.importchecks import FORK_FIELDS, entity_entry, in_section
+from chronograph.application.lifecycle.importchecks import (
+    FORK_FIELDS,
+    ImportedEntities,
+    ImportedObservations,
+    entity_entry,
+    in_section,
+)
 from chronograph.application.lifecycle.importrecords import Problem, Section
 from chronograph.eventstore.lmdb import resident
 from chronograph.projections import RelationRecord
@@ -41,6 +47,9 @@ again: a million entities' import peaked at 487 MB for 23% more CPU at 192 MB, a
 12% more at 320 (700 MB when they were given back only between batches)."""
 ITEMS = ("entities", "observations", "relations")
 """The lists of the tool calls a batch makes, whose items the survey checked."""
+CHECKED_AS: dict[str, type[Args]] = {"create_entities": ImportedEntities, "add_observations": ImportedObservations}
+"""The tools whose items an import writes as the store holds them, not as a tool call carries them
+(an entity's type and observations of any length: see `importchecks`)."""
 KEPT_CONFLICTS = 100
 """Conflicts an import keeps the words of (it counts them all)."""
 
@@ -52,7 +61,12 @@ class ImportReport:
     created: int = 0
     related: int = 0
     observations: int = 0
+    """Observations written (new ones, or ones an entity lacked)"""
     skipped: int = 0
+    unwritten: int = 0
+    """The file's observations not written: repeated in the file, or held by their entity already"""
+    repeated: int = 0
+    """Relation lines that repeat an earlier line's relation (it is written once)"""
     conflicts: list[str] = field(default_factory=list)
     """The first `KEPT_CONFLICTS` conflicts: entities whose type in the file differs from the
     stored one (kept), with what was merged; metadata or confidence the store keeps instead."""
@@ -88,6 +102,8 @@ class Writer:
         self.again: list[dict[str, Any]] = []
         """Later lines of names an earlier batch wrote: their observations are merged"""
         self.written = 0
+        self.given = [0] * len(job.sections)
+        """Observations of each section's entity lines (what was not written of them: `ImportReport.unwritten`)"""
         self.total = sum(section.entities for section in job.sections.values())
         self.empty = memory.log.head() == 0  # nothing stored: no name needs looking up
 
@@ -100,7 +116,8 @@ class Writer:
         observations, relations) are what the survey checked with the tools' parsers."""
         items = next((key for key in ITEMS if key in arguments), None)
         return self.memory.write(tool, {**arguments, "workspace": self.section.workspace}, actor=self.job.actor,
-                                 correlation_id=self.correlation, checked=items).output
+                                 correlation_id=self.correlation, checked=items,
+                                 checked_as=CHECKED_AS.get(tool)).output
 
     def take(self, number: int, record: dict[str, Any]) -> None:
         try:
@@ -110,6 +127,7 @@ class Writer:
         if entry is None or isinstance(entry, Problem):  # the survey checked the line: the file changed since
             raise SourceChangedError(self.job.path, self.written > 0)
         name = entry["name"]
+        self.given[self.section.number] += len(entry["observations"])
         known = self.entries.get(name)
         if known is not None and known["entityType"] != entry["entityType"]:
             self._retyped(number, name, entry["entityType"], known["entityType"], self.lines_of[name])
@@ -149,8 +167,8 @@ class Writer:
         for start in range(0, len(new), step):
             made = self.call("create_entities", {"entities": new[start : start + step]}).entities
             created.update(entity.name for entity in made)
+            report.observations += sum(len(entity.observations) for entity in made)  # stored once each; the rest: below
         report.created += len(created)
-        report.observations += sum(len(e["observations"]) for e in new if e["name"] in created)  # the rest: below
         # Names another process made since the store was read (create_entities skips them): merged as stored ones
         raced = [e["name"] for e in new if e["name"] not in created]
         found = self._stored_types(raced)

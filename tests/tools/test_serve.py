@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,39 @@ def test_lines_the_old_variable_s_file_could_not_give_are_each_named(
                      '{"type":"relation","from":"A","to":"Ghost","relationType":"r"}\n')
     assert "1 entities, 0 relations" in err and "2 line(s) not imported (below)" in err
     assert "  line 2: not JSON" in err and "  line 3: a relation whose end is in neither the file nor the store" in err
+
+
+def test_the_old_variable_s_file_is_adopted_whole_whatever_its_observations_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The official server takes an observation of any length; its file, adopted, loses nothing."""
+    from chronograph.application import Memory
+
+    note = "long note: " + "x" * 17_000
+    _, err = adopted(tmp_path, monkeypatch, capsys, "memory.jsonl",
+                     json.dumps({"type": "entity", "name": "Ada", "entityType": "person", "observations": [note]})
+                     + '\n{"type":"entity","name":"Bob","entityType":"person","observations":["fine"]}\n'
+                     '{"type":"relation","from":"Bob","to":"Ada","relationType":"knows"}\n')
+    assert "2 entities, 1 relations, 2 observations (recorded" in err
+    with Memory(tmp_path / "store") as memory:
+        graph = memory.read("read_graph", {})
+        assert [(e.name, e.observations) for e in graph.entities] == [  # type: ignore[attr-defined]
+            ("Ada", [note]), ("Bob", ["fine"])]
+        assert len(graph.relations) == 1  # type: ignore[attr-defined]
+
+
+def test_lines_an_adoption_left_out_are_said_with_the_command_that_adds_them_then_and_at_each_later_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = ('{"type":"entity","name":"A","entityType":"t","observations":[]}\n'
+            f'{{"type":"entity","name":"{"N" * 600}","entityType":"t","observations":[]}}\n')
+    _, err = adopted(tmp_path, monkeypatch, capsys, "memory.jsonl", text)
+    command = f"`chronograph import {tmp_path / 'memory.jsonl'} --store {tmp_path / 'store'}`"
+    assert f"1 line(s) not imported (below): correct them in the file, then add them with {command}" in err
+    assert "  line 2: entity name: expected `str` of length <= 512" in err
+    _, err = adopted(tmp_path, monkeypatch, capsys, "memory.jsonl", text)
+    assert f"is ignored: the store at {tmp_path / 'store'} already holds a memory; to add the file to it: {command} " \
+           "(its import when this store was new left out lines" in err
 
 
 def test_an_adoption_a_stopped_server_cut_off_is_finished_by_the_next_and_no_other_store_is_touched(

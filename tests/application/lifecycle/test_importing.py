@@ -101,7 +101,8 @@ def test_batches_keep_the_rules_of_a_whole_file_import(tmp_path: Path) -> None:
         results.append((graph(store), report, problems))
     assert results[0] == results[1]
     the_graph, report, problems = results[0]
-    assert report == ImportReport(created=4, related=2, observations=4, skipped=0, conflicted=1, retyped=1, conflicts=[
+    assert report == ImportReport(created=4, related=2, observations=4, skipped=0, unwritten=1, repeated=1,
+                                  conflicted=1, retyped=1, conflicts=[
         "line 8: 'Ada' is a 'robot' there and a 'person' on line 2; kept 'person', merged its observations"])
     assert the_graph[0][0] == ("Ada", "person", ["a", "a2"])
     assert [line for _, _, lines in problems for line in lines] == [3, 6, 10]
@@ -416,8 +417,8 @@ def test_what_an_import_finds_present_is_counted_once_whatever_its_conflicts(
         {"type": "relation", "from": "A", "to": "B", "relationType": "r", "confidence": 0.9},
         {"type": "relation", "from": "B", "to": "C", "relationType": "r", "confidence": 0.9}]))
     assert import_main([str(path), "--store", str(store)]) == 0
-    assert "0 entities, 0 relations, 1 observations; 4 already present (skipped); 8 conflict(s)" in (
-        capsys.readouterr().out)
+    assert ("0 entities, 0 relations, 1 observations; 4 already present (skipped); not written again: 1 "
+            "observation(s) repeated in the file or held already; 8 conflict(s)") in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("change", ["rewritten", "grown"])
