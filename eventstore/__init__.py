@@ -18,6 +18,7 @@ from chronograph.eventstore.errors import (
     StoreOpenError,
     StoreUnavailableError,
     StreamFullError,
+    StreamIdTooLongError,
     UnknownEventError,
 )
 from chronograph.eventstore.events import *  # noqa: F403 (the events, as `events.__all__` names them)
@@ -56,6 +57,7 @@ __all__ = [
     "Scrubbed",
     "StorageFullError",
     "StreamFullError",
+    "StreamIdTooLongError",
     "StoreCorruptError",
     "StoreFormatError",
     "StoreOpenError",

@@ -54,6 +54,11 @@ class StreamFullError(EventStoreError):
     """A stream's version or the log's position is past what the store's format numbers; nothing was written."""
 
 
+class StreamIdTooLongError(EventStoreError):
+    """A stream's id is longer than the database can index (a relation's spells both names and its
+    type); the write was rolled back: nothing was written."""
+
+
 class StoreUnavailableError(EventStoreError):
     """The database holding the log cannot be reached now; a write in flight was rolled back,
     or (if the connection broke at its commit) may have been stored: read before retrying."""

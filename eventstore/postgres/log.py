@@ -27,6 +27,7 @@ from chronograph.eventstore.errors import (
     StoreCorruptError,
     StoreOpenError,
     StoreUnavailableError,
+    StreamIdTooLongError,
 )
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
 from chronograph.eventstore.postgres.address import shown, split_url, without_secrets
@@ -181,6 +182,8 @@ class PgLog(EventLog):
                 return
         except psycopg_pool.PoolTimeout as error:
             raise StoreUnavailableError(f"the database of {self._shown} cannot be reached: {error}") from None
+        except psycopg.errors.ProgramLimitExceeded as error:
+            raise _too_long(error) from None
         except psycopg.OperationalError as error:
             raise StoreUnavailableError(
                 f"the database of {self._shown} went away: {str(error).strip()}; anything not acknowledged was "
@@ -285,6 +288,8 @@ class PgLog(EventLog):
                         f"SELECT pg_notify('{self.schema.channel.lower()}', {payload}), {DURABLE}")
             else:
                 tx.send("SET LOCAL synchronous_commit TO off", "COMMIT", f"SELECT {DURABLE}")
+        except psycopg.errors.ProgramLimitExceeded as error:  # a deferred insert's, checked at the commit
+            raise _too_long(error) from None
         except psycopg.OperationalError as error:
             raise StoreUnavailableError(
                 f"the database of {self._shown} went away at the commit: {str(error).strip()}; the write may or "
@@ -442,3 +447,14 @@ class PgLog(EventLog):
             erasures = reader.erasures()
         with self._connection() as (connection, _):
             return scrub_tables(connection, self.schema, self._shown, erasures, time.monotonic() + timeout)
+
+
+def _too_long(error: psycopg.Error) -> StreamIdTooLongError:
+    """What an insert past PostgreSQL's index limit means here: a stream id too long to index (the
+    only text the log indexes; a relation's spells both names and its type). The transaction
+    failed whole."""
+    said = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return StreamIdTooLongError(
+        f"a stream id is too long for PostgreSQL's index ({said}): a relation's spells both of its entities' "
+        "names and its type, which together can take at most about 2,700 bytes in a PostgreSQL log (fewer "
+        "for text that does not compress); use shorter names or type; nothing was written")

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from chronograph.application import ConflictError, Memory
+from chronograph.application import ChronographError, ConflictError, Memory
 from chronograph.application.engine.stores import open_store
 from chronograph.eventstore import StoreOpenError, StoreUnavailableError
 from chronograph.projections import verify
@@ -370,3 +370,22 @@ def test_a_forget_whose_scrub_a_reader_held_advises_a_scrub_of_the_cache_this_se
         out = memory.write("forget_entity", {"name": "Ada", "reason": "asked"}, actor="t").output
     assert not out.scrubbed
     assert f"--store {shlex.quote(memory.log.location)} --cache {shlex.quote(str(tmp_path / 'mine'))}`" in out.message
+
+
+def test_a_relation_whose_names_are_too_long_for_postgresql_s_index_is_refused_as_such_and_nothing_is_written(
+        tmp_path: Path, url: str) -> None:
+    names = [  # scattered CJK compresses little: 1,050 bytes a name, and 768 the type
+"".join(chr(0x4E00 + (i * 7919 + k * 104729) % 20000) for k in range(350)) for i in (1, 2)]
+    kind = "".join(chr(0x4E00 + (k * 31337) % 20000) for k in range(256))
+    with Memory(url, cache=tmp_path / "cache") as memory:
+        memory.write("create_entities", {"entities": [{"name": n, "entityType": "p", "observations": []}
+                                                      for n in names]}, actor="t")
+        head = memory.log.head()
+        with pytest.raises(ChronographError, match="too long for PostgreSQL's index") as caught:
+            memory.write("create_relations", {"relations": [{"from": names[0], "to": names[1], "relationType": kind}]},
+                         actor="t")
+        assert "went away" not in str(caught.value) and "nothing was written" in str(caught.value)
+        assert memory.log.head() == head and memory.read("read_graph", {}).relations == []
+        memory.write("create_relations", {"relations": [{"from": names[0], "to": names[1], "relationType": "knows"}]},
+                     actor="t")  # the connection and the views are fine after it
+        assert [r.relation_type for r in memory.read("read_graph", {}).relations] == ["knows"]
