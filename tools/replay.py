@@ -36,7 +36,7 @@ from chronograph.application.graphdiff import diff
 from chronograph.eventstore import EventStoreError, LmdbLog, StoreCorruptError
 from chronograph.eventstore.errors import advised_copy
 from chronograph.eventstore.lmdb import resident
-from chronograph.projections import ProjectionError, damaged_event, verify, written_position
+from chronograph.projections import ProjectionError, RebuildError, damaged_event, verify, written_position
 from chronograph.projections.errors import EmbeddingsUnavailableError
 from chronograph.tools.common.parsing import (
     add_store_argument,
@@ -79,7 +79,11 @@ def run(args: argparse.Namespace) -> int:
             if not store_exists(store):  # a mistyped path is not a new, empty store to rebuild
                 print(f"chronograph replay: there is no store at {shown(store)}", file=sys.stderr)
                 return 2
-            return _rebuild(store, args.cache)
+            try:
+                return _rebuild(store, args.cache)
+            except RebuildError as error:  # (another rebuild swapped in, or a forget in a store folder)
+                print(f"chronograph replay: {error}: run the rebuild again", file=sys.stderr)
+                return 2
         with Memory(store, readonly=True, cache=args.cache) as memory:
             if args.verify:
                 return _verify(memory)

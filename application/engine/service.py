@@ -220,6 +220,15 @@ class Memory:
         with self.lock, self.views.env.read() as txn:
             return self.views.tables.checkpoint(txn)
 
+    def catch_up(self) -> None:
+        """Bring the views to what the log holds now, for a decision a long command (an import)
+        makes from them between its writes: a database store's views follow other servers only
+        with a follower (`follow`) or at this process's own writes, and a refused write's catch-up
+        is rolled back with it. A store folder's views are the store's own: always current."""
+        if self.cache is not None:
+            with self.lock:  # (taken from free, it folds another server's erasure as a write would)
+                self.views.catch_up()
+
     def close(self) -> None:
         """Stop the embedding projector and the follower, keep the search indexes' images, close
         the store."""

@@ -150,6 +150,7 @@ class Writer:
         if not self.entries and not self.again:
             return
         self.job.unchanged(written=self.written > 0)  # what the batch holds is what the survey checked
+        self.memory.catch_up()  # what it looks up is read as other servers left it (see `Memory.catch_up`)
         section, report, step = self.section, self.report, self.job.batch
         first = self.job.index.first_lines(section.number, self.entries)
         later = {n: self.entries.pop(n) for n in [n for n in self.entries
@@ -209,6 +210,7 @@ class Writer:
             try:
                 return list(self.call("add_observations", {"observations": items}).results)
             except NotFoundError:
+                self.memory.catch_up()  # the views as the log stands: the refused write's catch-up went with it
                 workspace = self.section.workspace
                 with self.memory.views.read() as graph:
                     gone = {i["entityName"] for i in items if graph.entity(workspace, i["entityName"]) is None}
@@ -282,6 +284,7 @@ class Writer:
         done = 0
         for rows in self.job.index.relation_batches(section.number, self.job.batch):
             self.job.held = max(self.job.held, len(rows))
+            self.memory.catch_up()
             with self.memory.views.read() as graph:
                 for line, source, target, kind, fields in rows:
                     if not fields:
@@ -306,6 +309,7 @@ class Writer:
             try:
                 return len(self.call("create_relations", {"relations": relations}).relations)
             except NotFoundError:
+                self.memory.catch_up()  # (as in `_add_observations`)
                 left = self._ends_kept(rows)
                 if self.job.strict or len(left) == len(rows):
                     raise  # not an end gone (or the import is strict): the batch's own refusal
@@ -332,6 +336,7 @@ class Writer:
 def context_changes(memory: Memory, section: Section) -> bool:
     """Whether the file's context changes the workspace's (merging the same fields again writes
     nothing, so that a second import writes no event)."""
+    memory.catch_up()
     with memory.views.read() as graph:
         current = graph.context(section.workspace)
     if current is None:

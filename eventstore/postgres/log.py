@@ -65,7 +65,6 @@ POLL_INTERVAL = 1.0
 """How often `wait_for_append` reads the head even without a notification."""
 
 
-
 class PgLog(EventLog):
     """An append-only log of events in the PostgreSQL database at `url` (see `pgschema`).
 
@@ -392,7 +391,7 @@ class PgLog(EventLog):
             StoreUnavailableError: If the database cannot be reached.
         """
         deadline = time.monotonic() + timeout
-        state = self._listen(0) or self._known  # listening before the first look: nothing is missed
+        state = _furthest(self._listen(0), self._known)  # listening before the first look: nothing is missed
         while True:
             if state is None:
                 state = self._state()
@@ -400,7 +399,8 @@ class PgLog(EventLog):
             left = deadline - time.monotonic()
             if state[0] > after or left <= 0:
                 return state
-            state = self._listen(min(left, POLL_INTERVAL))
+            announced = self._listen(min(left, POLL_INTERVAL))
+            state = None if announced is None else _furthest(announced, state)
 
     def _versions(self, streams: list[str]) -> dict[str, int]:
         """The versions of `streams`, read on a connection of their own."""
@@ -421,13 +421,11 @@ class PgLog(EventLog):
                     self._known = None  # what was announced before this connection listened is unknown
                     self._listener = psycopg.connect(self._url, **CONNECTION)
                     self._listener.execute(f"LISTEN {self.schema.channel}")
-                latest = None
+                latest = None  # the furthest of all that came: `stop_after` yields a packet's every notice
                 for notice in self._listener.notifies(timeout=seconds, stop_after=1):
-                    head, _, erasures = notice.payload.partition(" ")
-                    latest = (int(head), int(erasures or 0))
-                for notice in self._listener.notifies(timeout=0):  # the furthest of those queued (barriers
-                    head, _, erasures = notice.payload.partition(" ")  # of two writers may commit out of order)
-                    latest = max(latest or (0, 0), (int(head), int(erasures or 0)))
+                    latest = _furthest(latest, _announced(notice.payload))
+                for notice in self._listener.notifies(timeout=0):  # and of those queued (two writers'
+                    latest = _furthest(latest, _announced(notice.payload))  # barriers commit in any order)
                 return latest
             except psycopg.OperationalError:
                 if self._listener is not None:
@@ -458,3 +456,14 @@ def _too_long(error: psycopg.Error) -> StreamIdTooLongError:
         f"a stream id is too long for PostgreSQL's index ({said}): a relation's spells both of its entities' "
         "names and its type, which together can take at most about 2,700 bytes in a PostgreSQL log (fewer "
         "for text that does not compress); use shorter names or type; nothing was written")
+
+
+def _announced(payload: str) -> tuple[int, int]:
+    head, _, erasures = payload.partition(" ")  # what a commit announces: "head erasures"
+    return int(head), int(erasures or 0)
+
+
+def _furthest(*states: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The furthest head and highest erasure count of `states` (both only grow), or None."""
+    known = [state for state in states if state is not None]
+    return (max(s[0] for s in known), max(s[1] for s in known)) if known else None

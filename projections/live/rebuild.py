@@ -16,6 +16,13 @@ Readers keep using the live slot throughout; the final swap transaction folds wh
 appended meanwhile, moves the pointer and empties the retired slot. A process killed at any
 point leaves the pointer where it was: the live views stay whole, and the next rebuild
 empties the idle slot first.
+
+An erasure while it runs fails a rebuild of views in the log's own environment (other processes
+scrub that file, and know nothing of the idle slot). A cache of a shared log (`forgiving`) goes on:
+what it folded before the erasure and what it reads after are the views of a cache that was away
+during it, and its `EntityForgotten` is folded at the swap as such a cache folds it; the report
+gives the count the fold began at, so the cache's `refresh` then drops what was derived and scrubs
+its file, as at any cache's next use after another server's erasure.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from collections.abc import Callable, Sequence
 
 import lmdb
 import msgspec
-from chronograph.eventstore import EntityForgotten, Envelope, EventLog
+from chronograph.eventstore import EntityForgotten, Envelope, EventLog, LogReader
 from chronograph.eventstore.lmdb import resident
 from chronograph.projections.errors import RebuildError
 from chronograph.projections.fold import apply_all
@@ -88,7 +95,8 @@ class RebuildReport(msgspec.Struct, frozen=True):
     segments: int = 0
     """Segments of the log folded onto the views written, past `FOLD_RECORDS` records in memory."""
     erasures: int = 0
-    """The log's erasure count the views were folded at (an erasure while it ran fails the rebuild)."""
+    """The log's erasure count when the fold began: views made at it, or (`forgiving`) an erasure
+    since is folded as a cache that was away folds it, and its owner's `refresh` scrubs after."""
 
 
 class _Clock:
@@ -110,6 +118,8 @@ def rebuild(
     tables_of: Callable[[int], Tables],
     progress: Progress | None = None,
     foreign: Sequence[lmdb._Database] = (),
+    *,
+    forgiving: bool = False,
 ) -> RebuildReport:
     """Rebuild every view from position 1 into the idle slot and make it the live one.
 
@@ -117,14 +127,16 @@ def rebuild(
     are what other versions of Chronograph derived from the log (other view formats): when
     no other process has the store open, they are emptied too, so that the pages an upgrade
     left behind hold the new views (a version that opens the store again folds its own anew).
+    `forgiving`: an erasure while it runs does not fail it (a cache of a shared log: see above).
 
     Raises:
-        RebuildError: If another rebuild swapped in first, or an entity was forgotten while
-            it ran; the live views stay as they were.
+        RebuildError: If another rebuild swapped in first, or (unless `forgiving`) an entity was
+            forgotten while it ran; the live views stay as they were.
     """
     env = binding.env
     with env.alone() as alone:
-        return _rebuild(log, binding, pointer, snapshots, tables_of, progress, foreign if alone else None)
+        return _rebuild(log, binding, pointer, snapshots, tables_of, progress, foreign if alone else None,
+                        forgiving)
 
 
 def _rebuild(
@@ -135,6 +147,7 @@ def _rebuild(
     tables_of: Callable[[int], Tables],
     progress: Progress | None,
     foreign: Sequence[lmdb._Database] | None,
+    forgiving: bool,
 ) -> RebuildReport:
     alone = foreign is not None
     started = time.perf_counter()
@@ -167,6 +180,7 @@ def _rebuild(
     with log.read() as reader:
         erasures = reader.erasures()
         head = reader.head()
+    refused = None if forgiving else erasures  # the count an erasure must not move while it runs
     state = DictState()
     saved = 0
     with paused_gc():
@@ -175,8 +189,7 @@ def _rebuild(
         start, folded = 1, head
         for stop in [*range(spacing, head, spacing), head]:
             with log.read() as reader:
-                if reader.erasures() != erasures:
-                    raise RebuildError(_FORGOTTEN)
+                _unerased(reader, refused)
                 clock.lap("decode")
                 for batch in reader.batches(start, stop, batch_size=FOLD_BATCH, slim=True):
                     clock.lap("decode")
@@ -210,9 +223,9 @@ def _rebuild(
         def unchanged(txn: lmdb.Transaction) -> None:
             if pointer.generation(txn) != live_now:  # the idle slot may have become the live one
                 raise RebuildError("another rebuild swapped in its views first; nothing was changed")
-            with binding.log_in(txn) as reader:
-                if reader.erasures() != erasures:
-                    raise RebuildError(_FORGOTTEN)
+            if refused is not None:
+                with binding.log_in(txn) as reader:
+                    _unerased(reader, refused)
 
         def empty(txn: lmdb.Transaction) -> None:
             unchanged(txn)
@@ -245,7 +258,7 @@ def _rebuild(
             progress("write", size, size)
         segments = 0
         if folded < head:
-            segments, changed = _fold_onto(binding, tables, folded, head, erasures, unchanged, progress, clock)
+            segments, changed = _fold_onto(binding, tables, folded, head, refused, unchanged, progress, clock)
             keys += changed
 
     def swap(txn: lmdb.Transaction) -> bool:
@@ -272,7 +285,7 @@ def _fold_onto(
     tables: Tables,
     folded: int,
     head: int,
-    erasures: int,
+    refused: int | None,
     unchanged: Callable[[lmdb.Transaction], None],
     progress: Progress | None,
     clock: _Clock,
@@ -285,8 +298,7 @@ def _fold_onto(
     while folded < head:
         segments += 1
         with binding.read() as (reader, txn):
-            if reader.erasures() != erasures:
-                raise RebuildError(_FORGOTTEN)
+            _unerased(reader, refused)
             segment = Segment(LmdbState(txn, tables))
             clock.lap("decode")
             for batch in reader.batches(folded + 1, head, batch_size=FOLD_BATCH, slim=True):
@@ -341,4 +353,7 @@ def _forgetting(batch: Sequence[Envelope]) -> int | None:
     return None
 
 
-_FORGOTTEN = "an entity was forgotten while the rebuild folded the log; nothing was changed: run the rebuild again"
+def _unerased(reader: LogReader, refused: int | None) -> None:
+    """Fail the rebuild if the log's erasure count is no longer `refused` (None: any will do)."""
+    if refused is not None and reader.erasures() != refused:
+        raise RebuildError("an entity was forgotten while the views were folded from the log; nothing was changed")

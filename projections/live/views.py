@@ -134,20 +134,26 @@ class Views:
             self.refresh()
 
     def _first_build(self, progress: Progress | None, tries: int = 3) -> tuple[int | None, int]:
-        """Build the views of a store that has none: the erasure count they were made at and 0, or
+        """Build the views of a store that has none: the erasure count their fold began at and 0, or
         None and the generation another process built meanwhile (two servers started together on a
-        new store: the one whose rebuild loses the race takes the winner's views, rather than fail)."""
+        new store: the one whose rebuild loses the race takes the winner's views, rather than fail).
+
+        Raises:
+            RebuildError: If an entity was forgotten during each of `tries` folds (in the log's own
+                file only: a cache of a shared log is built whatever is forgotten, see `rebuild`).
+        """
         attempt = 1
         while True:
             try:
                 return self.rebuild(progress).erasures, 0
-            except RebuildError:
+            except RebuildError as error:
                 with self.env.read() as txn:
                     generation = self.pointer.generation(txn)
                 if generation:
                     return None, generation
                 if attempt == tries:  # an entity was forgotten during every try: say so
-                    raise
+                    raise RebuildError(f"the views of {self.log.location} could not be built: {error} (each of "
+                                       f"{tries} times); open the store again") from None
                 attempt += 1
 
     def _missed(self) -> int:
@@ -203,12 +209,17 @@ class Views:
         the store open (`replay --rebuild` after an upgrade: their pages then hold these views).
 
         Raises:
-            RebuildError: If another rebuild swapped in first.
+            RebuildError: If another rebuild swapped in first, or an entity was forgotten while it
+                ran in the log's own file (a cache of a shared log goes on, as one away during the
+                erasure would, and `refresh` scrubs after: here, or at a new cache's opening).
         """
+        remote = not isinstance(self.binding, Colocated)
         report = rebuild(self.log, self.binding, self.pointer, self.snapshots, self._tables_of, progress,
-                         self._foreign if others else ())
+                         self._foreign if others else (), forgiving=remote)
         self.adopt(report.generation)
         self.env.write(self.search.forget)
+        if remote and self._erasures_seen is not None:
+            self.refresh()
         return report
 
     def keep_seed(self, spacing: int = seeding.SPACING, stop: Callable[[], bool] | None = None) -> bool:

@@ -86,6 +86,27 @@ def test_waiting_without_an_append_returns_the_head_when_the_time_is_up(log: pgl
     assert log.wait_for_append(0, timeout=0.2) == 0
 
 
+def test_a_follower_takes_the_furthest_of_announcements_that_arrive_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    import psycopg
+
+    monkeypatch.setattr(pglog, "POLL_INTERVAL", 600.0)  # only an announcement can bring news before the timeout
+    url = database().log_url()
+    log = pglog.PgLog(url)
+    try:
+        for n in range(5):
+            log.append([StreamWrite(f"s{n}", [ObservationsAdded(observations=(str(n),))])], actor="t")
+        assert log.watch(5, timeout=0) == (5, 0)  # listening from here on
+        # Two writers' barriers committed out of order: the newer announcement is delivered first,
+        # in the same packet as the older one.
+        with psycopg.connect(split_url(url)[0], autocommit=True) as other, other.transaction():
+            other.execute(f"NOTIFY {log.schema.channel}, '6 2'")
+            other.execute(f"NOTIFY {log.schema.channel}, '5 1'")
+        # Had the last been taken, the wait would end at the timeout with the head read then (5, 0).
+        assert log.watch(5, timeout=10) == (6, 2)
+    finally:
+        log.close()
+
+
 def test_the_address_names_a_schema_and_hides_the_password() -> None:
     connect, schema, shown = split_url("postgresql://ada:secret@db.example:5433/team?schema=memory_1&sslmode=require")
     assert (schema, shown) == ("memory_1", "postgresql://ada@db.example:5433/team?schema=memory_1")
