@@ -125,8 +125,7 @@ async def test_a_loop_of_links_at_memory_json_is_refused_as_invalid_naming_it(tm
 def kept(memory: Memory) -> projectfiles.ProjectFiles:
     """Every project's files kept around `memory`'s calls, as `serve --project-files` wires them."""
     files = projectfiles.ProjectFiles(always=True)
-    memory.before_call.append(files.before)
-    memory.after_write.append(files.after)
+    files.install(memory)
     return files
 
 
