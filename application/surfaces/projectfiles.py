@@ -18,10 +18,10 @@ descends from (`basedOn`). A file whose revision this log has held is stale; a f
 on our current context is a teammate's next step (taken); anything else was written while
 ours changed too (parked). n2n ignores the two extra fields.
 
-What the files hold once written is recorded beside the views (`knownprojects`): a file that
-still holds it is at most behind the log (a process killed before its mirror), so it is
-rewritten, never folded back (which would bring back what the log deleted, or, erased, left no
-name to tell by).
+The files are rewritten right after each commit (before an erasure's scrub), and what they then
+hold is recorded beside the views (`knownprojects`): a file that still holds it is at most behind
+the log (a process killed before its mirror), so it is rewritten, never folded back (which would
+bring back what the log deleted, or, erased, left no name to tell by).
 
 Writes go through `write_project_file`, the one place that writes into a project (atomic:
 a temporary file, synced, renamed over the target; never through a symbolic link). The files
@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -219,11 +220,14 @@ class ProjectFiles:
         """project root -> (its marker's signature, whether it asks for project files)"""
         self._roots: dict[str, Path] = {}
         """workspace -> the root of the project whose files this process keeps for it"""
+        self._early = threading.local()
+        """`done`: (the arguments of the call whose commit `committed` mirrored, what it came to)"""
 
     def install(self, memory: Memory) -> None:
-        """Keep the projects' files around `memory`'s calls: folded before a call, rewritten and
-        recorded (and said in a forget's answer) after a call that changed them."""
+        """Keep the projects' files around `memory`'s calls: folded before a call, rewritten
+        right after its commit, recorded (and said in a forget's answer) once it is done."""
         memory.before_call.append(self.before)
+        memory.after_commit.append(self.committed)
         memory.after_write.append(self.after)
 
     def enabled(self, project: Project, tool: str = "n2n") -> bool:
@@ -253,7 +257,7 @@ class ProjectFiles:
         self._markers[str(project.root)] = (key, asks)
         return asks
 
-    def _project(self, memory: Memory, tool: Tool, args: Any) -> Project | None:
+    def _project(self, memory: Memory, tool: Tool, args: Any, *, remember: bool = True) -> Project | None:
         if tool.name not in N2N or not isinstance(args, N2nArgs):
             return None
         try:
@@ -265,7 +269,7 @@ class ProjectFiles:
             raise  # the marker is there but no file to read, or the folder is not the one checked
         except ChronographError:
             return None  # the tool itself reports it
-        if self._roots.get(project.workspace) != project.root:  # recorded once a process, for the next ones
+        if remember and self._roots.get(project.workspace) != project.root:  # once a process, for the next ones
             knownprojects.remember(memory, project.workspace, project.root)
         self._roots[project.workspace] = project.root
         return project
@@ -332,12 +336,21 @@ class ProjectFiles:
             else:
                 knownprojects.wrote(memory, workspace, files)
 
-    def _rewrite(self, memory: Memory, tool: Tool, args: Any) -> Rewritten:
+    def committed(self, memory: Memory, tool: Tool, args: Any, written: Written) -> None:
+        """Rewrite the files of the project a call changed right after its commit, before what the
+        command does then (an erasure's scrub, which may wait seconds for readers), so that a
+        process killed meanwhile leaves less behind. It writes nothing to the store (an erasure's
+        pages are not scrubbed yet) and raises nothing: `after` records the files and says what
+        went wrong."""
+        if written.changed:
+            self._early.done = (args, self._rewrite(memory, tool, args, remember=False))
+
+    def _rewrite(self, memory: Memory, tool: Tool, args: Any, *, remember: bool = True) -> Rewritten:
         """Mirror the project of a call that changed it: an n2n call's, or that of any other call's
         workspace whose project's files are kept (`_known`)."""
         project = None
         try:
-            project = self._project(memory, tool, args)
+            project = self._project(memory, tool, args, remember=remember)
             if project is None and isinstance(workspace := getattr(args, "workspace", None), str):
                 project = self._known(memory, tool, workspace)
             return project, None if project is None else self.mirror(memory, project, tool.name), None
@@ -345,11 +358,12 @@ class ProjectFiles:
             return project, None, error
 
     def after(self, memory: Memory, tool: Tool, args: Any, written: Written) -> Written | None:
-        """Mirror the project into its files after a call that changed it: an n2n call, or any
-        other on the workspace of a project whose files are kept (`_known`; a forget above all:
-        the files would give back what it erased), and record what they hold (`knownprojects.wrote`).
-        A forget's answer carries a note on the project's file (`project_file_note`): it goes once
-        the file is rewritten, and says why where it could not be; the answer so completed is returned.
+        """Finish the mirror of a call that changed a project (`committed` wrote its files, or this
+        writes them now): an n2n call, or any other on the workspace of a project whose files are
+        kept (`_known`; a forget above all: the files would give back what it erased). What the
+        files hold is recorded (`knownprojects.wrote`). A forget's answer carries a note on the
+        project's file (`project_file_note`): it goes once the file is rewritten, and says why
+        where it could not be; the answer so completed is returned.
 
         Raises:
             StorageError: If the files of a call other than a forget cannot be written (the change
@@ -357,7 +371,11 @@ class ProjectFiles:
         """
         if not written.changed:
             return None
-        project, files, error = self._rewrite(memory, tool, args)
+        early, self._early.done = getattr(self._early, "done", None), None
+        if early is not None and early[0] is args:  # mirrored right after the commit
+            project, files, error = early[1]
+        else:
+            project, files, error = self._rewrite(memory, tool, args)
         if project is not None and files is not None:
             knownprojects.wrote(memory, project.workspace, files)
         forgot = written.output if isinstance(written.output, ForgetOut) else None

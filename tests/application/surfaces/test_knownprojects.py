@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from chronograph.application import PROFILES, Memory
+from chronograph.application.engine import service
 from chronograph.application.surfaces import knownprojects, projectfiles
 from chronograph.application.surfaces.projectroot import workspace_name
 
@@ -168,6 +169,26 @@ def test_a_project_file_that_differs_only_in_when_it_was_written_is_not_folded(t
     data = mirror.read_bytes()
     mirror.unlink()
     mirror.write_bytes(data)
+    assert names(next_session(tmp_path / "store", root)) == []
+
+
+def test_a_forget_killed_during_its_scrub_has_already_rewritten_the_project_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scrub may wait seconds for readers; the file is rewritten right after the commit, before it."""
+
+    class Killed(BaseException):
+        """The process ends here."""
+
+    def scrub(self: Memory, *args: Any, **kwargs: Any) -> Any:
+        raise Killed
+
+    root = tmp_path / "project"
+    served(tmp_path / "store", root)
+    monkeypatch.setattr(service.Memory, "scrub", scrub)
+    with pytest.raises(Killed):
+        forget(tmp_path / "store", root)
+    monkeypatch.undo()
+    assert "zqx" not in (root / ".mcp" / "memory.json").read_text().lower()
     assert names(next_session(tmp_path / "store", root)) == []
 
 
