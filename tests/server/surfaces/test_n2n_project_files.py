@@ -372,4 +372,4 @@ async def test_a_forget_that_cannot_rewrite_a_project_s_file_says_so_and_what_to
     assert out["scrubbed"] and "Zqx Secret" in (root / ".mcp" / "memory.json").read_text()
     [note] = out["elsewhere"]
     assert f"{workspace!r} is an n2n project's workspace, and its .mcp/memory.json was not rewritten" in note
-    assert "take the entity out of it before that server's next call" in note
+    assert "folds it back if it changed since (an edit, a git pull): take the entity out of it first" in note
