@@ -29,8 +29,7 @@ def measure(base: Path, writes: int) -> dict[str, list[float]]:
         memory = Memory(base / f"store{index}")
         if always is not None:
             files = ProjectFiles(always=always)
-            memory.before_call.append(files.before)
-            memory.after_write.append(files.after)
+            files.install(memory)
         project = base / f"project{index}"
         (project / ".mcp").mkdir(parents=True)
         memories[variant], projects[variant] = memory, project

@@ -114,8 +114,7 @@ class Runtime:
             self._memory.reply_limit = settings.max_reply
             if settings.project_files and settings.profile in ("n2n", "full"):
                 files = ProjectFiles(always=settings.mirror_projects)
-                self._memory.before_call.append(files.before)
-                self._memory.after_write.append(files.after)
+                files.install(self._memory)
             if self._memory.semantic is not None and not self._memory.log.readonly:
                 self._memory.semantic.start(EmbeddingProgress())
             self._memory.keep_images()

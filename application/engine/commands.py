@@ -114,6 +114,9 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
                     memory.teams.discard()
                 raise
             memory.teams.committed()
+            if written.changed:
+                for hook in memory.after_commit:
+                    hook(memory, spec, args, written)
             if batches and batches[-1].afterwards and not written.replayed:
                 output = written.output
                 for then in batches[-1].afterwards:

@@ -170,6 +170,12 @@ class Memory:
         self.before_call: list[Callable[[Memory, Tool, Any], None]] = []
         """Work before a tool runs (given its parsed arguments), outside the store's lock: an
         adapter's, such as folding n2n's project files into the log first."""
+        self.after_commit: list[Callable[[Memory, Tool, Any, Written], None]] = []
+        """Work right after a command that changed the store committed, under the store's lock and
+        before what the command does then (an erasure's scrub, which may wait seconds for readers):
+        an adapter's that should not wait for it (rewriting n2n's project files, so that a process
+        killed meanwhile does not leave them holding what was erased). It must not raise, nor write
+        to the store (an erasure's old pages are not scrubbed yet); `after_write` follows."""
         self.after_write: list[Callable[[Memory, Tool, Any, Written], Written | None]] = []
         """Work after a command committed, outside the store's lock (mirroring project files); one
         may return the call's result completed (what its answer says of the work), or None."""

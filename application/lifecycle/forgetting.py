@@ -213,10 +213,11 @@ def _finished(output: ForgetOut, scrubbed: bool, message: str, elsewhere: list[s
 def project_file_note(workspace: str) -> str:
     """What a forget in an n2n project's workspace says of the project's own copy, its
     `.mcp/memory.json`, until a server that keeps the file rewrites it ("" for another workspace):
-    that file would give back what was erased (`surfaces.projectfiles` takes the note out once it
-    rewrote the file)."""
+    that file, changed since, would give back what was erased (`surfaces.projectfiles` takes the
+    note out once it rewrote the file)."""
     if not workspace.startswith("n2n:"):
         return ""
-    return (f"{workspace!r} is an n2n project's workspace, and its .mcp/memory.json was not rewritten: if a server "
-            "keeps that file (--project-files), take the entity out of it before that server's next call, or the "
-            "call folds it back (forget_entity through a server that keeps the project's files rewrites it)")
+    return (f"{workspace!r} is an n2n project's workspace, and its .mcp/memory.json was not rewritten: a server "
+            "that keeps that file (--project-files) rewrites it at its next call on the project if the file is as "
+            "that store last wrote it, but folds it back if it changed since (an edit, a git pull): take the entity "
+            "out of it first (forget_entity through a server that keeps the project's files rewrites it at once)")

@@ -18,6 +18,11 @@ descends from (`basedOn`). A file whose revision this log has held is stale; a f
 on our current context is a teammate's next step (taken); anything else was written while
 ours changed too (parked). n2n ignores the two extra fields.
 
+The files are rewritten right after each commit (before an erasure's scrub), and what they then
+hold is recorded beside the views (`knownprojects`): a file that still holds it is at most behind
+the log (a process killed before its mirror), so it is rewritten, never folded back (which would
+bring back what the log deleted, or, erased, left no name to tell by).
+
 Writes go through `write_project_file`, the one place that writes into a project (atomic:
 a temporary file, synced, renamed over the target; never through a symbolic link). The files
 read and written are those of the project the call resolved for its grant check, reached
@@ -29,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,6 +44,7 @@ from chronograph.application.engine.service import Memory, Written
 from chronograph.application.errors import ChronographError, StorageError
 from chronograph.application.lifecycle.forgetting import ForgetOut, project_file_note
 from chronograph.application.surfaces import knownprojects
+from chronograph.application.surfaces.knownprojects import Mirrored
 from chronograph.application.surfaces.n2n import N2N, N2nArgs, project_graph
 from chronograph.application.surfaces.projectfold import (
     ACTOR,
@@ -131,7 +138,15 @@ def read_project_file(path: Path, *, pinned: bool = False) -> bytes | None:
 
 
 def _read_json(path: Path) -> Any:
-    data = read_project_file(path)
+    return _json(path, read_project_file(path))
+
+
+def _json(path: Path, data: bytes | None) -> Any:
+    """The JSON of the project file at `path`, whose bytes are `data` (None: no file).
+
+    Raises:
+        ProjectFileError: If it is not valid JSON.
+    """
     if data is None:
         return None
     try:
@@ -186,6 +201,10 @@ def _not_mirrored(error: ProjectChangedError) -> StorageError:
     return StorageError(f"The change is in the log, but the project files were not written: {error}")
 
 
+Rewritten = tuple[Project | None, Mirrored | None, ChronographError | None]
+"""A call's mirror: its project (None: none kept), what its files hold (None: unwritten), why not."""
+
+
 class ProjectFiles:
     """Keeps the projects' `.mcp` files and their workspaces in step, around n2n's calls.
 
@@ -201,6 +220,15 @@ class ProjectFiles:
         """project root -> (its marker's signature, whether it asks for project files)"""
         self._roots: dict[str, Path] = {}
         """workspace -> the root of the project whose files this process keeps for it"""
+        self._early = threading.local()
+        """`done`: (the arguments of the call whose commit `committed` mirrored, what it came to)"""
+
+    def install(self, memory: Memory) -> None:
+        """Keep the projects' files around `memory`'s calls: folded before a call, rewritten
+        right after its commit, recorded (and said in a forget's answer) once it is done."""
+        memory.before_call.append(self.before)
+        memory.after_commit.append(self.committed)
+        memory.after_write.append(self.after)
 
     def enabled(self, project: Project, tool: str = "n2n") -> bool:
         """Whether the files of `project` are kept: the server says so, or the project's marker
@@ -229,7 +257,7 @@ class ProjectFiles:
         self._markers[str(project.root)] = (key, asks)
         return asks
 
-    def _project(self, memory: Memory, tool: Tool, args: Any) -> Project | None:
+    def _project(self, memory: Memory, tool: Tool, args: Any, *, remember: bool = True) -> Project | None:
         if tool.name not in N2N or not isinstance(args, N2nArgs):
             return None
         try:
@@ -241,7 +269,7 @@ class ProjectFiles:
             raise  # the marker is there but no file to read, or the folder is not the one checked
         except ChronographError:
             return None  # the tool itself reports it
-        if self._roots.get(project.workspace) != project.root:  # recorded once a process, for the next ones
+        if remember and self._roots.get(project.workspace) != project.root:  # once a process, for the next ones
             knownprojects.remember(memory, project.workspace, project.root)
         self._roots[project.workspace] = project.root
         return project
@@ -273,7 +301,9 @@ class ProjectFiles:
         return project
 
     def before(self, memory: Memory, tool: Tool, args: Any) -> None:
-        """Fold the project's files into the log if they changed since this process last saw them.
+        """Fold the project's files into the log if they changed since this process last saw them,
+        unless they hold what this store last wrote into them (`knownprojects.mirrored`): behind
+        the log at most, they are rewritten, not folded.
 
         Raises:
             ProjectFileError: If a file is not n2n's JSON (a merge conflict left in it, say).
@@ -288,21 +318,50 @@ class ProjectFiles:
             mcp = root / ".mcp"
             if self._seen.get(key) == _signature(mcp):
                 return
-            graph, context = _read_json(mcp / MEMORY_FILE), _read_json(mcp / CONTEXT_FILE)
+            graph, context = read_project_file(mcp / MEMORY_FILE), read_project_file(mcp / CONTEXT_FILE)
+            ours = knownprojects.mirrored(memory, workspace)
+            if ours is not None:  # as this store wrote them: nothing the log did not hold
+                graph = None if Mirrored.of(graph) == ours.graph else graph
+                context = None if Mirrored.of(context) == ours.context else context
+            graph, context = _json(mcp / MEMORY_FILE, graph), _json(mcp / CONTEXT_FILE, context)
             if graph is not None or context is not None:
                 if not isinstance(graph or {}, dict) or not isinstance(context or {}, dict):
                     raise ProjectFileError("A project file in .mcp is not a JSON object; nothing was folded")
                 memory.write(FILES["fold_project_files"], {"workspace": workspace, "graph": graph or {},
                                                            "context": context}, actor=ACTOR)
             try:
-                self._mirror(memory, project, root, tool.name)
+                files = self._mirror(memory, project, root, tool.name)
             except StorageError:  # the call goes on (a read, a delete that brings the files back under
                 self._seen[key] = _signature(mcp)  # their cap); the next write's mirror says why
+            else:
+                knownprojects.wrote(memory, workspace, files)
+
+    def committed(self, memory: Memory, tool: Tool, args: Any, written: Written) -> None:
+        """Rewrite the files of the project a call changed right after its commit, before what the
+        command does then (an erasure's scrub, which may wait seconds for readers), so that a
+        process killed meanwhile leaves less behind. It writes nothing to the store (an erasure's
+        pages are not scrubbed yet) and raises nothing: `after` records the files and says what
+        went wrong."""
+        if written.changed:
+            self._early.done = (args, self._rewrite(memory, tool, args, remember=False))
+
+    def _rewrite(self, memory: Memory, tool: Tool, args: Any, *, remember: bool = True) -> Rewritten:
+        """Mirror the project of a call that changed it: an n2n call's, or that of any other call's
+        workspace whose project's files are kept (`_known`)."""
+        project = None
+        try:
+            project = self._project(memory, tool, args, remember=remember)
+            if project is None and isinstance(workspace := getattr(args, "workspace", None), str):
+                project = self._known(memory, tool, workspace)
+            return project, None if project is None else self.mirror(memory, project, tool.name), None
+        except ChronographError as error:
+            return project, None, error
 
     def after(self, memory: Memory, tool: Tool, args: Any, written: Written) -> Written | None:
-        """Mirror the project into its files after a call that changed it: an n2n call, or any
-        other on the workspace of a project whose files are kept (`_known`; a forget above all:
-        the files would give back what it erased). A forget's answer carries a note on the
+        """Finish the mirror of a call that changed a project (`committed` wrote its files, or this
+        writes them now): an n2n call, or any other on the workspace of a project whose files are
+        kept (`_known`; a forget above all: the files would give back what it erased). What the
+        files hold is recorded (`knownprojects.wrote`). A forget's answer carries a note on the
         project's file (`project_file_note`): it goes once the file is rewritten, and says why
         where it could not be; the answer so completed is returned.
 
@@ -312,30 +371,32 @@ class ProjectFiles:
         """
         if not written.changed:
             return None
+        early, self._early.done = getattr(self._early, "done", None), None
+        if early is not None and early[0] is args:  # mirrored right after the commit
+            project, files, error = early[1]
+        else:
+            project, files, error = self._rewrite(memory, tool, args)
+        if project is not None and files is not None:
+            knownprojects.wrote(memory, project.workspace, files)
         forgot = written.output if isinstance(written.output, ForgetOut) else None
         note = "" if forgot is None else project_file_note(args.workspace)
-        try:
-            project = self._project(memory, tool, args)
-            if project is None and isinstance(workspace := getattr(args, "workspace", None), str):
-                project = self._known(memory, tool, workspace)
-            if project is not None:
-                self.mirror(memory, project, tool.name)
-        except ChronographError as error:
+        if error is not None:
             if forgot is not None and note:  # the erasure is done and answered: the answer says what is left, and why
                 said = [f"{n}. This server keeps the project's files, but could not rewrite them: {error}"
                         if n == note else n for n in forgot.elsewhere]
                 return msgspec.structs.replace(written, output=msgspec.structs.replace(forgot, elsewhere=said))
             if isinstance(error, ProjectChangedError):
                 raise _not_mirrored(error) from None
-            raise
+            raise error
         if forgot is None or not note or project is None:
             return None
         return msgspec.structs.replace(written, output=msgspec.structs.replace(
             forgot, elsewhere=[n for n in forgot.elsewhere if n != note],
             message=f"{forgot.message}; {project.root / '.mcp' / MEMORY_FILE} rewritten without it"))
 
-    def mirror(self, memory: Memory, project: Project, tool: str = "n2n") -> None:
-        """Write the project's graph and hot context into its `.mcp` files, in n2n's format.
+    def mirror(self, memory: Memory, project: Project, tool: str = "n2n") -> Mirrored:
+        """Write the project's graph and hot context into its `.mcp` files, in n2n's format; return
+        what they hold now (for `knownprojects.wrote`, once no erasure awaits its scrub).
 
         Holding the store's lock throughout, so that two calls' mirrors cannot land out of order.
 
@@ -346,12 +407,13 @@ class ProjectFiles:
         with memory.lock:
             try:
                 with project.pinned(tool) as root:
-                    self._mirror(memory, project, root, tool)
+                    return self._mirror(memory, project, root, tool)
             except ProjectChangedError as error:
                 raise _not_mirrored(error) from None
 
-    def _mirror(self, memory: Memory, project: Project, root: Path, tool: str) -> None:
-        """Write the files into `root`, the project's folder as `Project.pinned` reaches it."""
+    def _mirror(self, memory: Memory, project: Project, root: Path, tool: str) -> Mirrored:
+        """Write the files into `root`, the project's folder as `Project.pinned` reaches it; return
+        what they hold now."""
         workspace = project.workspace
         graph = project_graph(memory, workspace)
         entities = [{"name": e["name"], "entityType": e["entityType"], "observations": sorted(e["observations"])}
@@ -359,19 +421,20 @@ class ProjectFiles:
         relations = sorted(({"from": r["from"], "to": r["to"], "relationType": r["relationType"]}
                             for r in graph["relations"]), key=lambda r: (r["from"], r["to"], r["relationType"]))
         shown, mcp = project.root / ".mcp", None
+        text = json.dumps({"entities": entities, "relations": relations}, indent=2, ensure_ascii=False) + "\n"
+        context = self._context(memory, workspace)
+        hot = None if context is None else json.dumps(context, indent=2, ensure_ascii=False) + "\n"
         try:
             with project.pinned(tool, ".mcp") as mcp:  # the folder itself, never a link put there since
-                write_project_file(mcp / MEMORY_FILE, json.dumps({"entities": entities, "relations": relations},
-                                                                 indent=2, ensure_ascii=False) + "\n", root=root)
-                context = self._context(memory, workspace)
-                if context is not None:
-                    write_project_file(mcp / CONTEXT_FILE, json.dumps(context, indent=2, ensure_ascii=False) + "\n",
-                                       root=root)
+                write_project_file(mcp / MEMORY_FILE, text, root=root)
+                if hot is not None:
+                    write_project_file(mcp / CONTEXT_FILE, hot, root=root)
         except OSError as error:
             said = _as_shown(_as_shown(str(error), mcp, shown), root, project.root)
             raise StorageError(f"The change is in the log, but the project files in {shown} could not be written: "
                                f"{said}. The next call tries again") from None
         self._seen[str(project.root)] = _signature(root / ".mcp")
+        return Mirrored(Mirrored.of(text.encode("utf-8")), None if hot is None else Mirrored.of(hot.encode("utf-8")))
 
     def _context(self, memory: Memory, workspace: str) -> dict[str, Any] | None:
         with memory.lock, memory.timeline.at("mirror") as moment:

@@ -1,6 +1,8 @@
 """Where the projects whose files are kept are, remembered beside the views: a later process
 asked to change a project's workspace by its name alone finds the files, and a forget's answer
-says what it did with them, or why it could not."""
+says what it did with them, or why it could not. And what those files held when the store last
+wrote them: a process killed between a change and its mirror leaves them behind the log, and
+the next one rewrites them instead of folding back what the log deleted or erased."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 
 import pytest
 from chronograph.application import PROFILES, Memory
+from chronograph.application.engine import service
 from chronograph.application.surfaces import knownprojects, projectfiles
 from chronograph.application.surfaces.projectroot import workspace_name
 
@@ -18,8 +21,7 @@ N2N = PROFILES["n2n"].tools
 
 def kept(memory: Memory, *, always: bool) -> None:
     files = projectfiles.ProjectFiles(always=always)
-    memory.before_call.append(files.before)
-    memory.after_write.append(files.after)
+    files.install(memory)
 
 
 def served(store: Path, root: Path, *, always: bool = True, asks: bool = False) -> None:
@@ -81,3 +83,120 @@ def test_a_forget_whose_project_file_cannot_be_written_answers_with_the_erasure_
     assert out.scrubbed and out.entities == 1
     [note] = out.elsewhere
     assert "was not rewritten" in note and "could not rewrite them" in note and "past the 10" in note
+
+
+def killed(store: Path, root: Path, tool: str, arguments: dict[str, Any]) -> None:
+    """`tool` on the project's workspace, committed by a process killed before it rewrote the
+    project's files: the change is in the log, the files are as the last mirror left them."""
+    with Memory(store, sync=False) as memory:  # no hook runs after the commit: the files stay behind
+        memory.write(tool, {"workspace": workspace_name(root), **arguments}, actor="agent")
+
+
+def next_session(store: Path, root: Path) -> dict[str, Any]:
+    """The next session's first n2n call on the project (which folds its files, if it should)."""
+    with Memory(store, sync=False) as memory:
+        kept(memory, always=True)
+        return memory.read(N2N["n2n_read_graph"], {"projectPath": str(root)}).reply
+
+
+def names(graph: dict[str, Any]) -> list[str]:
+    return sorted(e["name"] for e in graph["graph"]["entities"])
+
+
+def test_a_forget_killed_before_the_project_file_was_rewritten_is_not_folded_back_by_the_next_session(
+        tmp_path: Path) -> None:
+    """The file still holds what was erased; the log no longer knows the name, so a fold would
+    create the entity again, erased observation and all, as the actor "project file"."""
+    root = tmp_path / "project"
+    served(tmp_path / "store", root)
+    killed(tmp_path / "store", root, "forget_entity", {"name": "Zqx Secret", "reason": "asked"})
+    assert "zqx phone" in (root / ".mcp" / "memory.json").read_text()
+    assert names(next_session(tmp_path / "store", root)) == []
+    assert "zqx" not in (root / ".mcp" / "memory.json").read_text().lower()  # rewritten from the log
+    assert names(next_session(tmp_path / "store", root)) == []
+
+
+@pytest.mark.parametrize(("tool", "arguments", "after"), [
+    ("rename_entity", {"name": "Old", "newName": "New"}, ["Keep", "New"]),
+    ("merge_entities", {"target": "Keep", "sources": ["Old"]}, ["Keep"]),
+    ("delete_entities", {"entityNames": ["Old"]}, ["Keep"]),
+    ("delete_observations", {"deletions": [{"entityName": "Old", "observations": ["a fact"]}]}, ["Keep", "Old"]),
+    ("delete_relations", {"relations": [{"from": "Old", "to": "Keep", "relationType": "knows"}]}, ["Keep", "Old"]),
+])
+def test_a_change_killed_before_the_mirror_parks_no_conflict_at_the_next_session(
+        tmp_path: Path, tool: str, arguments: dict[str, Any], after: list[str]) -> None:
+    """The stale file holds what the change took away: folded, each was parked as a conflict
+    ("The project file holds entity 'Old', which this memory deleted")."""
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    with Memory(tmp_path / "store", sync=False) as memory:
+        kept(memory, always=True)
+        project = {"projectPath": str(root), "confirmNewProjectRoot": str(root)}
+        memory.write(N2N["n2n_add_entities"], {**project, "entities": [
+            {"name": "Old", "entityType": "PERSON", "observations": ["a fact"]},
+            {"name": "Keep", "entityType": "PERSON", "observations": ["k"]}]}, actor="agent")
+        memory.write(N2N["n2n_create_relations"], {**project, "relations": [
+            {"from": "Old", "to": "Keep", "relationType": "knows"}]}, actor="agent")
+    before = (root / ".mcp" / "memory.json").read_text()
+    killed(tmp_path / "store", root, tool, arguments)
+    assert (root / ".mcp" / "memory.json").read_text() == before
+    graph = next_session(tmp_path / "store", root)
+    assert names(graph) == after  # no "Project file conflicts"
+    if tool == "delete_observations":
+        assert [e["observations"] for e in graph["graph"]["entities"] if e["name"] == "Old"] == [[]]
+    assert json.loads((root / ".mcp" / "memory.json").read_text())["entities"] == [
+        {"name": e["name"], "entityType": e["entityType"], "observations": sorted(e["observations"])}
+        for e in sorted(graph["graph"]["entities"], key=lambda e: e["name"])]
+
+
+def test_a_project_file_changed_since_the_store_wrote_it_is_still_folded(tmp_path: Path) -> None:
+    """What tells a stale mirror from a hand edit or a `git pull` is what the file holds, not when."""
+    root = tmp_path / "project"
+    served(tmp_path / "store", root)
+    mirror = root / ".mcp" / "memory.json"
+    graph = json.loads(mirror.read_text())
+    graph["entities"].append({"name": "By Hand", "entityType": "NOTE", "observations": ["typed in"]})
+    mirror.write_text(json.dumps(graph))
+    assert names(next_session(tmp_path / "store", root)) == ["By Hand", "Zqx Secret"]
+
+
+def test_a_project_file_that_differs_only_in_when_it_was_written_is_not_folded(tmp_path: Path) -> None:
+    """A checkout that writes the file again, byte for byte, changes nothing it holds."""
+    root = tmp_path / "project"
+    served(tmp_path / "store", root)
+    killed(tmp_path / "store", root, "delete_entities", {"entityNames": ["Zqx Secret"]})
+    mirror = root / ".mcp" / "memory.json"
+    data = mirror.read_bytes()
+    mirror.unlink()
+    mirror.write_bytes(data)
+    assert names(next_session(tmp_path / "store", root)) == []
+
+
+def test_a_forget_killed_during_its_scrub_has_already_rewritten_the_project_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scrub may wait seconds for readers; the file is rewritten right after the commit, before it."""
+
+    class Killed(BaseException):
+        """The process ends here."""
+
+    def scrub(self: Memory, *args: Any, **kwargs: Any) -> Any:
+        raise Killed
+
+    root = tmp_path / "project"
+    served(tmp_path / "store", root)
+    monkeypatch.setattr(service.Memory, "scrub", scrub)
+    with pytest.raises(Killed):
+        forget(tmp_path / "store", root)
+    monkeypatch.undo()
+    assert "zqx" not in (root / ".mcp" / "memory.json").read_text().lower()
+    assert names(next_session(tmp_path / "store", root)) == []
+
+
+def test_what_the_project_files_hold_is_recorded_once_they_are_written(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    served(tmp_path / "store", root)
+    with Memory(tmp_path / "store", sync=False) as memory:
+        recorded = knownprojects.mirrored(memory, workspace_name(root))
+        assert recorded == knownprojects.Mirrored(
+            knownprojects.Mirrored.of((root / ".mcp" / "memory.json").read_bytes()), None)  # no hot context
+        assert knownprojects.mirrored(memory, "n2n:other:0123456789abcdef") is None

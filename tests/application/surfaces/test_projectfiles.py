@@ -125,8 +125,7 @@ async def test_a_loop_of_links_at_memory_json_is_refused_as_invalid_naming_it(tm
 def kept(memory: Memory) -> projectfiles.ProjectFiles:
     """Every project's files kept around `memory`'s calls, as `serve --project-files` wires them."""
     files = projectfiles.ProjectFiles(always=True)
-    memory.before_call.append(files.before)
-    memory.after_write.append(files.after)
+    files.install(memory)
     return files
 
 
@@ -164,7 +163,7 @@ def test_a_project_folder_swapped_after_the_check_has_its_files_neither_read_nor
         if when == "before":
             two.after_the_check(swap)
         else:
-            memory.after_write.insert(0, lambda memory, tool, args, written: swap())
+            memory.after_commit.insert(0, lambda memory, tool, args, written: swap())
         with pytest.raises(ChronographError) as refused:
             two.write("n2n_add_entities", {"entities": [{"name": "Planted", "entityType": "t", "observations": []}]},
                       two.mine)

@@ -338,6 +338,24 @@ async def test_a_delete_through_a_new_server_rewrites_the_files_of_a_project_onl
     assert "zqx" not in (root / ".mcp" / "memory.json").read_text().lower()
 
 
+async def test_a_forget_whose_server_never_rewrote_the_file_is_not_folded_back_by_the_next_server(
+        tmp_path: Path) -> None:
+    """A server killed between a forget's commit and the file's rewrite, or one that keeps no
+    project files, leaves the file as the last mirror wrote it: the next server that keeps it
+    rewrites it from the log, and creates nothing again."""
+    root, workspace = zqx_project(tmp_path)
+    await zqx_served(tmp_path, root)
+    settings = Settings(store=tmp_path / "store", embeddings="off", profile="full", project_files=False)
+    async with Client(create_server(settings)) as client:
+        await call(client, "forget_entity", {"workspace": workspace, "name": "Zqx Secret", "reason": "asked"})
+    assert "Zqx Secret" in (root / ".mcp" / "memory.json").read_text()
+    settings = Settings(store=tmp_path / "store", embeddings="off", profile="n2n", mirror_projects=True)
+    async with Client(create_server(settings)) as client:
+        graph, _ = await memory_of(client, root)
+    assert [e["name"] for e in graph["entities"]] == ["Cache"]
+    assert "zqx" not in (root / ".mcp" / "memory.json").read_text().lower()
+
+
 @pytest.mark.parametrize("why", ["no project files", "moved"])
 async def test_a_forget_that_cannot_rewrite_a_project_s_file_says_so_and_what_to_do(tmp_path: Path, why: str) -> None:
     """A server that keeps no project files (over HTTP without --allow-http-export, or another
@@ -354,4 +372,4 @@ async def test_a_forget_that_cannot_rewrite_a_project_s_file_says_so_and_what_to
     assert out["scrubbed"] and "Zqx Secret" in (root / ".mcp" / "memory.json").read_text()
     [note] = out["elsewhere"]
     assert f"{workspace!r} is an n2n project's workspace, and its .mcp/memory.json was not rewritten" in note
-    assert "take the entity out of it before that server's next call" in note
+    assert "folds it back if it changed since (an edit, a git pull): take the entity out of it first" in note
