@@ -295,7 +295,8 @@ def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshol
             spread_among: Callable[[EntityRecord], bool] | None = None) -> tuple[list[Hit], int]:
     """The live entities nearest `query` in meaning, at least `threshold` similar, and the
     position the embeddings are current through. An entity is near by what it holds true at
-    `valid` (µs): an observation whose valid time ended (or has not begun) finds nothing. With `spread_among`, a hit of one
+    `valid` (µs): an observation whose valid time ended (or has not begun) finds nothing. With
+    `spread_among`, a hit of one
     observation it accepts that nearly repeats a better one it accepts ranks lower (and scores
     less: `novelty.spread`), after the threshold; those it refuses (an answer's filters) come
     last, as they were.
