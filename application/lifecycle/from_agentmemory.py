@@ -280,7 +280,9 @@ class _Import:
         report.tags += sum(len(e["tags"]) for e in entries)
         if self.memory is None:
             return
-        items, later, known = [], [], []  # later: (entry, our id if held, the versions it still needs)
+        items, known = [], []
+        # (entry, our id if the store holds it, the versions it still needs)
+        later: list[tuple[dict[str, Any], str | None, list[dict[str, Any]]]] = []
         resumed = 0
         for entry in entries:
             scope = self._scope(entry["scope_type"], entry["scope_id"])
