@@ -16,22 +16,22 @@ a random name: never one planted in advance), synced, then linked into place (wh
 if the name was taken meanwhile) or renamed over the old file when asked, and the folder
 synced: a crash leaves the old file or the new one, never a mix. The folder is opened once
 and every step works relative to it, so a path swapped halfway cannot redirect the write.
+A write first removes the temporary files that killed writes on this host left in its folder
+(`leftovers.sweep_partials`).
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import secrets
-import shutil
 import stat
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from glob import escape as glob_escape
 from pathlib import Path
 from typing import BinaryIO
 
 from chronograph.eventstore.errors import EventStoreError
+from chronograph.eventstore.leftovers import orphans, partial_name, sweep_orphans, sweep_partials
 
 __all__ = ["DATA_FILE", "LOCK_FILE", "STORE_FILES", "ReadRefused", "WriteRefused", "check_target", "guarded_file",
            "read_regular", "store_of", "orphans", "sweep_orphans", "write_file"]
@@ -130,57 +130,6 @@ def store_of(path: str | os.PathLike[str]) -> Path | None:
     return None
 
 
-def orphans(folder: Path, prefix: str) -> list[Path]:
-    """The folders in `folder` named `<prefix><pid>-...` whose process `pid` is gone: temporary
-    folders of commands killed before they could remove them. One of a live process (as far as
-    this host can tell), of this one, a link, or a name that holds no process id is not one."""
-    found = []
-    try:
-        candidates = list(folder.glob(f"{glob_escape(prefix)}*-*"))
-    except OSError:
-        return []
-    for path in candidates:
-        pid = path.name.removeprefix(prefix).partition("-")[0]
-        if pid.isascii() and pid.isdigit() and len(pid) <= 9 and int(pid) != os.getpid() \
-                and not path.is_symlink() and not _alive(int(pid)):
-            found.append(path)
-    return found
-
-
-def sweep_orphans(folder: Path, prefix: str, holds: Mapping[str, Collection[str]] | None = None) -> int:
-    """Remove the `orphans` in `folder` named with `prefix`; return how many went (one this user
-    may not remove is left). With `holds` (a folder's name -> the files it may hold), only those
-    holding nothing but such folders (a command's scratch copy of a store: `{"store": LMDB's
-    files}`), so that a folder of the user's of a like name stays."""
-    swept = 0
-    for path in orphans(folder, prefix):
-        if holds is not None and not _holds_only(path, holds):
-            continue
-        shutil.rmtree(path, ignore_errors=True)
-        swept += not os.path.lexists(path)
-    return swept
-
-
-def _holds_only(path: Path, folders: Mapping[str, Collection[str]]) -> bool:
-    """Whether `path` holds nothing but `folders` (no links), each nothing but its files."""
-    try:
-        with os.scandir(path) as entries:
-            return all(entry.name in folders and entry.is_dir(follow_symlinks=False)
-                       and set(os.listdir(entry.path)) <= set(folders[entry.name]) for entry in entries)
-    except OSError:
-        return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's (EPERM), or a number no process can have
-        return True
-    return True
-
-
 def check_target(
     path: str | os.PathLike[str],
     *,
@@ -236,8 +185,8 @@ def guarded_file(
     fd = _open_folder(target, folder, within)
     try:
         _check_name(target, fd, name, overwrite, flag)
-        _sweep_partials(fd, name)
-        temporary = f".{name[:200]}.{os.getpid()}-{secrets.token_hex(6)}.partial"
+        sweep_partials(fd, name)
+        temporary = partial_name(name)
         descriptor = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
                              dir_fd=fd)
         if overwrite:
@@ -277,19 +226,6 @@ def _keep_access(fd: int, name: str, descriptor: int) -> None:
     if acl is not None:
         os.setxattr(descriptor, _ACL, acl)  # (it sets the mode bits too: narrowed again below)
     os.fchmod(descriptor, narrowed)
-
-
-def _sweep_partials(fd: int, name: str) -> None:
-    """Remove the temporary files of writes of `name` into the folder `fd` whose process is
-    gone (a backup or an export killed before its end left one nearly the size of the file)."""
-    prefix, suffix = f".{name[:200]}.", ".partial"
-    with suppress(OSError):
-        for entry in os.listdir(fd):
-            pid = entry.removeprefix(prefix).partition("-")[0] if entry.endswith(suffix) else ""
-            if entry.startswith(prefix) and pid.isascii() and pid.isdigit() and len(pid) <= 9 \
-                    and int(pid) != os.getpid() and not _alive(int(pid)):
-                with suppress(FileNotFoundError):
-                    os.unlink(entry, dir_fd=fd)
 
 
 def write_file(path: str | os.PathLike[str], data: bytes, **options: object) -> int:

@@ -21,7 +21,8 @@ actor "import").
 Importing the same file again changes nothing: existing entities only gain observations
 they lack, existing relations are skipped. The fork's createdAt/version are kept in each
 entity's metadata (importedCreatedAt, importedVersion). Bad lines are reported with their
-line numbers (one line per kind of problem: its count and first lines), relations whose
+line numbers (one line per kind of problem: its count and first lines; another server's
+records by their place in it: a memory's number and id, a note, a database's entity), relations whose
 ends exist nowhere are reported, not dropped in silence, and an entity whose type differs
 from the stored one is reported as a conflict (the stored type is kept, its observations
 merged). Without --strict the good lines are
@@ -113,7 +114,7 @@ def _run_file(args: argparse.Namespace, staged: Staged, actor: str) -> int:
             bad = job.problems.count_of(NOT_JSON)
             print(f"chronograph import: {args.file} is not a memory file (JSONL or JSON): {bad:,} of its "
                   f"{job.lines:,} lines are not JSON; nothing was written", file=sys.stderr)
-            report_problems(job)
+            report_problems(job, staged)
             return 1
         named = [section.workspace for section in job.sections.values() if section.named]
         if named and args.workspace is not None:
@@ -135,14 +136,16 @@ def _run_file(args: argparse.Namespace, staged: Staged, actor: str) -> int:
         if not existed:  # nothing is stored yet: decide before creating anything
             job.check_ends(None)
             if job.empty or (job.problems and args.strict):
-                return _refuse(job, args)
+                return _refuse(job, args, staged)
         try:
             with Memory(store, cache=args.cache) as memory:
                 if existed:
                     job.check_ends(memory)
                     if job.problems and args.strict:
-                        return _refuse(job, args)
+                        return _refuse(job, args, staged)
                 reports = job.write(memory)
+                for _, report in reports:  # they name lines of the file read: another server's are its records
+                    report.conflicts = staged.retold(report.conflicts)
                 progress.finish()
                 finish(memory)
         except (EventStoreError, ProjectionError, ChronographError) as error:
@@ -159,7 +162,7 @@ def _run_file(args: argparse.Namespace, staged: Staged, actor: str) -> int:
         print(ignored(job))
     print(f"{len(job.problems)} error(s)")
     if job.problems:
-        report_problems(job)
+        report_problems(job, staged)
         return 1
     return 0
 
@@ -197,7 +200,7 @@ def _plan(args: argparse.Namespace, job: FileImport, staged: Staged, store: Path
     if job.ignored:
         print(f"plan: {ignored(job)}")
     print(f"plan: nothing was written; {len(job.problems)} error(s)")
-    report_problems(job)
+    report_problems(job, staged)
     return 1 if job.problems else 0
 
 
@@ -254,8 +257,8 @@ def ignored(job: FileImport) -> str:
     return f"ignored {len(fields)} field(s) the format does not name: {shown}{more}"
 
 
-def _refuse(job: FileImport, args: argparse.Namespace) -> int:
-    report_problems(job)
+def _refuse(job: FileImport, args: argparse.Namespace, staged: Staged) -> int:
+    report_problems(job, staged)
     if job.problems and args.strict:
         print(f"--strict: {len(job.problems)} problem(s); nothing was imported", file=sys.stderr)
     else:
@@ -263,16 +266,20 @@ def _refuse(job: FileImport, args: argparse.Namespace) -> int:
     return 1
 
 
-def report_problems(job: FileImport) -> None:
+def report_problems(job: FileImport, staged: Staged | None = None) -> None:
     """One line per kind of problem: a kind met once with its line and detail, a kind met more
-    often with its count and its first line numbers."""
-    for kind, count, first in job.problems.kinds():
+    often with its count and its first line numbers; for another server's memory (`staged` from
+    it), the source's records instead of the lines of the file the import read."""
+    kinds = job.problems.kinds()
+    records = staged is not None and staged.places is not None
+    places = staged.where({p.line for _, _, first in kinds for p in first}) if staged is not None and records else {}
+    for kind, count, first in kinds:
         if count == 1:
-            print(f"  {first[0]}", file=sys.stderr)
+            print(f"  {first[0].said(places.get(first[0].line, f'line {first[0].line}'))}", file=sys.stderr)
             continue
-        lines = ", ".join(str(problem.line) for problem in first)
+        shown = ", ".join(places.get(problem.line, str(problem.line)) for problem in first)
         more = f" and {count - len(first):,} more" if count > len(first) else ""
-        print(f"  {kind}: {count:,} lines ({lines}{more})", file=sys.stderr)
+        print(f"  {kind}: {count:,} {'records' if records else 'lines'} ({shown}{more})", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

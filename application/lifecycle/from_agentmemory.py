@@ -18,6 +18,10 @@ deactivation), recorded as the actor `import:agent-memory` with `createdBy` the 
   with its tags, the later ones as updates with their change reasons), so its history is
   Agent Memory's; an entry the store holds (same id, or same kind, scope and name) is brought
   to the source's current version, which writes nothing when it already is there.
+- An entry whose history here is the start of what this import writes for it (each version
+  with the source's fields, its change reason and the import as `createdBy`: an import killed
+  or failed between an entry's versions, or a database used since) gets the source's
+  remaining versions in order, so running the import again completes it.
 - A deactivated entry is imported and deactivated.
 
 So a second import writes nothing. The database is opened read-only and read a chunk of
@@ -39,6 +43,7 @@ from chronograph.application.engine.outputs import ObjectOut, Out
 from chronograph.application.engine.service import Memory
 from chronograph.application.errors import ChronographError, StorageError, UnavailableError
 from chronograph.application.lifecycle.sources import Source, SourceError, register
+from chronograph.eventstore import clock
 
 __all__ = ["AGENT_MEMORY", "TeamReport", "import_team"]
 
@@ -169,6 +174,8 @@ class _Import:
         """(kind, scope type, scope id, name) -> (our entry id, active), of the store's entries"""
         self.ours: dict[str, str] = {}
         """Agent Memory's id of an entry the store held under another id -> that id (for relations)"""
+        self.histories: dict[str, list[dict[str, Any]]] = {}
+        """Our id of an entry the store holds -> its versions, oldest first (as `memory_export` shows them)"""
 
     def run(self) -> TeamReport:
         self._scopes()
@@ -231,9 +238,10 @@ class _Import:
         assert self.memory is not None
         for kind, (*_, plural, label) in KINDS.items():
             content = _reply(self.memory.read("memory_export", {"action": "export", "types": [plural],
-                                                                "includeInactive": True}))
+                                                                "includeInactive": True, "includeVersions": True}))
             for entry in json.loads(content["content"])["entries"][plural]:
                 held = (entry["id"], entry["isActive"])
+                self.histories[entry["id"]] = entry["versions"]
                 self.named[(kind, entry["scopeType"], entry.get("scopeId"), entry[label])] = held
                 self.named[(kind, "id", entry["id"], f"{entry['scopeType']}:{entry.get('scopeId')}")] = held
 
@@ -272,38 +280,49 @@ class _Import:
         report.tags += sum(len(e["tags"]) for e in entries)
         if self.memory is None:
             return
-        items, later, known = [], [], []
+        items, known = [], []
+        # (entry, our id if the store holds it, the versions it still needs)
+        later: list[tuple[dict[str, Any], str | None, list[dict[str, Any]]]] = []
+        resumed = 0
         for entry in entries:
             scope = self._scope(entry["scope_type"], entry["scope_id"])
             # by id only in the scope it goes to, as memory_import matches it (elsewhere it is another entry)
             ours = (self.named.get((kind, "id", entry["id"], f"{scope[0]}:{scope[1]}"))
                     or self.named.get((kind, *scope, entry["name"])))
-            first = entry["versions"][0] if ours is None else entry["versions"][-1]
+            # how many of its versions are written: an entry held here is at its current version,
+            # unless its history is the start of this import's (see `_written`)
+            done = 1 if ours is None else _written(kind, entry["versions"], self.histories.get(ours[0], []),
+                                                   self.actor)
             item = {"id": entry["id"], label: entry["name"], "scopeType": scope[0], "scopeId": scope[1],
                     "tags": entry["tags"], **{k: entry[k] for k in MAIN[kind] if entry[k] is not None},
-                    "currentVersion": _fields(kind, first)}
+                    "currentVersion": _fields(kind, entry["versions"][done - 1])}
             items.append(item)
             if ours is None:
-                later.append(entry)
+                later.append((entry, None, entry["versions"][1:]))
             else:
                 known.append((entry, ours))
+                if done < len(entry["versions"]):
+                    later.append((entry, ours[0], entry["versions"][done:]))
+                    resumed += 1
                 if ours[0] != entry["id"]:
                     self.ours[entry["id"]] = ours[0]
         document = {"entries": {plural: items}}
         out = self.write("memory_import", {"action": "import", "content": json.dumps(document),
                                            "conflictStrategy": "update", "importedBy": self.actor})
         report.created["entries"] += out["created"]
-        report.updated += out["updated"]
+        # memory_import leaves a resumed entry as it is (at the version written last), unless Agent
+        # Memory changed its category or priority since: then it is counted twice
+        report.updated += out["updated"] + resumed
         moved = {renamed["id"]: renamed["newId"] for renamed in out.get("newIds", [])}  # ids held or forgotten here
         self.ours.update(moved)
-        for entry in later:
-            for version in entry["versions"][1:]:
-                self.write(f"memory_{kind}", {"action": "update", "id": moved.get(entry["id"], entry["id"]),
+        for entry, our_id, versions in later:
+            for version in versions:
+                self.write(f"memory_{kind}", {"action": "update", "id": our_id or moved.get(entry["id"], entry["id"]),
                                               **_fields(kind, version),
                                               "changeReason": version["change_reason"] or "Imported",
                                               "createdBy": self.actor})
-        for entry in later:
-            if not entry["is_active"]:
+        for entry, our_id, _ in later:
+            if not entry["is_active"] and our_id is None:  # a held one is deactivated below
                 self.write(f"memory_{kind}", {"action": "deactivate", "id": moved.get(entry["id"], entry["id"])})
         for entry, (our_id, active) in known:
             if not entry["is_active"] and active:
@@ -356,8 +375,45 @@ def _fields(kind: str, version: dict[str, Any]) -> dict[str, Any]:
                 value = json.loads(value)
             except (TypeError, ValueError):
                 continue
+        elif name == "validUntil" and isinstance(value, str):
+            try:  # as the team memory stores it, so that a version here compares equal
+                value = clock.isoformat(clock.parse_iso(value))
+            except ValueError:
+                pass  # the tool refuses it (the rehearsal says so)
         out[name] = value
     return out
+
+
+def _written(kind: str, versions: list[dict[str, Any]], held: list[dict[str, Any]], actor: str) -> int:
+    """How many of an entry's source `versions` the store's entry holds, given its versions `held`
+    (oldest first, as `memory_export` shows them): as many as this import writes for the first of
+    them, when `held` is the start of that (an import stopped between an entry's versions, or
+    Agent Memory's entry updated since); else all, for the store's entry is another writer's too.
+
+    The import writes the first version through `memory_import` (no change reason), each later
+    one as an update with its change reason (or "Imported"), all with `createdBy` the import's
+    actor; an update that changes nothing writes no version. A version here is the import's
+    when it says all that and holds every field the source's version sets.
+    """
+    def holds(version: dict[str, Any], source: dict[str, Any]) -> bool:
+        return all(version.get(key) == value for key, value in _fields(kind, source).items())
+
+    whole = len(versions)
+    if not held or held[0].get("createdBy") != actor or held[0].get("changeReason") is not None \
+            or not holds(held[0], versions[0]):
+        return whole
+    at = 1  # versions of `held` accounted for
+    for index, version in enumerate(versions[1:], 1):
+        if holds(held[at - 1], version):
+            continue  # this update writes nothing
+        if at == len(held):
+            return index  # the rest is still to be written
+        here = held[at]
+        if (here.get("createdBy") != actor or here.get("changeReason") != (version["change_reason"] or "Imported")
+                or not holds(here, version)):
+            return whole
+        at += 1
+    return whole
 
 
 AGENT_MEMORY = register(Source("agent-memory", "Agent Memory's SQLite database (into the team memory)",

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from chronograph.application.lifecycle.importrecords import lines_of
-from chronograph.application.lifecycle.sources import Source, SourceError, provenance, register
+from chronograph.application.lifecycle.sources import Placed, Source, SourceError, provenance, register
 
 __all__ = ["BASIC_MEMORY"]
 
@@ -103,12 +103,14 @@ def _scalar(value: str) -> str:
     return value
 
 
-def _read_note(note: Path) -> tuple[dict[str, Any], list[str]]:
+def _read_note(note: Path) -> tuple[dict[str, Any], list[str], int]:
+    """A note's front matter, its body's lines and the number of the body's first line."""
     try:
         text = note.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise SourceError(f"{note} is not UTF-8 text; a damaged note, nothing was written") from None
-    return front_matter(note, text)
+    fields, body = front_matter(note, text)
+    return fields, body, len(lines_of(text)) - len(body) + 1
 
 
 def _title(note: Path, fields: dict[str, Any]) -> str:
@@ -116,8 +118,9 @@ def _title(note: Path, fields: dict[str, Any]) -> str:
     return title.strip() if isinstance(title, str) and title.strip() else note.stem
 
 
-def read(path: Path, workspace: str) -> Iterator[dict[str, Any]]:
-    """The records of the basic-memory folder at `path`.
+def read(path: Path, workspace: str) -> Iterator[Placed]:
+    """The records of the basic-memory folder at `path`, each placed by its note (a relation by
+    its line there).
 
     Raises:
         SourceError: If a note cannot be read as basic-memory's Markdown (nothing is written).
@@ -125,7 +128,7 @@ def read(path: Path, workspace: str) -> Iterator[dict[str, Any]]:
     names: dict[str, str] = {}
     """a title or permalink -> the title of its note"""
     for note in _notes(path):
-        fields, _ = _read_note(note)
+        fields, _, _ = _read_note(note)
         title = _title(note, fields)
         names.setdefault(title, title)
         permalink = fields.get("permalink")
@@ -133,17 +136,18 @@ def read(path: Path, workspace: str) -> Iterator[dict[str, Any]]:
             names.setdefault(permalink, title)
     origin = provenance(BASIC_MEMORY, path)
     for note in _notes(path):
-        fields, body = _read_note(note)
+        fields, body, first = _read_note(note)
         title = _title(note, fields)
+        where = f"note {note.relative_to(path).as_posix()}"
         kind = fields.get("type")
         metadata: dict[str, Any] = {"importedFrom": origin, "file": note.relative_to(path).as_posix()}
         for key in ("permalink", "tags"):
             if fields.get(key):
                 metadata[key] = fields[key]
         observations: list[str] = []
-        relations: list[dict[str, Any]] = []
+        relations: list[Placed] = []
         fenced = False
-        for line in body:
+        for number, line in enumerate(body, start=first):
             if line.lstrip().startswith(("```", "~~~")):
                 fenced = not fenced
                 continue
@@ -154,17 +158,20 @@ def read(path: Path, workspace: str) -> Iterator[dict[str, Any]]:
             relation = _RELATION.match(content) if item is not None else None
             if relation is not None:
                 target = relation.group(2).strip()
-                relations.append({"type": "relation", "from": title, "to": names.get(target, target),
-                                  "relationType": relation.group(1).strip("\"'")})
+                relations.append((f"{where} line {number}", {
+                    "type": "relation", "from": title, "to": names.get(target, target),
+                    "relationType": relation.group(1).strip("\"'")}))
                 continue
             for link in _LINK.findall(_CODE.sub("", line)):
-                relations.append({"type": "relation", "from": title, "to": names.get(link.strip(), link.strip()),
-                                  "relationType": "links_to"})
+                relations.append((f"{where} line {number}", {
+                    "type": "relation", "from": title, "to": names.get(link.strip(), link.strip()),
+                    "relationType": "links_to"}))
             if item is not None and not _TASK.match(content) and _OBSERVATION.match(content) and (
                     content not in observations):
                 observations.append(content)
-        yield {"type": "entity", "name": title, "entityType": kind if isinstance(kind, str) and kind else "note",
-               "observations": observations, "metadata": metadata}
+        yield where, {"type": "entity", "name": title,
+                      "entityType": kind if isinstance(kind, str) and kind else "note",
+                      "observations": observations, "metadata": metadata}
         yield from relations
 
 

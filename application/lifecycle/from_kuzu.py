@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from chronograph.application.lifecycle.sources import Source, SourceError, provenance, register
+from chronograph.application.lifecycle.sources import Placed, Source, SourceError, provenance, register
 
 __all__ = ["KUZU"]
 
@@ -44,8 +44,9 @@ def _recognises(path: Path) -> bool:
     return _is_database(path) or (path.is_dir() and bool(_databases(path)))
 
 
-def read(path: Path, workspace: str) -> Iterator[dict[str, Any]]:
-    """The records of the Kuzu database (or folder of them) at `path`, a workspace per database.
+def read(path: Path, workspace: str) -> Iterator[Placed]:
+    """The records of the Kuzu database (or folder of them) at `path`, a workspace per database,
+    each placed by its database and the entity's name (a relation's ends and type).
 
     Raises:
         SourceError: If Kuzu is not installed, or a file is no Kuzu memory graph (nothing is written).
@@ -56,7 +57,7 @@ def read(path: Path, workspace: str) -> Iterator[dict[str, Any]]:
         raise SourceError(f"reading a Kuzu database needs the kuzu package: {INSTALL}") from None
     origin = {"importedFrom": provenance(KUZU, path)}
     for database in _databases(path):
-        yield {"type": "workspace", "name": database.stem}
+        yield "", {"type": "workspace", "name": database.stem}
         try:
             db = kuzu.Database(str(database), read_only=True)
             connection = kuzu.Connection(db)
@@ -76,7 +77,7 @@ def read(path: Path, workspace: str) -> Iterator[dict[str, Any]]:
                                           "metadata": origin}
                 if created is not None:
                     record["createdAt"] = created.isoformat()
-                yield record
+                yield f"{database.name}: entity {_shown(name)}", record
             relations = connection.execute(
                 "MATCH (a:Entity)-[r:RELATED_TO]->(b:Entity) RETURN a.name, b.name, r.relationship_type, "
                 "r.confidence")
@@ -85,7 +86,7 @@ def read(path: Path, workspace: str) -> Iterator[dict[str, Any]]:
                                             "relationType": kind or "RELATED_TO"}
                 if confidence is not None:
                     relation["confidence"] = round(float(confidence), 6)
-                yield relation
+                yield f"{database.name}: relation {_shown(source)} -[{_shown(kind)}]-> {_shown(target)}", relation
         except RuntimeError as error:
             raise SourceError(f"{database}: Kuzu could not read it ({_first_line(error)}); nothing was "
                               "written") from None
@@ -98,6 +99,12 @@ def _rows(result: Any) -> Iterator[list[Any]]:
     """A query's rows, one at a time."""
     while result.has_next():
         yield result.get_next()
+
+
+def _shown(value: Any) -> str:
+    """A name in a record's place, cut short: the problem's own words say the rest."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
 
 
 def _first_line(error: Exception) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from chronograph.application.lifecycle.sources import Source, SourceError, provenance, register
+from chronograph.application.lifecycle.sources import Placed, Source, SourceError, provenance, register
 
 __all__ = ["MEM0"]
 
@@ -42,8 +42,9 @@ def _recognises(path: Path) -> bool:
     return False
 
 
-def _memories(path: Path) -> Iterator[tuple[int, Any]]:
-    """(position, item) of every memory, then ("relation", item) of every relation."""
+def _memories(path: Path) -> Iterator[tuple[str, Any]]:
+    """(where, item) of every memory (`line N` of JSONL, `memory N` of a document), then
+    ("relation N", item) of every relation (where "" for a memory: read on first sight)."""
     with path.open("rb") as file:
         head = file.read(_PEEK).decode("utf-8", errors="replace").lstrip()
     lines = head.startswith("{") and '"results"' not in head[:200]
@@ -51,16 +52,17 @@ def _memories(path: Path) -> Iterator[tuple[int, Any]]:
         with path.open("rb") as file:
             for number, raw in enumerate(file, start=1):
                 if raw.strip():
-                    yield number, _json(path, raw, number)
+                    yield f"line {number}", _json(path, raw, number)
         return
     document = _json(path, path.read_bytes(), 0)
     items = document.get("results") if isinstance(document, dict) else document
     if not isinstance(items, list):
         raise SourceError(f"{path} is not mem0's export: expected {{\"results\": [...]}} or a list of memories")
-    yield from enumerate(items, start=1)
+    for number, item in enumerate(items, start=1):
+        yield f"memory {number}", item
     relations = document.get("relations") if isinstance(document, dict) else None
-    for relation in relations if isinstance(relations, list) else []:
-        yield -1, relation
+    for number, relation in enumerate(relations if isinstance(relations, list) else [], start=1):
+        yield f"relation {number}", relation
 
 
 def _json(path: Path, raw: bytes, number: int) -> Any:
@@ -71,39 +73,47 @@ def _json(path: Path, raw: bytes, number: int) -> Any:
         raise SourceError(f"{path}{where} is not JSON ({error}); a damaged mem0 export, nothing was written") from None
 
 
-def read(path: Path, workspace: str) -> Iterator[dict[str, Any]]:
-    """The records of mem0's export at `path` (every memory of an owner gathered in one entity).
+def _named(where: str, item: dict[str, Any]) -> str:
+    """Where a memory is, with its id (what mem0's own tools find it by)."""
+    ident = item.get("id")
+    return f"{where} (id {str(ident)[:64]})" if isinstance(ident, (str, int)) and str(ident) else where
+
+
+def read(path: Path, workspace: str) -> Iterator[Placed]:
+    """The records of mem0's export at `path` (every memory of an owner gathered in one entity),
+    each placed by its memory's number (its line, in JSONL) and id.
 
     Raises:
         SourceError: If it is not mem0's export (nothing is written).
     """
     origin = {"importedFrom": provenance(MEM0, path)}
     owners: set[str] = set()
-    relations: list[dict[str, Any]] = []
-    for number, item in _memories(path):
-        if number == -1:
+    relations: list[tuple[str, dict[str, Any]]] = []
+    for where, item in _memories(path):
+        if where.startswith("relation "):
             if isinstance(item, dict):
-                relations.append(item)
+                relations.append((where, item))
             continue
         if not isinstance(item, dict) or not isinstance(item.get("memory"), str):
-            raise SourceError(f"{path}: memory {number} has no \"memory\" text; a damaged mem0 export, nothing "
-                              "was written")
+            raise SourceError(f"{path}: {where} has no \"memory\" text; a damaged mem0 export, nothing was written")
         name, kind = next(((str(item[key]), kind) for key, kind in OWNERS if item.get(key)), ("mem0", "memory"))
         owners.add(name)
         texts = [item["memory"]] if item["memory"].strip() else []
         # one record a memory: the import gathers an owner's records into one entity
-        yield {"type": "entity", "name": name, "entityType": kind, "observations": texts, "metadata": origin}
+        yield _named(where, item), {"type": "entity", "name": name, "entityType": kind, "observations": texts,
+                                    "metadata": origin}
     ends: set[str] = set()
-    for relation in relations:
+    for where, relation in relations:
         target = relation.get("destination", relation.get("target"))
         if not all(isinstance(v, str) and v for v in (relation.get("source"), relation.get("relationship"), target)):
             continue
         for end in (str(relation["source"]), str(target)):
             if end not in owners and end not in ends:
                 ends.add(end)
-                yield {"type": "entity", "name": end, "entityType": "mem0 entity", "observations": [],
-                       "metadata": origin}
-        yield {"type": "relation", "from": relation["source"], "to": target, "relationType": relation["relationship"]}
+                yield where, {"type": "entity", "name": end, "entityType": "mem0 entity", "observations": [],
+                              "metadata": origin}
+        yield where, {"type": "relation", "from": relation["source"], "to": target,
+                      "relationType": relation["relationship"]}
 
 
 MEM0 = register(Source("mem0", "mem0's exported memories (JSON)", _recognises, read))

@@ -50,7 +50,11 @@ class Problem:
     """The workspace section whose check found it (0: the file's own plan), for ordering"""
 
     def __str__(self) -> str:
-        return f"line {self.line}: {self.kind}" + (f" ({self.detail})" if self.detail else "")
+        return self.said(f"line {self.line}")
+
+    def said(self, where: str) -> str:
+        """The problem, naming its place as `where` (a source's record, for another server's memory)."""
+        return f"{where}: {self.kind}" + (f" ({self.detail})" if self.detail else "")
 
 
 @dataclass

@@ -4,11 +4,14 @@ path, each read as the one record stream the streaming import takes.
 A format is a `Source`: its name (what `--from` takes and the report's first line says), how it
 recognises a path, and how it reads one. A graph source yields the official server's JSONL
 records (`{"type": "entity"}`, `{"type": "relation"}`, `{"type": "context"}`, and
-`{"type": "workspace", "name"}` before the records of a workspace other than the import's);
+`{"type": "workspace", "name"}` before the records of a workspace other than the import's),
+each with where in the source it is (`memory 12 (id 9f0c…)`, `note people/ada.md`);
 `stage` streams them into a JSONL file in a temporary folder, which `FileImport` then checks and
-writes as it does the official file: the same rules, the same batches, nothing written before
-the whole source was checked, a second import writing nothing. A team source (Agent Memory)
-writes through the team memory's own tools instead (`team` on the `Source`).
+writes as it does the official file: the same rules, the same batches, the same problems (a
+record the tools refuse is reported and left out, the rest written, unless `--strict`), a second
+import writing nothing. The problems and conflicts it reports name the source's records
+(`Staged.where`), not the lines of the staged file, which nobody sees. A team source (Agent
+Memory) writes through the team memory's own tools instead (`team` on the `Source`).
 
 Provenance is the same for every format: its events are recorded as the actor
 `import:<format>` (`includeProvenance` and `chronograph audit --actor` show it), and each entity a
@@ -21,8 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,9 +35,12 @@ import msgspec
 from chronograph.application.errors import InvalidArgumentsError
 from chronograph.application.lifecycle.importrecords import records
 
-__all__ = ["OFFICIAL", "SOURCES", "Source", "SourceError", "Staged", "choose", "provenance", "register", "stage"]
+__all__ = ["OFFICIAL", "SOURCES", "Placed", "Source", "SourceError", "Staged", "choose", "provenance", "register",
+           "stage"]
 
 Record = dict[str, Any]
+Placed = tuple[str, Record]
+"""A record, and where in its source it is (what a problem of it names; "" for a workspace record)"""
 
 
 class SourceError(InvalidArgumentsError):
@@ -56,8 +63,9 @@ class Source:
     """What it is, in a few words"""
     recognises: Callable[[Path], bool]
     """Whether a path is this format (looked at cheaply: a name, a header, a few bytes)"""
-    read: Callable[[Path, str], Iterator[Record]] | None = None
-    """The records of a source (path, the import's workspace); None: the path is read as it is"""
+    read: Callable[[Path, str], Iterator[Placed]] | None = None
+    """The records of a source (path, the import's workspace), each with where it is in the source;
+    None: the path is read as it is"""
     team: Callable[..., Any] | None = None
     """For a source of the team memory: its import (see `from_agentmemory`)"""
 
@@ -133,6 +141,32 @@ class Staged:
     """Workspace -> what the source holds for it, as read (see `counted`)"""
     read: bool = True
     """Whether `counts` were taken as the source was read (not for the official file, read where it is)"""
+    places: Path | None = None
+    """Where in the source each record of `path` came from, a line each (JSON strings); None: `path`
+    is the source itself, whose lines are its own"""
+
+    def where(self, lines: Collection[int]) -> dict[int, str]:
+        """Where in the source the records on `lines` of `path` came from: `line N` of the official
+        file, what its format names for another (read from `places`, once, as far as the last)."""
+        if self.places is None:
+            return {line: f"line {line}" for line in lines}
+        wanted, found = set(lines), {}
+        last = max(wanted, default=0)
+        with self.places.open("rb") as file:
+            for number, raw in enumerate(file, start=1):
+                if number > last:
+                    break
+                if number in wanted:
+                    found[number] = msgspec.json.decode(raw)
+        return {line: found.get(line) or "the source" for line in lines}
+
+    def retold(self, texts: list[str]) -> list[str]:
+        """`texts` (an import's conflicts, which name lines of `path`) naming the source's records instead."""
+        if self.places is None:
+            return texts
+        places = self.where({int(m[1] or m[2]) for text in texts for m in _MENTION.finditer(text)})
+        return [_MENTION.sub(lambda m: places[int(m[1])] if m[1] else f" in {places[int(m[2])]}", text)
+                for text in texts]
 
     def counted(self, workspace: str) -> dict[str, Counts]:
         """What the source holds per workspace (the official file counted now, in one streamed pass:
@@ -149,6 +183,8 @@ class Staged:
 
 
 _encode = msgspec.json.Encoder().encode
+_MENTION = re.compile(r"^line (\d+)(?=: )| on line (\d+)(?=; )")
+"""Where an import's conflict names a line: at its start, and where it names the first one ("on line N;")"""
 
 
 @contextlib.contextmanager
@@ -165,16 +201,18 @@ def stage(source: Source, path: Path, workspace: str) -> Iterator[Staged]:
         yield Staged(path, read=False)
         return
     with tempfile.TemporaryDirectory(prefix=f"chronograph-import-{os.getpid()}-") as folder:  # see importindex.sweep
-        staged = Staged(Path(folder) / "records.jsonl")
+        where_from = Path(folder) / "places.jsonl"
+        staged = Staged(Path(folder) / "records.jsonl", places=where_from)
         counts = staged.counts.setdefault(workspace, Counts())
-        with staged.path.open("wb") as out:
-            for record in source.read(path, workspace):
+        with staged.path.open("wb") as out, where_from.open("wb") as places:
+            for where, record in source.read(path, workspace):
                 kind = record.get("type")
                 if kind == "workspace":
                     counts = staged.counts.setdefault(record["name"], Counts())
                 else:
                     _count(counts, record)
                 out.write(_encode(record) + b"\n")
+                places.write(_encode(where) + b"\n")
         yield staged
 
 

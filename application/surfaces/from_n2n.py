@@ -17,9 +17,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from chronograph.application.lifecycle.sources import Source, SourceError, provenance, register
+from chronograph.application.lifecycle.sources import Placed, Source, SourceError, provenance, register
 from chronograph.application.surfaces.projectfiles import CONTEXT_FILE, MEMORY_FILE, read_project_files
 from chronograph.application.surfaces.projectfold import CONTEXT_FIELDS, ProjectFileError, fields_of
 from chronograph.application.surfaces.projectroot import workspace_name
@@ -38,8 +37,9 @@ def _recognises(path: Path) -> bool:
     return path.is_dir() and any((mcp / name).is_file() for name in (MEMORY_FILE, CONTEXT_FILE))
 
 
-def read(path: Path, workspace: str) -> Iterator[dict[str, Any]]:
-    """The records of the n2n project at `path`, in its project's workspace.
+def read(path: Path, workspace: str) -> Iterator[Placed]:
+    """The records of the n2n project at `path`, in its project's workspace, each placed by its
+    file and its index there.
 
     Raises:
         SourceError: If its files cannot be read as n2n's (nothing is written).
@@ -51,18 +51,19 @@ def read(path: Path, workspace: str) -> Iterator[dict[str, Any]]:
         raise SourceError(f"{root}: {error}") from None
     if graph is None and context is None:
         raise SourceError(f"{root} holds no .mcp/{MEMORY_FILE} or .mcp/{CONTEXT_FILE}; nothing was written")
-    yield {"type": "workspace", "name": workspace_name(root)}
+    yield "", {"type": "workspace", "name": workspace_name(root)}
     origin = {"importedFrom": provenance(N2N_PROJECT, root)}
-    for entity in graph.entities if graph is not None else []:
-        yield {"type": "entity", "name": entity.name, "entityType": entity.entity_type,
-               "observations": list(entity.observations), "metadata": origin}
-    for relation in graph.relations if graph is not None else []:
-        yield {"type": "relation", "from": relation.source, "to": relation.target,
-               "relationType": relation.relation_type}
+    for index, entity in enumerate(graph.entities if graph is not None else []):
+        yield f".mcp/{MEMORY_FILE} entities[{index}]", {
+            "type": "entity", "name": entity.name, "entityType": entity.entity_type,
+            "observations": list(entity.observations), "metadata": origin}
+    for index, relation in enumerate(graph.relations if graph is not None else []):
+        yield f".mcp/{MEMORY_FILE} relations[{index}]", {
+            "type": "relation", "from": relation.source, "to": relation.target, "relationType": relation.relation_type}
     if context is not None:
         fields = {CONTEXT_FIELDS[k]: v for k, v in fields_of(context).items() if v is not None}
         if fields:
-            yield {"type": "context", **fields}
+            yield f".mcp/{CONTEXT_FILE}", {"type": "context", **fields}
 
 
 N2N_PROJECT = register(Source("n2n", "n2n-memory's project folder (.mcp/memory.json and context.json)",

@@ -163,8 +163,9 @@ WRITES = {"write_text", "write_bytes", "rename", "link", "symlink", "symlink_to"
 """Calls that create, replace, move or remove a file or folder (`replace` with one argument is
 `Path.replace`; `open` counts with a mode that writes)."""
 ALLOWED = {
-    "eventstore/files.py": {"makedirs", "os.open", "fdopen", "os.replace", "link", "rename", "unlink", "rmtree"},
-    # ^ itself, and `sweep_orphans`: the temporary folders of killed commands (never through a link)
+    "eventstore/files.py": {"makedirs", "os.open", "fdopen", "os.replace", "link", "rename", "unlink"},
+    "eventstore/leftovers.py": {"unlink", "rmtree"},
+    # ^ the temporary files and folders of killed writes and commands (never through a link)
     "eventstore/lmdb/staging.py": {"mkdir", "mkdtemp", "rmtree", "os.open", "fdopen", "rename", "rmdir"},
     # ^ a restore's own private folder (mkdtemp), and putting a checked store in place under the exclusive lock
     "eventstore/lmdb/holders.py": {"os.open"},  # opens a store's lock.mdb to lock it

@@ -442,3 +442,113 @@ def test_a_jsonl_export_of_mem0_is_staged_a_line_at_a_time(tmp_path: Path) -> No
         return held
 
     assert peak(20_000) < 2 * peak(2_000)
+
+
+LONG = "x" * 600
+"""A name past the tools' 512 characters: a record the import refuses, whatever the format"""
+
+
+def mem0_document_with_a_refused_memory(tmp_path: Path) -> Path:
+    path = tmp_path / "mem0.json"
+    path.write_text(json.dumps({"results": [{"id": "a", "memory": "Likes tea", "user_id": "alice"},
+                                            {"id": "b", "memory": "Likes coffee", "user_id": "bob"},
+                                            {"id": "c", "memory": "Too long a name", "user_id": LONG}]}),
+                    encoding="utf-8")
+    return path
+
+
+def mem0_lines_with_a_refused_memory(tmp_path: Path) -> Path:
+    path = tmp_path / "mem0.jsonl"
+    path.write_text(json.dumps({"id": "a", "memory": "Likes tea", "user_id": "alice"}) + "\n\n"
+                    + json.dumps({"id": "c", "memory": "Too long a name", "user_id": LONG}) + "\n", encoding="utf-8")
+    return path
+
+
+def notes_with_a_refused_note(tmp_path: Path) -> Path:
+    folder = tmp_path / "notes"
+    (folder / "people").mkdir(parents=True)
+    (folder / "alice.md").write_text("---\ntitle: alice\npermalink: alice\n---\n- [fact] Likes tea\n", encoding="utf-8")
+    (folder / "people" / "long.md").write_text(f"---\ntitle: {LONG}\npermalink: long\n---\n- [fact] Too long\n",
+                                               encoding="utf-8")
+    return folder
+
+
+def kuzu_with_a_refused_entity(tmp_path: Path) -> Path:
+    kuzu = pytest.importorskip("kuzu", reason="the kuzu extra is not installed (uv sync --extra kuzu)")
+    path = tmp_path / "memory.kuzu"
+    database = kuzu.Database(str(path))
+    connection = kuzu.Connection(database)
+    connection.execute("CREATE NODE TABLE Entity(name STRING PRIMARY KEY, type STRING, observations STRING[], "
+                       "created_date DATE)")
+    connection.execute("CREATE REL TABLE RELATED_TO(FROM Entity TO Entity, relationship_type STRING, "
+                       "confidence FLOAT, created_date DATE)")
+    for name in ("alice", LONG):
+        connection.execute(f"CREATE (:Entity {{name: '{name}', type: 'person', observations: ['Likes tea']}})")
+    connection.close()
+    database.close()
+    return path
+
+
+@pytest.mark.parametrize(("make", "place"), [
+    (mem0_document_with_a_refused_memory, "memory 3 (id c): entity name:"),
+    (mem0_lines_with_a_refused_memory, "line 3 (id c): entity name:"),
+    (notes_with_a_refused_note, "note people/long.md: entity name:"),
+    (kuzu_with_a_refused_entity, "memory.kuzu: entity 'xxxx"),
+], ids=["mem0", "mem0-jsonl", "basic-memory", "kuzu"])
+def test_a_record_of_another_server_the_tools_refuse_is_named_by_its_place_in_the_source(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], make: Callable[[Path], Path], place: str) -> None:
+    """As the official file's lines are: reported, the rest imported (exit 1); not a line of the
+    staging file the import reads, which nobody sees (a one-line JSON document has no line 3)."""
+    source, store = make(tmp_path), tmp_path / "store"
+    assert import_main([str(source), "--store", str(store), "--strict"]) == 1
+    assert place in capsys.readouterr().err
+    assert not store_exists(str(store))
+    assert import_main([str(source), "--store", str(store)]) == 1
+    err = capsys.readouterr().err
+    [said] = [line for line in err.splitlines() if "entity name" in line]
+    assert said.strip().startswith(place.partition(": entity name")[0]) and "line 3:" not in err
+    workspace = "memory" if source.suffix == ".kuzu" else "default"
+    assert "alice" in {entity["name"] for entity in graph_of(store, workspace)["entities"]}
+
+
+def test_a_relation_to_nowhere_in_a_note_names_the_note_and_its_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = notes_with_a_refused_note(tmp_path)
+    (folder / "alice.md").write_text("---\ntitle: alice\npermalink: alice\n---\n# Alice\n\n- [fact] Likes tea\n"
+                                     "- knows [[Nobody]]\n", encoding="utf-8")
+    assert import_main([str(folder), "--store", str(tmp_path / "store"), "--plan"]) == 1
+    err = capsys.readouterr().err
+    assert "note alice.md line 8: a relation whose end is in neither" in err
+
+
+def test_the_conflicts_of_another_servers_memory_name_its_records(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "mem0.json"
+    path.write_text(json.dumps({"results": [{"id": "a", "memory": "Likes tea", "user_id": "alice"},
+                                            {"id": "b", "memory": "Plans trips", "agent_id": "alice"}]}),
+                    encoding="utf-8")
+    assert import_main([str(path), "--store", str(tmp_path / "store")]) == 0
+    assert ("conflict: memory 2 (id b): 'alice' is a 'agent' there and a 'user' in memory 1 (id a); kept 'user'"
+            in capsys.readouterr().err)
+
+
+def test_many_refused_records_of_another_server_are_counted_as_records_with_their_places(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "mem0.json"
+    path.write_text(json.dumps([{"id": f"m{i}", "memory": "x", "user_id": LONG + str(i)} for i in range(7)]),
+                    encoding="utf-8")
+    assert import_main([str(path), "--store", str(tmp_path / "store"), "--plan"]) == 1
+    assert ("entity name: expected `str` of length <= 512: 7 records (memory 1 (id m0), memory 2 (id m1), "
+            "memory 3 (id m2), memory 4 (id m3), memory 5 (id m4) and 2 more)") in capsys.readouterr().err
+
+
+def test_a_relation_to_nowhere_in_an_n2n_project_names_its_place_in_memory_json(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = tmp_path / "shop"
+    (project / ".mcp").mkdir(parents=True)
+    (project / ".mcp" / "memory.json").write_text(json.dumps({
+        "entities": [{"name": "Billing", "entityType": "component", "observations": ["Bills"]}],
+        "relations": [{"from": "Billing", "to": "Ledger", "relationType": "writes"}]}), encoding="utf-8")
+    assert import_main([str(project), "--store", str(tmp_path / "store")]) == 1
+    err = capsys.readouterr().err
+    assert ".mcp/memory.json relations[0]: workspace " in err and "no entity 'Ledger'" in err
