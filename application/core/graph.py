@@ -87,10 +87,12 @@ def read_graph(memory: Memory, args: ReadGraph) -> GraphPageOut:
     each entity's name and type, each relation's ends and type, the workspace's totals
     and counts per type.
     """
-    with memory.timeline.at("read_graph", args.as_of) as moment:
-        limit = memory.limit_for(read_graph)
+    limit = memory.limit_for(read_graph)
+    # The word indexes' lock before the snapshot, when the page may be refused early (see SearchIndex)
+    with memory.views.search.holding(limit is not None) as done, memory.timeline.at("read_graph", args.as_of) as moment:
         if limit is not None and not moment.is_past:
             refuse_early(memory, moment, args, limit)
+        done()  # the page is built without the word indexes: others may use them meanwhile
         return page(moment.graph, args, moment.position)
 
 
@@ -108,19 +110,20 @@ def refuse_early(memory: Memory, moment: Moment, args: ReadGraph, limit: int, to
     totals = moment.graph.workspace(ws)
     if totals is None:
         return
+    budget = ReplyBudget(tool, limit, summary=args.summary_mode)
+    wanted = None if args.limit is UNSET else args.limit
     # A large workspace gets its word index now if it has none (kept for every later search and
     # refusal); a small one's answer is cheap enough to build and measure whole.
-    index = views.search_index(moment.snapshot, ws) if totals.entities >= INDEX_FOR_REFUSAL else \
-        views.known_search_index(moment.snapshot, ws)
-    if index is None:
-        return
-    budget = ReplyBudget(tool, limit, summary=args.summary_mode)
-    selection = index.everything()
-    wanted = None if args.limit is UNSET else args.limit
-    bound = budget.selection(selection, offset=args.offset, limit=wanted)
+    snapshot = moment.snapshot
+    with views.search.at(snapshot.log, snapshot.graph, ws, build=totals.entities >= INDEX_FOR_REFUSAL) as index:
+        if index is None:
+            return
+        selection = index.everything()
+        bound = budget.selection(selection, offset=args.offset, limit=wanted)
+        count = max(0, min(selection.count, selection.count if wanted is None else args.offset + wanted)
+                    - args.offset)
     if bound <= limit:
         return
-    count = max(0, min(selection.count, selection.count if wanted is None else args.offset + wanted) - args.offset)
 
     def sample(size: int) -> tuple[GraphPageOut, int]:
         few = msgspec.structs.replace(args, limit=size)

@@ -116,7 +116,8 @@ def search_nodes(memory: Memory, args: SearchNodes) -> SearchOut:
     limit = args.limit if args.limit is not UNSET else RANKED_LIMIT if mode != "substring" else None
     if mode in ("semantic", "hybrid") and memory.semantic is not None and args.as_of is UNSET:
         memory.semantic.settle()
-    with memory.timeline.at("search_nodes", args.as_of) as moment:
+    # The word indexes' lock before the snapshot, so that the indexes only move forward (see SearchIndex)
+    with memory.views.search.holding() as done, memory.timeline.at("search_nodes", args.as_of) as moment:
         wanted = _Filter(moment, args)
         budget = ReplyBudget("search_nodes", memory.limit_for(search_nodes), summary=args.summary_mode)
         through: int | None = None
@@ -132,6 +133,7 @@ def search_nodes(memory: Memory, args: SearchNodes) -> SearchOut:
             counted = _Count(found.total, False)
         else:
             page, counted = _examine(memory, moment, args, found, wanted, limit, budget)
+        done()  # the answer is built without the word indexes
         return _answer(memory, moment, args, page, wanted, mode, counted if paged else None, through)
 
 
@@ -295,10 +297,10 @@ def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshol
             spread_among: Callable[[EntityRecord], bool] | None = None) -> tuple[list[Hit], int]:
     """The live entities nearest `query` in meaning, at least `threshold` similar, and the
     position the embeddings are current through. An entity is near by what it holds true at
-    `valid` (µs): an observation whose valid time ended (or has not begun) finds nothing. With `spread_among`, a hit of one
-    observation it accepts that nearly repeats a better one it accepts ranks lower (and scores
-    less: `novelty.spread`), after the threshold; those it refuses (an answer's filters) come
-    last, as they were.
+    `valid` (µs): an observation whose valid time ended (or has not begun) finds nothing. With
+    `spread_among`, a hit of one observation it accepts that nearly repeats a better one it
+    accepts ranks lower (and scores less: `novelty.spread`), after the threshold; those it
+    refuses (an answer's filters) come last, as they were.
 
     Raises:
         UnavailableError: If semantic search is off, not installed, or cannot embed the query.

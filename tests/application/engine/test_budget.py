@@ -30,7 +30,7 @@ def test_the_bound_of_an_answer_is_never_more_than_its_reply(tmp_path_factory: p
             memory.write("invalidate_observations", {"observations": [
                 {"entityName": name, "observations": [note]} for name, note in ended]}, actor="t")
         budget = ReplyBudget("read_graph", 10**9, summary=summary)
-        with memory.timeline.at("t") as moment:
+        with memory.views.search.lock, memory.timeline.at("t") as moment:
             bound = budget.selection(memory.views.search_index(moment.snapshot, "default").everything())
         for tool, arguments in (("read_graph", {}), ("search_nodes", {"query": ""})):
             output = memory.read(tool, {**arguments, "summaryMode": summary})

@@ -28,7 +28,7 @@ def create(views: Views, name: str, observation: str = "", workspace: str = "w")
 
 
 def containing(views: Views, query: str, workspace: str = "w") -> list[str] | None:
-    with views.snapshot() as snapshot:
+    with views.search.lock, views.snapshot() as snapshot:
         return views.search_index(snapshot, workspace).containing(query)
 
 
@@ -98,8 +98,9 @@ def test_an_image_from_a_later_position_than_the_snapshot_is_not_used(store: Lmd
         containing(views, "second")
         views.search.save(every=1)
         views.search._workspaces.clear()  # as if a new process answered an old snapshot
-        assert views.search_index(old, "w").containing("first") == [first]
-        assert views.search_index(old, "w").containing("second") == []
+        with views.search.lock:
+            assert views.search_index(old, "w").containing("first") == [first]
+            assert views.search_index(old, "w").containing("second") == []
 
 
 def test_a_rebuild_run_beside_this_process_drops_the_indexes_it_built_from_the_old_views(
