@@ -30,8 +30,11 @@ from msgspec import UNSET, Meta, UnsetType
 
 __all__ = ["INDEX_FOR_REFUSAL", "GoneOut", "GraphPageOut", "OpenNodes", "ReadGraph", "refuse_early"]
 
-READ_GRAPH_HINT = ("Page through it: read_graph with limit {fit} and offset 0, then each answer's nextOffset; "
-                   "or summaryMode true for names and types only.")
+READ_GRAPH_HINT = ("Page through it: read_graph with limit {fit} and offset {offset}, then each answer's "
+                   "nextOffset; or summaryMode true for names and types only.")
+READ_GRAPH_ALONE = ("Not even the entity at offset {offset} fits on its own: read_graph with summaryMode true gives "
+                    "names and types only, and search_nodes with its name as the query and observationsLimit some "
+                    "of its observations.")
 INDEX_FOR_REFUSAL = 2000
 """Entities from which read_graph indexes a workspace that has no word index yet, to tell a reply
 is over the limit without building it."""
@@ -97,11 +100,11 @@ def read_graph(memory: Memory, args: ReadGraph) -> GraphPageOut:
 
 
 def refuse_early(memory: Memory, moment: Moment, args: ReadGraph, limit: int, tool: str = "read_graph",
-                 hint: str = READ_GRAPH_HINT) -> None:
+                 hint: str = READ_GRAPH_HINT, alone: str = READ_GRAPH_ALONE) -> None:
     """Refuse a page whose reply will be over `limit` bytes before building it: the word index
     knows what each entity's answer must carry (see `ReplyBudget`). `tool` is the tool refusing
     (one whose answer carries at least the entities of this page), `hint` how to page it ({fit}:
-    the page size that fits).
+    the page size that fits; {offset}: the page's), `alone` what to do when not one entity fits.
 
     Raises:
         ReplyTooLargeError: If even that lower bound is over the limit.
@@ -120,17 +123,19 @@ def refuse_early(memory: Memory, moment: Moment, args: ReadGraph, limit: int, to
             return
         selection = index.everything()
         bound = budget.selection(selection, offset=args.offset, limit=wanted)
+        if bound <= limit:
+            return
+        fits = budget.fitting(selection, offset=args.offset, limit=wanted)
         count = max(0, min(selection.count, selection.count if wanted is None else args.offset + wanted)
                     - args.offset)
-    if bound <= limit:
-        return
 
     def sample(size: int) -> tuple[GraphPageOut, int]:
         few = msgspec.structs.replace(args, limit=size)
         answer = page(moment.graph, few, moment.position)
         return answer, len(answer.entities)
 
-    raise budget.refuse(bound, count, sample, hint)
+    raise budget.refuse(bound, count, sample, hint.format(fit="{fit}", offset=args.offset), fits=fits,
+                        alone=alone.format(offset=args.offset))
 
 
 def page(graph: Graph, args: ReadGraph, as_of: int | None = None) -> GraphPageOut:

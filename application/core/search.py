@@ -119,7 +119,8 @@ def search_nodes(memory: Memory, args: SearchNodes) -> SearchOut:
     # The word indexes' lock before the snapshot, so that the indexes only move forward (see SearchIndex)
     with memory.views.search.holding() as done, memory.timeline.at("search_nodes", args.as_of) as moment:
         wanted = _Filter(moment, args)
-        budget = ReplyBudget("search_nodes", memory.limit_for(search_nodes), summary=args.summary_mode)
+        budget = ReplyBudget("search_nodes", memory.limit_for(search_nodes), summary=args.summary_mode,
+                             observations=None if args.observations_limit is UNSET else args.observations_limit)
         through: int | None = None
         if mode == "substring":
             found = _substring(memory, moment, args, wanted, limit, budget)
@@ -184,22 +185,24 @@ def _examine(memory: Memory, moment: Moment, args: SearchNodes, found: _Found, w
                 continue
             page.append((record, score))
             if budget.add(record):
-                raise _too_large(memory, moment, args, wanted, budget, budget.spent, len(page), page)
+                raise _too_large(memory, moment, args, wanted, budget, budget.spent, len(page), page, budget.fitted)
             full = limit is not None and len(page) >= limit
         total += 1
     return page, _Count(total, stopped or found.cut)
 
 
 def _too_large(memory: Memory, moment: Moment, args: SearchNodes, wanted: _Filter, budget: ReplyBudget, bound: int,
-               count: int, records: list[Hit]) -> ReplyTooLargeError:
+               count: int, records: list[Hit], fits: int) -> ReplyTooLargeError:
     def sample(size: int) -> tuple[SearchOut, int]:
         few = records[:size]
         return _answer(memory, moment, args, few, wanted, "substring", None, None), len(few)
 
     return budget.refuse(bound, count, sample, (
-        "Page through it: search_nodes with limit {fit} and offset 0, then each answer's nextOffset; "
-        "or summaryMode true for names and types only; or narrow it with entityTypes, relationTypes "
-        "or metadata."))
+        f"Page through it: search_nodes with limit {{fit}} and offset {args.offset}, then each answer's "
+        "nextOffset; or observationsLimit to keep the best matching observations of each; or summaryMode true for "
+        "names and types only; or narrow it with entityTypes, relationTypes or metadata."), fits=fits, alone=(
+        f"Not even the match at offset {args.offset} fits on its own: observationsLimit keeps the best matching "
+        "observations of each entity (a smaller one, if it was set), summaryMode true names and types only."))
 
 
 def _mode(args: SearchNodes) -> Mode:
@@ -247,7 +250,8 @@ def _too_large_selection(memory: Memory, moment: Moment, args: SearchNodes, want
     count = max(0, min(selection.count, selection.count if limit is None else args.offset + limit) - args.offset)
     first: list[Hit] = [(record, None) for stream in selection.streams(args.offset, SAMPLE)
                         if (record := live.entity_by_stream(stream)) is not None]
-    return _too_large(memory, moment, args, wanted, budget, bound, count, first)
+    fits = budget.fitting(selection, offset=args.offset, limit=limit)
+    return _too_large(memory, moment, args, wanted, budget, bound, count, first, fits)
 
 
 def _index(memory: Memory, moment: Moment, workspace: str) -> WorkspaceIndex:

@@ -179,8 +179,11 @@ def n2n_create_relations(batch: Batch, args: CreateRelations) -> ObjectOut:
     return done(f"Created {len(made.relations)} relations", createdCount=len(made.relations))
 
 
-N2N_PAGING = ("Page through it: n2n_read_graph with limit {fit} and offset 0, then offset by each page's "
+N2N_PAGING = ("Page through it: n2n_read_graph with limit {fit} and offset {offset}, then offset by each page's "
               "entities while isTruncated is true; or summaryMode true for names and types only.")
+N2N_ALONE = ("Not even the entity at offset {offset} fits on its own: n2n_read_graph with summaryMode true gives "
+             "names and types only, and n2n_search with its name as the query and observationsLimit some of its "
+             "observations.")
 
 
 class ReadGraph(N2nArgs, kw_only=True):
@@ -200,7 +203,8 @@ def n2n_read_graph(memory: Memory, args: ReadGraph) -> ObjectOut:
     if limit is not None:  # the answer carries every entity of the core's page: refused before it is built
         with memory.timeline.at("n2n_read_graph") as moment:
             core_graph.refuse_early(memory, moment, parse("n2n_read_graph", {**arguments, "workspace": ws},
-                                                          core_graph.ReadGraph), limit, "n2n_read_graph", N2N_PAGING)
+                                                          core_graph.ReadGraph), limit, "n2n_read_graph", N2N_PAGING,
+                                   N2N_ALONE)
     page = _core("n2n_read_graph", memory, core_graph.read_graph, arguments, core_graph.ReadGraph, ws)
     names = {e.name for e in page.entities}
     graph = msgspec.to_builtins(page)
@@ -238,8 +242,9 @@ def n2n_get_graph_summary(memory: Memory, args: GraphSummary) -> ObjectOut:
                 held = graph.workspace(ws)
                 raise budget.refuse(budget.spent, (held.entities if held else 0) - args.offset,
                                     lambda size: (_summary(entities[:size], 0, 0, False), len(entities[:size])), (
-                                        "Page through it: n2n_get_graph_summary with limit {fit} and offset 0, "
-                                        "then offset by each page's entities while isTruncated is true."))
+                                        "Page through it: n2n_get_graph_summary with limit {fit} and offset "
+                                        f"{args.offset}, then offset by each page's entities while isTruncated is "
+                                        "true."), fits=budget.fitted)
         totals = graph.workspace(ws)
     total = 0 if totals is None else totals.entities
     return _summary(entities, 0 if totals is None else totals.relations, total, args.offset + len(entities) < total)
