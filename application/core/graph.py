@@ -201,7 +201,7 @@ def open_nodes(memory: Memory, args: OpenNodes) -> GraphPageOut:
             hide_invalid(entities, found, read_moment("open_nodes", args.valid_at))
             if args.include_provenance:
                 for out, record in zip(entities, found, strict=True):
-                    out.provenance = provenance_of(moment.log, record, moment.position)
+                    out.provenance = provenance_of(moment.log, record, moment.position, out.observations)
         relations = relations_touching(graph, ws, (e.name for e in found))
         valid = read_moment("open_nodes", args.valid_at)
         gone = _gone(moment, ws, [n for n in dict.fromkeys(args.names) if n not in {e.name for e in found}])

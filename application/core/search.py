@@ -377,7 +377,7 @@ def _answer(
         hide_invalid(entities, [r for r, _ in page], valid)
         if args.include_provenance:
             for out, (record, _) in zip(entities, page, strict=True):
-                out.provenance = provenance_of(moment.log, record, moment.position)
+                out.provenance = provenance_of(moment.log, record, moment.position, out.observations)
         point_at_facts(memory, moment, args.query, mode, page, entities, args.matches_per_entity,
                        args.observations_limit)
     total = None if counted is None else counted.total
