@@ -251,9 +251,12 @@ class SearchIndex:
         if not self.env.write(write):
             self.reset()
             return 0
-        for workspace, position, _ in images:
-            self._saved[workspace] = position
-            self._changed.discard(workspace)
+        with self.lock:  # (a search may have caught an index up meanwhile: then it holds more than its image)
+            for workspace, position, _ in images:
+                self._saved[workspace] = position
+                held = self._workspaces.get(workspace)
+                if held is None or held.position == position:
+                    self._changed.discard(workspace)
         return len(images)
 
     def spool(self, graph: LmdbGraph, workspace: str, into: BinaryIO, *, docs: int | None = None,

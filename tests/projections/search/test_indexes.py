@@ -176,3 +176,22 @@ def test_forgetting_a_workspace_s_image_drops_its_parts(store: LmdbLog, monkeypa
     with views.env.read() as txn:
         assert txn.get(digest(b"w"), db=views.search.db) is None
         assert txn.get(digest(b"v"), db=views.search.db) is not None
+
+
+def test_an_index_caught_up_while_its_image_is_written_is_still_to_be_saved(
+        store: LmdbLog, monkeypatch: pytest.MonkeyPatch) -> None:
+    views = Views(store)
+    create(views, "Ada", "mathematician")
+    containing(views, "ada")
+    real, meanwhile = views.search.env.write, []
+
+    def write(work):  # type: ignore[no-untyped-def]
+        if not meanwhile:  # a write and a search between the image's making and its keeping
+            meanwhile.append("")
+            meanwhile[0] = create(views, "Bob", "engineer")
+            assert containing(views, "engineer") == meanwhile
+        return real(work)
+
+    monkeypatch.setattr(views.search.env, "write", write)
+    assert views.search.save(every=None) == 1
+    assert [index.workspace for index in views.search.changed()] == ["w"]  # Bob is not in the image kept
