@@ -61,7 +61,13 @@ class IndexLock:
         return True
 
     def release(self) -> None:
-        """Give back one `acquire`."""
+        """Give back one `acquire`.
+
+        Raises:
+            RuntimeError: If the calling thread does not hold the lock.
+        """
+        if not self.held():
+            raise RuntimeError("cannot release a lock this thread does not hold")
         self._depth -= 1
         if not self._depth:
             self._owner = None
