@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from chronograph.application.engine.jsonvalues import same_json
 from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
 from chronograph.application.engine.service import Memory
 from chronograph.application.errors import ReplyTooLargeError
@@ -89,7 +90,7 @@ def _entity_change(a: dict[str, Any], b: dict[str, Any]) -> str:
         parts.append(f"+{len(added)} observation{'s' * (len(added) != 1)}")
     if removed:
         parts.append(f"-{len(removed)} observation{'s' * (len(removed) != 1)}")
-    if a.get("metadata") != b.get("metadata"):
+    if not same_json(a.get("metadata"), b.get("metadata")):
         parts.append("metadata")
     if a.get("validity") != b.get("validity"):
         parts.append("valid time")

@@ -69,12 +69,12 @@ def search_figures(root: Path, count: int, queries: int) -> dict[str, float]:
     with LmdbLog(root / f"search-{count}", map_size=1 << 33, sync=False) as store:
         workload = fill_entities(store, count)
         views = Views(store)
-        with views.snapshot() as snapshot:
+        with views.search.lock, views.snapshot() as snapshot:
             build = timed(lambda: views.search_index(snapshot, "default"))
         rare = [workload.rare_term(i * 1000) for i in range(count // 1000)]
 
         def search(i: int) -> None:
-            with views.snapshot() as snapshot:
+            with views.search.lock, views.snapshot() as snapshot:
                 index = views.search_index(snapshot, "default")
                 found = [snapshot.graph.entity_by_stream(s) for s in index.substring(rare[i % len(rare)])]
                 assert len(found) == 1

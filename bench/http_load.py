@@ -1,7 +1,8 @@
 """MCP over HTTP under load, side by side with another Chronograph (run through http_flood.py).
 
     python bench/http_flood.py load  [--entities 10000] [--levels 1,10,50,200] [--seconds 20] [--baseline CMD]
-    python bench/http_flood.py long  [--entities 10000] [--long read_graph|search|refused] [--seconds 20] [--warm] [...]
+    python bench/http_flood.py long  [--entities 10000] [--long read_graph|search|refused]
+                                     [--short open_nodes|page|search] [--seconds 20] [--warm] [...]
     python bench/http_flood.py admit [--openings 200] [--quota 100] [...]
 
 Each builds a store of --entities entities (3 observations and about 2 relations each, the
@@ -14,8 +15,9 @@ chronograph") one after the other on the same machine in the same run.
   a rare word), 20% writes (create_entities, add_observations). Prints calls/s, the ratio
   to one session, p50/p99 of any call; checks every acknowledged write is found after.
 - long: one session loops a long call (a whole read_graph, a search matching most entities,
-  an export of the whole graph, or read_graph {} refused for its size) while 4 others loop open_nodes;
-  prints the 4's p50/p99 alone and beside the long call, and the server's RSS.
+  an export of the whole graph, or read_graph {} refused for its size) while 4 others loop a
+  short one (--short: open_nodes of one entity, a read_graph page of 10, or a search of a rare
+  word); prints the 4's p50/p99 alone and beside the long call, and the server's RSS.
 - --keep DIR keeps the built store (DIR/store-N) and copies it from there in later runs.
 - admit: --openings initializes at once from one address with --sessions-per-address
   --quota; prints how many were answered 200 and 429 and how many sessions are alive after.
@@ -219,8 +221,17 @@ async def looping(session: Session, tool: str, arguments: dict[str, Any], until:
             errors.append(1)
 
 
+def short_call(kind: str, workload: Workload, entities: int, rng: random.Random) -> tuple[str, dict[str, Any]]:
+    """The call a short client loops (`--short`)."""
+    if kind == "page":
+        return "read_graph", {"limit": 10, "offset": rng.randrange(max(1, entities - 10))}
+    if kind == "search":
+        return "search_nodes", {"query": workload.rare_term(rng.randrange(max(1, entities // 1000)) * 1000)}
+    return "open_nodes", {"names": [workload.name(rng.randrange(entities))]}
+
+
 async def short_calls(port: int, workload: Workload, entities: int, seconds: float, long: str | None,
-                      ) -> dict[str, Any]:
+                      short: str = "open_nodes") -> dict[str, Any]:
     shorts = await opened(port, 4, "short")
     longs = await opened(port, 1, "long") if long else []
     until = time.perf_counter() + seconds
@@ -229,15 +240,14 @@ async def short_calls(port: int, workload: Workload, entities: int, seconds: flo
     errors: list[int] = []
     slow_errors: list[int] = []
     rng = random.Random(1)
-    work = [looping(s, "open_nodes", {"names": [workload.name(rng.randrange(entities))]}, until, quick, errors)
-            for s in shorts]
+    work = [looping(s, *short_call(short, workload, entities, rng), until, quick, errors) for s in shorts]
     if long:
         tool, arguments = LONG[long]
         work.append(looping(longs[0], tool, arguments, until, slow, slow_errors))
     await asyncio.gather(*work)
     for session in shorts + longs:
         session.close()
-    return {"open_nodes_calls": len(quick), "open_nodes_p50_ms": quantile(quick, 0.5) * 1e3,
+    return {"short": short, "open_nodes_calls": len(quick), "open_nodes_p50_ms": quantile(quick, 0.5) * 1e3,
             "open_nodes_p99_ms": quantile(quick, 0.99) * 1e3, "open_nodes_failed": len(errors),
             "long_calls": len(slow), "long_refused": len(slow_errors),
             "long_p50_ms": quantile(slow, 0.5) * 1e3 if slow else None}
@@ -291,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--levels", default="1,10,50,200")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--long", choices=sorted(LONG), default="read_graph")
+    parser.add_argument("--short", choices=["open_nodes", "page", "search"], default="open_nodes",
+                        help="long: what the 4 short clients loop")
     parser.add_argument("--openings", type=int, default=200)
     parser.add_argument("--quota", type=int, default=100)
     parser.add_argument("--baseline", metavar="CMD", help='another Chronograph, e.g. "/work/before/.venv/bin/python '
@@ -347,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
                     for label, server in servers.items():
                         print(f"[{label}] 4 clients {phase} for {args.seconds:.0f} s ...", file=sys.stderr)
                         results[label][phase] = asyncio.run(
-                            short_calls(server.port, workload, args.entities, args.seconds, long))
+                            short_calls(server.port, workload, args.entities, args.seconds, long, args.short))
                 time.sleep(2)
                 for label, server in servers.items():
                     results[label]["rss_end_mb"] = server.rss_mb()
@@ -383,7 +395,8 @@ def print_tables(args: argparse.Namespace, results: dict[str, Any]) -> None:
             figures = results[label]
             for phase in ("alone", "beside"):
                 seen = figures[phase]
-                rows.append((f"{label}: 4 clients' open_nodes, {phase if phase == 'alone' else 'beside ' + args.long}",
+                during = phase if phase == "alone" else f"beside {args.long}"
+                rows.append((f"{label}: 4 clients' {args.short}, {during}",
                              f"{seen['open_nodes_calls']:,} calls, p50 {seen['open_nodes_p50_ms']:.1f} / "
                              f"p99 {seen['open_nodes_p99_ms']:.1f} ms",
                              "p99 <= 50 ms" if phase == "beside" else ""))
@@ -395,7 +408,7 @@ def print_tables(args: argparse.Namespace, results: dict[str, Any]) -> None:
                              ""))
             rows.append((f"{label}: server RSS start -> end", f"{figures['rss_start_mb']:,.0f} -> "
                          f"{figures['rss_end_mb']:,.0f} MB", ""))
-        title = f"one long call ({args.long}) beside 4 clients' open_nodes, {args.entities:,} entities, " \
+        title = f"one long call ({args.long}) beside 4 clients' {args.short}, {args.entities:,} entities, " \
                 f"{args.seconds:.0f} s each"
     else:
         for label in labels:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from chronograph.application import ReplyTooLargeError
 from chronograph.application.core.entities import AddObservationsOut
-from chronograph.application.core.graph import GraphPageOut
+from chronograph.application.engine.budget import entities_of, page_fit
 from chronograph.application.engine.outputs import DeletedOut, EntitiesOut, ObjectOut, RelationsOut, official_shape
 from chronograph.application.engine.turns import encoded, formatted
 from chronograph.application.errors import ChronographError
@@ -212,23 +212,48 @@ def check_text_size(what: str, text: str, limit: int | None, hint: str) -> str:
     return text
 
 
-def _hint(tool: str, output: msgspec.Struct, size: int, limit: int) -> str:
-    if isinstance(output, GraphPageOut):
-        fit = max(1, int(len(output.entities) * limit / size * 0.8))
-        return (
-            f"Page through it: read_graph with limit {fit} and offset 0, then each answer's "
-            "nextOffset; or summaryMode true for names and types only."
-        )
-    if tool in ("search_nodes", "open_nodes"):
-        entities = getattr(output, "entities", [])
-        fit = max(1, int(len(entities) * limit / size * 0.8))
-        if tool == "open_nodes":
-            return f"Open fewer names at a time (about {fit}), or set summaryMode true for names and types only."
-        return (
-            f"Page through it: search_nodes with limit {fit} and offset 0, then each answer's nextOffset; "
-            "or summaryMode true for names and types only; or narrow it with entityTypes, relationTypes "
-            "or metadata."
-        )
+def _hint(tool: str, output: Any, size: int, limit: int) -> str:
+    """What to ask instead: a page size measured on the answer itself (see `page_fit`), or, when
+    not even its first entity fits alone, a smaller shape of each entity."""
     if tool == "export_graph":
         return "Export with the CLI instead: chronograph export --format ... -o FILE."
-    return "Ask for less (a smaller limit, a narrower filter)."
+    if not entities_of(output):
+        return "Ask for less (a smaller limit, a narrower filter)."
+    fit = page_fit(output, size, limit)
+    if fit < 1:
+        shapes = "summaryMode true gives names and types only" + (
+            "" if tool == "search_nodes" else ", and search_nodes with its name as the query and observationsLimit "
+            "some of its observations")
+        if tool == "search_nodes":
+            return ("Not even the first entity of this answer fits on its own: observationsLimit keeps the best "
+                    f"matching observations of each entity (a smaller one, if it was set); {shapes}.")
+        if tool in ("read_graph", "open_nodes"):
+            return f"Not even the first entity of this answer fits on its own: {tool} with {shapes}."
+        return ("Not even the first entity of this answer fits on its own: ask for names and types only, or fewer "
+                "observations of each (summaryMode, observationsLimit), where the tool takes them.")
+    at = _offset_of(output)
+    if tool == "read_graph":
+        return (f"Page through it: read_graph with limit {fit} and {at}, then each answer's nextOffset; or "
+                "summaryMode true for names and types only.")
+    if tool == "open_nodes":
+        return (f"Open fewer names at a time (about {fit} of these fit), or set summaryMode true for names and "
+                "types only.")
+    if tool == "search_nodes":
+        return (f"Page through it: search_nodes with limit {fit} and {at}, then each answer's "
+                "nextOffset; or observationsLimit to keep the best matching observations of each; or summaryMode "
+                "true for names and types only; or narrow it with entityTypes, relationTypes or metadata.")
+    return f"Ask for fewer entities at a time (the first {fit} of this answer fit): a smaller limit or fewer names."
+
+
+def _offset_of(output: Any) -> str:
+    """The offset of the page `output` answers, as a refusal's advice says it."""
+    entities = len(entities_of(output))
+    fields = output if isinstance(output, dict) else None
+    following = fields.get("nextOffset") if fields is not None else getattr(output, "next_offset", None)
+    total = fields.get("total", fields.get("totalEntities")) if fields is not None else \
+        getattr(output, "total", getattr(output, "total_entities", None))
+    if isinstance(following, int):
+        return f"offset {following - entities}"
+    if isinstance(total, int):  # a page that reached the end (an unpaged answer says no total)
+        return f"offset {max(0, total - entities)}"
+    return "the same offset" if fields is not None else "offset 0"

@@ -30,8 +30,11 @@ from msgspec import UNSET, Meta, UnsetType
 
 __all__ = ["INDEX_FOR_REFUSAL", "GoneOut", "GraphPageOut", "OpenNodes", "ReadGraph", "refuse_early"]
 
-READ_GRAPH_HINT = ("Page through it: read_graph with limit {fit} and offset 0, then each answer's nextOffset; "
-                   "or summaryMode true for names and types only.")
+READ_GRAPH_HINT = ("Page through it: read_graph with limit {fit} and offset {offset}, then each answer's "
+                   "nextOffset; or summaryMode true for names and types only.")
+READ_GRAPH_ALONE = ("Not even the entity at offset {offset} fits on its own: read_graph with summaryMode true gives "
+                    "names and types only, and search_nodes with its name as the query and observationsLimit some "
+                    "of its observations.")
 INDEX_FOR_REFUSAL = 2000
 """Entities from which read_graph indexes a workspace that has no word index yet, to tell a reply
 is over the limit without building it."""
@@ -87,19 +90,21 @@ def read_graph(memory: Memory, args: ReadGraph) -> GraphPageOut:
     each entity's name and type, each relation's ends and type, the workspace's totals
     and counts per type.
     """
-    with memory.timeline.at("read_graph", args.as_of) as moment:
-        limit = memory.limit_for(read_graph)
+    limit = memory.limit_for(read_graph)
+    # The word indexes' lock before the snapshot, when the page may be refused early (see SearchIndex)
+    with memory.views.search.holding(limit is not None) as done, memory.timeline.at("read_graph", args.as_of) as moment:
         if limit is not None and not moment.is_past:
             refuse_early(memory, moment, args, limit)
+        done()  # the page is built without the word indexes: others may use them meanwhile
         return page(moment.graph, args, moment.position)
 
 
 def refuse_early(memory: Memory, moment: Moment, args: ReadGraph, limit: int, tool: str = "read_graph",
-                 hint: str = READ_GRAPH_HINT) -> None:
+                 hint: str = READ_GRAPH_HINT, alone: str = READ_GRAPH_ALONE) -> None:
     """Refuse a page whose reply will be over `limit` bytes before building it: the word index
     knows what each entity's answer must carry (see `ReplyBudget`). `tool` is the tool refusing
     (one whose answer carries at least the entities of this page), `hint` how to page it ({fit}:
-    the page size that fits).
+    the page size that fits; {offset}: the page's), `alone` what to do when not one entity fits.
 
     Raises:
         ReplyTooLargeError: If even that lower bound is over the limit.
@@ -108,26 +113,29 @@ def refuse_early(memory: Memory, moment: Moment, args: ReadGraph, limit: int, to
     totals = moment.graph.workspace(ws)
     if totals is None:
         return
+    budget = ReplyBudget(tool, limit, summary=args.summary_mode)
+    wanted = None if args.limit is UNSET else args.limit
     # A large workspace gets its word index now if it has none (kept for every later search and
     # refusal); a small one's answer is cheap enough to build and measure whole.
-    index = views.search_index(moment.snapshot, ws) if totals.entities >= INDEX_FOR_REFUSAL else \
-        views.known_search_index(moment.snapshot, ws)
-    if index is None:
-        return
-    budget = ReplyBudget(tool, limit, summary=args.summary_mode)
-    selection = index.everything()
-    wanted = None if args.limit is UNSET else args.limit
-    bound = budget.selection(selection, offset=args.offset, limit=wanted)
-    if bound <= limit:
-        return
-    count = max(0, min(selection.count, selection.count if wanted is None else args.offset + wanted) - args.offset)
+    snapshot = moment.snapshot
+    with views.search.at(snapshot.log, snapshot.graph, ws, build=totals.entities >= INDEX_FOR_REFUSAL) as index:
+        if index is None:
+            return
+        selection = index.everything()
+        bound = budget.selection(selection, offset=args.offset, limit=wanted)
+        if bound <= limit:
+            return
+        fits = budget.fitting(selection, offset=args.offset, limit=wanted)
+        count = max(0, min(selection.count, selection.count if wanted is None else args.offset + wanted)
+                    - args.offset)
 
     def sample(size: int) -> tuple[GraphPageOut, int]:
         few = msgspec.structs.replace(args, limit=size)
         answer = page(moment.graph, few, moment.position)
         return answer, len(answer.entities)
 
-    raise budget.refuse(bound, count, sample, hint)
+    raise budget.refuse(bound, count, sample, hint.format(fit="{fit}", offset=args.offset), fits=fits,
+                        alone=alone.format(offset=args.offset))
 
 
 def page(graph: Graph, args: ReadGraph, as_of: int | None = None) -> GraphPageOut:
@@ -193,7 +201,7 @@ def open_nodes(memory: Memory, args: OpenNodes) -> GraphPageOut:
             hide_invalid(entities, found, read_moment("open_nodes", args.valid_at))
             if args.include_provenance:
                 for out, record in zip(entities, found, strict=True):
-                    out.provenance = provenance_of(moment.log, record, moment.position)
+                    out.provenance = provenance_of(moment.log, record, moment.position, out.observations)
         relations = relations_touching(graph, ws, (e.name for e in found))
         valid = read_moment("open_nodes", args.valid_at)
         gone = _gone(moment, ws, [n for n in dict.fromkeys(args.names) if n not in {e.name for e in found}])

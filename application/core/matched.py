@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chronograph.application.core.validtime import valid_at
-from chronograph.application.engine.outputs import MatchedOut, PageEntityOut
+from chronograph.application.engine.outputs import MatchedOut, PageEntityOut, keep_observations
 from chronograph.application.engine.service import Memory
 from chronograph.application.engine.timeline import Moment
 from chronograph.projections import EntityRecord
@@ -83,7 +83,7 @@ def point_at_facts(memory: Memory, moment: Moment, query: str, mode: str, page: 
         if ranked and matched is not None:
             out.matched_observations = matched
         if len(kept) < len(out.observations):
-            out.observations = kept
+            keep_observations(out, kept)
             if out.provenance is not UNSET:
                 held = set(kept)
                 out.provenance = [p for p in out.provenance if p.observation in held]

@@ -10,6 +10,8 @@ as that entity's stream said before the merge; the merge is named beside it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from chronograph.application.engine.outputs import ObservationProvenanceOut
 from chronograph.eventstore import (
     EntityCreated,
@@ -22,17 +24,20 @@ from chronograph.eventstore import (
     clock,
 )
 from chronograph.projections import EntityRecord
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 __all__ = ["provenance_of", "recorded"]
 
 
-def provenance_of(log: LogReader, entity: EntityRecord, position: int | None = None) -> list[ObservationProvenanceOut]:
-    """The provenance of each of `entity`'s observations, in the entity's order."""
+def provenance_of(log: LogReader, entity: EntityRecord, position: int | None = None,
+                  shown: Sequence[str] | UnsetType | None = None) -> list[ObservationProvenanceOut]:
+    """The provenance of each of `entity`'s observations (of those `shown`, when an answer shows
+    only some: never of one it leaves out), in the entity's order."""
     found = recorded(log, entity, position)
+    answered = None if shown is None or shown is UNSET else set(shown)
     out = []
     for observation in entity.observations:
-        if (pair := found.get(observation)) is None:
+        if (pair := found.get(observation)) is None or (answered is not None and observation not in answered):
             continue
         first, merge = pair
         out.append(ObservationProvenanceOut(

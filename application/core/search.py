@@ -15,9 +15,10 @@ relationTypes, only relations of those types).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Annotated, Literal, NamedTuple
 
+from chronograph.application.core.filters import Filter, everything
 from chronograph.application.core.matched import MATCHES, RERANK, point_at_facts, pointed, reranked
 from chronograph.application.core.provenance import provenance_of
 from chronograph.application.core.validtime import (
@@ -26,7 +27,6 @@ from chronograph.application.core.validtime import (
     hide_invalid,
     observations_at,
     read_moment,
-    valid_relation,
 )
 from chronograph.application.engine.arguments import AsOf, D, Items, Metadata, Query, ReadArgs, TypeName
 from chronograph.application.engine.budget import SAMPLE, ReplyBudget
@@ -42,7 +42,7 @@ from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
 from chronograph.application.engine.timeline import Moment
 from chronograph.application.errors import InvalidArgumentsError, ReplyTooLargeError, UnavailableError
-from chronograph.projections import EntityRecord, RelationRecord, WorkspaceIndex, matches, relations_touching
+from chronograph.projections import EntityRecord, WorkspaceIndex, matches
 from chronograph.projections.search.fusion import fuse
 from chronograph.projections.search.novelty import spread
 from chronograph.projections.search.selection import Selection
@@ -116,9 +116,11 @@ def search_nodes(memory: Memory, args: SearchNodes) -> SearchOut:
     limit = args.limit if args.limit is not UNSET else RANKED_LIMIT if mode != "substring" else None
     if mode in ("semantic", "hybrid") and memory.semantic is not None and args.as_of is UNSET:
         memory.semantic.settle()
-    with memory.timeline.at("search_nodes", args.as_of) as moment:
-        wanted = _Filter(moment, args)
-        budget = ReplyBudget("search_nodes", memory.limit_for(search_nodes), summary=args.summary_mode)
+    # The word indexes' lock before the snapshot, so that the indexes only move forward (see SearchIndex)
+    with memory.views.search.holding() as done, memory.timeline.at("search_nodes", args.as_of) as moment:
+        wanted = _filter(moment, args)
+        budget = ReplyBudget("search_nodes", memory.limit_for(search_nodes), summary=args.summary_mode,
+                             observations=None if args.observations_limit is UNSET else args.observations_limit)
         through: int | None = None
         if mode == "substring":
             found = _substring(memory, moment, args, wanted, limit, budget)
@@ -132,6 +134,7 @@ def search_nodes(memory: Memory, args: SearchNodes) -> SearchOut:
             counted = _Count(found.total, False)
         else:
             page, counted = _examine(memory, moment, args, found, wanted, limit, budget)
+        done()  # the answer is built without the word indexes
         return _answer(memory, moment, args, page, wanted, mode, counted if paged else None, through)
 
 
@@ -156,7 +159,7 @@ class _Count(NamedTuple):
     """Whether counting stopped early: more may match than `total` says."""
 
 
-def _examine(memory: Memory, moment: Moment, args: SearchNodes, found: _Found, wanted: _Filter, limit: int | None,
+def _examine(memory: Memory, moment: Moment, args: SearchNodes, found: _Found, wanted: Filter, limit: int | None,
              budget: ReplyBudget) -> tuple[list[Hit], _Count]:
     """The page of the candidates that pass the filters (and the substring rule, where the index
     only narrowed them down), and how many pass: every one when there are few, else those among
@@ -182,22 +185,24 @@ def _examine(memory: Memory, moment: Moment, args: SearchNodes, found: _Found, w
                 continue
             page.append((record, score))
             if budget.add(record):
-                raise _too_large(memory, moment, args, wanted, budget, budget.spent, len(page), page)
+                raise _too_large(memory, moment, args, wanted, budget, budget.spent, len(page), page, budget.fitted)
             full = limit is not None and len(page) >= limit
         total += 1
     return page, _Count(total, stopped or found.cut)
 
 
-def _too_large(memory: Memory, moment: Moment, args: SearchNodes, wanted: _Filter, budget: ReplyBudget, bound: int,
-               count: int, records: list[Hit]) -> ReplyTooLargeError:
+def _too_large(memory: Memory, moment: Moment, args: SearchNodes, wanted: Filter, budget: ReplyBudget, bound: int,
+               count: int, records: list[Hit], fits: int) -> ReplyTooLargeError:
     def sample(size: int) -> tuple[SearchOut, int]:
         few = records[:size]
         return _answer(memory, moment, args, few, wanted, "substring", None, None), len(few)
 
     return budget.refuse(bound, count, sample, (
-        "Page through it: search_nodes with limit {fit} and offset 0, then each answer's nextOffset; "
-        "or summaryMode true for names and types only; or narrow it with entityTypes, relationTypes "
-        "or metadata."))
+        f"Page through it: search_nodes with limit {{fit}} and offset {args.offset}, then each answer's "
+        "nextOffset; or observationsLimit to keep the best matching observations of each; or summaryMode true for "
+        "names and types only; or narrow it with entityTypes, relationTypes or metadata."), fits=fits, alone=(
+        f"Not even the match at offset {args.offset} fits on its own: observationsLimit keeps the best matching "
+        "observations of each entity (a smaller one, if it was set), summaryMode true names and types only."))
 
 
 def _mode(args: SearchNodes) -> Mode:
@@ -218,7 +223,7 @@ def _mode(args: SearchNodes) -> Mode:
     return mode
 
 
-def _substring(memory: Memory, moment: Moment, args: SearchNodes, wanted: _Filter, limit: int | None,
+def _substring(memory: Memory, moment: Moment, args: SearchNodes, wanted: Filter, limit: int | None,
                budget: ReplyBudget) -> _Found | _Counted:
     ws, query = args.workspace, args.query
     selection = None if moment.is_past else memory.views.search_index(moment.snapshot, ws).select(query)
@@ -239,13 +244,14 @@ def _substring(memory: Memory, moment: Moment, args: SearchNodes, wanted: _Filte
                    if (record := live.entity_by_stream(stream)) is not None and matches(record, query)), False)
 
 
-def _too_large_selection(memory: Memory, moment: Moment, args: SearchNodes, wanted: _Filter, budget: ReplyBudget,
+def _too_large_selection(memory: Memory, moment: Moment, args: SearchNodes, wanted: Filter, budget: ReplyBudget,
                          bound: int, selection: Selection, limit: int | None) -> ReplyTooLargeError:
     live = moment.live
     count = max(0, min(selection.count, selection.count if limit is None else args.offset + limit) - args.offset)
     first: list[Hit] = [(record, None) for stream in selection.streams(args.offset, SAMPLE)
                         if (record := live.entity_by_stream(stream)) is not None]
-    return _too_large(memory, moment, args, wanted, budget, bound, count, first)
+    fits = budget.fitting(selection, offset=args.offset, limit=limit)
+    return _too_large(memory, moment, args, wanted, budget, bound, count, first, fits)
 
 
 def _index(memory: Memory, moment: Moment, workspace: str) -> WorkspaceIndex:
@@ -268,14 +274,13 @@ def _words(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode, limit:
     return _Found([(stream, score, None) for stream, score in ranking.hits], len(ranking.hits) < ranking.total)
 
 
-def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode, wanted: _Filter) -> tuple[_Found, int]:
+def _meaning(memory: Memory, moment: Moment, args: SearchNodes, mode: Mode, wanted: Filter) -> tuple[_Found, int]:
     if moment.is_past:
         raise InvalidArgumentsError(
             "search_nodes", f"asOf: mode {mode} ranks the present only (embeddings are of current "
             "versions); use mode substring, ranked or fuzzy with asOf")
     near, through = nearest(memory, moment, args.workspace, args.query, SEMANTIC_FLOOR,
-                            read_moment("search_nodes", args.valid_at),
-                            spread_among=wanted if wanted.active else _everything)
+                            wanted.valid, spread_among=wanted if wanted.active else everything)
     meaning: list[Found] = [(record.stream, score, record) for record, score in near]
     cut = len(near) >= DEPTH  # there may be more above the floor
     if mode == "semantic":
@@ -328,50 +333,26 @@ def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshol
     return [(records[stream], score) for stream, score in spread_out] + hidden, through
 
 
-def _everything(record: EntityRecord) -> bool:
-    return True
-
-
-class _Filter:
-    """Whether an entity passes the filters; and the relations of the types asked for."""
-
-    def __init__(self, moment: Moment, args: SearchNodes) -> None:
-        self.graph = moment.graph
-        self.workspace = args.workspace
-        self.types = None if args.entity_types is UNSET else set(args.entity_types)
-        self.relation_types = None if args.relation_types is UNSET else set(args.relation_types)
-        self.metadata = None if args.metadata is UNSET else args.metadata
-        self.active = self.types is not None or self.relation_types is not None or self.metadata is not None
-        """Whether any filter was asked for."""
-
-    def __call__(self, record: EntityRecord) -> bool:
-        if self.types is not None and record.entity_type not in self.types:
-            return False
-        if self.metadata is not None:
-            held = record.metadata or {}
-            if any(key not in held or held[key] != value for key, value in self.metadata.items()):
-                return False
-        return self.relation_types is None or any(True for _ in self.relations([record.name]))
-
-    def relations(self, names: Iterable[str]) -> Iterator[RelationRecord]:
-        """The relations touching `names` that the filter keeps, each once, oldest first."""
-        found = relations_touching(self.graph, self.workspace, names)
-        return (r for r in found if self.relation_types is None or r.relation_type in self.relation_types)
+def _filter(moment: Moment, args: SearchNodes) -> Filter:
+    return Filter(moment.graph, args.workspace, valid=read_moment("search_nodes", args.valid_at),
+                  types=None if args.entity_types is UNSET else args.entity_types,
+                  relation_types=None if args.relation_types is UNSET else args.relation_types,
+                  metadata=None if args.metadata is UNSET else args.metadata)
 
 
 def _answer(
-    memory: Memory, moment: Moment, args: SearchNodes, page: list[Hit], wanted: _Filter, mode: Mode,
+    memory: Memory, moment: Moment, args: SearchNodes, page: list[Hit], wanted: Filter, mode: Mode,
     counted: _Count | None, through: int | None,
 ) -> SearchOut:
     if args.summary_mode:
         entities = [PageEntityOut(name=r.name, entity_type=r.entity_type) for r, _ in page]
-    valid = read_moment("search_nodes", args.valid_at)
+    valid = wanted.valid
     if not args.summary_mode:
         entities = [entity_out(r, PageEntityOut, metadata=args.include_metadata) for r, _ in page]
         hide_invalid(entities, [r for r, _ in page], valid)
         if args.include_provenance:
             for out, (record, _) in zip(entities, page, strict=True):
-                out.provenance = provenance_of(moment.log, record, moment.position)
+                out.provenance = provenance_of(moment.log, record, moment.position, out.observations)
         point_at_facts(memory, moment, args.query, mode, page, entities, args.matches_per_entity,
                        args.observations_limit)
     total = None if counted is None else counted.total
@@ -379,8 +360,7 @@ def _answer(
     more = total is not None and (args.offset + len(page) < total or (lower_bound and bool(page)))
     return SearchOut(
         entities=entities,
-        relations=page_relations((r for r in wanted.relations(r.name for r, _ in page) if valid_relation(r, valid)),
-                                 args.summary_mode, args.include_metadata),
+        relations=page_relations(wanted.relations(r.name for r, _ in page), args.summary_mode, args.include_metadata),
         scores=[round(score or 0.0, 6) for _, score in page] if mode != "substring" else UNSET,
         total=UNSET if total is None else total,
         total_is_lower_bound=True if lower_bound else UNSET,

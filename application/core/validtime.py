@@ -15,6 +15,7 @@ from itertools import groupby
 from typing import Annotated, Any
 
 from chronograph.application.engine.arguments import D
+from chronograph.application.engine.outputs import keep_observations
 from chronograph.application.errors import InvalidArgumentsError
 from chronograph.eventstore import ObservationsAdded, clock
 from chronograph.projections import EntityRecord, RelationRecord
@@ -130,7 +131,7 @@ def hide_invalid(entities: list[Any], records: list[EntityRecord], moment: int) 
     for out, record in zip(entities, records, strict=True):
         if record.validity and out.observations is not UNSET:
             spans = record.validity
-            out.observations = [o for o in out.observations if o not in spans or valid_at(spans[o], moment)]
+            keep_observations(out, [o for o in out.observations if o not in spans or valid_at(spans[o], moment)])
 
 
 def observations_at(record: EntityRecord, moment: int) -> list[str]:

@@ -34,6 +34,7 @@ __all__ = [
     "RelationOut",
     "RelationsOut",
     "entity_out",
+    "keep_observations",
     "object_out",
     "official_shape",
     "page_relations",
@@ -183,6 +184,15 @@ def entity_out(record: EntityRecord, shape: type[Shape] = EntityOut, *,  # type:
         updated_at=isoformat(record.updated_at) if metadata else UNSET,
         validity=spans_out(record.validity),
     )
+
+
+def keep_observations(out: EntityOut | PageEntityOut, kept: list[str]) -> None:
+    """Answer only the observations `kept` of an entity's output: its `validity` then names
+    those alone (an ended observation, or one a cap left out, is not hinted at by its span)."""
+    out.observations = kept
+    if out.validity is not UNSET:
+        held = set(kept)
+        out.validity = {text: span for text, span in out.validity.items() if text in held} or UNSET
 
 
 def relation_out(record: RelationRecord, shape: type[RelationShape] = RelationOut, *,  # type: ignore[assignment]

@@ -51,8 +51,13 @@ CHUNK = 32
 """Entities embedded per commit: what a stop may cost of work under way."""
 STOP_WAIT = 0.1
 """Seconds a closing server waits for the chunk under way (whatever is left is not stored)."""
-SETTLE = 32
-"""Events a query embeds itself before it answers (more are left to the projector)."""
+SETTLE = STEP
+"""Entities a query embeds itself before it answers, when the writes behind the vectors touch no
+more (more are left to the projector): one step's worth, so that one write of up to that many
+entities is found by the search right after it."""
+SETTLE_READ = 1024
+"""Events a query reads at most to count the entities behind the vectors (a longer backlog, such as
+a store just imported, is left to the projector without reading it)."""
 RETRY = 30.0
 """Seconds before an embedder that failed is tried again."""
 RESIDENT = 128 << 20
@@ -296,9 +301,10 @@ class Semantic:
             self.views.env.write(self.vectors.forget)
 
     def settle(self, backlog: int = SETTLE) -> None:
-        """Embed now what the projector has not yet, if it is at most `backlog` events, so that
-        a query sees the writes just made; a longer backlog is left to the projector, and so
-        is everything while the embedder is failing (the query says how far embeddings reach).
+        """Embed now what the projector has not yet, if it touches at most `backlog` entities (in
+        at most `SETTLE_READ` events), so that a query sees the writes just made; a longer backlog
+        is left to the projector, and so is everything while the embedder is failing (the query
+        says how far embeddings reach).
 
         It embeds holding the store only if its caller does: a search runs it first without
         (`prepare`), so a slow embedder holds up no write; under the search's hold it then finds
@@ -309,10 +315,13 @@ class Semantic:
         if getattr(self._settled, "done", False):
             return  # this call settled before it took the store (`prepare`)
         with self.lock, self.views.snapshot() as snapshot:
-            behind = snapshot.graph.position - self.vectors.checkpoint(snapshot.graph.txn)
-        if 0 < behind <= backlog:
+            start, head = self.vectors.checkpoint(snapshot.graph.txn), snapshot.graph.position
+            if not 0 < head - start <= SETTLE_READ:
+                return
+            touched, _ = touched_entities(snapshot.log, start + 1, head, backlog + 1)
+        if len(touched) <= backlog:
             try:
-                self.step()  # reads and stores under the store's lock, embeds outside it
+                self.step(backlog + 1)  # to the head; reads and stores under the store's lock, embeds outside it
             except (EmbeddingsUnavailableError, EventStoreError) as error:
                 self.problem = str(error)
 

@@ -55,7 +55,9 @@ ALONGSIDE = frozenset({
 """The reads that run alongside each other and the writer, each in its own read snapshot of a
 store folder (LMDB readers take no lock), when they read the present and write no file:
 each was checked to touch nothing of the process but its snapshot and the word indexes
-(which have a lock of their own). Any other read takes the store's lock, as a write does."""
+(which have a lock of their own: a read that asks them takes it before its snapshot, and
+`SearchIndex` hands an index to no thread without it). Any other read takes the store's lock,
+as a write does."""
 _SEMANTIC = frozenset({"semantic", "hybrid"})
 
 RESIDENT = 192 << 20
@@ -207,7 +209,7 @@ class Memory:
         with self.lock:
             if self.stopping.is_set():
                 return 0
-            with self.views.snapshot() as snapshot:
+            with self.views.search.lock, self.views.snapshot() as snapshot:  # the indexes' lock first: see SearchIndex
                 for workspace in self.views.search.loaded():
                     self.views.search_index(snapshot, workspace)
             return self.views.search.save(every=None)
@@ -423,11 +425,7 @@ class Memory:
                 output = self._handled(spec, args, reply_limit)
                 self._save_search()
                 return output
-        if spec.name == "search_nodes":  # the word indexes follow one snapshot at a time (see SearchIndex)
-            with self.views.search.lock:
-                output = self._handled(spec, args, reply_limit)
-        else:
-            output = self._handled(spec, args, reply_limit)
+        output = self._handled(spec, args, reply_limit)  # one that asks the word indexes takes their lock
         if self.views.search.due() and self.lock.acquire(blocking=False):  # a write: under the lock, if free
             try:
                 self._save_search()

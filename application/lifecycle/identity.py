@@ -15,6 +15,7 @@ import msgspec
 from chronograph.application.core.validtime import additions, relation_span, restated, statement
 from chronograph.application.engine.arguments import D, Items, Name, Version, WriteArgs, metadata_problem
 from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.jsonvalues import same_json
 from chronograph.application.engine.outputs import EntitiesOut, entity_out
 from chronograph.application.engine.registry import CORE
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError, NotFoundError
@@ -66,7 +67,7 @@ def _joined(batch: Batch, held: RelationRecord, moved: RelationRecord) -> None:
     first, other = (moved, held) if span == (moved.valid_from, moved.valid_until) else (held, moved)
     metadata = {**first.metadata, **{k: v for k, v in other.metadata.items() if k not in first.metadata}}
     if span is None:
-        if metadata != held.metadata:
+        if not same_json(metadata, held.metadata):
             batch.emit(held.stream, RelationUpdated(metadata=metadata))
         return
     made = msgspec.structs.replace(first, metadata=metadata, valid_from=span[0], valid_until=span[1],
@@ -162,8 +163,8 @@ def merge_entities(batch: Batch, args: MergeEntities) -> MergedOut:
             batch.emit(target.stream, added)
         metadata = {**target.metadata, **{k: v for k, v in source.metadata.items() if k not in target.metadata}}
         conflicts.update((k, None) for k, v in source.metadata.items() if k in target.metadata and
-                         target.metadata[k] != v)
-        if metadata != target.metadata:
+                         not same_json(target.metadata[k], v))
+        if not same_json(metadata, target.metadata):
             if (problem := metadata_problem(metadata)) is not None:
                 raise InvalidArgumentsError("merge_entities", f"sources: {source.name!r}'s metadata joined to "
                                             f"{args.target!r}'s {problem}; nothing was written")

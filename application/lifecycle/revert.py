@@ -19,6 +19,7 @@ from chronograph.application.core.entities import entity_label, plural
 from chronograph.application.core.tenures import last_bearer
 from chronograph.application.engine.arguments import D, Name, Version, WriteArgs
 from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.jsonvalues import same_json
 from chronograph.application.engine.outputs import EntitiesOut, entity_out
 from chronograph.application.engine.registry import CORE
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError, NotFoundError
@@ -137,5 +138,5 @@ def _bearer(batch: Batch, name: str) -> str:
 
 
 def _same(live: EntityRecord, state: EntityRecord) -> bool:
-    return (live.name, live.entity_type, live.observations, live.metadata, live.validity) == (
-        state.name, state.entity_type, state.observations, state.metadata, state.validity)
+    return (live.name, live.entity_type, live.observations, live.validity) == (
+        state.name, state.entity_type, state.observations, state.validity) and same_json(live.metadata, state.metadata)

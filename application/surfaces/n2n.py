@@ -179,8 +179,11 @@ def n2n_create_relations(batch: Batch, args: CreateRelations) -> ObjectOut:
     return done(f"Created {len(made.relations)} relations", createdCount=len(made.relations))
 
 
-N2N_PAGING = ("Page through it: n2n_read_graph with limit {fit} and offset 0, then offset by each page's "
+N2N_PAGING = ("Page through it: n2n_read_graph with limit {fit} and offset {offset}, then offset by each page's "
               "entities while isTruncated is true; or summaryMode true for names and types only.")
+N2N_ALONE = ("Not even the entity at offset {offset} fits on its own: n2n_read_graph with summaryMode true gives "
+             "names and types only, and n2n_search with its name as the query and observationsLimit some of its "
+             "observations.")
 
 
 class ReadGraph(N2nArgs, kw_only=True):
@@ -200,7 +203,8 @@ def n2n_read_graph(memory: Memory, args: ReadGraph) -> ObjectOut:
     if limit is not None:  # the answer carries every entity of the core's page: refused before it is built
         with memory.timeline.at("n2n_read_graph") as moment:
             core_graph.refuse_early(memory, moment, parse("n2n_read_graph", {**arguments, "workspace": ws},
-                                                          core_graph.ReadGraph), limit, "n2n_read_graph", N2N_PAGING)
+                                                          core_graph.ReadGraph), limit, "n2n_read_graph", N2N_PAGING,
+                                   N2N_ALONE)
     page = _core("n2n_read_graph", memory, core_graph.read_graph, arguments, core_graph.ReadGraph, ws)
     names = {e.name for e in page.entities}
     graph = msgspec.to_builtins(page)
@@ -238,8 +242,9 @@ def n2n_get_graph_summary(memory: Memory, args: GraphSummary) -> ObjectOut:
                 held = graph.workspace(ws)
                 raise budget.refuse(budget.spent, (held.entities if held else 0) - args.offset,
                                     lambda size: (_summary(entities[:size], 0, 0, False), len(entities[:size])), (
-                                        "Page through it: n2n_get_graph_summary with limit {fit} and offset 0, "
-                                        "then offset by each page's entities while isTruncated is true."))
+                                        "Page through it: n2n_get_graph_summary with limit {fit} and offset "
+                                        f"{args.offset}, then offset by each page's entities while isTruncated is "
+                                        "true."), fits=budget.fitted)
         totals = graph.workspace(ws)
     total = 0 if totals is None else totals.entities
     return _summary(entities, 0 if totals is None else totals.relations, total, args.offset + len(entities) < total)
@@ -282,23 +287,66 @@ class Search(N2nArgs, kw_only=True):
 @N2N.query("n2n_search", "Search", "Search entities by name, type and observations; fuzzy by default (scores 0-1 "
            "relative to the best match, minScore filters)")
 def n2n_search(memory: Memory, args: Search) -> ObjectOut:
+    """A page of the matches, paged by the core itself (so every match can be reached), and how
+    many there are: fuzzy matches below minScore of the best one end the list. totalResults is
+    exact unless `totalIsLowerBound` says counting stopped early (as the core's `total` does)."""
     ws = args.workspace
     mode = "fuzzy" if args.fuzzy else "substring"
-    asked: dict[str, Any] = {"query": args.query, "mode": mode, "limit": 1000,
+    asked: dict[str, Any] = {"query": args.query, "mode": mode, "offset": args.offset, "limit": args.limit,
                              "matchesPerEntity": args.matches_per_entity}
     if args.observations_limit is not UNSET:
         asked["observationsLimit"] = args.observations_limit
     found = _core("n2n_search", memory, core_search.search_nodes, asked, core_search.SearchNodes, ws)
     entities = msgspec.to_builtins(found.entities)
-    scores = found.scores if found.scores is not UNSET else [1.0] * len(entities)
-    best = max(scores, default=1.0) or 1.0
-    ranked = [{**e, "score": round(s / best, 4)} for e, s in zip(entities, scores, strict=True)
-              if s / best >= args.min_score]
-    page = ranked[args.offset: args.offset + args.limit]
-    names = {e["name"] for e in page}
+    total = found.total if found.total is not UNSET else args.offset + len(entities)
+    lower_bound = found.total_is_lower_bound is True
+    scores = list(found.scores) if found.scores is not UNSET else [1.0] * len(entities)  # substring: all 1
+    best = 1.0
+    kept = list(range(len(entities)))
+    if args.fuzzy:
+        if args.offset:
+            best = next(iter(_scores(memory, args, 0, 1)[0]), 1.0) or 1.0
+        elif scores:
+            best = scores[0] or 1.0
+        floor = args.min_score * best
+        kept = [i for i, score in enumerate(scores) if score >= floor]  # the ranking is best first: a prefix
+        if kept and len(kept) < len(scores):  # the passing matches end on this page
+            total = args.offset + len(kept)
+        elif not kept and args.offset:  # they end before it
+            total, lower_bound = _passing(memory, args, 0, floor)
+        elif args.offset + len(scores) < total and not _passes(memory, args, total - 1, floor):
+            more, lower_bound = _passing(memory, args, args.offset + len(scores), floor)  # they end after the page
+            total = args.offset + len(scores) + more
+    entities = [{**entities[i], "score": round(scores[i] / best, 4)} for i in kept]
+    names = {e["name"] for e in entities}
     relations = [r for r in msgspec.to_builtins(found.relations) if r["from"] in names or r["to"] in names]
-    return object_out(entities=page, relations=relations, totalResults=len(ranked),
-                      isTruncated=args.offset + len(page) < len(ranked))
+    answer = object_out(entities=entities, relations=relations, totalResults=total,
+                        isTruncated=args.offset + len(entities) < total or (lower_bound and bool(entities)))
+    if lower_bound:
+        answer.reply["totalIsLowerBound"] = True
+    return answer
+
+
+def _scores(memory: Memory, args: Search, offset: int, limit: int) -> tuple[list[float], bool]:
+    """The fuzzy scores of `limit` matches from `offset`, best first (found as names and types
+    only), and whether more follow."""
+    found = _core("n2n_search", memory, core_search.search_nodes, {
+        "query": args.query, "mode": "fuzzy", "offset": offset, "limit": limit, "summaryMode": True},
+        core_search.SearchNodes, args.workspace)
+    return (list(found.scores) if found.scores is not UNSET else []), found.next_offset is not UNSET
+
+
+def _passes(memory: Memory, args: Search, at: int, floor: float) -> bool:
+    """Whether the fuzzy match at `at` (the last, say) scores at least `floor`."""
+    return all(score >= floor for score in _scores(memory, args, at, 1)[0])
+
+
+def _passing(memory: Memory, args: Search, start: int, floor: float) -> tuple[int, bool]:
+    """How many fuzzy matches from `start` score at least `floor`, counted among the core's
+    `DEPTH` after it (as the core counts past a page), and whether counting stopped before their end."""
+    scores, more = _scores(memory, args, start, core_search.DEPTH)
+    passing = sum(1 for score in scores if score >= floor)
+    return passing, passing == len(scores) and more
 
 
 class DeleteEntities(N2nArgs, kw_only=True):

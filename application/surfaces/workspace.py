@@ -31,6 +31,7 @@ from chronograph.application.engine.arguments import (
 )
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.budget import ReplyBudget
+from chronograph.application.engine.jsonvalues import same_json
 from chronograph.application.engine.outputs import ObjectOut, object_out
 from chronograph.application.engine.registry import Registry
 from chronograph.application.engine.service import Memory
@@ -166,7 +167,7 @@ def upsert_entity(batch: Batch, args: UpsertEntity) -> ObjectOut:
             entity_type=args.entity_type if args.entity_type != entity.entity_type else UNSET,
             observations=observations if observations is not UNSET and list(observations) != entity.observations
             else UNSET,
-            metadata=metadata if metadata is not UNSET and metadata != entity.metadata else UNSET)
+            metadata=metadata if metadata is not UNSET and not same_json(metadata, entity.metadata) else UNSET)
         if (change.entity_type, change.observations, change.metadata) != (UNSET, UNSET, UNSET):
             batch.emit(stream, change)
     current = batch.entity(args.name)
@@ -216,7 +217,7 @@ def upsert_relation(batch: Batch, args: UpsertRelation) -> ObjectOut:
             workspace=batch.workspace, source=source.name, target=target.name, relation_type=args.relation_type,
             confidence=None if relation is None else relation.confidence,
             metadata=({} if relation is None else relation.metadata) if metadata is UNSET else metadata))
-    elif relation is not None and metadata is not UNSET and metadata != relation.metadata:
+    elif relation is not None and metadata is not UNSET and not same_json(metadata, relation.metadata):
         batch.emit(relation.stream, RelationUpdated(metadata=metadata))
     current = batch.relation(source.name, args.relation_type, target.name)
     assert current is not None

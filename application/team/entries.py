@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from chronograph.application.engine.arguments import AsOf
 from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.jsonvalues import same_json
 from chronograph.application.engine.outputs import ObjectOut, object_out
 from chronograph.application.engine.service import Memory
 from chronograph.application.errors import DuplicateError, InvalidArgumentsError, NotFoundError
@@ -276,7 +277,7 @@ def _update(kind: EntryKind, tool: str, team: Team, args: EntryArgs, entry: Entr
         names = ", ".join((*kind.main, *kind.versioned))
         raise InvalidArgumentsError(tool, f"nothing to update: give one of {names}")
     previous = entry.current
-    changed = {key: value for key, value in fields.items() if previous.fields.get(key) != value}
+    changed = {key: value for key, value in fields.items() if not same_json(previous.fields.get(key), value)}
     if not changed:
         return object_out(success=True, unchanged=True, **{kind.type: entry_out(entry)})
     created_by = None if args.created_by is UNSET else args.created_by

@@ -252,12 +252,21 @@ class Views:
             yield snapshot.graph
 
     def search_index(self, snapshot: Snapshot, workspace: str) -> WorkspaceIndex:
-        """The search index of `workspace`, current at the snapshot's position."""
+        """The search index of `workspace`, current at the snapshot's position; the caller holds
+        `search.lock` (taken before the snapshot) while it uses it.
+
+        Raises:
+            ProjectionError: If the calling thread does not hold `search.lock`.
+        """
         return self.search.current(snapshot.log, snapshot.graph, workspace)
 
     def known_search_index(self, snapshot: Snapshot, workspace: str) -> WorkspaceIndex | None:
         """The search index of `workspace` if it is at hand (held, or kept in the store), current at
-        the snapshot's position; None rather than building one."""
+        the snapshot's position; None rather than building one. As `search_index`, under `search.lock`.
+
+        Raises:
+            ProjectionError: If the calling thread does not hold `search.lock`.
+        """
         return self.search.known(snapshot.log, snapshot.graph, workspace)
 
     def prepare_search(self, between: Callable[[], object] | None = None) -> int:

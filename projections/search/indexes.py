@@ -8,11 +8,14 @@ holds no index keeps an image built a part at a time (`spool`, then `keep`: an i
 step). Only a workspace without an image is indexed from every entity, once; its image is saved
 right after, again every `SAVE_EVERY` events, when a server has been idle a moment after
 its index changed (see `Memory.keep_images`), and when the store closes. Threads share the
-indexes under `lock`, which a search holds from before it opens its read snapshot until
-it is done with the index: so the indexes move forward from one snapshot to a later one,
-never back to an earlier (which would mean reading them again from the image). An image is a
-fold of the log up to its position, which never changes, so an old one is only slower
-to catch up, never wrong; a rebuild of the views drops them all.
+indexes under `lock`: `current` and `known` catch an index up (which changes it) and hand it
+out only to a thread that holds it, and that thread keeps holding it while it reads the index
+(`at` takes it for a `with` block). A reader takes it before it opens its read snapshot, so the
+shared indexes move forward from one snapshot to a later one, never back to an earlier; a
+snapshot older than the index (a reader that took the lock after opening it) gets an index of
+its own, from the image, and leaves the shared one where it is. An image is a fold of the log
+up to its position, which never changes, so an old one is only slower to catch up, never
+wrong; a rebuild of the views drops them all.
 
 The images are not written inline with each write on purpose: a posting list per term
 would dirty dozens of B-tree pages per durable write (see docs/decisions.md).
@@ -22,7 +25,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import BinaryIO, NamedTuple
 
 import lmdb
@@ -33,10 +37,52 @@ from chronograph.projections.search.wordimage import IMAGE_FORMAT, PART_DOCS, Pa
 from chronograph.projections.search.wordindex import WorkspaceIndex
 from chronograph.projections.states.graph import LmdbGraph
 
-__all__ = ["SAVE_EVERY", "SearchIndex", "Spooled", "drop_parts", "part_key"]
+__all__ = ["SAVE_EVERY", "IndexLock", "SearchIndex", "Spooled", "drop_parts", "part_key"]
 
 SAVE_EVERY = 10_000
 """Events an index may run ahead of its saved image before it is saved again."""
+
+
+class IndexLock:
+    """A reentrant lock that tells whether the calling thread holds it (the indexes refuse to be
+    handed to a thread that does not)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._owner: int | None = None
+        self._depth = 0
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """Take the lock (again, if this thread holds it); whether it was taken."""
+        if not self._lock.acquire(blocking, timeout):
+            return False
+        self._owner = threading.get_ident()
+        self._depth += 1
+        return True
+
+    def release(self) -> None:
+        """Give back one `acquire`.
+
+        Raises:
+            RuntimeError: If the calling thread does not hold the lock.
+        """
+        if not self.held():
+            raise RuntimeError("cannot release a lock this thread does not hold")
+        self._depth -= 1
+        if not self._depth:
+            self._owner = None
+        self._lock.release()
+
+    def held(self) -> bool:
+        """Whether the calling thread holds the lock."""
+        return self._owner == threading.get_ident()
+
+    def __enter__(self) -> IndexLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
 
 
 class SearchIndex:
@@ -55,35 +101,87 @@ class SearchIndex:
         self._workspaces: dict[str, WorkspaceIndex] = {}
         self._saved: dict[str, int] = {}
         """workspace -> the position of its image in the store (-1: none)"""
-        self.lock = threading.RLock()
+        self.lock = IndexLock()
         """Held by whoever uses the indexes of this process (see the module docstring)."""
         self._changed: set[str] = set()
         """Workspaces whose index holds what its image lacks (built, or entities re-indexed since)."""
 
+    @contextmanager
+    def holding(self, wanted: bool = True) -> Iterator[Callable[[], None]]:
+        """`lock`, if `wanted`, for a read to take before it opens its snapshot, and a function that
+        gives it back as soon as the read is done with the indexes (the rest of the read, such as
+        building its answer, then runs beside the others that want them)."""
+        held = wanted and self.lock.acquire()
+
+        def done() -> None:
+            nonlocal held
+            if held:
+                held = False
+                self.lock.release()
+
+        try:
+            yield done
+        finally:
+            done()
+
+    @contextmanager
+    def at(self, log: LogReader, graph: LmdbGraph, workspace: str, *,
+           build: bool = True) -> Iterator[WorkspaceIndex | None]:
+        """The workspace's index at the position of `graph`, under `lock` for the `with` block:
+        `current` (`build`), else `known`. Take the lock before opening the snapshot where the
+        read can (see the module docstring)."""
+        with self.lock:
+            yield self.current(log, graph, workspace) if build else self.known(log, graph, workspace)
+
     def current(self, log: LogReader, graph: LmdbGraph, workspace: str) -> WorkspaceIndex:
-        """The workspace's index, brought up to the position of `graph` (same snapshot as `log`)."""
+        """The workspace's index, brought up to the position of `graph` (same snapshot as `log`),
+        built from its entities if it is not at hand. The caller holds `lock` while it uses it.
+
+        Raises:
+            ProjectionError: If the calling thread does not hold `lock`.
+        """
         index = self.known(log, graph, workspace)
         if index is None:
-            index = self._workspaces[workspace] = self._build(graph, workspace)
-            _catch_up(index, log, graph)
+            index = self._build(graph, workspace)
+            if not self._ahead(graph, workspace):
+                self._workspaces[workspace] = index
+                self._saved[workspace] = -1
+                self._changed.add(workspace)
         return index
 
     def known(self, log: LogReader, graph: LmdbGraph, workspace: str) -> WorkspaceIndex | None:
         """The workspace's index if this process holds it or the store keeps its image, brought up
-        to the position of `graph`; None rather than indexing every entity (and keeping an image)."""
+        to the position of `graph`; None rather than indexing every entity (and keeping an image).
+        The caller holds `lock` while it uses it.
+
+        Raises:
+            ProjectionError: If the calling thread does not hold `lock`.
+        """
+        if not self.lock.held():
+            raise ProjectionError("the word index of a workspace was asked for without its lock")
         erasures = log.erasures()
         if erasures != self.erasures:  # something was forgotten: indexes may hold its words
             self.reset()
             self.erasures = erasures
+        if self._ahead(graph, workspace):  # an older snapshot: an index of its own (see the module docstring)
+            index = self._load(graph, workspace)
+            if index is not None and index.position < graph.position:
+                _catch_up(index, log, graph)
+            return index
         index = self._workspaces.get(workspace)
-        if index is None or index.position > graph.position:
+        if index is None:
             index = self._load(graph, workspace)
             if index is None:
                 return None
             self._workspaces[workspace] = index
+            self._saved[workspace] = index.position
         if index.position < graph.position and _catch_up(index, log, graph):
             self._changed.add(workspace)
         return index
+
+    def _ahead(self, graph: LmdbGraph, workspace: str) -> bool:
+        held = self._workspaces.get(workspace)
+        return held is not None and held.position > graph.position
 
     def loaded(self) -> list[str]:
         """The workspaces whose index this process holds."""
@@ -108,16 +206,14 @@ class SearchIndex:
         index = None if data is None else loader(bytes(data), part)
         if index is None or index.workspace != workspace or index.position > graph.position:
             return None
-        self._saved[workspace] = index.position
         return index
 
-    def _build(self, graph: LmdbGraph, workspace: str) -> WorkspaceIndex:
+    @staticmethod
+    def _build(graph: LmdbGraph, workspace: str) -> WorkspaceIndex:
         index = WorkspaceIndex(workspace)
         for record in graph.entities(workspace):
             index.put(record)
         index.position = graph.position
-        self._saved[workspace] = -1
-        self._changed.add(workspace)
         return index
 
     # --- keeping images -------------------------------------------------------------------
@@ -161,9 +257,12 @@ class SearchIndex:
         if not self.env.write(write):
             self.reset()
             return 0
-        for workspace, position, _ in images:
-            self._saved[workspace] = position
-            self._changed.discard(workspace)
+        with self.lock:  # (a search may have caught an index up meanwhile: then it holds more than its image)
+            for workspace, position, _ in images:
+                self._saved[workspace] = position
+                held = self._workspaces.get(workspace)
+                if held is None or held.position == position:
+                    self._changed.discard(workspace)
         return len(images)
 
     def spool(self, graph: LmdbGraph, workspace: str, into: BinaryIO, *, docs: int | None = None,

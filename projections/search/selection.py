@@ -86,22 +86,42 @@ class Selection:
         return (doc for doc in index._in_order() if flags[doc])  # noqa: SLF001
 
     def weigh(self, entity: int, char: int, observation: int, *, heads: bool, ceiling: int, offset: int = 0,
-              limit: int | None = None) -> int:
+              limit: int | None = None, cap: int | None = None) -> int:
         """At least how many bytes an answer of the selected entities (`limit` of them after the
         first `offset`) takes, if each costs `entity`, each character of its name and type (and,
-        unless `heads`, of its observations always shown) `char`, and each such observation
-        `observation`; counting stops once over `ceiling`."""
+        unless `heads`, of its observations always shown) `char`, and each observation always
+        shown `observation` (at most `cap` of them, when the answer keeps no more; 0 when it
+        shows none); counting stops once over `ceiling`."""
         index = self._index
         whole = offset == 0 and (limit is None or limit >= self.count)
-        if whole and self._bits is not None and self._bits == index._live_bits():  # noqa: SLF001 (every entity)
-            volume = index.volume()
-            return entity * volume.entities + char * (volume.heads if heads else volume.chars) + (
-                0 if heads else observation * volume.observations)
-        weights, notes = (index._heads if heads else index._chars), index._notes  # noqa: SLF001
+        if whole and cap is None and self._bits is not None and self._bits == index._live_bits():  # noqa: SLF001
+            volume = index.volume()  # every entity
+            return entity * volume.entities + char * (volume.heads if heads else volume.chars) + \
+                observation * volume.observations
         total = 0
-        stop = None if limit is None else offset + limit
-        for doc in itertools.islice(self.docs(), offset, stop):
-            total += entity + char * weights[doc] + (0 if heads else observation * notes[doc])
+        for weight in self._weights(entity, char, observation, heads, offset, limit, cap):
+            total += weight
             if total > ceiling:
                 break
         return total
+
+    def fitting(self, entity: int, char: int, observation: int, *, heads: bool, ceiling: int, offset: int = 0,
+                limit: int | None = None, cap: int | None = None) -> int:
+        """How many of the selected entities after the first `offset` (at most `limit`) an answer
+        of at most `ceiling` bytes may hold, weighed as `weigh` does."""
+        total = held = 0
+        for weight in self._weights(entity, char, observation, heads, offset, limit, cap):
+            total += weight
+            if total > ceiling:
+                break
+            held += 1
+        return held
+
+    def _weights(self, entity: int, char: int, observation: int, heads: bool, offset: int, limit: int | None,
+                 cap: int | None) -> Iterator[int]:
+        index = self._index
+        weights, notes = (index._heads if heads else index._chars), index._notes  # noqa: SLF001 (the index's own parts)
+        stop = None if limit is None else offset + limit
+        for doc in itertools.islice(self.docs(), offset, stop):
+            kept = notes[doc] if cap is None else min(cap, notes[doc])
+            yield entity + char * weights[doc] + observation * kept

@@ -53,6 +53,18 @@ async def test_a_read_graph_over_the_limit_says_which_page_size_fits(tmp_path: P
         assert seen == [f"E{i:04d}" for i in range(300)] and relations == 299
 
 
+async def test_an_open_nodes_over_the_limit_says_how_many_names_fit_not_to_page_read_graph(tmp_path: Path) -> None:
+    async with Client(create_server(Settings(store=tmp_path / "store", max_reply=LIMIT))) as client:
+        await fill(client, 300)
+        names = [f"E{i:04d}" for i in range(300)]
+        with pytest.raises(ToolFailed, match=r"Open fewer names at a time \(about (\d+) of these fit\)") as refused:
+            await call(client, "open_nodes", {"names": names})
+        assert "read_graph" not in str(refused.value)
+        fit = int(re.search(r"about (\d+) of these", str(refused.value)).group(1))  # type: ignore[union-attr]
+        opened = await call(client, "open_nodes", {"names": names[:fit]})
+        assert 0 < fit < 300 and len(opened["entities"]) == fit
+
+
 async def test_small_reads_and_writes_are_unaffected_by_the_limit(tmp_path: Path) -> None:
     async with Client(create_server(Settings(store=tmp_path / "store", max_reply=LIMIT))) as client:
         await fill(client, 300)

@@ -108,7 +108,7 @@ def test_rebuild_keeps_the_search_index_and_embeds_the_store_again(  # type: ign
     assert code == 0 and "1 search index(es); embeddings rebuilt" in out
     with Memory(history_store, embeddings="local") as memory:
         assert memory.semantic is not None
-        with memory.views.snapshot() as snapshot:
+        with memory.views.search.lock, memory.views.snapshot() as snapshot:
             assert memory.semantic.vectors.checkpoint(snapshot.graph.txn) == memory.log.head()
             assert memory.views.search.current(snapshot.log, snapshot.graph, "default") is not None
         assert memory.views.search.due(every=1) == []  # loaded from the image the rebuild kept

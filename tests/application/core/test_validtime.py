@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from chronograph.application import PROFILES, ChronographError, Memory
 from chronograph.application.core import validtime
@@ -322,3 +323,48 @@ def test_a_statement_about_a_later_time_never_ends_a_fact_true_now_nor_does_a_me
         assert held["Alice"] == ["works at Acme"] and held["T"] == ["lives in Paris"]
         assert [(r.source, r.relation_type, r.target) for r in graph.relations] == [("T", "works_at", "X")]
         assert verify(memory.views) == []
+
+
+def test_an_answer_s_validity_and_provenance_name_only_the_observations_it_answers(
+        memory: Memory, tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    project = {"projectPath": str(root), "confirmNewProjectRoot": str(root)}
+    n2n = PROFILES["n2n"].tools
+    memory.write(n2n["n2n_add_entities"], {**project, "entities": [
+        {"name": "Ada", "entityType": "person", "observations": []},
+        {"name": "Bob", "entityType": "person", "observations": []}]}, actor="t")
+    ws = workspace_name(root)
+    write(memory, "add_observations", workspace=ws, observations=[{"entityName": "Ada", "contents": [
+        f"fact number {i} about Ada" for i in range(5)], "validFrom": "2020-01-01T00:00:00Z"}])
+    write(memory, "add_observations", workspace=ws, observations=[
+        {"entityName": "Ada", "contents": ["lives in Paris", "secret: dates Bob"]}])
+    write(memory, "invalidate_observations", workspace=ws, observations=[
+        {"entityName": "Ada", "observations": ["secret: dates Bob"]}])
+    write(memory, "create_relations", workspace=ws, relations=[{"from": "Bob", "to": "Ada", "relationType": "knows"}])
+    ended, cut = "secret: dates Bob", "fact number 0 about Ada"
+
+    def ada(entities: list[Any]) -> dict[str, Any]:
+        found: dict[str, Any] = next(e for e in msgspec.to_builtins(entities) if e["name"] == "Ada")
+        return found
+
+    answers = {
+        "read_graph": ada(memory.read("read_graph", {"workspace": ws}).entities),
+        "open_nodes": ada(memory.read("open_nodes", {"workspace": ws, "names": ["Ada"], "includeProvenance": True})
+                          .entities),
+        "search_nodes": ada(memory.read("search_nodes", {"workspace": ws, "query": "paris", "mode": "ranked",
+                                                         "observationsLimit": 1, "includeProvenance": True}).entities),
+        "get_related_entities": ada([r.entity for r in memory.read(
+            "get_related_entities", {"workspace": ws, "name": "Bob"}).related]),
+        "n2n_open_nodes": ada(memory.read(n2n["n2n_open_nodes"], {**project, "names": ["Ada"]}).reply["entities"]),
+        "n2n_search": ada(memory.read(n2n["n2n_search"], {**project, "query": "paris", "observationsLimit": 1})
+                          .reply["entities"]),
+    }
+    for tool, entity in answers.items():
+        answered = set(entity["observations"])
+        assert ended not in answered, tool
+        assert set(entity.get("validity", {})) <= answered, tool
+        assert {p["observation"] for p in entity.get("provenance", [])} <= answered, tool
+    assert cut in answers["read_graph"]["validity"] and cut not in answers["search_nodes"].get("validity", {})
+    assert answers["open_nodes"]["provenance"] and answers["search_nodes"]["observations"] == ["lives in Paris"]

@@ -87,6 +87,23 @@ def test_an_entity_a_write_embedded_ahead_of_the_projector_is_found_at_once(memo
     assert [e["name"] for e in found["entities"]] == ["Zebra"]
 
 
+def test_a_search_by_meaning_sees_one_write_of_as_many_entities_as_it_settles_and_their_relations(
+        memory: tuple[Memory, Words]) -> None:
+    store, _ = memory
+    store.read("semantic_search", {"query": "warm up"})  # nothing behind; the projector never runs here
+    people = [{"name": f"person {i}", "entityType": "person", "observations": [f"note {i}"]} for i in range(SETTLE - 1)]
+    store.write("create_entities", {"entities": [*people, {"name": "Owner", "entityType": "person",
+                                                           "observations": ["adopted a beagle puppy"]}]}, actor="t")
+    store.write("create_relations", {"relations": [{"from": p["name"], "to": "Owner", "relationType": "knows"}
+                                                   for p in people]}, actor="t")  # events with nothing to embed
+    found = msgspec.to_builtins(store.read("search_nodes", {"query": "beagle puppy", "mode": "semantic", "limit": 3}))
+    assert found["entities"][0]["name"] == "Owner" and found["embeddedThrough"] == found["head"]
+    store.write("create_entities", {"entities": [{"name": f"more {i}", "entityType": "t", "observations": []}
+                                                 for i in range(SETTLE + 1)]}, actor="t")
+    behind = msgspec.to_builtins(store.read("search_nodes", {"query": "beagle puppy", "mode": "semantic"}))
+    assert behind["embeddedThrough"] < behind["head"]  # more than it settles: left to the projector, and said
+
+
 def test_a_vector_of_a_later_version_is_never_replaced_by_an_older_one(memory: tuple[Memory, Words]) -> None:
     store, _ = memory
     assert store.semantic is not None

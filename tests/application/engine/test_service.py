@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from chronograph.application import Memory
 from chronograph.eventstore.keys import digest
+from chronograph.projections import ProjectionError
 from chronograph.projections.search.indexes import SearchIndex
 from chronograph.projections.search.wordindex import WorkspaceIndex
 from chronograph.projections.states.graph import LmdbGraph
@@ -98,6 +99,74 @@ def test_searches_from_many_threads_agree_with_one(tmp_path: Path) -> None:
             thread.join(GUARD)
         for _, done in threads:
             assert done and all(answer == alone for answer in done[0])
+
+def unguarded_puts(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records each entity a word index takes while another thread could take the indexes' lock
+    (then nothing stops two threads from changing, or reading, an index at once)."""
+    lock, put, found = memory.views.search.lock, WorkspaceIndex.put, []
+
+    def take() -> bool:
+        taken = lock.acquire(blocking=False)
+        if taken:
+            lock.release()
+        return taken
+
+    def guarded(self: WorkspaceIndex, record: Any) -> None:
+        free: list[bool] = []
+        other = threading.Thread(target=lambda: free.append(take()))
+        other.start()
+        other.join(GUARD)
+        if free != [False]:
+            found.append(record.name)
+        put(self, record)
+
+    monkeypatch.setattr(WorkspaceIndex, "put", guarded)
+    return found
+
+
+@pytest.mark.parametrize("call", [
+    lambda memory: memory.read("read_graph", {"limit": 1}, reply_limit=1 << 20),
+    lambda memory: memory.read("read_graph", {}, reply_limit=1 << 20),
+    lambda memory: memory.read("search_nodes", {"query": "hello", "limit": 1}, reply_limit=1 << 20),
+    lambda memory: memory.keep_images_now(),
+], ids=["read_graph page", "read_graph", "search_nodes", "image keeper"])
+def test_every_call_that_catches_a_word_index_up_holds_its_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: Callable[[Memory], Any]
+) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        create(memory, "Ada")
+        memory.read("search_nodes", {"query": "hello"})  # the index is held by this process
+        create(memory, "Grace")  # and one write behind
+        unguarded = unguarded_puts(memory, monkeypatch)
+        call(memory)
+        assert memory.views.search._workspaces["default"].position == memory.log.head()  # it was caught up
+        assert unguarded == []
+
+
+def test_a_word_index_is_not_handed_to_a_thread_without_its_lock(tmp_path: Path) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        create(memory, "Ada")
+        with memory.views.snapshot() as snapshot, pytest.raises(ProjectionError, match="without its lock"):
+            memory.views.search_index(snapshot, "default")
+        with memory.views.search.lock, memory.views.snapshot() as snapshot:
+            assert memory.views.search_index(snapshot, "default").containing("ada") is not None
+
+
+def test_a_snapshot_older_than_the_word_index_gets_one_of_its_own_and_leaves_the_shared_one_ahead(
+    tmp_path: Path,
+) -> None:
+    with Memory(tmp_path / "store", sync=False) as memory:
+        create(memory, "Ada")
+        memory.read("search_nodes", {"query": "hello"})  # built, its image kept
+        with memory.views.snapshot() as old:
+            create(memory, "Grace")
+            assert len(memory.read("search_nodes", {"query": "hello"}).entities) == 2  # type: ignore[attr-defined]
+            shared = memory.views.search._workspaces["default"]
+            with memory.views.search.at(old.log, old.graph, "default") as index:
+                assert index is not shared and index is not None and index.containing("grace") == []
+        assert memory.views.search._workspaces["default"] is shared
+        assert shared.position == memory.log.head()
+
 
 def image_position(memory: Memory, workspace: str = "default") -> int:
     with memory.lock, memory.views.env.read() as txn:

@@ -28,7 +28,7 @@ def create(views: Views, name: str, observation: str = "", workspace: str = "w")
 
 
 def containing(views: Views, query: str, workspace: str = "w") -> list[str] | None:
-    with views.snapshot() as snapshot:
+    with views.search.lock, views.snapshot() as snapshot:
         return views.search_index(snapshot, workspace).containing(query)
 
 
@@ -98,8 +98,9 @@ def test_an_image_from_a_later_position_than_the_snapshot_is_not_used(store: Lmd
         containing(views, "second")
         views.search.save(every=1)
         views.search._workspaces.clear()  # as if a new process answered an old snapshot
-        assert views.search_index(old, "w").containing("first") == [first]
-        assert views.search_index(old, "w").containing("second") == []
+        with views.search.lock:
+            assert views.search_index(old, "w").containing("first") == [first]
+            assert views.search_index(old, "w").containing("second") == []
 
 
 def test_a_rebuild_run_beside_this_process_drops_the_indexes_it_built_from_the_old_views(
@@ -175,3 +176,22 @@ def test_forgetting_a_workspace_s_image_drops_its_parts(store: LmdbLog, monkeypa
     with views.env.read() as txn:
         assert txn.get(digest(b"w"), db=views.search.db) is None
         assert txn.get(digest(b"v"), db=views.search.db) is not None
+
+
+def test_an_index_caught_up_while_its_image_is_written_is_still_to_be_saved(
+        store: LmdbLog, monkeypatch: pytest.MonkeyPatch) -> None:
+    views = Views(store)
+    create(views, "Ada", "mathematician")
+    containing(views, "ada")
+    real, meanwhile = views.search.env.write, []
+
+    def write(work):  # type: ignore[no-untyped-def]
+        if not meanwhile:  # a write and a search between the image's making and its keeping
+            meanwhile.append("")
+            meanwhile[0] = create(views, "Bob", "engineer")
+            assert containing(views, "engineer") == meanwhile
+        return real(work)
+
+    monkeypatch.setattr(views.search.env, "write", write)
+    assert views.search.save(every=None) == 1
+    assert [index.workspace for index in views.search.changed()] == ["w"]  # Bob is not in the image kept
