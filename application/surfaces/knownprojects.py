@@ -58,28 +58,14 @@ def remember(memory: Memory, workspace: str, root: Path) -> None:
     """Record that `workspace`'s project is at `root`, unless it is recorded so already (one
     write per project and store; nothing on a read-only store, and a store that cannot take it,
     full or failing, just does not keep it: the record is a help, not a duty)."""
-    env = memory.views.env
-    if env.readonly or recall(memory, workspace) == root:
-        return
-    try:
-        with memory.lock:
-            db = env.open_db(NAME)
-            env.write(lambda txn: txn.put(workspace.encode("utf-8", "surrogatepass"), os.fsencode(root), db=db))
-    except (EventStoreError, lmdb.Error):
-        pass
+    if recall(memory, workspace) != root:
+        _put(memory, NAME, workspace, os.fsencode(root))
 
 
 def recall(memory: Memory, workspace: str) -> Path | None:
     """The root recorded for `workspace`'s project, or None."""
-    env = memory.views.env
-    try:
-        with memory.lock:
-            db = env.open_db(NAME, create=False)
-            with env.read() as txn:
-                found = txn.get(workspace.encode("utf-8", "surrogatepass"), db=db)
-    except (EventStoreError, lmdb.Error):  # never recorded (lmdb.NotFoundError), or unreadable
-        return None
-    return None if found is None else Path(os.fsdecode(bytes(found)))
+    found = _get(memory, NAME, workspace)
+    return None if found is None else Path(os.fsdecode(found))
 
 
 def wrote(memory: Memory, workspace: str, files: Mirrored) -> None:
@@ -87,32 +73,46 @@ def wrote(memory: Memory, workspace: str, files: Mirrored) -> None:
     recorded so already). Best effort, as `remember`: without it, the next process folds the files
     (which hold nothing the log lacks, unless it moved on since) instead of only rewriting them.
     Call it with no erasure awaiting its scrub: a write then may carry erased bytes into new pages."""
-    env = memory.views.env
-    if env.readonly or mirrored(memory, workspace) == files:
-        return
-    try:
-        with memory.lock:
-            db = env.open_db(MIRRORS)
-            env.write(lambda txn: txn.put(workspace.encode("utf-8", "surrogatepass"), _ENCODE(files), db=db))
-    except (EventStoreError, lmdb.Error):
-        pass
+    if mirrored(memory, workspace) != files:
+        _put(memory, MIRRORS, workspace, _ENCODE(files))
 
 
 def mirrored(memory: Memory, workspace: str) -> Mirrored | None:
     """What `workspace`'s project files held when this store last wrote them, or None."""
-    env = memory.views.env
+    found = _get(memory, MIRRORS, workspace)
     try:
-        with memory.lock:
-            db = env.open_db(MIRRORS, create=False)
-            with env.read() as txn:
-                found = txn.get(workspace.encode("utf-8", "surrogatepass"), db=db)
-    except (EventStoreError, lmdb.Error):
-        return None
-    try:
-        return None if found is None else _DECODE(bytes(found))
+        return None if found is None else _DECODE(found)
     except msgspec.DecodeError:  # not ours to trust: the files are folded, as without a record
         return None
 
 
 _ENCODE = msgspec.msgpack.Encoder().encode
 _DECODE = msgspec.msgpack.Decoder(Mirrored).decode
+
+
+def _put(memory: Memory, name: str, workspace: str, value: bytes) -> None:
+    """`value` kept under `workspace` in the database `name`; nothing on a read-only store, or
+    one that cannot take it (full, failing): the records here are a help, not a duty."""
+    env = memory.views.env
+    if env.readonly:
+        return
+    try:
+        with memory.lock:
+            db = env.open_db(name)
+            env.write(lambda txn: txn.put(workspace.encode("utf-8", "surrogatepass"), value, db=db))
+    except (EventStoreError, lmdb.Error):
+        pass
+
+
+def _get(memory: Memory, name: str, workspace: str) -> bytes | None:
+    """What the database `name` keeps under `workspace`; None if nothing, or never made
+    (lmdb.NotFoundError), or unreadable."""
+    env = memory.views.env
+    try:
+        with memory.lock:
+            db = env.open_db(name, create=False)
+            with env.read() as txn:
+                found = txn.get(workspace.encode("utf-8", "surrogatepass"), db=db)
+    except (EventStoreError, lmdb.Error):
+        return None
+    return None if found is None else bytes(found)
