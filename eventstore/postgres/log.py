@@ -31,6 +31,7 @@ from chronograph.eventstore.errors import (
 )
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
 from chronograph.eventstore.postgres.address import shown, split_url, without_secrets
+from chronograph.eventstore.postgres.announcements import announced, announcement, furthest
 from chronograph.eventstore.postgres.durability import DURABLE, EARLY, SEEN, wait_for_flush
 from chronograph.eventstore.postgres.opening import open_tables, same_tables
 from chronograph.eventstore.postgres.reader import PgReader
@@ -182,7 +183,7 @@ class PgLog(EventLog):
         except psycopg_pool.PoolTimeout as error:
             raise StoreUnavailableError(f"the database of {self._shown} cannot be reached: {error}") from None
         except psycopg.errors.ProgramLimitExceeded as error:
-            raise _too_long(error) from None
+            raise StreamIdTooLongError(_first_line(error)) from None
         except psycopg.OperationalError as error:
             raise StoreUnavailableError(
                 f"the database of {self._shown} went away: {str(error).strip()}; anything not acknowledged was "
@@ -279,7 +280,7 @@ class PgLog(EventLog):
             StoreUnavailableError: If the commit could not be confirmed (see the error).
         """
         try:  # one round trip: what was deferred, COMMIT, the barrier (with the announcement)
-            payload = f"'{tx.head()} {tx.erasures()}'"
+            payload = announcement(tx.head(), tx.erasures())
             if not tx.early:  # the commit waits for its flush (and standby) holding the lock
                 tx.send(*([f"NOTIFY {self.schema.channel}, {payload}"] if tx.appended else []), "COMMIT")
             elif tx.appended:
@@ -288,7 +289,7 @@ class PgLog(EventLog):
             else:
                 tx.send("SET LOCAL synchronous_commit TO off", "COMMIT", f"SELECT {DURABLE}")
         except psycopg.errors.ProgramLimitExceeded as error:  # a deferred insert's, checked at the commit
-            raise _too_long(error) from None
+            raise StreamIdTooLongError(_first_line(error)) from None
         except psycopg.OperationalError as error:
             raise StoreUnavailableError(
                 f"the database of {self._shown} went away at the commit: {str(error).strip()}; the write may or "
@@ -391,7 +392,7 @@ class PgLog(EventLog):
             StoreUnavailableError: If the database cannot be reached.
         """
         deadline = time.monotonic() + timeout
-        state = _furthest(self._listen(0), self._known)  # listening before the first look: nothing is missed
+        state = furthest(self._listen(0), self._known)  # listening before the first look: nothing is missed
         while True:
             if state is None:
                 state = self._state()
@@ -400,7 +401,7 @@ class PgLog(EventLog):
             if state[0] > after or left <= 0:
                 return state
             announced = self._listen(min(left, POLL_INTERVAL))
-            state = None if announced is None else _furthest(announced, state)
+            state = None if announced is None else furthest(announced, state)
 
     def _versions(self, streams: list[str]) -> dict[str, int]:
         """The versions of `streams`, read on a connection of their own."""
@@ -423,9 +424,9 @@ class PgLog(EventLog):
                     self._listener.execute(f"LISTEN {self.schema.channel}")
                 latest = None  # the furthest of all that came: `stop_after` yields a packet's every notice
                 for notice in self._listener.notifies(timeout=seconds, stop_after=1):
-                    latest = _furthest(latest, _announced(notice.payload))
+                    latest = furthest(latest, announced(notice.payload))
                 for notice in self._listener.notifies(timeout=0):  # and of those queued (two writers'
-                    latest = _furthest(latest, _announced(notice.payload))  # barriers commit in any order)
+                    latest = furthest(latest, announced(notice.payload))  # barriers commit in any order)
                 return latest
             except psycopg.OperationalError:
                 if self._listener is not None:
@@ -447,23 +448,6 @@ class PgLog(EventLog):
             return scrub_tables(connection, self.schema, self._shown, erasures, time.monotonic() + timeout)
 
 
-def _too_long(error: psycopg.Error) -> StreamIdTooLongError:
-    """What an insert past PostgreSQL's index limit means here: a stream id too long to index (the
-    only text the log indexes; a relation's spells both names and its type). The transaction
-    failed whole."""
-    said = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return StreamIdTooLongError(
-        f"a stream id is too long for PostgreSQL's index ({said}): a relation's spells both of its entities' "
-        "names and its type, which together can take at most about 2,700 bytes in a PostgreSQL log (fewer "
-        "for text that does not compress); use shorter names or type; nothing was written")
-
-
-def _announced(payload: str) -> tuple[int, int]:
-    head, _, erasures = payload.partition(" ")  # what a commit announces: "head erasures"
-    return int(head), int(erasures or 0)
-
-
-def _furthest(*states: tuple[int, int] | None) -> tuple[int, int] | None:
-    """The furthest head and highest erasure count of `states` (both only grow), or None."""
-    known = [state for state in states if state is not None]
-    return (max(s[0] for s in known), max(s[1] for s in known)) if known else None
+def _first_line(error: psycopg.Error) -> str:
+    said = str(error).strip()
+    return said.splitlines()[0] if said else type(error).__name__
