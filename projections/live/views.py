@@ -8,7 +8,6 @@ any process. Reads take one read transaction: a consistent snapshot of views and
 
 from __future__ import annotations
 
-import re
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -23,6 +22,7 @@ from chronograph.projections.keys import VECTORS
 from chronograph.projections.live import seeding
 from chronograph.projections.live.binding import Colocated, bind
 from chronograph.projections.live.catchup import Progress, catch_up
+from chronograph.projections.live.derived import foreign
 from chronograph.projections.live.erasure import (
     drop_answers,
     erased,
@@ -38,7 +38,7 @@ from chronograph.projections.search.indexes import SearchIndex
 from chronograph.projections.search.wordindex import WorkspaceIndex
 from chronograph.projections.states.graph import LmdbGraph
 from chronograph.projections.states.lmdbstate import LmdbState
-from chronograph.projections.tables import VIEWS_FORMAT, Pointer, Tables, open_tables, slot
+from chronograph.projections.tables import Pointer, Tables, open_tables, slot
 
 __all__ = ["Snapshot", "Views"]
 
@@ -169,7 +169,7 @@ class Views:
 
     def _open_erasables(self) -> None:
         self._vectors = self.env.open_db(VECTORS)
-        self._foreign = [self.env.open_db(name) for name in self.env.database_names() if _foreign(name)]
+        self._foreign = [self.env.open_db(name) for name in self.env.database_names() if foreign(name)]
         """The databases other versions of Chronograph derive from the log (other view formats)."""
 
     def _reopened(self) -> None:
@@ -451,16 +451,6 @@ class Views:
             self._erasures_seen = count
 
 
-_OURS = re.compile(rf"views(\.v{VIEWS_FORMAT}\.[ab]\..*)?|{re.escape(Snapshots.NAME)}|{re.escape(SearchIndex.NAME)}|"
-                   rf"{re.escape(VECTORS)}")
-_DERIVED = re.compile(r"(views|snapshots|search|vectors)(\..*)?")
-
-
 def _dropped(location: object) -> ViewsUnavailableError:
     return ViewsUnavailableError(f"the views of the store at {location} were dropped by a rebuild that did not "
                                  "finish; open the store again to build them")
-
-
-def _foreign(name: str) -> bool:
-    """Whether the database `name` holds what another version derived from the log."""
-    return bool(_DERIVED.fullmatch(name)) and not _OURS.fullmatch(name)
