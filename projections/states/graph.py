@@ -27,6 +27,7 @@ from chronograph.projections.keys import (
     is_totals_key,
     name_key,
     number_key,
+    order_key,
     order_prefix,
     record_key,
     relation_key,
@@ -244,6 +245,17 @@ class LmdbGraph:
                 entity.stream = entity_stream_of(key)
             yield entity
 
+    def restored_since(self, workspace: str, position: int, created_by: int) -> Iterator[str]:
+        """The streams of the workspace's live entities placed in creation order after log position
+        `position` (made or restored since: a restore takes its place there) whose entity was
+        created by `created_by` (µs): those restored since, and any made since in that microsecond."""
+        ws = self._ws(workspace)
+        keys = self._scan_values(order_prefix(ws, ENTITY), self.tables.order, order_key(ws, ENTITY, position + 1))
+        for key, value in self._records(keys, self.tables.entities):
+            entity = _entity(value)
+            if entity.created_at <= created_by:
+                yield entity.stream or entity_stream_of(key)  # its key spells it (`records.stored_entity`)
+
     def relations(
         self, workspace: str, offset: int = 0, limit: int | None = None
     ) -> Iterator[RelationRecord]:
@@ -396,9 +408,10 @@ class LmdbGraph:
                     return
                 yield key, value
 
-    def _scan_values(self, prefix: bytes, db: lmdb._Database) -> Iterator[Stored]:
+    def _scan_values(self, prefix: bytes, db: lmdb._Database, start: bytes | None = None) -> Iterator[Stored]:
+        """The values of the keys with `prefix`, from `start` (a key with the prefix) or the first."""
         with self.txn.cursor(db) as cursor:
-            if not cursor.set_range(prefix):
+            if not cursor.set_range(start or prefix):
                 return
             width = len(prefix)
             for key, value in cursor:

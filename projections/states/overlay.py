@@ -119,6 +119,14 @@ class Overlay:
             return self._names[key] is not None
         return self.base.has_entity(workspace, name)
 
+    def restored_since(self, workspace: str, position: int, created_by: int) -> list[str]:
+        """`LmdbGraph.restored_since`, as changed here."""
+        found = [stream for stream in self.base.restored_since(workspace, position, created_by)
+                 if stream not in self._entities]
+        found += [entity.stream for entity in self._entities.values() if entity is not None and
+                  entity.workspace == workspace and entity.seq > position and entity.created_at <= created_by]
+        return found
+
     def relation(self, workspace: str, source: str, relation_type: str, target: str) -> RelationRecord | None:
         """The live relation with this identity, as changed here."""
         return self.get_relation(relation_stream(workspace, source, relation_type, target))

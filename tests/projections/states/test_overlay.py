@@ -66,6 +66,30 @@ def test_relations_of_a_name_follow_what_the_overlay_created_and_deleted(store: 
     views.transact(work)
 
 
+def test_the_entities_created_or_restored_after_a_position_follow_the_overlay(store: LmdbLog) -> None:
+    views = Views(store)
+    seed(views)  # ada at 1, bob at 2
+    views.transact(lambda tx, state: tx.append([StreamWrite("e1", [EntityDeleted()])], actor="t"))  # 4
+    views.transact(lambda tx, state: tx.append([StreamWrite("e1", [EntityCreated(  # 5: back, later in the order
+        workspace="w", name="ada", entity_type="person")])], actor="t"))
+
+    def work(tx, state: LmdbState) -> None:  # type: ignore[no-untyped-def]
+        ever, bob = 2**62, state.entity("w", "bob")
+        assert bob is not None
+        assert list(state.restored_since("w", 0, ever)) == ["e2", "e1"]  # ada's place is her return's
+        assert list(state.restored_since("w", 2, ever)) == ["e1"]
+        assert list(state.restored_since("w", 0, bob.created_at - 1)) == []  # ada was made again, after bob
+        assert list(state.restored_since("elsewhere", 0, ever)) == []
+        overlay = Overlay(state)
+        apply(overlay, envelope(6, "e3", 1, EntityCreated(workspace="w", name="cy", entity_type="person")))
+        apply(overlay, envelope(7, "e1", 4, EntityDeleted()))
+        assert overlay.restored_since("w", 1, ever) == ["e2", "e3"]
+        assert overlay.restored_since("w", 5, ever) == ["e3"]
+        assert overlay.restored_since("w", 5, 5) == []  # cy was created at 6 (µs)
+
+    views.transact(work)
+
+
 def test_whether_an_entity_exists_is_answered_as_reading_it_would(store: LmdbLog) -> None:
     views = Views(store)
     seed(views)
