@@ -7,7 +7,8 @@ relations back). A live entity gets an `EntityUpdated` naming the version (`reve
 deleted or merged one comes back with an `EntityRestored`, which names the version and the log
 position it restores and keeps the entity's createdAt, and with the relations its deletion or
 its merge took, between the entities they joined, where those are in the graph now; a merge's
-copies of them leave the target (`undoing`). A revert to the state the entity already has
+copies of them leave the target; and with the relations with it that entities restored while it
+was gone could not get back then (`undoing`). A revert to the state the entity already has
 writes nothing.
 """
 
@@ -113,6 +114,9 @@ def _told(name: str, version: int, taking: Taking | None, given: Given) -> str:
     if given.undone:
         told += (f"; put back as before the merge {given.undone} {plural(given.undone, 'relation', 'relations')} "
                  "the target held, which it had joined with this entity's")
+    if given.owed:
+        told += (f"; gave back {given.owed} {plural(given.owed, 'relation', 'relations')} of entities restored while "
+                 "it was gone, which their reverts could not")
     if given.not_restored:
         told += (f"; {len(given.not_restored)} {plural(len(given.not_restored), 'relation', 'relations')} "
                  "could not come back (relationsNotRestored says why)")

@@ -14,9 +14,14 @@ are still as the merge made them (one changed since is the target's now, and sta
 a copy, made when an entity that had absorbed another was merged in turn, is not given back to
 the one that absorbed it if the entity it came from is back already: that one's revert gave it
 back to it, or, if it could not (its other end was gone then), the relation is given back to
-that entity now (`Theirs`). Merges A->B, B->C reverted in either order end as before them, but
-for a relation between two members of the chain (A -> B, dropped as a loop by the first merge):
-reverted A first, it does not come back (docs/decisions.md, "Left open").
+that entity now (`Theirs`).
+
+A relation whose other end is gone when the entity comes back cannot come back with it; the answer
+says so, and the other end's revert gives it back (`_owed`): it reads what the entities restored
+while it was gone took when they ended, before it. So merges A->B, B->C reverted in any order end
+as before them, a relation A -> B the first merge dropped as a loop included; and so do the
+deletions of both ends of a relation, or a merge that joined the source's relation to the target's
+and a deletion of their other end.
 
 A relation the target held already was not copied: the merge made it again in place (deleted
 and created on the target's own stream) or updated it with what the source's said
@@ -46,6 +51,10 @@ from chronograph.eventstore import (
 from chronograph.projections import EntityRecord, RelationRecord, relation_stream, versions_of
 
 __all__ = ["Copy", "Given", "Joined", "Taken", "Taking", "Theirs", "give_back", "taken_from"]
+
+Ends = tuple[str | None, str | None]
+"""The entities (streams) a relation's source and target meant; None: the name meant none."""
+_AFTER = "reverting that entity gives this relation back"
 
 
 class Taken(NamedTuple):
@@ -82,6 +91,8 @@ class Taking(NamedTuple):
     """The entity it was merged into, by its name then (None: it was deleted)."""
     joined: list[Joined]
     """Relations the target held, which the merge joined the entity's to"""
+    ended: Envelope
+    """The deletion or the merge"""
 
 
 class Given(NamedTuple):
@@ -97,12 +108,15 @@ class Given(NamedTuple):
     on the target, and how"""
     undone: int = 0
     """Relations the target held that the merge joined, put back as they were before it"""
+    owed: int = 0
+    """Relations of entities restored while this one was gone, which their reverts could not give
+    back (this one was an end), given back"""
 
 
-def taken_from(batch: Batch, stream: str) -> Taking | None:
-    """What the deletion or the merge that ended the entity of `stream` took from its relations
-    (None: it was not ended by one)."""
-    last = next(iter(batch.tx.stream_backward(stream)), None)
+def taken_from(batch: Batch, stream: str, last: Envelope | None = None) -> Taking | None:
+    """What the deletion or the merge that ended the entity of `stream` (last, or at `last`) took
+    from its relations (None: it was not ended by one)."""
+    last = last or next(iter(batch.tx.stream_backward(stream)), None)
     if last is None or not isinstance(last.event, EntityDeleted | EntityMerged):
         return None
     call: list[Envelope] = []
@@ -167,7 +181,7 @@ def taken_from(batch: Batch, stream: str) -> Taking | None:
         else:
             moving = None
     into = last.event.into if isinstance(last.event, EntityMerged) else None
-    return Taking(list(taken.values()), list(copies.values()), into, joined)
+    return Taking(list(taken.values()), list(copies.values()), into, joined, last)
 
 
 def give_back(batch: Batch, taking: Taking, stream: str) -> Given:
@@ -177,21 +191,12 @@ def give_back(batch: Batch, taking: Taking, stream: str) -> Given:
     restored, not_restored = 0, []
     merges = _Merges(batch)
     for item in taking.taken:
-        relation, ends = item.record, item.ends
-        own = _missing(batch, ends, relation) or _own(batch, merges, relation, stream)
-        if isinstance(own, Theirs):  # the back entity's revert could not give it back then: give it now
-            relation, ends = own.record, own.ends
-            own = _missing(batch, ends, relation) or relation
-        if isinstance(own, str):
-            not_restored.append(f"{_label(relation)}: {own}")
-            continue
-        source, target = (_name_now(batch, end) for end in ends)
-        assert source is not None and target is not None
-        if batch.relation(source, relation.relation_type, target) is not None:
-            continue
-        batch.emit(relation_stream(batch.workspace, source, relation.relation_type, target),
-                   created_again(batch.workspace, own, source, target))
-        restored += 1
+        given = _given(batch, merges, item, stream)
+        if isinstance(given, str):
+            not_restored.append(given)
+        else:
+            restored += _make(batch, *given)
+    owed = _owed(batch, merges, stream, taking.ended)
     removed, kept = 0, []
     # after the relations given back: a deletion followed at once by a creation reads as a move
     for copy in taking.copies:
@@ -223,7 +228,49 @@ def give_back(batch: Batch, taking: Taking, stream: str) -> Given:
             batch.emit(now.stream, RelationDeleted())
             batch.emit(now.stream, created_again(batch.workspace, was, now.source, now.target))
         undone += 1
-    return Given(restored, not_restored, removed, kept, undone)
+    return Given(restored, not_restored, removed, kept, undone, owed)
+
+
+def _given(batch: Batch, merges: _Merges, item: Taken, stream: str) -> tuple[RelationRecord, Ends] | str:
+    """What of `item`, taken from the entity of `stream`, to make again, and the entities its ends
+    join; or which relation cannot come back, and why."""
+    relation, ends = item.record, item.ends
+    own = _missing(batch, ends, relation) or _own(batch, merges, relation, stream)
+    if isinstance(own, Theirs):  # the back entity's revert could not give it back then: give it now
+        relation, ends = own.record, own.ends
+        own = _missing(batch, ends, relation) or relation
+    return f"{_label(relation)}: {own}" if isinstance(own, str) else (own, ends)
+
+
+def _make(batch: Batch, relation: RelationRecord, ends: Ends) -> bool:
+    """Make `relation` again between the live entities `ends`, under their names now, unless it is live."""
+    source, target = (_name_now(batch, end) for end in ends)
+    assert source is not None and target is not None
+    if batch.relation(source, relation.relation_type, target) is not None:
+        return False
+    batch.emit(relation_stream(batch.workspace, source, relation.relation_type, target),
+               created_again(batch.workspace, relation, source, target))
+    return True
+
+
+def _owed(batch: Batch, merges: _Merges, stream: str, ended: Envelope) -> int:
+    """Give back, for the entity of `stream` (restored, in this batch), the relations with it that
+    the reverts of entities restored while it was gone could not give back: each of those took its
+    relations when it ended, before this one did (deleted, or merged: into this one, maybe, the
+    relation dropped as a loop), and came back after. Those are the live entities whose place in
+    creation order is after this one's end, created before it."""
+    made = 0
+    for other in batch.state.restored_since(batch.workspace, ended.position, ended.recorded_at):
+        if other == stream:
+            continue
+        # its ending before this one's (made since in the same microsecond, it has none: no restore)
+        before = next((e for e in batch.tx.stream_backward(other) if e.position < ended.position), None)
+        taking = None if before is None else taken_from(batch, other, before)
+        for item in () if taking is None else taking.taken:
+            given = None if stream not in item.ends else _given(batch, merges, item, other)
+            if isinstance(given, tuple) and stream in given[1]:
+                made += _make(batch, *given)
+    return made
 
 
 def _now(batch: Batch, ends: tuple[str | None, str | None], relation: RelationRecord) -> RelationRecord | None:
@@ -246,8 +293,10 @@ def _missing(batch: Batch, ends: tuple[str | None, str | None], relation: Relati
             last = next(iter(batch.tx.stream_backward(end)), None)
             event = None if last is None else last.event
             if isinstance(event, EntityMerged):
-                return f"the entity then called {name!r} was merged into {event.into!r} since"
-            return f"the entity then called {name!r} is deleted"
+                return f"the entity then called {name!r} was merged into {event.into!r} since ({_AFTER})"
+            if isinstance(event, EntityDeleted):
+                return f"the entity then called {name!r} is deleted ({_AFTER})"
+            return f"the entity then called {name!r} is gone"
     return None
 
 

@@ -99,7 +99,8 @@ def test_sources_merged_in_one_call_reverted_in_either_order_end_as_before_it(me
     write(memory, "merge_entities", target="C", sources=["A", "B"])
     first = write(memory, "revert_entity", name=order[0], toVersion=1)
     assert [why.split(": ", 1)[1] for why in first.relations_not_restored] == [
-        f"the entity then called {order[1]!r} was merged into 'C' since"]
+        f"the entity then called {order[1]!r} was merged into 'C' since (reverting that entity gives this "
+        "relation back)"]
     write(memory, "revert_entity", name=order[1], toVersion=1)
     assert triples(memory) == before
 
@@ -124,7 +125,8 @@ def test_a_relation_whose_other_end_is_gone_is_named_in_the_answer_with_why(memo
     write(memory, "create_entities", entities=[{"name": "Jaguar", "entityType": "animal", "observations": []}])
     out = write(memory, "revert_entity", name="Alice", toVersion=1)
     why = "is deleted" if end == "deleted" else "was merged into 'Zed' since"
-    assert out.relations_not_restored == [f"'Alice' -[drives]-> 'Jaguar': the entity then called 'Jaguar' {why}"]
+    assert out.relations_not_restored == [f"'Alice' -[drives]-> 'Jaguar': the entity then called 'Jaguar' {why} "
+                                          "(reverting that entity gives this relation back)"]
     assert "could not come back" in out.message and triples(memory) == []
 
 
@@ -224,9 +226,9 @@ def test_a_relation_the_merge_joined_and_changed_since_stays_and_the_answer_says
 @pytest.mark.parametrize("order", list(permutations("STU")))
 def test_a_chain_through_a_target_that_held_the_relation_reverted_in_any_order_ends_as_before_it(
         memory: Memory, case: str, order: tuple[str, ...]) -> None:
-    # without the loop S-T: S reverted while T is merged into U cannot give it back (T is gone), nor
-    # does T's revert (the loop was S's)
-    held(memory, case, "U", loop=False)
+    # with the loop S same_as T: S reverted while T is merged into U cannot give it back (T is gone);
+    # T's revert does
+    held(memory, case, "U")
     before, at = graph(memory), memory.log.head()
     write(memory, "merge_entities", target="T", sources=["S"])
     write(memory, "merge_entities", target="U", sources=["T"])
@@ -276,3 +278,59 @@ def test_a_merge_then_a_deletion_of_the_other_end_reverted_in_either_order_give_
     assert triples(memory) == before
     assert answers[-1].relations_not_restored is UNSET  # the last revert gives it back, in either order
     assert verify(memory.views) == []
+
+
+@pytest.mark.parametrize("order", list(permutations("ABC")))
+def test_a_relation_between_two_members_of_a_merge_chain_comes_back_in_every_order_of_reverts(
+        memory: Memory, order: tuple[str, ...]) -> None:
+    create(memory, "ABCX", ("A", "knows", "B"), ("A", "r", "X"), ("B", "s", "C"))
+    before, at = graph(memory), memory.log.head()
+    write(memory, "merge_entities", target="B", sources=["A"])  # drops A knows B as a loop
+    write(memory, "merge_entities", target="C", sources=["B"])  # drops B s C
+    answers = [write(memory, "revert_entity", name=name, toVersion=1) for name in order]
+    assert graph(memory) == before == graph(memory, asOf=at)
+    if order.index("A") < order.index("B"):  # B was gone at A's revert: the answer says who gives it back
+        assert answers[order.index("A")].relations_not_restored == [
+            "'A' -[knows]-> 'B': the entity then called 'B' was merged into 'C' since (reverting that entity "
+            "gives this relation back)"]
+        assert "1 relation of entities restored while it was gone" in answers[order.index("B")].message
+    assert verify(memory.views) == []
+
+
+@pytest.mark.parametrize("order", [["A", "X"], ["X", "A"]])
+def test_the_deletions_of_both_ends_of_a_relation_reverted_in_either_order_give_it_back(
+        memory: Memory, order: list[str]) -> None:
+    create(memory, ["A", "X"], ("A", "knows", "X"), ("X", "likes", "A"))
+    before = graph(memory)
+    write(memory, "delete_entities", entityNames=["X"])  # takes both relations
+    write(memory, "delete_entities", entityNames=["A"])  # takes none: they are gone
+    for name in order:
+        write(memory, "revert_entity", name=name, toVersion=1)
+    assert graph(memory) == before
+    assert verify(memory.views) == []
+
+
+@pytest.mark.parametrize("case", list(HELD))
+@pytest.mark.parametrize("order", list(permutations("STX")))
+def test_a_joined_relation_then_a_deletion_of_its_other_end_reverted_in_any_order_end_as_before(
+        memory: Memory, case: str, order: tuple[str, ...]) -> None:
+    held(memory, case, loop=False)
+    before, at = graph(memory), memory.log.head()
+    write(memory, "merge_entities", target="T", sources=["S"])  # joins S works_at X to T's
+    write(memory, "delete_entities", entityNames=["X"])  # takes T's, as the merge left it
+    for name in order:
+        write(memory, "revert_entity", name=name, toVersion=2 if name == "S" else 1)
+    assert graph(memory) == before == graph(memory, asOf=at)
+    assert verify(memory.views) == []
+
+
+def test_a_relation_given_back_to_the_end_restored_last_and_deleted_since_stays_deleted(memory: Memory) -> None:
+    create(memory, ["A", "X"], ("A", "knows", "X"))
+    write(memory, "delete_entities", entityNames=["X"])
+    write(memory, "delete_entities", entityNames=["A"])
+    write(memory, "revert_entity", name="X", toVersion=1)
+    write(memory, "revert_entity", name="A", toVersion=1)
+    write(memory, "delete_relations", relations=[{"from": "A", "relationType": "knows", "to": "X"}])
+    write(memory, "delete_entities", entityNames=["A"])
+    out = write(memory, "revert_entity", name="A", toVersion=1)
+    assert (out.relations_restored, triples(memory)) == (0, [])
