@@ -67,16 +67,19 @@ class ConflictError(ChronographError):
 
     code = "conflict"
 
-    def __init__(self, what: str, expected: int, current: int, state: Any) -> None:
+    def __init__(self, what: str, expected: int, current: int, state: Any, *, since: str = "") -> None:
         self.what = what
         self.expected = expected
         self.current = current
         self.state = state
         shown = msgspec.json.encode(state).decode() if state is not None else "none (it does not exist)"
         at = f"version {current}" if current else "no version (it does not exist)"
+        # `since`: what became of it, which its name no longer names (renamed: what it is now; deleted; merged)
+        told = f"is not at the expectedVersion {expected}: {since}" if since else (
+            f"is at {at}, not the expectedVersion {expected}")
         super().__init__(
-            f"Conflict: {what} is at {at}, not the expectedVersion {expected}; nothing was "
-            f"written. Re-read it and retry with expectedVersion {current}. Current state: {shown}"
+            f"Conflict: {what} {told}; nothing was written. Re-read it and retry with expectedVersion "
+            f"{current}. Current state: {shown}"
         )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from chronograph.application.core.guards import check_entity
 from chronograph.application.core.validtime import additions, span_of, statement
 from chronograph.application.engine.arguments import (
     Args,
@@ -90,7 +91,7 @@ def create_entities(batch: Batch, args: CreateEntities) -> EntitiesOut:
     created: list[str] = []
     for item in args.entities:
         current = batch.entity(item.name)
-        batch.check(entity_label(item.name), item.expected_version, current)
+        check_entity(batch, item.name, item.expected_version, current)
         if current is not None:
             continue
         batch.emit(new_entity_stream(), EntityCreated(
@@ -131,9 +132,9 @@ def add_observations(batch: Batch, args: AddObservations) -> AddObservationsOut:
     for index, item in enumerate(args.observations):
         start, end = span_of("add_observations", f"observations[{index}].", item.valid_from, item.valid_until)
         entity = batch.entity(item.entity_name)
+        check_entity(batch, item.entity_name, item.expected_version, entity)
         if entity is None:
             raise NotFoundError(f"Entity with name {item.entity_name} not found")
-        batch.check(entity_label(item.entity_name), item.expected_version, entity)
         held, span = set(entity.observations), (None if start is UNSET else start, None if end is UNSET else end)
         stated = [(c, s) for c in unique(item.contents)
                   if (s := statement(entity, held, c, span, batch.recorded_at)) is not None]
@@ -162,7 +163,7 @@ def delete_entities(batch: Batch, args: DeleteEntities) -> DeletedOut:
     deleted, relations, not_found = 0, 0, []
     for name in unique(args.entity_names):
         entity = batch.entity(name)
-        batch.check(entity_label(name), expected.get(name, UNSET), entity)
+        check_entity(batch, name, expected.get(name, UNSET), entity)
         if entity is None:
             not_found.append(name)
             continue
@@ -194,7 +195,7 @@ def delete_observations(batch: Batch, args: DeleteObservations) -> DeletedOut:
     deleted, not_found = 0, []
     for item in args.deletions:
         entity = batch.entity(item.entity_name)
-        batch.check(entity_label(item.entity_name), item.expected_version, entity)
+        check_entity(batch, item.entity_name, item.expected_version, entity)
         if entity is None:
             not_found.append(item.entity_name)
             continue
@@ -235,9 +236,9 @@ def update_entities(batch: Batch, args: UpdateEntities) -> EntitiesOut:
                 "update_entities", f"entities[{index}]: nothing to update: give entityType, observations or metadata"
             )
         entity = batch.entity(item.name)
+        check_entity(batch, item.name, item.expected_version, entity)
         if entity is None:
             raise NotFoundError(f"Entity with name {item.name} not found; nothing was written")
-        batch.check(entity_label(item.name), item.expected_version, entity)
         observations = UNSET if item.observations is UNSET else tuple(unique(item.observations))
         batch.emit(entity.stream, EntityUpdated(
             entity_type=item.entity_type, observations=observations, metadata=item.metadata,

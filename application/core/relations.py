@@ -6,6 +6,7 @@ from typing import Annotated
 
 import msgspec
 from chronograph.application.core.entities import METADATA, missing, plural
+from chronograph.application.core.guards import check_relation
 from chronograph.application.core.validtime import relation_span, restated, span_of
 from chronograph.application.engine.arguments import (
     D,
@@ -55,6 +56,9 @@ def create_relations(batch: Batch, args: CreateRelations) -> RelationsOut:
     keeping its confidence and metadata unless the item gives them."""
     ends = dict.fromkeys(name for item in args.relations for name in (item.source, item.target))
     absent = [name for name in ends if not batch.exists(name)]  # each name looked up once, its entity not decoded
+    for item in args.relations:  # a guard that an end gone since fails is a conflict, which says what became of it
+        if item.source in absent or item.target in absent:
+            check_relation(batch, item.source, item.relation_type, item.target, item.expected_version, None)
     if absent:
         names = ", ".join(repr(name) for name in unique(absent))
         raise NotFoundError(
@@ -65,7 +69,7 @@ def create_relations(batch: Batch, args: CreateRelations) -> RelationsOut:
     for index, item in enumerate(args.relations):
         start, end = span_of("create_relations", f"relations[{index}].", item.valid_from, item.valid_until)
         current = batch.relation(item.source, item.relation_type, item.target)
-        batch.check(relation_label(item), item.expected_version, current)
+        check_relation(batch, item.source, item.relation_type, item.target, item.expected_version, current)
         if current is None:
             stream = relation_stream(batch.workspace, item.source, item.relation_type, item.target)
             batch.emit(stream, stated(batch, item, None, start, end))
@@ -106,7 +110,7 @@ def delete_relations(batch: Batch, args: DeleteRelations) -> DeletedOut:
     deleted, not_found = 0, []
     for item in args.relations:
         relation = batch.relation(item.source, item.relation_type, item.target)
-        batch.check(relation_label(item), item.expected_version, relation)
+        check_relation(batch, item.source, item.relation_type, item.target, item.expected_version, relation)
         if relation is None:
             not_found.append(item.label)
             continue
@@ -137,9 +141,9 @@ def update_relations(batch: Batch, args: UpdateRelations) -> RelationsOut:
                 "update_relations", f"relations[{index}]: nothing to update: give confidence or metadata"
             )
         relation = batch.relation(item.source, item.relation_type, item.target)
+        check_relation(batch, item.source, item.relation_type, item.target, item.expected_version, relation)
         if relation is None:
             raise NotFoundError(f"Relation {item.label} not found; nothing was written")
-        batch.check(relation_label(item), item.expected_version, relation)
         batch.emit(relation.stream, RelationUpdated(confidence=item.confidence, metadata=item.metadata))
         updated.setdefault(relation.stream, item)
     return RelationsOut(relations=[relation_out(_live(batch, key)) for key in updated.values()])

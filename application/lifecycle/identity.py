@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import msgspec
+from chronograph.application.core.guards import check_entity
 from chronograph.application.core.validtime import additions, relation_span, restated, statement
 from chronograph.application.engine.arguments import D, Items, Name, Version, WriteArgs, metadata_problem
 from chronograph.application.engine.batch import Batch
@@ -110,8 +111,8 @@ class RenameEntity(WriteArgs, kw_only=True):
               "Rename an entity; its relations follow, its history stays reachable by the old name")
 def rename_entity(batch: Batch, args: RenameEntity) -> EntitiesOut:
     """Rename one entity (version + 1), moving its relations to the new name."""
+    check_entity(batch, args.name, args.expected_version, batch.entity(args.name))
     entity = _live(batch, args.name)
-    batch.check(f"entity {args.name!r}", args.expected_version, entity)
     if args.new_name == args.name:
         raise InvalidArgumentsError("rename_entity", "newName is the entity's name already")
     if batch.exists(args.new_name):
@@ -145,8 +146,8 @@ def merge_entities(batch: Batch, args: MergeEntities) -> MergedOut:
             joined would be past its limit.
         NotFoundError: If the target or a source is not live.
     """
+    check_entity(batch, args.target, args.expected_version, batch.entity(args.target))
     target = _live(batch, args.target)
-    batch.check(f"entity {args.target!r}", args.expected_version, target)
     if not args.sources:
         raise InvalidArgumentsError("merge_entities", "sources: name at least one duplicate to merge")
     if args.target in args.sources:

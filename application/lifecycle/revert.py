@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from chronograph.application.core.entities import entity_label, plural
+from chronograph.application.core.entities import plural
+from chronograph.application.core.guards import check_entity
 from chronograph.application.core.tenures import last_bearer
 from chronograph.application.engine.arguments import D, Name, Version, WriteArgs
 from chronograph.application.engine.batch import Batch
@@ -67,7 +68,7 @@ def revert_entity(batch: Batch, args: RevertEntity) -> RevertOut:
             "choose a version at which it existed"
         )
     live = batch.state.get_entity(stream)  # under whatever name it has now
-    batch.check(entity_label(args.name), args.expected_version, live)
+    check_entity(batch, args.name, args.expected_version, live)
     state = target.state
     holder = batch.entity(state.name)
     if holder is not None and holder.stream != stream:

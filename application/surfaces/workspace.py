@@ -18,6 +18,7 @@ import json
 from typing import Annotated, Any, ClassVar
 
 import msgspec
+from chronograph.application.core.guards import check_entity, check_relation
 from chronograph.application.core.validtime import observations_at, read_moment, relation_span, restated, valid_relation
 from chronograph.application.engine.arguments import (
     Args,
@@ -153,7 +154,7 @@ def upsert_entity(batch: Batch, args: UpsertEntity) -> ObjectOut:
     metadata = UNSET if args.metadata is UNSET else _metadata("upsert_entity", args.metadata)
     observations = UNSET if args.observations is UNSET else tuple(unique(args.observations))
     entity = batch.entity(args.name)
-    batch.check(f"entity {args.name!r}", args.expected_version, entity)
+    check_entity(batch, args.name, args.expected_version, entity)
     if entity is None:
         stream = new_entity_stream()
         batch.emit(stream, EntityCreated(
@@ -204,6 +205,10 @@ def _end(batch: Batch, entity_id: Any, name: Any, which: str) -> EntityRecord:
 @WORKSPACE.command("upsert_relation", "Upsert Relation", "Creates or updates a relation between two existing "
                    "entities, given by fromEntityId/toEntityId or by from/to names")
 def upsert_relation(batch: Batch, args: UpsertRelation) -> ObjectOut:
+    if (args.from_entity_id, args.to_entity_id) == (UNSET, UNSET) and args.source is not UNSET and (
+            args.target is not UNSET and not (batch.exists(args.source) and batch.exists(args.target))):
+        # by names, an end gone since: a guard it fails is a conflict, which says what became of it
+        check_relation(batch, args.source, args.relation_type, args.target, args.expected_version, None)
     source = _end(batch, args.from_entity_id, args.source, "Source")
     target = _end(batch, args.to_entity_id, args.target, "Target")
     metadata = UNSET if args.metadata is UNSET else _metadata("upsert_relation", args.metadata)

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from chronograph.server.app import create_server
+from chronograph.server.app import Runtime, create_server
 from chronograph.server.config import Settings
 from mcp import Client
 from support.mcp import call
@@ -141,3 +141,22 @@ async def test_an_upsert_with_a_stale_expected_version_is_refused_and_writes_not
     graph = await call(workspace, "read_graph", {"workspaceName": "demo"})
     [stored] = [e for e in graph["entities"] if e["name"] == "Alice"]
     assert stored["observations"] == ["b"] and json.loads(graph["relations"][0]["metadata"]) == {}
+
+
+async def test_an_upsert_guarded_by_the_version_of_an_entity_renamed_since_is_a_conflict_that_names_it(
+        backend_store: dict[str, Any]) -> None:
+    runtime = Runtime(Settings(**backend_store, embeddings="off", profile="workspace"))
+    async with Client(create_server(runtime.settings, runtime)) as workspace:
+        alice = {"workspaceName": "demo", "name": "Alice", "entityType": "Person"}
+        await call(workspace, "upsert_entity", alice)
+        await call(workspace, "upsert_entity", {"workspaceName": "demo", "name": "ProjectX", "entityType": "Project"})
+        link = {"workspaceName": "demo", "from": "Alice", "to": "ProjectX", "relationType": "works_on"}
+        await call(workspace, "upsert_relation", link)
+        runtime.memory.write("rename_entity", {"workspace": "demo", "name": "Alice", "newName": "Alicia"},
+                             actor="another client")  # between this client's read and its write
+        stale = await refusal(workspace, "upsert_entity", {**alice, "observations": ["x"], "expectedVersion": 1})
+        assert stale["code"] == "conflict" and "it is 'Alicia' now, at version 2" in stale["message"]
+        late = await refusal(workspace, "upsert_relation", {**link, "expectedVersion": 1})
+        assert late["code"] == "conflict" and "it is 'Alicia' -[works_on]-> 'ProjectX' now" in late["message"]
+        unguarded = await refusal(workspace, "upsert_relation", link)
+        assert unguarded["code"] == "not_found"
