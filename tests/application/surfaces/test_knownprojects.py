@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from chronograph.application import PROFILES, Memory
 from chronograph.application.engine import service
-from chronograph.application.surfaces import knownprojects, projectfiles
+from chronograph.application.surfaces import knownprojects, projectfiles, projectio
 from chronograph.application.surfaces.projectroot import workspace_name
 
 N2N = PROFILES["n2n"].tools
@@ -78,7 +78,7 @@ def test_a_forget_whose_project_file_cannot_be_written_answers_with_the_erasure_
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "project"
     served(tmp_path / "store", root)
-    monkeypatch.setattr(projectfiles, "FILE_LIMIT", 10)
+    monkeypatch.setattr(projectio, "FILE_LIMIT", 10)
     out = forget(tmp_path / "store", root)
     assert out.scrubbed and out.entities == 1
     [note] = out.elsewhere
