@@ -21,7 +21,9 @@ ours changed too (parked). n2n ignores the two extra fields.
 The files are rewritten right after each commit (before an erasure's scrub), and what they then
 hold is recorded beside the views (`knownprojects`): a file that still holds it is at most behind
 the log (a process killed before its mirror), so it is rewritten, never folded back (which would
-bring back what the log deleted, or, erased, left no name to tell by).
+bring back what the log deleted, or, erased, left no name to tell by). A file changed since is
+folded three ways: its lines still as the store wrote them (recorded as keyed digests:
+`projectbase`) take the log's state, and only those edited since are folded.
 
 Writes go through `write_project_file`, the one place that writes into a project (atomic:
 a temporary file, synced, renamed over the target; never through a symbolic link). The files
@@ -46,6 +48,7 @@ from chronograph.application.lifecycle.forgetting import ForgetOut, project_file
 from chronograph.application.surfaces import knownprojects
 from chronograph.application.surfaces.knownprojects import Mirrored
 from chronograph.application.surfaces.n2n import N2N, N2nArgs, project_graph
+from chronograph.application.surfaces.projectbase import edited, kept, lines
 from chronograph.application.surfaces.projectfold import (
     ACTOR,
     CONTEXT_FIELDS,
@@ -116,6 +119,9 @@ class ProjectFiles:
         """workspace -> the root of the project whose files this process keeps for it"""
         self._early = threading.local()
         """`done`: (the arguments of the call whose commit `committed` mirrored, what it came to)"""
+        self._secret: bytes | None = None
+        """What the digests of the lines written are keyed with (`knownprojects.secret`), once a
+        fold (which may write) has read it: the mirror right after a commit may not write."""
 
     def install(self, memory: Memory) -> None:
         """Keep the projects' files around `memory`'s calls: folded before a call, rewritten
@@ -195,20 +201,24 @@ class ProjectFiles:
         return project
 
     def before(self, memory: Memory, tool: Tool, args: Any) -> None:
-        """Fold the project's files into the log if they changed since this process last saw them,
-        unless they hold what this store last wrote into them (`knownprojects.mirrored`): behind
-        the log at most, they are rewritten, not folded.
+        """Fold the project's files into the log if they changed since this process last saw them.
+        Files as this store last wrote them (`knownprojects.mirrored`) are at most behind the log:
+        they are rewritten, not folded; of files changed since, only the lines changed since are
+        folded (`projectbase`, where the store recorded them).
 
         Raises:
             ProjectFileError: If a file is not n2n's JSON (a merge conflict left in it, say).
             ProjectChangedError: If the project's folder is not the one the call resolved any more.
         """
         project = self._project(memory, tool, args)
-        if project is None:
-            return
+        if project is not None:
+            self._fold(memory, project, tool.name)
+
+    def _fold(self, memory: Memory, project: Project, tool: str) -> None:
         key, workspace = str(project.root), project.workspace
+        self._secret = self._secret or knownprojects.secret(memory)
         # one fold at a time, and no mirror between reading the files and folding them
-        with memory.lock, project.pinned(tool.name) as root:
+        with memory.lock, project.pinned(tool) as root:
             mcp = root / ".mcp"
             if self._seen.get(key) == _signature(mcp):
                 return
@@ -218,13 +228,15 @@ class ProjectFiles:
                 graph = None if Mirrored.of(graph) == ours.graph else graph
                 context = None if Mirrored.of(context) == ours.context else context
             graph, context = file_json(mcp / MEMORY_FILE, graph), file_json(mcp / CONTEXT_FILE, context)
+            if ours is not None and ours.lines is not None and self._secret is not None:
+                graph = edited(graph, ours.lines, self._secret)  # a line as written takes the log's state
             if graph is not None or context is not None:
                 if not isinstance(graph or {}, dict) or not isinstance(context or {}, dict):
                     raise ProjectFileError("A project file in .mcp is not a JSON object; nothing was folded")
                 memory.write(FILES["fold_project_files"], {"workspace": workspace, "graph": graph or {},
                                                            "context": context}, actor=ACTOR)
             try:
-                files = self._mirror(memory, project, root, tool.name)
+                files = self._mirror(memory, project, root, tool)
             except StorageError:  # the call goes on (a read, a delete that brings the files back under
                 self._seen[key] = _signature(mcp)  # their cap); the next write's mirror says why
             else:
@@ -257,7 +269,8 @@ class ProjectFiles:
         kept (`_known`; a forget above all: the files would give back what it erased). What the
         files hold is recorded (`knownprojects.wrote`). A forget's answer carries a note on the
         project's file (`project_file_note`): it goes once the file is rewritten, and says why
-        where it could not be; the answer so completed is returned.
+        where it could not be (what is recorded of the files then keeps nothing of what was
+        erased: `_unwritten`); the answer so completed is returned.
 
         Raises:
             StorageError: If the files of a call other than a forget cannot be written (the change
@@ -270,13 +283,15 @@ class ProjectFiles:
             project, files, error = early[1]
         else:
             project, files, error = self._rewrite(memory, tool, args)
+        forgot = written.output if isinstance(written.output, ForgetOut) else None
         if project is not None and files is not None:
             knownprojects.wrote(memory, project.workspace, files)
-        forgot = written.output if isinstance(written.output, ForgetOut) else None
+        elif forgot is not None:
+            self._unwritten(memory, args.workspace)
         note = "" if forgot is None else project_file_note(args.workspace)
         if error is not None:
             if forgot is not None and note:  # the erasure is done and answered: the answer says what is left, and why
-                said = [f"{n}. This server keeps the project's files, but could not rewrite them: {error}"
+                said = [f"{n}. This store keeps the project's files, but could not rewrite them: {error}"
                         if n == note else n for n in forgot.elsewhere]
                 return msgspec.structs.replace(written, output=msgspec.structs.replace(forgot, elsewhere=said))
             if isinstance(error, ProjectChangedError):
@@ -287,6 +302,21 @@ class ProjectFiles:
         return msgspec.structs.replace(written, output=msgspec.structs.replace(
             forgot, elsewhere=[n for n in forgot.elsewhere if n != note],
             message=f"{forgot.message}; {project.root / '.mcp' / MEMORY_FILE} rewritten without it"))
+
+    def _unwritten(self, memory: Memory, workspace: str) -> None:
+        """After a forget that left the workspace's project files as they were: what is recorded of
+        their lines keeps those of live entities only, so nothing of what was erased (a file
+        changed since then folds it back, as the forget's note says)."""
+        ours = knownprojects.mirrored(memory, workspace)
+        if ours is None or ours.lines is None:
+            return
+        self._secret = self._secret or knownprojects.secret(memory)
+        if self._secret is None:
+            return
+        erasures = knownprojects.erasures(memory)
+        names = [entity["name"] for entity in project_graph(memory, workspace)["entities"]]
+        knownprojects.wrote(memory, workspace, msgspec.structs.replace(
+            ours, lines=kept(ours.lines, names, self._secret), erasures=erasures))
 
     def mirror(self, memory: Memory, project: Project, tool: str = "n2n") -> Mirrored:
         """Write the project's graph and hot context into its `.mcp` files, in n2n's format; return
@@ -309,13 +339,15 @@ class ProjectFiles:
         """Write the files into `root`, the project's folder as `Project.pinned` reaches it; return
         what they hold now."""
         workspace = project.workspace
+        erasures = knownprojects.erasures(memory)  # before the graph: one erased meanwhile is in its lines
         graph = project_graph(memory, workspace)
         entities = [{"name": e["name"], "entityType": e["entityType"], "observations": sorted(e["observations"])}
                     for e in graph["entities"]]
         relations = sorted(({"from": r["from"], "to": r["to"], "relationType": r["relationType"]}
                             for r in graph["relations"]), key=lambda r: (r["from"], r["to"], r["relationType"]))
         shown, mcp = project.root / ".mcp", None
-        text = json.dumps({"entities": entities, "relations": relations}, indent=2, ensure_ascii=False) + "\n"
+        written = {"entities": entities, "relations": relations}
+        text = json.dumps(written, indent=2, ensure_ascii=False) + "\n"
         context = self._context(memory, workspace)
         hot = None if context is None else json.dumps(context, indent=2, ensure_ascii=False) + "\n"
         try:
@@ -328,7 +360,8 @@ class ProjectFiles:
             raise StorageError(f"The change is in the log, but the project files in {shown} could not be written: "
                                f"{said}. The next call tries again") from None
         self._seen[str(project.root)] = _signature(root / ".mcp")
-        return Mirrored(Mirrored.of(text.encode("utf-8")), None if hot is None else Mirrored.of(hot.encode("utf-8")))
+        return Mirrored(Mirrored.of(text.encode("utf-8")), None if hot is None else Mirrored.of(hot.encode("utf-8")),
+                        None if self._secret is None else lines(written, self._secret), erasures)
 
     def _context(self, memory: Memory, workspace: str) -> dict[str, Any] | None:
         with memory.lock, memory.timeline.at("mirror") as moment:
@@ -345,4 +378,3 @@ class ProjectFiles:
         out["revision"] = revision(fields)
         out["basedOn"] = list(dict.fromkeys(reversed(ancestors)))[:LINEAGE]
         return out
-
