@@ -37,6 +37,7 @@ import json
 import os
 import re
 import threading
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -201,18 +202,25 @@ class ProjectFiles:
         return project
 
     def before(self, memory: Memory, tool: Tool, args: Any) -> None:
-        """Fold the project's files into the log if they changed since this process last saw them.
-        Files as this store last wrote them (`knownprojects.mirrored`) are at most behind the log:
-        they are rewritten, not folded; of files changed since, only the lines changed since are
-        folded (`projectbase`, where the store recorded them).
+        """Fold the project's files into the log if they changed since this process last saw them:
+        an n2n call's project, or that of the workspace another write names (`_known`: its files
+        are rewritten after it, and would lose what they gained; a file that cannot be folded
+        does not refuse that write). Files as this store last wrote them (`knownprojects.mirrored`)
+        are at most behind the log: they are rewritten, not folded; of files changed since, only
+        the lines changed since are folded (`projectbase`, where the store recorded them).
 
         Raises:
-            ProjectFileError: If a file is not n2n's JSON (a merge conflict left in it, say).
+            ProjectFileError: If a file of an n2n call's project is not n2n's JSON (a merge
+                conflict left in it, say).
             ProjectChangedError: If the project's folder is not the one the call resolved any more.
         """
         project = self._project(memory, tool, args)
         if project is not None:
             self._fold(memory, project, tool.name)
+        elif tool.writes and tool.name not in FILES and isinstance(workspace := getattr(args, "workspace", None), str):
+            with suppress(ChronographError):
+                if (project := self._known(memory, tool, workspace)) is not None:
+                    self._fold(memory, project, tool.name)
 
     def _fold(self, memory: Memory, project: Project, tool: str) -> None:
         key, workspace = str(project.root), project.workspace
