@@ -20,8 +20,8 @@ scrubs the store's file of the record it replaced.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
+from functools import lru_cache
 from hashlib import blake2b
 from typing import Any
 
@@ -44,20 +44,38 @@ class Lines(msgspec.Struct, frozen=True, array_like=True):
         return {line for group in self.entities.values() for line in group}
 
 
-def lines(graph: dict[str, Any], secret: bytes) -> Lines:
+def lines(graph: dict[str, Any], secret: bytes, memo: dict[tuple[str, ...], list[bytes]] | None = None) -> Lines:
     """The lines of the n2n graph `graph` as the mirror writes it (`entities`, each with `name`,
-    `entityType`, `observations`; `relations`, each with `from`, `relationType`, `to`)."""
-    out: dict[bytes, list[bytes]] = {}
+    `entityType`, `observations`; `relations`, each with `from`, `relationType`, `to`).
+
+    `memo`: the digests the previous call for this project made, by entity and relation, not made
+    again (a mirror writes the whole file after each change, most of it as it was); it is left
+    holding this call's only, so nothing the graph no longer holds stays in it."""
+    last, now = memo or {}, {}
+
+    def made(key: tuple[str, ...]) -> list[bytes]:
+        """The digests of an entity's lines, ("e", name, type, *observations), or of one line."""
+        found = last.get(key)
+        if found is None and key[0] == "e":
+            found = [_digest(secret, *key[:3]), *(_digest(secret, "o", key[1], o) for o in key[3:])]
+        elif found is None:
+            found = [_digest(secret, *key)]
+        now[key] = found
+        return found
+
+    groups: dict[str, list[bytes]] = {}
     for entity in graph["entities"]:
-        name = entity["name"]
-        out.setdefault(_digest(secret, "n", name), []).extend(
-            [_digest(secret, "e", name, entity["entityType"]),
-             *(_digest(secret, "o", name, observation) for observation in entity["observations"])])
+        groups.setdefault(entity["name"], []).extend(
+            made(("e", entity["name"], entity["entityType"], *entity["observations"])))
     for relation in graph["relations"]:
-        line = _digest(secret, "r", relation["from"], relation["relationType"], relation["to"])
+        [digest] = made(("r", relation["from"], relation["relationType"], relation["to"]))
         for end in dict.fromkeys((relation["from"], relation["to"])):
-            out.setdefault(_digest(secret, "n", end), []).append(line)
-    return Lines(out)
+            groups.setdefault(end, []).append(digest)
+    out = Lines({made(("n", name))[0]: group for name, group in groups.items()})
+    if memo is not None:
+        memo.clear()
+        memo.update(now)
+    return out
 
 
 def edited(value: Any, base: Lines, secret: bytes) -> Any:
@@ -106,5 +124,15 @@ def _line(secret: bytes, item: Any, kind: str, *fields: str) -> bytes | None:
 
 
 def _digest(secret: bytes, kind: str, *parts: str) -> bytes:
-    # JSON, not msgpack: a file's text may hold lone surrogates, which JSON escapes
-    return blake2b(json.dumps([kind, *parts]).encode("ascii"), key=secret, digest_size=16).digest()
+    """The digest of a line: a BLAKE2b keyed with `secret`, fed each part, its length first."""
+    digest = _keyed(secret).copy()  # cheaper than keying a new one: a mirror digests every line it writes
+    for part in (kind, *parts):
+        data = part.encode("utf-8", "surrogatepass")  # a file's text may hold lone surrogates
+        digest.update(len(data).to_bytes(4, "big"))
+        digest.update(data)
+    return digest.digest()
+
+
+@lru_cache(maxsize=4)
+def _keyed(secret: bytes) -> Any:
+    return blake2b(key=secret, digest_size=16)

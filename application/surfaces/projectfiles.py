@@ -123,6 +123,8 @@ class ProjectFiles:
         self._secret: bytes | None = None
         """What the digests of the lines written are keyed with (`knownprojects.secret`), once a
         fold (which may write) has read it: the mirror right after a commit may not write."""
+        self._memos: dict[str, dict[tuple[str, ...], list[bytes]]] = {}
+        """workspace -> the digests of the lines its last mirror wrote (`projectbase.lines`)"""
 
     def install(self, memory: Memory) -> None:
         """Keep the projects' files around `memory`'s calls: folded before a call, rewritten
@@ -368,8 +370,9 @@ class ProjectFiles:
             raise StorageError(f"The change is in the log, but the project files in {shown} could not be written: "
                                f"{said}. The next call tries again") from None
         self._seen[str(project.root)] = _signature(root / ".mcp")
+        memo = self._memos.setdefault(workspace, {})
         return Mirrored(Mirrored.of(text.encode("utf-8")), None if hot is None else Mirrored.of(hot.encode("utf-8")),
-                        None if self._secret is None else lines(written, self._secret), erasures)
+                        None if self._secret is None else lines(written, self._secret, memo), erasures)
 
     def _context(self, memory: Memory, workspace: str) -> dict[str, Any] | None:
         with memory.lock, memory.timeline.at("mirror") as moment:
