@@ -142,7 +142,7 @@ WRITERS = [
     Writer("n2n_export_markdown (tool)", ("application/surfaces/n2nmarkdown.py",), n2n_export, agent=True),
     Writer("the n2n marker", ("application/surfaces/projectroot.py",), n2n_marker, agent=True, replaces=False,
            fixed=".mcp/chronograph.json"),
-    Writer("the n2n project files (--project-files)", ("application/surfaces/projectfiles.py",), n2n_mirror,
+    Writer("the n2n project files (--project-files)", ("application/surfaces/projectio.py",), n2n_mirror,
            agent=True, replaces=False, fixed=".mcp/memory.json"),
     Writer("chronograph export -o", ("tools/export_graph.py",), export_command),
     Writer("chronograph hooks claude-code --write", ("tools/hooks.py",), hooks_command, replaces=False,

@@ -16,6 +16,10 @@ copies of every changed page are overwritten, so that no file of the store keeps
 of it. A server may keep running meanwhile: its reads go on, its writes wait for the
 erasure's one transaction.
 
+An n2n project's `.mcp/memory.json` whose files a server kept for this store on this machine
+is rewritten without what was erased, as `forget_entity` through that server would (what the
+file gained since is folded in first); where it cannot be, the answer says so.
+
 `chronograph scrub` finishes a scrub that a long reader held up.
 """
 
@@ -40,6 +44,7 @@ from chronograph.application.engine.stores import shown, store_exists
 from chronograph.application.errors import ChronographError
 from chronograph.application.lifecycle import importindex
 from chronograph.application.lifecycle.forgetting import ForgetOut
+from chronograph.application.surfaces.projectfiles import ProjectFiles
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.lmdb import staging
 from chronograph.projections import ProjectionError
@@ -76,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
             staging.sweep(store)
     try:
         with Memory(store, cache=args.cache) as memory:
+            ProjectFiles(always=True).install(memory)  # the projects it recorded, whose files a server kept
             if args.entry is not None:
                 asked = {"id": args.entry, "reason": args.reason}
                 entry = memory.write("memory_forget", asked, actor=args.actor).output
@@ -92,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     except (EventStoreError, ProjectionError) as error:
         print(f"chronograph forget: {error}", file=sys.stderr)
         return 2
-    _say_elsewhere(out.elsewhere)  # a server's mirror of an n2n project is rewritten by its own forget, not this one
+    _say_elsewhere(out.elsewhere)
     if args.json:
         print(msgspec.json.encode(out).decode())
     else:

@@ -220,4 +220,5 @@ def project_file_note(workspace: str) -> str:
     return (f"{workspace!r} is an n2n project's workspace, and its .mcp/memory.json was not rewritten: a server "
             "that keeps that file (--project-files) rewrites it at its next call on the project if the file is as "
             "that store last wrote it, but folds it back if it changed since (an edit, a git pull): take the entity "
-            "out of it first (forget_entity through a server that keeps the project's files rewrites it at once)")
+            "out of it first (forget_entity through a server that keeps the project's files, or chronograph forget "
+            "on the machine where one kept them, rewrites it at once)")

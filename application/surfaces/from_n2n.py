@@ -5,7 +5,7 @@ hot context in `.mcp/context.json` (`activeTask`, `status`, `reason`, `nextSteps
 `lastCommit`). Importing the project folder (or its `.mcp` folder) brings both into the
 workspace the `n2n` profile serves that project from (`projectroot.workspace_name`, from the
 root's real path), whatever `--workspace` says, so that the profile finds them where n2n kept
-them. The files are read by the project files' own reader (`projectfiles.read_project_files`:
+them. The files are read by the project files' own reader (`projectio.read_project_files`:
 never through a link, n2n's format checked), so a file the profile would refuse is refused
 here too. The import writes nothing into the project (no marker: the first n2n call adopts
 it as usual); `chronograph context` and the `recall` prompt find its memory from its folder all
@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from chronograph.application.lifecycle.sources import Placed, Source, SourceError, provenance, register
-from chronograph.application.surfaces.projectfiles import CONTEXT_FILE, MEMORY_FILE, read_project_files
 from chronograph.application.surfaces.projectfold import CONTEXT_FIELDS, ProjectFileError, fields_of
-from chronograph.application.surfaces.projectroot import workspace_name
+from chronograph.application.surfaces.projectio import read_project_files
+from chronograph.application.surfaces.projectroot import CONTEXT_FILE, MEMORY_FILE, workspace_name
 
 __all__ = ["N2N_PROJECT"]
 

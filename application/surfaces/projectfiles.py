@@ -21,7 +21,9 @@ ours changed too (parked). n2n ignores the two extra fields.
 The files are rewritten right after each commit (before an erasure's scrub), and what they then
 hold is recorded beside the views (`knownprojects`): a file that still holds it is at most behind
 the log (a process killed before its mirror), so it is rewritten, never folded back (which would
-bring back what the log deleted, or, erased, left no name to tell by).
+bring back what the log deleted, or, erased, left no name to tell by). A file changed since is
+folded three ways: its lines still as the store wrote them (recorded as keyed digests:
+`projectbase`) take the log's state, and only those edited since are folded.
 
 Writes go through `write_project_file`, the one place that writes into a project (atomic:
 a temporary file, synced, renamed over the target; never through a symbolic link). The files
@@ -35,8 +37,9 @@ import json
 import os
 import re
 import threading
+from contextlib import suppress
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 from chronograph.application.engine.registry import Tool
@@ -46,18 +49,17 @@ from chronograph.application.lifecycle.forgetting import ForgetOut, project_file
 from chronograph.application.surfaces import knownprojects
 from chronograph.application.surfaces.knownprojects import Mirrored
 from chronograph.application.surfaces.n2n import N2N, N2nArgs, project_graph
+from chronograph.application.surfaces.projectbase import edited, kept, lines
 from chronograph.application.surfaces.projectfold import (
     ACTOR,
     CONTEXT_FIELDS,
     FILES,
-    FileContext,
-    FileGraph,
     ProjectFileError,
     context_values,
     fields_of,
-    in_format,
     revision,
 )
+from chronograph.application.surfaces.projectio import file_json, read_project_file, write_project_file
 from chronograph.application.surfaces.projectroot import (
     CONTEXT_FILE,
     MARKER_FILE,
@@ -67,115 +69,11 @@ from chronograph.application.surfaces.projectroot import (
     resolve_project,
 )
 from chronograph.eventstore import clock
-from chronograph.eventstore.files import ReadRefused, WriteRefused, read_regular, write_file
 
-__all__ = ["CONTEXT_FILE", "FILE_LIMIT", "MEMORY_FILE", "ProjectFiles", "read_project_file", "read_project_files",
-           "write_project_file"]
+__all__ = ["ProjectFiles"]
 
-F = TypeVar("F", bound=msgspec.Struct)
 LINEAGE = 32
 """Revisions a context file names as its ancestors."""
-FILE_LIMIT = 64 << 20
-"""The most a project file may hold, in bytes: a thousand entities with a few observations
-each make under a megabyte, so 64 MiB is far past any real project, while reading it (and
-parsing its JSON, some ten times its size in memory) stays bounded on every call."""
-
-
-# --- the files ---------------------------------------------------------------------------
-
-
-def write_project_file(path: Path, text: str, *, root: Path | None = None) -> bool:
-    """Write `text` to `path` whole, through the guarded writer (`eventstore.files`: never
-    through a link, never into a store, a temporary file created exclusively, synced, renamed
-    over the old file); return whether anything changed (an identical file is left alone).
-
-    This is the one place the project files are written; it refuses a symbolic link at the
-    target or as the `.mcp` folder, so a repository cannot aim the write elsewhere, and a text
-    past `FILE_LIMIT`, which the next call could not read back. `root`: the project's folder as
-    `Project.pinned` reaches it, when `path`'s folder is reached through a descriptor too
-    (`Project.pinned(tool, ".mcp")`: that path is followed, since nothing can swap it); the
-    file must lie inside it (by default, inside the folder above the file's).
-
-    Raises:
-        ProjectFileError: If what is at `path` is not a regular file (see `read_project_file`).
-        OSError: If the file system or the guarded writer refuses; nothing is left half-written.
-    """
-    data = text.encode("utf-8")
-    if len(data) > FILE_LIMIT:
-        raise OSError(f"{path.name} would be {len(data):,} bytes, past the {FILE_LIMIT:,} a project file may "
-                      "hold (the next call could not read it back); the project's memory is too large to mirror")
-    if read_project_file(path, pinned=root is not None) == data:
-        return False
-    try:  # these two files are the mirror's own: replacing them is what it is for
-        write_file(path, data, overwrite=True, within=path.parent.parent if root is None else root)
-    except WriteRefused as error:
-        raise OSError(str(error)) from None
-    return True
-
-
-def read_project_file(path: Path, *, pinned: bool = False) -> bytes | None:
-    """The bytes of the project file at `path` (None if there is none): the one way a project
-    file (`.mcp/memory.json`, `context.json`, `chronograph.json`) is read, never through a
-    link, never blocking on a FIFO, never past `FILE_LIMIT`. `pinned`: `path`'s folder is
-    reached through its open descriptor (`Project.pinned`), the one path to it that is followed.
-
-    Raises:
-        ProjectFileError: If it (or `.mcp`) is a link, a folder, not a regular file or too large,
-            or the file system refuses to read it (permissions, a loop of links).
-    """
-    try:
-        return read_regular(path, limit=FILE_LIMIT, folder_links=pinned)
-    except OSError as error:
-        raise ProjectFileError(f"The project file .mcp/{path.name} cannot be read: {error.strerror or error}; "
-                               "nothing was read") from None
-    except ReadRefused as error:
-        what = {"link": "is a symbolic link (or .mcp is); project files are not read or written through one",
-                "folder": "is a folder, not a file",
-                "special": "is not a regular file (a FIFO, a socket or a device)",
-                "large": f"is larger than the {FILE_LIMIT // 2**20} MiB a project file may be"}[error.reason]
-        raise ProjectFileError(f"The project file .mcp/{path.name} {what}; nothing was read. Move it away (or "
-                               "replace it with the file itself) and call again") from None
-
-
-def _read_json(path: Path) -> Any:
-    return _json(path, read_project_file(path))
-
-
-def _json(path: Path, data: bytes | None) -> Any:
-    """The JSON of the project file at `path`, whose bytes are `data` (None: no file).
-
-    Raises:
-        ProjectFileError: If it is not valid JSON.
-    """
-    if data is None:
-        return None
-    try:
-        return json.loads(data.decode("utf-8"))
-    except ValueError as error:
-        raise ProjectFileError(
-            f"The project file .mcp/{path.name} is not valid JSON ({error}); nothing was folded. After a git "
-            f"merge conflict, take theirs (git checkout --theirs .mcp/{path.name}): your side is in the log, "
-            "and the next call folds theirs in and writes both back") from None
-
-
-def read_project_files(mcp: Path) -> tuple[FileGraph | None, FileContext | None]:
-    """What a project's `.mcp` folder holds, in n2n's format (None for a file that is absent).
-
-    Raises:
-        ProjectFileError: If a file is a link, not JSON, or not in n2n's format.
-        OSError: If a file cannot be read.
-    """
-    return _in_format(mcp / MEMORY_FILE, FileGraph), _in_format(mcp / CONTEXT_FILE, FileContext)
-
-
-def _in_format(path: Path, kind: type[F]) -> F | None:
-    """The n2n file at `path` as `kind` (None if it is absent).
-
-    Raises:
-        ProjectFileError: If it is a link, not JSON, or not in n2n's format (its field and problem named).
-    """
-    value = _read_json(path)
-    return None if value is None else in_format(value, kind, str(path))
 
 
 def _signature(mcp: Path) -> tuple[Any, ...]:
@@ -222,6 +120,11 @@ class ProjectFiles:
         """workspace -> the root of the project whose files this process keeps for it"""
         self._early = threading.local()
         """`done`: (the arguments of the call whose commit `committed` mirrored, what it came to)"""
+        self._secret: bytes | None = None
+        """What the digests of the lines written are keyed with (`knownprojects.secret`), once a
+        fold (which may write) has read it: the mirror right after a commit may not write."""
+        self._memos: dict[str, dict[tuple[str, ...], list[bytes]]] = {}
+        """workspace -> the digests of the lines its last mirror wrote (`projectbase.lines`)"""
 
     def install(self, memory: Memory) -> None:
         """Keep the projects' files around `memory`'s calls: folded before a call, rewritten
@@ -301,20 +204,31 @@ class ProjectFiles:
         return project
 
     def before(self, memory: Memory, tool: Tool, args: Any) -> None:
-        """Fold the project's files into the log if they changed since this process last saw them,
-        unless they hold what this store last wrote into them (`knownprojects.mirrored`): behind
-        the log at most, they are rewritten, not folded.
+        """Fold the project's files into the log if they changed since this process last saw them:
+        an n2n call's project, or that of the workspace another write names (`_known`: its files
+        are rewritten after it, and would lose what they gained; a file that cannot be folded
+        does not refuse that write). Files as this store last wrote them (`knownprojects.mirrored`)
+        are at most behind the log: they are rewritten, not folded; of files changed since, only
+        the lines changed since are folded (`projectbase`, where the store recorded them).
 
         Raises:
-            ProjectFileError: If a file is not n2n's JSON (a merge conflict left in it, say).
+            ProjectFileError: If a file of an n2n call's project is not n2n's JSON (a merge
+                conflict left in it, say).
             ProjectChangedError: If the project's folder is not the one the call resolved any more.
         """
         project = self._project(memory, tool, args)
-        if project is None:
-            return
+        if project is not None:
+            self._fold(memory, project, tool.name)
+        elif tool.writes and tool.name not in FILES and isinstance(workspace := getattr(args, "workspace", None), str):
+            with suppress(ChronographError):
+                if (project := self._known(memory, tool, workspace)) is not None:
+                    self._fold(memory, project, tool.name)
+
+    def _fold(self, memory: Memory, project: Project, tool: str) -> None:
         key, workspace = str(project.root), project.workspace
+        self._secret = self._secret or knownprojects.secret(memory)
         # one fold at a time, and no mirror between reading the files and folding them
-        with memory.lock, project.pinned(tool.name) as root:
+        with memory.lock, project.pinned(tool) as root:
             mcp = root / ".mcp"
             if self._seen.get(key) == _signature(mcp):
                 return
@@ -323,14 +237,16 @@ class ProjectFiles:
             if ours is not None:  # as this store wrote them: nothing the log did not hold
                 graph = None if Mirrored.of(graph) == ours.graph else graph
                 context = None if Mirrored.of(context) == ours.context else context
-            graph, context = _json(mcp / MEMORY_FILE, graph), _json(mcp / CONTEXT_FILE, context)
+            graph, context = file_json(mcp / MEMORY_FILE, graph), file_json(mcp / CONTEXT_FILE, context)
+            if ours is not None and ours.lines is not None and self._secret is not None:
+                graph = edited(graph, ours.lines, self._secret)  # a line as written takes the log's state
             if graph is not None or context is not None:
                 if not isinstance(graph or {}, dict) or not isinstance(context or {}, dict):
                     raise ProjectFileError("A project file in .mcp is not a JSON object; nothing was folded")
                 memory.write(FILES["fold_project_files"], {"workspace": workspace, "graph": graph or {},
                                                            "context": context}, actor=ACTOR)
             try:
-                files = self._mirror(memory, project, root, tool.name)
+                files = self._mirror(memory, project, root, tool)
             except StorageError:  # the call goes on (a read, a delete that brings the files back under
                 self._seen[key] = _signature(mcp)  # their cap); the next write's mirror says why
             else:
@@ -363,7 +279,8 @@ class ProjectFiles:
         kept (`_known`; a forget above all: the files would give back what it erased). What the
         files hold is recorded (`knownprojects.wrote`). A forget's answer carries a note on the
         project's file (`project_file_note`): it goes once the file is rewritten, and says why
-        where it could not be; the answer so completed is returned.
+        where it could not be (what is recorded of the files then keeps nothing of what was
+        erased: `_unwritten`); the answer so completed is returned.
 
         Raises:
             StorageError: If the files of a call other than a forget cannot be written (the change
@@ -376,13 +293,15 @@ class ProjectFiles:
             project, files, error = early[1]
         else:
             project, files, error = self._rewrite(memory, tool, args)
+        forgot = written.output if isinstance(written.output, ForgetOut) else None
         if project is not None and files is not None:
             knownprojects.wrote(memory, project.workspace, files)
-        forgot = written.output if isinstance(written.output, ForgetOut) else None
+        elif forgot is not None:
+            self._unwritten(memory, args.workspace)
         note = "" if forgot is None else project_file_note(args.workspace)
         if error is not None:
             if forgot is not None and note:  # the erasure is done and answered: the answer says what is left, and why
-                said = [f"{n}. This server keeps the project's files, but could not rewrite them: {error}"
+                said = [f"{n}. This store keeps the project's files, but could not rewrite them: {error}"
                         if n == note else n for n in forgot.elsewhere]
                 return msgspec.structs.replace(written, output=msgspec.structs.replace(forgot, elsewhere=said))
             if isinstance(error, ProjectChangedError):
@@ -393,6 +312,21 @@ class ProjectFiles:
         return msgspec.structs.replace(written, output=msgspec.structs.replace(
             forgot, elsewhere=[n for n in forgot.elsewhere if n != note],
             message=f"{forgot.message}; {project.root / '.mcp' / MEMORY_FILE} rewritten without it"))
+
+    def _unwritten(self, memory: Memory, workspace: str) -> None:
+        """After a forget that left the workspace's project files as they were: what is recorded of
+        their lines keeps those of live entities only, so nothing of what was erased (a file
+        changed since then folds it back, as the forget's note says)."""
+        ours = knownprojects.mirrored(memory, workspace)
+        if ours is None or ours.lines is None:
+            return
+        self._secret = self._secret or knownprojects.secret(memory)
+        if self._secret is None:
+            return
+        erasures = knownprojects.erasures(memory)
+        names = [entity["name"] for entity in project_graph(memory, workspace)["entities"]]
+        knownprojects.wrote(memory, workspace, msgspec.structs.replace(
+            ours, lines=kept(ours.lines, names, self._secret), erasures=erasures))
 
     def mirror(self, memory: Memory, project: Project, tool: str = "n2n") -> Mirrored:
         """Write the project's graph and hot context into its `.mcp` files, in n2n's format; return
@@ -415,13 +349,15 @@ class ProjectFiles:
         """Write the files into `root`, the project's folder as `Project.pinned` reaches it; return
         what they hold now."""
         workspace = project.workspace
+        erasures = knownprojects.erasures(memory)  # before the graph: one erased meanwhile is in its lines
         graph = project_graph(memory, workspace)
         entities = [{"name": e["name"], "entityType": e["entityType"], "observations": sorted(e["observations"])}
                     for e in graph["entities"]]
         relations = sorted(({"from": r["from"], "to": r["to"], "relationType": r["relationType"]}
                             for r in graph["relations"]), key=lambda r: (r["from"], r["to"], r["relationType"]))
         shown, mcp = project.root / ".mcp", None
-        text = json.dumps({"entities": entities, "relations": relations}, indent=2, ensure_ascii=False) + "\n"
+        written = {"entities": entities, "relations": relations}
+        text = json.dumps(written, indent=2, ensure_ascii=False) + "\n"
         context = self._context(memory, workspace)
         hot = None if context is None else json.dumps(context, indent=2, ensure_ascii=False) + "\n"
         try:
@@ -434,7 +370,9 @@ class ProjectFiles:
             raise StorageError(f"The change is in the log, but the project files in {shown} could not be written: "
                                f"{said}. The next call tries again") from None
         self._seen[str(project.root)] = _signature(root / ".mcp")
-        return Mirrored(Mirrored.of(text.encode("utf-8")), None if hot is None else Mirrored.of(hot.encode("utf-8")))
+        memo = self._memos.setdefault(workspace, {})
+        return Mirrored(Mirrored.of(text.encode("utf-8")), None if hot is None else Mirrored.of(hot.encode("utf-8")),
+                        None if self._secret is None else lines(written, self._secret, memo), erasures)
 
     def _context(self, memory: Memory, workspace: str) -> dict[str, Any] | None:
         with memory.lock, memory.timeline.at("mirror") as moment:
@@ -451,4 +389,3 @@ class ProjectFiles:
         out["revision"] = revision(fields)
         out["basedOn"] = list(dict.fromkeys(reversed(ancestors)))[:LINEAGE]
         return out
-

@@ -183,6 +183,7 @@ ALLOWED = {
     "application/engine/exportdir.py": {"mkdir"},  # the export directory the operator configured
     "application/lifecycle/identity.py": {"rename"},  # renaming an entity, no file
     "application/lifecycle/revert.py": {"rename"},  # renaming an entity, no file
+    "application/surfaces/projectbase.py": {"copy"},  # a keyed BLAKE2b's, no file
     "application/surfaces/projectroot.py": {"mkdir", "os.open"},  # a project's .mcp, once confirmed (never through
     # a link); os.open: the project's folders, opened (O_PATH on Linux) to reach its files through them, no file
     "server/stdio.py": {"fdopen"},  # stdout

@@ -8,10 +8,13 @@ import os
 from pathlib import Path
 
 import pytest
-from chronograph.application import Memory
+from chronograph.application import PROFILES, Memory
+from chronograph.application.surfaces.projectfiles import ProjectFiles
+from chronograph.application.surfaces.projectroot import workspace_name
 from chronograph.tools import forget, replay, scrub
 
 SECRET = "Quentin Marsh-Ozymandias"
+N2N = PROFILES["n2n"].tools
 
 
 @pytest.fixture
@@ -228,3 +231,62 @@ def test_a_forget_beside_a_name_of_many_relations_keeps_every_one_of_them(
     assert replay.main(["--store", str(store), "--verify"]) == 0
     with Memory(store) as memory:
         assert len(memory.read("open_nodes", {"names": ["Bob"]}).relations) == 600  # type: ignore[attr-defined]
+
+
+def served_project(store: Path, root: Path) -> str:
+    """A session of a server that kept the n2n project at `root`'s files, which wrote the secret
+    into it; the project's workspace."""
+    (root / ".git").mkdir(parents=True)
+    with Memory(store, sync=False) as memory:
+        ProjectFiles(always=True).install(memory)
+        project = {"projectPath": str(root), "confirmNewProjectRoot": str(root)}
+        memory.write(N2N["n2n_add_entities"], {**project, "entities": [
+            {"name": SECRET, "entityType": "person", "observations": ["secret hideout 42b"]},
+            {"name": "Bob", "entityType": "person", "observations": []}]}, actor="agent")
+    assert SECRET in (root / ".mcp" / "memory.json").read_text()
+    return workspace_name(root)
+
+
+def test_forget_rewrites_the_file_of_an_n2n_project_whose_files_a_server_kept(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store, root = tmp_path / "store", tmp_path / "project"
+    workspace = served_project(store, root)
+    assert forget.main(["--store", str(store), SECRET, "--workspace", workspace, "--reason", "asked"]) == 0
+    said = capsys.readouterr()
+    assert "rewritten without it" in said.out and "was not rewritten" not in said.err
+    text = (root / ".mcp" / "memory.json").read_text()
+    assert SECRET not in text and "hideout" not in text and "Bob" in text
+
+
+def test_forget_folds_what_an_n2n_project_s_file_gained_before_it_rewrites_it(tmp_path: Path) -> None:
+    """Rewritten from the log alone, the file would lose an edit by hand, or a teammate's pull."""
+    store, root = tmp_path / "store", tmp_path / "project"
+    workspace = served_project(store, root)
+    mirror = root / ".mcp" / "memory.json"
+    graph = json.loads(mirror.read_text())
+    graph["entities"].append({"name": "By Hand", "entityType": "note", "observations": ["typed in"]})
+    mirror.write_text(json.dumps(graph))
+    assert forget.main(["--store", str(store), SECRET, "--workspace", workspace, "--reason", "asked"]) == 0
+    assert [e["name"] for e in json.loads(mirror.read_text())["entities"]] == ["Bob", "By Hand"]
+    with Memory(store) as memory:
+        assert memory.read("open_nodes", {"names": ["By Hand"], "workspace": workspace}).entities[0].observations == [
+            "typed in"]
+
+
+def test_forget_says_when_it_cannot_rewrite_an_n2n_project_s_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store, root = tmp_path / "store", tmp_path / "project"
+    workspace = served_project(store, root)
+    root.rename(tmp_path / "moved")  # no longer where the store saw it
+    assert forget.main(["--store", str(store), SECRET, "--workspace", workspace, "--reason", "asked"]) == 0
+    assert "is an n2n project's workspace, and its .mcp/memory.json was not rewritten" in capsys.readouterr().err
+
+
+def test_forget_is_not_refused_by_an_n2n_project_file_it_cannot_fold(tmp_path: Path) -> None:
+    """A merge conflict left in the file refuses an n2n call, never an erasure."""
+    store, root = tmp_path / "store", tmp_path / "project"
+    workspace = served_project(store, root)
+    mirror = root / ".mcp" / "memory.json"
+    mirror.write_text("<<<<<<< ours\n" + mirror.read_text())
+    assert forget.main(["--store", str(store), SECRET, "--workspace", workspace, "--reason", "asked"]) == 0
+    assert SECRET not in mirror.read_text()

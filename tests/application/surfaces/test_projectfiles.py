@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from chronograph.application import Memory
 from chronograph.application.errors import ChronographError
-from chronograph.application.surfaces import projectfiles
+from chronograph.application.surfaces import projectfiles, projectio
 from chronograph.server.app import create_server
 from chronograph.server.config import Settings
 from mcp import Client
@@ -72,7 +72,7 @@ async def test_a_memory_json_past_the_size_cap_is_refused_unread(tmp_path: Path)
     async with server(tmp_path / "store") as client:
         await adopt(client, root)
         with (root / ".mcp" / "memory.json").open("r+b") as file:
-            file.truncate(projectfiles.FILE_LIMIT + 1)  # sparse: nothing of it is on the disk
+            file.truncate(projectio.FILE_LIMIT + 1)  # sparse: nothing of it is on the disk
         answer = await refusal(client, root)
     assert answer["code"] == "invalid"
     assert ".mcp/memory.json is larger than the 64 MiB a project file may be" in answer["message"]
@@ -81,7 +81,7 @@ async def test_a_memory_json_past_the_size_cap_is_refused_unread(tmp_path: Path)
 async def test_a_mirror_past_the_size_cap_is_not_written_so_every_file_written_reads_back(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = project(tmp_path)
-    monkeypatch.setattr(projectfiles, "FILE_LIMIT", 400)
+    monkeypatch.setattr(projectio, "FILE_LIMIT", 400)
     async with server(tmp_path / "store") as client:
         await adopt(client, root)
         written = (root / ".mcp" / "memory.json").read_bytes()
@@ -89,7 +89,7 @@ async def test_a_mirror_past_the_size_cap_is_not_written_so_every_file_written_r
             await call(client, "n2n_add_observations", {"projectPath": str(root), "observations": [
                 {"entityName": "A", "contents": ["x" * 400]}]})
         assert (root / ".mcp" / "memory.json").read_bytes() == written
-    graph, _ = projectfiles.read_project_files(root / ".mcp")  # what is there reads back
+    graph, _ = projectio.read_project_files(root / ".mcp")  # what is there reads back
     assert graph is not None and [e.name for e in graph.entities] == ["A"]
 
 
@@ -98,7 +98,7 @@ async def test_a_project_past_the_size_cap_still_answers_after_a_restart_and_a_d
     """The mirror before each call failed too: every call, the deletes that would shrink the
     project included, answered that its change was in the log, and none ran."""
     root = project(tmp_path)
-    monkeypatch.setattr(projectfiles, "FILE_LIMIT", 400)
+    monkeypatch.setattr(projectio, "FILE_LIMIT", 400)
     async with server(tmp_path / "store") as client:
         await adopt(client, root)
         with pytest.raises(ToolFailed, match="past the 400"):
