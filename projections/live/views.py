@@ -22,7 +22,7 @@ from chronograph.projections.keys import VECTORS
 from chronograph.projections.live import seeding
 from chronograph.projections.live.binding import Colocated, bind
 from chronograph.projections.live.catchup import Progress, catch_up
-from chronograph.projections.live.derived import foreign
+from chronograph.projections.live.derived import foreign, retire
 from chronograph.projections.live.erasure import (
     drop_answers,
     erased,
@@ -438,8 +438,7 @@ class Views:
         for workspace in what.workspaces:
             self.search.drop_image(txn, workspace)
         purge_vectors(txn, self._vectors, sorted(what.entities))
-        for database in self._foreign:  # another version rebuilds them from the erased log
-            txn.drop(database, delete=False)
+        retire(txn, self._foreign, self.pointer)  # another version rebuilds them from the erased log
         drop_answers(self.env, txn)
         if not isinstance(self.binding, Colocated):  # its cache is scrubbed after the commit (`scrubbed` says so)
             count = tx.erasures()

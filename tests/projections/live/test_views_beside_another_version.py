@@ -1,0 +1,86 @@
+"""A server's views beside another version of Chronograph writing to the same store folder (an
+upgrade with a client's old server still running): what the other writes, forgets or empties
+reaches this one's reads, and what this one forgets leaves the other's views refusing, not empty."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import zstandard
+from chronograph.application import Memory
+from chronograph.projections import tables
+
+ROOT = Path(__file__).resolve().parents[3]
+
+OTHER_VERSION = textwrap.dedent("""
+    import importlib, json, sys
+    from chronograph.projections import tables
+    tables.VIEWS_FORMAT += 1  # a version of Chronograph with another view layout
+    from chronograph.projections.live import derived, views
+    from chronograph.projections.past.snapshots import Snapshots
+    from chronograph.projections.search.indexes import SearchIndex
+    Snapshots.NAME, SearchIndex.NAME = "snapshots.other", "search.other"  # derived data of its own too
+    importlib.reload(derived)
+    views.foreign = derived.foreign
+    if sys.argv[2] == "older":  # one made before this version: it empties nothing of this version's
+        views.foreign = lambda name: False
+        views.retire = lambda txn, databases, pointer: None
+    from chronograph.application import Memory
+    with Memory(sys.argv[1]) as memory:
+        for tool, arguments in json.loads(sys.argv[3]):
+            memory.call(tool, arguments, actor="other")
+        print(json.dumps([e.name for e in memory.read("read_graph", {}).entities]))
+""")
+
+
+def other_version(store: Path, calls: list[tuple[str, dict[str, Any]]], kind: str = "other") -> list[str]:
+    """Run `calls` in a process of another view format (`kind` "older": one that empties none of
+    this version's databases); return the names its read_graph answers after them."""
+    done = subprocess.run([sys.executable, "-c", OTHER_VERSION, str(store), kind, json.dumps(calls)], check=True,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return list(json.loads(done.stdout))
+
+
+def entity(name: str, *observations: str) -> dict[str, Any]:
+    return {"name": name, "entityType": "person", "observations": list(observations)}
+
+
+def names(answer: Any) -> list[str]:
+    return [e.name for e in answer.entities]
+
+
+def found(store: Path, needle: bytes) -> int:
+    """How often `needle` is in the store's data file, in its bytes or in the zstd frames it holds
+    (not its lock file: closing a file this process has open releases its locks on it)."""
+    data = (store / "data.mdb").read_bytes()
+    hits = data.count(needle)
+    at = data.find(b"\x28\xb5\x2f\xfd")
+    while at >= 0:
+        try:
+            hits += zstandard.ZstdDecompressor().decompressobj().decompress(data[at:at + (1 << 20)]).count(needle)
+        except zstandard.ZstdError:
+            pass
+        at = data.find(b"\x28\xb5\x2f\xfd", at + 4)
+    return hits
+
+
+def test_a_forget_retires_another_format_s_views_whole_so_its_running_server_refuses_rather_than_answer_nothing(
+    store_path: Path,
+) -> None:
+    other = f"v{tables.VIEWS_FORMAT + 1}.generation".encode()
+    assert other_version(store_path, [("create_entities", {"entities": [entity("Ada"), entity("Bob")]})]) == [
+        "Ada", "Bob"]
+    with Memory(store_path) as memory:
+        with memory.views.env.read() as txn:
+            assert txn.get(other, db=memory.views.pointer.db) is not None
+        memory.write("forget_entity", {"name": "Ada", "reason": "asked"}, actor="t")
+        with memory.views.env.read() as txn:  # an emptied slot it still pointed to read as an empty graph
+            assert txn.get(other, db=memory.views.pointer.db) is None
+            assert txn.get(memory.views.pointer.KEY, db=memory.views.pointer.db) is not None
+    assert other_version(store_path, []) == ["Bob"]  # opened again, it builds its views anew
