@@ -8,7 +8,6 @@ any process. Reads take one read transaction: a consistent snapshot of views and
 
 from __future__ import annotations
 
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -19,7 +18,7 @@ from chronograph.eventstore import Envelope, EventLog, LmdbEnv, LogReader, LogTr
 from chronograph.projections.errors import RebuildError, ViewsDamagedError, ViewsUnavailableError
 from chronograph.projections.fold import apply_all
 from chronograph.projections.keys import VECTORS
-from chronograph.projections.live import seeding
+from chronograph.projections.live import images, seeding
 from chronograph.projections.live.binding import Colocated, bind
 from chronograph.projections.live.catchup import Progress, catch_up
 from chronograph.projections.live.derived import foreign, retire
@@ -33,7 +32,6 @@ from chronograph.projections.live.erasure import (
 )
 from chronograph.projections.live.rebuild import RebuildReport, rebuild
 from chronograph.projections.past.snapshots import Snapshots
-from chronograph.projections.search import indexes
 from chronograph.projections.search.indexes import SearchIndex
 from chronograph.projections.search.wordindex import WorkspaceIndex
 from chronograph.projections.states.graph import LmdbGraph
@@ -270,33 +268,9 @@ class Views:
         return self.search.known(snapshot.log, snapshot.graph, workspace)
 
     def prepare_search(self, between: Callable[[], object] | None = None) -> int:
-        """Bring every workspace's search image to the head; return how many were saved.
-
-        An index this process holds, or a small one whose image is behind, is brought to the
-        head and kept whole. Any other workspace whose image is missing or behind is indexed
-        from its entities a part at a time into a temporary file, then kept a part per
-        transaction (`SearchIndex.spool`, `keep`): the memory is a part's whatever the
-        workspace's size, so an import, a copy or a restore never hold a whole index. `between`
-        runs after each part."""
-        search = self.search
-        with search.lock:
-            with self.snapshot() as snapshot:
-                graph, behind = snapshot.graph, []
-                for record in graph.workspaces():
-                    kept = search.kept_at(graph, record.name)
-                    if record.name in search.loaded() or (0 <= kept and record.entities <= indexes.PART_DOCS):
-                        self.search_index(snapshot, record.name)  # held, or small: caught up, kept whole
-                    elif kept != graph.position:
-                        behind.append(record.name)
-            saved = search.save(every=1)
-            for workspace in behind:
-                with tempfile.TemporaryFile(prefix="chronograph-search-") as spool:
-                    with self.snapshot() as snapshot:
-                        spooled = search.spool(snapshot.graph, workspace, spool, between=between)
-                    saved += search.keep(spooled, spool)
-                if between is not None:
-                    between()
-            return saved
+        """Bring every workspace's search image to the head; return how many were saved (see
+        `images`: a part at a time; `between` runs after each part)."""
+        return images.prepare(self.search, self.snapshot, between)
 
     def refresh(self) -> None:
         """Catch this process up with erasures made elsewhere, before it writes anything (call it
