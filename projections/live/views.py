@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import NamedTuple, TypeVar
 
 import lmdb
@@ -77,6 +77,10 @@ class Views:
         self._adopting = threading.Lock()
         self._tables: Tables | None = None
         self._erasures_seen: int | None = None
+        self._overtakable = isinstance(self.binding, Colocated) and not self.env.readonly  # (a cache follows)
+        self.guard: Callable[[], AbstractContextManager[bool]] = lambda: nullcontext(True)
+        """The lock of this process's users of the store if no other thread holds it (yields whether it
+        is held), for a read to catch the views up under (the memory's: taken from free, it `refresh`es)."""
         self.observed_erasures: int | None = None
         """The log's erasure count as a follower last saw it (None: no follower; ask the log)."""
         self.search = SearchIndex(self.env, self.erasures_in)
@@ -229,19 +233,34 @@ class Views:
 
     @contextmanager
     def snapshot(self) -> Iterator[Snapshot]:
-        """The live views and the log as one consistent snapshot, for the `with` block."""
+        """The live views and the log as one consistent snapshot, for the `with` block. Views behind
+        the log are caught up first, unless this thread has a transaction open: another version of
+        Chronograph appended to it, or its forget emptied them (an emptied slot reads as checkpoint 0)."""
+        check = self._overtakable and not self.env.gate.mine
         while True:
             with self.binding.read() as (log, txn):
                 generation = self.pointer.generation(txn)
                 if generation == 0:
                     raise _dropped(self.log.location)
-                if generation == self.tables.generation:
+                behind = check and generation == self.tables.generation and self.tables.checkpoint(txn) < log.head()
+                if generation == self.tables.generation and not behind:
                     try:
                         yield Snapshot(LmdbGraph(txn, self.tables), log)
                     except ViewsDamagedError as damage:
                         raise damage.at(self.log.location) from None
                     return
-            self.adopt(generation)
+            if behind:
+                check = self._overtaken()
+            else:
+                self.adopt(generation)
+
+    def _overtaken(self) -> bool:
+        """Fold what the log holds past the views, under `guard`; return whether it could (else the read
+        answers from the views as they are, and the thread holding it folds them as it reads or writes)."""
+        with self.guard() as held:
+            if held:
+                self.catch_up()
+            return held
 
     @contextmanager
     def read(self) -> Iterator[LmdbGraph]:

@@ -70,6 +70,33 @@ def found(store: Path, needle: bytes) -> int:
     return hits
 
 
+def test_a_running_server_answers_what_another_version_writes_before_it_writes_itself(store_path: Path) -> None:
+    with Memory(store_path) as memory:
+        memory.write("create_entities", {"entities": [entity("Ada", "born 1815")]}, actor="t")
+        other_version(store_path, [("create_entities", {"entities": [entity("Note", "from the other server")]}),
+                                   ("add_observations", {"observations": [
+                                       {"entityName": "Ada", "contents": ["first programmer"]}]})], "older")
+        assert names(memory.read("read_graph", {})) == ["Ada", "Note"]  # before: ["Ada"], until it wrote
+        ada = memory.read("open_nodes", {"names": ["Ada"]}).entities[0]
+        assert ada.observations == ["born 1815", "first programmer"]
+        assert names(memory.read("search_nodes", {"query": "other server"})) == ["Note"]
+
+
+def test_a_running_server_whose_views_another_version_emptied_answers_the_whole_graph_not_an_empty_one(
+    store_path: Path,
+) -> None:
+    with Memory(store_path) as memory:
+        memory.write("create_entities", {"entities": [entity("Ada"), entity("Bob")]}, actor="t")
+
+        def empty(txn: Any) -> None:  # as an older version's forget empties the databases it does not know
+            for db in memory.views.tables.databases():
+                txn.drop(db, delete=False)
+
+        memory.views.env.write(empty)
+        assert names(memory.read("read_graph", {})) == ["Ada", "Bob"]  # before: []
+        assert memory.read("get_graph_summary", {}).entities == 2
+
+
 def test_a_forget_retires_another_format_s_views_whole_so_its_running_server_refuses_rather_than_answer_nothing(
     store_path: Path,
 ) -> None:
