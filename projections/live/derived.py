@@ -19,8 +19,9 @@ __all__ = ["foreign", "retire"]
 _OURS = re.compile(rf"views(\.v{VIEWS_FORMAT}\.[ab]\..*)?|{re.escape(Snapshots.NAME)}|{re.escape(SearchIndex.NAME)}|"
                    rf"{re.escape(VECTORS)}")
 _DERIVED = re.compile(r"(views|snapshots|search|vectors)(\..*)?")
-_POINTERS = re.compile(rb"(v\d+\.)?generation")
-"""The keys of the `views` database naming a format's live generation (format 1's had no prefix)."""
+_POINTERS = re.compile(rb"(v\d+\.)?generation|v\d+\.erasures")
+"""The keys of the `views` database saying where a format's live views are (format 1's had no
+prefix) and the erasure count they were scrubbed at."""
 
 
 def foreign(name: str) -> bool:
@@ -38,6 +39,6 @@ def retire(txn: lmdb.Transaction, databases: Iterable[lmdb._Database], pointer: 
         return
     with txn.cursor(pointer.db) as cursor:
         theirs = [bytes(key) for key in cursor.iternext(values=False)
-                  if _POINTERS.fullmatch(key) and bytes(key) != pointer.KEY]
+                  if _POINTERS.fullmatch(key) and bytes(key) not in (pointer.KEY, pointer.ERASURES)]
     for key in theirs:
         txn.delete(key, db=pointer.db)

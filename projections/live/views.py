@@ -125,15 +125,14 @@ class Views:
             self.catch_up(progress=progress)
         log.add_inline_hook(self._on_append)
         log.add_erase_hook(self._on_erase)
-        if not isinstance(self.binding, Colocated):  # a cache that was away may hold what was erased meanwhile
-            with self.env.read() as txn:
-                self._erasures_seen = self.pointer.erasures(txn)
-            if self._erasures_seen is None:  # a new cache (built from the erased log), or one of an earlier version
-                count = self._log_erasures() if built is None else built  # (not the log's now: `refresh` folds
-                if self.env.fresh or count == 0:  # an erasure made since, and scrubs)
-                    self.env.write(lambda txn: self.pointer.set_erasures(txn, count))
-                    self._erasures_seen = count
-            self.refresh()
+        with self.env.read() as txn:  # what was erased while a cache was away, or by another version, may be here
+            self._erasures_seen = self.pointer.erasures(txn)
+        if self._erasures_seen is None:  # new views (built from the erased log), or views of an earlier version
+            count = self._log_erasures() if built is None else built  # (not the log's now: `refresh` folds
+            if self.env.fresh or count == 0:  # an erasure made since, and scrubs)
+                self.env.write(lambda txn: self.pointer.set_erasures(txn, count))
+                self._erasures_seen = count
+        self.refresh()
 
     def _first_build(self, progress: Progress | None, tries: int = 3) -> tuple[int | None, int]:
         """Build the views of a store that has none: the erasure count their fold began at and 0, or
@@ -292,26 +291,31 @@ class Views:
         return images.prepare(self.search, self.snapshot, between)
 
     def refresh(self) -> None:
-        """Catch this process up with erasures made elsewhere, before it writes anything (call it
-        with no transaction open). An embedded store reopens its environment (see
-        `LmdbEnv.refresh`). A cache of a shared log compares the log's erasure count with the one
-        its file was last scrubbed at (kept in it: a cache that was away when an entity was
-        forgotten knows when it comes back): if they differ, it folds the erasure records, which
-        take the forgotten entities out of the views, drops what it derived (snapshots, search
-        images, kept answers, embeddings of entities it no longer holds), scrubs its file, and
-        only then records the count."""
-        if isinstance(self.binding, Colocated):
+        """Catch this process up with erasures made elsewhere, before it reads or writes (call it with
+        no transaction open). An embedded store reopens its environment (see `LmdbEnv.refresh`). The
+        log's erasure count is compared with the one the views were last scrubbed at, kept with them
+        (a cache away during a forget, or a store another version forgot in, knows): if they differ,
+        the erasure records are folded, which takes the entities out of the views, what they derived
+        is dropped (snapshots, search images, kept answers, embeddings of entities they no longer
+        hold), the file is scrubbed, and only then the count recorded."""
+        colocated = isinstance(self.binding, Colocated)
+        if colocated:
             self.env.refresh()
+            if self.env.readonly or self.env.closed:
+                return
+            with self.env.read() as txn:
+                count, seen = self.erasures_in(txn), self.pointer.erasures(txn)
+        else:  # (a follower tells the count, else the log)
+            count = self._log_erasures() if self.observed_erasures is None else self.observed_erasures
+            seen = self._erasures_seen
+        if count == seen:
             return
-        count = self.observed_erasures
-        if count is None:  # no follower to tell: ask the log
-            count = self._log_erasures()
-        if count == self._erasures_seen:
-            return
-        self.env.reopen()
+        if not colocated:
+            self.env.reopen()
         self.catch_up()
         self.env.write(self._drop_derived)
-        if not self.env.scrub(b"scrub").held:  # else the next open scrubs again
+        scrubbed = self.log.scrub() if colocated else self.env.scrub(b"scrub")
+        if not scrubbed.held:  # else the next refresh scrubs again
             self.env.write(lambda txn: self.pointer.set_erasures(txn, count))
         self._erasures_seen = count
 
@@ -433,13 +437,16 @@ class Views:
         purge_vectors(txn, self._vectors, sorted(what.entities))
         retire(txn, self._foreign, self.pointer)  # another version rebuilds them from the erased log
         drop_answers(self.env, txn)
-        if not isinstance(self.binding, Colocated):  # its cache is scrubbed after the commit (`scrubbed` says so)
-            count = tx.erasures()
-            if self._erasures_seen != count - 1:
-                # Another server's erasure committed after this process last looked (the write's
-                # catch-up folded it, which takes its entities out of the views only): what was
-                # derived from them goes too, as `refresh` drops it, before the count says so.
-                self._drop_derived(txn)
+        count = tx.erasures()
+        colocated = isinstance(self.binding, Colocated)
+        if (self.pointer.erasures(txn) if colocated else self._erasures_seen) != count - 1:
+            # Another server's erasure committed after this process last looked (the write's
+            # catch-up folded it, which takes its entities out of the views only): what was
+            # derived from them goes too, as `refresh` drops it, before the count says so.
+            self._drop_derived(txn)
+        if colocated:  # scrubbed after the commit, with the log
+            self.pointer.set_erasures(txn, count)
+        else:  # its cache is scrubbed after the commit (`scrubbed` says so)
             self._erasures_seen = count
 
 

@@ -97,6 +97,38 @@ def test_a_running_server_whose_views_another_version_emptied_answers_the_whole_
         assert memory.read("get_graph_summary", {}).entities == 2
 
 
+def test_an_older_version_s_forget_leaves_nothing_of_the_entity_in_a_running_server_s_answers_or_file(
+    store_path: Path,
+) -> None:
+    with Memory(store_path) as memory:
+        memory.write("create_entities", {"entities": [entity("Leaky", "LEAKYSECRET ssn 078"), entity("Kept", "ssn")]},
+                     actor="t")
+        memory.views.snapshots.spacing = 1
+        memory.read("read_graph", {"asOf": memory.log.head()})  # a snapshot of the views, kept in the store
+        assert names(memory.read("search_nodes", {"query": "LEAKYSECRET"})) == ["Leaky"]
+        memory.keep_images_now()  # and the word index's image
+        assert other_version(store_path, [("forget_entity", {"name": "Leaky", "reason": "asked"})], "older") == [
+            "Kept"]
+        assert memory.read("open_nodes", {"names": ["Leaky"]}).entities == []  # before: Leaky, until it wrote
+        assert memory.read("search_nodes", {"query": "LEAKYSECRET"}).entities == []
+        assert found(store_path, b"LEAKYSECRET") == 0  # before: in its views' pages until it was reopened
+        with memory.views.env.read() as txn:
+            assert memory.views.pointer.erasures(txn) == 1
+
+
+def test_a_server_that_writes_first_after_an_older_version_s_forget_keeps_nothing_of_the_entity(
+    store_path: Path,
+) -> None:
+    with Memory(store_path) as memory:
+        memory.write("create_entities", {"entities": [entity("Leaky", "LEAKYSECRET ssn 078")]}, actor="t")
+        assert names(memory.read("search_nodes", {"query": "LEAKYSECRET"})) == ["Leaky"]
+        memory.keep_images_now()
+        other_version(store_path, [("forget_entity", {"name": "Leaky", "reason": "asked"})], "older")
+        memory.write("create_entities", {"entities": [entity("After")]}, actor="t")
+        assert found(store_path, b"LEAKYSECRET") == 0  # before: in the image and freed pages of its views
+        assert names(memory.read("read_graph", {})) == ["After"]
+
+
 def test_a_forget_retires_another_format_s_views_whole_so_its_running_server_refuses_rather_than_answer_nothing(
     store_path: Path,
 ) -> None:
