@@ -232,34 +232,32 @@ class Views:
 
     @contextmanager
     def snapshot(self) -> Iterator[Snapshot]:
-        """The live views and the log as one consistent snapshot, for the `with` block. Views behind
-        the log are caught up first, unless this thread has a transaction open: another version of
-        Chronograph appended to it, or its forget emptied them (an emptied slot reads as checkpoint 0)."""
+        """The live views and the log as one consistent snapshot, for the `with` block. Views behind the
+        log (another version of Chronograph appended to it, or its forget emptied them: an emptied slot
+        reads as checkpoint 0) are caught up first under `guard`, unless another thread holds it (then
+        that one folds them) or this thread has a transaction open."""
         check = self._overtakable and not self.env.gate.mine
         while True:
+            behind = False
             with self.binding.read() as (log, txn):
                 generation = self.pointer.generation(txn)
                 if generation == 0:
                     raise _dropped(self.log.location)
-                behind = check and generation == self.tables.generation and self.tables.checkpoint(txn) < log.head()
-                if generation == self.tables.generation and not behind:
+                if generation == self.tables.generation:
                     try:
-                        yield Snapshot(LmdbGraph(txn, self.tables), log)
+                        graph = LmdbGraph(txn, self.tables)  # (its position: the views' checkpoint)
+                        behind = check and graph.position < log.head()
+                        if not behind:
+                            yield Snapshot(graph, log)
+                            return
                     except ViewsDamagedError as damage:
                         raise damage.at(self.log.location) from None
-                    return
-            if behind:
-                check = self._overtaken()
-            else:
+            if not behind:
                 self.adopt(generation)
-
-    def _overtaken(self) -> bool:
-        """Fold what the log holds past the views, under `guard`; return whether it could (else the read
-        answers from the views as they are, and the thread holding it folds them as it reads or writes)."""
-        with self.guard() as held:
-            if held:
-                self.catch_up()
-            return held
+                continue
+            with self.guard() as check:  # (not held: answered as they are)
+                if check:
+                    self.catch_up()
 
     @contextmanager
     def read(self) -> Iterator[LmdbGraph]:
