@@ -298,11 +298,11 @@ class Views:
         hold), the file is scrubbed, and only then the count recorded."""
         colocated = isinstance(self.binding, Colocated)
         if colocated:
-            self.env.refresh()
             if self.env.readonly or self.env.closed:
                 return
             with self.env.read() as txn:
                 count, seen = self.erasures_in(txn), self.pointer.erasures(txn)
+            self.env.refresh(count)
         else:  # (a follower tells the count, else the log)
             count = self._log_erasures() if self.observed_erasures is None else self.observed_erasures
             seen = self._erasures_seen
