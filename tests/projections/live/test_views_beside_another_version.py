@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,31 @@ def test_a_running_server_answers_what_another_version_writes_before_it_writes_i
         ada = memory.read("open_nodes", {"names": ["Ada"]}).entities[0]
         assert ada.observations == ["born 1815", "first programmer"]
         assert names(memory.read("search_nodes", {"query": "other server"})) == ["Note"]
+
+
+def test_a_read_beside_a_thread_holding_the_store_s_lock_answers_without_waiting_and_that_thread_folds(
+    store_path: Path,
+) -> None:
+    with Memory(store_path) as memory:
+        memory.write("create_entities", {"entities": [entity("Ada")]}, actor="t")
+        other_version(store_path, [("create_entities", {"entities": [entity("Note")]})], "older")
+        holding, done, folded = threading.Event(), threading.Event(), []
+
+        def hold() -> None:
+            with memory.lock:  # (a write, or a read that takes it, of another client)
+                holding.set()
+                done.wait(60)
+                folded.append(names(memory.read("read_graph", {})))  # it folds, under the lock it holds
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert holding.wait(60)
+        try:  # a read that waited for the lock would answer after it, with "Note"
+            assert names(memory.read("read_graph", {})) == ["Ada"]
+        finally:
+            done.set()
+            holder.join(60)
+        assert folded == [["Ada", "Note"]]
 
 
 def test_a_running_server_whose_views_another_version_emptied_answers_the_whole_graph_not_an_empty_one(
