@@ -114,6 +114,12 @@ class Pointer:
         self.db = None if absent else env.open_db("views")
         self.KEY = f"v{VIEWS_FORMAT}.generation".encode()
         """This format's key in the `views` database."""
+        self.ERASURES = f"v{VIEWS_FORMAT}.erasures".encode()
+        """The log's erasure count this format's views were last scrubbed at: in a store folder, the
+        count they hold nothing of, which another version's forget moves without emptying them. Each
+        format has its own: a version whose forget empties none of these views (it opened before they
+        were made) must not say they hold nothing of it. (Caches before 2026-12-07 kept one for
+        every format, `erasures`: their views are scrubbed once more.)"""
 
     def generation(self, txn: lmdb.Transaction) -> int:
         """The live generation, or 0 when views of this format were never built."""
@@ -126,9 +132,6 @@ class Pointer:
         """Make `generation` the live one."""
         assert self.db is not None
         txn.put(self.KEY, pack_u32(generation), db=self.db)
-
-    ERASURES = b"erasures"
-    """The log's erasure count these views (a cache of a log elsewhere) were last scrubbed at."""
 
     def erasures(self, txn: lmdb.Transaction) -> int | None:
         """The erasure count these views were last scrubbed at (None: never said)."""

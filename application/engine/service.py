@@ -57,7 +57,9 @@ store folder (LMDB readers take no lock), when they read the present and write n
 each was checked to touch nothing of the process but its snapshot and the word indexes
 (which have a lock of their own: a read that asks them takes it before its snapshot, and
 `SearchIndex` hands an index to no thread without it). Any other read takes the store's lock,
-as a write does."""
+as a write does. One that finds the views behind the log (another version of Chronograph wrote
+to the store) folds what they lack under the store's lock if no other thread holds it
+(`Views.snapshot`, `StoreLock.if_free`), never waiting for it."""
 _SEMANTIC = frozenset({"semantic", "hybrid"})
 
 RESIDENT = 192 << 20
@@ -169,6 +171,7 @@ class Memory:
             self._close_store()
             raise
         self.lock.on_first = self.views.refresh
+        self.views.guard = self.lock.if_free
         self.before_call: list[Callable[[Memory, Tool, Any], None]] = []
         """Work before a tool runs (given its parsed arguments), outside the store's lock: an
         adapter's, such as folding n2n's project files into the log first."""

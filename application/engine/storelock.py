@@ -41,6 +41,18 @@ class StoreLock:
         return True
 
     @contextmanager
+    def if_free(self) -> Iterator[bool]:
+        """Hold the lock for the `with` block if no other thread holds it (yields whether it is
+        held): for a read that must not wait for it, such as one holding the word indexes' lock,
+        which threads holding this one may wait for."""
+        held = self.acquire(blocking=False)
+        try:
+            yield held
+        finally:
+            if held:
+                self.release()
+
+    @contextmanager
     def bare(self) -> Iterator[None]:
         """Hold the lock without the refresh taking it from free runs: for closing the store,
         which writes nothing and must not wait for a log out of reach."""

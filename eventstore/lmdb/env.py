@@ -296,14 +296,16 @@ class LmdbEnv:
             with self.gate.remapping():  # the map is full: grow it, with no transaction of this process open
                 self._grow()
 
-    def refresh(self) -> bool:
+    def refresh(self, count: int | None = None) -> bool:
         """Reopen the environment if content was erased since this process last looked (its
-        page buffers may hold it: see `reopen`); return whether it did. Call it with no
-        transaction open in this process, before work that may write."""
+        page buffers may hold it: see `reopen`); return whether it did. `count`: the log's erasure
+        count if the caller just read it. Call it with no transaction open in this process, before
+        work that may write."""
         if self.erasures is None or self.readonly or self.closed:
             return False
-        with self.read() as txn:
-            count = self.erasures(txn)
+        if count is None:
+            with self.read() as txn:
+                count = self.erasures(txn)
         seen, self._erasures_seen = self._erasures_seen, count
         if seen is None or seen == count:
             return False

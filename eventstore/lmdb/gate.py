@@ -112,6 +112,11 @@ class Gate:
         return len(self._wanting)
 
     @property
+    def mine(self) -> int:
+        """Transactions the calling thread holds now."""
+        return self._held()
+
+    @property
     def open(self) -> int:
         """Transactions open in this process now."""
         return self._open

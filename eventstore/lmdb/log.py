@@ -36,8 +36,9 @@ T = TypeVar("T")
 FORMAT_VERSION = 6
 """On-disk format this code creates; a store with a higher one is refused, never guessed at.
 2: the log may hold records of codec 2 (`eventstore.compact`); a store of format 1 is raised to
-2 when it is opened for writing, so a version of Chronograph that cannot read them refuses it
-by its format instead of failing on a record. 3: `streams` and `heads` are keyed by
+2 when it is opened for writing and no other process has it open, so a version of Chronograph
+that cannot read them refuses it by its format instead of failing on a record (while another
+process may be one of them, codec 1 is written). 3: `streams` and `heads` are keyed by
 `keys.stream_key` (15 or 16 bytes) instead of the stream's text. 4: no `heads`; a stream's
 version is its last key in `streams` (a tenth of a store's pages were the heads). A store is
 created in the newest format and never raised to 3 or 4: its keys would have to be rewritten
@@ -187,10 +188,20 @@ class LmdbLog(EventLog):
             with env.read() as txn:
                 self._check_tail(LmdbReader(txn, self.codec, dbs))
             if version < 2 and not env.readonly:
-                env.write(lambda txn: txn.put(_FORMAT, pack_u32(2), db=dbs.meta))
+                self._raise_to_2(dbs)
             return dbs
         except lmdb.Error as error:
             raise StoreCorruptError(f"{self.path} is damaged: {error}") from None
+
+    def _raise_to_2(self, dbs: Databases) -> None:
+        """Raise a store of format 1 to 2 if no other process has it open (so that a version that
+        cannot read codec 2 refuses it by its format from then on); else write codec 1 in it: a
+        running process of such a version would fail each of its writes on a codec-2 record."""
+        with self.environment.alone() as alone:
+            if alone:
+                self.environment.write(lambda txn: txn.put(_FORMAT, pack_u32(2), db=dbs.meta))
+            else:
+                self.codec = self.codec.writing(1)
 
     def _writes(self, version: int) -> None:
         """Write no newer a codec than a store of `version` may hold."""

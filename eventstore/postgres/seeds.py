@@ -10,6 +10,8 @@ archive gets a copy; a database crash empties it, which costs only a slower next
 A seed holds what the log held when it was made, erased entities included, so:
 
 - every erasure deletes every seed, in its own transaction (`drop_seeds`, under the log's lock);
+  one by a version made before seeds deletes none: a seed made at another erasure count than the
+  log's is deleted where a cache passes it over, and by a scrub (`drop_stale`);
 - a seed is made visible only under the log's lock, and only if the log's erasure count is
   still the one it was made at (an erasure meanwhile would have deleted it);
 - a scrub rewrites the table, as it rewrites the log's (`PgLog.scrub`);
@@ -25,6 +27,7 @@ versions that would not delete it at an erasure refuse to open.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -35,7 +38,7 @@ from chronograph.eventstore.postgres.schema import FORMAT_VERSION, SEEDS_DDL, Sc
 if TYPE_CHECKING:
     from chronograph.eventstore.postgres.log import PgLog
 
-__all__ = ["Seed", "Seeds", "drop_seeds", "has_seeds"]
+__all__ = ["Seed", "Seeds", "drop_seeds", "drop_stale", "has_seeds"]
 
 
 class Seed(msgspec.Struct, frozen=True, array_like=True):
@@ -81,7 +84,11 @@ class Seeds:
         except (msgspec.DecodeError, msgspec.ValidationError):  # damaged: the cache folds the log
             return None
         erasures = 0 if row[2] is None else int.from_bytes(row[2], "big")
-        if seed.tag != tag or row[1] is None or int(row[1]) != seed.checksum or erasures != seed.erasures:
+        if erasures != seed.erasures:  # erased since by a version made before seeds: it holds what went
+            with suppress(psycopg.errors.InsufficientPrivilege), self._log._connection() as (connection, _):  # noqa: SLF001
+                drop_stale(connection, self._schema)
+            return None
+        if seed.tag != tag or row[1] is None or int(row[1]) != seed.checksum:
             return None
         return seed
 
@@ -174,6 +181,33 @@ def drop_seeds(cursor: Any, schema: Schema) -> None:
             raise EventStoreError(
                 f"this database role may not delete the seeds of the log (table {schema.name}.seeds), which hold "
                 "what is being erased; nothing was erased: grant it DELETE on that table") from None
+
+
+def drop_stale(connection: Any, schema: Schema) -> int:
+    """Delete every seed made at another erasure count than the log's (an erasure by a version made
+    before seeds deleted none of them: they hold what it erased), under the log's lock, whatever
+    its layout; return how many. A seed whose header does not read as a `Seed` is left.
+
+    Raises:
+        psycopg.errors.InsufficientPrivilege: If this role may not delete from the table.
+    """
+    if not has_seeds(connection, schema):
+        return 0
+    with connection.transaction():
+        connection.execute("SELECT pg_advisory_xact_lock(%s)", (schema.lock,))  # no erasure, no seed kept now
+        row = connection.execute(schema.sql("SELECT value FROM {meta} WHERE key = 'erasures'")).fetchone()
+        now = 0 if row is None or row[0] is None else int.from_bytes(row[0], "big")
+        stale = []
+        for tag, position, data in connection.execute(schema.sql(
+                "SELECT tag, position, data FROM {seeds} WHERE part = 0")).fetchall():
+            try:
+                if _decode(bytes(data)).erasures != now:
+                    stale.append((tag, position))
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue
+        if stale:
+            connection.cursor().executemany(schema.sql("DELETE FROM {seeds} WHERE tag = %s AND position = %s"), stale)
+    return len(stale)
 
 
 class _Stale(Exception):

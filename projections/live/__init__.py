@@ -3,7 +3,8 @@
 `views` (`Views`) is what the core holds; `binding` the one place that knows whether
 views and log share a transaction; `catchup` folds what a generation has not seen;
 `rebuild` folds the whole log into the idle slot and swaps; `verify` compares the live
-views with a fold of the log; `erasure` takes out of every view what forgetting removed.
+views with a fold of the log; `erasure` takes out of every view what forgetting removed;
+`derived` tells what other versions derived; `images` keeps the search images current.
 """
 
 from chronograph.projections.live.binding import Binding, Colocated, Remote, bind

@@ -38,6 +38,7 @@ from chronograph.projections.errors import RebuildError
 from chronograph.projections.fold import apply_all
 from chronograph.projections.live.binding import Binding
 from chronograph.projections.live.catchup import Progress, catch_up
+from chronograph.projections.live.derived import retire
 from chronograph.projections.past.snapshots import Snapshots
 from chronograph.projections.past.snapshots import encode as encode_snapshot
 from chronograph.projections.states.bulkload import (
@@ -171,12 +172,7 @@ def _rebuild(
         env.write(drop)
         live_now = 0
     if foreign:
-
-        def empty_others(txn: lmdb.Transaction) -> None:
-            for database in foreign:
-                txn.drop(database, delete=False)
-
-        env.write(empty_others)
+        env.write(lambda txn: retire(txn, foreign, pointer))
     with log.read() as reader:
         erasures = reader.erasures()
         head = reader.head()

@@ -8,10 +8,9 @@ any process. Reads take one read transaction: a consistent snapshot of views and
 
 from __future__ import annotations
 
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import NamedTuple, TypeVar
 
 import lmdb
@@ -19,10 +18,10 @@ from chronograph.eventstore import Envelope, EventLog, LmdbEnv, LogReader, LogTr
 from chronograph.projections.errors import RebuildError, ViewsDamagedError, ViewsUnavailableError
 from chronograph.projections.fold import apply_all
 from chronograph.projections.keys import VECTORS
-from chronograph.projections.live import seeding
+from chronograph.projections.live import images, seeding
 from chronograph.projections.live.binding import Colocated, bind
 from chronograph.projections.live.catchup import Progress, catch_up
-from chronograph.projections.live.derived import foreign
+from chronograph.projections.live.derived import foreign, retire
 from chronograph.projections.live.erasure import (
     drop_answers,
     erased,
@@ -33,7 +32,6 @@ from chronograph.projections.live.erasure import (
 )
 from chronograph.projections.live.rebuild import RebuildReport, rebuild
 from chronograph.projections.past.snapshots import Snapshots
-from chronograph.projections.search import indexes
 from chronograph.projections.search.indexes import SearchIndex
 from chronograph.projections.search.wordindex import WorkspaceIndex
 from chronograph.projections.states.graph import LmdbGraph
@@ -79,6 +77,10 @@ class Views:
         self._adopting = threading.Lock()
         self._tables: Tables | None = None
         self._erasures_seen: int | None = None
+        self._overtakable = isinstance(self.binding, Colocated) and not self.env.readonly  # (a cache follows)
+        self.guard: Callable[[], AbstractContextManager[bool]] = lambda: nullcontext(True)
+        """The lock of this process's users of the store if no other thread holds it (yields whether it
+        is held), for a read to catch the views up under (the memory's: taken from free, it `refresh`es)."""
         self.observed_erasures: int | None = None
         """The log's erasure count as a follower last saw it (None: no follower; ask the log)."""
         self.search = SearchIndex(self.env, self.erasures_in)
@@ -123,15 +125,14 @@ class Views:
             self.catch_up(progress=progress)
         log.add_inline_hook(self._on_append)
         log.add_erase_hook(self._on_erase)
-        if not isinstance(self.binding, Colocated):  # a cache that was away may hold what was erased meanwhile
-            with self.env.read() as txn:
-                self._erasures_seen = self.pointer.erasures(txn)
-            if self._erasures_seen is None:  # a new cache (built from the erased log), or one of an earlier version
-                count = self._log_erasures() if built is None else built  # (not the log's now: `refresh` folds
-                if self.env.fresh or count == 0:  # an erasure made since, and scrubs)
-                    self.env.write(lambda txn: self.pointer.set_erasures(txn, count))
-                    self._erasures_seen = count
-            self.refresh()
+        with self.env.read() as txn:  # what was erased while a cache was away, or by another version, may be here
+            self._erasures_seen = self.pointer.erasures(txn)
+        if self._erasures_seen is None:  # new views (built from the erased log), or views of an earlier version
+            count = self._log_erasures() if built is None else built  # (not the log's now: `refresh` folds
+            if self.env.fresh or count == 0:  # an erasure made since, and scrubs)
+                self.env.write(lambda txn: self.pointer.set_erasures(txn, count))
+                self._erasures_seen = count
+        self.refresh()
 
     def _first_build(self, progress: Progress | None, tries: int = 3) -> tuple[int | None, int]:
         """Build the views of a store that has none: the erasure count their fold began at and 0, or
@@ -231,19 +232,32 @@ class Views:
 
     @contextmanager
     def snapshot(self) -> Iterator[Snapshot]:
-        """The live views and the log as one consistent snapshot, for the `with` block."""
+        """The live views and the log as one consistent snapshot, for the `with` block. Views behind the
+        log (another version of Chronograph appended to it, or its forget emptied them: an emptied slot
+        reads as checkpoint 0) are caught up first under `guard`, unless another thread holds it (then
+        that one folds them) or this thread has a transaction open."""
+        check = self._overtakable and not self.env.gate.mine
         while True:
+            behind = False
             with self.binding.read() as (log, txn):
                 generation = self.pointer.generation(txn)
                 if generation == 0:
                     raise _dropped(self.log.location)
                 if generation == self.tables.generation:
                     try:
-                        yield Snapshot(LmdbGraph(txn, self.tables), log)
+                        graph = LmdbGraph(txn, self.tables)  # (its position: the views' checkpoint)
+                        behind = check and graph.position < log.head()
+                        if not behind:
+                            yield Snapshot(graph, log)
+                            return
                     except ViewsDamagedError as damage:
                         raise damage.at(self.log.location) from None
-                    return
-            self.adopt(generation)
+            if not behind:
+                self.adopt(generation)
+                continue
+            with self.guard() as check:  # (not held: answered as they are)
+                if check:
+                    self.catch_up()
 
     @contextmanager
     def read(self) -> Iterator[LmdbGraph]:
@@ -270,55 +284,36 @@ class Views:
         return self.search.known(snapshot.log, snapshot.graph, workspace)
 
     def prepare_search(self, between: Callable[[], object] | None = None) -> int:
-        """Bring every workspace's search image to the head; return how many were saved.
-
-        An index this process holds, or a small one whose image is behind, is brought to the
-        head and kept whole. Any other workspace whose image is missing or behind is indexed
-        from its entities a part at a time into a temporary file, then kept a part per
-        transaction (`SearchIndex.spool`, `keep`): the memory is a part's whatever the
-        workspace's size, so an import, a copy or a restore never hold a whole index. `between`
-        runs after each part."""
-        search = self.search
-        with search.lock:
-            with self.snapshot() as snapshot:
-                graph, behind = snapshot.graph, []
-                for record in graph.workspaces():
-                    kept = search.kept_at(graph, record.name)
-                    if record.name in search.loaded() or (0 <= kept and record.entities <= indexes.PART_DOCS):
-                        self.search_index(snapshot, record.name)  # held, or small: caught up, kept whole
-                    elif kept != graph.position:
-                        behind.append(record.name)
-            saved = search.save(every=1)
-            for workspace in behind:
-                with tempfile.TemporaryFile(prefix="chronograph-search-") as spool:
-                    with self.snapshot() as snapshot:
-                        spooled = search.spool(snapshot.graph, workspace, spool, between=between)
-                    saved += search.keep(spooled, spool)
-                if between is not None:
-                    between()
-            return saved
+        """Bring every workspace's search image to the head; return how many were saved (see
+        `images`: a part at a time; `between` runs after each part)."""
+        return images.prepare(self.search, self.snapshot, between)
 
     def refresh(self) -> None:
-        """Catch this process up with erasures made elsewhere, before it writes anything (call it
-        with no transaction open). An embedded store reopens its environment (see
-        `LmdbEnv.refresh`). A cache of a shared log compares the log's erasure count with the one
-        its file was last scrubbed at (kept in it: a cache that was away when an entity was
-        forgotten knows when it comes back): if they differ, it folds the erasure records, which
-        take the forgotten entities out of the views, drops what it derived (snapshots, search
-        images, kept answers, embeddings of entities it no longer holds), scrubs its file, and
-        only then records the count."""
-        if isinstance(self.binding, Colocated):
-            self.env.refresh()
+        """Catch this process up with erasures made elsewhere, before it reads or writes (call it with
+        no transaction open). An embedded store reopens its environment (see `LmdbEnv.refresh`). The
+        log's erasure count is compared with the one the views were last scrubbed at, kept with them
+        (a cache away during a forget, or a store another version forgot in, knows): if they differ,
+        the erasure records are folded, which takes the entities out of the views, what they derived
+        is dropped (snapshots, search images, kept answers, embeddings of entities they no longer
+        hold), the file is scrubbed, and only then the count recorded."""
+        colocated = isinstance(self.binding, Colocated)
+        if colocated:
+            if self.env.readonly or self.env.closed:
+                return
+            with self.env.read() as txn:
+                count, seen = self.erasures_in(txn), self.pointer.erasures(txn)
+            self.env.refresh(count)
+        else:  # (a follower tells the count, else the log)
+            count = self._log_erasures() if self.observed_erasures is None else self.observed_erasures
+            seen = self._erasures_seen
+        if count == seen:
             return
-        count = self.observed_erasures
-        if count is None:  # no follower to tell: ask the log
-            count = self._log_erasures()
-        if count == self._erasures_seen:
-            return
-        self.env.reopen()
+        if not colocated:
+            self.env.reopen()
         self.catch_up()
         self.env.write(self._drop_derived)
-        if not self.env.scrub(b"scrub").held:  # else the next open scrubs again
+        scrubbed = self.log.scrub() if colocated else self.env.scrub(b"scrub")
+        if not scrubbed.held:  # else the next refresh scrubs again
             self.env.write(lambda txn: self.pointer.set_erasures(txn, count))
         self._erasures_seen = count
 
@@ -438,16 +433,18 @@ class Views:
         for workspace in what.workspaces:
             self.search.drop_image(txn, workspace)
         purge_vectors(txn, self._vectors, sorted(what.entities))
-        for database in self._foreign:  # another version rebuilds them from the erased log
-            txn.drop(database, delete=False)
+        retire(txn, self._foreign, self.pointer)  # another version rebuilds them from the erased log
         drop_answers(self.env, txn)
-        if not isinstance(self.binding, Colocated):  # its cache is scrubbed after the commit (`scrubbed` says so)
-            count = tx.erasures()
-            if self._erasures_seen != count - 1:
-                # Another server's erasure committed after this process last looked (the write's
-                # catch-up folded it, which takes its entities out of the views only): what was
-                # derived from them goes too, as `refresh` drops it, before the count says so.
-                self._drop_derived(txn)
+        count = tx.erasures()
+        colocated = isinstance(self.binding, Colocated)
+        if (self.pointer.erasures(txn) if colocated else self._erasures_seen) != count - 1:
+            # Another server's erasure committed after this process last looked (the write's
+            # catch-up folded it, which takes its entities out of the views only): what was
+            # derived from them goes too, as `refresh` drops it, before the count says so.
+            self._drop_derived(txn)
+        if colocated:  # scrubbed after the commit, with the log
+            self.pointer.set_erasures(txn, count)
+        else:  # its cache is scrubbed after the commit (`scrubbed` says so)
             self._erasures_seen = count
 
 

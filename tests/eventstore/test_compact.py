@@ -24,6 +24,7 @@ from chronograph.eventstore.keys import pack_u32, pack_u64
 from chronograph.eventstore.teamevents import SessionEnded
 from chronograph.projections import relation_stream as the_views_relation_stream
 from freezegun import freeze_time
+from support.holders import held_open
 
 CALL = "0123456789abcdef0123456789abcdef"
 
@@ -93,6 +94,24 @@ def test_a_log_written_before_codec_2_reads_on_and_takes_compact_records_after_i
         events = [e.event for e in new.read_all()]
         assert events[-1] == ObservationsAdded(observations=("x",)) and events[0].name == "Entity 0000000"
         assert [e.event for e in new.read_stream("entity-000000000000000000000000000000")][1:] == [events[-1]]
+
+
+def test_a_log_written_before_codec_2_stays_in_codec_1_while_another_process_may_be_writing_it(
+    store_path: Path,
+) -> None:
+    with LmdbLog(store_path) as empty, empty.environment.env.begin(write=True) as txn:
+        txn.put(b"format", pack_u32(1), db=empty.dbs.meta)  # a version before codec 2 made it
+    with held_open(store_path):  # and its server still runs: each of its writes would fail on a codec-2 record
+        with LmdbLog(store_path) as new:
+            new.append(writes(1), actor="t")
+            with new.read() as reader:
+                assert bytes(reader.txn.get(b"format", db=new.dbs.meta)) == pack_u32(1)  # before: raised to 2
+            assert [value[0] for value in stored(new)] == [0x99, 0x99]
+    with LmdbLog(store_path) as alone:  # no process of an older version can have it open: raised now
+        alone.append(writes(1), actor="t")
+        with alone.read() as reader:
+            assert bytes(reader.txn.get(b"format", db=alone.dbs.meta)) == pack_u32(2)
+        assert [value[0] for value in stored(alone)] == [0x99, 0x99, 0x9A, 0x9A]
 
 
 def test_an_event_with_an_unset_field_before_a_set_one_is_kept_by_name(store: LmdbLog) -> None:
