@@ -21,10 +21,11 @@ from typing import TypedDict, TypeVar
 
 import lmdb
 from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreCorruptError, StoreOpenError, advised
-from chronograph.eventstore.files import DATA_FILE, STORE_FILES, store_of
-from chronograph.eventstore.lmdb.datafile import Tail, being_made, check_data_file, never_committed
+from chronograph.eventstore.files import DATA_FILE
+from chronograph.eventstore.lmdb.datafile import Tail, check_data_file
 from chronograph.eventstore.lmdb.gate import Gate
 from chronograph.eventstore.lmdb.holders import hold, release, sole
+from chronograph.eventstore.lmdb.making import check_path
 from chronograph.eventstore.lmdb.scrub import Pass, scrub_pass
 from chronograph.eventstore.log import Scrubbed
 
@@ -78,7 +79,7 @@ class LmdbEnv:
         self.max_map_size = max_map_size
         if max_map_size is not None:
             map_size = min(map_size, max_map_size)
-        self.fresh = self._check_path(create=create and not readonly)
+        self.fresh = check_path(self.path, create=create and not readonly)
         """True when this opening created the environment."""
         if not self.fresh:
             check_data_file(self.path / DATA_FILE)
@@ -161,36 +162,6 @@ class LmdbEnv:
         if self.erasures is not None:
             with self.read() as txn:
                 self._erasures_seen = self.erasures(txn)
-
-    def _check_path(self, *, create: bool) -> bool:
-        if self.path.exists() and not self.path.is_dir():
-            raise StoreOpenError(f"{self.path} is a file; a store is a directory")
-        if not (self.path / DATA_FILE).exists() and create:
-            outer = store_of(self.path.parent)
-            if outer is not None:
-                raise StoreOpenError(f"{self.path} lies inside the store at {outer}; a store goes in a folder of its "
-                                     "own")
-            if self.path.exists() and not being_made(self.path):
-                if not (self.path / DATA_FILE).exists():  # (another process made it meanwhile: looked at below)
-                    raise StoreOpenError(f"{self.path} is not empty and holds no Chronograph store; choose an empty or "
-                                         "new directory")
-            else:
-                try:
-                    self.path.mkdir(parents=True, exist_ok=True)
-                except OSError as error:
-                    raise StoreOpenError(f"cannot create the store at {self.path}: {error.strerror}") from None
-                return True
-        if (self.path / DATA_FILE).exists():
-            if not never_committed(self.path / DATA_FILE):
-                return False
-            if not create:
-                raise StoreOpenError(f"there is no store at {self.path}: its creation was cut off before its first "
-                                     "commit, or is under way (a command that writes, such as serve or import, makes "
-                                     "it there)")
-            if set(os.listdir(self.path)) - set(STORE_FILES):
-                return False  # not only LMDB's own files: not a folder to take over (refused as before)
-            return True  # made again: nothing was ever in it
-        raise StoreOpenError(f"there is no store at {self.path}")
 
     def check_room(self) -> None:
         """Refuse to take more once the data file has reached the size ceiling.

@@ -194,10 +194,10 @@ def test_a_store_another_process_is_making_this_moment_is_made_with_it(store_pat
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A data file read while LMDB writes its meta pages does not look uncommitted; opened, the
     environment holds no commit yet: the creation goes on with the other process's, not refused."""
-    from chronograph.eventstore.lmdb import env  # noqa: PLC0415
+    from chronograph.eventstore.lmdb import making  # noqa: PLC0415
 
     lmdb.open(str(store_path), max_dbs=4).close()  # the meta pages, no commit
-    monkeypatch.setattr(env, "never_committed", lambda path: False)
+    monkeypatch.setattr(making, "never_committed", lambda path: False)
     written_and_read_back(store_path)
 
 
