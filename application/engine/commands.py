@@ -23,6 +23,7 @@ from chronograph.eventstore import (
     LogTransaction,
     StorageFullError,
     StoreUnavailableError,
+    StoreWriteError,
 )
 from chronograph.eventstore.keys import digest
 from chronograph.projections import LmdbState, ProjectionError
@@ -122,7 +123,7 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
                 for then in batches[-1].afterwards:
                     output = then(output)
                 written = msgspec.structs.replace(written, output=output)
-    except StorageFullError as error:
+    except (StorageFullError, StoreWriteError) as error:  # each says what to do, and that nothing was written
         raise StorageError(str(error)) from None
     except ConcurrencyError as error:  # only if the views were wrong about a version
         raise ChronographError(f"{error}; nothing was written") from None

@@ -23,6 +23,7 @@ import lmdb
 from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreCorruptError, StoreOpenError, advised
 from chronograph.eventstore.files import DATA_FILE
 from chronograph.eventstore.lmdb.datafile import Tail, check_data_file
+from chronograph.eventstore.lmdb.failures import refused, why
 from chronograph.eventstore.lmdb.gate import Gate
 from chronograph.eventstore.lmdb.holders import hold, release, sole
 from chronograph.eventstore.lmdb.making import check_path
@@ -36,8 +37,6 @@ T = TypeVar("T")
 DEFAULT_MAP_SIZE = 64 << 20
 """Initial map size; the map doubles whenever it fills."""
 MAX_DATABASES = 64
-_FAILING_DISK = ("Input/output error", "No space left", "Disk quota exceeded")
-"""What LMDB says when a commit cannot reach the disk (it reports some as plain errors)."""
 
 
 class EnvOptions(TypedDict, total=False):
@@ -99,7 +98,7 @@ class LmdbEnv:
             raise StoreCorruptError(f"{self.path} is not a readable LMDB store: {error}") from None
         except lmdb.Error as error:
             release(self._held)
-            raise StoreOpenError(f"cannot open the store at {self.path}: {error}") from None
+            raise StoreOpenError(f"cannot open the store at {self.path}: {why(error)}") from None
         except BaseException:
             release(self._held)
             raise
@@ -227,6 +226,8 @@ class LmdbEnv:
 
         Raises:
             StorageFullError: If the disk or `max_map_size` leaves no room; nothing is written.
+            StoreWriteError: If the system refuses the write otherwise (a read-only filesystem,
+                permissions, a limit of the process: see `failures`); nothing is written.
         """
         if self.readonly:
             raise EventStoreError(f"the store at {self.path} is open read-only")
@@ -241,26 +242,15 @@ class LmdbEnv:
                     except lmdb.MapFullError:
                         self.gate.claim()  # first: readers stop coming before this thread lets go of the GIL
                         txn.abort()
-                    except lmdb.DiskError:
-                        txn.abort()
-                        raise StorageFullError(
-                            f"the disk holding {self.path} is full; nothing was written. "
-                            "Free some space and retry"
-                        ) from None
                     except DAMAGE as error:
                         txn.abort()
                         raise self.damaged(error) from None
                     except StoreCorruptError as error:
                         txn.abort()
                         raise self.located(error) from None
-                    except lmdb.Error as error:
+                    except lmdb.Error as error:  # a full disk, a read-only filesystem, permissions: said, not raw
                         txn.abort()
-                        if any(sign in str(error) for sign in _FAILING_DISK):
-                            raise StorageFullError(
-                                f"the disk holding {self.path} is full or failing ({error}); nothing was written. "
-                                "Free some space (or check the disk) and retry"
-                            ) from None
-                        raise
+                        raise refused(self.path, error) from None
             except BaseException:
                 self.gate.unclaim()
                 raise
@@ -293,6 +283,11 @@ class LmdbEnv:
                     except lmdb.MapResizedError:  # another process grew the map: take it on, alone
                         self.gate.claim()  # before anything lets go of the GIL (see `Gate.claim`)
                         txn = None
+                    except DAMAGE as error:
+                        raise self.damaged(error) from None
+                    except lmdb.Error as error:  # (a write's lock, a reader's slot: the system refused them)
+                        raise (refused(self.path, error) if write else
+                               EventStoreError(f"the store at {self.path} could not be read: {why(error)}")) from None
                     if txn is not None:
                         try:
                             yield txn
