@@ -15,10 +15,12 @@ from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
+import lmdb
 from chronograph.application.engine.batch import Batch
 from chronograph.eventstore import EventStoreError, Scrubbed
 from chronograph.eventstore.errors import advised
 from chronograph.eventstore.lmdb import staging
+from chronograph.eventstore.lmdb.failures import why
 from chronograph.eventstore.postgres.address import is_database_url
 from msgspec import Meta
 
@@ -48,9 +50,10 @@ def scrub_after(batch: Batch, needles: Sequence[bytes], finish: Callable[[T, boo
         scrub_command = advised("scrub", batch.store, batch.cache)
         try:
             done = batch.scrub(needles)
-        except EventStoreError as error:
+        except (EventStoreError, OSError, MemoryError, lmdb.Error) as error:  # the erasure stands: said, not failed
+            said = str(error) if isinstance(error, EventStoreError) else why(error) or type(error).__name__
             return finish(output, False, (
-                f"Erased from the log and every view, but the store's free pages could not be scrubbed: {error}. "
+                f"Erased from the log and every view, but the store's free pages could not be scrubbed: {said}. "
                 f"Run {scrub_command} to finish"), elsewhere)
         if done.held:
             return finish(output, False, (

@@ -12,22 +12,28 @@ from __future__ import annotations
 
 import errno
 import os
-import struct
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TypedDict, TypeVar
 
 import lmdb
-from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreCorruptError, StoreOpenError, advised
-from chronograph.eventstore.files import DATA_FILE
+from chronograph.eventstore.errors import (
+    EventStoreError,
+    StorageFullError,
+    StoreCorruptError,
+    StoreOpenError,
+    StoreWriteError,
+    advised,
+)
+from chronograph.eventstore.files import DATA_FILE, LOCK_FILE
 from chronograph.eventstore.lmdb.datafile import Tail, check_data_file
-from chronograph.eventstore.lmdb.failures import refused, why
+from chronograph.eventstore.lmdb.failures import cause, refused, why
 from chronograph.eventstore.lmdb.gate import Gate
 from chronograph.eventstore.lmdb.holders import hold, release, sole
 from chronograph.eventstore.lmdb.making import check_path
-from chronograph.eventstore.lmdb.scrub import Pass, scrub_pass
+from chronograph.eventstore.lmdb.scrub import Pass, scrub_pass, scrub_rounds
 from chronograph.eventstore.log import Scrubbed
 
 __all__ = ["DAMAGE", "DEFAULT_MAP_SIZE", "DATA_FILE", "EnvOptions", "LmdbEnv"]
@@ -88,6 +94,11 @@ class LmdbEnv:
         """Reads the log's erasure count in a transaction (set by the log kept here)."""
         self._erasures_seen: int | None = None
         self.closed = False
+        self._lost: int | None = None
+        """The map size of an environment a failed reopening left closed (see `_reopen`), else None."""
+        self._stale = False
+        """Whether a reopening after an erasure failed: this process's page buffers may hold erased
+        bytes, so the environment is reopened before the next write (see `refresh`)."""
         self.gate = Gate()
         """Transactions of this process's threads pass it together, a remap of the file alone."""
         self._held = hold(self.path)  # before LMDB opens it: a restore in progress is waited for
@@ -151,16 +162,44 @@ class LmdbEnv:
         earlier one. After an erasure, those bytes may be erased content: a process drops its
         buffers (by reopening) before it writes again (`refresh`). Call it with no transaction
         open in this process.
+
+        Raises:
+            StoreOpenError: If the store cannot be opened again (see `_reopen`).
         """
         with self.gate.remapping():
-            map_size = self.env.info()["map_size"]
-            self.env.close()
-            self.env = self._open(map_size, create=False)
-            for refresh in self._reopened:
-                refresh()
+            self._reopen(self._lost or self.env.info()["map_size"])
         if self.erasures is not None:
             with self.read() as txn:
                 self._erasures_seen = self.erasures(txn)
+
+    def _reopen(self, map_size: int, *, usable: bool = True) -> None:
+        """Open the environment again at `map_size`, alone (in `gate.remapping`). While it is
+        `usable`, the files are checked first and it is kept open if this process could not open
+        them again (permissions lost, a file made immutable): reads go on. If the opening fails
+        after all (the address space, the system's files), the environment is lost until the next
+        transaction opens it again (`_transaction`).
+
+        Raises:
+            StoreOpenError: If the store cannot be opened again now; each later transaction tries.
+        """
+        if usable and self._lost is None:
+            try:
+                os.close(os.open(self.path / DATA_FILE, os.O_RDONLY if self.readonly else os.O_RDWR))
+                if not self.readonly and not os.access(self.path / LOCK_FILE, os.R_OK | os.W_OK):
+                    raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+            except OSError as error:
+                raise StoreOpenError(f"cannot open the store at {self.path} again: {why(error)}; it stays open "
+                                     "as it was") from None
+        self.env.close()  # (nothing, once closed or after a failed remap)
+        try:
+            self.env = self._open(map_size, create=False)
+        except lmdb.Error as error:
+            self._lost = map_size
+            raise StoreOpenError(f"cannot open the store at {self.path} again: {why(error)}; every call tries "
+                                 "again") from None
+        self._lost, self._stale = None, False
+        for refresh in self._reopened:
+            refresh()
 
     def check_room(self) -> None:
         """Refuse to take more once the data file has reached the size ceiling.
@@ -183,9 +222,11 @@ class LmdbEnv:
         `datafile.Tail`)."""
         try:
             size = (self.path / DATA_FILE).stat().st_size
+            return min(size, (self.env.info()["last_pgno"] + 1) * self._page_size)
         except OSError:
             return 0
-        return min(size, (self.env.info()["last_pgno"] + 1) * self._page_size)
+        except lmdb.Error:  # (lost: see `_reopen`)
+            return size
 
     # --- databases ------------------------------------------------------------------------
 
@@ -231,6 +272,8 @@ class LmdbEnv:
         """
         if self.readonly:
             raise EventStoreError(f"the store at {self.path} is open read-only")
+        if self._stale:  # its page buffers may hold erased bytes: not written into the file
+            self.reopen()
         while True:
             try:
                 with self._transaction(write=True) as txn:
@@ -265,10 +308,15 @@ class LmdbEnv:
             return False
         with self.read() as txn:
             count = self.erasures(txn)
-        seen, self._erasures_seen = self._erasures_seen, count
-        if seen is None or seen == count:
+        if self._erasures_seen is None:
+            self._erasures_seen = count
+        if self._erasures_seen == count and not self._stale:
             return False
-        self.reopen()
+        try:
+            self.reopen()
+        except StoreOpenError:  # reads go on; the next write reopens first, or is refused (see `write`)
+            self._stale = True
+            return False
         return True
 
     @contextmanager
@@ -276,6 +324,10 @@ class LmdbEnv:
         """A transaction, through the gate; aborted at the end unless committed. A map another
         process grew is taken on (a remap: alone) and the transaction begun again."""
         while True:
+            if self._lost is not None:
+                with self.gate.remapping():
+                    if self._lost is not None:
+                        self._reopen(self._lost)
             try:
                 with self.gate.transaction():
                     try:
@@ -324,67 +376,30 @@ class LmdbEnv:
         )
 
     def scrub(self, marker: bytes, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
-        """Zero every byte of the data file that no snapshot can read (see `lmdbscrub`): free
-        pages, the gaps inside pages, and branch pages holding one of `needles` (their
-        databases are repacked first).
-
-        It starts by reopening the environment (`reopen`): this process's page buffers may
-        hold what was erased, and the commits below would write them into the gaps of pages.
-        Call it with no transaction open in this process. A pass zeroes only the pages freed
-        before the last commit (the previous meta page
-        still reaches the others), so each round first makes two small commits (a key in the
-        database `marker`). The first round zeroes what was freed up to now and every gap;
-        the second, what the first had to leave to the previous meta page. Pages a reader
-        may still see are waited for, up to `timeout` seconds; those left are `held`.
+        """Zero every byte of the data file that no snapshot can read: free pages, the gaps inside
+        pages, and branch pages holding one of `needles` (see `scrub.scrub_rounds`). Call it with
+        no transaction open in this process.
 
         Raises:
             StoreCorruptError: If the file's pages cannot be accounted for (nothing is zeroed).
+            StoreOpenError, StoreWriteError: If the store cannot be reopened, or its file read,
+                mapped or written (the system's cause named): run it again once that is remedied.
         """
-        deadline = time.monotonic() + timeout
+        return scrub_rounds(self, marker, needles, timeout)
 
-        def mark(txn: lmdb.Transaction) -> None:  # the handle is looked up each time: a write may reopen
-            txn.put(b"scrubbed", struct.pack(">Q", time.time_ns()), db=self.env.open_db(marker, txn=txn))
-
-        zeroed = 0
-        repacked: set[bytes] = set()
-        rounds = 0
-        self.reopen()
-        through = self.env.info()["last_txnid"]
-        while True:
-            for _ in range(2):
-                self.write(mark)
-            done = self._scrub_pass(through, needles, deadline)
-            zeroed += done.zeroed
-            fresh = [name for name in done.tainted if name not in repacked]
-            for name in fresh:  # stale separators: rewrite those trees; the next round scrubs what they left
-                self._repack(name)
-            repacked.update(fresh)
-            rounds += 1
-            if done.held or (rounds >= 2 and not fresh):
-                return Scrubbed(zeroed, done.held)
-            through = self.env.info()["last_txnid"]
-
-    def _scrub_pass(self, through: int, needles: Sequence[bytes], deadline: float) -> Pass:
-        """Scrub passes until nothing freed by transaction `through` or before is held by a
-        reader, or the deadline passes."""
+    def scrub_pass(self, through: int, needles: Sequence[bytes], deadline: float) -> Pass:
+        """Scrub passes holding the writer's lock until nothing freed by transaction `through` or
+        before is held by a reader, or `deadline` (`time.monotonic`) passes."""
         while True:
             with self._transaction(write=True) as txn:
-                done = scrub_pass(self.env, self.path / DATA_FILE, txn, through=through, needles=needles)
+                try:
+                    done = scrub_pass(self.env, self.path / DATA_FILE, txn, through=through, needles=needles)
+                except OSError as error:  # opening, mapping or writing the file: a limit of the process, the disk
+                    raise StoreWriteError(f"the free pages of the store at {self.path} could not be overwritten: "
+                                          f"{why(error)}") from None
             if not done.held or time.monotonic() >= deadline:
                 return done
             time.sleep(0.02)  # a reader still sees them: wait for it to finish
-
-    def _repack(self, name: bytes) -> None:
-        """Rewrite the database `name` whole, in key order: every branch key is a key it holds."""
-        def repack(txn: lmdb.Transaction) -> None:
-            db = self.env.open_db(name, txn=txn, create=False)
-            with txn.cursor(db) as cursor:
-                items = list(cursor.iternext())
-            txn.drop(db, delete=False)
-            with txn.cursor(db) as cursor:
-                cursor.putmulti(items, append=True)
-
-        self.write(repack)
 
     def _begin_write(self) -> lmdb.Transaction:
         return self.env.begin(write=True)
@@ -402,7 +417,12 @@ class LmdbEnv:
         try:
             self.env.set_mapsize(target)
         except lmdb.Error as error:
-            if getattr(error, "errno", None) == errno.ENOSPC:
-                raise StorageFullError(f"no room to grow the store at {self.path}") from None
-            raise
+            with suppress(StoreOpenError):  # (lost then: the next transaction opens it again)
+                self._reopen(current, usable=False)  # LMDB's environment is unusable after a failed remap
+            if cause(error) == errno.ENOMEM:
+                raise StorageFullError(
+                    f"the store at {self.path} cannot grow its map from {current:,} to {target:,} bytes: this "
+                    "process is out of address space (ulimit -v); nothing was written. Raise the limit, or set a "
+                    "ceiling below it (--max-size) to be refused cleanly; reads go on") from None
+            raise refused(self.path, error) from None
 

@@ -15,6 +15,7 @@ from chronograph.eventstore import (
     EventStoreError,
     LmdbLog,
     StorageFullError,
+    StoreOpenError,
     StoreWriteError,
     StreamWrite,
 )
@@ -100,3 +101,70 @@ def test_a_data_file_made_immutable_refuses_writes_by_name_and_reads_go_on(store
             assert log.head() == 1
         log.append(created("b"), actor="t")
         assert [entry.event.name for entry in log.read_all()] == ["a", "b"]  # type: ignore[attr-defined]
+
+
+# --- an environment that cannot be reopened or remapped ----------------------------------------
+
+
+def test_a_reopening_the_process_may_not_do_keeps_the_store_open_and_readable(store_path: Path) -> None:
+    """The folder lost its permissions or its data file was made immutable under a server: the
+    reopening an erasure's scrub begins with closed the environment, failed to open it again,
+    and every later call failed ("Attempt to operate on closed/deleted/dropped object")."""
+    with LmdbLog(store_path) as log:
+        log.append(created("a"), actor="t")
+        with immutable(store_path / "data.mdb"):
+            with pytest.raises(StoreOpenError, match="again: .*Operation not permitted.*stays open"):
+                log.environment.reopen()
+            assert log.head() == 1
+        log.environment.reopen()
+        log.append(created("b"), actor="t")
+        assert log.head() == 2
+
+
+def test_an_environment_whose_reopening_failed_is_opened_again_by_the_next_call(
+        store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with LmdbLog(store_path) as log:
+        log.append(created("a"), actor="t")
+        real = LmdbEnv._open
+
+        def out_of_memory(self: LmdbEnv, map_size: int, *, create: bool) -> lmdb.Environment:
+            raise lmdb.MemoryError(f"{self.path}: Cannot allocate memory")
+
+        monkeypatch.setattr(LmdbEnv, "_open", out_of_memory)
+        with pytest.raises(StoreOpenError, match="out of memory or address space .*every call tries again"):
+            log.environment.reopen()
+        with pytest.raises(StoreOpenError, match="again"):  # still cannot: said again, by the event store
+            log.head()
+        monkeypatch.setattr(LmdbEnv, "_open", real)
+        assert log.head() == 1
+        log.append(created("b"), actor="t")
+        assert log.head() == 2
+
+
+class _NoAddressSpace:
+    """An environment whose map cannot grow: LMDB is asked for more than any address space holds,
+    so it fails as under `ulimit -v` (ENOMEM), leaving its environment unusable."""
+
+    def __init__(self, env: lmdb.Environment) -> None:
+        self.env = env
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.env, name)
+
+    def set_mapsize(self, size: int) -> None:
+        self.env.set_mapsize(size and 1 << 62)
+
+
+def test_a_map_that_cannot_grow_for_want_of_address_space_refuses_the_write_and_the_store_goes_on(
+        store_path: Path) -> None:
+    with LmdbLog(store_path, map_size=256 << 10) as log:
+        log.append(created("a"), actor="t")
+        size = log.environment.env.info()["map_size"]
+        log.environment.env = _NoAddressSpace(log.environment.env)  # type: ignore[assignment]
+        big = [StreamWrite("b", [EntityCreated(workspace="w", name="b" * 400, entity_type="t" * 400)] * 2000)]
+        with pytest.raises(StorageFullError, match="out of address space .*nothing was written.*--max-size"):
+            log.append(big, actor="t")
+        assert log.environment.env.info()["map_size"] == size  # opened again, at the size it had
+        assert log.head() == 1
+        log.append(created("c"), actor="t")
+        assert [entry.event.name for entry in log.read_all()] == ["a", "c"]  # type: ignore[attr-defined]
