@@ -17,7 +17,7 @@ from pathlib import Path
 import lmdb
 from chronograph.eventstore.errors import StoreCorruptError, StoreOpenError
 
-__all__ = ["MAGIC", "TAIL", "Tail", "check_data_file", "database_names", "never_committed"]
+__all__ = ["MAGIC", "TAIL", "Tail", "check_data_file", "database_names", "half_made", "never_committed"]
 
 
 _META = struct.Struct("<II8xQI44x48xQQ")
@@ -45,10 +45,10 @@ def database_names(folder: Path) -> set[bytes]:
 
 
 def never_committed(path: Path) -> bool:
-    """Whether the data file at `path` holds no commit: empty (LMDB had just made it), or both
-    meta pages at transaction 0 (as LMDB writes them when it makes the file). A store's creation
-    commits its databases at once, so such a file is a creation cut off before it did: nothing
-    was ever in it."""
+    """Whether the data file at `path` holds no commit: empty (LMDB had just made it), or its meta
+    pages at transaction 0 (as LMDB writes them when it makes the file), both or the first alone
+    (a full disk took the second: see `half_made`). A store's creation commits its databases at
+    once, so such a file is a creation cut off before it did: nothing was ever in it."""
     try:
         with path.open("rb") as file:
             if os.fstat(file.fileno()).st_size == 0:
@@ -58,10 +58,27 @@ def never_committed(path: Path) -> bool:
             if magic != MAGIC or page_size < 512 or page_size & (page_size - 1) or txnid:
                 return False
             file.seek(page_size)
-            second = _META.unpack_from(file.read(16 + _META.size), 16)
+            second = file.read(16 + _META.size)
     except (OSError, struct.error):
         return False
-    return second[0] == MAGIC and second[5] == 0
+    if len(second) < 16 + _META.size:
+        return True  # the first meta page alone
+    other = _META.unpack_from(second, 16)
+    return other[0] == MAGIC and other[5] == 0
+
+
+def half_made(path: Path) -> bool:
+    """Whether the data file at `path` holds LMDB's first meta page, at transaction 0, and not the
+    whole second: its making was cut short (a full disk). LMDB refuses such a file as not its own;
+    emptied, it makes it anew."""
+    try:
+        with path.open("rb") as file:
+            first = file.read(16 + _META.size)
+            magic, _, _, page_size, _, txnid = _META.unpack_from(first, 16)
+            size = os.fstat(file.fileno()).st_size
+    except (OSError, struct.error):
+        return False
+    return magic == MAGIC and txnid == 0 and 512 <= page_size and size < page_size + 16 + _META.size
 
 
 def check_data_file(path: Path) -> None:

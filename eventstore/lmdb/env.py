@@ -237,12 +237,17 @@ class LmdbEnv:
         Raises:
             lmdb.NotFoundError: If the database does not exist and may not be created.
             StoreCorruptError: If the file is damaged where the database's root is kept.
+            StorageFullError, StoreWriteError: If creating it was refused (see `write`).
         """
         try:
             return self.env.open_db(name.encode(), dupsort=dupsort, dupfixed=dupfixed,
                                     create=create and not self.readonly)
         except DAMAGE as error:
             raise self.damaged(error) from None
+        except lmdb.NotFoundError:
+            raise
+        except lmdb.Error as error:  # its creation commits
+            raise refused(self.path, error) from None
 
     def database_names(self) -> list[str]:
         """The names of every named database in the environment.

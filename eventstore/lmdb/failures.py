@@ -59,6 +59,8 @@ def why(error: BaseException) -> str:
     said = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
     if number in _CAUSES:
         return f"{_CAUSES[number][0]} ({said})"
+    if number in _FULL:
+        return f"the disk holding it is full or failing ({said})"
     return f"LMDB: {said}" if isinstance(error, lmdb.Error) else said
 
 

@@ -14,8 +14,9 @@ import time
 from pathlib import Path
 
 from chronograph.eventstore.errors import StoreOpenError
-from chronograph.eventstore.files import DATA_FILE, STORE_FILES, store_of
-from chronograph.eventstore.lmdb.datafile import MAGIC, never_committed
+from chronograph.eventstore.files import DATA_FILE, LOCK_FILE, STORE_FILES, store_of
+from chronograph.eventstore.lmdb.datafile import MAGIC, half_made, never_committed
+from chronograph.eventstore.lmdb.holders import LOCK_BYTES, unheld
 
 __all__ = ["MAKING", "being_made", "check_path"]
 
@@ -55,25 +56,36 @@ def check_path(path: Path, *, create: bool) -> bool:
                                  "is under way (a command that writes, such as serve or import, makes it there)")
         if set(os.listdir(path)) - set(STORE_FILES):
             return False  # not only LMDB's own files: not a folder to take over (refused as before)
+        if half_made(path / DATA_FILE) and unheld(path):  # (another process may be writing its meta pages)
+            os.truncate(path / DATA_FILE, 0)
         return True  # made again: nothing was ever in it
     raise StoreOpenError(f"there is no store at {path}")
 
 
 def being_made(folder: Path) -> bool:
-    """Whether `folder` may become a store: it is empty, or holds only an LMDB lock file made in the
-    last `MAKING` seconds (empty, or LMDB's), as another process opening a new store there has
-    made it before its data file. A user's file of that name, or one a store left when its data
-    file went, is not taken over (its absence is what to notice)."""
+    """Whether `folder` may become a store: it is empty, or holds only an LMDB lock file that is
+    either made in the last `MAKING` seconds (empty, zeros or LMDB's), as another process opening a
+    new store there has made it before its data file, or holds nothing (zeros: LMDB never set it up,
+    as when a full disk stopped the making) and no process has it open. A user's file of that name,
+    or one LMDB set up and a store left when its data file went, is not taken over (its absence is
+    what to notice)."""
     entries = os.listdir(folder)
     if not entries:
         return True
-    if entries != ["lock.mdb"]:
+    if entries != [LOCK_FILE]:
         return False
     try:
-        with (folder / "lock.mdb").open("rb") as file:
+        with (folder / LOCK_FILE).open("rb") as file:
             stat = os.fstat(file.fileno())
-            head = file.read(4)
+            content = file.read(_LOOKED_AT)
     except OSError:
         return False
-    fresh = time.time() - stat.st_mtime < MAKING
-    return fresh and (len(head) < 4 or struct.unpack("=I", head)[0] == MAGIC)  # being written, or LMDB's
+    zeros = content.count(0) == len(content) and stat.st_size <= _LOOKED_AT
+    lmdbs = len(content) >= 4 and struct.unpack_from("=I", content)[0] == MAGIC
+    if time.time() - stat.st_mtime < MAKING and (zeros or lmdbs):
+        return True
+    return zeros and unheld(folder)
+
+
+_LOOKED_AT = 4 * LOCK_BYTES
+"""The most of a lock file alone `being_made` reads (LMDB's is `LOCK_BYTES`)."""

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import lmdb
@@ -222,3 +224,64 @@ def test_a_lock_file_alone_that_is_not_a_store_being_made_is_not_taken_over(tmp_
     with pytest.raises(StoreOpenError, match="not empty"):
         LmdbLog(folder)
     assert os.listdir(folder) == ["lock.mdb"]
+
+
+def test_a_lock_file_of_zeros_alone_that_no_process_holds_is_a_creation_cut_off_and_made_again(tmp_path: Path) -> None:
+    """A full disk stopped the making after LMDB sized its lock file and before it set it up (it
+    died of SIGBUS): the folder was refused for good as "not empty and holds no Chronograph store"."""
+    folder = tmp_path / "store"
+    folder.mkdir()
+    (folder / "lock.mdb").write_bytes(bytes(16_512))
+    os.utime(folder / "lock.mdb", (0, 0))
+    with LmdbLog(folder) as store:
+        assert store.head() == 0
+
+
+def test_a_lock_file_of_zeros_alone_that_a_process_holds_is_not_taken_over(tmp_path: Path) -> None:
+    import fcntl
+
+    folder = tmp_path / "store"
+    folder.mkdir()
+    (folder / "lock.mdb").write_bytes(bytes(16_512))
+    os.utime(folder / "lock.mdb", (0, 0))
+    with (folder / "lock.mdb").open("rb") as held:
+        fcntl.flock(held, fcntl.LOCK_SH)  # as every opening of the store holds it
+        with pytest.raises(StoreOpenError, match="not empty"):
+            LmdbLog(folder)
+
+
+def test_a_data_file_holding_its_first_meta_page_alone_is_a_creation_cut_off_and_made_again(store_path: Path) -> None:
+    """A full disk took the second meta page: every command said the store was truncated and
+    should be restored from a backup, though it never held anything."""
+    lmdb.open(str(store_path), max_dbs=4).close()
+    os.truncate(store_path / "data.mdb", 4096)
+    with pytest.raises(StoreOpenError, match="cut off before its first commit"):
+        LmdbLog(store_path, readonly=True)
+    written_and_read_back(store_path)
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    """A small filesystem with no room left (needs root, to mount it)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small filesystem here (needs root)")
+    try:
+        with (mount / "filler").open("wb", buffering=0) as filler, contextlib.suppress(OSError):
+            while filler.write(bytes(4096)):
+                pass
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_store_made_on_a_full_disk_is_refused_in_words_then_made_once_there_is_room(full_disk: Path) -> None:
+    """LMDB maps a lock file it sized without giving it blocks: on a full tmpfs the process died of
+    SIGBUS at its first write there, and left a folder every later start refused."""
+    opening = [sys.executable, "-c", f"from chronograph.eventstore import LmdbLog; LmdbLog({str(full_disk / 's')!r})"]
+    done = subprocess.run(opening, capture_output=True, text=True)
+    assert done.returncode == 1, done  # an error, not a signal
+    assert "StoreOpenError: cannot make the store at" in done.stderr and "No space left" in done.stderr
+    os.remove(full_disk / "filler")
+    written_and_read_back(full_disk / "s")

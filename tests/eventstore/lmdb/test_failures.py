@@ -168,3 +168,25 @@ def test_a_map_that_cannot_grow_for_want_of_address_space_refuses_the_write_and_
         assert log.head() == 1
         log.append(created("c"), actor="t")
         assert [entry.event.name for entry in log.read_all()] == ["a", "c"]  # type: ignore[attr-defined]
+
+
+def test_a_database_whose_creation_the_full_disk_refuses_is_a_storage_full_error(store_path: Path) -> None:
+    """Opening the views creates their databases, which commits: a traceback on a nearly full disk."""
+
+    class Full:
+        def __init__(self, env: lmdb.Environment) -> None:
+            self.env = env
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.env, name)
+
+        def open_db(self, *_: object, **__: object) -> None:
+            raise lmdb.DiskError("mdb_txn_commit: No space left on device")
+
+    with LmdbLog(store_path) as log:
+        real, log.environment.env = log.environment.env, Full(log.environment.env)  # type: ignore[assignment]
+        try:
+            with pytest.raises(StorageFullError, match="full or failing .*No space left on device.*nothing was"):
+                log.environment.open_db("views")
+        finally:
+            log.environment.env = real
