@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -24,6 +23,7 @@ from chronograph.eventstore import (
     StreamWrite,
 )
 from chronograph.eventstore.keys import pack_u32
+from support.disks import full_filesystem
 
 
 def written_and_read_back(store_path: Path) -> None:
@@ -262,18 +262,8 @@ def test_a_data_file_holding_its_first_meta_page_alone_is_a_creation_cut_off_and
 
 @pytest.fixture
 def full_disk(tmp_path: Path) -> Iterator[Path]:
-    """A small filesystem with no room left (needs root, to mount it)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True).returncode:
-        pytest.skip("cannot mount a small filesystem here (needs root)")
-    try:
-        with (mount / "filler").open("wb", buffering=0) as filler, contextlib.suppress(OSError):
-            while filler.write(bytes(4096)):
-                pass
-        yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], check=True)
+    with full_filesystem(tmp_path / "disk") as disk:
+        yield disk
 
 
 def test_a_store_made_on_a_full_disk_is_refused_in_words_then_made_once_there_is_room(full_disk: Path) -> None:
