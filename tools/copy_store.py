@@ -56,17 +56,22 @@ def run(args: argparse.Namespace) -> int:
         return 2
     began = time.perf_counter()
     progress = Progress()
+    phase = ""
     try:
         with closing(open_log(source, readonly=True, create=False)) as src, closing(open_log(target)) as dst, \
                 dst.exclusive():  # no other process writes it until it is checked
+            phase = "the copy stopped: "
             copied = copy_log(src, dst, lambda done, total: _step(progress, "copy", done, total), kept=True)
             progress.finish()
+            phase = "the log was copied, but checking it failed: "
             problems = verify_copy(src, dst, lambda done, total: _step(progress, "check", done, total))
             progress.finish()
             head = dst.head()
     except (EventStoreError, ProjectionError) as error:
         progress.finish()
-        print(f"chronograph copy: {error}", file=sys.stderr)
+        again = " (what it copied stays: run it again once that is remedied, and it goes on from there)" \
+            if phase.startswith("the copy") else " (run it again to check it)" if phase else ""
+        print(f"chronograph copy: {phase}{error}{again}", file=sys.stderr)
         return 2
     for problem in problems[:50]:
         print(f"  {problem}", file=sys.stderr)

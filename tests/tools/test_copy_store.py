@@ -44,3 +44,21 @@ def test_a_copy_whose_views_cannot_be_built_says_its_log_was_copied_and_checked(
     assert said.startswith("chronograph copy: copied 30 events (30 in all) from ")
     assert "checked event for event: identical; but its views could not be built: the disk holding" in said
     assert f"`chronograph replay --rebuild --store {tmp_path / 'copy'}` builds them" in said
+
+
+def test_a_copy_that_stops_on_a_full_disk_says_what_it_copied_stays_and_a_second_run_goes_on(
+        source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from chronograph.eventstore import copying
+
+    real = copying.copy_log
+
+    def stopped(src: object, dst: object, *_: object, **__: object) -> int:
+        raise StorageFullError(f"the disk holding {tmp_path / 'copy'} is full; nothing was written")
+
+    monkeypatch.setattr(copy_store, "copy_log", stopped)
+    assert copy_store.main(["--from", str(source), "--to", str(tmp_path / "copy")]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith("chronograph copy: the copy stopped: the disk holding")
+    assert "(what it copied stays: run it again once that is remedied, and it goes on from there)" in said
+    monkeypatch.setattr(copy_store, "copy_log", real)
+    assert copy_store.main(["--from", str(source), "--to", str(tmp_path / "copy")]) == 0
