@@ -36,8 +36,8 @@ _CAUSES: dict[int, tuple[str, str]] = {
 """Causes a write cannot get past by itself: what it means, and what to do."""
 _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EIO)
 """A disk full (or over a quota) or failing: `StorageFullError`, as the map's ceiling is."""
-_CLASSES: dict[type[lmdb.Error], int] = {lmdb.DiskError: errno.ENOSPC, lmdb.MemoryError: errno.ENOMEM,
-                                         lmdb.ReadonlyError: errno.EACCES}
+_CLASSES: dict[type[BaseException], int] = {lmdb.DiskError: errno.ENOSPC, lmdb.MemoryError: errno.ENOMEM,
+                                                lmdb.ReadonlyError: errno.EACCES}
 _WORDS = {os.strerror(number): number for number in (*_CAUSES, *_FULL)}
 
 
