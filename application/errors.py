@@ -7,6 +7,7 @@ with this text), the command line into a one-line message and an exit code.
 
 from __future__ import annotations
 
+import tempfile
 from typing import Any, ClassVar
 
 import msgspec
@@ -22,6 +23,7 @@ __all__ = [
     "NotFoundError",
     "ReplyTooLargeError",
     "RequestReplayError",
+    "ScratchError",
     "SourceChangedError",
     "StorageError",
     "UnavailableError",
@@ -158,6 +160,16 @@ class StorageError(ChronographError):
     the message says)."""
 
     code = "storage"
+
+
+class ScratchError(StorageError):
+    """The temporary folder could not hold what a command keeps there while it runs (an import's
+    index of names, another server's memory as records): the folder's failing, not the source's."""
+
+    def __init__(self, what: str, error: BaseException) -> None:
+        said = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        super().__init__(f"the temporary folder {tempfile.gettempdir()} could not hold {what} ({said}); free some "
+                         "space there, or set $TMPDIR to a folder with room, and run it again")
 
 
 class ReplyTooLargeError(ChronographError):

@@ -50,6 +50,11 @@ class StorageFullError(EventStoreError):
     """The disk or the configured map ceiling is full; the write was rolled back."""
 
 
+class StoreWriteError(EventStoreError):
+    """The system refused a write to the store's files (a read-only filesystem, permissions, a limit of
+    the process); nothing was written."""
+
+
 class StreamFullError(EventStoreError):
     """A stream's version or the log's position is past what the store's format numbers; nothing was written."""
 

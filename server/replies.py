@@ -95,9 +95,12 @@ class ReplyCache:
         "stateless:2026-07-28": the generation and the version)."""
         if self.db is None:
             return None
-        with self.lock, self.env.read() as txn:
-            value = txn.get(self._key(method, protocol), db=self.db)
-            return None if value is None else bytes(value)
+        try:
+            with self.lock, self.env.read() as txn:
+                value = txn.get(self._key(method, protocol), db=self.db)
+                return None if value is None else bytes(value)
+        except (EventStoreError, lmdb.Error):
+            return None  # the SDK answers then (and the call says what is wrong with the store)
 
     def put(self, method: str, protocol: str, result: bytes) -> None:
         """Keep the SDK's JSON result of `method` (nothing happens on a read-only store, and a

@@ -19,6 +19,7 @@ imported only when a server starts.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import signal
 import sys
@@ -119,6 +120,28 @@ def _run(module: Any, args: argparse.Namespace) -> int:
     except StoreOpenError as error:  # a store named by $CHRONOGRAPH_STORE refused where a command reads it
         print(f"chronograph {args.command}: {error}", file=sys.stderr)
         return 2
+    except (MemoryError, ImportError) as error:  # a limit of the whole process: one line, as `restore` says it
+        if isinstance(error, ImportError) and "failed to map segment" not in str(error):  # (a library, same cause)
+            raise
+        print(f"chronograph {args.command}: out of memory (the machine's, or this process's address space: "
+              "ulimit -v); the store holds what was committed before it: run it again with more memory",
+              file=sys.stderr)
+        return 2
+    except OSError as error:
+        if error.errno not in (errno.EMFILE, errno.ENFILE):
+            raise
+        print(f"chronograph {args.command}: {error.strerror} ({_open_files()}); raise the limit and run it again",
+              file=sys.stderr)
+        return 2
+
+
+def _open_files() -> str:
+    """What limits the files this process may open, as a message says it."""
+    try:
+        import resource  # noqa: PLC0415 (Unix only, and only here)
+    except ImportError:
+        return "the system's limit"
+    return f"this process may have {resource.getrlimit(resource.RLIMIT_NOFILE)[0]} open: ulimit -n"
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from chronograph.application.engine.config import resolve_store
 from chronograph.application.engine.stores import is_database_url, open_log, shown, store_exists
 from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.copying import copy_log, verify_copy
+from chronograph.eventstore.errors import advised
 from chronograph.eventstore.lmdb import resident
 from chronograph.projections import ProjectionError
 from chronograph.tools.common.parsing import script_main, store_location
@@ -55,29 +56,41 @@ def run(args: argparse.Namespace) -> int:
         return 2
     began = time.perf_counter()
     progress = Progress()
+    phase = ""
     try:
         with closing(open_log(source, readonly=True, create=False)) as src, closing(open_log(target)) as dst, \
                 dst.exclusive():  # no other process writes it until it is checked
+            phase = "the copy stopped: "
             copied = copy_log(src, dst, lambda done, total: _step(progress, "copy", done, total), kept=True)
             progress.finish()
+            phase = "the log was copied, but checking it failed: "
             problems = verify_copy(src, dst, lambda done, total: _step(progress, "check", done, total))
             progress.finish()
             head = dst.head()
-        if not problems and not is_database_url(target):  # a store folder keeps its views beside the log
-            with Memory(target, progress=progress) as memory:
-                keep_startup_state(memory)
-            progress.finish()
     except (EventStoreError, ProjectionError) as error:
         progress.finish()
-        print(f"chronograph copy: {error}", file=sys.stderr)
+        again = " (what it copied stays: run it again once that is remedied, and it goes on from there)" \
+            if phase.startswith("the copy") else " (run it again to check it)" if phase else ""
+        print(f"chronograph copy: {phase}{error}{again}", file=sys.stderr)
         return 2
     for problem in problems[:50]:
         print(f"  {problem}", file=sys.stderr)
     if problems:
         print(f"chronograph copy: the copy differs from the source in {len(problems)} place(s)", file=sys.stderr)
         return 1
-    print(f"copied {copied:,} events ({head:,} in all) from {shown(source)} to {shown(target)} in "
-          f"{time.perf_counter() - began:.1f} s; checked event for event: identical")
+    done = (f"copied {copied:,} events ({head:,} in all) from {shown(source)} to {shown(target)} in "
+            f"{time.perf_counter() - began:.1f} s; checked event for event: identical")
+    if not is_database_url(target):  # a store folder keeps its views beside the log
+        try:
+            with Memory(target, progress=progress) as memory:
+                keep_startup_state(memory)
+            progress.finish()
+        except (EventStoreError, ProjectionError) as error:  # the log is whole: only what is derived from it failed
+            progress.finish()
+            print(f"chronograph copy: {done}; but its views could not be built: {error}. "
+                  f"{advised('replay --rebuild', str(target))} builds them (so does the first server)", file=sys.stderr)
+            return 2
+    print(done)
     return 0
 
 

@@ -47,7 +47,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
 from chronograph.application import Memory
 from chronograph.application.engine.config import resolve_store
 from chronograph.application.engine.stores import store_exists
-from chronograph.application.errors import ChronographError, InvalidArgumentsError
+from chronograph.application.errors import ChronographError, InvalidArgumentsError, ScratchError
 from chronograph.application.lifecycle.from_agentmemory import TeamReport
 from chronograph.application.lifecycle.importing import NOT_JSON, FileImport, ImportReport
 from chronograph.application.lifecycle.importwriter import context_changes
@@ -92,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
             return _run_file(args, staged, source.actor)
     except SourceError as error:
         print(f"chronograph import: {error}", file=sys.stderr)
+        return 2
+    except ScratchError as error:  # (met while writing, it is said with what was written: see `_run_file`)
+        print(f"chronograph import: nothing was written: {error}", file=sys.stderr)
         return 2
     except OSError as error:
         print(f"chronograph import: cannot read {args.file}: {error.strerror or error}", file=sys.stderr)

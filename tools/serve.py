@@ -338,12 +338,19 @@ def run(args: argparse.Namespace) -> int:
             return 2
     runtime = Runtime(settings, offload=args.http)
     try:
-        adopt_memory_file(runtime.open())
+        memory = runtime.open()
     except (EventStoreError, ProjectionError, ChronographError) as error:
         print(f"chronograph: {error}", file=sys.stderr)
         if sock is not None:
             sock.close()
         return 2
+    try:
+        adopt_memory_file(memory)
+    except (EventStoreError, ProjectionError, ChronographError, OSError) as error:  # the store serves as it is
+        said = f"cannot read it: {error.strerror or error}" if isinstance(error, OSError) else str(error)
+        print(f"chronograph: ${MEMORY_FILE_ENV} ({os.environ.get(MEMORY_FILE_ENV)}) was not imported: {said}; "
+              "serving the store as it is (the next start given the variable imports it, or finishes what it "
+              "wrote)", file=sys.stderr)
     tokens = None
     if sock is not None:
         from chronograph.server.tokens import store_tokens

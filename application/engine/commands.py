@@ -23,6 +23,7 @@ from chronograph.eventstore import (
     LogTransaction,
     StorageFullError,
     StoreUnavailableError,
+    StoreWriteError,
 )
 from chronograph.eventstore.keys import digest
 from chronograph.projections import LmdbState, ProjectionError
@@ -105,6 +106,7 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
         return Written(output, changed=bool(writes))
 
     batches: list[Batch] = []  # the last one ran in the transaction that committed
+    stored = False
     try:
         with memory.lock:
             try:
@@ -113,6 +115,7 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
                 if memory.teams.dirty:
                     memory.teams.discard()
                 raise
+            stored = True
             memory.teams.committed()
             if written.changed:
                 for hook in memory.after_commit:
@@ -122,14 +125,8 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
                 for then in batches[-1].afterwards:
                     output = then(output)
                 written = msgspec.structs.replace(written, output=output)
-    except StorageFullError as error:
-        raise StorageError(str(error)) from None
-    except ConcurrencyError as error:  # only if the views were wrong about a version
-        raise ChronographError(f"{error}; nothing was written") from None
-    except StoreUnavailableError as error:  # it says itself what may have been stored
-        raise StorageError(f"The store could not take the write: {error}") from None
     except (EventStoreError, ProjectionError) as error:
-        raise StorageError(f"The store could not take the write: {error}; nothing was written") from None
+        raise _refusal(error, stored) from None
     if batches and batches[-1].unlocked and not written.replayed:
         output = written.output
         for then in batches[-1].unlocked:
@@ -138,6 +135,20 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
     if key is not None and batches and not written.replayed and (batches[-1].afterwards or batches[-1].unlocked):
         _keep_final(memory, key, fingerprint, written.output)
     return written
+
+
+def _refusal(error: EventStoreError | ProjectionError, stored: bool) -> ChronographError:
+    """What a write's caller is told of `error`, met before its commit landed or after (`stored`:
+    in what followed it, such as an erasure's hooks)."""
+    if stored:
+        return StorageError(f"The write was stored, but what follows it could not be done: {error}")
+    if isinstance(error, StorageFullError | StoreWriteError):  # each says what to do, and that nothing was written
+        return StorageError(str(error))
+    if isinstance(error, ConcurrencyError):  # only if the views were wrong about a version
+        return ChronographError(f"{error}; nothing was written")
+    if isinstance(error, StoreUnavailableError):  # it says itself what may have been stored
+        return StorageError(f"The store could not take the write: {error}")
+    return StorageError(f"The store could not take the write: {error}; nothing was written")
 
 
 def _keep_final(memory: Memory, key: str, fingerprint: bytes, output: Out) -> None:

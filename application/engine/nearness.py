@@ -60,10 +60,12 @@ class Nearness:
         searched = self._searched(snapshot)
         checkpoint = searched.refresh(snapshot.graph.txn, snapshot.log)
         if checkpoint == 0 and snapshot.graph.position > 0:
+            problem = self._semantic.problem  # (a full disk, an endpoint down: it retries, but says why it is stuck)
             raise UnavailableError(
                 "Nothing is embedded yet: semantic search answers once the embedding projector has "
-                f"caught up with the log (at position 0 of {snapshot.graph.position}; a large store takes "
-                "minutes the first time). Meanwhile use mode ranked or fuzzy."
+                f"caught up with the log (at position 0 of {snapshot.graph.position}; "
+                + (f"it cannot go on now: {problem}" if problem else "a large store takes minutes the first time")
+                + "). Meanwhile use mode ranked or fuzzy."
             )
         return searched.nearest(workspace, vector, depth), checkpoint
 

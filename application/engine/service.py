@@ -12,7 +12,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -22,6 +21,7 @@ from chronograph.application.engine.arguments import Args, parse, parse_checked
 from chronograph.application.engine.background import IMAGE_IDLE, following, keeping
 from chronograph.application.engine.commands import Written, commit
 from chronograph.application.engine.config import model_cache
+from chronograph.application.engine.erasing import finish_scrubbing, scrub_store
 from chronograph.application.engine.exportdir import ExportDir
 from chronograph.application.engine.outputs import Out
 from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
@@ -68,9 +68,6 @@ back (see `eventstore.lmdb.resident`)."""
 CLOSING_PATIENCE = 0.5
 """Seconds a closing store waits for a log out of reach (its database gone) before it gives up
 keeping its search images; the next process builds them instead."""
-_OPEN_SCRUB_WAIT = 2.0
-"""Seconds an open that finishes an erasure's scrub waits for another process's readers (those
-it cannot wait out are left to the next open)."""
 
 
 def _by_meaning(spec: Tool, args: Any) -> str | None:
@@ -166,7 +163,7 @@ class Memory:
 
                 self.semantic = Semantic(self.views, embedder, self.lock, open_weigher() if term_weights else None)
             if not readonly:
-                self._finish_scrubbing()
+                finish_scrubbing(self)
         except BaseException:
             self._close_store()
             raise
@@ -252,8 +249,8 @@ class Memory:
             try:  # the image keeper, if it is saving, has finished once the lock is taken
                 with self.log.patience(CLOSING_PATIENCE), self.lock:
                     self.views.search.save(every=None)  # only what changed: a whole image of 1M entities takes 1 s
-            except (EventStoreError, ProjectionError):
-                pass  # an image is an optimisation: the next process builds the index instead
+            except Exception:  # noqa: BLE001 (an image is an optimisation: the next process builds the index instead)
+                pass
         with self.lock.bare():  # closing needs nothing of a log out of reach
             self._close_store()
 
@@ -271,31 +268,9 @@ class Memory:
             return self.views.prepare_search(between=lambda: resident.release(RESIDENT))
 
     def scrub(self, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
-        """Overwrite what erasures left in the store's files: the log's, and the views' cache
-        when they live apart (see `EventLog.scrub`), waiting up to `timeout` seconds for readers
-        that may still see old pages. Call it holding the lock, outside any transaction.
-
-        The views' table of types is rewritten first (`Views.repack`): a type only an erased entity
-        had may be a separator in it, which `needles` (names) never match; so `chronograph scrub`
-        takes it out of a store an earlier version's forget left it in, too."""
-        self.views.repack()
-        done = self.log.scrub(needles, timeout)
-        if self.cache is not None:
-            local = self.cache.scrub(b"scrub", needles, timeout)
-            if not local.held:
-                self.views.scrubbed()
-            done = Scrubbed(done.zeroed + local.zeroed, done.held + local.held, done.unreached)
-        return done
-
-    def _finish_scrubbing(self) -> None:
-        """Scrub now if an erasure committed and its scrub never finished (a process killed
-        between the two, or a scrub readers held back): its old bytes stay in the file's free
-        pages until a scrub, and nothing else would ever start one."""
-        with self.log.read() as log:
-            pending = log.erasures() > log.scrubbed_through()
-        if pending:
-            with self.lock, suppress(EventStoreError):  # what fails is said by `chronograph scrub`, which retries
-                self.scrub(timeout=_OPEN_SCRUB_WAIT)
+        """Overwrite what erasures left in the store's files (see `erasing.scrub_store`). Call it
+        holding the lock, outside any transaction."""
+        return scrub_store(self, needles, timeout)
 
     def store_bytes(self) -> int:
         """What the store takes on disk (log and views)."""
@@ -429,11 +404,16 @@ class Memory:
                 self._save_search()
                 return output
         output = self._handled(spec, args, reply_limit)  # one that asks the word indexes takes their lock
-        if self.views.search.due() and self.lock.acquire(blocking=False):  # a write: under the lock, if free
+        if self.views.search.due():
             try:
-                self._save_search()
-            finally:
-                self.lock.release()
+                free = self.lock.acquire(blocking=False)  # a write: under the lock, if free
+            except Exception:  # noqa: BLE001 (taking it from free refreshes the store: the answer stands)
+                return output
+            if free:
+                try:
+                    self._save_search()
+                finally:
+                    self.lock.release()
         return output
 
     def _handled(self, spec: Tool, args: Any, reply_limit: int | None) -> Out:
@@ -448,8 +428,11 @@ class Memory:
             self._answering.call = outer
 
     def _save_search(self) -> None:
+        """Keep the images of indexes that ran far ahead of them, after a read (outside it): an
+        optimisation, so whatever stops it (a full disk, a read-only filesystem, a store that
+        could not be reopened) leaves the answer standing; the next save, or process, keeps them."""
         try:
-            self.views.search.save()  # when an index ran far ahead of its image (outside the read)
-        except (EventStoreError, ProjectionError):
-            pass  # kept next time; the answer stands
+            self.views.search.save()
+        except Exception:  # noqa: BLE001
+            pass
 

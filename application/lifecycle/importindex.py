@@ -17,11 +17,14 @@ import json
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
+from functools import wraps
+from inspect import isgeneratorfunction
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from chronograph.application.errors import ScratchError
 from chronograph.eventstore.files import sweep_orphans
 
 __all__ = ["FileIndex", "sweep"]
@@ -41,9 +44,39 @@ def sweep() -> int:
     return sweep_orphans(Path(tempfile.gettempdir()), _PREFIX)
 
 
-class FileIndex:
-    """Entity names and relations of one file, by workspace section (0: the import's own)."""
+F = TypeVar("F", bound=Callable[..., Any])
+_WHAT = "the import's index of names"
 
+
+def _scratch(method: F) -> F:
+    """`method`, raising `ScratchError` for what the temporary folder refuses (full, read-only,
+    gone: SQLite's "database or disk is full" named no folder, and crashed the command)."""
+    if isgeneratorfunction(method):
+        @wraps(method)
+        def walk(*args: Any, **kwargs: Any) -> Any:
+            try:
+                yield from method(*args, **kwargs)
+            except (sqlite3.OperationalError, OSError) as error:
+                raise ScratchError(_WHAT, error) from None
+
+        return walk  # type: ignore[return-value]
+
+    @wraps(method)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except (sqlite3.OperationalError, OSError) as error:
+            raise ScratchError(_WHAT, error) from None
+
+    return run  # type: ignore[return-value]
+
+
+class FileIndex:
+    """Entity names and relations of one file, by workspace section (0: the import's own).
+
+    Its methods raise `ScratchError` when the temporary folder cannot hold it."""
+
+    @_scratch
     def __init__(self) -> None:
         with suppress(OSError):  # best effort
             sweep()
@@ -74,11 +107,13 @@ class FileIndex:
 
     # --- filling it (the checking pass) ---------------------------------------------------
 
+    @_scratch
     def add_entities(self, section: int, names: Iterable[tuple[str, int]]) -> None:
         """Note (name, line) pairs; a name already noted keeps its first line."""
         self.db.executemany("INSERT OR IGNORE INTO entities VALUES (?, ?, ?)",
                             [(section, name, line) for name, line in names])
 
+    @_scratch
     def add_relations(self, section: int, relations: Iterable[Noted]) -> None:
         """Note ((from, to, type), line, fields) triples; a relation already noted keeps its first
         line, and the first fields any of its lines gave."""
@@ -89,14 +124,17 @@ class FileIndex:
                             "AND target = ? AND fields IS NULL",
                             [(fields, section, s, k, t) for section, s, k, t, _, fields in rows if fields])
 
+    @_scratch
     def add_bad(self, lines: Iterable[tuple[int, int]]) -> None:
         """Note (section, line) of entity records the check refused, in file order."""
         self.db.executemany("INSERT INTO bad VALUES (?, ?)", list(lines))
 
+    @_scratch
     def add_refused(self, section: int, names: Iterable[tuple[str, int]]) -> None:
         """Note (name, line) of entity records the check refused that name an entity."""
         self.db.executemany("INSERT INTO refused VALUES (?, ?, ?)", [(section, name, line) for name, line in names])
 
+    @_scratch
     def finish(self) -> None:
         """End the filling: commit, and index relations by line for the writing pass."""
         self.db.execute("CREATE INDEX relations_by_line ON relations (section, line)")
@@ -104,14 +142,17 @@ class FileIndex:
 
     # --- reading it -----------------------------------------------------------------------
 
+    @_scratch
     def entities(self, section: int) -> int:
         """How many distinct entity names the section holds."""
         return int(self.db.execute("SELECT count(*) FROM entities WHERE section = ?", (section,)).fetchone()[0])
 
+    @_scratch
     def relations(self, section: int) -> int:
         """How many distinct relations the section holds."""
         return int(self.db.execute("SELECT count(*) FROM relations WHERE section = ?", (section,)).fetchone()[0])
 
+    @_scratch
     def first_lines(self, section: int, names: Iterable[str]) -> dict[str, int]:
         """name -> the line where the section first names it, for those of `names` it names."""
         found: dict[str, int] = {}
@@ -123,6 +164,7 @@ class FileIndex:
                                          (section, *chunk)))
         return found
 
+    @_scratch
     def refused(self, section: int, names: Iterable[str]) -> dict[str, int]:
         """name -> the first line naming it that the check refused, for those of `names` it refused."""
         found: dict[str, int] = {}
@@ -135,12 +177,14 @@ class FileIndex:
                 found[name] = line
         return found
 
+    @_scratch
     def names(self, section: int, size: int) -> Iterator[list[str]]:
         """The section's entity names, `size` at a time."""
         rows = self.db.execute("SELECT name FROM entities WHERE section = ?", (section,))
         while chunk := rows.fetchmany(size):
             yield [name for (name,) in chunk]
 
+    @_scratch
     def unknown_ends(self, section: int) -> Iterator[tuple[int, str, str, str]]:
         """(line, from, to, type) of the relations one of whose ends the section does not name
         as an entity, in line order (SQLite joins them; none come back when every end is there)."""
@@ -150,19 +194,23 @@ class FileIndex:
             "NOT EXISTS (SELECT 1 FROM entities e WHERE e.section = ?1 AND e.name = r.target)) ORDER BY line",
             (section,))
 
+    @_scratch
     def drop_relations(self, section: int, lines: Iterable[int]) -> None:
         """Forget the relations first met on `lines` (whose ends are nowhere), once `drop_noted` runs."""
         self.db.executemany("INSERT INTO dangling VALUES (?, ?)", [(section, line) for line in lines])
 
+    @_scratch
     def drop_noted(self) -> None:
         """Forget the relations `drop_relations` noted."""
         self.db.execute("DELETE FROM relations WHERE (section, line) IN (SELECT section, line FROM dangling)")
         self.db.execute("DELETE FROM dangling")
 
+    @_scratch
     def bad_entities(self) -> Iterator[tuple[int, int]]:
         """(section, line) of the entity records the check refused, in file order."""
         yield from self.db.execute("SELECT section, line FROM bad ORDER BY rowid")
 
+    @_scratch
     def relation_batches(self, section: int, size: int) -> Iterator[list[tuple[int, str, str, str, dict[str, Any]]]]:
         """(line, from, to, type, fields) of the section's relations, in line order, `size` at a time."""
         last = -1

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from chronograph.application.errors import InvalidArgumentsError
+from chronograph.application.errors import InvalidArgumentsError, ScratchError
 from chronograph.application.lifecycle.importrecords import records
 
 __all__ = ["OFFICIAL", "SOURCES", "Placed", "Source", "SourceError", "Staged", "choose", "provenance", "register",
@@ -195,25 +195,53 @@ def stage(source: Source, path: Path, workspace: str) -> Iterator[Staged]:
 
     Raises:
         SourceError: If the source cannot be read as its format (nothing was written).
+        ScratchError: If the temporary folder cannot hold the records (nothing was written).
         OSError: If it cannot be read at all.
     """
     if source.read is None:
         yield Staged(path, read=False)
         return
-    with tempfile.TemporaryDirectory(prefix=f"chronograph-import-{os.getpid()}-") as folder:  # see importindex.sweep
+    try:
+        made = tempfile.TemporaryDirectory(prefix=f"chronograph-import-{os.getpid()}-")  # see importindex.sweep
+    except OSError as error:
+        raise ScratchError(_STAGED, error) from None
+    with made as folder:
         where_from = Path(folder) / "places.jsonl"
         staged = Staged(Path(folder) / "records.jsonl", places=where_from)
         counts = staged.counts.setdefault(workspace, Counts())
-        with staged.path.open("wb") as out, where_from.open("wb") as places:
-            for where, record in source.read(path, workspace):
-                kind = record.get("type")
-                if kind == "workspace":
-                    counts = staged.counts.setdefault(record["name"], Counts())
-                else:
-                    _count(counts, record)
-                out.write(_encode(record) + b"\n")
-                places.write(_encode(where) + b"\n")
+        try:
+            with staged.path.open("wb") as out, where_from.open("wb") as places:
+                for where, record in _read(source, path, workspace):
+                    kind = record.get("type")
+                    if kind == "workspace":
+                        counts = staged.counts.setdefault(record["name"], Counts())
+                    else:
+                        _count(counts, record)
+                    out.write(_encode(record) + b"\n")
+                    places.write(_encode(where) + b"\n")
+        except _Unread as unread:
+            raise unread.error from None
+        except OSError as error:  # writing in the temporary folder, not reading the source
+            raise ScratchError(_STAGED, error) from None
         yield staged
+
+
+_STAGED = "another server's memory as records"
+
+
+class _Unread(Exception):
+    """An error reading the source, carried past the handler of the temporary folder's."""
+
+    def __init__(self, error: OSError) -> None:
+        self.error = error
+
+
+def _read(source: Source, path: Path, workspace: str) -> Iterator[Placed]:
+    assert source.read is not None
+    try:
+        yield from source.read(path, workspace)
+    except OSError as error:
+        raise _Unread(error) from None
 
 
 def _count(counts: Counts, record: Record) -> None:

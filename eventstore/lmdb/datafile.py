@@ -12,44 +12,19 @@ from __future__ import annotations
 
 import os
 import struct
-import time
 from pathlib import Path
 
 import lmdb
 from chronograph.eventstore.errors import StoreCorruptError, StoreOpenError
 
-__all__ = ["TAIL", "Tail", "being_made", "check_data_file", "database_names", "never_committed"]
+__all__ = ["MAGIC", "TAIL", "Tail", "check_data_file", "database_names", "half_made", "never_committed"]
 
 
 _META = struct.Struct("<II8xQI44x48xQQ")
 """An LMDB meta page after its 16-byte page header (64-bit builds): magic, version,
 (address), map size, page size (the free database's md_pad), (the rest of both
 databases), last page number, transaction id."""
-_MAGIC = 0xBEEFC0DE
-
-
-MAKING = 60.0
-"""Seconds a lock file alone is taken for another process making a store (see `being_made`)."""
-
-
-def being_made(folder: Path) -> bool:
-    """Whether `folder` may become a store: it is empty, or holds only an LMDB lock file made in the
-    last `MAKING` seconds (empty, or LMDB's), as another process opening a new store there has
-    made it before its data file. A user's file of that name, or one a store left when its data
-    file went, is not taken over (its absence is what to notice)."""
-    entries = os.listdir(folder)
-    if not entries:
-        return True
-    if entries != ["lock.mdb"]:
-        return False
-    try:
-        with (folder / "lock.mdb").open("rb") as file:
-            stat = os.fstat(file.fileno())
-            head = file.read(4)
-    except OSError:
-        return False
-    fresh = time.time() - stat.st_mtime < MAKING
-    return fresh and (len(head) < 4 or struct.unpack("=I", head)[0] == _MAGIC)  # being written, or LMDB's
+MAGIC = 0xBEEFC0DE
 
 
 def database_names(folder: Path) -> set[bytes]:
@@ -70,23 +45,40 @@ def database_names(folder: Path) -> set[bytes]:
 
 
 def never_committed(path: Path) -> bool:
-    """Whether the data file at `path` holds no commit: empty (LMDB had just made it), or both
-    meta pages at transaction 0 (as LMDB writes them when it makes the file). A store's creation
-    commits its databases at once, so such a file is a creation cut off before it did: nothing
-    was ever in it."""
+    """Whether the data file at `path` holds no commit: empty (LMDB had just made it), or its meta
+    pages at transaction 0 (as LMDB writes them when it makes the file), both or the first alone
+    (a full disk took the second: see `half_made`). A store's creation commits its databases at
+    once, so such a file is a creation cut off before it did: nothing was ever in it."""
     try:
         with path.open("rb") as file:
             if os.fstat(file.fileno()).st_size == 0:
                 return True
             first = file.read(16 + _META.size)
             magic, _, _, page_size, _, txnid = _META.unpack_from(first, 16)
-            if magic != _MAGIC or page_size < 512 or page_size & (page_size - 1) or txnid:
+            if magic != MAGIC or page_size < 512 or page_size & (page_size - 1) or txnid:
                 return False
             file.seek(page_size)
-            second = _META.unpack_from(file.read(16 + _META.size), 16)
+            second = file.read(16 + _META.size)
     except (OSError, struct.error):
         return False
-    return second[0] == _MAGIC and second[5] == 0
+    if len(second) < 16 + _META.size:
+        return True  # the first meta page alone
+    other = _META.unpack_from(second, 16)
+    return other[0] == MAGIC and other[5] == 0
+
+
+def half_made(path: Path) -> bool:
+    """Whether the data file at `path` holds LMDB's first meta page, at transaction 0, and not the
+    whole second: its making was cut short (a full disk). LMDB refuses such a file as not its own;
+    emptied, it makes it anew."""
+    try:
+        with path.open("rb") as file:
+            first = file.read(16 + _META.size)
+            magic, _, _, page_size, _, txnid = _META.unpack_from(first, 16)
+            size = os.fstat(file.fileno()).st_size
+    except (OSError, struct.error):
+        return False
+    return magic == MAGIC and txnid == 0 and 512 <= page_size and size < page_size + 16 + _META.size
 
 
 def check_data_file(path: Path) -> None:
@@ -102,7 +94,7 @@ def check_data_file(path: Path) -> None:
         with path.open("rb") as file:
             first = file.read(16 + _META.size)
             magic, _, _, page_size, last_page, txnid = _META.unpack_from(first, 16)
-            if magic != _MAGIC or page_size < 512 or page_size & (page_size - 1):
+            if magic != MAGIC or page_size < 512 or page_size & (page_size - 1):
                 raise StoreCorruptError(f"{path} is not an LMDB data file (its first page is not a meta page)")
             file.seek(page_size)
             second = file.read(16 + _META.size)
@@ -113,7 +105,7 @@ def check_data_file(path: Path) -> None:
         raise StoreCorruptError(f"{path} is truncated: {len(first)} bytes, shorter than its meta pages") from None
     if len(second) == 16 + _META.size:
         other = _META.unpack_from(second, 16)
-        if other[0] == _MAGIC and other[5] > txnid:
+        if other[0] == MAGIC and other[5] > txnid:
             last_page = other[4]
     needed = (last_page + 1) * page_size
     if size < needed:

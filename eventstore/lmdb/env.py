@@ -12,20 +12,28 @@ from __future__ import annotations
 
 import errno
 import os
-import struct
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TypedDict, TypeVar
 
 import lmdb
-from chronograph.eventstore.errors import EventStoreError, StorageFullError, StoreCorruptError, StoreOpenError, advised
-from chronograph.eventstore.files import DATA_FILE, STORE_FILES, store_of
-from chronograph.eventstore.lmdb.datafile import Tail, being_made, check_data_file, never_committed
+from chronograph.eventstore.errors import (
+    EventStoreError,
+    StorageFullError,
+    StoreCorruptError,
+    StoreOpenError,
+    StoreWriteError,
+    advised,
+)
+from chronograph.eventstore.files import DATA_FILE, LOCK_FILE
+from chronograph.eventstore.lmdb.datafile import Tail, check_data_file
+from chronograph.eventstore.lmdb.failures import cause, refused, why
 from chronograph.eventstore.lmdb.gate import Gate
 from chronograph.eventstore.lmdb.holders import hold, release, sole
-from chronograph.eventstore.lmdb.scrub import Pass, scrub_pass
+from chronograph.eventstore.lmdb.making import check_path
+from chronograph.eventstore.lmdb.scrub import Pass, scrub_pass, scrub_rounds
 from chronograph.eventstore.log import Scrubbed
 
 __all__ = ["DAMAGE", "DEFAULT_MAP_SIZE", "DATA_FILE", "EnvOptions", "LmdbEnv"]
@@ -35,8 +43,6 @@ T = TypeVar("T")
 DEFAULT_MAP_SIZE = 64 << 20
 """Initial map size; the map doubles whenever it fills."""
 MAX_DATABASES = 64
-_FAILING_DISK = ("Input/output error", "No space left", "Disk quota exceeded")
-"""What LMDB says when a commit cannot reach the disk (it reports some as plain errors)."""
 
 
 class EnvOptions(TypedDict, total=False):
@@ -78,7 +84,7 @@ class LmdbEnv:
         self.max_map_size = max_map_size
         if max_map_size is not None:
             map_size = min(map_size, max_map_size)
-        self.fresh = self._check_path(create=create and not readonly)
+        self.fresh = check_path(self.path, create=create and not readonly)
         """True when this opening created the environment."""
         if not self.fresh:
             check_data_file(self.path / DATA_FILE)
@@ -88,6 +94,11 @@ class LmdbEnv:
         """Reads the log's erasure count in a transaction (set by the log kept here)."""
         self._erasures_seen: int | None = None
         self.closed = False
+        self._lost: int | None = None
+        """The map size of an environment a failed reopening left closed (see `_reopen`), else None."""
+        self._stale = False
+        """Whether a reopening after an erasure failed: this process's page buffers may hold erased
+        bytes, so the environment is reopened before the next write (see `refresh`)."""
         self.gate = Gate()
         """Transactions of this process's threads pass it together, a remap of the file alone."""
         self._held = hold(self.path)  # before LMDB opens it: a restore in progress is waited for
@@ -98,7 +109,7 @@ class LmdbEnv:
             raise StoreCorruptError(f"{self.path} is not a readable LMDB store: {error}") from None
         except lmdb.Error as error:
             release(self._held)
-            raise StoreOpenError(f"cannot open the store at {self.path}: {error}") from None
+            raise StoreOpenError(f"cannot open the store at {self.path}: {why(error)}") from None
         except BaseException:
             release(self._held)
             raise
@@ -151,46 +162,44 @@ class LmdbEnv:
         earlier one. After an erasure, those bytes may be erased content: a process drops its
         buffers (by reopening) before it writes again (`refresh`). Call it with no transaction
         open in this process.
+
+        Raises:
+            StoreOpenError: If the store cannot be opened again (see `_reopen`).
         """
         with self.gate.remapping():
-            map_size = self.env.info()["map_size"]
-            self.env.close()
-            self.env = self._open(map_size, create=False)
-            for refresh in self._reopened:
-                refresh()
+            self._reopen(self._lost or self.env.info()["map_size"])
         if self.erasures is not None:
             with self.read() as txn:
                 self._erasures_seen = self.erasures(txn)
 
-    def _check_path(self, *, create: bool) -> bool:
-        if self.path.exists() and not self.path.is_dir():
-            raise StoreOpenError(f"{self.path} is a file; a store is a directory")
-        if not (self.path / DATA_FILE).exists() and create:
-            outer = store_of(self.path.parent)
-            if outer is not None:
-                raise StoreOpenError(f"{self.path} lies inside the store at {outer}; a store goes in a folder of its "
-                                     "own")
-            if self.path.exists() and not being_made(self.path):
-                if not (self.path / DATA_FILE).exists():  # (another process made it meanwhile: looked at below)
-                    raise StoreOpenError(f"{self.path} is not empty and holds no Chronograph store; choose an empty or "
-                                         "new directory")
-            else:
-                try:
-                    self.path.mkdir(parents=True, exist_ok=True)
-                except OSError as error:
-                    raise StoreOpenError(f"cannot create the store at {self.path}: {error.strerror}") from None
-                return True
-        if (self.path / DATA_FILE).exists():
-            if not never_committed(self.path / DATA_FILE):
-                return False
-            if not create:
-                raise StoreOpenError(f"there is no store at {self.path}: its creation was cut off before its first "
-                                     "commit, or is under way (a command that writes, such as serve or import, makes "
-                                     "it there)")
-            if set(os.listdir(self.path)) - set(STORE_FILES):
-                return False  # not only LMDB's own files: not a folder to take over (refused as before)
-            return True  # made again: nothing was ever in it
-        raise StoreOpenError(f"there is no store at {self.path}")
+    def _reopen(self, map_size: int, *, usable: bool = True) -> None:
+        """Open the environment again at `map_size`, alone (in `gate.remapping`). While it is
+        `usable`, the files are checked first and it is kept open if this process could not open
+        them again (permissions lost, a file made immutable): reads go on. If the opening fails
+        after all (the address space, the system's files), the environment is lost until the next
+        transaction opens it again (`_transaction`).
+
+        Raises:
+            StoreOpenError: If the store cannot be opened again now; each later transaction tries.
+        """
+        if usable and self._lost is None:
+            try:
+                os.close(os.open(self.path / DATA_FILE, os.O_RDONLY if self.readonly else os.O_RDWR))
+                if not self.readonly and not os.access(self.path / LOCK_FILE, os.R_OK | os.W_OK):
+                    raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+            except OSError as error:
+                raise StoreOpenError(f"cannot open the store at {self.path} again: {why(error)}; it stays open "
+                                     "as it was") from None
+        self.env.close()  # (nothing, once closed or after a failed remap)
+        try:
+            self.env = self._open(map_size, create=False)
+        except lmdb.Error as error:
+            self._lost = map_size
+            raise StoreOpenError(f"cannot open the store at {self.path} again: {why(error)}; every call tries "
+                                 "again") from None
+        self._lost, self._stale = None, False
+        for refresh in self._reopened:
+            refresh()
 
     def check_room(self) -> None:
         """Refuse to take more once the data file has reached the size ceiling.
@@ -213,9 +222,11 @@ class LmdbEnv:
         `datafile.Tail`)."""
         try:
             size = (self.path / DATA_FILE).stat().st_size
+            return min(size, (self.env.info()["last_pgno"] + 1) * self._page_size)
         except OSError:
             return 0
-        return min(size, (self.env.info()["last_pgno"] + 1) * self._page_size)
+        except lmdb.Error:  # (lost: see `_reopen`)
+            return size
 
     # --- databases ------------------------------------------------------------------------
 
@@ -226,12 +237,17 @@ class LmdbEnv:
         Raises:
             lmdb.NotFoundError: If the database does not exist and may not be created.
             StoreCorruptError: If the file is damaged where the database's root is kept.
+            StorageFullError, StoreWriteError: If creating it was refused (see `write`).
         """
         try:
             return self.env.open_db(name.encode(), dupsort=dupsort, dupfixed=dupfixed,
                                     create=create and not self.readonly)
         except DAMAGE as error:
             raise self.damaged(error) from None
+        except lmdb.NotFoundError:
+            raise
+        except lmdb.Error as error:  # its creation commits
+            raise refused(self.path, error) from None
 
     def database_names(self) -> list[str]:
         """The names of every named database in the environment.
@@ -256,9 +272,13 @@ class LmdbEnv:
 
         Raises:
             StorageFullError: If the disk or `max_map_size` leaves no room; nothing is written.
+            StoreWriteError: If the system refuses the write otherwise (a read-only filesystem,
+                permissions, a limit of the process: see `failures`); nothing is written.
         """
         if self.readonly:
             raise EventStoreError(f"the store at {self.path} is open read-only")
+        if self._stale:  # its page buffers may hold erased bytes: not written into the file
+            self.reopen()
         while True:
             try:
                 with self._transaction(write=True) as txn:
@@ -270,26 +290,15 @@ class LmdbEnv:
                     except lmdb.MapFullError:
                         self.gate.claim()  # first: readers stop coming before this thread lets go of the GIL
                         txn.abort()
-                    except lmdb.DiskError:
-                        txn.abort()
-                        raise StorageFullError(
-                            f"the disk holding {self.path} is full; nothing was written. "
-                            "Free some space and retry"
-                        ) from None
                     except DAMAGE as error:
                         txn.abort()
                         raise self.damaged(error) from None
                     except StoreCorruptError as error:
                         txn.abort()
                         raise self.located(error) from None
-                    except lmdb.Error as error:
+                    except lmdb.Error as error:  # a full disk, a read-only filesystem, permissions: said, not raw
                         txn.abort()
-                        if any(sign in str(error) for sign in _FAILING_DISK):
-                            raise StorageFullError(
-                                f"the disk holding {self.path} is full or failing ({error}); nothing was written. "
-                                "Free some space (or check the disk) and retry"
-                            ) from None
-                        raise
+                        raise refused(self.path, error) from None
             except BaseException:
                 self.gate.unclaim()
                 raise
@@ -306,10 +315,15 @@ class LmdbEnv:
         if count is None:
             with self.read() as txn:
                 count = self.erasures(txn)
-        seen, self._erasures_seen = self._erasures_seen, count
-        if seen is None or seen == count:
+        if self._erasures_seen is None:
+            self._erasures_seen = count
+        if self._erasures_seen == count and not self._stale:
             return False
-        self.reopen()
+        try:
+            self.reopen()
+        except StoreOpenError:  # reads go on; the next write reopens first, or is refused (see `write`)
+            self._stale = True
+            return False
         return True
 
     @contextmanager
@@ -317,6 +331,10 @@ class LmdbEnv:
         """A transaction, through the gate; aborted at the end unless committed. A map another
         process grew is taken on (a remap: alone) and the transaction begun again."""
         while True:
+            if self._lost is not None:
+                with self.gate.remapping():
+                    if self._lost is not None:
+                        self._reopen(self._lost)
             try:
                 with self.gate.transaction():
                     try:
@@ -324,6 +342,11 @@ class LmdbEnv:
                     except lmdb.MapResizedError:  # another process grew the map: take it on, alone
                         self.gate.claim()  # before anything lets go of the GIL (see `Gate.claim`)
                         txn = None
+                    except DAMAGE as error:
+                        raise self.damaged(error) from None
+                    except lmdb.Error as error:  # (a write's lock, a reader's slot: the system refused them)
+                        raise (refused(self.path, error) if write else
+                               EventStoreError(f"the store at {self.path} could not be read: {why(error)}")) from None
                     if txn is not None:
                         try:
                             yield txn
@@ -360,67 +383,30 @@ class LmdbEnv:
         )
 
     def scrub(self, marker: bytes, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
-        """Zero every byte of the data file that no snapshot can read (see `lmdbscrub`): free
-        pages, the gaps inside pages, and branch pages holding one of `needles` (their
-        databases are repacked first).
-
-        It starts by reopening the environment (`reopen`): this process's page buffers may
-        hold what was erased, and the commits below would write them into the gaps of pages.
-        Call it with no transaction open in this process. A pass zeroes only the pages freed
-        before the last commit (the previous meta page
-        still reaches the others), so each round first makes two small commits (a key in the
-        database `marker`). The first round zeroes what was freed up to now and every gap;
-        the second, what the first had to leave to the previous meta page. Pages a reader
-        may still see are waited for, up to `timeout` seconds; those left are `held`.
+        """Zero every byte of the data file that no snapshot can read: free pages, the gaps inside
+        pages, and branch pages holding one of `needles` (see `scrub.scrub_rounds`). Call it with
+        no transaction open in this process.
 
         Raises:
             StoreCorruptError: If the file's pages cannot be accounted for (nothing is zeroed).
+            StoreOpenError, StoreWriteError: If the store cannot be reopened, or its file read,
+                mapped or written (the system's cause named): run it again once that is remedied.
         """
-        deadline = time.monotonic() + timeout
+        return scrub_rounds(self, marker, needles, timeout)
 
-        def mark(txn: lmdb.Transaction) -> None:  # the handle is looked up each time: a write may reopen
-            txn.put(b"scrubbed", struct.pack(">Q", time.time_ns()), db=self.env.open_db(marker, txn=txn))
-
-        zeroed = 0
-        repacked: set[bytes] = set()
-        rounds = 0
-        self.reopen()
-        through = self.env.info()["last_txnid"]
-        while True:
-            for _ in range(2):
-                self.write(mark)
-            done = self._scrub_pass(through, needles, deadline)
-            zeroed += done.zeroed
-            fresh = [name for name in done.tainted if name not in repacked]
-            for name in fresh:  # stale separators: rewrite those trees; the next round scrubs what they left
-                self._repack(name)
-            repacked.update(fresh)
-            rounds += 1
-            if done.held or (rounds >= 2 and not fresh):
-                return Scrubbed(zeroed, done.held)
-            through = self.env.info()["last_txnid"]
-
-    def _scrub_pass(self, through: int, needles: Sequence[bytes], deadline: float) -> Pass:
-        """Scrub passes until nothing freed by transaction `through` or before is held by a
-        reader, or the deadline passes."""
+    def scrub_pass(self, through: int, needles: Sequence[bytes], deadline: float) -> Pass:
+        """Scrub passes holding the writer's lock until nothing freed by transaction `through` or
+        before is held by a reader, or `deadline` (`time.monotonic`) passes."""
         while True:
             with self._transaction(write=True) as txn:
-                done = scrub_pass(self.env, self.path / DATA_FILE, txn, through=through, needles=needles)
+                try:
+                    done = scrub_pass(self.env, self.path / DATA_FILE, txn, through=through, needles=needles)
+                except OSError as error:  # opening, mapping or writing the file: a limit of the process, the disk
+                    raise StoreWriteError(f"the free pages of the store at {self.path} could not be overwritten: "
+                                          f"{why(error)}") from None
             if not done.held or time.monotonic() >= deadline:
                 return done
             time.sleep(0.02)  # a reader still sees them: wait for it to finish
-
-    def _repack(self, name: bytes) -> None:
-        """Rewrite the database `name` whole, in key order: every branch key is a key it holds."""
-        def repack(txn: lmdb.Transaction) -> None:
-            db = self.env.open_db(name, txn=txn, create=False)
-            with txn.cursor(db) as cursor:
-                items = list(cursor.iternext())
-            txn.drop(db, delete=False)
-            with txn.cursor(db) as cursor:
-                cursor.putmulti(items, append=True)
-
-        self.write(repack)
 
     def _begin_write(self) -> lmdb.Transaction:
         return self.env.begin(write=True)
@@ -438,7 +424,12 @@ class LmdbEnv:
         try:
             self.env.set_mapsize(target)
         except lmdb.Error as error:
-            if getattr(error, "errno", None) == errno.ENOSPC:
-                raise StorageFullError(f"no room to grow the store at {self.path}") from None
-            raise
+            with suppress(StoreOpenError):  # (lost then: the next transaction opens it again)
+                self._reopen(current, usable=False)  # LMDB's environment is unusable after a failed remap
+            if cause(error) == errno.ENOMEM:
+                raise StorageFullError(
+                    f"the store at {self.path} cannot grow its map from {current:,} to {target:,} bytes: this "
+                    "process is out of address space (ulimit -v); nothing was written. Raise the limit, or set a "
+                    "ceiling below it (--max-size) to be refused cleanly; reads go on") from None
+            raise refused(self.path, error) from None
 

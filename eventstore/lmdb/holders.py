@@ -24,7 +24,7 @@ from pathlib import Path
 from chronograph.eventstore.errors import StoreOpenError
 from chronograph.eventstore.files import LOCK_FILE
 
-__all__ = ["StoreBusyError", "exclusively", "hold", "release", "sole"]
+__all__ = ["LOCK_BYTES", "StoreBusyError", "exclusively", "hold", "release", "sole", "unheld"]
 
 _FLOCK = struct.Struct("hhqqi4x")
 """struct flock on 64-bit Linux: type, whence, start, length, pid."""
@@ -54,8 +54,56 @@ def hold(folder: Path) -> int | None:
             os.close(fd)
             return None
         if (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino):
+            try:
+                _reserve(fd, held.st_size, lock)
+            except BaseException:
+                os.close(fd)
+                raise
             return fd
         os.close(fd)  # replaced while this waited: hold the store now in place
+
+
+LOCK_BYTES = 16_512
+"""What LMDB makes the lock file for 256 readers on 64-bit Linux: (256 - 1) slots of 64 bytes after
+its 192-byte header."""
+_fallocate = getattr(os, "posix_fallocate", None)
+
+
+def _reserve(fd: int, size: int, lock: Path) -> None:
+    """Give the lock file its disk blocks before LMDB maps it. LMDB sizes it with `ftruncate`, which
+    allocates nothing, and writes into the map: on a full disk, the first write to a page without
+    a block killed the process with SIGBUS. Allocated first, a full disk is an error said in words.
+    A lock file LMDB sized already is only completed, and a failure there is not refused (its
+    first page, all a few readers touch, has its block)."""
+    if _fallocate is None:
+        return
+    try:
+        _fallocate(fd, 0, max(size, LOCK_BYTES))
+    except OSError as error:
+        if size < LOCK_BYTES and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise StoreOpenError(f"cannot make the store at {lock.parent}: the disk holding it is full "
+                                 f"({error.strerror}); nothing was written. Free some space and retry") from None
+        # (a read-only descriptor, a filesystem without it: LMDB sizes the file as it always did)
+
+
+def unheld(folder: Path) -> bool:
+    """Whether no process has the environment in `folder` open (neither this code's shared lock
+    nor, on Linux, LMDB's own is held on its lock file); its lock file is opened, never made."""
+    try:
+        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        if _lmdb_holder(fd) is not None:
+            return False
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def release(held: int | None) -> None:

@@ -19,10 +19,11 @@ from typing import TypeVar, Unpack
 import lmdb
 import msgspec
 from chronograph.eventstore.codec import Codec, Envelope
-from chronograph.eventstore.errors import StoreCorruptError, StoreFormatError
+from chronograph.eventstore.errors import StoreCorruptError, StoreFormatError, StoreOpenError
 from chronograph.eventstore.files import STORE_FILES
 from chronograph.eventstore.keys import pack_u32, pack_u64, text_key, unpack_u32
 from chronograph.eventstore.lmdb.env import EnvOptions, LmdbEnv
+from chronograph.eventstore.lmdb.failures import cause, why
 from chronograph.eventstore.lmdb.holders import StoreBusyError
 from chronograph.eventstore.lmdb.reader import SCRUBBED, Databases, LmdbReader
 from chronograph.eventstore.lmdb.streamindex import WIDE
@@ -191,6 +192,8 @@ class LmdbLog(EventLog):
                 self._raise_to_2(dbs)
             return dbs
         except lmdb.Error as error:
+            if cause(error) is not None:  # the system's refusal (a read-only filesystem, permissions), not damage
+                raise StoreOpenError(f"cannot open the store at {self.path}: {why(error)}") from None
             raise StoreCorruptError(f"{self.path} is damaged: {error}") from None
 
     def _raise_to_2(self, dbs: Databases) -> None:

@@ -26,13 +26,19 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import time
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from functools import partial
+from typing import TYPE_CHECKING, NamedTuple
 
 import lmdb
 from chronograph.eventstore.errors import StoreCorruptError
+from chronograph.eventstore.log import Scrubbed
 
-__all__ = ["FreeList", "Pass", "branch_keys", "oldest_reader", "read_free_list", "scrub_pass"]
+if TYPE_CHECKING:
+    from chronograph.eventstore.lmdb.env import LmdbEnv
+
+__all__ = ["FreeList", "Pass", "branch_keys", "oldest_reader", "read_free_list", "scrub_pass", "scrub_rounds"]
 
 _PAGE_HEADER = 16
 _BRANCH, _LEAF, _OVERFLOW, _META = 0x01, 0x02, 0x04, 0x08
@@ -293,3 +299,50 @@ def _tainted(data: mmap.mmap, layout: FreeList, needles: Sequence[bytes]) -> lis
     """The named databases with a branch key that holds one of `needles`."""
     return [name for name in layout.roots
             if any(needle in key for key in branch_keys(data, layout, name) for needle in needles)]
+
+
+def scrub_rounds(env: LmdbEnv, marker: bytes, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
+    """Zero every byte of `env`'s data file that no snapshot can read: free pages, the gaps inside
+    pages, and branch pages holding one of `needles` (their databases are repacked first).
+
+    It starts by reopening the environment (`LmdbEnv.reopen`): this process's page buffers may
+    hold what was erased, and the commits below would write them into the gaps of pages. Call
+    it with no transaction open in this process. A pass zeroes only the pages freed before the
+    last commit (the previous meta page still reaches the others), so each round first makes two
+    small commits (a key in the database `marker`). The first round zeroes what was freed up to
+    now and every gap; the second, what the first had to leave to the previous meta page. Pages
+    a reader may still see are waited for, up to `timeout` seconds; those left are `held`.
+    """
+    deadline = time.monotonic() + timeout
+
+    def mark(txn: lmdb.Transaction) -> None:  # the handle is looked up each time: a write may reopen
+        txn.put(b"scrubbed", struct.pack(">Q", time.time_ns()), db=env.env.open_db(marker, txn=txn))
+
+    zeroed = 0
+    repacked: set[bytes] = set()
+    rounds = 0
+    env.reopen()
+    through = env.env.info()["last_txnid"]
+    while True:
+        for _ in range(2):
+            env.write(mark)
+        done = env.scrub_pass(through, needles, deadline)
+        zeroed += done.zeroed
+        fresh = [name for name in done.tainted if name not in repacked]
+        for name in fresh:  # stale separators: rewrite those trees; the next round scrubs what they left
+            env.write(partial(_repack, env.env, name))
+        repacked.update(fresh)
+        rounds += 1
+        if done.held or (rounds >= 2 and not fresh):
+            return Scrubbed(zeroed, done.held)
+        through = env.env.info()["last_txnid"]
+
+
+def _repack(env: lmdb.Environment, name: bytes, txn: lmdb.Transaction) -> None:
+    """Rewrite the database `name` whole, in key order: every branch key is a key it holds."""
+    db = env.open_db(name, txn=txn, create=False)
+    with txn.cursor(db) as cursor:
+        items = list(cursor.iternext())
+    txn.drop(db, delete=False)
+    with txn.cursor(db) as cursor:
+        cursor.putmulti(items, append=True)

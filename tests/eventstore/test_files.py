@@ -169,7 +169,9 @@ ALLOWED = {
     "eventstore/lmdb/staging.py": {"mkdir", "mkdtemp", "rmtree", "os.open", "fdopen", "rename", "rmdir"},
     # ^ a restore's own private folder (mkdtemp), and putting a checked store in place under the exclusive lock
     "eventstore/lmdb/holders.py": {"os.open"},  # opens a store's lock.mdb to lock it
-    "eventstore/lmdb/env.py": {"mkdir"},  # a new store's folder (refused inside another store)
+    "eventstore/lmdb/making.py": {"mkdir", "truncate"},  # a new store's folder (refused inside another store),
+    # and a data file whose making a full disk cut short, emptied when no process has it open
+    "eventstore/lmdb/env.py": {"os.open"},  # its own data file, opened and closed before a reopening (no write)
     "eventstore/lmdb/scrub.py": {"os.open"},  # zeroes the free pages of a store's own data file
     "eventstore/lmdb/datafile.py": {"os.open"},  # lengthens a store's own data file by zeros (never shortens it)
     "eventstore/lmdb/resident.py": {"os.open"},  # reads /proc/self/statm (read-only) through a descriptor it keeps

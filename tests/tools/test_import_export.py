@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -628,3 +629,44 @@ def test_a_file_of_every_workspace_refuses_a_workspace_flag_and_an_empty_one_is_
     assert "a workspace is named by 1 to 128 characters" in capsys.readouterr().err
     assert not (tmp_path / "store").exists()
     assert import_main([str(path), "--store", str(tmp_path / "store")]) == 0
+
+
+@pytest.fixture
+def full_tmpdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """$TMPDIR, on a filesystem with next to no room left."""
+    import tempfile
+
+    from support.disks import full_filesystem
+
+    with full_filesystem(tmp_path / "tmp", size="1m", leave=64 << 10) as folder:
+        monkeypatch.setenv("TMPDIR", str(folder))
+        monkeypatch.setattr(tempfile, "tempdir", None)  # (found again: it is kept once found)
+        yield folder
+
+
+def test_an_import_whose_temporary_folder_is_full_names_it_and_tmpdir_writing_nothing(
+        tmp_path: Path, full_tmpdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """SQLite's "database or disk is full" crashed the import with a traceback naming no folder."""
+    source = tmp_path / "memory.jsonl"
+    source.write_text("".join(json.dumps({"type": "entity", "name": f"entity {i}", "entityType": "t",
+                                          "observations": [f"fact {i} " + "z" * 300]}) + "\n" for i in range(3000)))
+    assert import_main([str(source), "--store", str(tmp_path / "store")]) == 2
+    said = capsys.readouterr().err.strip()
+    assert said.startswith(f"chronograph import: nothing was written: the temporary folder {full_tmpdir} could "
+                           "not hold the import's index of names (database or disk is full)")
+    assert "$TMPDIR" in said and len(said.splitlines()) == 1
+    assert not (tmp_path / "store").exists()
+
+
+def test_another_server_s_memory_the_temporary_folder_cannot_hold_is_not_blamed_on_the_source(
+        tmp_path: Path, full_tmpdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A mem0 export: its records are staged in the temporary folder first; full, the import said
+    "cannot read <source>: No space left on device"."""
+    source = tmp_path / "mem0.json"
+    source.write_text(json.dumps({"results": [{"id": f"m{i}", "memory": f"fact {i} " + "w" * 300,
+                                               "user_id": "u"} for i in range(3000)]}))
+    assert import_main([str(source), "--store", str(tmp_path / "store")]) == 2
+    said = capsys.readouterr().err.strip()
+    assert f"the temporary folder {full_tmpdir} could not hold another server's memory as records (No space " \
+           "left on device)" in said and "$TMPDIR" in said
+    assert f"cannot read {source}" not in said

@@ -264,3 +264,26 @@ def test_term_weights_are_on_unless_the_option_or_the_environment_says_off(
     with pytest.raises(SystemExit):
         options("--store", str(tmp_path), "--term-weights", "no")
     assert "use on or off" in capsys.readouterr().err
+
+
+def test_a_memory_file_the_temporary_folder_cannot_take_is_said_and_the_server_serves(tmp_path: Path) -> None:
+    """$TMPDIR full: the adoption's index of names could not be written, and the server did not start."""
+    import os
+    import subprocess
+    import sys
+
+    from support.disks import full_filesystem
+
+    memory_file = tmp_path / "memory.jsonl"
+    memory_file.write_text("".join(json.dumps({"type": "entity", "name": f"e{i}", "entityType": "t",
+                                               "observations": ["z" * 300]}) + "\n" for i in range(3000)))
+    with full_filesystem(tmp_path / "tmp", leave=64 << 10) as full:
+        env = {**os.environ, "MEMORY_FILE_PATH": str(memory_file), "TMPDIR": str(full)}
+        ask = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        done = subprocess.run([sys.executable, "-m", "chronograph", "--store", str(tmp_path / "store")],
+                              input=ask + "\n", env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"$MEMORY_FILE_PATH ({memory_file}) was not imported: the temporary folder {full}" in done.stderr
+    assert "serving the store as it is" in done.stderr and "Traceback" not in done.stderr
+    assert '"id":1' in done.stdout.replace(" ", "") and '"result"' in done.stdout

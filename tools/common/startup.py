@@ -14,7 +14,9 @@ from __future__ import annotations
 import sys
 
 from chronograph.application import Memory
+from chronograph.eventstore import EventStoreError
 from chronograph.eventstore.lmdb import resident
+from chronograph.projections import ProjectionError
 
 __all__ = ["keep_startup_state"]
 
@@ -23,10 +25,16 @@ def keep_startup_state(memory: Memory) -> int:
     """Save the search images and keep the SDK's opening answers in `memory`'s store; return how
     many images were saved. Loads the MCP SDK (about a second).
 
-    The answers are an optimisation: if they cannot be kept, the command says so on stderr
-    and succeeds (the first session keeps them, as before).
+    Both are an optimisation: if they cannot be kept (a full disk or temporary folder), the
+    command says so on stderr and succeeds (the first search builds the images, the first
+    session keeps the answers).
     """
-    images = memory.prepare_search()
+    try:
+        images = memory.prepare_search()
+    except (EventStoreError, ProjectionError, OSError) as error:
+        print(f"chronograph: the search images were not kept ({error}); the first search builds them",
+              file=sys.stderr)
+        images = 0
     resident.release()  # the store pages the images were read from are not the SDK's to keep
     if memory.cache is not None and memory.keep_seed_now(spacing=0):
         print(f"chronograph: kept a seed of the views at position {memory.checkpoint():,}: new servers' caches "

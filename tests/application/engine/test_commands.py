@@ -81,3 +81,18 @@ def test_a_completed_answer_is_not_remembered_for_a_call_whose_result_was_erased
     _keep_final(memory, "create_entities\x00default\x00r1", b"", made.output)
     with pytest.raises(RequestReplayError):  # still erased, not answered again
         create(memory, arguments)
+
+
+def test_a_failure_after_the_commit_says_the_write_was_stored_not_that_nothing_was(memory: Memory) -> None:
+    from chronograph.application.errors import StorageError
+    from chronograph.eventstore import StoreWriteError
+
+    def failing(*_: object) -> None:
+        raise StoreWriteError("the store at /s could not be written: its filesystem is mounted read-only; "
+                              "nothing was written")
+
+    memory.after_commit.append(failing)
+    with pytest.raises(StorageError, match="^The write was stored, but what follows it could not be done") as said:
+        create(memory, {"entities": [{"name": "Ada", "entityType": "person", "observations": []}]})
+    assert said.value.code == "storage"
+    assert memory.read("open_nodes", {"names": ["Ada"]}).entities  # type: ignore[attr-defined]

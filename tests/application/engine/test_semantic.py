@@ -540,3 +540,22 @@ def test_a_vector_that_is_not_numbers_is_refused_and_its_entity_embedded_once_th
         memory.semantic.catch_up()
         found = memory.read("search_nodes", {"query": "poison apple", "mode": "semantic"}).entities  # type: ignore[attr-defined]
         assert found[0].name == "Bad"
+
+
+def test_a_search_by_meaning_with_nothing_embedded_says_why_the_projector_is_stuck(
+        memory: tuple[Memory, Words], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A projector stuck on a full disk: the search said only "Nothing is embedded yet" and to wait."""
+    from chronograph.eventstore import StorageFullError
+
+    store, _ = memory
+    assert store.semantic is not None
+
+    def full(*_: object) -> tuple[int, int]:
+        raise StorageFullError("the disk holding the store is full; nothing was written")
+
+    monkeypatch.setattr(store.semantic, "step", full)
+    store.write("create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": [
+        "writes programs"]}]}, actor="t")
+    with pytest.raises(UnavailableError, match="Nothing is embedded yet.*it cannot go on now: the disk holding "
+                                               "the store is full"):
+        store.read("search_nodes", {"query": "programs", "mode": "semantic"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -116,3 +116,92 @@ def test_a_write_whose_commit_was_cut_off_says_it_may_be_stored_not_that_nothing
     assert cut in str(refused.value)
     assert "nothing was written" not in str(refused.value)
     assert refused.value.code == "storage"
+
+
+@pytest.fixture
+def immutable_data_file(tmp_path: Path) -> Iterator[Callable[[Path], None]]:
+    """Makes a store's data file immutable (`chattr +i`: even root's writes get EPERM) until the test ends."""
+    made: list[Path] = []
+
+    def make(store: Path) -> None:
+        if subprocess.run(["chattr", "+i", str(store / "data.mdb")], capture_output=True).returncode != 0:
+            pytest.skip("chattr +i is not available here (needs root and a filesystem that has it)")
+        made.append(store / "data.mdb")
+
+    yield make
+    for path in made:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_writes_the_filesystem_refuses_say_why_with_code_storage_and_every_read_goes_on(
+        tmp_path: Path, immutable_data_file: Callable[[Path], None]) -> None:
+    """A data file the system will not let this process write (EPERM): create_entities and
+    forget_entity said nothing a client could act on (no code), and after the failed forget
+    every search, open and read_graph failed until the server restarted."""
+    with Memory(tmp_path / "store") as memory:
+        memory.write("create_entities", {"entities": [
+            {"name": f"a{i}", "entityType": "t", "observations": [f"fact {i}"]} for i in range(50)]}, actor="t")
+        assert memory.read("search_nodes", {"query": "a3"}).entities  # type: ignore[attr-defined]
+        immutable_data_file(tmp_path / "store")
+        head = memory.log.head()
+        for tool, arguments in (
+            ("create_entities", {"entities": [{"name": "b", "entityType": "t", "observations": []}]}),
+            ("forget_entity", {"name": "a2", "reason": "asked"}),
+        ):
+            with pytest.raises(StorageError) as refused:
+                memory.write(tool, arguments, actor="t")
+            assert refused.value.code == "storage"
+            said = str(refused.value)
+            assert "Operation not permitted" in said and said.count("nothing was written") == 1
+        assert memory.log.head() == head
+        assert [e.name for e in memory.read("search_nodes", {"query": "a3"}).entities][:1] == ["a3"]  # type: ignore[attr-defined]
+        assert memory.read("open_nodes", {"names": ["a2"]}).entities  # type: ignore[attr-defined]
+        assert memory.read("read_graph", {"limit": 1}).entities  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+async def test_through_mcp_a_read_only_filesystem_is_an_error_result_with_code_storage(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lmdb
+    from chronograph.eventstore.lmdb.env import LmdbEnv
+    from chronograph.server.app import create_server
+    from chronograph.server.config import Settings
+    from mcp import Client
+
+    real = LmdbEnv._begin_write
+
+    class ReadOnly:  # LMDB's commit on a filesystem remounted read-only
+        def __init__(self, txn: lmdb.Transaction) -> None:
+            self.txn = txn
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.txn, name)
+
+        def commit(self) -> None:
+            self.txn.abort()
+            raise lmdb.Error("mdb_txn_commit: Read-only file system")
+
+    async with Client(create_server(Settings(store=tmp_path / "store"))) as client:
+        await call(client, "create_entities", {"entities": [{"name": "a", "entityType": "t", "observations": []}]})
+        monkeypatch.setattr(LmdbEnv, "_begin_write", lambda self: ReadOnly(real(self)))
+        result = await client.call_tool("create_entities", {"entities": [
+            {"name": "b", "entityType": "t", "observations": []}]})
+        assert result.is_error and result.structured_content is not None
+        assert result.structured_content["code"] == "storage"
+        assert "mounted read-only (mdb_txn_commit: Read-only file system)" in result.content[0].text  # type: ignore[union-attr]
+        assert len((await call(client, "read_graph", {}))["entities"]) == 1
+
+
+def test_a_read_answers_whatever_stops_it_keeping_the_search_image(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    with Memory(tmp_path / "store") as memory:
+        memory.write("create_entities", {"entities": [{"name": "a", "entityType": "t", "observations": []}]},
+                     actor="t")
+
+        def save(**_: object) -> int:
+            raise OSError(30, "Read-only file system")
+
+        monkeypatch.setattr(memory.views.search, "due", lambda **_: ["a"])
+        monkeypatch.setattr(memory.views.search, "save", save)
+        assert [e.name for e in memory.read("search_nodes", {"query": "a"}).entities] == ["a"]  # type: ignore[attr-defined]
+        assert memory.read("get_entity_history", {"name": "a"})  # a read under the store's lock saves too

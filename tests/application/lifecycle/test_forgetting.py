@@ -371,3 +371,39 @@ def test_a_forget_in_an_n2n_project_s_workspace_says_its_file_was_not_rewritten(
     assert note.startswith(f"{workspace!r} is an n2n project's workspace, and its .mcp/memory.json was not rewritten")
     write(memory, "create_entities", entities=ada)
     assert write(memory, "forget_entity", name="Ada", reason="asked").elsewhere == []
+
+
+@pytest.mark.parametrize("failure", ["mapping the file for want of memory", "reopening the store"])
+def test_a_forget_whose_scrub_fails_says_the_entity_is_erased_and_scrub_finishes_it(
+        memory: Memory, monkeypatch: pytest.MonkeyPatch, failure: str) -> None:
+    """The erasure committed; its scrub then met ENOMEM (ulimit -v: mmap of the data file) or a
+    store it could not open again: the answer was a plain failure with no code, the scrub never
+    ran, and the erased bytes stayed in data.mdb until a restart. Now the answer says what is
+    true (erased, not scrubbed, and how to finish), and the store goes on."""
+    import errno
+
+    import lmdb
+    from chronograph.eventstore.lmdb import env as lmdbenv
+
+    seed_with_churn(memory)
+    if failure.startswith("mapping"):
+        def scrub_pass(*_: object, **__: object) -> None:
+            raise OSError(errno.ENOMEM, "Cannot allocate memory")
+
+        monkeypatch.setattr(lmdbenv, "scrub_pass", scrub_pass)
+    else:
+        def out_of_memory(self: lmdbenv.LmdbEnv, map_size: int, *, create: bool) -> lmdb.Environment:
+            raise lmdb.MemoryError(f"{self.path}: Cannot allocate memory")
+
+        monkeypatch.setattr(lmdbenv.LmdbEnv, "_open", out_of_memory)
+    out = write(memory, "forget_entity", name=SECRETS[0], reason="asked")
+    assert (out.entities, out.scrubbed) == (1, False)
+    assert out.message.startswith("Erased from the log and every view, but the store's free pages could not be "
+                                  "scrubbed") and "Cannot allocate memory" in out.message
+    assert "Run `chronograph scrub --store" in out.message
+    monkeypatch.undo()
+    assert read(memory, "open_nodes", names=[SECRETS[0], "Bob"]).entities[0].name == "Bob"
+    assert residue(memory.log.path)  # what the scrub was to overwrite
+    with memory.lock:
+        memory.scrub()
+    assert residue(memory.log.path) == []

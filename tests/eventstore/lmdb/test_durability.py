@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import lmdb
@@ -22,6 +23,7 @@ from chronograph.eventstore import (
     StreamWrite,
 )
 from chronograph.eventstore.keys import pack_u32
+from support.disks import full_filesystem
 
 
 def written_and_read_back(store_path: Path) -> None:
@@ -194,10 +196,10 @@ def test_a_store_another_process_is_making_this_moment_is_made_with_it(store_pat
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A data file read while LMDB writes its meta pages does not look uncommitted; opened, the
     environment holds no commit yet: the creation goes on with the other process's, not refused."""
-    from chronograph.eventstore.lmdb import env  # noqa: PLC0415
+    from chronograph.eventstore.lmdb import making  # noqa: PLC0415
 
     lmdb.open(str(store_path), max_dbs=4).close()  # the meta pages, no commit
-    monkeypatch.setattr(env, "never_committed", lambda path: False)
+    monkeypatch.setattr(making, "never_committed", lambda path: False)
     written_and_read_back(store_path)
 
 
@@ -222,3 +224,54 @@ def test_a_lock_file_alone_that_is_not_a_store_being_made_is_not_taken_over(tmp_
     with pytest.raises(StoreOpenError, match="not empty"):
         LmdbLog(folder)
     assert os.listdir(folder) == ["lock.mdb"]
+
+
+def test_a_lock_file_of_zeros_alone_that_no_process_holds_is_a_creation_cut_off_and_made_again(tmp_path: Path) -> None:
+    """A full disk stopped the making after LMDB sized its lock file and before it set it up (it
+    died of SIGBUS): the folder was refused for good as "not empty and holds no Chronograph store"."""
+    folder = tmp_path / "store"
+    folder.mkdir()
+    (folder / "lock.mdb").write_bytes(bytes(16_512))
+    os.utime(folder / "lock.mdb", (0, 0))
+    with LmdbLog(folder) as store:
+        assert store.head() == 0
+
+
+def test_a_lock_file_of_zeros_alone_that_a_process_holds_is_not_taken_over(tmp_path: Path) -> None:
+    import fcntl
+
+    folder = tmp_path / "store"
+    folder.mkdir()
+    (folder / "lock.mdb").write_bytes(bytes(16_512))
+    os.utime(folder / "lock.mdb", (0, 0))
+    with (folder / "lock.mdb").open("rb") as held:
+        fcntl.flock(held, fcntl.LOCK_SH)  # as every opening of the store holds it
+        with pytest.raises(StoreOpenError, match="not empty"):
+            LmdbLog(folder)
+
+
+def test_a_data_file_holding_its_first_meta_page_alone_is_a_creation_cut_off_and_made_again(store_path: Path) -> None:
+    """A full disk took the second meta page: every command said the store was truncated and
+    should be restored from a backup, though it never held anything."""
+    lmdb.open(str(store_path), max_dbs=4).close()
+    os.truncate(store_path / "data.mdb", 4096)
+    with pytest.raises(StoreOpenError, match="cut off before its first commit"):
+        LmdbLog(store_path, readonly=True)
+    written_and_read_back(store_path)
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    with full_filesystem(tmp_path / "disk") as disk:
+        yield disk
+
+
+def test_a_store_made_on_a_full_disk_is_refused_in_words_then_made_once_there_is_room(full_disk: Path) -> None:
+    """LMDB maps a lock file it sized without giving it blocks: on a full tmpfs the process died of
+    SIGBUS at its first write there, and left a folder every later start refused."""
+    opening = [sys.executable, "-c", f"from chronograph.eventstore import LmdbLog; LmdbLog({str(full_disk / 's')!r})"]
+    done = subprocess.run(opening, capture_output=True, text=True)
+    assert done.returncode == 1, done  # an error, not a signal
+    assert "StoreOpenError: cannot make the store at" in done.stderr and "No space left" in done.stderr
+    os.remove(full_disk / "filler")
+    written_and_read_back(full_disk / "s")

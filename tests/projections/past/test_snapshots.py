@@ -52,3 +52,21 @@ def test_a_rebuild_leaves_snapshots_that_time_travel_starts_from(store: LmdbLog)
     state = fold_to(store, views.snapshots, 25)
     assert state.position == 25 and len(state.entities) == 25
     assert graph_view(graph_as_of(store, 25, views.snapshots)) == graph_view(graph_as_of(store, 25))
+
+
+def test_a_fold_answers_when_its_snapshot_cannot_be_kept(store: LmdbLog, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A time-travel read on a full (or read-only) disk: keeping a snapshot is an optimisation."""
+    from chronograph.eventstore import EntityCreated, StorageFullError, StreamWrite
+
+    views = Views(store)
+    for i in range(25):
+        views.transact(lambda tx, s, i=i: tx.append(
+            [StreamWrite(f"e{i}", [EntityCreated(workspace="w", name=f"n{i}", entity_type="t")])], actor="t"))
+    snapshots = Snapshots(store.environment, spacing=10, keep=4)
+
+    def full(*_: object) -> None:
+        raise StorageFullError("the disk is full; nothing was written")
+
+    monkeypatch.setattr(snapshots, "save_encoded", full)
+    state = fold_to(store, snapshots, 25)
+    assert state.position == 25 and len(state.entities) == 25 and snapshots.positions() == []

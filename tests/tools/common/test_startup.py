@@ -113,3 +113,19 @@ def test_a_failure_to_keep_the_answers_leaves_the_command_successful(
                      actor="t")
         assert keep_startup_state(memory) == 1  # the image is saved all the same
     assert "were not kept" in capsys.readouterr().err
+
+
+def test_search_images_that_cannot_be_kept_leave_the_command_successful(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A full temporary folder (where an image is spooled) or disk: the store itself is whole."""
+    from chronograph.tools.common.startup import keep_startup_state
+
+    def full(self: Memory) -> int:
+        raise OSError(28, "No space left on device")
+
+    with Memory(tmp_path / "store") as memory:
+        monkeypatch.setattr(Memory, "prepare_search", full)
+        assert keep_startup_state(memory) == 0
+    said = capsys.readouterr().err
+    assert "the search images were not kept ([Errno 28] No space left on device); the first search builds them" in said
