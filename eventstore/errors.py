@@ -71,8 +71,22 @@ class StreamIdTooLongError(EventStoreError):
 
 
 class StoreUnavailableError(EventStoreError):
-    """The database holding the log cannot be reached now; a write in flight was rolled back,
-    or (if the connection broke at its commit) may have been stored: read before retrying."""
+    """The database holding the log cannot be reached now, or cannot take writes (a standby);
+    a write in flight was rolled back (but see `CommitUnconfirmedError`): retry later."""
+
+
+class StoreBusyError(StoreUnavailableError):
+    """Another connection held the log's lock longer than a write waits for it; nothing was
+    written: retry."""
+
+
+class CommitUnconfirmedError(StoreUnavailableError):
+    """A write's commit reached the database but its answer never came back: it may or may not
+    have been stored (retry with the same requestId, or read first)."""
+
+
+class StoreRefusedError(EventStoreError):
+    """The database refused the work (a privilege, a timeout of its own); nothing was written."""
 
 
 class UnknownEventError(EventStoreError):

@@ -296,6 +296,16 @@ class EventLog(Protocol):
         del seconds
         return nullcontext()
 
+    def waiting(self) -> float:
+        """Seconds the longest wait of this process for the right to write has lasted so far (0.0:
+        none is waiting; a local log's writers take turns among themselves)."""
+        return 0.0
+
+    def interrupt(self) -> None:
+        """Cut short this process's waits for the right to write, and refuse new ones: the process
+        is stopping (a local log's waits end on their own)."""
+        return None
+
     def stored_bytes(self) -> int:
         """What the log takes where it is stored (0 when the backend cannot tell)."""
         ...

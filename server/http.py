@@ -51,6 +51,9 @@ MCP_PATH = "/mcp"
 UI_PATH = "/ui"
 TOKEN_COOKIE = "chronograph_token"
 SESSION_HEADER = "mcp-session-id"
+READY_WAIT = 5.0
+"""Seconds a write may wait for the log's lock (a database store's) before /ready says the server
+is not ready: its other calls wait behind it."""
 _BEARER = "chronograph.bearer"
 """Where `_refusal` leaves a request's valid token for `__call__` (which takes it out of the scope)."""
 
@@ -371,6 +374,11 @@ def http_app(
             memory = runtime.memory
             if memory.reachable is not None:  # the follower found the database of the store gone
                 return JSONResponse({"status": "unavailable", "reason": memory.reachable}, status_code=503)
+            waited = memory.log.waiting()
+            if waited > READY_WAIT:  # the calls of this server queue behind the write
+                return JSONResponse({"status": "waiting", "reason": (
+                    f"a write has waited {waited:.0f} s for the lock of the log at {memory.log.location}, which "
+                    "another process holds; this server's calls wait behind it")}, status_code=503)
             if memory.cache is not None:  # a database store: the follower keeps the views current
                 return JSONResponse({"status": "ready", "position": memory.followed})
             if memory.lock.acquire(blocking=False):

@@ -36,7 +36,8 @@ import h11
 from uvicorn import Config, Server
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["GuardedH11Protocol", "Rules", "Vouch", "bind", "connection_cap", "no_delay", "serve", "server"]
+__all__ = ["GuardedH11Protocol", "Rules", "StoppingServer", "Vouch", "bind", "connection_cap", "no_delay", "serve",
+           "server"]
 
 REQUEST_DEADLINE = 30.0
 """Seconds a client has from a request's first byte to its last (headers and body)."""
@@ -241,18 +242,19 @@ def bind(host: str, port: int) -> socket.socket:
 
 def serve(
     app: Any, sock: socket.socket, *, log_level: str = "warning", max_connections: int | None = None,
-    request_timeout: float = REQUEST_DEADLINE, vouch: Vouch | None = None,
+    request_timeout: float = REQUEST_DEADLINE, vouch: Vouch | None = None, on_stop: Callable[[], object] | None = None,
 ) -> None:
     """Serve `app` on the bound `sock` until a signal stops the server; `vouch` says which
-    requests carry the server's token (see `GuardedH11Protocol`)."""
+    requests carry the server's token (see `GuardedH11Protocol`); `on_stop` is called at the
+    signal (see `StoppingServer`)."""
     sys.setswitchinterval(SWITCH_INTERVAL)
     server(app, log_level=log_level, max_connections=max_connections, request_timeout=request_timeout,
-           vouch=vouch).run(sockets=[sock])
+           vouch=vouch, on_stop=on_stop).run(sockets=[sock])
 
 
 def server(
     app: Any, *, log_level: str = "warning", max_connections: int | None = None,
-    request_timeout: float = REQUEST_DEADLINE, vouch: Vouch | None = None,
+    request_timeout: float = REQUEST_DEADLINE, vouch: Vouch | None = None, on_stop: Callable[[], object] | None = None,
 ) -> Server:
     """The uvicorn server `serve` runs: guarded connections (`GuardedH11Protocol`) with their own `Rules`."""
     cap = connection_cap()
@@ -261,4 +263,20 @@ def server(
     protocol = type("ServedH11Protocol", (GuardedH11Protocol,), {"rules": rules})
     config = Config(app, http=protocol, log_level=log_level, timeout_keep_alive=KEEP_ALIVE,
                     lifespan="on", ws="none")
-    return Server(config)
+    return StoppingServer(config, on_stop)
+
+
+class StoppingServer(Server):
+    """Uvicorn's server, which also calls `on_stop` when a signal asks it to stop: uvicorn waits
+    for the requests in flight before it closes the app, and a call waiting on something that
+    may never come (the log's lock, held by a server cut off from the database) would hold the
+    stop up for as long; `on_stop` cuts such waits short."""
+
+    def __init__(self, config: Config, on_stop: Callable[[], object] | None = None) -> None:
+        super().__init__(config)
+        self._on_stop = on_stop
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        if self._on_stop is not None:
+            self._on_stop()
+        super().handle_exit(sig, frame)

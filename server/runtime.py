@@ -134,6 +134,12 @@ class Runtime:
             self._users = 1
         self.close()
 
+    def interrupt(self) -> None:
+        """Cut short the calls waiting for the right to write (see `Memory.interrupt`): the server
+        is asked to stop, and waits for its calls in flight before it closes the store."""
+        if self._memory is not None:
+            self._memory.interrupt()
+
     def close(self) -> None:
         """One user fewer; the last one closes the store."""
         self._users -= 1

@@ -404,7 +404,7 @@ def run(args: argparse.Namespace) -> int:
               f"{' or any IP address' if app.any_ip else ''} (this machine's names only from "
               "this machine); add a name with --allow-host NAME", file=sys.stderr)
         serve(app, sock, log_level=args.log_level.lower(), max_connections=args.max_connections,
-              request_timeout=args.request_timeout, vouch=app.vouches)
+              request_timeout=args.request_timeout, vouch=app.vouches, on_stop=runtime.interrupt)
         return 0
     finally:
         if runtime.open_users:

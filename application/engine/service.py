@@ -237,10 +237,17 @@ class Memory:
             with self.lock:  # (taken from free, it folds another server's erasure as a write would)
                 self.views.catch_up()
 
+    def interrupt(self) -> None:
+        """Cut short the calls waiting for the right to write to the store (a database log's lock
+        another server holds): each is refused, having written nothing, and no new one waits. For
+        a server asked to stop, whose calls in flight must end before it closes the store."""
+        self.log.interrupt()
+
     def close(self) -> None:
         """Stop the embedding projector and the follower, keep the search indexes' images, close
-        the store."""
+        the store (a call still waiting for the right to write is cut short: `interrupt`)."""
         self.stopping.set()
+        self.interrupt()
         if self._follower is not None:
             self._follower.join(timeout=10)
         if self.semantic is not None:

@@ -1,11 +1,12 @@
 """The log in PostgreSQL: one database shared by many servers on many hosts.
 
-Connections come from a pool (psycopg_pool) and are checked before use, so a server finds
-its feet again by itself after the database restarts. Every connection has a connect
-timeout and TCP keepalives with a user timeout: a network cut becomes an error within
-seconds, never a hang. Writes run in one transaction holding the log's advisory lock (see
-`pgschema`), and announce the new head with NOTIFY when they commit; `wait_for_append`
-LISTENs for it, polling once a second as well in case a notification is lost.
+Connections come from a pool (psycopg_pool), so a server finds its feet again by itself after
+the database restarts; both ends of each are guarded, so a network cut becomes an error within
+seconds and a server cut off lets go of what it held (`connections`). Writes run in one
+transaction holding the log's advisory lock (see `pgschema`), waited for a bounded time
+(`locking`), and announce the new head with NOTIFY when they commit; `wait_for_append` LISTENs
+for it, polling once a second as well in case a notification is lost. The database's errors
+become the store's, worded for the work they ended (`failures`).
 
 Reads take a REPEATABLE READ snapshot at their first query (`PgReader`), which waits until
 every commit it sees is flushed: a commit releases the lock before its flush (`commit`).
@@ -16,23 +17,21 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext, suppress
 from typing import Any, TypeVar
 
 import psycopg
 import psycopg_pool
 from chronograph.eventstore.codec import Codec
-from chronograph.eventstore.errors import (
-    EventStoreError,
-    StoreCorruptError,
-    StoreOpenError,
-    StoreUnavailableError,
-    StreamIdTooLongError,
-)
+from chronograph.eventstore.errors import EventStoreError, StoreOpenError, StoreUnavailableError
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
 from chronograph.eventstore.postgres.address import shown, split_url, without_secrets
-from chronograph.eventstore.postgres.announcements import announced, announcement, furthest
+from chronograph.eventstore.postgres.announcements import announcement
+from chronograph.eventstore.postgres.connections import connect, options, pool
 from chronograph.eventstore.postgres.durability import DURABLE, EARLY, SEEN, wait_for_flush
+from chronograph.eventstore.postgres.failures import AFTER, Unit, commit_failure, failure, said
+from chronograph.eventstore.postgres.listening import Listener
+from chronograph.eventstore.postgres.locking import Waits, bounded
 from chronograph.eventstore.postgres.opening import open_tables, same_tables
 from chronograph.eventstore.postgres.reader import PgReader
 from chronograph.eventstore.postgres.schema import Schema
@@ -45,25 +44,12 @@ __all__ = ["PgLog"]
 
 T = TypeVar("T")
 
-CONNECTION: dict[str, Any] = {
-    "autocommit": True,  # transactions are begun and ended explicitly: a write commits when its views allow
-    "connect_timeout": 5,
-    "keepalives": 1,
-    "keepalives_idle": 5,
-    "keepalives_interval": 2,
-    "keepalives_count": 2,
-    "tcp_user_timeout": 10_000,
-    "application_name": "chronograph",
-}
-"""How every connection is opened: nothing waits on a dead peer for more than about ten seconds."""
 RETRIES = 2
 """How many more connections a statement that starts a unit of work is tried on after the
 database dropped the one it was sent on."""
 AHEAD = 256
 """How many of the events other servers appended a write transaction takes back with its lock
 (more are read after it, in batches)."""
-POLL_INTERVAL = 1.0
-"""How often `wait_for_append` reads the head even without a notification."""
 
 
 class PgLog(EventLog):
@@ -95,7 +81,7 @@ class PgLog(EventLog):
         """What new caches of this log start from (see `postgres.seeds`)."""
         self._begin = self.schema.sql(  # the head is read by a statement of its own, after the lock: a
             # statement's snapshot is taken when it starts, before it waits for a lock
-            "BEGIN; SELECT pg_advisory_xact_lock(" + str(self.schema.lock) + "); "
+            "BEGIN; " + bounded("SELECT pg_advisory_xact_lock(" + str(self.schema.lock) + ")") + "; "
             "SELECT coalesce((SELECT max(position) FROM {events}), 0), "
             "coalesce((SELECT recorded_at FROM {events} ORDER BY position DESC LIMIT 1), 0), "
             "(SELECT value FROM {meta} WHERE key = 'erasures'), " + EARLY + ", " + self._tables)
@@ -112,20 +98,17 @@ class PgLog(EventLog):
         self._readonly = readonly
         self._hooks: list[InlineHook] = []
         self._erase_hooks: list[EraseHook] = []
-        self._listener: psycopg.Connection[Any] | None = None
-        self._listen_lock = threading.Lock()
         self._pinned = threading.local()
         """`connection`: where this thread's write transactions run while it holds the lock (`exclusive`)."""
         self._patience = threading.local()
         """`seconds`: how long a unit of work of this thread waits for a connection (unset: the
         pool's timeout)."""
-        self._known: tuple[int, int] | None = None
-        """The (head, erasures) last announced while the listener listened, or last read."""
-        self.pool = psycopg_pool.ConnectionPool(
-            self._url, kwargs=CONNECTION, min_size=1, max_size=pool_size, open=False, timeout=10,
-            name=f"chronograph-{name}")
+        self._waits = Waits(self._shown)
+        self._options = options(self._url)
+        self._listener = Listener(lambda: connect(self._url, self._options), self.schema.channel, self._state)
+        self.pool = pool(self._url, self._options, pool_size, f"chronograph-{name}")
         try:
-            psycopg.connect(self._url, **CONNECTION).close()  # the server's own reason, at once
+            connect(self._url, self._options).close()  # the server's own reason, at once
             self.pool.open(wait=True, timeout=10)
             with self._connection() as (connection, _):
                 self.store_id, self._made = open_tables(connection, self.schema, self._shown, create=create,
@@ -147,18 +130,26 @@ class PgLog(EventLog):
     def readonly(self) -> bool:
         return self._readonly
 
+    def waiting(self) -> float:
+        """Seconds the longest wait of this process for the log's lock has lasted so far (0.0: none)."""
+        return self._waits.longest()
+
+    def interrupt(self) -> None:
+        """Cut short this process's waits for the log's lock, and refuse new ones: it is stopping
+        (each write that waited is refused, having written nothing)."""
+        self._waits.interrupt()
+
     def close(self) -> None:
         """Close every connection; the log cannot be used afterwards."""
-        with self._listen_lock:
-            if self._listener is not None:
-                self._listener.close()
-                self._listener = None
+        self._listener.close()
         self.pool.close()
 
     @contextmanager
-    def _connection(self, first: str | None = None) -> Iterator[tuple[psycopg.Connection[Any], Any]]:
-        """A pooled connection and the cursor of its `first` statement; connection failures become
-        StoreUnavailableError.
+    def _connection(self, first: str | None = None, *, unit: Unit = "read",
+                    lock: bool = False) -> Iterator[tuple[psycopg.Connection[Any], Any]]:
+        """A connection and the cursor of its `first` statement; the database's errors become the
+        store's, worded for the `unit` of work (see `failures`). With `lock`, `first` waits for the
+        log's lock: the wait is counted (`waiting`), and one that runs out names the holder.
 
         A pooled connection is not checked before use (a round trip per call); instead a
         `first` statement that fails on a connection the database dropped (it restarted, say)
@@ -166,31 +157,57 @@ class PgLog(EventLog):
         """
         try:
             for attempt in range(RETRIES + 1):
-                patience = getattr(self._patience, "seconds", None)
-                connection = self.pool.getconn(timeout=patience)
+                connection, pooled = self._get(unit)
                 try:
-                    cursor = connection.execute(first) if first else None
-                except psycopg.OperationalError:
-                    self.pool.putconn(connection)  # broken: the pool drops it
-                    if attempt == RETRIES:
-                        raise
-                    continue
+                    cursor = self._first(connection, first, lock)
+                except BaseException as error:
+                    dropped = isinstance(error, psycopg.OperationalError) and connection.broken
+                    self._put(connection, pooled)  # broken: the pool drops it
+                    if dropped and attempt < RETRIES:
+                        continue
+                    raise
                 try:
                     yield connection, cursor
                 finally:
-                    self.pool.putconn(connection)
+                    self._put(connection, pooled)
                 return
-        except psycopg_pool.PoolTimeout as error:
-            raise StoreUnavailableError(f"the database of {self._shown} cannot be reached: {error}") from None
-        except psycopg.errors.ProgramLimitExceeded as error:
-            raise StreamIdTooLongError(_first_line(error)) from None
-        except psycopg.OperationalError as error:
-            raise StoreUnavailableError(
-                f"the database of {self._shown} went away: {str(error).strip()}; anything not acknowledged was "
-                "not written (a write whose commit was cut off may have been: read before retrying)") from None
-        except (psycopg.errors.InvalidSchemaName, psycopg.errors.UndefinedTable):  # dropped under this process
-            raise StoreCorruptError(f"the log at {self._shown} is gone: its tables (or its schema) were dropped "
-                                    "while this process had it open; nothing more is read or written here") from None
+        except psycopg.Error as error:
+            raise failure(error, self._shown, unit, stopping=self._waits.stopping) from None
+
+    def _get(self, unit: Unit) -> tuple[psycopg.Connection[Any], bool]:
+        """A connection of the pool, else (none came in time) one of its own: the pool may still be
+        waiting to reconnect to a database that is back, or full. (connection, whether pooled)
+
+        Raises:
+            StoreUnavailableError: If the database cannot be reached (in its own words).
+        """
+        patience = getattr(self._patience, "seconds", None)
+        try:
+            return self.pool.getconn(timeout=patience), True
+        except psycopg_pool.PoolTimeout:
+            try:
+                return connect(self._url, self._options, patience), False
+            except psycopg.OperationalError as error:
+                raise StoreUnavailableError(
+                    f"the database of {self._shown} cannot be reached: {said(error)}; {AFTER[unit]}") from None
+
+    def _put(self, connection: psycopg.Connection[Any], pooled: bool) -> None:
+        if pooled:
+            self.pool.putconn(connection)
+        else:
+            connection.close()
+
+    def _first(self, connection: psycopg.Connection[Any], first: str | None, lock: bool) -> Any:
+        if not first:
+            return None
+        if not lock:
+            return connection.execute(first)
+        began = time.monotonic()
+        try:
+            with self._waits.waiting(connection):
+                return connection.execute(first)
+        except psycopg.errors.LockNotAvailable:
+            raise self._waits.refusal(connection, self.schema.lock, time.monotonic() - began) from None
 
     # --- writing --------------------------------------------------------------------------
 
@@ -221,11 +238,12 @@ class PgLog(EventLog):
         if after is not None:
             begin += self._ahead_text.replace("{after}", str(int(after)))
         pinned = getattr(self._pinned, "connection", None)  # `exclusive` holds the lock on it
-        unit = nullcontext((pinned, pinned.execute(begin))) if pinned else self._connection(begin)
+        unit = nullcontext((pinned, pinned.execute(begin))) if pinned else self._connection(begin, unit="write",
+                                                                                             lock=True)
         with unit as (connection, cursor):
-            # One round trip: begin, take the lock, read where the log stands (and what is new).
-            cursor.nextset()  # past BEGIN's result and the lock's, to where the log stands
-            cursor.nextset()
+            # One round trip: begin, bound the wait, take the lock, read where the log stands (and what is new).
+            for _ in range(3):  # past BEGIN's result, the bound's and the lock's, to where the log stands
+                cursor.nextset()
             head, last, erasures, early, made = cursor.fetchone() or (0, 0, None, False, None)
             self._same_log(made, connection)
             ahead = None
@@ -240,8 +258,7 @@ class PgLog(EventLog):
                                    peek=self._versions, ahead=ahead, early=bool(early))
                 yield tx
             finally:
-                if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                    connection.execute("ROLLBACK")
+                _roll_back(connection)
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -253,7 +270,8 @@ class PgLog(EventLog):
         """
         if self._readonly:
             raise EventStoreError(f"the log at {self._shown} is open read-only")
-        with self._connection("SELECT pg_advisory_lock(" + str(self.schema.lock) + ")") as (connection, _):
+        locked = bounded(f"SELECT pg_advisory_lock({self.schema.lock})", session=True)
+        with self._connection(locked, unit="write", lock=True) as (connection, _):
             self._pinned.connection = connection
             try:
                 yield
@@ -288,12 +306,8 @@ class PgLog(EventLog):
                         f"SELECT pg_notify('{self.schema.channel.lower()}', {payload}), {DURABLE}")
             else:
                 tx.send("SET LOCAL synchronous_commit TO off", "COMMIT", f"SELECT {DURABLE}")
-        except psycopg.errors.ProgramLimitExceeded as error:  # a deferred insert's, checked at the commit
-            raise StreamIdTooLongError(_first_line(error)) from None
-        except psycopg.OperationalError as error:
-            raise StoreUnavailableError(
-                f"the database of {self._shown} went away at the commit: {str(error).strip()}; the write may or "
-                "may not have been stored: read before retrying") from None
+        except psycopg.Error as error:  # (a deferred insert's refusal among them: it is checked at the commit)
+            raise commit_failure(error, self._shown, tx.sent_on) from None
 
     def transact(self, work: Callable[[PgTransaction], T]) -> T:
         """Run `work` in one write transaction and commit it; roll it back if `work` raises.
@@ -333,8 +347,8 @@ class PgLog(EventLog):
             try:
                 yield reader
             finally:
-                if held and held[0].info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                    held[0].execute("ROLLBACK")
+                if held:
+                    _roll_back(held[0])
 
     @contextmanager
     def patience(self, seconds: float) -> Iterator[None]:
@@ -383,25 +397,13 @@ class PgLog(EventLog):
         return self.watch(after, timeout)[0]
 
     def watch(self, after: int, timeout: float) -> tuple[int, int]:
-        """(head, erasure count) once the head passes `after`, or when `timeout` seconds pass.
-
-        Every commit announces both on the log's channel, so a follower learns of other
-        servers' writes without a query; without an announcement it asks every POLL_INTERVAL.
+        """(head, erasure count) once the head passes `after`, or when `timeout` seconds pass
+        (see `listening`: a follower learns of other servers' writes without a query).
 
         Raises:
             StoreUnavailableError: If the database cannot be reached.
         """
-        deadline = time.monotonic() + timeout
-        state = furthest(self._listen(0), self._known)  # listening before the first look: nothing is missed
-        while True:
-            if state is None:
-                state = self._state()
-            self._known = state
-            left = deadline - time.monotonic()
-            if state[0] > after or left <= 0:
-                return state
-            announced = self._listen(min(left, POLL_INTERVAL))
-            state = None if announced is None else furthest(announced, state)
+        return self._listener.watch(after, timeout)
 
     def _versions(self, streams: list[str]) -> dict[str, int]:
         """The versions of `streams`, read on a connection of their own."""
@@ -414,28 +416,6 @@ class PgLog(EventLog):
         with self.read() as reader:
             return reader.head(), reader.erasures()
 
-    def _listen(self, seconds: float) -> tuple[int, int] | None:
-        """The (head, erasures) announced within `seconds`, or None (on a connection of its own)."""
-        with self._listen_lock:
-            try:
-                if self._listener is None or self._listener.closed:
-                    self._known = None  # what was announced before this connection listened is unknown
-                    self._listener = psycopg.connect(self._url, **CONNECTION)
-                    self._listener.execute(f"LISTEN {self.schema.channel}")
-                latest = None  # the furthest of all that came: `stop_after` yields a packet's every notice
-                for notice in self._listener.notifies(timeout=seconds, stop_after=1):
-                    latest = furthest(latest, announced(notice.payload))
-                for notice in self._listener.notifies(timeout=0):  # and of those queued (two writers'
-                    latest = furthest(latest, announced(notice.payload))  # barriers commit in any order)
-                return latest
-            except psycopg.OperationalError:
-                if self._listener is not None:
-                    self._listener.close()
-                self._listener = None
-                self._known = None
-                time.sleep(min(seconds, POLL_INTERVAL))  # the next look says why, if the database is gone
-                return None
-
     def scrub(self, needles: Sequence[bytes] = (), timeout: float = 10.0) -> Scrubbed:
         """Rewrite the log's tables and their indexes (VACUUM FULL) once no snapshot taken before
         can see what an erasure replaced (waiting up to `timeout` seconds), and keep the planner's
@@ -444,10 +424,15 @@ class PgLog(EventLog):
         del needles  # every index is rebuilt whole: no stale key survives
         with self.read() as reader:
             erasures = reader.erasures()
-        with self._connection() as (connection, _):
+        with self._connection(unit="scrub") as (connection, _):
             return scrub_tables(connection, self.schema, self._shown, erasures, time.monotonic() + timeout)
 
 
-def _first_line(error: psycopg.Error) -> str:
-    said = str(error).strip()
-    return said.splitlines()[0] if said else type(error).__name__
+def _roll_back(connection: psycopg.Connection[Any]) -> None:
+    """End what is left of a transaction on `connection`, if it can be: a connection the
+    database dropped has nothing left to end (the database rolled it back), and the error that
+    ended the work, not the rollback's, is the one to tell."""
+    if connection.info.transaction_status in (psycopg.pq.TransactionStatus.INTRANS,
+                                              psycopg.pq.TransactionStatus.INERROR):
+        with suppress(psycopg.Error):
+            connection.execute("ROLLBACK")

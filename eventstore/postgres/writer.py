@@ -93,6 +93,11 @@ class PgTransaction(PgReader, Appender):
             self.send()
         return self._open
 
+    @property
+    def sent_on(self) -> psycopg.Connection[Any]:
+        """The transaction's connection as it is (nothing deferred is sent)."""
+        return self._open
+
     def send(self, *then: str) -> None:
         """Send the deferred statements and then the statements `then`, in one round trip.
 

@@ -1,6 +1,6 @@
 """Servers sharing one PostgreSQL log, as on several hosts: each process with its own cache of
-views, over stdio and HTTP; writes seen by the others, races with one winner, and a database
-that goes away said to be so by /ready."""
+views, over stdio and HTTP; writes seen by the others, races with one winner, a database
+that goes away said to be so by /ready, and a write waiting for the log's lock too."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
+from chronograph.eventstore.postgres.schema import Schema
 from mcp import Client, StdioServerParameters
 from support.http import request, session, start
 from support.mcp import ToolFailed, call, entity, names
@@ -111,3 +113,38 @@ def test_ready_says_unavailable_while_the_database_is_cut_off_and_ready_once_it_
     finally:
         next(started, None)
         proxy.close()
+
+
+async def test_a_server_whose_write_waits_for_the_log_s_lock_is_not_ready_and_stops_when_asked(
+        tmp_path: Path, url: str) -> None:
+    """/ready said ready while every call of the server queued behind the write, and SIGTERM left
+    the server waiting for as long as the lock was held (another server's, cut off: hours)."""
+    import psycopg  # noqa: PLC0415
+
+    processes: list[Any] = []
+    started = start(tmp_path, None, "--cache", str(tmp_path / "cache"), store=url, processes=processes)
+    base = next(started)
+    refused: list[str] = []
+    try:
+        async with session(base) as client:
+            await call(client, "create_entities", {"entities": [entity("Ada")]})
+            with psycopg.connect(url.split("?", 1)[0], autocommit=True) as holder:
+                holder.execute("SELECT pg_advisory_lock(%s)", (Schema(url.rsplit("schema=", 1)[1]).lock,))
+
+                async def write() -> None:
+                    try:
+                        await call(client, "create_entities", {"entities": [entity("Bo")]})
+                    except ToolFailed as failed:
+                        refused.append(str(failed))
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(write)
+                    deadline = time.monotonic() + 30
+                    while (await anyio.to_thread.run_sync(request, base + "/ready"))[1].get("status") != "waiting":
+                        assert time.monotonic() < deadline, "/ready kept saying ready while a write waited"
+                        await anyio.sleep(0.2)
+                    processes[0].terminate()
+        processes[0].wait(timeout=30)
+    finally:
+        next(started, None)
+    assert refused and "stopping" in refused[0] and "nothing was written" in refused[0], refused

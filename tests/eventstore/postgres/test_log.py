@@ -88,8 +88,9 @@ def test_waiting_without_an_append_returns_the_head_when_the_time_is_up(log: pgl
 
 def test_a_follower_takes_the_furthest_of_announcements_that_arrive_together(monkeypatch: pytest.MonkeyPatch) -> None:
     import psycopg
+    from chronograph.eventstore.postgres import listening
 
-    monkeypatch.setattr(pglog, "POLL_INTERVAL", 600.0)  # only an announcement can bring news before the timeout
+    monkeypatch.setattr(listening, "POLL_INTERVAL", 600.0)  # only an announcement can bring news before the timeout
     url = database().log_url()
     log = pglog.PgLog(url)
     try:
