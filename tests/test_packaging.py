@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import subprocess
 import sys
@@ -16,18 +17,23 @@ ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = [
     pytest.mark.wire,  # builds and installs a wheel in subprocesses
-    pytest.mark.xdist_group("wheel"),  # one build: setuptools builds in the checkout's build/ and egg-info
+    pytest.mark.xdist_group("wheel"),  # one build (see the lock in `wheel`)
 ]
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    if shutil.which("uv"):
-        subprocess.run(["uv", "build", "--wheel", "--out-dir", str(out), str(ROOT)], check=True, capture_output=True)
-    else:
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
-                       check=True, capture_output=True)
+    # One build at a time across the workers (their base folders share a parent): setuptools
+    # builds in the checkout's build/, and two builds there remove each other's files.
+    with open(tmp_path_factory.getbasetemp().parent / "wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if shutil.which("uv"):
+            subprocess.run(["uv", "build", "--wheel", "--out-dir", str(out), str(ROOT)], check=True,
+                           capture_output=True)
+        else:
+            subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
+                           check=True, capture_output=True)
     [built] = out.glob("chronograph-*.whl")
     return built
 
