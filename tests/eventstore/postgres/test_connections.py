@@ -46,11 +46,10 @@ def test_the_pool_serves_again_as_soon_as_the_database_is_back_after_an_outage()
         time.sleep(9)  # an outage long enough for psycopg_pool's own back-off to wait 8 s before its next attempt
         proxy.mend()
         log.pool.pop_stats()
-        with log.patience(5.0):
+        with log.patience(3.0):  # (then a connection of its own: the pool's next attempt is 8 s away without the fix)
             assert log.head() == 0
         served = log.pool.pop_stats()
-    assert served.get("requests_errors", 0) == 0, served  # the pool gave the connection: no wait ran out
-    assert served.get("connections_num", 0) >= 1, served
+    assert served.get("connections_num", 0) >= 1, served  # the pool connected again for this read
 
 
 def test_a_database_with_no_connection_free_is_said_so_with_what_to_do() -> None:
