@@ -21,11 +21,13 @@ __all__ = [
     "InvalidArgumentsError",
     "LockedError",
     "NotFoundError",
+    "OutcomeUnknownError",
     "ReplyTooLargeError",
     "RequestReplayError",
     "ScratchError",
     "SourceChangedError",
     "StorageError",
+    "StoreUnreachableError",
     "UnavailableError",
 ]
 
@@ -35,7 +37,7 @@ class ChronographError(Exception):
 
     code: ClassVar[str] = "error"
     """Machine-readable: invalid, not_found, conflict, duplicate, locked, limit, storage, unavailable,
-    forbidden."""
+    outcome_unknown, forbidden."""
 
 
 class ImportStoppedError(ChronographError):
@@ -160,6 +162,22 @@ class StorageError(ChronographError):
     the message says)."""
 
     code = "storage"
+
+
+class StoreUnreachableError(StorageError):
+    """The store's database cannot be reached now (down, restarting, out of connections, a
+    standby, its lock held too long); nothing was written: retry later. (A `StorageError`, with
+    code `unavailable`: nothing is wrong with the store itself.)"""
+
+    code = "unavailable"
+
+
+class OutcomeUnknownError(StorageError):
+    """A write's commit was sent but its answer never came (the database went away at the
+    commit): it may or may not have been stored. A retry with the same requestId answers what
+    was stored, or writes it if nothing was."""
+
+    code = "outcome_unknown"
 
 
 class ScratchError(StorageError):

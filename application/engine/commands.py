@@ -16,8 +16,15 @@ import msgspec
 from chronograph.application.engine.batch import Batch
 from chronograph.application.engine.outputs import Out
 from chronograph.application.engine.registry import Tool
-from chronograph.application.errors import ChronographError, RequestReplayError, StorageError
+from chronograph.application.errors import (
+    ChronographError,
+    OutcomeUnknownError,
+    RequestReplayError,
+    StorageError,
+    StoreUnreachableError,
+)
 from chronograph.eventstore import (
+    CommitUnconfirmedError,
     ConcurrencyError,
     EventStoreError,
     LogTransaction,
@@ -32,7 +39,7 @@ from msgspec import UNSET
 if TYPE_CHECKING:
     from chronograph.application.engine.service import Memory
 
-__all__ = ["Written", "commit"]
+__all__ = ["Written", "commit", "unanswered"]
 
 
 class Written(msgspec.Struct, frozen=True):
@@ -59,7 +66,9 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
 
     Raises:
         RequestReplayError: If its requestId was used with other arguments, or erased.
-        StorageError: If the store could not take the write; nothing was written.
+        StorageError: If the store could not take the write; nothing was written (a
+            `StoreUnreachableError` if its database cannot be reached; an `OutcomeUnknownError`
+            if its commit was cut off: it may or may not have been stored).
         ChronographError: What the command refuses; nothing was written.
     """
     workspace: str = getattr(args, "workspace", "default")
@@ -126,7 +135,8 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
                     output = then(output)
                 written = msgspec.structs.replace(written, output=output)
     except (EventStoreError, ProjectionError) as error:
-        raise _refusal(error, stored) from None
+        raise _refusal(error, stored, retry=None if not hasattr(args, "request_id") else (
+            None if request_id is UNSET else str(request_id))) from None
     if batches and batches[-1].unlocked and not written.replayed:
         output = written.output
         for then in batches[-1].unlocked:
@@ -137,18 +147,38 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
     return written
 
 
-def _refusal(error: EventStoreError | ProjectionError, stored: bool) -> ChronographError:
+def _refusal(error: EventStoreError | ProjectionError, stored: bool, retry: str | None = None) -> ChronographError:
     """What a write's caller is told of `error`, met before its commit landed or after (`stored`:
-    in what followed it, such as an erasure's hooks)."""
+    in what followed it, such as an erasure's hooks); `retry`: the call's requestId (None: it
+    gave none, or the tool takes none)."""
+    if isinstance(error, CommitUnconfirmedError) and not stored:  # (before StoreUnavailableError, its base)
+        return OutcomeUnknownError(f"The store could not confirm the write: {error}. {_after_unknown(retry)}")
     if stored:
         return StorageError(f"The write was stored, but what follows it could not be done: {error}")
     if isinstance(error, StorageFullError | StoreWriteError):  # each says what to do, and that nothing was written
         return StorageError(str(error))
     if isinstance(error, ConcurrencyError):  # only if the views were wrong about a version
         return ChronographError(f"{error}; nothing was written")
-    if isinstance(error, StoreUnavailableError):  # it says itself what may have been stored
-        return StorageError(f"The store could not take the write: {error}")
+    if isinstance(error, StoreUnavailableError):  # it says itself that nothing was written
+        return StoreUnreachableError(f"The store could not take the write: {error}")
     return StorageError(f"The store could not take the write: {error}; nothing was written")
+
+
+def unanswered(error: EventStoreError | ProjectionError) -> ChronographError:
+    """What a read's caller is told of `error`, which the store met answering it."""
+    if isinstance(error, StoreUnavailableError):
+        return StoreUnreachableError(f"The store could not answer: {error}")
+    return StorageError(f"The store could not answer: {error}")
+
+
+def _after_unknown(retry: str | None) -> str:
+    """What to do after a write whose outcome is unknown (see `OutcomeUnknownError`)."""
+    reads = "the next read catches this server up with the log first, so it shows the write if it was stored"
+    if retry is not None:
+        return (f"Retry the call with the same requestId {retry!r}: if the write was stored, the retry answers "
+                f"what it stored and writes nothing again; if not, the retry writes it ({reads})")
+    return (f"Read before you retry ({reads}): a retry without a requestId writes it again if it was stored; "
+            "give calls a requestId and a retry answers what was stored instead")
 
 
 def _keep_final(memory: Memory, key: str, fingerprint: bytes, output: Out) -> None:

@@ -19,7 +19,7 @@ import msgspec
 from chronograph.application.engine.access import calling, check
 from chronograph.application.engine.arguments import Args, parse, parse_checked
 from chronograph.application.engine.background import IMAGE_IDLE, following, keeping
-from chronograph.application.engine.commands import Written, commit
+from chronograph.application.engine.commands import Written, commit, unanswered
 from chronograph.application.engine.config import model_cache
 from chronograph.application.engine.erasing import finish_scrubbing, scrub_store
 from chronograph.application.engine.exportdir import ExportDir
@@ -29,7 +29,6 @@ from chronograph.application.engine.registry import TEAM, Tool, find
 from chronograph.application.engine.storelock import StoreLock
 from chronograph.application.engine.stores import open_store
 from chronograph.application.engine.timeline import Timeline
-from chronograph.application.errors import StorageError
 from chronograph.eventstore import (
     EventStoreError,
     Scrubbed,
@@ -406,10 +405,17 @@ class Memory:
 
     def _answered(self, spec: Tool, args: Any, reply_limit: int | None) -> Out:
         if not self.alongside(spec, args):
-            with self.lock, self.views.search.lock:
-                output = self._handled(spec, args, reply_limit)
-                self._save_search()
-                return output
+            try:
+                self.lock.acquire()  # (taken from free, it catches the views up with the log where they must)
+            except (EventStoreError, ProjectionError) as error:
+                raise unanswered(error) from None
+            try:
+                with self.views.search.lock:
+                    output = self._handled(spec, args, reply_limit)
+                    self._save_search()
+                    return output
+            finally:
+                self.lock.release()
         output = self._handled(spec, args, reply_limit)  # one that asks the word indexes takes their lock
         if self.views.search.due():
             try:
@@ -430,7 +436,7 @@ class Memory:
             with paused_gc():  # a whole graph's output forms no cycles; scanning it halved the speed
                 return spec.handler(self, args)
         except (EventStoreError, ProjectionError) as error:
-            raise StorageError(f"The store could not answer: {error}") from None
+            raise unanswered(error) from None
         finally:
             self._answering.call = outer
 

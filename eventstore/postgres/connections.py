@@ -12,18 +12,25 @@ other server's writes waited).
 The pool replaces a lost connection with back-off (1 s, doubling); it gives up after `RECONNECT`
 seconds and tries again at the next demand, so a server is back on its feet within a second or
 two of the database (psycopg_pool's five minutes kept doubling: a server went on failing for
-up to two minutes after a four-minute outage).
+up to two minutes after a four-minute outage). A unit of work asks the pool again every
+`SLICE` seconds while it waits (each ask is a demand), and the pool's failed attempts are kept
+(`Attempts`): one that failed while a unit waited sends it to a connection of its own at once,
+which is served if the database is back, or refused in the database's own words (too many
+clients, shutting down) instead of "couldn't get a connection after 10.00 sec".
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import psycopg
 import psycopg_pool
 from psycopg.conninfo import conninfo_to_dict
 
-__all__ = ["CONNECTION", "IDLE_IN_TRANSACTION", "KEEPALIVES", "POOL_WAIT", "RECONNECT", "connect", "options", "pool"]
+__all__ = ["CONNECTION", "IDLE_IN_TRANSACTION", "KEEPALIVES", "POOL_WAIT", "RECONNECT", "SLICE", "Attempts", "connect",
+           "options", "pool"]
 
 CONNECTION: dict[str, Any] = {
     "autocommit": True,  # transactions are begun and ended explicitly: a write commits when its views allow
@@ -46,6 +53,28 @@ RECONNECT = 2.0
 """Seconds the pool goes on replacing a lost connection before it waits for the next demand."""
 POOL_WAIT = 10.0
 """Seconds a unit of work waits for a connection of the pool (unless told otherwise)."""
+SLICE = 1.0
+"""Seconds a unit of work waits for the pool before it asks again (a pool that gave up
+reconnecting tries again at each ask) or, if the pool failed to connect meanwhile, makes a
+connection of its own."""
+
+
+class Attempts:
+    """The pool's last failed attempt to connect: when, and the database's words."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: tuple[float, psycopg.OperationalError] | None = None
+
+    def failed(self, error: psycopg.OperationalError) -> None:
+        with self._lock:
+            self._last = (time.monotonic(), error)
+
+    def since(self, moment: float) -> psycopg.OperationalError | None:
+        """The error of the pool's last failed attempt, if it failed after `moment` (a `time.monotonic()`)."""
+        with self._lock:
+            last = self._last
+        return last[1] if last is not None and last[0] >= moment else None
 
 
 def options(url: str) -> dict[str, Any]:
@@ -57,10 +86,24 @@ def options(url: str) -> dict[str, Any]:
     return {**CONNECTION, "options": f"{guards} {given}" if given else guards}
 
 
-def pool(url: str, kwargs: dict[str, Any], size: int, name: str) -> psycopg_pool.ConnectionPool[Any]:
-    """A pool of at most `size` connections to `url` (not open yet)."""
+def pool(url: str, kwargs: dict[str, Any], size: int, name: str,
+         attempts: Attempts | None = None) -> psycopg_pool.ConnectionPool[Any]:
+    """A pool of at most `size` connections to `url` (not open yet), whose failed attempts to
+    connect are told to `attempts`."""
+    kept = attempts or Attempts()
+
+    class Pooled(psycopg.Connection[Any]):
+        @classmethod
+        def connect(cls, *args: Any, **kwargs: Any) -> Pooled:
+            try:
+                return super().connect(*args, **kwargs)
+            except psycopg.OperationalError as error:
+                kept.failed(error)
+                raise
+
     return psycopg_pool.ConnectionPool(url, kwargs=kwargs, min_size=1, max_size=size, open=False,
-                                       timeout=POOL_WAIT, reconnect_timeout=RECONNECT, name=name)
+                                       timeout=POOL_WAIT, reconnect_timeout=RECONNECT, name=name,
+                                       connection_class=Pooled)
 
 
 def connect(url: str, kwargs: dict[str, Any], seconds: float | None = None) -> psycopg.Connection[Any]:

@@ -25,12 +25,13 @@ from chronograph.eventstore.errors import (
 from psycopg import errors
 from psycopg.pq import TransactionStatus
 
-__all__ = ["AFTER", "Unit", "commit_failure", "failure", "first_line", "said"]
+__all__ = ["AFTER", "Unit", "commit_failure", "failure", "first_line", "said", "unreachable"]
 
-Unit = Literal["read", "write", "scrub"]
+Unit = Literal["read", "write", "scrub", "open"]
 """What a unit of work does, for the words of its failure."""
 
 AFTER: dict[str, str] = {
+    "open": "the store was not opened",
     "read": "nothing was written",
     "write": "the write was rolled back: nothing was written",
     "scrub": "the scrub did not finish (the erased content is out of every read, but old copies may remain in the "
@@ -39,6 +40,10 @@ AFTER: dict[str, str] = {
 """What a failure left of each kind of work."""
 _GONE = ("08", "57P01", "57P02", "57P03", "53300")
 """SQLSTATE prefixes of a connection the database lost, ended, or would not take (too many)."""
+_FULL = ("too many clients", "remaining connection slots are reserved", "too many connections")
+"""The database's words (libpq gives no SQLSTATE for a refused connection) when no connection is free."""
+_DOWN = ("shutting down", "starting up", "in recovery mode", "not yet accepting connections")
+"""Its words when it is going down or coming up."""
 
 
 def said(error: BaseException) -> str:
@@ -107,3 +112,18 @@ def commit_failure(error: psycopg.Error, shown: str, connection: Any) -> EventSt
             "stored unless the database crashed meanwhile")
     return CommitUnconfirmedError(
         f"the database of {shown} went away at the commit: {said(error)}; the write may or may not have been stored")
+
+
+def unreachable(error: psycopg.Error, shown: str, unit: Unit) -> StoreUnavailableError:
+    """The store's error for a connection to the database of `shown` that could not be made for a
+    `unit` of work (`error`, the database's reason), saying what to do."""
+    words, after = said(error), AFTER[unit]
+    if getattr(error, "sqlstate", None) == "53300" or any(sign in words for sign in _FULL):
+        return StoreUnavailableError(
+            f"the database of {shown} takes no more connections ({words}): its max_connections are all in use; "
+            f"{after}. Retry; if it stays so, raise max_connections, or end the sessions that hold them "
+            "(pg_stat_activity; each Chronograph server keeps up to 8, and one more if it follows the log)")
+    if getattr(error, "sqlstate", None) == "57P03" or any(sign in words for sign in _DOWN):
+        return StoreUnavailableError(
+            f"the database of {shown} is shutting down or starting up ({words}): {after}; retry once it is up")
+    return StoreUnavailableError(f"the database of {shown} cannot be reached: {words}; {after}")

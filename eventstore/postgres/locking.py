@@ -25,6 +25,10 @@ LOCK_WAIT = 30.0
 """Seconds a write waits for the log's lock before it is refused, naming the holder."""
 CANCEL_WAIT = 5.0
 """Seconds a stopping server gives the database to hear that a wait is cancelled."""
+CANCEL_AGAIN = 0.2
+"""Seconds after a cancel before a wait that goes on is cancelled again."""
+CANCEL_TRIES = 10
+"""How many times a stopping server cancels one wait."""
 
 
 def bounded(statement: str, *, session: bool = False) -> str:
@@ -100,7 +104,18 @@ class Waits:
             self.stopping = True
             waiting = [connection for connection, _ in self._since.values()]
         for connection in waiting:
-            threading.Thread(target=_cancel, args=(connection,), name="lock-wait-cancel", daemon=True).start()
+            threading.Thread(target=self._cancel, args=(connection,), name="lock-wait-cancel", daemon=True).start()
+
+    def _cancel(self, connection: psycopg.Connection[Any]) -> None:
+        """Cancel `connection`'s wait, and again while it lasts: a cancel that reaches the database
+        before the statement does (the wait is counted just before it is sent) cancels nothing."""
+        for _ in range(CANCEL_TRIES):
+            with suppress(psycopg.Error):
+                connection.cancel_safe(timeout=CANCEL_WAIT)
+            time.sleep(CANCEL_AGAIN)
+            with self._lock:
+                if id(connection) not in self._since:
+                    return
 
     def refusal(self, connection: psycopg.Connection[Any], lock: int, waited: float) -> StoreBusyError:
         """The error for a write whose wait for the lock ran out, naming the holder (asked on
@@ -113,8 +128,3 @@ class Waits:
             f"the log at {self._shown} is locked by {who}: this write waited {waited:.0f} s for it; nothing was "
             "written. Retry; if it stays locked, that process holds a transaction open (the database ends one idle "
             "for idle_in_transaction_session_timeout; `SELECT pg_terminate_backend(pid)` ends it now)")
-
-
-def _cancel(connection: psycopg.Connection[Any]) -> None:
-    with suppress(psycopg.Error):
-        connection.cancel_safe(timeout=CANCEL_WAIT)

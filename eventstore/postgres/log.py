@@ -27,9 +27,9 @@ from chronograph.eventstore.errors import EventStoreError, StoreOpenError, Store
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
 from chronograph.eventstore.postgres.address import shown, split_url, without_secrets
 from chronograph.eventstore.postgres.announcements import announcement
-from chronograph.eventstore.postgres.connections import connect, options, pool
+from chronograph.eventstore.postgres.connections import POOL_WAIT, SLICE, Attempts, connect, options, pool
 from chronograph.eventstore.postgres.durability import DURABLE, EARLY, SEEN, wait_for_flush
-from chronograph.eventstore.postgres.failures import AFTER, Unit, commit_failure, failure, said
+from chronograph.eventstore.postgres.failures import AFTER, Unit, commit_failure, failure, unreachable
 from chronograph.eventstore.postgres.listening import Listener
 from chronograph.eventstore.postgres.locking import Waits, bounded
 from chronograph.eventstore.postgres.opening import open_tables, same_tables
@@ -106,7 +106,9 @@ class PgLog(EventLog):
         self._waits = Waits(self._shown)
         self._options = options(self._url)
         self._listener = Listener(lambda: connect(self._url, self._options), self.schema.channel, self._state)
-        self.pool = pool(self._url, self._options, pool_size, f"chronograph-{name}")
+        self._attempts = Attempts()
+        """The pool's last failed attempt to connect (see `_get`)."""
+        self.pool = pool(self._url, self._options, pool_size, f"chronograph-{name}", self._attempts)
         try:
             connect(self._url, self._options).close()  # the server's own reason, at once
             self.pool.open(wait=True, timeout=10)
@@ -117,6 +119,9 @@ class PgLog(EventLog):
             self.pool.close()
             if isinstance(error, psycopg.OperationalError | psycopg_pool.PoolTimeout):
                 reason = without_secrets(" ".join(str(error).split()), url) or type(error).__name__
+                refused = str(unreachable(error, self._shown, "open"))
+                if not refused.endswith(AFTER["open"]):  # full, or shutting down: said with what to do
+                    raise StoreUnavailableError(without_secrets(refused, url)) from None
                 raise StoreUnavailableError(f"cannot reach the database of {self._shown}: {reason}") from None
             raise
 
@@ -175,21 +180,29 @@ class PgLog(EventLog):
             raise failure(error, self._shown, unit, stopping=self._waits.stopping) from None
 
     def _get(self, unit: Unit) -> tuple[psycopg.Connection[Any], bool]:
-        """A connection of the pool, else (none came in time) one of its own: the pool may still be
-        waiting to reconnect to a database that is back, or full. (connection, whether pooled)
+        """A connection of the pool, else one of its own: when none came in time (every pooled
+        one is busy), or at once when the pool failed to connect while this waited (the database
+        is back, or it says why not). (connection, whether pooled)
+
+        The pool is asked again every `SLICE` seconds: a pool that gave up reconnecting (see
+        `connections.RECONNECT`) tries again at each ask.
 
         Raises:
             StoreUnavailableError: If the database cannot be reached (in its own words).
         """
         patience = getattr(self._patience, "seconds", None)
-        try:
-            return self.pool.getconn(timeout=patience), True
-        except psycopg_pool.PoolTimeout:
+        began = time.monotonic()
+        deadline = began + (POOL_WAIT if patience is None else patience)
+        while True:
             try:
-                return connect(self._url, self._options, patience), False
-            except psycopg.OperationalError as error:
-                raise StoreUnavailableError(
-                    f"the database of {self._shown} cannot be reached: {said(error)}; {AFTER[unit]}") from None
+                return self.pool.getconn(timeout=max(0.01, min(SLICE, deadline - time.monotonic()))), True
+            except psycopg_pool.PoolTimeout:
+                if self._attempts.since(began) is not None or time.monotonic() >= deadline:
+                    break
+        try:
+            return connect(self._url, self._options, max(0.0, deadline - time.monotonic()) or None), False
+        except psycopg.OperationalError as error:
+            raise unreachable(error, self._shown, unit) from None
 
     def _put(self, connection: psycopg.Connection[Any], pooled: bool) -> None:
         if pooled:

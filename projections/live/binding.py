@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol, TypeVar
 
 import lmdb
-from chronograph.eventstore import LmdbEnv, LmdbLog, LmdbTransaction, LogReader, LogTransaction
+from chronograph.eventstore import CommitUnconfirmedError, LmdbEnv, LmdbLog, LmdbTransaction, LogReader, LogTransaction
 
 __all__ = ["Binding", "Colocated", "Remote", "bind"]
 
@@ -25,6 +25,9 @@ class Binding(Protocol):
     """A log and the environment holding its views, and how their transactions nest."""
 
     env: LmdbEnv
+    unsure: bool
+    """Whether the log may hold a write the views rolled back (its commit's answer never came):
+    they must catch up before they answer (`Views.refresh`)."""
 
     def write(self, work: Callable[[LogTransaction, lmdb.Transaction], T],
               since: Callable[[lmdb.Transaction], int] | None = None) -> T:
@@ -58,6 +61,7 @@ class Colocated:
     def __init__(self, log: LmdbLog) -> None:
         self.log = log
         self.env = log.environment
+        self.unsure = False  # (one transaction: the views commit with the log)
 
     def write(self, work: Callable[[LogTransaction, lmdb.Transaction], T],
               since: Callable[[lmdb.Transaction], int] | None = None) -> T:
@@ -97,6 +101,7 @@ class Remote:
     def __init__(self, log: Any, env: LmdbEnv) -> None:
         self.log = log
         self.env = env
+        self.unsure = False
 
     def write(self, work: Callable[[LogTransaction, lmdb.Transaction], T],
               since: Callable[[lmdb.Transaction], int] | None = None) -> T:
@@ -107,7 +112,11 @@ class Remote:
                 self.log.commit(tx)
             return outcome
 
-        return self.env.write(attempt)
+        try:
+            return self.env.write(attempt)
+        except CommitUnconfirmedError:  # the log may hold what the views roll back now
+            self.unsure = True
+            raise
 
     @contextmanager
     def read(self) -> Iterator[tuple[LogReader, lmdb.Transaction]]:

@@ -26,7 +26,7 @@ from support.tcpproxy import TcpProxy
 pytestmark = [pytest.mark.anyio, pytest.mark.wire, pytest.mark.slow]
 pytest.importorskip("psycopg")
 ROOT = Path(__file__).resolve().parents[2]
-CLEAR = ("cannot be reached", "went away", "cannot reach", "could not take the write")
+CLEAR = ("cannot be reached", "went away", "cannot reach", "could not take the write", "could not confirm the write")
 
 
 async def load(client: Client, count: int, acked: list[str], refused: list[str], pause: float = 0.01) -> None:

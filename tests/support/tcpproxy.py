@@ -2,7 +2,10 @@
 
 `cut()` turns it into a black hole: connections stay open but nothing crosses, and new
 ones are accepted and never answered, as when a cable is pulled (no reset ever comes).
-`mend()` lets traffic through again for the connections made from then on.
+`mend()` lets traffic through again for the connections made from then on. `refuse()` is a
+database that stopped: every connection dropped, new ones closed at once. `drop_after(marker)`
+passes the next client packet holding `marker` (a COMMIT) to the server and then drops that
+connection, as a network lost while the answer was on its way.
 """
 
 from __future__ import annotations
@@ -22,15 +25,31 @@ class TcpProxy:
         self.open.set()
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
+        self.refusing = False
+        self._marker: bytes | None = None
         threading.Thread(target=self._accept, daemon=True).start()
 
     def cut(self) -> None:
         """Nothing crosses any more, and nothing says so."""
         self.open.clear()
 
+    def refuse(self) -> None:
+        """Drop every connection and close each new one at once: the database stopped."""
+        self.refusing = True
+        self._drop()
+
+    def drop_after(self, marker: bytes) -> None:
+        """Pass on the next client packet that holds `marker`, then drop its connection."""
+        self._marker = marker
+
     def mend(self) -> None:
         """Traffic crosses again; the connections held through the cut are dropped (as a
         reset after the cable is back would drop them)."""
+        self.refusing = False
+        self._drop()
+        self.open.set()
+
+    def _drop(self) -> None:
         with self._lock:
             for sock in self._sockets:
                 try:
@@ -38,7 +57,6 @@ class TcpProxy:
                 except OSError:
                     pass
             self._sockets.clear()
-        self.open.set()
 
     def close(self) -> None:
         self.listener.close()
@@ -50,6 +68,9 @@ class TcpProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
+            if self.refusing:
+                client.close()
+                continue
             with self._lock:
                 self._sockets.append(client)
             if not self.open.is_set():
@@ -61,10 +82,10 @@ class TcpProxy:
                 continue
             with self._lock:
                 self._sockets.append(upstream)
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+            for source, sink, outgoing in ((client, upstream, True), (upstream, client, False)):
+                threading.Thread(target=self._pump, args=(source, sink, outgoing), daemon=True).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, outgoing: bool) -> None:
         try:
             while True:
                 data = source.recv(65536)
@@ -72,6 +93,10 @@ class TcpProxy:
                     break
                 self.open.wait()  # held while cut
                 sink.sendall(data)
+                marker = self._marker
+                if outgoing and marker is not None and marker in data:
+                    self._marker = None
+                    break  # (the finally shuts both ends: the answer never comes back)
         except OSError:
             pass
         finally:
