@@ -6,6 +6,7 @@ process derived keeps what was erased meanwhile."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from chronograph.application import Memory
 from chronograph.application.errors import StorageError
 from support.answerless import AnswerlessProxy
 from support.postgres import SERVER, database
+from support.team import call
 
 pytest.importorskip("psycopg")
 
@@ -43,6 +45,76 @@ def counts(memory: Memory) -> tuple[int, int]:
     with memory.log.read() as log:
         return log.erasures(), log.scrubbed_through()
 
+
+def test_a_forget_retried_after_its_commit_was_cut_off_answers_erased_and_scrubbed(
+        tmp_path: Path, proxy: AnswerlessProxy) -> None:
+    with Memory(proxy.url(database().log_url()), cache=tmp_path / "cache") as memory:
+        cut_forget(memory, proxy)
+        assert counts(memory) == (1, 0)  # it landed, and its scrub did not run
+        out = memory.write("forget_entity", {"name": SECRET, "reason": "asked again"}, actor="t").output
+        assert (out.entities, out.scrubbed, len(out.streams)) == (1, True, 1), out
+        assert counts(memory) == (1, 1)
+        with pytest.raises(Exception, match="nothing was erased"):  # answered once: a later call is a new one
+            memory.write("forget_entity", {"name": SECRET, "reason": "asked again"}, actor="t")
+
+
+def test_a_forget_retried_with_its_request_id_after_its_commit_was_cut_off_finishes_its_scrub(
+        tmp_path: Path, proxy: AnswerlessProxy) -> None:
+    with Memory(proxy.url(database().log_url()), cache=tmp_path / "cache") as memory:
+        cut_forget(memory, proxy, requestId="forget-1")
+        out = memory.write("forget_entity", {"name": SECRET, "reason": "asked", "requestId": "forget-1"},
+                           actor="t").output
+        assert (out.entities, out.scrubbed) == (1, True) and "overwritten" in out.message, out
+        assert counts(memory) == (1, 1)
+        again = memory.write("forget_entity", {"name": SECRET, "reason": "asked", "requestId": "forget-1"},
+                             actor="t").output
+        assert again == out  # the completed answer is the one kept now
+
+
+def test_a_forget_retried_with_its_request_id_in_another_process_is_answered_scrubbed(
+        tmp_path: Path, proxy: AnswerlessProxy) -> None:
+    url = database().log_url()
+    with Memory(proxy.url(url), cache=tmp_path / "cache") as memory:
+        cut_forget(memory, proxy, requestId="forget-1")
+    with Memory(url, cache=tmp_path / "other") as other:  # whose opening finishes the scrub
+        out = other.write("forget_entity", {"name": SECRET, "reason": "asked", "requestId": "forget-1"},
+                          actor="t").output
+        assert (out.entities, out.scrubbed) == (1, True) and "finished since" in out.message, out
+
+
+def test_a_server_finishes_the_scrub_a_cut_off_forget_owes_at_its_next_write(
+        tmp_path: Path, proxy: AnswerlessProxy) -> None:
+    with Memory(proxy.url(database().log_url()), cache=tmp_path / "cache") as memory:
+        cut_forget(memory, proxy)
+        memory.write("create_entities", {"entities": [{"name": "Bob", "entityType": "person", "observations": []}]},
+                     actor="t")
+        assert counts(memory) == (1, 1)
+
+
+def test_a_following_server_finishes_the_scrub_a_cut_off_forget_owes_without_a_write(
+        tmp_path: Path, proxy: AnswerlessProxy) -> None:
+    with Memory(proxy.url(database().log_url()), cache=tmp_path / "cache") as memory:
+        cut_forget(memory, proxy)
+        memory.follow()
+        for _ in range(300):  # it looks every second or so
+            if counts(memory) == (1, 1):
+                break
+            time.sleep(0.1)
+        assert counts(memory) == (1, 1)
+
+
+def test_a_team_entry_s_forget_retried_after_its_commit_was_cut_off_answers_forgotten_and_scrubbed(
+        tmp_path: Path, proxy: AnswerlessProxy) -> None:
+    with Memory(proxy.url(database().log_url()), cache=tmp_path / "cache") as memory:
+        entry = call(memory, "memory_knowledge", action="add", scopeType="global", title=SECRET,
+                     content=SAID)["knowledge"]["id"]
+        proxy.arm()
+        with pytest.raises(StorageError, match="may or may not have been stored"):
+            call(memory, "memory_forget", id=entry, reason="asked")
+        assert counts(memory) == (1, 0)
+        answer = call(memory, "memory_forget", id=entry, reason="asked")
+        assert answer["scrubbed"] is True and answer["forgotten"]["id"] == entry, answer
+        assert counts(memory) == (1, 1)
 
 
 def test_no_read_answers_what_a_forget_whose_commit_was_cut_off_erased(
