@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from chronograph.application.engine.erasing import settle_owed
 from chronograph.eventstore import EventStoreError
 from chronograph.projections import ProjectionError
 
@@ -41,6 +42,9 @@ def following(memory: Memory) -> None:
             if folded:
                 with memory.lock:  # to the head announced: asking the log for it again costs a snapshot
                     checkpoint = memory.views.catch_up(until=head)
+            if memory.owed.scrub:  # an erasure of this process cut off: its scrub is finished now, not at a reopen
+                with memory.lock:
+                    settle_owed(memory)
             memory.followed = checkpoint
             if folded:  # what others announce meanwhile is folded together at the next look: a look
                 # per write of every other server costs each follower CPU that N servers writing at

@@ -11,11 +11,21 @@ the version it was read at.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from chronograph.application.engine.outputs import entity_out, relation_out
 from chronograph.application.errors import ConflictError
-from chronograph.eventstore import NO_STREAM, AppendResult, Envelope, Event, LogTransaction, Scrubbed, StreamWrite
+from chronograph.eventstore import (
+    NO_STREAM,
+    AppendResult,
+    Envelope,
+    Event,
+    LogReader,
+    LogTransaction,
+    Scrubbed,
+    StreamWrite,
+)
 from chronograph.eventstore.writes import ExpectedVersion
 from chronograph.projections import ContextRecord, EntityRecord, LmdbState, Overlay, RelationRecord, apply
 from chronograph.projections.team.view import TeamView
@@ -52,6 +62,12 @@ class Batch:
         """The team memory of the store (set by the memory running the command)."""
         self.scrub: Callable[[Sequence[bytes]], Scrubbed] | None = None
         """Overwrites what erasures left in the store's files (set by the memory running the command)."""
+        self.reader: Callable[[], AbstractContextManager[LogReader]] | None = None
+        """A read snapshot of the log, for work after the commit (set by the memory running the command)."""
+        self.owed: Any = None
+        """What the memory's erasures still owe (`erasing.Owed`; set by the memory running the command)."""
+        self.erasing: tuple[str, tuple[bytes, ...]] | None = None
+        """What this batch erases, if it is an erasure: its subject and needles (`erasing.scrub_after`)."""
         self.writer: str | None = None
         """Which connection the command came through (`Memory.writer_for`), for the events that keep it."""
         self.store = ""
@@ -141,6 +157,15 @@ class Batch:
     def recorded_at(self) -> int:
         """The time every event of this batch is recorded at (µs)."""
         return self._at
+
+    @property
+    def correlation_id(self) -> str:
+        """The call the batch's events are recorded as part of."""
+        return self._correlation_id
+
+    def last_written(self) -> tuple[str, int] | None:
+        """The stream of the last decided event and the version it gets (None: nothing decided)."""
+        return (self._runs[-1][0], self._versions[self._runs[-1][0]]) if self._runs else None
 
     @property
     def actor(self) -> str:

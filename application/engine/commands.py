@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 from chronograph.application.engine.batch import Batch
+from chronograph.application.engine.erasing import settle_owed, unconfirmed
 from chronograph.application.engine.outputs import Out
 from chronograph.application.engine.registry import Tool
 from chronograph.application.errors import (
@@ -56,6 +57,9 @@ class _Remembered(msgspec.Struct, frozen=True, array_like=True):
     arguments: bytes
     """digest of the call's arguments (without the requestId)"""
     output: msgspec.Raw
+    final: bool = False
+    """whether `output` is the call's whole answer: stored after the work its commit owed (an
+    erasure's scrub), or it owed none (False also for what versions before kept)"""
 
 
 def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id: str | None, principal: str,
@@ -79,7 +83,23 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
         fingerprint = digest(msgspec.msgpack.encode(msgspec.structs.replace(args, request_id=UNSET)), 32)
     correlation = correlation_id or os.urandom(16).hex()
 
+    def prepared(tx: LogTransaction, views: LmdbState) -> Batch:
+        batch = Batch(tx, views, workspace, actor=actor, correlation_id=correlation, idempotency_key=key)
+        batch.teams = memory.teams
+        batch.writer = writer
+        batch.scrub = memory.scrub
+        batch.reader = memory.log.read
+        batch.owed = memory.owed
+        batch.store = memory.log.location
+        batch.cache = "" if memory.cache is None else str(memory.cache.path)
+        if memory.semantic is not None:
+            batch.embed_now = memory.semantic.embed_now
+        batches.append(batch)
+        return batch
+
     def work(tx: LogTransaction, views: LmdbState) -> Written:
+        batches.clear()
+        answers.clear()
         if key is not None:
             recalled = tx.recall(key)
             if recalled is not None:
@@ -89,23 +109,19 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
                 if remembered.arguments != fingerprint:
                     raise RequestReplayError(spec.name, str(request_id))
                 output = msgspec.msgpack.decode(remembered.output, type=spec.output)
+                if spec.replayed is not None and not remembered.final:  # stored before the work its commit owed
+                    spec.replayed(prepared(tx, views))
                 return Written(output, changed=False, replayed=True)
-        batch = Batch(tx, views, workspace, actor=actor, correlation_id=correlation, idempotency_key=key)
-        batch.teams = memory.teams
-        batch.writer = writer
-        batch.scrub = memory.scrub
-        batch.store = memory.log.location
-        batch.cache = "" if memory.cache is None else str(memory.cache.path)
-        if memory.semantic is not None:
-            batch.embed_now = memory.semantic.embed_now
-        batches.append(batch)
+        batch = prepared(tx, views)
         output = spec.handler(batch, args)
+        answers.append(output)
         writes = batch.writes()
         if writes or key is not None:
             result = None
             if key is not None:
+                final = not (batch.afterwards or batch.unlocked)
                 result = msgspec.msgpack.encode(
-                    _Remembered(fingerprint, msgspec.Raw(msgspec.msgpack.encode(output)))
+                    _Remembered(fingerprint, msgspec.Raw(msgspec.msgpack.encode(output)), final)
                 )
             appended = tx.append(
                 writes, actor=actor, correlation_id=correlation, idempotency_key=key, result=result,
@@ -114,7 +130,8 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
             batch.confirm(appended)
         return Written(output, changed=bool(writes))
 
-    batches: list[Batch] = []  # the last one ran in the transaction that committed
+    batches: list[Batch] = []  # the one of the transaction that committed (none: a plain replay)
+    answers: list[Out] = []
     stored = False
     try:
         with memory.lock:
@@ -129,20 +146,23 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
             if written.changed:
                 for hook in memory.after_commit:
                     hook(memory, spec, args, written)
-            if batches and batches[-1].afterwards and not written.replayed:
+            if batches and batches[-1].afterwards:
                 output = written.output
                 for then in batches[-1].afterwards:
                     output = then(output)
                 written = msgspec.structs.replace(written, output=output)
+            settle_owed(memory)  # a scrub an erasure cut off owes (after this call's own, which may be it)
     except (EventStoreError, ProjectionError) as error:
+        if isinstance(error, CommitUnconfirmedError) and not stored and batches and answers:
+            unconfirmed(memory.owed, batches[-1], answers[-1])  # it may have landed: its retry is told so
         raise _refusal(error, stored, retry=None if not hasattr(args, "request_id") else (
             None if request_id is UNSET else str(request_id))) from None
-    if batches and batches[-1].unlocked and not written.replayed:
+    if batches and batches[-1].unlocked:
         output = written.output
         for then in batches[-1].unlocked:
             output = then(output)
         written = msgspec.structs.replace(written, output=output)
-    if key is not None and batches and not written.replayed and (batches[-1].afterwards or batches[-1].unlocked):
+    if key is not None and batches and (batches[-1].afterwards or batches[-1].unlocked):
         _keep_final(memory, key, fingerprint, written.output)
     return written
 
@@ -186,7 +206,7 @@ def _keep_final(memory: Memory, key: str, fingerprint: bytes, output: Out) -> No
     embedding), under the call's key in place of the one stored with its events, so that a
     retry answers what the first call answered. Best effort: the call has committed, and if
     this fails a retry answers as the commit left it."""
-    final = msgspec.msgpack.encode(_Remembered(fingerprint, msgspec.Raw(msgspec.msgpack.encode(output))))
+    final = msgspec.msgpack.encode(_Remembered(fingerprint, msgspec.Raw(msgspec.msgpack.encode(output)), True))
 
     def attach(tx: LogTransaction) -> None:
         recalled = tx.recall(key)

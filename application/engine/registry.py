@@ -45,6 +45,10 @@ class Tool:
     transaction), with the handler given the memory instead of a batch."""
     files: Files | None = None
     """Where the tool may write files (None: nowhere); its annotations say so where the server allows it."""
+    replayed: Callable[[Any], None] | None = None
+    """For a command whose answer its commit stores before work that follows (an erasure's scrub):
+    given a batch, registers that work again (`Batch.then`) for a retry with its requestId that
+    finds the stored answer incomplete (the commit's answer lost, or the process ended between)."""
 
     @property
     def writes(self) -> bool:
@@ -75,18 +79,20 @@ class Registry:
         return tool
 
     def command(
-        self, name: str, title: str, description: str, *, kind: Kind = "write", reads: Iterable[str] = ()
+        self, name: str, title: str, description: str, *, kind: Kind = "write", reads: Iterable[str] = (),
+        replayed: Callable[[Any], None] | None = None,
     ) -> Callable[[F], F]:
         """Declare the decorated `(batch, args) -> output` handler as a tool that writes
-        (except for the `action` values in `reads`)."""
-        return self._declare(name, title, description, kind, frozenset(reads))
+        (except for the `action` values in `reads`); `replayed`: see `Tool.replayed`."""
+        return self._declare(name, title, description, kind, frozenset(reads), replayed)
 
     def query(self, name: str, title: str, description: str, *, kind: Kind = "read") -> Callable[[F], F]:
         """Declare the decorated `(memory, args) -> output` handler as a tool that reads."""
         return self._declare(name, title, description, kind, frozenset())
 
     def _declare(
-        self, name: str, title: str, description: str, kind: Kind, reads: frozenset[str]
+        self, name: str, title: str, description: str, kind: Kind, reads: frozenset[str],
+        replayed: Callable[[Any], None] | None = None,
     ) -> Callable[[F], F]:
         def decorator(handler: F) -> F:
             hints = get_type_hints(handler)
@@ -96,7 +102,7 @@ class Registry:
             if not (isinstance(output, type) and issubclass(output, Out)):
                 raise TypeError(f"{handler.__qualname__}: annotate its return with an Out Struct")
             files = self.files or ("export-dir" if kind == "export" else None)
-            self.add(Tool(name, title, description, arguments, output, kind, handler, reads, files))
+            self.add(Tool(name, title, description, arguments, output, kind, handler, reads, files, replayed))
             return handler
 
         return decorator

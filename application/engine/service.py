@@ -21,7 +21,7 @@ from chronograph.application.engine.arguments import Args, parse, parse_checked
 from chronograph.application.engine.background import IMAGE_IDLE, following, keeping
 from chronograph.application.engine.commands import Written, commit, unanswered
 from chronograph.application.engine.config import model_cache
-from chronograph.application.engine.erasing import finish_scrubbing, scrub_store
+from chronograph.application.engine.erasing import Owed, finish_scrubbing, scrub_store
 from chronograph.application.engine.exportdir import ExportDir
 from chronograph.application.engine.outputs import Out
 from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
@@ -136,6 +136,8 @@ class Memory:
         self._answering = threading.local()
         """The handler answering this thread's call and its reply limit (`call`, see `limit_for`):
         reads run in several threads at once over HTTP."""
+        self.owed = Owed()
+        """What this process's erasures still owe: a scrub, answers of commits cut off (`erasing`)."""
         self.log, self.cache = open_store(path, sync=sync, readonly=readonly, max_size=max_size, cache=cache)
         """The log, and the local environment of the views when the log is in a database."""
         try:

@@ -28,7 +28,7 @@ import msgspec
 from chronograph.application.core.tenures import Tenure, tenures
 from chronograph.application.engine.arguments import D, Name, WriteArgs
 from chronograph.application.engine.batch import Batch
-from chronograph.application.engine.erasing import Reason, scrub_after
+from chronograph.application.engine.erasing import Reason, scrub_after, settle_after, unsettled
 from chronograph.application.engine.outputs import Out
 from chronograph.application.engine.registry import CORE
 from chronograph.application.errors import NotFoundError
@@ -176,15 +176,20 @@ def _workspace_of(log: LogReader, stream: str) -> str:
 
 @CORE.command("forget_entity", "Forget Entity",
               "Erase an entity for good (every version, its relations); the audit keeps who, when, why",
-              kind="delete")
+              kind="delete", replayed=lambda batch: settle_after(batch, (), _finished))
 def forget_entity(batch: Batch, args: ForgetEntity) -> ForgetOut:
     """Erase every entity ever called `name` in the workspace, and its relations; scrub after the commit.
+    A retry of this process's forget whose commit was cut off answers as it would have, if it landed.
 
     Raises:
         NotFoundError: If no entity was ever called `name` in the workspace (nothing is erased).
     """
+    subject = f"entity\x00{batch.workspace}\x00{args.name}"
     streams = batch.state.name_streams(batch.workspace, args.name)
     if not streams:
+        landed = unsettled(batch, subject, _finished)
+        if landed is not None:
+            return landed
         raise NotFoundError(f"No entity named {args.name!r} ever existed in workspace {batch.workspace!r}, "
                             "or it was forgotten already; nothing was erased")
     plan = _Plan(batch.tx, streams)
@@ -199,7 +204,7 @@ def forget_entity(batch: Batch, args: ForgetEntity) -> ForgetOut:
             1 for envelope in originals if plan.owner.get(envelope.stream) == stream)
         batch.emit(stream, EntityForgotten(workspace=plan.workspace_of[stream], reason=args.reason,
                                            events=count, relations=moved))
-    scrub_after(batch, plan.keys, _finished)
+    scrub_after(batch, plan.keys, _finished, subject)
     note = project_file_note(batch.workspace)
     return ForgetOut(entities=len(plan.entities), relations=len(plan.relations), events=len(originals),
                      redacted=len(plan.merges), streams=list(plan.entities), elsewhere=[note] if note else [])

@@ -18,7 +18,7 @@ from typing import Annotated
 import msgspec
 from chronograph.application.engine.arguments import D
 from chronograph.application.engine.batch import Batch
-from chronograph.application.engine.erasing import Reason, scrub_after
+from chronograph.application.engine.erasing import Reason, scrub_after, settle_after, unsettled
 from chronograph.application.engine.outputs import ObjectOut, object_out
 from chronograph.application.errors import NotFoundError
 from chronograph.application.team.common import TEAM, Short, TeamArgs
@@ -43,9 +43,10 @@ class MemoryForget(TeamArgs, kw_only=True):
 @TEAM.command("memory_forget", "Forget Entry",
               "Erase a tool, guideline or knowledge entry for good: every version, its tags, relations and "
               "conflicts (deactivate and reset keep history; this does not). The audit keeps who, when, why",
-              kind="delete")
+              kind="delete", replayed=lambda batch: settle_after(batch, (), _finished))
 def forget_entry(batch: Batch, args: MemoryForget) -> ObjectOut:
-    """Erase the entry `id` and every stream that exists for it; scrub after the commit.
+    """Erase the entry `id` and every stream that exists for it; scrub after the commit. A retry
+    of this process's forget whose commit was cut off answers as it would have, if it landed.
 
     Raises:
         NotFoundError: If no entry `id` ever existed, or it was forgotten already (nothing is erased).
@@ -54,12 +55,15 @@ def forget_entry(batch: Batch, args: MemoryForget) -> ObjectOut:
     events = list(batch.tx.stream(stream))
     added = events[0].event if events else None
     if not isinstance(added, EntryAdded):
+        landed = unsettled(batch, f"entry\x00{args.id}", _finished)
+        if landed is not None:
+            return landed
         raise NotFoundError(f"No entry {args.id!r} ever existed, or it was forgotten already; nothing was erased")
     others = sorted(_streams_for(batch, args.id, events[0].position))
     originals = batch.tx.erase({s: s for s in (stream, *others)}, _redact)
     batch.emit(stream, EntryForgotten(entry_type=added.entry_type, reason=args.reason, events=len(originals),
                                       streams=tuple(others)))
-    scrub_after(batch, [added.name.encode("utf-8", "surrogatepass")], _finished)
+    scrub_after(batch, [added.name.encode("utf-8", "surrogatepass")], _finished, f"entry\x00{args.id}")
     return object_out(success=True, forgotten={"id": args.id, "type": added.entry_type, "events": len(originals),
                                                "streams": others})
 

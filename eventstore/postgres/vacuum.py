@@ -55,6 +55,11 @@ def vacuum_full(connection: Any, relation: Any, lock_wait: float | None = None) 
     the table holds it, and every reader that comes after queues behind the rewrite's wait, so an
     unbounded one stalls the whole log for as long as the longest reader. Not taken in time, the
     rewrite did nothing and all its dead row versions are kept (1 is returned: at least one).
+
+    The rewrite itself is not bounded: a `statement_timeout` of the role, the database or the
+    URL's options, meant for queries, is lifted for it (and set back after), else a table that
+    takes longer to copy than that could never be scrubbed, however often it was tried. VACUUM
+    runs in no transaction block, so the lift is the session's, undone by RESET.
     """
     kept = 0
 
@@ -67,6 +72,7 @@ def vacuum_full(connection: Any, relation: Any, lock_wait: float | None = None) 
     target = sql.SQL(relation) if isinstance(relation, str) else relation
     connection.add_notice_handler(count)
     try:
+        connection.execute("SET statement_timeout = 0")
         if lock_wait is not None:
             wait = sql.Literal(f"{max(1, round(lock_wait * 1000))}ms")
             connection.execute(sql.SQL("SET lock_timeout = {}").format(wait))
@@ -75,6 +81,6 @@ def vacuum_full(connection: Any, relation: Any, lock_wait: float | None = None) 
         return max(kept, 1)
     finally:
         connection.remove_notice_handler(count)
-        if lock_wait is not None:
-            connection.execute("RESET lock_timeout")
+        if not connection.broken:  # (a connection the database dropped has no setting to set back)
+            connection.execute("RESET statement_timeout; RESET lock_timeout")
     return kept

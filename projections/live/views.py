@@ -77,6 +77,7 @@ class Views:
         self._adopting = threading.Lock()
         self._tables: Tables | None = None
         self._erasures_seen: int | None = None
+        self._erasing: int | None = None
         self._overtakable = isinstance(self.binding, Colocated) and not self.env.readonly  # (a cache follows)
         self.guard: Callable[[], AbstractContextManager[bool]] = lambda: nullcontext(True)
         """The lock of this process's users of the store if no other thread holds it (yields whether it
@@ -378,12 +379,17 @@ class Views:
                 catch_up(tx, txn, tables, tx.head())
                 return work(tx, LmdbState(txn, tables))
 
+            self._erasing = None
             try:
-                return self.binding.write(both, since=self.tables.checkpoint)
+                outcome = self.binding.write(both, since=self.tables.checkpoint)
             except GenerationMoved as moved:
                 self.adopt(moved.generation)
+                continue
             except ViewsDamagedError as damage:
                 raise damage.at(self.log.location) from None
+            if self._erasing is not None:  # its views committed: a commit cut off leaves the count to `refresh`
+                self._erasures_seen = self._erasing
+            return outcome
 
     def catch_up(self, progress: Progress | None = None, until: int | None = None) -> int:
         """Fold the events the views have not seen (up to `until`, default the log's head), in
@@ -447,8 +453,8 @@ class Views:
             self._drop_derived(txn)
         if colocated:  # scrubbed after the commit, with the log
             self.pointer.set_erasures(txn, count)
-        else:  # its cache is scrubbed after the commit (`scrubbed` says so)
-            self._erasures_seen = count
+        else:  # its cache is scrubbed after the commit (`scrubbed` says so), once the views commit (`transact`)
+            self._erasing = count
 
 
 def _dropped(location: object) -> ViewsUnavailableError:
