@@ -65,6 +65,19 @@ async def test_a_bad_as_of_is_a_clear_error(client: Client) -> None:
         await call(client, "read_graph", {"asOf": "last tuesday"})
 
 
+async def test_an_iso_basic_date_as_of_is_that_date_as_valid_at_reads_it_not_a_log_position(
+    client: Client, clock: FrozenDateTimeFactory
+) -> None:
+    await call(client, "create_entities", {"entities": [entity("Ada", "person", "math")]})  # March 1
+    clock.move_to("2026-03-02T09:00:00Z")
+    await call(client, "create_entities", {"entities": [entity("Bob", "person", "tea")]})
+    then = await call(client, "read_graph", {"asOf": "20260302"})  # before: position 20,260,302, clamped to 2
+    assert (names(then), then["asOf"]) == (["Ada"], 1)
+    assert names(await call(client, "read_graph", {"asOf": "20260301T103000Z"})) == ["Ada"]
+    assert names(await call(client, "read_graph", {"asOf": "00000001"})) == ["Ada"]  # no date: a position
+    assert names(await call(client, "read_graph", {"asOf": 20260302})) == ["Ada", "Bob"]  # a number: a position
+
+
 @pytest.mark.parametrize("moment", ["²", " ³ ", "1²"])
 async def test_digits_python_counts_but_cannot_read_are_not_a_log_position(client: Client, moment: str) -> None:
     for tool, arguments in (("read_graph", {}), ("search_nodes", {"query": "x"}), ("open_nodes", {"names": ["x"]})):
