@@ -112,6 +112,24 @@ async def test_entity_history_pages_with_a_cursor_and_travels_in_time(
     assert [v["version"] for v in then["versions"]] == [1]
 
 
+async def test_entity_history_newest_first_repeats_no_version_when_a_write_lands_between_pages(
+    client: Client, clock: FrozenDateTimeFactory
+) -> None:
+    await call(client, "create_entities", {"entities": [entity("Ada", "person", "v1")]})
+    for n in range(2, 5):
+        await call(client, "add_observations", {"observations": [{"entityName": "Ada", "contents": [f"v{n}"]}]})
+    first = await call(client, "get_entity_history", {"name": "Ada", "limit": 2, "order": "newest"})
+    await call(client, "add_observations", {"observations": [{"entityName": "Ada", "contents": ["v5"]}]})
+    rest = await call(client, "get_entity_history", {"name": "Ada", "limit": 2, "order": "newest",
+                                                     "cursor": first["nextCursor"]})
+    assert [v["version"] for v in first["versions"] + rest["versions"]] == [4, 3, 2, 1]  # before: 4, 3, 3, 2
+    assert "nextCursor" not in rest
+    older = await call(client, "get_entity_history", {"name": "Ada", "limit": 2, "order": "newest", "cursor": "2"})
+    assert [v["version"] for v in older["versions"]] == [3, 2]  # an offset, as cursors were before
+    with pytest.raises(ToolFailed, match="cursor: 'px' is not a cursor this tool returned"):
+        await call(client, "get_entity_history", {"name": "Ada", "cursor": "px"})
+
+
 async def test_a_recreated_name_has_a_new_history_and_keeps_the_old_one(
     client: Client, clock: FrozenDateTimeFactory
 ) -> None:
