@@ -17,7 +17,7 @@ from chronograph.projections.states.dictgraph import DictGraph
 from chronograph.projections.states.dictstate import DictState, fold_log
 from chronograph.projections.states.graph import Graph
 
-__all__ = ["basic_date", "entity_as_of", "fold_streams", "graph_as_of", "position_of", "relation_as_of", "written_position"]
+__all__ = ["entity_as_of", "fold_streams", "graph_as_of", "position_of", "relation_as_of", "written_position"]
 
 
 def written_position(text: str) -> int | None:
@@ -29,10 +29,10 @@ def written_position(text: str) -> int | None:
     text = text.strip()
     if not (text.isascii() and text.isdigit()):
         return None
-    return None if basic_date(text) else int(text)
+    return None if _basic_date(text) else int(text)
 
 
-def basic_date(text: str) -> bool:
+def _basic_date(text: str) -> bool:
     """Whether `text` (ASCII digits) is a calendar date in ISO-8601's basic form, YYYYMMDD."""
     if len(text) != 8:
         return False
