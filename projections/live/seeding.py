@@ -19,6 +19,7 @@ import lmdb
 import msgspec
 import zstandard
 from chronograph.projections.keys import VECTORS
+from chronograph.projections.live.anchor import went_back
 from chronograph.projections.live.binding import Binding, Colocated
 from chronograph.projections.live.catchup import Progress
 from chronograph.projections.past.snapshots import Snapshots
@@ -60,6 +61,7 @@ class CacheSeeds:
     def __init__(self, log: object, binding: Binding, env: Any, pointer: Pointer,
                  others: Callable[[], Mapping[str, lmdb._Database | None]]) -> None:
         self.seeds = None if isinstance(binding, Colocated) else getattr(log, "seeds", None)
+        self.log = log
         self.env, self.pointer, self._others = env, pointer, others
         self.at: int | None = None
         """The newest seed's position this process knows (None: not looked)."""
@@ -101,8 +103,12 @@ class CacheSeeds:
             erasures = self.pointer.erasures(txn)
             if self.pointer.generation(txn) != tables.generation or erasures is None:
                 return False
+            position = tables.checkpoint(txn)
+            with self.log.read() as log:  # views of a log that went back under them are not offered to new caches
+                if went_back(log, position, tables.anchor(txn)) is not None:
+                    return False
             try:
-                return bool(self.seeds.keep(TAG, tables.checkpoint(txn), erasures, parts(txn, held, stop), spacing))
+                return bool(self.seeds.keep(TAG, position, erasures, parts(txn, held, stop), spacing))
             except Abandoned:
                 return False
 

@@ -123,3 +123,16 @@ def test_a_mark_survives_an_erasure_and_tells_another_call_apart_at_the_same_tim
 
     assert anchor.mark(envelope("a", "c1")) == anchor.mark(envelope("erased:b", "c1"))
     assert anchor.mark(envelope("a", "c1")) != anchor.mark(envelope("a", "c2"))
+
+
+def test_views_of_a_log_that_went_back_are_not_kept_as_a_seed_for_new_caches(tmp_path: Path, url: str) -> None:
+    with Memory(url, cache=tmp_path / "a") as memory:
+        create(memory, "Ada", "Bob", "Cy")
+        cut_back(url, 1)
+        with Memory(url, cache=tmp_path / "b") as other:
+            create(other, "Xa", "Xb")
+        assert not memory.keep_seed_now(spacing=0)  # the keeper runs outside the calls: no look came first
+        names(memory)  # the call's look rebuilds the views
+        assert memory.keep_seed_now(spacing=0)
+    with Memory(url, cache=tmp_path / "c") as new:
+        assert names(new) == ["Ada", "Xa", "Xb"]
