@@ -18,6 +18,7 @@ from typing import Any
 import lmdb
 import msgspec
 import zstandard
+from chronograph.eventstore import EventLog
 from chronograph.projections.keys import VECTORS
 from chronograph.projections.live.anchor import went_back
 from chronograph.projections.live.binding import Binding, Colocated
@@ -58,7 +59,7 @@ class CacheSeeds:
     `others()`: the databases besides the views' slot that a seed holds, by their names (asked each
     time: a reopened environment opens new handles, and a new `pointer`, which the views set)."""
 
-    def __init__(self, log: object, binding: Binding, env: Any, pointer: Pointer,
+    def __init__(self, log: EventLog, binding: Binding, env: Any, pointer: Pointer,
                  others: Callable[[], Mapping[str, lmdb._Database | None]]) -> None:
         self.seeds = None if isinstance(binding, Colocated) else getattr(log, "seeds", None)
         self.log = log
