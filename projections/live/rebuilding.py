@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import lmdb
 from chronograph.eventstore import EventLog, LmdbEnv, LogReader
-from chronograph.projections.errors import RebuildError
+from chronograph.projections.errors import RebuildError, ViewsDamagedError
 from chronograph.projections.live.anchor import went_back
 from chronograph.projections.live.binding import Binding, Colocated
 from chronograph.projections.live.catchup import Progress
@@ -120,6 +120,8 @@ class Rebuilding:
                 self._same_log(log, txn, self.tables)
         except WentBack as back:
             self._rebuild_after(back.reason)
+        except ViewsDamagedError as damage:
+            raise damage.at(self.log.location) from None
 
     def _rebuild_after(self, reason: str, progress: Progress | None = None) -> None:
         """Rebuild a cache's views from its log, which went back under them (`reason`), with nothing

@@ -143,7 +143,7 @@ class Views(Rebuilding):
             with self.binding.read() as (log, txn):
                 generation = self.pointer.generation(txn)
                 if generation == self.tables.generation:
-                    return log.head() - self.tables.checkpoint(txn)
+                    return log.head() - self._checkpoint(txn)
             self.adopt(generation)
 
     def _open_erasables(self) -> None:
@@ -318,7 +318,18 @@ class Views(Rebuilding):
     def behind(self) -> int:
         """How many events of the log the views have not folded yet (0 when current)."""
         with self.binding.read() as (log, txn):
-            return log.head() - self.tables.checkpoint(txn)
+            return log.head() - self._checkpoint(txn)
+
+    def _checkpoint(self, txn: lmdb.Transaction) -> int:
+        """The live generation's checkpoint, read in `txn`.
+
+        Raises:
+            ViewsDamagedError: Naming the store, if it fails its checksum.
+        """
+        try:
+            return self.tables.checkpoint(txn)
+        except ViewsDamagedError as damage:
+            raise damage.at(self.log.location) from None
 
     # --- writing --------------------------------------------------------------------------
 
