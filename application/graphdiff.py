@@ -46,11 +46,25 @@ def _known(memory: Memory, workspace: str, moment: int | str, principal: Princip
             "command line, which has no reply to fit: chronograph replay --diff A B --store ..."),
             at_least=True) from None
     known: dict[str, Any] = json.loads(out.content)  # type: ignore[attr-defined]
+    with memory.lock, memory.timeline.at("export_graph", moment) as then:  # (read as the export was)
+        streams = {record.name: record.stream for record in then.graph.entities(workspace)}
+        links = {(r.source, r.relation_type, r.target): r.stream for r in then.graph.relations(workspace)}
+    for entity in known["entities"]:
+        entity[STREAM] = streams.get(entity["name"])
+    for relation in known["relations"]:
+        relation[STREAM] = links.get((relation["from"], relation["relationType"], relation["to"]))
     return known
 
 
+STREAM = "\x00stream"
+"""The key `_known` gives each entity and relation its stream under: what tells one made again from the
+one it replaced, where its version and createdAt are the same (deleted and made again at the time
+the clock held, or under a clock set back)."""
+
+
 def graph_diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
-    """What was created, changed and deleted between two read_graph answers."""
+    """What was created, changed and deleted between two read_graph answers (with the stream of each
+    entity and relation under `STREAM` where known)."""
     changes: list[dict[str, Any]] = []
     old = {e["name"]: e for e in before["entities"]}
     new = {e["name"]: e for e in after["entities"]}
@@ -60,7 +74,7 @@ def graph_diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, 
             changes.append({"change": "created", "kind": "entity", "what": name, "detail": b["entityType"]})  # type: ignore[index]
         elif b is None:
             changes.append({"change": "deleted", "kind": "entity", "what": name})
-        elif (a["version"], a["createdAt"]) != (b["version"], b["createdAt"]):
+        elif (a["version"], a["createdAt"], a.get(STREAM)) != (b["version"], b["createdAt"], b.get(STREAM)):
             changes.append({"change": "changed", "kind": "entity", "what": name, "detail": _entity_change(a, b)})
     key = lambda r: (r["from"], r["relationType"], r["to"])  # noqa: E731
     old_r = {key(r): r for r in before["relations"]}
@@ -72,6 +86,8 @@ def graph_diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, 
             changes.append({"change": "created", "kind": "relation", "what": what})
         elif b is None:
             changes.append({"change": "deleted", "kind": "relation", "what": what})
+        elif _made_again(a, b):
+            changes.append({"change": "changed", "kind": "relation", "what": what, "detail": "re-created"})
         elif a["version"] != b["version"]:
             spans = [(r.get("validFrom"), r.get("validUntil")) for r in (a, b)]
             changes.append({"change": "changed", "kind": "relation", "what": what,
@@ -94,7 +110,12 @@ def _entity_change(a: dict[str, Any], b: dict[str, Any]) -> str:
         parts.append("metadata")
     if a.get("validity") != b.get("validity"):
         parts.append("valid time")
-    if a["createdAt"] != b["createdAt"]:
+    if _made_again(a, b):
         parts.append("re-created")
     return ", ".join(parts) or f"version {a['version']} -> {b['version']}"
 
+
+
+def _made_again(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether `b` is another entity or relation than `a`, made after it under the same name or ends."""
+    return a["createdAt"] != b["createdAt"] or a.get(STREAM) != b.get(STREAM)

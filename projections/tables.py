@@ -52,6 +52,7 @@ PAIRED = frozenset({"adjacency"})
 """The tables that keep each row as a key and one of its sorted duplicates (`keys.adjacency_pair`)."""
 
 _CHECKPOINT = b"checkpoint"
+_ANCHOR = b"anchor"
 
 
 class Tables(NamedTuple):
@@ -72,9 +73,23 @@ class Tables(NamedTuple):
         value = txn.get(_CHECKPOINT, db=self.meta)
         return 0 if value is None else unpack_u64(unseal(value, "the checkpoint"))
 
-    def set_checkpoint(self, txn: lmdb.Transaction, position: int) -> None:
-        """Record that every event up to `position` is folded in (same transaction!)."""
+    def set_checkpoint(self, txn: lmdb.Transaction, position: int, mark: int = 0) -> None:
+        """Record that every event up to `position` is folded in (same transaction!), and `mark`,
+        what identifies the event at `position` (see `live.anchor`; 0: not known, none kept)."""
         txn.put(_CHECKPOINT, seal(pack_u64(position)), db=self.meta)
+        if mark:
+            txn.put(_ANCHOR, seal(pack_u64(position) + pack_u64(mark)), db=self.meta)
+        else:
+            txn.delete(_ANCHOR, db=self.meta)
+
+    def anchor(self, txn: lmdb.Transaction) -> int:
+        """The mark of the event at the checkpoint as it was folded (0: none kept, as by a version
+        before marks, or one kept at another position)."""
+        value = txn.get(_ANCHOR, db=self.meta)
+        if value is None:
+            return 0
+        data = unseal(value, "the checkpoint's anchor")
+        return unpack_u64(data[8:]) if unpack_u64(data[:8]) == self.checkpoint(txn) else 0
 
     def databases(self) -> tuple[lmdb._Database, ...]:
         """The databases, in `TABLES` order."""

@@ -5,6 +5,7 @@ Both read the log itself, so they cover deleted things and every change ever mad
 
 from __future__ import annotations
 
+import bisect
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -97,9 +98,10 @@ def get_entity_history(memory: Memory, args: GetEntityHistory) -> HistoryOut:
             for version, position in enumerate(moment.log.positions(stream), start=1)
             if last is None or position <= last
         )
-        if args.order == "newest":
+        newest = args.order == "newest"
+        if newest:
             every.reverse()
-        start = cursor_of("get_entity_history", args.cursor)
+        start = _start(every, args.cursor, newest)
         page = every[start : start + args.limit]
         wanted: dict[str, list[int]] = {}
         for _, stream, version in page:
@@ -109,8 +111,32 @@ def get_entity_history(memory: Memory, args: GetEntityHistory) -> HistoryOut:
     more = start + args.limit < len(every)
     return HistoryOut(
         versions=[version_out(found[(stream, version)]) for _, stream, version in page],
-        next_cursor=str(start + args.limit) if more else UNSET,
+        next_cursor=f"{AFTER}{page[-1][0]}" if more else UNSET,
     )
+
+
+AFTER = "p"
+"""What begins a history's cursor: the position of the last version a page showed follows it. A page
+goes on past that version by position, as the audit log's does, so a write between two pages (a
+newer version, newest first) repeats none; a cursor of digits alone is an offset into the versions
+(what the tool answered before 2026-12-07), still taken."""
+
+
+def _start(every: list[tuple[int, str, int]], cursor: Any, newest: bool) -> int:
+    """Where in `every` (each version's position first, in the order asked) the page of `cursor` begins.
+
+    Raises:
+        InvalidArgumentsError: If `cursor` is not one this tool returned.
+    """
+    text = "" if cursor is UNSET else str(cursor)
+    if not text.startswith(AFTER):
+        return int(cursor_of("get_entity_history", cursor))
+    digits = text[len(AFTER):]
+    well_formed = digits.isascii() and digits.isdigit()
+    position = cursor_of("get_entity_history", digits if well_formed else cursor)  # (one refused is named whole)
+    if newest:  # the first version before it (positions descending)
+        return bisect.bisect_right(every, -position, key=lambda item: -item[0])
+    return bisect.bisect_right(every, position, key=lambda item: item[0])  # the first after it
 
 
 class GetRelationHistory(RelationKey, kw_only=True):

@@ -17,10 +17,14 @@ from chronograph.projections import ProjectionError
 if TYPE_CHECKING:
     from chronograph.application.engine.service import Memory
 
-__all__ = ["FOLLOW_PAUSE", "IMAGE_IDLE", "following", "keeping"]
+__all__ = ["FOLLOW_PAUSE", "IMAGE_IDLE", "RECHECK", "following", "keeping"]
 
 FOLLOW_PAUSE = 0.01
 """Seconds a follower waits after folding other servers' writes before it looks again."""
+
+RECHECK = 10
+"""Every how many looks a follower compares the views with the log even though its head stayed
+(a log restored and written back to the same head between two looks)."""
 
 IMAGE_IDLE = 1.0
 """Seconds without a tool call before a server saves the search images that changed."""
@@ -31,20 +35,28 @@ def following(memory: Memory) -> None:
     second), until the memory closes; say in `memory.reachable` why the database cannot be
     reached when it cannot."""
     stopping = memory.stopping
+    looked: int | None = None  # the head at the last look (at first: where the views stand)
+    looks = 0
     while not stopping.is_set():
+        looks += 1
         try:
+            after = memory.checkpoint()
+            looked = after if looked is None else looked
             with memory.log.patience(1.0):  # a database out of reach is said at once, and a stop not held up
-                head, erasures = memory.log.watch(memory.checkpoint(), timeout=1.0)
+                head, erasures = memory.log.watch(after, timeout=1.0)
             memory.views.observed_erasures = erasures
             memory.reachable = None
             checkpoint = memory.checkpoint()  # a write of this process may have brought the views there
             folded = head > checkpoint or erasures != memory.views.erasures_seen
-            if folded:
+            if folded or head != looked or looks % RECHECK == 0:  # a head that moved otherwise (and now and
+                # then one that did not): the log may have gone back under the views (restored, failed
+                # over), which their catch-up looks at (see `projections.live.anchor`)
                 with memory.lock:  # to the head announced: asking the log for it again costs a snapshot
                     checkpoint = memory.views.catch_up(until=head)
             if memory.owed.scrub:  # an erasure of this process cut off: its scrub is finished now, not at a reopen
                 with memory.lock:
                     settle_owed(memory)
+            looked = head
             memory.followed = checkpoint
             if folded:  # what others announce meanwhile is folded together at the next look: a look
                 # per write of every other server costs each follower CPU that N servers writing at

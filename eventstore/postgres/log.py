@@ -93,8 +93,8 @@ class PgLog(EventLog):
         """Which tables the log was in at open (their `meta`'s object id): every unit of work checks
         they are still the ones (`_same_log`)."""
         self._ahead_text = self.schema.sql(
-            "; SELECT position, envelope, checksum FROM {events} WHERE position > {{after}} ORDER BY position "
-            "LIMIT " + str(AHEAD)).as_string()
+            "; SELECT position, envelope, checksum FROM {events} WHERE position >= {{after}} ORDER BY position "
+            "LIMIT " + str(AHEAD + 1)).as_string()
         self._readonly = readonly
         self._hooks: list[InlineHook] = []
         self._erase_hooks: list[EraseHook] = []
@@ -240,7 +240,8 @@ class PgLog(EventLog):
 
         `after`: the position the caller has read the log up to; the events after it (up to
         AHEAD of them) come back with the lock, in the same round trip, and the transaction
-        reads them from there.
+        reads them from there; so does the event at `after` (what the caller read there may
+        be compared with it: the log may have gone back, see `projections.live.anchor`).
 
         Raises:
             StoreUnavailableError: If the database cannot be reached or goes away.
@@ -259,16 +260,18 @@ class PgLog(EventLog):
                 cursor.nextset()
             head, last, erasures, early, made = cursor.fetchone() or (0, 0, None, False, None)
             self._same_log(made, connection)
-            ahead = None
+            ahead = at = None
             if after is not None:
                 cursor.nextset()
                 rows = [(int(p), bytes(e), int(c)) for p, e, c in cursor.fetchall()]
+                at = (int(after), rows.pop(0) if rows and rows[0][0] == int(after) else None)
+                rows = rows[:AHEAD]
                 ahead = (int(after), int(head) if len(rows) < AHEAD else rows[-1][0], rows)
             try:
                 tx = PgTransaction(connection, self.codec, self.schema, self._hooks, self._erase_hooks,
                                    head=int(head), last_recorded_at=int(last),
                                    erasures=0 if erasures is None else int.from_bytes(erasures, "big"),
-                                   peek=self._versions, ahead=ahead, early=bool(early))
+                                   peek=self._versions, ahead=ahead, at=at, early=bool(early))
                 yield tx
             finally:
                 _roll_back(connection)

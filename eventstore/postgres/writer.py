@@ -53,6 +53,7 @@ class PgTransaction(PgReader, Appender):
         erasures: int = 0,
         peek: Callable[[list[str]], dict[str, int]] | None = None,
         ahead: tuple[int, int, list[tuple[int, bytes, int]]] | None = None,
+        at: tuple[int, tuple[int, bytes, int] | None] | None = None,
         early: bool = False,
     ) -> None:
         super().__init__(lambda: connection, codec, schema)
@@ -64,6 +65,9 @@ class PgTransaction(PgReader, Appender):
         self._ahead = ahead
         """(after, reaches, rows): every stored event after position `after` up to `reaches`,
         read with the lock (as (position, stored bytes, checksum))."""
+        self._at = at
+        """(after, its row or None): the event at position `after`, read with the lock (what views
+        standing there compare with the one they folded; until this transaction erases)."""
         self._hooks = hooks
         self._erase_hooks = erase_hooks
         self._recorded_at: int | None = None
@@ -127,6 +131,12 @@ class PgTransaction(PgReader, Appender):
                 yield wanted[start:start + batch_size]
             return
         yield from super()._rows(from_position, to_position, batch_size)
+
+    def get(self, position: int) -> Envelope | None:
+        if self._at is not None and self._at[0] == position:
+            row = self._at[1]
+            return None if row is None else self._decode(*row)
+        return super().get(position)
 
     def head(self) -> int:
         """The position of the last event (known: the lock keeps other writers out)."""
@@ -234,6 +244,7 @@ class PgTransaction(PgReader, Appender):
     def _erase(self, streams: Mapping[str, str], redact: Callable[[Envelope], Event | None],
                quoted: Sequence[bytes]) -> list[Envelope]:
         originals: list[Envelope] = []
+        self._at = None
         cursor = self.connection.cursor()
         for old, new in streams.items():
             redacted = redactions(list(self.stream(old)), old, new, redact)
@@ -265,6 +276,7 @@ class PgTransaction(PgReader, Appender):
         Raises:
             StoreCorruptError: If there is no event at `position`.
         """
+        self._at = None
         original = self.get(position)
         if original is None:
             raise StoreCorruptError(f"the log has no event at position {position} to rewrite")

@@ -2,7 +2,8 @@
 
 `views` (`Views`) is what the core holds; `binding` the one place that knows whether
 views and log share a transaction; `catchup` folds what a generation has not seen;
-`rebuild` folds the whole log into the idle slot and swaps; `verify` compares the live
+`rebuild` folds the whole log into the idle slot and swaps, `rebuilding` says when (also for a
+cache whose log went back under it: `anchor` tells); `verify` compares the live
 views with a fold of the log; `erasure` takes out of every view what forgetting removed;
 `derived` tells what other versions derived; `images` keeps the search images current.
 """

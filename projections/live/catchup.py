@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 import lmdb
 from chronograph.eventstore import EntityForgotten, Envelope, LogReader
 from chronograph.projections.fold import apply_all
+from chronograph.projections.live.anchor import mark
 from chronograph.projections.states.lmdbstate import LmdbState
 from chronograph.projections.tables import Tables
 
@@ -35,9 +36,12 @@ def catch_up(log: LogReader, txn: lmdb.Transaction, tables: Tables, until: int, 
     if last <= checkpoint:
         return checkpoint
     state = LmdbState(txn, tables)
+    folded = 0
     for batch in log.batches(checkpoint + 1, last):
         _fold(state, log, batch)
-    tables.set_checkpoint(txn, last)
+        if batch[-1].position == last:
+            folded = mark(batch[-1])
+    tables.set_checkpoint(txn, last, folded)
     return last
 
 

@@ -36,6 +36,7 @@ from chronograph.eventstore import EntityForgotten, Envelope, EventLog, LogReade
 from chronograph.eventstore.lmdb import resident
 from chronograph.projections.errors import RebuildError
 from chronograph.projections.fold import apply_all
+from chronograph.projections.live.anchor import mark
 from chronograph.projections.live.binding import Binding
 from chronograph.projections.live.catchup import Progress, catch_up
 from chronograph.projections.live.derived import retire
@@ -262,7 +263,8 @@ def _rebuild(
             return False
         unchanged(txn)
         with binding.log_in(txn) as reader:
-            tables.set_checkpoint(txn, head)
+            found = reader.get(head) if head else None
+            tables.set_checkpoint(txn, head, 0 if found is None else mark(found))
             catch_up(reader, txn, tables, reader.head())
         pointer.set(txn, generation)
         for database in retired.databases():  # emptied, never deleted: handles stay valid in every process

@@ -18,7 +18,9 @@ from typing import Any
 import lmdb
 import msgspec
 import zstandard
+from chronograph.eventstore import EventLog
 from chronograph.projections.keys import VECTORS
+from chronograph.projections.live.anchor import went_back
 from chronograph.projections.live.binding import Binding, Colocated
 from chronograph.projections.live.catchup import Progress
 from chronograph.projections.past.snapshots import Snapshots
@@ -57,9 +59,10 @@ class CacheSeeds:
     `others()`: the databases besides the views' slot that a seed holds, by their names (asked each
     time: a reopened environment opens new handles, and a new `pointer`, which the views set)."""
 
-    def __init__(self, log: object, binding: Binding, env: Any, pointer: Pointer,
+    def __init__(self, log: EventLog, binding: Binding, env: Any, pointer: Pointer,
                  others: Callable[[], Mapping[str, lmdb._Database | None]]) -> None:
         self.seeds = None if isinstance(binding, Colocated) else getattr(log, "seeds", None)
+        self.log = log
         self.env, self.pointer, self._others = env, pointer, others
         self.at: int | None = None
         """The newest seed's position this process knows (None: not looked)."""
@@ -101,8 +104,12 @@ class CacheSeeds:
             erasures = self.pointer.erasures(txn)
             if self.pointer.generation(txn) != tables.generation or erasures is None:
                 return False
+            position = tables.checkpoint(txn)
+            with self.log.read() as log:  # views of a log that went back under them are not offered to new caches
+                if went_back(log, position, tables.anchor(txn)) is not None:
+                    return False
             try:
-                return bool(self.seeds.keep(TAG, tables.checkpoint(txn), erasures, parts(txn, held, stop), spacing))
+                return bool(self.seeds.keep(TAG, position, erasures, parts(txn, held, stop), spacing))
             except Abandoned:
                 return False
 

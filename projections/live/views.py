@@ -15,10 +15,11 @@ from typing import NamedTuple, TypeVar
 
 import lmdb
 from chronograph.eventstore import Envelope, EventLog, LmdbEnv, LogReader, LogTransaction
-from chronograph.projections.errors import RebuildError, ViewsDamagedError, ViewsUnavailableError
+from chronograph.projections.errors import ViewsDamagedError, ViewsUnavailableError
 from chronograph.projections.fold import apply_all
 from chronograph.projections.keys import VECTORS
 from chronograph.projections.live import images, seeding
+from chronograph.projections.live.anchor import mark
 from chronograph.projections.live.binding import Colocated, bind
 from chronograph.projections.live.catchup import Progress, catch_up
 from chronograph.projections.live.derived import foreign, retire
@@ -30,7 +31,7 @@ from chronograph.projections.live.erasure import (
     purge_views,
     repack_texts,
 )
-from chronograph.projections.live.rebuild import RebuildReport, rebuild
+from chronograph.projections.live.rebuilding import Rebuilding, WentBack
 from chronograph.projections.past.snapshots import Snapshots
 from chronograph.projections.search.indexes import SearchIndex
 from chronograph.projections.search.wordindex import WorkspaceIndex
@@ -61,7 +62,7 @@ class Snapshot(NamedTuple):
     log: LogReader
 
 
-class Views:
+class Views(Rebuilding):
     """The views of `log`. Opening builds them if absent and catches them up if behind.
 
     Raises (on construction):
@@ -135,29 +136,6 @@ class Views:
                 self._erasures_seen = count
         self.refresh()
 
-    def _first_build(self, progress: Progress | None, tries: int = 3) -> tuple[int | None, int]:
-        """Build the views of a store that has none: the erasure count their fold began at and 0, or
-        None and the generation another process built meanwhile (two servers started together on a
-        new store: the one whose rebuild loses the race takes the winner's views, rather than fail).
-
-        Raises:
-            RebuildError: If an entity was forgotten during each of `tries` folds (in the log's own
-                file only: a cache of a shared log is built whatever is forgotten, see `rebuild`).
-        """
-        attempt = 1
-        while True:
-            try:
-                return self.rebuild(progress).erasures, 0
-            except RebuildError as error:
-                with self.env.read() as txn:
-                    generation = self.pointer.generation(txn)
-                if generation:
-                    return None, generation
-                if attempt == tries:  # an entity was forgotten during every try: say so
-                    raise RebuildError(f"the views of {self.log.location} could not be built: {error} (each of "
-                                       f"{tries} times); open the store again") from None
-                attempt += 1
-
     def _missed(self) -> int:
         """How many events of the log the views have not folded, the generation read with the
         checkpoint in one snapshot: a rebuild another process swaps in meanwhile empties the slot
@@ -166,7 +144,7 @@ class Views:
             with self.binding.read() as (log, txn):
                 generation = self.pointer.generation(txn)
                 if generation == self.tables.generation:
-                    return log.head() - self.tables.checkpoint(txn)
+                    return log.head() - self._checkpoint(txn)
             self.adopt(generation)
 
     def _open_erasables(self) -> None:
@@ -204,25 +182,6 @@ class Views:
         if known is None:  # a slot's handles are opened once per process
             known = self._slots[slot(generation)] = open_tables(self.env, generation, create=not self.env.readonly)
         return known._replace(generation=generation)
-
-    def rebuild(self, progress: Progress | None = None, *, others: bool = False) -> RebuildReport:
-        """Rebuild every view from the log into the idle slot and swap it in; with `others`, also
-        empty what other versions of Chronograph derived from the log, if no other process has
-        the store open (`replay --rebuild` after an upgrade: their pages then hold these views).
-
-        Raises:
-            RebuildError: If another rebuild swapped in first, or an entity was forgotten while it
-                ran in the log's own file (a cache of a shared log goes on, as one away during the
-                erasure would, and `refresh` scrubs after: here, or at a new cache's opening).
-        """
-        remote = not isinstance(self.binding, Colocated)
-        report = rebuild(self.log, self.binding, self.pointer, self.snapshots, self._tables_of, progress,
-                         self._foreign if others else (), forgiving=remote)
-        self.adopt(report.generation)
-        self.env.write(self.search.forget)
-        if remote and self._erasures_seen is not None:
-            self.refresh()
-        return report
 
     def keep_seed(self, spacing: int = seeding.SPACING, stop: Callable[[], bool] | None = None) -> bool:
         """Keep a seed of these views in their log if they stand `spacing` events or more past its
@@ -305,6 +264,8 @@ class Views:
                 count, seen = self.erasures_in(txn), self.pointer.erasures(txn)
             self.env.refresh(count)
         else:  # (a follower tells the count, else the log)
+            if self.observed_erasures is None:  # (a follower looks whenever the head moves)
+                self._check_log()
             if self.binding.unsure:  # a write whose commit was cut off may have landed: read nothing before it
                 self.catch_up()
                 self.binding.unsure = False
@@ -361,7 +322,18 @@ class Views:
     def behind(self) -> int:
         """How many events of the log the views have not folded yet (0 when current)."""
         with self.binding.read() as (log, txn):
-            return log.head() - self.tables.checkpoint(txn)
+            return log.head() - self._checkpoint(txn)
+
+    def _checkpoint(self, txn: lmdb.Transaction) -> int:
+        """The live generation's checkpoint, read in `txn`.
+
+        Raises:
+            ViewsDamagedError: Naming the store, if it fails its checksum.
+        """
+        try:
+            return self.tables.checkpoint(txn)
+        except ViewsDamagedError as damage:
+            raise damage.at(self.log.location) from None
 
     # --- writing --------------------------------------------------------------------------
 
@@ -369,13 +341,17 @@ class Views:
         """Run `work(tx, state)` in one write transaction, with views current and updated inline.
 
         `state` reads the live views in the same transaction; anything `work` appends
-        is folded into them before the commit. If `work` raises, nothing is written.
+        is folded into them before the commit. If `work` raises, nothing is written. Views of a
+        log that went back under them are rebuilt first (see `anchor`).
         """
+        remote = not isinstance(self.binding, Colocated)
         while True:
 
             def both(tx: LogTransaction, txn: lmdb.Transaction) -> T:
                 tables = self.tables
                 self._check_generation(txn, tables)
+                if remote:  # (the event at the checkpoint came back with the lock)
+                    self._same_log(tx, txn, tables, tx.head())
                 catch_up(tx, txn, tables, tx.head())
                 return work(tx, LmdbState(txn, tables))
 
@@ -385,6 +361,9 @@ class Views:
             except GenerationMoved as moved:
                 self.adopt(moved.generation)
                 continue
+            except WentBack as back:
+                self._rebuild_after(back.reason)
+                continue
             except ViewsDamagedError as damage:
                 raise damage.at(self.log.location) from None
             if self._erasing is not None:  # its views committed: a commit cut off leaves the count to `refresh`
@@ -393,19 +372,26 @@ class Views:
 
     def catch_up(self, progress: Progress | None = None, until: int | None = None) -> int:
         """Fold the events the views have not seen (up to `until`, default the log's head), in
-        chunks; return the new checkpoint."""
+        chunks; return the new checkpoint. A cache whose log went back under it (see `anchor`) is
+        rebuilt from the log instead."""
+        remote = not isinstance(self.binding, Colocated)
         while True:
             head = self.log.head() if until is None else until
 
             def step(log: LogReader, txn: lmdb.Transaction, head: int = head) -> int:
                 tables = self.tables
                 self._check_generation(txn, tables)
+                if remote:
+                    self._same_log(log, txn, tables)
                 return catch_up(log, txn, tables, head, limit=CATCH_UP_CHUNK)
 
             try:
                 checkpoint = self.binding.fold(step)
             except GenerationMoved as moved:
                 self.adopt(moved.generation)
+                continue
+            except WentBack as back:
+                self._rebuild_after(back.reason, progress)
                 continue
             except ViewsDamagedError as damage:
                 raise damage.at(self.log.location) from None
@@ -427,10 +413,10 @@ class Views:
         self._check_generation(txn, tables)
         first = envelopes[0].position
         checkpoint = catch_up(tx, txn, tables, first - 1)
-        if checkpoint != first - 1:
-            raise AssertionError(f"views at {checkpoint} cannot take events from {first}")
+        if checkpoint != first - 1:  # (`transact` looks first: a log that went back after that look)
+            raise WentBack(f"the views stand at position {checkpoint:,}, and the log appends at {first:,}")
         apply_all(LmdbState(txn, tables), envelopes)
-        tables.set_checkpoint(txn, envelopes[-1].position)
+        tables.set_checkpoint(txn, envelopes[-1].position, mark(envelopes[-1]))
 
     def _on_erase(self, tx: LogTransaction, originals: Sequence[Envelope]) -> None:
         txn = self.binding.hook_txn(tx)

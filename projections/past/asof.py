@@ -22,9 +22,25 @@ __all__ = ["entity_as_of", "fold_streams", "graph_as_of", "position_of", "relati
 
 def written_position(text: str) -> int | None:
     """The log position `text` spells in ASCII digits (spaces around it allowed), else None: `str.isdigit`
-    also takes "²", which `int` refuses, so a moment written so read as a failed number."""
+    also takes "²", which `int` refuses, so a moment written so read as a failed number. Eight digits
+    that are a date in ISO-8601's basic form ("20260301", March 1, as `validAt`, `since` and `until`
+    read it) are that date, not a position: a position past 10 million is written as a number, or
+    spelled with a digit more or less than a date ("020260301")."""
     text = text.strip()
-    return int(text) if text.isascii() and text.isdigit() else None
+    if not (text.isascii() and text.isdigit()):
+        return None
+    return None if _basic_date(text) else int(text)
+
+
+def _basic_date(text: str) -> bool:
+    """Whether `text` (ASCII digits) is a calendar date in ISO-8601's basic form, YYYYMMDD."""
+    if len(text) != 8:
+        return False
+    try:
+        clock.parse_iso(text)
+    except ValueError:
+        return False
+    return True
 
 
 def position_of(reader: LogReader, moment: int | str | datetime) -> int:

@@ -10,6 +10,7 @@ from chronograph.application import Memory
 from chronograph.application.errors import ReplyTooLargeError
 from chronograph.application.explorer import audit, entity_page
 from chronograph.application.graphdiff import diff
+from freezegun import freeze_time
 
 
 def test_a_diff_tells_a_changed_entity_from_a_re_created_one(tmp_path: Path) -> None:
@@ -25,6 +26,26 @@ def test_a_diff_tells_a_changed_entity_from_a_re_created_one(tmp_path: Path) -> 
         write("create_entities", entities=[{"name": "Bob", "entityType": "cat", "observations": []}])
         changes = diff(memory, "default", before, memory.log.head())
     assert {(c["what"], c.get("detail")) for c in changes} == {("Ada", "+1 observation"), ("Bob", "re-created")}
+
+
+def test_a_diff_tells_an_entity_or_relation_made_again_at_the_same_recorded_time_from_an_unchanged_one(
+        tmp_path: Path) -> None:
+    with freeze_time("2026-05-01T10:00:00Z"), Memory(tmp_path / "store", sync=False) as memory:  # a clock held
+        def write(tool: str, **arguments: object) -> None:
+            memory.write(tool, arguments, actor="t")
+
+        people = [{"name": n, "entityType": "person", "observations": ["x"]} for n in ("Ada", "Bob", "Cy")]
+        knows = [{"from": "Ada", "to": "Cy", "relationType": "knows"}]
+        write("create_entities", entities=people)
+        write("create_relations", relations=knows)
+        before = memory.log.head()
+        write("delete_entities", entityNames=["Bob"])
+        write("create_entities", entities=[people[1]])  # as it was: the same version, time and content
+        write("delete_relations", relations=knows)
+        write("create_relations", relations=knows)
+        changes = diff(memory, "default", before, memory.log.head())
+    assert {(c["kind"], c["what"], c.get("detail")) for c in changes} == {
+        ("entity", "Bob", "re-created"), ("relation", "Ada -[knows]-> Cy", "version 1 -> 3")}  # before: no Bob
 
 
 def test_a_diff_says_an_invalidation_is_a_change_of_valid_time_and_counts_facts_true_later(tmp_path: Path) -> None:

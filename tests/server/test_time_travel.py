@@ -65,6 +65,19 @@ async def test_a_bad_as_of_is_a_clear_error(client: Client) -> None:
         await call(client, "read_graph", {"asOf": "last tuesday"})
 
 
+async def test_an_iso_basic_date_as_of_is_that_date_as_valid_at_reads_it_not_a_log_position(
+    client: Client, clock: FrozenDateTimeFactory
+) -> None:
+    await call(client, "create_entities", {"entities": [entity("Ada", "person", "math")]})  # March 1
+    clock.move_to("2026-03-02T09:00:00Z")
+    await call(client, "create_entities", {"entities": [entity("Bob", "person", "tea")]})
+    then = await call(client, "read_graph", {"asOf": "20260302"})  # before: position 20,260,302, clamped to 2
+    assert (names(then), then["asOf"]) == (["Ada"], 1)
+    assert names(await call(client, "read_graph", {"asOf": "20260301T103000Z"})) == ["Ada"]
+    assert names(await call(client, "read_graph", {"asOf": "00000001"})) == ["Ada"]  # no date: a position
+    assert names(await call(client, "read_graph", {"asOf": 20260302})) == ["Ada", "Bob"]  # a number: a position
+
+
 @pytest.mark.parametrize("moment", ["²", " ³ ", "1²"])
 async def test_digits_python_counts_but_cannot_read_are_not_a_log_position(client: Client, moment: str) -> None:
     for tool, arguments in (("read_graph", {}), ("search_nodes", {"query": "x"}), ("open_nodes", {"names": ["x"]})):
@@ -97,6 +110,24 @@ async def test_entity_history_pages_with_a_cursor_and_travels_in_time(
     assert "nextCursor" not in rest
     then = await call(client, "get_entity_history", {"name": "Ada", "asOf": T15})
     assert [v["version"] for v in then["versions"]] == [1]
+
+
+async def test_entity_history_newest_first_repeats_no_version_when_a_write_lands_between_pages(
+    client: Client, clock: FrozenDateTimeFactory
+) -> None:
+    await call(client, "create_entities", {"entities": [entity("Ada", "person", "v1")]})
+    for n in range(2, 5):
+        await call(client, "add_observations", {"observations": [{"entityName": "Ada", "contents": [f"v{n}"]}]})
+    first = await call(client, "get_entity_history", {"name": "Ada", "limit": 2, "order": "newest"})
+    await call(client, "add_observations", {"observations": [{"entityName": "Ada", "contents": ["v5"]}]})
+    rest = await call(client, "get_entity_history", {"name": "Ada", "limit": 2, "order": "newest",
+                                                     "cursor": first["nextCursor"]})
+    assert [v["version"] for v in first["versions"] + rest["versions"]] == [4, 3, 2, 1]  # before: 4, 3, 3, 2
+    assert "nextCursor" not in rest
+    older = await call(client, "get_entity_history", {"name": "Ada", "limit": 2, "order": "newest", "cursor": "2"})
+    assert [v["version"] for v in older["versions"]] == [3, 2]  # an offset, as cursors were before
+    with pytest.raises(ToolFailed, match="cursor: 'px' is not a cursor this tool returned"):
+        await call(client, "get_entity_history", {"name": "Ada", "cursor": "px"})
 
 
 async def test_a_recreated_name_has_a_new_history_and_keeps_the_old_one(

@@ -14,7 +14,7 @@ import pytest
 import zstandard
 from chronograph.application import Memory
 from chronograph.projections import verify
-from chronograph.projections.live import seeding, views
+from chronograph.projections.live import rebuilding, seeding
 from freezegun import freeze_time
 from support.postgres import database, server_bytes
 
@@ -60,7 +60,7 @@ def forbid_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_: Any, **__: Any) -> Any:
         raise AssertionError("the views were rebuilt from the log")
 
-    monkeypatch.setattr(views, "rebuild", refuse)
+    monkeypatch.setattr(rebuilding, "rebuild", refuse)
 
 
 def seed_rows(url: str) -> list[tuple[int, bytes]]:
@@ -250,16 +250,16 @@ def test_a_new_cache_that_folded_the_log_just_before_an_erasure_catches_up_with_
     log's after the erasure, so it folds the erasure at open, scrubs, and keeps a seed of that."""
     with Memory(url, cache=tmp_path / "a") as a:
         story(a)
-        real = views.rebuild
+        real = rebuilding.rebuild
 
         def rebuild_then_forget(*args: Any, **kwargs: Any) -> Any:
             report = real(*args, **kwargs)
             a.write("forget_entity", {"name": "Ada", "reason": "asked"}, actor="a")
             return report
 
-        monkeypatch.setattr(views, "rebuild", rebuild_then_forget)
+        monkeypatch.setattr(rebuilding, "rebuild", rebuild_then_forget)
         with Memory(url, cache=tmp_path / "b") as b:
-            monkeypatch.setattr(views, "rebuild", real)
+            monkeypatch.setattr(rebuilding, "rebuild", real)
             assert b.read("search_nodes", {"query": "Quistmoor"}).entities == []
             assert b.keep_seed_now(spacing=0)
     decompress = zstandard.ZstdDecompressor().decompress
