@@ -136,3 +136,19 @@ def test_views_of_a_log_that_went_back_are_not_kept_as_a_seed_for_new_caches(tmp
         assert memory.keep_seed_now(spacing=0)
     with Memory(url, cache=tmp_path / "c") as new:
         assert names(new) == ["Ada", "Xa", "Xb"]
+
+
+def test_a_cache_rebuilt_from_a_log_that_went_back_keeps_no_byte_of_what_the_new_history_erased(
+        tmp_path: Path, url: str) -> None:
+    secret = "Philippa Quarrington-Obi"
+    with Memory(url, cache=tmp_path / "a") as memory:
+        create(memory, "Ada", secret)
+        memory.write("create_entities", {"entities": [
+            {"name": f"N{i}", "entityType": "p", "observations": ["x" * 200]} for i in range(300)]}, actor="t")
+        memory.read("search_nodes", {"query": "Quarrington"})
+    cut_back(url, 2)  # a replica that holds Ada and the secret only
+    with Memory(url, cache=tmp_path / "b") as other:  # where a server forgets it
+        assert other.write("forget_entity", {"name": secret, "reason": "asked"}, actor="t").output.scrubbed
+    with Memory(url, cache=tmp_path / "a") as memory:  # rebuilt: the old slot's pages are free, not zeroed
+        assert names(memory) == ["Ada"]
+    assert secret.encode() not in (tmp_path / "a" / "data.mdb").read_bytes()  # before: its bytes stayed
