@@ -156,7 +156,7 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
         if isinstance(error, CommitUnconfirmedError) and not stored and batches and answers:
             unconfirmed(memory.owed, batches[-1], answers[-1])  # it may have landed: its retry is told so
         raise _refusal(error, stored, retry=None if not hasattr(args, "request_id") else (
-            None if request_id is UNSET else str(request_id))) from None
+            None if request_id is UNSET else str(request_id)), erasure=spec.replayed is not None) from None
     if batches and batches[-1].unlocked:
         output = written.output
         for then in batches[-1].unlocked:
@@ -167,12 +167,15 @@ def commit(memory: Memory, spec: Tool, args: Any, *, actor: str, correlation_id:
     return written
 
 
-def _refusal(error: EventStoreError | ProjectionError, stored: bool, retry: str | None = None) -> ChronographError:
+def _refusal(
+    error: EventStoreError | ProjectionError, stored: bool, retry: str | None = None, erasure: bool = False
+) -> ChronographError:
     """What a write's caller is told of `error`, met before its commit landed or after (`stored`:
     in what followed it, such as an erasure's hooks); `retry`: the call's requestId (None: it
-    gave none, or the tool takes none)."""
+    gave none, or the tool takes none); `erasure`: the tool settles a retry of itself (a forget)."""
     if isinstance(error, CommitUnconfirmedError) and not stored:  # (before StoreUnavailableError, its base)
-        return OutcomeUnknownError(f"The store could not confirm the write: {error}. {_after_unknown(retry)}")
+        advice = _after_unknown_erasure(retry) if erasure else _after_unknown(retry)
+        return OutcomeUnknownError(f"The store could not confirm the write: {error}. {advice}")
     if stored:
         return StorageError(f"The write was stored, but what follows it could not be done: {error}")
     if isinstance(error, StorageFullError | StoreWriteError):  # each says what to do, and that nothing was written
@@ -199,6 +202,16 @@ def _after_unknown(retry: str | None) -> str:
                 f"what it stored and writes nothing again; if not, the retry writes it ({reads})")
     return (f"Read before you retry ({reads}): a retry without a requestId writes it again if it was stored; "
             "give calls a requestId and a retry answers what was stored instead")
+
+
+def _after_unknown_erasure(retry: str | None) -> str:
+    """What to do after an erasure whose outcome is unknown: its retry settles it (see `erasing.Owed`)."""
+    if retry is not None:
+        return (f"Retry the same call with the same requestId {retry!r}: if the erasure was stored, the retry "
+                "answers that it was, finishing its scrub, and erases nothing again; if not, the retry erases")
+    return ("Retry the same call through this server: if the erasure was stored, the retry answers that it was "
+            "and finishes its scrub; if not, it erases (another server, or this one restarted, answers "
+            "not_found for an erasure that was stored; this server finishes the scrub at its next write)")
 
 
 def _keep_final(memory: Memory, key: str, fingerprint: bytes, output: Out) -> None:

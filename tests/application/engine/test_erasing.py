@@ -30,15 +30,17 @@ def proxy() -> Iterator[AnswerlessProxy]:
     cutter.close()
 
 
-def cut_forget(memory: Memory, proxy: AnswerlessProxy, **extra: str) -> None:
-    """Forget SECRET with the answer to its commit lost: the call says it may or may not be stored."""
+def cut_forget(memory: Memory, proxy: AnswerlessProxy, **extra: str) -> str:
+    """Forget SECRET with the answer to its commit lost: the call says it may or may not be stored
+    (what it says is returned)."""
     memory.write("create_entities", {"entities": [{"name": SECRET, "entityType": "person", "observations": [SAID]}]},
                  actor="t")
     assert memory.read("search_nodes", {"query": "Quarrington"}).entities  # an index that holds it
     proxy.arm()
-    with pytest.raises(StorageError, match="may or may not have been stored"):
+    with pytest.raises(StorageError, match="may or may not have been stored") as cut:
         memory.write("forget_entity", {"name": SECRET, "reason": "asked", **extra}, actor="t")
     assert proxy.cut.wait(10)
+    return str(cut.value)
 
 
 def counts(memory: Memory) -> tuple[int, int]:
@@ -56,6 +58,14 @@ def test_a_forget_retried_after_its_commit_was_cut_off_answers_erased_and_scrubb
         assert counts(memory) == (1, 1)
         with pytest.raises(Exception, match="nothing was erased"):  # answered once: a later call is a new one
             memory.write("forget_entity", {"name": SECRET, "reason": "asked again"}, actor="t")
+
+
+def test_a_forget_whose_commit_was_cut_off_advises_the_retry_that_settles_it(
+        tmp_path: Path, proxy: AnswerlessProxy) -> None:
+    with Memory(proxy.url(database().log_url()), cache=tmp_path / "cache") as memory:
+        said = cut_forget(memory, proxy)
+    assert "Retry the same call through this server" in said and "finishes its scrub" in said, said
+    assert "writes it again" not in said  # before: every write's advice, which a forget's retry belies
 
 
 def test_a_forget_retried_with_its_request_id_after_its_commit_was_cut_off_finishes_its_scrub(
