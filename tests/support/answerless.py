@@ -66,15 +66,17 @@ class AnswerlessProxy:
             threading.Thread(target=self._inbound, args=(upstream, client, lost), daemon=True).start()
 
     def _outbound(self, client: socket.socket, upstream: socket.socket, lost: threading.Event) -> None:
+        tail = b""  # the end of the last chunk: a pattern may straddle two
         try:
             while True:
                 data = client.recv(65536)
                 if not data:
                     break
                 with self._lock:
-                    fire = self._armed and self.pattern in data
+                    fire = self._armed and self.pattern in tail + data
                     if fire:
                         self._armed = False
+                tail = data[-(len(self.pattern) - 1):] if len(self.pattern) > 1 else b""
                 if fire:
                     lost.set()  # from now on nothing comes back to the client
                 upstream.sendall(data)  # (what follows the commit too: its pipeline's end)
