@@ -113,13 +113,16 @@ class Rebuilding:
         if reason is not None:
             raise WentBack(reason)
 
-    def _check_log(self) -> None:
-        """Rebuild a cache's views if the log went back under them (see `anchor`)."""
+    def _check_log(self) -> int | None:
+        """Rebuild a cache's views if the log went back under them (see `anchor`); return the log's
+        erasure count, read in the same snapshot (None after a rebuild)."""
         try:
             with self.binding.read() as (log, txn):
                 self._same_log(log, txn, self.tables)
+                return log.erasures()
         except WentBack as back:
             self._rebuild_after(back.reason)
+            return None
         except ViewsDamagedError as damage:
             raise damage.at(self.log.location) from None
 

@@ -264,12 +264,15 @@ class Views(Rebuilding):
                 count, seen = self.erasures_in(txn), self.pointer.erasures(txn)
             self.env.refresh(count)
         else:  # (a follower tells the count, else the log)
-            if self.observed_erasures is None:  # (a follower looks whenever the head moves)
-                self._check_log()
+            count = self.observed_erasures
+            if count is None:  # (a follower looks whenever the head moves)
+                count = self._check_log()
             if self.binding.unsure:  # a write whose commit was cut off may have landed: read nothing before it
                 self.catch_up()
                 self.binding.unsure = False
-            count = self._log_erasures() if self.observed_erasures is None else self.observed_erasures
+                count = self.observed_erasures
+            if count is None:
+                count = self._log_erasures()
             seen = self._erasures_seen
         if count == seen:
             return
