@@ -7,15 +7,17 @@ database holds them.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import msgspec
 from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.events import Event
 from chronograph.eventstore.writes import Recorded, recorded_decoder
 
-__all__ = ["forgotten_result", "reenveloped", "redactions"]
+__all__ = ["STANDS_ALONE", "forgotten_result", "reenveloped", "redactions"]
 
 _encoder = msgspec.msgpack.Encoder()
 
@@ -49,18 +51,58 @@ def forgotten_result(stored: bytes, streams: Mapping[str, str], erased: Sequence
                      quoted: Sequence[bytes] = ()) -> bytes | None:
     """The stored idempotency record `stored` as an erasure leaves it, or None if it does not
     change it. Its result goes if its call wrote an event at one of the `erased` positions
-    (ascending), or if the result holds one of the `quoted` bytes (an answer may quote what was
-    erased without writing it: a merge's target, a call that changed nothing); the streams it
+    (ascending), or if the result quotes one of the `quoted` texts (an answer may quote what was
+    erased without writing it: a merge's target, a call that changed nothing; see `quotes`); the streams it
     wrote are renamed as `streams` (old id -> new id) moved them. The key stays: a retry must
     still write nothing, and is told its answer was erased."""
     recorded = recorded_decoder.decode(stored)
     first, last = recorded.first_position, recorded.last_position
     at = bisect_left(erased, first)
     wrote = at < len(erased) and erased[at] <= last
-    quotes = recorded.result is not None and any(needle in recorded.result for needle in quoted)
+    quotes = recorded.result is not None and any(needle in recorded.result for needle in quoted) and (
+        _quotes(recorded.result, quoted))
     moved = any(streams.get(stream, stream) != stream for stream in recorded.versions)
     if not (wrote or quotes or moved) or (recorded.result is None and not moved):
         return None
     versions = {streams.get(stream, stream): version for stream, version in recorded.versions.items()}
     result = None if wrote or quotes else recorded.result
     return _encoder.encode(Recorded(recorded.fingerprint, first, last, versions, result))
+
+
+STANDS_ALONE = 8
+"""Texts shorter than this many bytes quote what was erased only where they stand alone."""
+
+
+def _quotes(result: bytes, quoted: Sequence[bytes]) -> bool:
+    """Whether the kept answer `result` (msgpack) quotes one of `quoted`: holds a text of
+    `STANDS_ALONE` bytes or more anywhere, or a shorter one as a whole string or a word of one
+    (no letter or digit on either side: a name in a message, "merged 'X'"). A short name met
+    inside a longer word ("X" in "Xavier", "o" in "relations") is another word, not the name.
+    An answer that cannot be read is taken to quote it: privacy first."""
+    present = [needle for needle in quoted if needle in result]
+    if any(len(needle) >= STANDS_ALONE for needle in present):
+        return True
+    if not present:
+        return False
+    try:
+        strings = list(_strings(msgspec.msgpack.decode(result)))
+    except (msgspec.DecodeError, RecursionError):
+        return True
+    texts = [needle.decode("utf-8", "surrogatepass") for needle in present]
+    alone = re.compile("|".join(rf"(?<!\w){re.escape(text)}(?!\w)" for text in texts))
+    return any(alone.search(string) for string in strings)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a decoded msgpack value, map keys too (bytes read as UTF-8)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        yield bytes(value).decode("utf-8", "replace")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)

@@ -374,6 +374,11 @@ def http_app(
             memory = runtime.memory
             if memory.reachable is not None:  # the follower found the database of the store gone
                 return JSONResponse({"status": "unavailable", "reason": memory.reachable}, status_code=503)
+            rebuilding = memory.views.rebuilding
+            if rebuilding is not None:  # a cache whose log went back: the calls wait for its new views
+                return JSONResponse({"status": "rebuilding", "reason": (
+                    f"the cache is being rebuilt from the log at {memory.log.location}, which went back under it "
+                    f"({rebuilding}); this server's calls wait until it is done")}, status_code=503)
             waited = memory.log.waiting()
             if waited > READY_WAIT:  # the calls of this server queue behind the write
                 return JSONResponse({"status": "waiting", "reason": (

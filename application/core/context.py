@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from chronograph.application.engine.arguments import AsOf, D, ReadArgs, Version, WriteArgs
 from chronograph.application.engine.batch import Batch
-from chronograph.application.engine.outputs import Out
+from chronograph.application.engine.outputs import AS_OF_POSITION, Out
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
 from chronograph.application.errors import ConflictError, InvalidArgumentsError
@@ -29,6 +29,7 @@ class ContextOut(Out, kw_only=True):
     last_commit: str | None = None
     version: Annotated[int, D(description="0 when the context was never set")]
     updated_at: str | UnsetType = UNSET
+    as_of: Annotated[int, AS_OF_POSITION] | UnsetType = UNSET
 
 
 def context_out(workspace: str, record: ContextRecord | None) -> ContextOut:
@@ -86,4 +87,6 @@ class ReadContext(ReadArgs, kw_only=True):
 def read_context(memory: Memory, args: ReadContext) -> ContextOut:
     """The workspace's context, now or as of then."""
     with memory.timeline.at("read_context", args.as_of) as moment:
-        return context_out(args.workspace, moment.graph.context(args.workspace))
+        answer = context_out(args.workspace, moment.graph.context(args.workspace))
+        answer.as_of = moment.answered
+        return answer

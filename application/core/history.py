@@ -19,7 +19,7 @@ from chronograph.application.engine.arguments import (
     RelationKey,
     Workspace,
 )
-from chronograph.application.engine.outputs import ChangeOut, Out, entity_out, relation_out, stamp
+from chronograph.application.engine.outputs import AS_OF_POSITION, ChangeOut, Out, entity_out, relation_out, stamp
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
 from chronograph.application.errors import InvalidArgumentsError, NotFoundError
@@ -56,6 +56,7 @@ class VersionOut(ChangeOut, kw_only=True):
 class HistoryOut(Out, kw_only=True):
     versions: list[VersionOut]
     next_cursor: Annotated[str, D(description="Pass as cursor for the next page")] | UnsetType = UNSET
+    as_of: Annotated[int, AS_OF_POSITION] | UnsetType = UNSET
 
 
 def version_out(version: StreamVersion) -> VersionOut:
@@ -112,6 +113,7 @@ def get_entity_history(memory: Memory, args: GetEntityHistory) -> HistoryOut:
     return HistoryOut(
         versions=[version_out(found[(stream, version)]) for _, stream, version in page],
         next_cursor=f"{AFTER}{page[-1][0]}" if more else UNSET,
+        as_of=moment.answered,
     )
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from chronograph.application.engine.access import readable
 from chronograph.application.engine.arguments import Args, AsOf, D, ReadArgs
-from chronograph.application.engine.outputs import Out
+from chronograph.application.engine.outputs import AS_OF_POSITION, Out
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
 from chronograph.projections import ENTITY, RELATION, Graph
@@ -36,6 +36,7 @@ class SummaryOut(Out, kw_only=True):
     index: Annotated[list[IndexEntryOut], D(description="Names and types, oldest first")]
     next_offset: int | UnsetType = UNSET
     store_bytes: Annotated[int, D(description="What the whole store takes on disk now")]
+    as_of: Annotated[int, AS_OF_POSITION] | UnsetType = UNSET
 
 
 @CORE.query("get_graph_summary", "Graph Summary",
@@ -60,6 +61,7 @@ def get_graph_summary(memory: Memory, args: GetGraphSummary) -> SummaryOut:
             index=index,
             next_offset=args.offset + len(index) if more else UNSET,
             store_bytes=memory.store_bytes(),
+            as_of=moment.answered,
         )
 
 

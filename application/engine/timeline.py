@@ -24,7 +24,7 @@ from chronograph.projections import (
     position_of,
     written_position,
 )
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 __all__ = ["Moment", "Timeline"]
 
@@ -50,6 +50,12 @@ class Moment:
     def log(self) -> LogReader:
         """The log, read in the same snapshot as the live views."""
         return self.snapshot.log
+
+    @property
+    def answered(self) -> int | UnsetType:
+        """What an answer says in `asOf`: the position it was read at when asked as of a moment
+        (one past the head clamped to it), UNSET for now."""
+        return UNSET if self.position is None else self.position
 
     @property
     def is_past(self) -> bool:

@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, Any, Literal
 
 import msgspec
-from chronograph.application.core.context import ReadContext, read_context
+from chronograph.application.core.context import context_out
 from chronograph.application.engine.access import caller
 from chronograph.application.engine.arguments import AsOf, D, ReadArgs
 from chronograph.application.engine.budget import CHAR
 from chronograph.application.engine.exportdir import ExportRefused
-from chronograph.application.engine.outputs import Out, entity_out, relation_out
+from chronograph.application.engine.outputs import AS_OF_POSITION, Out, entity_out, relation_out
 from chronograph.application.engine.principal import LOCAL_PRINCIPAL
 from chronograph.application.engine.registry import CORE
 from chronograph.application.engine.service import Memory
@@ -215,6 +215,7 @@ class ExportOut(Out, kw_only=True):
     content: Annotated[str, D(description="The export (unless written to outputPath)")] | UnsetType = UNSET
     path: Annotated[str, D(description="Where the export was written")] | UnsetType = UNSET
     bytes: int
+    as_of: Annotated[int, AS_OF_POSITION] | UnsetType = UNSET
 
 
 @CORE.query("export_graph", "Export Graph",
@@ -222,17 +223,18 @@ class ExportOut(Out, kw_only=True):
             kind="export")
 def export_graph(memory: Memory, args: ExportGraph) -> ExportOut:
     """The graph rendered in `format`, returned, or written inside the export directory."""
+    at: list[int] = []  # the position an export as of a moment is of
     if args.output_path is UNSET:
         limit = memory.limit_for(export_graph)
         sink = Sink(limit=None if limit is None else limit // CHAR)  # the reply carries the text twice
         try:
-            entities, relations = export(memory, args.workspace, args.format, args.as_of, sink)
+            entities, relations = export(memory, args.workspace, args.format, args.as_of, sink, answered=at.append)
         except Overflow as over:
             assert limit is not None
             raise ReplyTooLargeError("export_graph", over.chars * CHAR, limit, _hint(memory), at_least=True) from None
         content = sink.text()
         return ExportOut(format=args.format, content=content, bytes=len(content.encode()), entities=entities,
-                         relations=relations)
+                         relations=relations, as_of=at[0] if at else UNSET)
     if memory.export_dir is None:
         raise InvalidArgumentsError(
             "export_graph", "outputPath: this server writes no files; start it with --export-dir DIR "
@@ -241,13 +243,14 @@ def export_graph(memory: Memory, args: ExportGraph) -> ExportOut:
         principal = caller()  # another's exports are not this one's to replace, or to learn of
         owner = None if principal.name == LOCAL_PRINCIPAL.name else principal.name
         with memory.export_dir.writing(args.output_path, overwrite=args.overwrite, owner=owner) as file:
-            entities, relations = export(memory, args.workspace, args.format, args.as_of, Sink(file.write))
+            entities, relations = export(memory, args.workspace, args.format, args.as_of, Sink(file.write),
+                                         answered=at.append)
     except ExportRefused as error:
         raise InvalidArgumentsError("export_graph", str(error)) from None
     except OSError as error:
         raise StorageError(f"cannot write the export {args.output_path!r}: {error.strerror}") from None
     return ExportOut(format=args.format, path=str(file.path), bytes=file.written, entities=entities,
-                     relations=relations)
+                     relations=relations, as_of=at[0] if at else UNSET)
 
 
 def _hint(memory: Memory) -> str:
@@ -270,21 +273,17 @@ def checked(memory: Memory, as_of: Any) -> None:
 
 
 def export(memory: Memory, workspace: str, fmt: Format, as_of: Any, sink: Sink,
-           progress: Progress | None = None) -> tuple[int, int]:
+           progress: Progress | None = None, answered: Callable[[int], None] | None = None) -> tuple[int, int]:
     """Write the graph of `workspace` (as of `as_of`, UNSET: now) in `fmt` into `sink`, a record at
     a time from one read snapshot, and close it; how many entities and relations it holds.
-    `progress(stage, done, total)` hears of each `CHUNK` read ("entities", then "relations").
+    `progress(stage, done, total)` hears of each `CHUNK` read ("entities", then "relations");
+    `answered(position)`, with an `as_of`, of the position the export is of (one past the head: the head).
 
     Raises:
         Overflow: If `sink` passes its limit (what it held is dropped).
         InvalidArgumentsError: If `as_of` is neither a position nor a time.
     """
     checked(memory, as_of)  # a bad asOf is refused as the export's, before anything is written
-    context = read_context(memory, ReadContext(workspace=workspace, as_of=as_of))
-    shown = None
-    if context.version:
-        shown = {key: value for key, value in msgspec.to_builtins(context).items()
-                 if key in CONTEXT_FIELDS and value is not None}
     counts, bulk = [0, 0], sink.limit is None  # an answer stops at its limit; a file reads every page
 
     def plain(records: Iterator[Any], shape: Callable[..., Any], kind: int) -> Iterator[dict[str, Any]]:
@@ -299,6 +298,13 @@ def export(memory: Memory, workspace: str, fmt: Format, as_of: Any, sink: Sink,
                 resident.release(MAPPED)  # read in key order, once: the pages behind need not stay
 
     with memory.timeline.at("export_graph", as_of) as moment:  # every fact, true now or not
+        if answered is not None and moment.position is not None:
+            answered(moment.position)
+        context = context_out(workspace, moment.graph.context(workspace))  # of the same snapshot
+        shown = None
+        if context.version:
+            shown = {key: value for key, value in msgspec.to_builtins(context).items()
+                     if key in CONTEXT_FIELDS and value is not None}
         held = moment.graph.workspace(workspace) if progress is not None else None
         totals = (held.entities, held.relations) if held is not None else (0, 0)
         entities = plain(moment.graph.entities(workspace), entity_out, 0)

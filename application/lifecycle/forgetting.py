@@ -42,6 +42,7 @@ from chronograph.eventstore import (
     LogReader,
     RelationCreated,
 )
+from chronograph.eventstore.erasure import STANDS_ALONE
 
 __all__ = ["ForgetEntity", "ForgetOut", "project_file_note"]
 
@@ -75,9 +76,14 @@ class _Plan:
         self.keys = sorted({form for t in held for form in (t.name.encode("utf-8", "surrogatepass"),
                                                             msgspec.json.encode(t.name)[1:-1])})
         """The names as index keys spell them (raw, and inside a relation's JSON id)."""
-        self.quoted = sorted({text.encode("utf-8", "surrogatepass") for events in self.entities.values()
-                              for text in _texts(events)})
-        """Every name and observation of the entities, as a kept answer would quote them"""
+        texts = [(text.encode("utf-8", "surrogatepass"), name) for events in self.entities.values()
+                 for text, name in _texts(events)]
+        self.quoted = sorted({text for text, name in texts if name or len(text) >= STANDS_ALONE})
+        """What makes a kept answer hold what the erasure is for (`erasure.forgotten_result`): every
+        name of the entities, and each observation of `STANDS_ALONE` bytes or more. A shorter
+        observation ("o", "yes") is no needle: an answer that tells of one of these entities'
+        observations names the entity beside it (each tool's answer gives an observation under
+        its entity's name), so the name finds it; alone, a short text is as likely another's."""
         self.relations: dict[str, str] = {}
         """relation stream -> the opaque id it moves to (itself where it is taken up by another's)"""
         self.kept: set[int] = set()
@@ -117,16 +123,16 @@ class _Plan:
         return ContentErased(erased=envelope.type, workspace=workspace)
 
 
-def _texts(events: Iterable[Envelope]) -> Iterator[str]:
-    """Every name an entity's events gave it, and every observation they told of it."""
+def _texts(events: Iterable[Envelope]) -> Iterator[tuple[str, bool]]:
+    """Every name an entity's events gave it (True), and every observation they told of it."""
     for envelope in events:
         event = envelope.event
         for field in ("name", "previous"):
             if isinstance(text := getattr(event, field, None), str):
-                yield text
+                yield text, True
         observations = getattr(event, "observations", ())
         if isinstance(observations, tuple):
-            yield from observations
+            yield from ((text, False) for text in observations if isinstance(text, str))
 
 
 def _covering(held: Sequence[Tenure], event: RelationCreated, position: int) -> Tenure | None:

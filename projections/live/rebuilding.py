@@ -25,7 +25,7 @@ from chronograph.projections.tables import Pointer, Tables
 if TYPE_CHECKING:
     from chronograph.projections.live.seeding import CacheSeeds
 
-__all__ = ["Rebuilding", "WentBack"]
+__all__ = ["LoggedProgress", "Rebuilding", "WentBack"]
 
 _log = logging.getLogger("chronograph.views")
 
@@ -52,6 +52,10 @@ class Rebuilding:
     _foreign: Sequence[lmdb._Database]
     _vectors: lmdb._Database
     _erasures_seen: int | None
+    rebuilding: str | None = None
+    """Why the views are being rebuilt from a log that went back under them, while they are (None
+    the rest of the time): every call of the process waits meanwhile (`_rebuild_after`), and an
+    HTTP server's /ready says so."""
 
     @property
     def tables(self) -> Tables:  # (Views's)
@@ -129,9 +133,23 @@ class Rebuilding:
     def _rebuild_after(self, reason: str, progress: Progress | None = None) -> None:
         """Rebuild a cache's views from its log, which went back under them (`reason`), with nothing
         they derived: snapshots, search images, kept answers and embeddings may hold what it lost.
-        (In place, as `replay --rebuild --cache` would: the live slot serves until the swap.)"""
-        _log.warning("chronograph: the cache at %s is rebuilt from the log at %s: %s", self.env.path,
-                     self.log.location, reason)
+
+        It runs where the change was noticed: under the memory's lock in a call, a write or the
+        follower's catch-up, so every call of this process waits until the new views are swapped
+        in. That is meant: the live slot holds the history the log lost, which no answer may show
+        meanwhile. `rebuilding` says why while it runs (an HTTP server's /ready answers 503 with
+        it), and the fold says how far it got on the `chronograph.views` logger for a large log
+        (`progress`, else `LoggedProgress`)."""
+        _log.warning("chronograph: the cache at %s is rebuilt from the log at %s: %s; this process's calls "
+                     "wait until it is done", self.env.path, self.log.location, reason)
+        self.rebuilding = reason
+        try:
+            self._rebuild_from_log(progress if progress is not None else LoggedProgress())
+        finally:
+            self.rebuilding = None
+
+    def _rebuild_from_log(self, progress: Progress) -> None:
+        """`_rebuild_after`'s work: drop what the views derived, fold afresh, swap, scrub."""
 
         def forget(txn: lmdb.Transaction) -> None:
             if self.snapshots.db is not None:
@@ -152,3 +170,24 @@ class Rebuilding:
             self.env.write(lambda txn: self.pointer.set_erasures(txn, report.erasures))
         self._erasures_seen = report.erasures
         self.seeds.at = None
+
+
+class LoggedProgress:
+    """Says on the `chronograph.views` logger how far a rebuild of a large log has got, every
+    tenth or so (a server's calls wait for it: its operator should see it move)."""
+
+    SMALL = 20_000
+    """Events too few to mention."""
+
+    def __init__(self) -> None:
+        self._said: dict[str, int] = {}
+        """stage -> the last tenth said"""
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if total < self.SMALL:
+            return
+        tenth = min(10, done * 10 // total)
+        if tenth > self._said.get(stage, -1):
+            self._said[stage] = tenth
+            _log.warning("chronograph: rebuilding the cache: %s: %s of %s (%.0f%%)", stage, f"{done:,}",
+                         f"{total:,}", 100 * done / total)

@@ -257,6 +257,7 @@ class Views(Rebuilding):
         is dropped (snapshots, search images, kept answers, embeddings of entities they no longer
         hold), the file is scrubbed, and only then the count recorded."""
         colocated = isinstance(self.binding, Colocated)
+        count: int | None
         if colocated:
             if self.env.readonly or self.env.closed:
                 return

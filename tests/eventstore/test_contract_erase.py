@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import msgspec
 import pytest
 from chronograph.eventstore import (
     ContentErased,
@@ -126,6 +127,20 @@ def test_erase_drops_the_results_that_quote_what_it_erased(log: EventLog) -> Non
     log.transact(lambda tx: tx.erase({"ada": "ada"}, erased, [b"Ada Secret"]))
     results = log.transact(lambda tx: [tx.recall(key).result for key in ("quoting", "other")])
     assert results == [None, b"Bob"]
+
+
+def test_erase_finds_a_short_text_where_it_stands_alone_and_an_unreadable_answer_quoting_it_goes(
+        log: EventLog) -> None:
+    seed(log)
+    answers = {"whole": ["Bo"], "word": ["merged 'Bo' into Cy"], "inside": ["Bob", "Bowl"], "none": ["Cy"],
+               "unreadable": None}
+    for key, answer in answers.items():
+        log.append([], actor="writer", idempotency_key=key)
+        result = b"\xc1Bo" if answer is None else msgspec.msgpack.encode(answer)  # 0xc1: never msgpack
+        log.transact(lambda tx, key=key, result=result: tx.attach_result(key, result))  # type: ignore[attr-defined]
+    log.transact(lambda tx: tx.erase({"ada": "ada"}, erased, [b"Bo"]))
+    results = log.transact(lambda tx: {key: tx.recall(key).result for key in answers})
+    assert {key for key, result in results.items() if result is None} == {"whole", "word", "unreadable"}
 
 
 def test_rewrite_replaces_one_event_and_keeps_its_envelope(log: EventLog) -> None:

@@ -78,6 +78,27 @@ async def test_an_iso_basic_date_as_of_is_that_date_as_valid_at_reads_it_not_a_l
     assert names(await call(client, "read_graph", {"asOf": 20260302})) == ["Ada", "Bob"]  # a number: a position
 
 
+AS_OF_READS = {
+    "read_graph": {}, "open_nodes": {"names": ["Ada"]}, "search_nodes": {"query": "math"},
+    "get_graph_summary": {}, "read_context": {}, "get_entity_history": {"name": "Ada"},
+    "export_graph": {"format": "json"},
+}
+"""Every tool of the default profile that takes asOf, with what else it needs."""
+
+
+async def test_every_tool_that_takes_as_of_answers_the_position_it_answered_from(
+    client: Client, clock: FrozenDateTimeFactory
+) -> None:
+    await ada_lifecycle(client, clock)  # positions 1, 2, 3
+    taking = {t.name for t in (await client.list_tools()).tools if "asOf" in t.input_schema.get("properties", {})}
+    assert taking == set(AS_OF_READS)  # a tool that comes to take asOf is tested here too
+    for tool, arguments in AS_OF_READS.items():
+        for moment, position in ((T15, 1), ("20260301T113000Z", 2), (2, 2), (99, 3)):  # past the head: clamped to it
+            answer = await call(client, tool, {**arguments, "asOf": moment})
+            assert answer.get("asOf") == position, (tool, moment)
+        assert "asOf" not in await call(client, tool, arguments), tool  # now: no position said
+
+
 @pytest.mark.parametrize("moment", ["²", " ³ ", "1²"])
 async def test_digits_python_counts_but_cannot_read_are_not_a_log_position(client: Client, moment: str) -> None:
     for tool, arguments in (("read_graph", {}), ("search_nodes", {"query": "x"}), ("open_nodes", {"names": ["x"]})):

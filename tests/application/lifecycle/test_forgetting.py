@@ -255,6 +255,31 @@ def test_a_kept_answer_that_quotes_the_entity_is_forgotten_though_its_call_wrote
     assert write(memory, "add_observations", requestId="bob", **bob) == kept  # it quoted none of it
 
 
+def test_a_short_observation_another_answer_shares_leaves_that_answer_kept(memory: Memory) -> None:
+    short = {"entities": [{"name": n, "entityType": "p", "observations": ["o", "yes"]} for n in ("X", "Y")]}
+    write(memory, "create_entities", **short)
+    first = write(memory, "forget_entity", name="X", reason="asked", requestId="f-1")
+    zed = {"entities": [{"name": "Zed", "entityType": "p", "observations": ["o", "yes"]}]}
+    kept = write(memory, "create_entities", requestId="zed", **zed)
+    write(memory, "forget_entity", name="Y", reason="asked")  # its needles: "Y" alone, not "o" nor "yes"
+    again = memory.write("forget_entity", {"name": "X", "reason": "asked", "requestId": "f-1"}, actor="test")
+    assert again.replayed and again.output == first
+    assert write(memory, "create_entities", requestId="zed", **zed) == kept
+
+
+def test_a_short_name_is_found_where_it_stands_alone_and_not_inside_another_word(memory: Memory) -> None:
+    write(memory, "create_entities", entities=[
+        {"name": n, "entityType": "p", "observations": ["o"]} for n in ("Q", "Qa", "Quentin")])
+    alone = {"observations": [{"entityName": "Q", "contents": ["o"]}]}  # there already: writes nothing
+    write(memory, "add_observations", requestId="alone", **alone)
+    inside = {"observations": [{"entityName": "Quentin", "contents": ["o"]}]}
+    kept = write(memory, "add_observations", requestId="inside", **inside)
+    write(memory, "forget_entity", name="Q", reason="asked")
+    with pytest.raises(ChronographError, match="forgotten since"):
+        write(memory, "add_observations", requestId="alone", **alone)
+    assert write(memory, "add_observations", requestId="inside", **inside) == kept
+
+
 WRITER = """
 import sys
 from chronograph.application import Memory

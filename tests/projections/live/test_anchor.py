@@ -152,3 +152,32 @@ def test_a_cache_rebuilt_from_a_log_that_went_back_keeps_no_byte_of_what_the_new
     with Memory(url, cache=tmp_path / "a") as memory:  # rebuilt: the old slot's pages are free, not zeroed
         assert names(memory) == ["Ada"]
     assert secret.encode() not in (tmp_path / "a" / "data.mdb").read_bytes()  # before: its bytes stayed
+
+
+def test_a_rebuild_after_the_log_went_back_says_how_far_it_got_for_a_large_log(
+        tmp_path: Path, url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronograph.projections.live import rebuilding  # noqa: PLC0415
+
+    original, heard = rebuilding.rebuild, []
+
+    def told(log: Any, binding: Any, pointer: Any, snapshots: Any, tables_of: Any, progress: Any,
+             *rest: Any, **kwargs: Any) -> Any:
+        heard.append(progress)
+        for done in range(0, 40_001, 4_000):  # as the fold of a log of 40,000 events tells it
+            progress("fold", done, 40_000)
+        return original(log, binding, pointer, snapshots, tables_of, progress, *rest, **kwargs)
+
+    with Memory(url, cache=tmp_path / "cache") as memory:
+        create(memory, "Ada", "Bob")
+    cut_back(url, 1)
+    monkeypatch.setattr(rebuilding, "rebuild", told)
+    with caplog.at_level(logging.WARNING, "chronograph.views"), Memory(url, cache=tmp_path / "cache") as memory:
+        assert names(memory) == ["Ada"]
+    assert heard and isinstance(heard[0], rebuilding.LoggedProgress)
+    said = [r.getMessage() for r in caplog.records if "rebuilding the cache: fold" in r.getMessage()]
+    assert said[0].endswith("fold: 0 of 40,000 (0%)") and said[-1].endswith("fold: 40,000 of 40,000 (100%)")
+    assert len(said) == 11
+    quiet = rebuilding.LoggedProgress()
+    caplog.clear()
+    quiet("fold", 10, 100)  # a small log: nothing worth a line
+    assert not caplog.records
