@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import suppress
 from typing import Any
 
 import psycopg
@@ -30,7 +31,7 @@ import psycopg_pool
 from psycopg.conninfo import conninfo_to_dict
 
 __all__ = ["CONNECTION", "IDLE_IN_TRANSACTION", "KEEPALIVES", "POOL_WAIT", "RECONNECT", "SLICE", "Attempts", "connect",
-           "options", "pool"]
+           "options", "pool", "roll_back"]
 
 CONNECTION: dict[str, Any] = {
     "autocommit": True,  # transactions are begun and ended explicitly: a write commits when its views allow
@@ -116,3 +117,13 @@ def connect(url: str, kwargs: dict[str, Any], seconds: float | None = None) -> p
     if seconds is not None:
         kwargs = {**kwargs, "connect_timeout": max(2, min(int(kwargs["connect_timeout"]), round(seconds)))}
     return psycopg.connect(url, **kwargs)
+
+
+def roll_back(connection: psycopg.Connection[Any]) -> None:
+    """End what is left of a transaction on `connection`, if it can be: a connection the
+    database dropped has nothing left to end (the database rolled it back), and the error that
+    ended the work, not the rollback's, is the one to tell."""
+    if connection.info.transaction_status in (psycopg.pq.TransactionStatus.INTRANS,
+                                              psycopg.pq.TransactionStatus.INERROR):
+        with suppress(psycopg.Error):
+            connection.execute("ROLLBACK")

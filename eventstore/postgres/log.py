@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager, nullcontext, suppress
+from contextlib import ExitStack, contextmanager, nullcontext
 from typing import Any, TypeVar
 
 import psycopg
@@ -27,7 +27,7 @@ from chronograph.eventstore.errors import EventStoreError, StoreOpenError, Store
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
 from chronograph.eventstore.postgres.address import shown, split_url, without_secrets
 from chronograph.eventstore.postgres.announcements import announcement
-from chronograph.eventstore.postgres.connections import POOL_WAIT, SLICE, Attempts, connect, options, pool
+from chronograph.eventstore.postgres.connections import POOL_WAIT, SLICE, Attempts, connect, options, pool, roll_back
 from chronograph.eventstore.postgres.durability import DURABLE, EARLY, SEEN, wait_for_flush
 from chronograph.eventstore.postgres.failures import AFTER, Unit, commit_failure, failure, unreachable
 from chronograph.eventstore.postgres.listening import Listener
@@ -274,7 +274,7 @@ class PgLog(EventLog):
                                    peek=self._versions, ahead=ahead, at=at, early=bool(early))
                 yield tx
             finally:
-                _roll_back(connection)
+                roll_back(connection)
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -364,7 +364,7 @@ class PgLog(EventLog):
                 yield reader
             finally:
                 if held:
-                    _roll_back(held[0])
+                    roll_back(held[0])
 
     @contextmanager
     def patience(self, seconds: float) -> Iterator[None]:
@@ -443,12 +443,3 @@ class PgLog(EventLog):
         with self._connection(unit="scrub") as (connection, _):
             return scrub_tables(connection, self.schema, self._shown, erasures, time.monotonic() + timeout)
 
-
-def _roll_back(connection: psycopg.Connection[Any]) -> None:
-    """End what is left of a transaction on `connection`, if it can be: a connection the
-    database dropped has nothing left to end (the database rolled it back), and the error that
-    ended the work, not the rollback's, is the one to tell."""
-    if connection.info.transaction_status in (psycopg.pq.TransactionStatus.INTRANS,
-                                              psycopg.pq.TransactionStatus.INERROR):
-        with suppress(psycopg.Error):
-            connection.execute("ROLLBACK")
