@@ -23,6 +23,7 @@ from chronograph.application.engine.commands import Written, commit, unanswered
 from chronograph.application.engine.config import model_cache
 from chronograph.application.engine.erasing import Owed, finish_scrubbing, scrub_store
 from chronograph.application.engine.exportdir import ExportDir
+from chronograph.application.engine.meaning import SEMANTIC_MODES, by_meaning
 from chronograph.application.engine.outputs import Out
 from chronograph.application.engine.principal import LOCAL_PRINCIPAL, Principal
 from chronograph.application.engine.registry import TEAM, Tool, find
@@ -59,7 +60,6 @@ each was checked to touch nothing of the process but its snapshot and the word i
 as a write does. One that finds the views behind the log (another version of Chronograph wrote
 to the store) folds what they lack under the store's lock if no other thread holds it
 (`Views.snapshot`, `StoreLock.if_free`), never waiting for it."""
-_SEMANTIC = frozenset({"semantic", "hybrid"})
 
 RESIDENT = 192 << 20
 """The store pages a process preparing the search images keeps resident before it gives them
@@ -67,18 +67,6 @@ back (see `eventstore.lmdb.resident`)."""
 CLOSING_PATIENCE = 0.5
 """Seconds a closing store waits for a log out of reach (its database gone) before it gives up
 keeping its search images; the next process builds them instead."""
-
-
-def _by_meaning(spec: Tool, args: Any) -> str | None:
-    """The query a call embeds to search by meaning in the present, if it does (the team memory's
-    `memory_query` asks for it with `semanticSearch` and names it `search`)."""
-    if getattr(args, "semantic_search", None) is True:
-        search = getattr(args, "search", None)
-        return search if isinstance(search, str) and search.strip() else None
-    query = getattr(args, "query", None)
-    if not isinstance(query, str) or not query.strip() or getattr(args, "as_of", UNSET) is not UNSET:
-        return None
-    return query if spec.name == "semantic_search" or getattr(args, "mode", None) in _SEMANTIC else None
 
 
 class Memory:
@@ -385,7 +373,7 @@ class Memory:
         return (
             spec.name in ALONGSIDE and self.cache is None
             and getattr(args, "as_of", UNSET) is UNSET and getattr(args, "output_path", UNSET) is UNSET
-            and getattr(args, "mode", UNSET) not in _SEMANTIC
+            and getattr(args, "mode", UNSET) not in SEMANTIC_MODES
         )
 
     def limit_for(self, handler: Callable[..., Any]) -> int | None:
@@ -396,7 +384,7 @@ class Memory:
         return answering[1] if answering is not None and answering[0] is handler else None
 
     def _answer(self, spec: Tool, args: Any, reply_limit: int | None = None) -> Out:
-        query, semantic = _by_meaning(spec, args), self.semantic
+        query, semantic = by_meaning(spec.name, args), self.semantic
         if query is None or semantic is None:
             return self._answered(spec, args, reply_limit)
         try:
