@@ -25,9 +25,17 @@ from chronograph.projections.tables import Pointer, Tables
 if TYPE_CHECKING:
     from chronograph.projections.live.seeding import CacheSeeds
 
-__all__ = ["LoggedProgress", "Rebuilding", "WentBack"]
+__all__ = ["GenerationMoved", "LoggedProgress", "Rebuilding", "WentBack"]
 
 _log = logging.getLogger("chronograph.views")
+
+
+class GenerationMoved(Exception):
+    """A rebuild swapped in another generation of the views; retry with it."""
+
+    def __init__(self, generation: int) -> None:
+        super().__init__(f"the views moved to generation {generation}; retry")
+        self.generation = generation
 
 
 class WentBack(Exception):

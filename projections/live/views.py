@@ -31,7 +31,7 @@ from chronograph.projections.live.erasure import (
     purge_views,
     repack_texts,
 )
-from chronograph.projections.live.rebuilding import Rebuilding, WentBack
+from chronograph.projections.live.rebuilding import GenerationMoved, Rebuilding, WentBack
 from chronograph.projections.past.snapshots import Snapshots
 from chronograph.projections.search.indexes import SearchIndex
 from chronograph.projections.search.wordindex import WorkspaceIndex
@@ -45,14 +45,6 @@ T = TypeVar("T")
 
 CATCH_UP_CHUNK = 50_000
 """Events folded per transaction when catching up at open (other writers get turns)."""
-
-
-class GenerationMoved(Exception):
-    """A rebuild swapped in another generation of the views; retry with it."""
-
-    def __init__(self, generation: int) -> None:
-        super().__init__(f"the views moved to generation {generation}; retry")
-        self.generation = generation
 
 
 class Snapshot(NamedTuple):
