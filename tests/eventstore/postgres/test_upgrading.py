@@ -76,8 +76,8 @@ def old_log(url: str) -> str:
     return old
 
 
-def layout(url: str, schema: str) -> tuple[int, list[str], list[tuple[str, bytes]]]:
-    """(the log's format, its constraints' definitions, (stream, key) of each event)."""
+def layout_before(url: str, schema: str) -> tuple[int, list[str]]:
+    """(the log's format, its tables' constraints' definitions)."""
     with admin(url) as connection:
         value = connection.execute(f'SELECT value FROM "{schema}".meta WHERE key = \'format\'').fetchone()[0]
         constraints = [row[0] for row in connection.execute(
@@ -85,9 +85,15 @@ def layout(url: str, schema: str) -> tuple[int, list[str], list[tuple[str, bytes
             "JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = %s AND c.conrelid::regclass::text "
             "LIKE '%%.events' OR n.nspname = %s AND c.conrelid::regclass::text LIKE '%%.heads' ORDER BY 1",
             (schema, schema)).fetchall()]
+    return int.from_bytes(value, "big"), constraints
+
+
+def layout(url: str, schema: str) -> tuple[int, list[str], list[tuple[str, bytes]]]:
+    """(the log's format, its tables' constraints' definitions, (stream, key) of each event)."""
+    with admin(url) as connection:
         keys = [(stream, bytes(key)) for stream, key in connection.execute(
             f'SELECT stream, stream_key FROM "{schema}".events ORDER BY position').fetchall()]
-    return int.from_bytes(value, "big"), constraints, keys
+    return (*layout_before(url, schema), keys)
 
 
 def test_a_format_two_log_is_upgraded_at_open_and_reads_writes_and_erases_as_a_new_one() -> None:
@@ -164,3 +170,25 @@ def test_an_earlier_version_s_statements_on_an_upgraded_log_read_as_before_and_w
         with pytest.raises(psycopg.errors.NotNullViolation):
             connection.execute(f'INSERT INTO "{schema}".heads (stream, version) VALUES (%s, %s)', ("erased:9", 1))
         assert connection.execute(f'SELECT count(*) FROM "{schema}".events').fetchone() == (8,)
+
+
+def test_an_upgrade_that_fails_part_way_leaves_the_log_as_it_was_and_the_next_open_upgrades_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronograph.eventstore import EventStoreError
+    from chronograph.eventstore.postgres import upgrading
+
+    url = database().log_url()
+    schema = old_log(url)
+    monkeypatch.setattr(upgrading, "UPGRADE", (*upgrading.UPGRADE[:3], "SELECT 1 / 0", *upgrading.UPGRADE[3:]))
+    with pytest.raises(EventStoreError, match="division by zero"):
+        pglog.PgLog(url)
+    with admin(url) as connection:
+        assert connection.execute("SELECT count(*) FROM information_schema.columns WHERE table_schema = %s "
+                                  "AND column_name = 'stream_key'", (schema,)).fetchone()[0] == 0
+    assert layout_before(url, schema) == (2, [f"{schema}.events PRIMARY KEY (\"position\")",
+                                              f"{schema}.events UNIQUE (stream, version)",
+                                              f"{schema}.heads PRIMARY KEY (stream)"])
+    monkeypatch.undo()
+    with pglog.PgLog(url) as log, log.read() as reader:
+        assert [reader.stream_version(s) for s in STREAMS] == [2, 2, 2, 2]
+    assert layout(url, schema)[0] == 3
