@@ -8,7 +8,7 @@ table's `stream_key`, fills it from the stream's text (`KEY_SQL`, which `stream_
 Python), makes the key and not the text unique, and marks the log format 3; a failure leaves
 the log as it was. Each table is rewritten once, by the column's own type change (as VACUUM FULL
 does: its live rows, indexes built anew, no dead copy left), holding the tables against every
-other reader and writer meanwhile: about 1 s per 100,000 events here (docs/decisions.md).
+other reader and writer meanwhile: about 1.4 s per 100,000 events here (docs/decisions.md).
 
 Servers of an earlier version refuse a format 3 log at open. One already running beside the
 upgrade keeps reading by stream (a scan, no index: slower) and its writes are refused by the

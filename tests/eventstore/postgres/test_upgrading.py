@@ -33,6 +33,7 @@ FORMAT_2 = (  # the tables as format 2 made them (eventstore/postgres/schema.py 
     'CREATE TABLE "{s}".meta (key text PRIMARY KEY, value bytea NOT NULL)',
     'CREATE UNLOGGED TABLE "{s}".seeds (tag text NOT NULL, position bigint NOT NULL, part integer NOT NULL, '
     "data bytea NOT NULL, PRIMARY KEY (tag, position, part))",
+    'ALTER TABLE "{s}".seeds ALTER COLUMN data SET STORAGE EXTERNAL, ALTER COLUMN data SET STATISTICS 0',
     'ALTER TABLE "{s}".events ALTER COLUMN stream SET STATISTICS 0, ALTER COLUMN envelope SET STATISTICS 0',
     'ALTER TABLE "{s}".heads ALTER COLUMN stream SET STATISTICS 0',
     'ALTER TABLE "{s}".idempotency ALTER COLUMN key SET STATISTICS 0, ALTER COLUMN record SET STATISTICS 0',
@@ -192,3 +193,23 @@ def test_an_upgrade_that_fails_part_way_leaves_the_log_as_it_was_and_the_next_op
     with pglog.PgLog(url) as log, log.read() as reader:
         assert [reader.stream_version(s) for s in STREAMS] == [2, 2, 2, 2]
     assert layout(url, schema)[0] == 3
+
+
+def test_a_role_that_does_not_own_an_old_log_s_tables_is_told_who_may_upgrade_it_and_nothing_changes() -> None:
+    import uuid
+
+    url = database().log_url()
+    schema, role = old_log(url), f"chronograph_upgrade_{uuid.uuid4().hex[:8]}"
+    with admin(url) as connection:
+        connection.execute(f"CREATE ROLE {role} LOGIN")
+        try:
+            connection.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO {role}')
+            for table in ("events", "heads", "idempotency", "meta", "seeds"):
+                connection.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".{table} TO {role}')
+            with pytest.raises(StoreOpenError, match="made by an earlier Chronograph.*may not.*owner of table.*"
+                                                     "nothing was changed. Open it once as the role that owns"):
+                pglog.PgLog(url.replace("postgres@", f"{role}@", 1))
+        finally:
+            connection.execute(f"DROP OWNED BY {role}")
+            connection.execute(f"DROP ROLE {role}")
+    assert layout_before(url, schema)[0] == 2
