@@ -22,7 +22,6 @@ from chronograph.eventstore.errors import (
     StoreUnavailableError,
     StoreWriteError,
     StreamFullError,
-    StreamIdTooLongError,
     UnknownEventError,
 )
 from chronograph.eventstore.events import *  # noqa: F403 (the events, as `events.__all__` names them)
@@ -62,7 +61,6 @@ __all__ = [
     "Scrubbed",
     "StorageFullError",
     "StreamFullError",
-    "StreamIdTooLongError",
     "StoreBusyError",
     "StoreCorruptError",
     "StoreFormatError",

@@ -59,17 +59,6 @@ class StreamFullError(EventStoreError):
     """A stream's version or the log's position is past what the store's format numbers; nothing was written."""
 
 
-class StreamIdTooLongError(EventStoreError):
-    """A stream's id is longer than the database can index (a relation's spells both names and its
-    type); the write was rolled back: nothing was written."""
-
-    def __init__(self, said: str) -> None:
-        super().__init__(
-            f"a stream id is too long for PostgreSQL's index ({said}): a relation's spells both of its entities' "
-            "names and its type, which together can take at most about 2,700 bytes in a PostgreSQL log (fewer "
-            "for text that does not compress); use shorter names or type; nothing was written")
-
-
 class StoreUnavailableError(EventStoreError):
     """The database holding the log cannot be reached now, or cannot take writes (a standby);
     a write in flight was rolled back (but see `CommitUnconfirmedError`): retry later."""

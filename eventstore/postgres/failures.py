@@ -20,7 +20,6 @@ from chronograph.eventstore.errors import (
     StoreCorruptError,
     StoreRefusedError,
     StoreUnavailableError,
-    StreamIdTooLongError,
 )
 from psycopg import errors
 from psycopg.pq import TransactionStatus
@@ -62,8 +61,6 @@ def failure(error: psycopg.Error, shown: str, unit: Unit, *, stopping: bool = Fa
     (`stopping`: this process is stopping, and cut its own statements short)."""
     after, words = AFTER[unit], first_line(error)
     sqlstate = getattr(error, "sqlstate", None) or ""
-    if isinstance(error, errors.ProgramLimitExceeded):
-        return StreamIdTooLongError(words)
     if isinstance(error, errors.InvalidSchemaName | errors.UndefinedTable):  # dropped under this process
         return StoreCorruptError(f"the log at {shown} is gone: its tables (or its schema) were dropped while this "
                                  "process had it open; nothing more is read or written here")

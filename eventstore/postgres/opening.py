@@ -1,6 +1,6 @@
 """Opening a log's tables in PostgreSQL: made where there are none (one creator at a time, under
-the log's lock), their format checked, and the statistics an earlier version let ANALYZE sample
-rewritten."""
+the log's lock), their format checked (a log an earlier version made is upgraded, `pgupgrading`),
+and the statistics an earlier version let ANALYZE sample rewritten."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 from chronograph.eventstore.errors import StoreCorruptError, StoreFormatError, StoreOpenError
 from chronograph.eventstore.postgres.schema import DDL, FORMAT_VERSION, Schema
 from chronograph.eventstore.postgres.statistics import rewrite_catalog, seal
+from chronograph.eventstore.postgres.upgrading import upgrade
 
 __all__ = ["open_tables", "same_tables"]
 
@@ -19,7 +20,8 @@ def open_tables(connection: Any, schema: Schema, shown: str, *, create: bool, re
     made there again), making the tables first if `create` and there are none.
 
     Raises:
-        StoreOpenError: If there is no log and none may be made, or the schema holds tables of its own.
+        StoreOpenError: If there is no log and none may be made, the schema holds tables of its own,
+            or an earlier version made the log and it may not be upgraded (`readonly`, or this role may not).
         StoreCorruptError: If the tables are not a Chronograph log's.
         StoreFormatError: If a newer version wrote the log.
     """
@@ -46,6 +48,12 @@ def open_tables(connection: Any, schema: Schema, shown: str, *, create: bool, re
     if version > FORMAT_VERSION:
         raise StoreFormatError(f"{shown} was written in log format {version}, newer than this "
                                f"Chronograph reads ({FORMAT_VERSION}); upgrade Chronograph")
+    if version < FORMAT_VERSION:
+        if readonly:
+            raise StoreOpenError(f"{shown} was made by an earlier Chronograph (log format {version}), whose tables "
+                                 "this one upgrades in place before it reads them; open it once read-write (start a "
+                                 "server on it, or run a command that writes), then read-only")
+        upgrade(connection, schema, shown)
     made = connection.execute("SELECT %s::regclass::oid", (f'"{schema.name}".meta',)).fetchone()
     return bytes(rows["store_id"]).decode(), int(made[0])
 

@@ -17,7 +17,7 @@ import psycopg
 from chronograph.eventstore import checksums
 from chronograph.eventstore.codec import Codec, Envelope
 from chronograph.eventstore.errors import StoreCorruptError, advised
-from chronograph.eventstore.postgres.schema import Schema
+from chronograph.eventstore.postgres.schema import Schema, stream_key
 
 __all__ = ["PgReader"]
 
@@ -55,7 +55,7 @@ class PgReader:
 
     def stream_version(self, stream: str) -> int:
         """The current version of `stream` (0 when it has no events)."""
-        version = self._one(self.schema.sql("SELECT version FROM {heads} WHERE stream = %s"), (stream,))
+        version = self._one(self.schema.sql("SELECT version FROM {heads} WHERE stream_key = %s"), (stream_key(stream),))
         return 0 if version is None else int(version)
 
     def get(self, position: int) -> Envelope | None:
@@ -66,26 +66,31 @@ class PgReader:
         return None if row is None else self._decode(*row)
 
     def index_problems(self) -> Iterator[str]:
-        """Where the `stream` and `version` columns (what reads by stream and erasures find events
-        by; the database keeps them unique) disagree with the event each row holds, and a stream
-        head that is not its stream's last version. The rows are read a batch at a time."""
+        """Where the `stream_key`, `stream` and `version` columns (what reads by stream and erasures
+        find events by; the database keeps key and version unique) disagree with the event each row
+        holds, and a stream head that is not its stream's last version, or not under its key. The
+        rows are read a batch at a time."""
         with self.connection.cursor(name=f"chronograph_index_{id(self)}", binary=True) as cursor:
             cursor.itersize = FETCH_ROWS
             cursor.execute(self.schema.sql(
-                "SELECT position, stream, version, envelope FROM {events} ORDER BY position"))
+                "SELECT position, stream_key, stream, version, envelope FROM {events} ORDER BY position"))
             while rows := cursor.fetchmany(FETCH_ROWS):
-                for position, stream, version, stored in rows:
+                for position, key, stream, version, stored in rows:
                     try:
                         envelope = self.codec.decode(stored)
                     except Exception:  # noqa: BLE001,S112 (damage: `verify` names it)
                         continue
-                    if (stream, version) != (envelope.stream, envelope.version):
+                    if (stream, version) != (envelope.stream, envelope.version) or bytes(key) != stream_key(stream):
                         yield (f"index: the row at position {position:,} is filed under another stream or version "
                                f"than its event's (version {envelope.version}): reads by stream and erasures miss it")
         for (stream,) in self.connection.execute(self.schema.sql(
-                "SELECT coalesce(h.stream, e.stream) FROM {heads} h FULL JOIN (SELECT stream, max(version) AS version "
-                "FROM {events} GROUP BY stream) e ON e.stream = h.stream WHERE h.version IS DISTINCT FROM e.version")):
+                "SELECT coalesce(h.stream, e.stream) FROM {heads} h FULL JOIN (SELECT stream_key, min(stream) AS "
+                "stream, max(version) AS version FROM {events} GROUP BY stream_key) e ON e.stream_key = h.stream_key "
+                "WHERE h.version IS DISTINCT FROM e.version OR h.stream IS DISTINCT FROM e.stream")):
             yield f"index: a stream's head is not its last version ({len(stream)}-character stream id)"
+        for key, stream in self.connection.execute(self.schema.sql("SELECT stream_key, stream FROM {heads}")):
+            if bytes(key) != stream_key(stream):
+                yield f"index: a stream's head is filed under another stream's key ({len(stream)}-character stream id)"
 
     def verify(self, from_position: int = 1, to_position: int | None = None) -> Iterator[int]:
         """Positions in the range whose stored bytes do not match their checksum, or that cannot
@@ -104,30 +109,33 @@ class PgReader:
     def stream(self, stream: str, from_version: int = 1, to_version: int | None = None) -> Iterator[Envelope]:
         """The events of `stream` from `from_version` to `to_version` (inclusive), in order."""
         rows = self.connection.execute(self.schema.sql(
-            "SELECT position, envelope, checksum FROM {events} WHERE stream = %s AND version >= %s "
-            "AND version <= %s ORDER BY version"), (stream, max(from_version, 1), to_version or 2**62)).fetchall()
+            "SELECT position, envelope, checksum FROM {events} WHERE stream_key = %s AND version >= %s "
+            "AND version <= %s ORDER BY version"), (stream_key(stream), max(from_version, 1), to_version or 2**62)
+        ).fetchall()
         for row in rows:
             yield self._decode(*row)
 
     def positions(self, stream: str) -> list[int]:
         """The log position of each version of `stream`, version 1 first (nothing is decoded)."""
         rows = self.connection.execute(
-            self.schema.sql("SELECT position FROM {events} WHERE stream = %s ORDER BY version"), (stream,)
+            self.schema.sql("SELECT position FROM {events} WHERE stream_key = %s ORDER BY version"),
+            (stream_key(stream),)
         ).fetchall()
         return [int(row[0]) for row in rows]
 
     def positions_of(self, streams: Sequence[str]) -> list[int]:
         """The log position of every event of `streams`, lowest first (one query, however many)."""
         rows = self.connection.execute(
-            self.schema.sql("SELECT position FROM {events} WHERE stream = ANY(%s) ORDER BY position"), (list(streams),)
+            self.schema.sql("SELECT position FROM {events} WHERE stream_key = ANY(%s) ORDER BY position"),
+            ([stream_key(stream) for stream in streams],)
         ).fetchall()
         return [int(row[0]) for row in rows]
 
     def stream_backward(self, stream: str, from_version: int | None = None) -> Iterator[Envelope]:
         """The events of `stream` from `from_version` (default: its newest) down to version 1."""
         rows = self.connection.execute(self.schema.sql(
-            "SELECT position, envelope, checksum FROM {events} WHERE stream = %s AND version <= %s "
-            "ORDER BY version DESC"), (stream, from_version or 2**62)).fetchall()
+            "SELECT position, envelope, checksum FROM {events} WHERE stream_key = %s AND version <= %s "
+            "ORDER BY version DESC"), (stream_key(stream), from_version or 2**62)).fetchall()
         for row in rows:
             yield self._decode(*row)
 

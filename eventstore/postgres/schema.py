@@ -1,9 +1,19 @@
 """The log's tables in PostgreSQL (its address: `pgaddress`).
 
 Five tables in the log's own schema: `events` (position, stream, version, recorded_at,
-the codec's envelope bytes and their checksum, unique per stream version), `heads` (each
-stream's version), `idempotency` (key -> what it produced), `meta` (format, identity,
-erasure count) and `seeds` (what new caches start from, derived: see `postgres.seeds`).
+the codec's envelope bytes and their checksum, and the stream's key, unique per stream key
+and version), `heads` (each stream's version, by its key), `idempotency` (key -> what it
+produced), `meta` (format, identity, erasure count) and `seeds` (what new caches start from,
+derived: see `postgres.seeds`).
+
+A stream is found by its key (`stream_key`), never by its text in an index: a relation's
+stream spells its workspace, both names and its type, which can pass the 2.7 KB PostgreSQL
+caps a b-tree entry at. An entity's stream is keyed by its own 15 bytes (time-ordered, so a
+new entity's entries go at the end of the indexes, as with the text they replace), any other
+by its SHA-256 (32 bytes: the lengths differ, so the two kinds never meet). A collision of
+SHA-256 would file two streams as one; none is known, and finding one takes about 2^128
+digests, so the database's uniqueness of (key, version) and of the head per key is that of
+the stream (the LMDB log keys the same streams by 16 bytes of BLAKE2b, `keys.stream_key`).
 The envelope bytes are exactly what the LMDB log stores, so a copy between backends can be
 checked byte for byte.
 
@@ -17,28 +27,31 @@ transaction is a few milliseconds.
 
 from __future__ import annotations
 
+from hashlib import sha256
 from typing import Any
 
 from chronograph.eventstore.errors import StoreOpenError
-from chronograph.eventstore.keys import digest
+from chronograph.eventstore.keys import digest, entity_key
 from psycopg import sql
 
-__all__ = ["CONTENT", "DDL", "FORMAT_VERSION", "SEEDS_DDL", "Schema"]
+__all__ = ["CONTENT", "DDL", "FORMAT_VERSION", "KEY_SQL", "SEEDS_DDL", "Schema", "stream_key"]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """The table layout this code writes; a log with a higher one is refused. (2: a `seeds` table,
 whose seeds an erasure must delete, see `pgseeds`; a log made in format 1 gets it, and
-format 2, with its first seed.)"""
+format 2, with its first seed. 3: streams indexed by their key, not their text; a log made
+before is upgraded in place when opened, see `pgupgrading`.)"""
 
 CONTENT: dict[str, tuple[tuple[str, str], ...]] = {
-    "events": (("stream", "text"), ("envelope", "bytea")),
-    "heads": (("stream", "text"),),
+    "events": (("stream", "text"), ("envelope", "bytea"), ("stream_key", "bytea")),
+    "heads": (("stream", "text"), ("stream_key", "bytea")),
     "idempotency": (("key", "bytea"), ("record", "bytea")),
     "meta": (("key", "text"), ("value", "bytea")),
     "seeds": (("data", "bytea"),),
 }
 """The columns that hold what the store says (or name it: a relation's stream spells its names),
-with their types, by table. The planner keeps no statistics of them (see `pgstatistics`)."""
+with their types, by table. The planner keeps no statistics of them (see `pgstatistics`): nor of
+the streams' keys, whose digests would let a guess of a name be checked."""
 
 SEEDS_DDL = (
     "CREATE UNLOGGED TABLE IF NOT EXISTS {seeds} (tag text NOT NULL, position bigint NOT NULL, part integer NOT NULL, "
@@ -51,16 +64,29 @@ Its parts are compressed already (no second compression is tried)."""
 DDL = (
     "CREATE SCHEMA IF NOT EXISTS {schema}",
     "CREATE TABLE IF NOT EXISTS {events} (position bigint PRIMARY KEY, stream text NOT NULL, version bigint NOT NULL, "
-    "recorded_at bigint NOT NULL, checksum bigint NOT NULL, envelope bytea NOT NULL, UNIQUE (stream, version))",
+    "recorded_at bigint NOT NULL, checksum bigint NOT NULL, envelope bytea NOT NULL, stream_key bytea NOT NULL, "
+    "UNIQUE (stream_key, version))",
     "CREATE INDEX IF NOT EXISTS events_by_time ON {events} (recorded_at, position)",
-    "CREATE TABLE IF NOT EXISTS {heads} (stream text PRIMARY KEY, version bigint NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {heads} (stream text NOT NULL, version bigint NOT NULL, stream_key bytea PRIMARY KEY)",
     "CREATE TABLE IF NOT EXISTS {idempotency} (key bytea PRIMARY KEY, record bytea NOT NULL)",
     "CREATE TABLE IF NOT EXISTS {meta} (key text PRIMARY KEY, value bytea NOT NULL)",
     *SEEDS_DDL,
     *(f"ALTER TABLE {{{table}}} " + ", ".join(f"ALTER COLUMN {column} SET STATISTICS 0" for column, _ in columns)
       for table, columns in CONTENT.items() if table != "seeds"),
 )
-"""The tables, created if missing (each statement formatted by `Schema.sql`)."""
+"""The tables, created if missing (each statement formatted by `Schema.sql`). The key comes last, where
+an upgrade adds it to a log made before (`pgupgrading`): the tables are the same whichever made them."""
+
+KEY_SQL = ("CASE WHEN length(stream) = 37 AND stream ~ '^entity-[0123456789abcdef]{{30}}$' "
+           "THEN decode(substr(stream, 8), 'hex') ELSE sha256(convert_to(stream, 'UTF8')) END")
+"""`stream_key` of the column `stream`, in SQL (what an upgrade fills the keys of a log made before with)."""
+
+
+def stream_key(stream: str) -> bytes:
+    """The key the log's indexes file `stream` under: an entity's stream's own 15 bytes
+    (`keys.entity_key`), any other's SHA-256 (32 bytes). `KEY_SQL` says the same in SQL."""
+    key = entity_key(stream)
+    return sha256(stream.encode()).digest() if key is None else key
 
 
 class Schema:

@@ -2,7 +2,7 @@
 positions assigned, hooks run; and the erasures forgetting makes.
 
 Expected versions are checked against `heads` under the log's advisory lock, and the
-database enforces them again: (stream, version) is unique, so even a writer that skipped
+database enforces them again: (stream key, version) is unique, so even a writer that skipped
 the lock could not put two events at one version.
 
 The lock is held from the transaction's first round trip to its commit (written, not yet
@@ -29,7 +29,7 @@ from chronograph.eventstore.events import Event
 from chronograph.eventstore.keys import text_key
 from chronograph.eventstore.log import EraseHook, InlineHook
 from chronograph.eventstore.postgres.reader import PgReader
-from chronograph.eventstore.postgres.schema import Schema
+from chronograph.eventstore.postgres.schema import Schema, stream_key
 from chronograph.eventstore.postgres.seeds import drop_seeds
 from chronograph.eventstore.writes import NO_STREAM, Appender, Recorded, Row, StreamWrite, recorded_decoder
 
@@ -159,12 +159,13 @@ class PgTransaction(PgReader, Appender):
         unknown = [s for s in dict.fromkeys(streams) if s not in self._versions]
         if unknown:
             self._versions.update(dict.fromkeys(unknown, 0))
-            self._versions.update(self.connection.execute(
-                self.schema.sql("SELECT stream, version FROM {heads} WHERE stream = ANY(%s)"), (unknown,)).fetchall())
+            self._versions.update(self.connection.execute(self.schema.sql(
+                "SELECT stream, version FROM {heads} WHERE stream_key = ANY(%s)"), ([stream_key(s) for s in unknown],)
+            ).fetchall())
 
     def _prepare(self, writes: Sequence[StreamWrite]) -> None:
         # A new stream (NO_STREAM) is taken to be at 0 without asking: if it exists after all,
-        # its version 1 breaks the unique (stream, version) and the append fails as it should.
+        # its version 1 breaks the unique (stream key, version) and the append fails as it should.
         self._known_versions([write.stream for write in writes if write.expected != NO_STREAM])
         for write in writes:
             if write.expected == NO_STREAM:
@@ -172,15 +173,17 @@ class PgTransaction(PgReader, Appender):
 
     def _store(self, rows: list[Row], versions: dict[str, int], writes: Sequence[StreamWrite]) -> None:
         columns = [list(column) for column in zip(*rows, strict=True)]
+        keys = {stream: stream_key(stream) for stream in versions}
         self.connection  # noqa: B018 (an earlier append's statements go first, and say if they were refused)
         self._deferring = writes
         self._deferred.append((self.schema.sql(  # one statement however many events (arrays unnested), sent later
             "WITH appended AS (INSERT INTO {events} (position, stream, version, recorded_at, checksum, "
-            "envelope) SELECT * FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::bigint[], "
-            "%s::bigint[], %s::bytea[])) "
-            "INSERT INTO {heads} (stream, version) SELECT * FROM unnest(%s::text[], %s::bigint[]) "
-            "ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version"),
-            (*columns, list(versions), list(versions.values()))))
+            "envelope, stream_key) SELECT * FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::bigint[], "
+            "%s::bigint[], %s::bytea[], %s::bytea[])) "
+            "INSERT INTO {heads} (stream, version, stream_key) SELECT * FROM unnest(%s::text[], %s::bigint[], "
+            "%s::bytea[]) ON CONFLICT (stream_key) DO UPDATE SET version = EXCLUDED.version"),
+            (*columns, [keys[stream] for stream in columns[1]], list(versions), list(versions.values()),
+             list(keys.values()))))
         self._versions.update(versions)
         self._head = rows[-1][0]
         self.appended = True
@@ -198,19 +201,23 @@ class PgTransaction(PgReader, Appender):
     def _versions_of(self, streams: set[str]) -> dict[str, int]:
         versions = dict.fromkeys(streams, 0)
         versions.update(self.connection.execute(  # one query: nothing else may run on the connection during COPY
-            self.schema.sql("SELECT stream, version FROM {heads} WHERE stream = ANY(%s)"), (list(streams),)).fetchall())
+            self.schema.sql("SELECT stream, version FROM {heads} WHERE stream_key = ANY(%s)"),
+            ([stream_key(stream) for stream in streams],)).fetchall())
         return versions
 
     def _store_copy(self, rows: list[Row], versions: dict[str, int]) -> None:
+        keys = {stream: stream_key(stream) for stream in versions}
         with self.connection.cursor() as cursor, cursor.copy(self.schema.sql(
-                "COPY {events} (position, stream, version, recorded_at, checksum, envelope) FROM STDIN")) as copy:
+                "COPY {events} (position, stream, version, recorded_at, checksum, envelope, stream_key) "
+                "FROM STDIN")) as copy:
             for row in rows:
-                copy.write_row(row)
+                copy.write_row((*row, keys[row[1]]))
         self._head, self._last_recorded_at = rows[-1][0], rows[-1][3]
         self._versions.update(versions)
         self.connection.cursor().executemany(self.schema.sql(
-            "INSERT INTO {heads} (stream, version) VALUES (%s, %s) "
-            "ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version"), list(versions.items()))
+            "INSERT INTO {heads} (stream, version, stream_key) VALUES (%s, %s, %s) "
+            "ON CONFLICT (stream_key) DO UPDATE SET version = EXCLUDED.version"),
+            [(stream, version, keys[stream]) for stream, version in versions.items()])
         self.appended = True
 
     def restore_records(self, records: Sequence[tuple[bytes, bytes]], erasures: int, *, clean: bool = True) -> None:
@@ -252,15 +259,15 @@ class PgTransaction(PgReader, Appender):
             rows = []
             for envelope, event in redacted:
                 _, stored = reenveloped(self.codec, envelope, new, event)
-                rows.append((new, checksums.digest(stored), stored, envelope.position))
+                rows.append((new, stream_key(new), checksums.digest(stored), stored, envelope.position))
             if rows:
-                cursor.executemany(self.schema.sql(
-                    "UPDATE {events} SET stream = %s, checksum = %s, envelope = %s WHERE position = %s"), rows)
+                cursor.executemany(self.schema.sql("UPDATE {events} SET stream = %s, stream_key = %s, checksum = %s, "
+                                                   "envelope = %s WHERE position = %s"), rows)
             if new != old and events:
                 self._versions.pop(old, None)
-                cursor.execute(self.schema.sql("DELETE FROM {heads} WHERE stream = %s"), (old,))
-                cursor.execute(self.schema.sql("INSERT INTO {heads} (stream, version) VALUES (%s, %s)"),
-                               (new, events[-1].version))
+                cursor.execute(self.schema.sql("DELETE FROM {heads} WHERE stream_key = %s"), (stream_key(old),))
+                cursor.execute(self.schema.sql("INSERT INTO {heads} (stream, version, stream_key) VALUES (%s, %s, %s)"),
+                               (new, events[-1].version, stream_key(new)))
             originals.extend(events)
         self._forget_results(streams, sorted(envelope.position for envelope in originals), quoted)
         drop_seeds(cursor, self.schema)  # they hold what was erased

@@ -146,6 +146,27 @@ def test_a_stream_id_longer_than_an_lmdb_key_is_stored_and_read_back(log: EventL
     assert read_stream(log, stream)[0].stream == stream
 
 
+def scattered(count: int, salt: int = 0) -> str:
+    """CJK text that compresses little: three bytes a character, as PostgreSQL keeps it."""
+    return "".join(chr(0x4E00 + (k * 7919 + salt * 104729) % 20000) for k in range(count))
+
+
+def test_a_stream_id_past_what_postgresql_indexes_is_stored_versioned_and_read_back(log: EventLog) -> None:
+    stream = "relation\x1fdefault\x1f" + scattered(1200)  # 3,600 bytes: a b-tree entry takes about 2,700
+    twin = stream[:-1] + "x"  # the same but its last character
+    log.append([StreamWrite(stream, [created(), added("x")], NO_STREAM)], actor="t")
+    log.append([StreamWrite(twin, [created()], NO_STREAM), StreamWrite(stream, [added("y")], 2)], actor="t")
+    with pytest.raises(ConcurrencyError) as raised:
+        log.append([StreamWrite(stream, [created()], NO_STREAM)], actor="t")
+    assert raised.value.actual == 3
+    assert [(e.stream, e.version, e.position) for e in read_stream(log, stream)] == [(stream, 1, 1), (stream, 2, 2),
+                                                                                    (stream, 3, 4)]
+    assert (stream_version(log, stream), stream_version(log, twin)) == (3, 1)
+    with log.read() as reader:
+        assert [e.version for e in reader.stream_backward(stream)] == [3, 2, 1]
+        assert reader.positions_of([stream, twin]) == [1, 2, 3, 4] and reader.positions(twin) == [3]
+
+
 def test_an_inline_hook_sees_the_new_envelopes_inside_the_same_transaction(
     log: EventLog,
 ) -> None:

@@ -61,6 +61,24 @@ def test_erase_moves_a_stream_to_its_new_id(log: EventLog) -> None:
     assert stream_version(log, "rel:ada") == 1
 
 
+def test_erase_moves_a_stream_whose_id_passes_what_postgresql_indexes_and_back(log: EventLog) -> None:
+    long = "rel\x1f" + "".join(chr(0x4E00 + (k * 7919) % 20000) for k in range(1200))  # 3,600 bytes
+    elsewhere = "erased:" + long[::-1]
+    log.append([StreamWrite(long, [RelationCreated(workspace="w", source="Bob", target="Ada", relation_type="k"),
+                                   ObservationsAdded(observations=("x",))])], actor="writer")
+    erase(log, {long: long})
+    assert [e.event for e in read_stream(log, long)] == [ContentErased(erased="relation_created", workspace="w"),
+                                                         ContentErased(erased="observations_added", workspace="w")]
+    erase(log, {long: elsewhere})
+    assert read_stream(log, long) == [] and stream_version(log, long) == 0
+    assert [(e.stream, e.version) for e in read_stream(log, elsewhere)] == [(elsewhere, 1), (elsewhere, 2)]
+    assert stream_version(log, elsewhere) == 2
+    log.append([StreamWrite(long, [ObservationsAdded(observations=("y",))], 0)], actor="writer")
+    assert [e.version for e in read_stream(log, long)] == [1]
+    with log.read() as reader:
+        assert list(reader.index_problems()) == []
+
+
 def test_erased_events_pass_their_checksums(log: EventLog) -> None:
     seed(log)
     erase(log, {"ada": "ada", "rel:ada": "erased:1"})

@@ -31,8 +31,8 @@ def cut_back(url: str, keep: int) -> None:
     with psycopg.connect(url.split("?", 1)[0], autocommit=True) as connection:
         connection.execute(f'DELETE FROM "{schema}".events WHERE position > %s', (keep,))
         connection.execute(f'DELETE FROM "{schema}".heads')
-        connection.execute(f'INSERT INTO "{schema}".heads SELECT stream, max(version) FROM "{schema}".events '
-                           "GROUP BY stream")
+        connection.execute(f'INSERT INTO "{schema}".heads (stream, version, stream_key) SELECT stream, max(version), '
+                           f'stream_key FROM "{schema}".events GROUP BY stream, stream_key')
 
 
 def create(memory: Memory, *names: str) -> None:

@@ -19,6 +19,7 @@ from freezegun import freeze_time
 from support.postgres import database, server_bytes
 
 psycopg = pytest.importorskip("psycopg")
+from chronograph.eventstore.postgres.schema import FORMAT_VERSION  # noqa: E402 (the postgresql extra)
 
 
 @pytest.fixture
@@ -204,7 +205,10 @@ def test_a_seed_a_cache_may_not_trust_is_passed_over_and_the_views_are_built_fro
         assert answers(b, b.log.head() - 2)[:2] == expected[:2]
 
 
-def test_a_log_made_before_seeds_gets_their_table_and_format_two_with_its_first(tmp_path: Path, url: str) -> None:
+def test_a_log_without_a_seeds_table_gets_it_with_its_first_seed_and_this_version_s_format(
+        tmp_path: Path, url: str) -> None:
+    """(Format 1 had no seeds table; its first seed made it, and format 2. A log of format 1 or 2
+    is now upgraded to format 3 when opened, which makes the table: here it was dropped after.)"""
     with Memory(url, cache=tmp_path / "a") as a:
         story(a)
     sql(url, "DROP TABLE {schema}.seeds")
@@ -216,7 +220,7 @@ def test_a_log_made_before_seeds_gets_their_table_and_format_two_with_its_first(
     schema = url.rsplit("schema=", 1)[1]
     with psycopg.connect(url.split("?", 1)[0], autocommit=True) as connection:
         assert bytes(connection.execute(f'SELECT value FROM "{schema}".meta WHERE key = %s',
-                                        ("format",)).fetchone()[0]) == (2).to_bytes(4, "big")
+                                        ("format",)).fetchone()[0]) == FORMAT_VERSION.to_bytes(4, "big")
     with Memory(url, cache=tmp_path / "c") as c:
         assert verify(c.views) == []
 
