@@ -4,14 +4,18 @@
 ones are accepted and never answered, as when a cable is pulled (no reset ever comes).
 `mend()` lets traffic through again for the connections made from then on. `refuse()` is a
 database that stopped: every connection dropped, new ones closed at once. `drop_after(marker)`
-passes the next client packet holding `marker` (a COMMIT) to the server and then drops that
-connection, as a network lost while the answer was on its way.
+passes the next client message holding `marker` (a COMMIT), and the rest of its pipeline, to the
+server, swallows the answer until the server says it has run them all, and then drops that
+connection: a network lost while the answer was on its way, after the commit was done.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+
+READY = b"Z\x00\x00\x00\x05"
+"""The start of PostgreSQL's ReadyForQuery message: what it sends once it has run all it was sent."""
 
 
 class TcpProxy:
@@ -39,7 +43,8 @@ class TcpProxy:
         self._drop()
 
     def drop_after(self, marker: bytes) -> None:
-        """Pass on the next client packet that holds `marker`, then drop its connection."""
+        """Pass on the next client message that holds `marker` with what follows it, then drop its
+        connection once the database has run them, its answer lost."""
         self._marker = marker
 
     def mend(self) -> None:
@@ -82,21 +87,31 @@ class TcpProxy:
                 continue
             with self._lock:
                 self._sockets.append(upstream)
+            lost = threading.Event()
             for source, sink, outgoing in ((client, upstream, True), (upstream, client, False)):
-                threading.Thread(target=self._pump, args=(source, sink, outgoing), daemon=True).start()
+                threading.Thread(target=self._pump, args=(source, sink, outgoing, lost), daemon=True).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket, outgoing: bool) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, outgoing: bool, lost: threading.Event) -> None:
+        tail = b""  # the end of the last chunk: a marker may straddle two
+        answer = b""
         try:
             while True:
                 data = source.recv(65536)
                 if not data:
                     break
                 self.open.wait()  # held while cut
-                sink.sendall(data)
+                if not outgoing and lost.is_set():
+                    answer += data  # swallowed, until the database has run what it was sent
+                    if READY in answer:
+                        break  # (the finally shuts both ends: the answer never comes back)
+                    continue
                 marker = self._marker
-                if outgoing and marker is not None and marker in data:
+                if outgoing and marker is not None and marker in tail + data:
                     self._marker = None
-                    break  # (the finally shuts both ends: the answer never comes back)
+                    lost.set()  # the rest of the pipeline (its Execute, its Sync) still crosses
+                if outgoing and marker is not None:
+                    tail = data[-(len(marker) - 1):]
+                sink.sendall(data)
         except OSError:
             pass
         finally:
