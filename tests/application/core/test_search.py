@@ -10,6 +10,7 @@ import msgspec
 import pytest
 from chronograph.application import InvalidArgumentsError, Memory, UnavailableError
 from chronograph.application.engine.semantic import Semantic
+from chronograph.projections.search import hubs
 from support.embedders import Words
 
 PEOPLE = [
@@ -208,8 +209,11 @@ QUESTION = "What has Maya been doing lately, any time for something new?"
 
 
 @pytest.fixture
-def chatty(tmp_path: Path) -> Iterator[Memory]:
-    """Four turns of the same small talk (D4:2 a note, the others turns), and one of news."""
+def chatty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Memory]:
+    """Four turns of the same small talk (D4:2 a note, the others turns), and one of news; ranked
+    without the rule of hubs.py (the small talk is crowded, and it would rank the news first),
+    so that what these tests see is the near-duplicate rule alone."""
+    monkeypatch.setattr(hubs, "WEIGHT", 0.0)
     turns = [{"name": f"D{day}:2", "entityType": "note" if day == 4 else "turn",
               "observations": [f"Maya on {day} May: {CHATTER}"]} for day in range(1, 5)]
     news = {"name": "D3:4", "entityType": "turn",
@@ -244,6 +248,26 @@ def test_an_entity_of_many_observations_is_never_lowered_for_the_one_that_matche
 def test_a_hit_the_filters_hide_lowers_no_hit_the_answer_shows(chatty: Memory) -> None:
     page = call(chatty, "search_nodes", query=QUESTION, mode="semantic", limit=3, entityTypes=["turn"])
     assert names(page)[:2] == ["D3:2", "D3:4"]  # the note D3:2 repeats is not on the page
+
+
+def test_a_turn_that_says_something_of_its_own_ranks_before_small_talk_near_the_question_by_its_name(
+        tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    chatter = ["How was your week?", "The weather was awful", "Did you see the game on Sunday?",
+               "Traffic was unbelievable"]
+    turns = [{"name": f"D{day}:{i}", "entityType": "turn", "observations": [f"Jonas on {day} October 2023: {text}"]}
+             for i, text in enumerate(chatter, start=1) for day in (3, 8, 17)]
+    turns.append({"name": "D8:12", "entityType": "turn", "observations": [
+        "Jonas on 8 October 2023: I'm halfway through The Remains of the Day and I can't put it down."]})
+    with Memory(tmp_path / "store", sync=False, embeddings="local") as memory:
+        memory.write("create_entities", {"entities": turns}, actor="t")
+        assert memory.semantic is not None
+        memory.semantic.catch_up()
+        for question in ("What book was Jonas reading?", "Which novel has Jonas been absorbed in?"):
+            similar = call(memory, "semantic_search", query=question, limit=3, threshold=0.0)
+            assert "D8:12" not in names(similar)  # by similarity alone, small talk is nearer
+            for mode in ("semantic", "hybrid"):
+                assert names(call(memory, "search_nodes", query=question, mode=mode, limit=3))[0] == "D8:12"
 
 
 def test_hybrid_lets_the_nearest_meaning_beat_matches_of_one_common_word(tmp_path: Path) -> None:
