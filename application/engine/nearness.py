@@ -13,6 +13,7 @@ from chronograph.application.engine.asked import Asked
 from chronograph.application.errors import UnavailableError
 from chronograph.projections import EntityRecord, Snapshot
 from chronograph.projections.errors import EmbeddingsUnavailableError, TermWeightsUnavailableError
+from chronograph.projections.search.hubs import unhubbed
 from chronograph.projections.search.passages import digest, observation_text
 from chronograph.projections.search.vectors import DIGEST, Match, Vectors, load_numpy
 
@@ -87,8 +88,10 @@ class Nearness:
 
     def closeness(self, snapshot: Snapshot, record: EntityRecord, query: str) -> dict[str, float] | None:
         """How near `query` each observation of `record` whose vector is stored is (its cosine
-        similarity, moved by its term weights: see `best_parts`), or None: none is
-        stored, or the query cannot be embedded. The query is embedded once per query (kept)."""
+        similarity, moved by its term weights: see `best_parts`), less what it shares with the
+        entity's other observations (`hubs.unhubbed` among them: the turn that answers stands out of
+        a session's small talk), or None: none is stored, or the query cannot be embedded. The
+        query is embedded once per query (kept)."""
         parts = self._searched(snapshot).parts(snapshot.graph.txn, record.stream)
         if parts is None or not parts.digests:
             return None
@@ -96,7 +99,9 @@ class Nearness:
             asked = self.asked(query)
         except UnavailableError:
             return None
-        scores = asked.parts_nearness(parts)
+        rows = parts.rows(len(asked.vector))
+        nearness = asked.parts_nearness(parts)
+        scores = dict(unhubbed([(i, float(score)) for i, score in enumerate(nearness)], dict(enumerate(rows))))
         where = {key: i for i, key in enumerate(parts.keys())}
         found = {}
         for observation in record.observations:
