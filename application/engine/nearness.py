@@ -15,7 +15,14 @@ from chronograph.projections import EntityRecord, Snapshot
 from chronograph.projections.errors import EmbeddingsUnavailableError, TermWeightsUnavailableError
 from chronograph.projections.search.hubs import unhubbed
 from chronograph.projections.search.passages import digest, observation_text
-from chronograph.projections.search.vectors import DIGEST, Match, Vectors, load_numpy
+from chronograph.projections.search.vectors import (
+    DIGEST,
+    Match,
+    Vectors,
+    joined_rows,
+    joined_term_scores,
+    load_numpy,
+)
 
 if TYPE_CHECKING:
     from chronograph.application.engine.semantic import Semantic
@@ -132,13 +139,10 @@ class Nearness:
             return {}
         np = load_numpy()
         sizes = [len(parts.digests) // DIGEST for parts in found]
-        rows = np.concatenate([parts.rows(len(asked.vector)) for parts in found])
+        rows = joined_rows(found, len(asked.vector))
         cosines = rows @ asked.vector
-        if asked.terms is not None:  # a part kept without term weights keeps its cosine
-            dense = asked.dense()
-            scores = [parts.term_scores(dense) for parts in found]
-            cosines = asked.nearness(cosines, np.concatenate(
-                [np.zeros(size) if score is None else score for score, size in zip(scores, sizes, strict=True)]))
+        if asked.terms is not None:  # a part kept without term weights keeps its cosine (a term score of 0)
+            cosines = asked.nearness(cosines, joined_term_scores(found, asked.dense()))
         starts = np.cumsum([0, *sizes[:-1]]).tolist()
         best: dict[str, tuple[float, Any]] = {}
         masks = masks or {}
