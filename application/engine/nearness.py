@@ -13,7 +13,7 @@ from chronograph.application.engine.asked import Asked
 from chronograph.application.errors import UnavailableError
 from chronograph.projections import EntityRecord, Snapshot
 from chronograph.projections.errors import EmbeddingsUnavailableError, TermWeightsUnavailableError
-from chronograph.projections.search.hubs import unhubbed
+from chronograph.projections.search.hubs import crowding
 from chronograph.projections.search.passages import digest, observation_text
 from chronograph.projections.search.vectors import (
     DIGEST,
@@ -106,9 +106,8 @@ class Nearness:
             asked = self.asked(query)
         except UnavailableError:
             return None
-        rows = parts.rows(len(asked.vector))
-        nearness = asked.parts_nearness(parts)
-        scores = dict(unhubbed([(i, float(score)) for i, score in enumerate(nearness)], dict(enumerate(rows))))
+        np = load_numpy()
+        scores = np.clip(asked.parts_nearness(parts) - crowding(parts.rows(len(asked.vector))), 0.0, 1.0)
         where = {key: i for i, key in enumerate(parts.keys())}
         found = {}
         for observation in record.observations:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from chronograph.projections.search.hubs import NEIGHBOURS, WEIGHT, unhubbed
+from chronograph.projections.search.hubs import NEIGHBOURS, WEIGHT, crowding, unhubbed
 
 
 def unit(*values: float) -> np.ndarray:
@@ -58,3 +58,10 @@ def test_two_hits_have_nothing_to_tell_them_apart_by() -> None:
 def test_ties_keep_the_order_they_had() -> None:
     rows = {"a": unit(1, 0, 0), "b": unit(0, 1, 0), "c": unit(0, 0, 1)}
     assert [key for key, _ in unhubbed([("a", 0.5), ("b", 0.5), ("c", 0.5)], rows)] == ["a", "b", "c"]
+
+
+def test_what_an_observation_loses_among_its_entitys_others_is_nothing_for_fewer_than_three() -> None:
+    assert crowding(np.stack([unit(1, 0), unit(0.9, 0.1)])).tolist() == [0.0, 0.0]
+    rows = np.stack([unit(1, 0), unit(1, 0.01), unit(0, 1), np.array([np.nan, 1], dtype=np.float32)])
+    taken = crowding(rows)
+    assert taken[3] == 0.0 and taken[2] < 0 < taken[0]  # the odd one out gains, the alike lose
