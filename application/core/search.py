@@ -44,6 +44,7 @@ from chronograph.application.engine.timeline import Moment
 from chronograph.application.errors import InvalidArgumentsError, ReplyTooLargeError, UnavailableError
 from chronograph.projections import EntityRecord, WorkspaceIndex, matches
 from chronograph.projections.search.fusion import fuse
+from chronograph.projections.search.hubs import unhubbed
 from chronograph.projections.search.novelty import spread
 from chronograph.projections.search.selection import Selection
 from chronograph.projections.search.terms import query_terms, terms
@@ -329,7 +330,7 @@ def nearest(memory: Memory, moment: Moment, workspace: str, query: str, threshol
         (shown if spread_among(hit[0]) else hidden).append(hit)
     records = {record.stream: record for record, _ in shown}
     alone = {record.stream for record, _ in shown if len(record.observations) == 1}  # see novelty.py
-    spread_out = spread([(r.stream, s) for r, s in shown], rows, alone)
+    spread_out = spread(unhubbed([(r.stream, s) for r, s in shown], rows), rows, alone)
     return [(records[stream], score) for stream, score in spread_out] + hidden, through
 
 

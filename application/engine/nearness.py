@@ -13,8 +13,16 @@ from chronograph.application.engine.asked import Asked
 from chronograph.application.errors import UnavailableError
 from chronograph.projections import EntityRecord, Snapshot
 from chronograph.projections.errors import EmbeddingsUnavailableError, TermWeightsUnavailableError
+from chronograph.projections.search.hubs import crowding
 from chronograph.projections.search.passages import digest, observation_text
-from chronograph.projections.search.vectors import DIGEST, Match, Vectors, load_numpy
+from chronograph.projections.search.vectors import (
+    DIGEST,
+    Match,
+    Vectors,
+    joined_rows,
+    joined_term_scores,
+    load_numpy,
+)
 
 if TYPE_CHECKING:
     from chronograph.application.engine.semantic import Semantic
@@ -87,8 +95,10 @@ class Nearness:
 
     def closeness(self, snapshot: Snapshot, record: EntityRecord, query: str) -> dict[str, float] | None:
         """How near `query` each observation of `record` whose vector is stored is (its cosine
-        similarity, moved by its term weights: see `best_parts`), or None: none is
-        stored, or the query cannot be embedded. The query is embedded once per query (kept)."""
+        similarity, moved by its term weights: see `best_parts`), less what it shares with the
+        entity's other observations (`hubs.unhubbed` among them: the turn that answers stands out of
+        a session's small talk), or None: none is stored, or the query cannot be embedded. The
+        query is embedded once per query (kept)."""
         parts = self._searched(snapshot).parts(snapshot.graph.txn, record.stream)
         if parts is None or not parts.digests:
             return None
@@ -96,7 +106,8 @@ class Nearness:
             asked = self.asked(query)
         except UnavailableError:
             return None
-        scores = asked.parts_nearness(parts)
+        np = load_numpy()
+        scores = np.clip(asked.parts_nearness(parts) - crowding(parts.rows(len(asked.vector))), 0.0, 1.0)
         where = {key: i for i, key in enumerate(parts.keys())}
         found = {}
         for observation in record.observations:
@@ -127,13 +138,10 @@ class Nearness:
             return {}
         np = load_numpy()
         sizes = [len(parts.digests) // DIGEST for parts in found]
-        rows = np.concatenate([parts.rows(len(asked.vector)) for parts in found])
+        rows = joined_rows(found, len(asked.vector))
         cosines = rows @ asked.vector
-        if asked.terms is not None:  # a part kept without term weights keeps its cosine
-            dense = asked.dense()
-            scores = [parts.term_scores(dense) for parts in found]
-            cosines = asked.nearness(cosines, np.concatenate(
-                [np.zeros(size) if score is None else score for score, size in zip(scores, sizes, strict=True)]))
+        if asked.terms is not None:  # a part kept without term weights keeps its cosine (a term score of 0)
+            cosines = asked.nearness(cosines, joined_term_scores(found, asked.dense()))
         starts = np.cumsum([0, *sizes[:-1]]).tolist()
         best: dict[str, tuple[float, Any]] = {}
         masks = masks or {}

@@ -7,7 +7,9 @@ Two signals, each 0..1, weighed `WORDS` to words and the rest to meaning:
   `adopt` finds `adopted`, or a near spelling as fuzzy search forgives), each weighted
   by how rare it is among the entity's observations, as a share of all the query's weight;
 - meaning: the cosine similarity of the observation's own vector (the entity's stored
-  parts, see passages.py) to the query's, when the search embedded the query.
+  parts, see passages.py) to the query's, moved by its term weights, less what it shares with
+  the entity's other observations (hubs.py: a session's small talk lies close together and close
+  to any question naming its speaker), when the search embedded the query.
 
 An observation with neither is not a match. The same scores pick which observations an
 answer keeps when `observationsLimit` cuts them.

@@ -42,7 +42,8 @@ from chronograph.eventstore import (
 from chronograph.eventstore.keys import Stored, pack_u64, unpack_u64
 from chronograph.projections.keys import VECTORS, vector_prefix
 
-__all__ = ["ENTITY_EVENTS", "Match", "Parts", "Vectors", "load_numpy", "touched_entities"]
+__all__ = ["ENTITY_EVENTS", "Match", "Parts", "Vectors", "joined_rows", "joined_term_scores", "load_numpy",
+           "touched_entities"]
 
 ENTITY_EVENTS = (EntityCreated, ObservationsAdded, ObservationsDeleted, EntityUpdated, EntityDeleted, EntityRenamed,
                  EntityMerged, EntityForgotten)
@@ -63,10 +64,16 @@ def load_numpy() -> Any:
     Raises:
         ImportError: If numpy is not installed (the semantic extra is not).
     """
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    import numpy  # noqa: PLC0415
+    global _numpy  # noqa: PLW0603 (imported once: a search calls this hundreds of times)
+    if _numpy is None:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        import numpy  # noqa: PLC0415
 
-    return numpy
+        _numpy = numpy
+    return _numpy
+
+
+_numpy: Any = None
 
 
 Match = tuple[str, int, float]
@@ -127,6 +134,25 @@ class Parts(msgspec.Struct, array_like=True, gc=False):
         products = query[ids] * np.frombuffer(self.term_weights, dtype=np.uint8)
         rows = np.repeat(np.arange(len(counts)), counts)
         return np.bincount(rows, weights=products, minlength=len(counts)) / TERM_STEP
+
+
+def joined_rows(found: list[Parts], dimensions: int) -> Any:
+    """The rows of every parts of `found`, one after the other (float32): one conversion for all."""
+    np = load_numpy()
+    return np.frombuffer(b"".join(parts.data for parts in found), dtype="<f2").astype(np.float32).reshape(
+        -1, dimensions)
+
+
+def joined_term_scores(found: list[Parts], query: Any) -> Any:
+    """`Parts.term_scores` of every parts of `found`, one after the other, in one pass (0 for the
+    rows of parts kept without term weights)."""
+    np = load_numpy()
+    counts = np.concatenate([np.frombuffer(parts.term_counts, dtype="<u2") if parts.term_counts else
+                             np.zeros(len(parts.digests) // DIGEST, dtype="<u2") for parts in found])
+    ids = np.frombuffer(b"".join(parts.term_ids for parts in found if parts.term_counts), dtype="<u2")
+    weights = np.frombuffer(b"".join(parts.term_weights for parts in found if parts.term_counts), dtype=np.uint8)
+    rows = np.repeat(np.arange(len(counts)), counts)
+    return np.bincount(rows, weights=query[ids] * weights, minlength=len(counts)) / TERM_STEP
 
 
 DIGEST = 8

@@ -134,3 +134,21 @@ def test_an_entity_of_many_observations_is_ranked_by_the_one_that_answers(tmp_pa
         reply = call(memory, "search_nodes", query="What pet did Evan bring home?", mode="semantic")
     assert reply["entities"][0]["name"] == "session 1"
     assert "beagle puppy" in reply["entities"][0]["matchedObservations"][0]["text"]
+
+
+def test_the_turn_that_answers_is_pointed_at_before_small_talk_the_session_repeats(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    chatter = ["Pretty hectic, work has been crazy lately.", "Not bad, just trying to keep up with everything.",
+               "I watched a documentary about whales last night.", "Traffic this morning was unbelievable.",
+               "I read somewhere that walking after dinner helps.", "I tried a new running route, got completely lost."]
+    observations = [f"Jonas on {day} October 2023: {text}" for text in chatter for day in (3, 17)]
+    hike = "Jonas on 8 October 2023: We hiked up Mount Tamsin at dawn, the view from the summit was unreal."
+    observations.insert(5, hike)
+    with Memory(tmp_path / "store", sync=False, embeddings="local") as memory:
+        memory.write("create_entities", {"entities": [
+            {"name": "October", "entityType": "session", "observations": observations}]}, actor="t")
+        assert memory.semantic is not None
+        memory.semantic.catch_up()
+        for mode in ("semantic", "hybrid"):
+            reply = call(memory, "search_nodes", query="Where did Jonas go on a trek?", mode=mode, matchesPerEntity=1)
+            assert reply["entities"][0]["matchedObservations"][0]["text"] == hike, mode

@@ -10,6 +10,7 @@ import msgspec
 import pytest
 from chronograph.application import InvalidArgumentsError, Memory, UnavailableError
 from chronograph.application.engine.semantic import Semantic
+from chronograph.projections.search import hubs
 from support.embedders import Words
 
 PEOPLE = [
@@ -208,8 +209,11 @@ QUESTION = "What has Maya been doing lately, any time for something new?"
 
 
 @pytest.fixture
-def chatty(tmp_path: Path) -> Iterator[Memory]:
-    """Four turns of the same small talk (D4:2 a note, the others turns), and one of news."""
+def chatty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Memory]:
+    """Four turns of the same small talk (D4:2 a note, the others turns), and one of news; ranked
+    without the rule of hubs.py (the small talk is crowded, and it would rank the news first),
+    so that what these tests see is the near-duplicate rule alone."""
+    monkeypatch.setattr(hubs, "WEIGHT", 0.0)
     turns = [{"name": f"D{day}:2", "entityType": "note" if day == 4 else "turn",
               "observations": [f"Maya on {day} May: {CHATTER}"]} for day in range(1, 5)]
     news = {"name": "D3:4", "entityType": "turn",
@@ -244,6 +248,62 @@ def test_an_entity_of_many_observations_is_never_lowered_for_the_one_that_matche
 def test_a_hit_the_filters_hide_lowers_no_hit_the_answer_shows(chatty: Memory) -> None:
     page = call(chatty, "search_nodes", query=QUESTION, mode="semantic", limit=3, entityTypes=["turn"])
     assert names(page)[:2] == ["D3:2", "D3:4"]  # the note D3:2 repeats is not on the page
+
+
+def test_a_turn_that_says_something_of_its_own_ranks_before_small_talk_near_the_question_by_its_name(
+        tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    chatter = ["How was your week?", "The weather was awful", "Did you see the game on Sunday?",
+               "Traffic was unbelievable"]
+    turns = [{"name": f"D{day}:{i}", "entityType": "turn", "observations": [f"Jonas on {day} October 2023: {text}"]}
+             for i, text in enumerate(chatter, start=1) for day in (3, 8, 17)]
+    turns.append({"name": "D8:12", "entityType": "turn", "observations": [
+        "Jonas on 8 October 2023: I'm halfway through The Remains of the Day and I can't put it down."]})
+    with Memory(tmp_path / "store", sync=False, embeddings="local") as memory:
+        memory.write("create_entities", {"entities": turns}, actor="t")
+        assert memory.semantic is not None
+        memory.semantic.catch_up()
+        for question in ("What book was Jonas reading?", "Which novel has Jonas been absorbed in?"):
+            similar = call(memory, "semantic_search", query=question, limit=3, threshold=0.0)
+            assert "D8:12" not in names(similar)  # by similarity alone, small talk is nearer
+            for mode in ("semantic", "hybrid"):
+                assert names(call(memory, "search_nodes", query=question, mode=mode, limit=3))[0] == "D8:12"
+
+
+def test_the_turn_that_answers_is_found_among_the_hundred_nearest_not_only_the_fifty(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    chatter = ["How was your week?", "Pretty hectic, work has been crazy lately.", "Haha, totally.",
+               "The weather has been awful, it rained the whole weekend.", "I need a holiday so badly.",
+               "Did you see the game on Sunday?", "We should grab coffee soon.", "Ha, I know what you mean.",
+               "Traffic this morning was unbelievable.", "That reminds me, I owe you a message.",
+               "I read somewhere that walking after dinner helps.", "Oh wow, congratulations!",
+               "Not bad, just trying to keep up with everything.", "Same here, it's been a lot.",
+               "I watched a documentary about whales last night.", "Talk soon, have a great evening!",
+               "My phone keeps running out of battery by lunchtime.", "Let's plan something for next month.",
+               "I'm thinking of repainting the living room, maybe green.", "Sounds exhausting, take care of yourself.",
+               "The new café near the station is pretty good.", "I finally cleaned out the garage.",
+               "My neighbour's dog kept barking all night.", "Wait, really? Since when?", "Ooh, send me pictures!",
+               "I keep meaning to call my parents more often.", "Work gave us free pizza on Friday, small wins.",
+               "I tried a new running route, got completely lost.", "My team at work is hiring, it's chaos.",
+               "Bye for now, say hi to everyone!", "No way! Tell me more.", "That's a big step!",
+               "I'm so happy for you.", "Haha, that sounds like you.", "I've been sleeping terribly, too much screen "
+               "time probably.", "Anyway, enough about me, what's new with you?", "Hi! Good to hear from you.",
+               "Oh no, I'm sorry to hear that.", "That's amazing!", "Hey Maya! Long time no see, how have you been?"]
+    turns = [{"name": f"D{day}:{i}", "entityType": "turn", "observations": [f"Jonas on {day} October 2023: {text}"]}
+             for i, text in enumerate(chatter, start=1) for day in (3, 8)]
+    turns.append({"name": "D8:50", "entityType": "turn", "observations": [
+        "Jonas on 8 October 2023: I'm halfway through Middlemarch and I can't put it down."]})
+    with Memory(tmp_path / "store", sync=False, embeddings="local") as memory:
+        memory.write("create_entities", {"entities": turns}, actor="t")
+        assert memory.semantic is not None
+        memory.semantic.catch_up()
+        question = "What book was Jonas reading?"
+        by_cosine = [e["name"] for e in call(memory, "semantic_search", query=question, limit=100,
+                                             threshold=0.0)["entities"]]
+        assert "D8:50" not in by_cosine[:50]  # past the fifty nearest, even after their second stage
+        # (with the fifty nearest ranked again it came 61st: small talk above it was compared only among itself)
+        for mode in ("semantic", "hybrid"):
+            assert "D8:50" in names(call(memory, "search_nodes", query=question, mode=mode, limit=20)), mode
 
 
 def test_hybrid_lets_the_nearest_meaning_beat_matches_of_one_common_word(tmp_path: Path) -> None:

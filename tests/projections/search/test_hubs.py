@@ -1,0 +1,67 @@
+"""Hubs rank lower: a hit near many of the other hits loses to one that says something of its own
+(projections/search/hubs.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from chronograph.projections.search.hubs import NEIGHBOURS, WEIGHT, crowding, unhubbed
+
+
+def unit(*values: float) -> np.ndarray:
+    row = np.array(values, dtype=np.float32)
+    return row / np.linalg.norm(row)
+
+
+def test_a_hit_that_says_something_of_its_own_ranks_before_small_talk_alike_each_other() -> None:
+    rows = {"hectic": unit(1, 0.1, 0), "totally": unit(1, 0, 0.1), "weather": unit(1, 0.05, 0.05),
+            "a novel": unit(0.3, 1, -1)}
+    hits = [("hectic", 0.6), ("totally", 0.59), ("weather", 0.58), ("a novel", 0.55)]
+    ranked = unhubbed(hits, rows)
+    assert ranked[0][0] == "a novel"
+    nearness = {a: sorted((float(rows[a] @ rows[b]) for b in rows if b != a), reverse=True)[:NEIGHBOURS]
+                for a in rows}
+    crowded = {key: float(np.mean(values)) for key, values in nearness.items()}
+    average = float(np.mean(list(crowded.values())))
+    for key, score in hits:
+        assert dict(ranked)[key] == pytest.approx(score - WEIGHT * (crowded[key] - average), abs=1e-5)
+
+
+def test_what_the_hits_share_counts_once_so_evenly_spread_hits_keep_their_scores() -> None:
+    rows = {"a": unit(1, 0, 0), "b": unit(0, 1, 0), "c": unit(0, 0, 1)}
+    ranked = unhubbed([("a", 0.9), ("b", 0.8), ("c", 0.7)], rows)
+    assert [key for key, _ in ranked] == ["a", "b", "c"]
+    assert [score for _, score in ranked] == pytest.approx([0.9, 0.8, 0.7])
+
+
+def test_scores_stay_between_0_and_1() -> None:
+    rows = {"alike 1": unit(1, 0), "alike 2": unit(1, 0), "alike 3": unit(1, 0.01), "apart": unit(-1, 0.2)}
+    ranked = dict(unhubbed([("apart", 0.99), ("alike 1", 0.1), ("alike 2", 0.05), ("alike 3", 0.01)], rows))
+    assert ranked["apart"] == 1.0 and ranked["alike 3"] == 0.0
+    assert all(0.0 <= score <= 1.0 for score in ranked.values() if score is not None)
+
+
+def test_a_hit_without_a_vector_or_with_one_that_is_not_a_number_keeps_its_score_and_is_no_neighbour() -> None:
+    rows = {"a": unit(1, 0), "b": unit(0.9, 0.1), "c": unit(0, 1),
+            "broken": np.array([np.nan, np.nan], dtype=np.float32)}
+    ranked = dict(unhubbed([("a", 0.9), ("none", 0.85), ("broken", 0.8), ("b", 0.75), ("c", 0.7)], rows))
+    assert ranked["none"] == 0.85 and ranked["broken"] == 0.8
+    assert ranked == dict(unhubbed([("a", 0.9), ("none", 0.85), ("broken", 0.8), ("b", 0.75), ("c", 0.7)],
+                                   {key: rows[key] for key in ("a", "b", "c")}))
+
+
+def test_two_hits_have_nothing_to_tell_them_apart_by() -> None:
+    rows = {"a": unit(1, 0), "b": unit(0, 1)}
+    assert unhubbed([("a", 0.9), ("b", 0.8), ("c", 0.7)], rows) == [("a", 0.9), ("b", 0.8), ("c", 0.7)]
+
+
+def test_ties_keep_the_order_they_had() -> None:
+    rows = {"a": unit(1, 0, 0), "b": unit(0, 1, 0), "c": unit(0, 0, 1)}
+    assert [key for key, _ in unhubbed([("a", 0.5), ("b", 0.5), ("c", 0.5)], rows)] == ["a", "b", "c"]
+
+
+def test_what_an_observation_loses_among_its_entitys_others_is_nothing_for_fewer_than_three() -> None:
+    assert crowding(np.stack([unit(1, 0), unit(0.9, 0.1)])).tolist() == [0.0, 0.0]
+    rows = np.stack([unit(1, 0), unit(1, 0.01), unit(0, 1), np.array([np.nan, 1], dtype=np.float32)])
+    taken = crowding(rows)
+    assert taken[3] == 0.0 and taken[2] < 0 < taken[0]  # the odd one out gains, the alike lose
