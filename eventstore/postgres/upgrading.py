@@ -7,7 +7,8 @@ it once (the second, given the lock, finds the keys there and only reads on). It
 tables alone (ACCESS EXCLUSIVE), adds each table's `stream_key`, fills it from the stream's text
 (`KEY_SQL`, which `stream_key` says in Python) by an UPDATE, makes the key and not the text
 unique, marks the log format 3 and forbids `meta` ever to say less; a failure leaves the log as
-it was. About 2.5 s per 100,000 events here (docs/decisions.md), holding the tables meanwhile.
+it was. About 2 s per 100,000 events here, twice a rewrite's (docs/decisions.md), holding the
+tables meanwhile.
 
 No table is rewritten (no ALTER COLUMN ... TYPE, no VACUUM FULL): PostgreSQL's rewrites are not
 MVCC-safe, and a reader whose snapshot was taken before one commits (a reader takes it before it

@@ -277,3 +277,24 @@ def test_an_earlier_server_still_running_cannot_mark_an_upgraded_log_format_two(
             connection.execute(f'UPDATE "{schema}".meta SET value = %s WHERE key = \'format\'',
                                ((2).to_bytes(4, "big"),))
         assert layout_before(url, schema)[0] == 3
+
+
+def test_an_upgrade_that_a_writer_keeps_from_the_log_s_lock_is_refused_in_time_naming_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronograph.eventstore import StoreBusyError
+    from chronograph.eventstore.postgres import upgrading
+    from chronograph.eventstore.postgres.schema import Schema
+
+    url = database().log_url()
+    schema = old_log(url)
+    monkeypatch.setattr(upgrading, "LOCK_WAIT", 0.2)
+    with admin(url) as writer:
+        writer.execute("SET application_name = 'a long erasure'")
+        writer.execute("SET idle_in_transaction_session_timeout = '3s'")  # (else a wait without end would hang)
+        writer.execute("BEGIN")
+        writer.execute("SELECT pg_advisory_xact_lock(%s)", (Schema(schema).lock,))
+        with pytest.raises(StoreBusyError, match=r"upgrading the log at .* to format 3 waited 0.2 s for the log's "
+                                                  r"lock, held by .*'a long erasure'.*nothing was changed: retry"):
+            pglog.PgLog(url)
+        writer.execute("COMMIT")
+    assert layout_before(url, schema)[0] == 2
