@@ -60,6 +60,16 @@ def _ms(seconds: float) -> str:
     return f"SET LOCAL lock_timeout = '{max(1, round(seconds * 1000))}ms'"
 
 
+def _tables(connection: Any, schema: Schema) -> None:
+    """Take the log's tables alone, each waited for at most `TABLE_WAIT` seconds."""
+    connection.execute(_ms(TABLE_WAIT))
+    seeds = connection.execute(  # (a format 1 log has none yet)
+        "SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relname = 'seeds')", (schema.name,)).fetchone()
+    connection.execute(schema.sql("LOCK TABLE {events}, {heads}, {meta}" + (", {seeds}" if seeds and seeds[0] else "")
+                                  + " IN ACCESS EXCLUSIVE MODE"))
+
+
 def upgrade(connection: Any, schema: Schema, shown: str) -> None:
     """Bring the log's tables to `FORMAT_VERSION`, once, under the log's lock (see the module).
 
@@ -73,26 +83,22 @@ def upgrade(connection: Any, schema: Schema, shown: str) -> None:
             connection.execute("SET LOCAL statement_timeout = 0")
             connection.execute(_ms(LOCK_WAIT))
             connection.execute("SELECT pg_advisory_xact_lock(%s)", (schema.lock,))
-            keyed = connection.execute(  # by this statement's snapshot: another server may have upgraded meanwhile
+            found = connection.execute(  # by this statement's snapshot: another server may have upgraded meanwhile
                 "SELECT EXISTS (SELECT 1 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n "
                 "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = 'heads' AND a.attname = 'stream_key' "
                 "AND NOT a.attisdropped)", (schema.name,)).fetchone()
-            if keyed and keyed[0]:
-                return
-            step = "tables"
-            connection.execute(_ms(TABLE_WAIT))
-            seeds = connection.execute(  # (a format 1 log has none yet)
-                "SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %s AND c.relname = 'seeds')", (schema.name,)).fetchone()
-            connection.execute(schema.sql("LOCK TABLE {events}, {heads}, {meta}"
-                                          + (", {seeds}" if seeds and seeds[0] else "") + " IN ACCESS EXCLUSIVE MODE"))
-            step = "upgrade"
-            for statement in UPGRADE:
-                connection.execute(schema.sql(statement))
+            keyed = bool(found and found[0])
+            if not keyed:
+                step = "tables"
+                _tables(connection, schema)
+                step = "upgrade"
+                for statement in UPGRADE:
+                    connection.execute(schema.sql(statement))
             connection.execute(schema.sql(
                 "UPDATE {meta} SET value = %s WHERE key = 'format' AND value < %s"),
                 (FORMAT_VERSION.to_bytes(4, "big"), FORMAT_VERSION.to_bytes(4, "big")))
-            connection.execute(schema.sql(f"ALTER TABLE {{meta}} ADD {FORMAT_CHECK}"))
+            if not keyed:
+                connection.execute(schema.sql(f"ALTER TABLE {{meta}} ADD {FORMAT_CHECK}"))
     except psycopg.errors.InsufficientPrivilege as error:
         raise StoreOpenError(
             f"{shown} was made by an earlier Chronograph, whose tables this one upgrades once, in place, and this "
