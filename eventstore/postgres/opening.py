@@ -51,7 +51,9 @@ def open_tables(connection: Any, schema: Schema, shown: str, *, create: bool, re
     if version < FORMAT_VERSION:
         if readonly:
             raise StoreOpenError(f"{shown} was made by an earlier Chronograph (log format {version}), whose tables "
-                                 "this one upgrades in place before it reads them; open it once read-write (start a "
+                                 "this one upgrades in place before it reads them, and earlier versions cannot open "
+                                 "it after. First back it up (with the version that made it, or pg_dump) and stop "
+                                 "every server of an earlier version on it; then open it once read-write (start a "
                                  "server on it, or run a command that writes), then read-only")
         upgrade(connection, schema, shown)
     made = connection.execute("SELECT %s::regclass::oid", (f'"{schema.name}".meta',)).fetchone()

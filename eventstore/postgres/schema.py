@@ -34,7 +34,7 @@ from chronograph.eventstore.errors import StoreOpenError
 from chronograph.eventstore.keys import digest, entity_key
 from psycopg import sql
 
-__all__ = ["CONTENT", "DDL", "FORMAT_VERSION", "KEY_SQL", "SEEDS_DDL", "Schema", "stream_key"]
+__all__ = ["CONTENT", "DDL", "FORMAT_CHECK", "FORMAT_VERSION", "KEY_SQL", "SEEDS_DDL", "Schema", "stream_key"]
 
 FORMAT_VERSION = 3
 """The table layout this code writes; a log with a higher one is refused. (2: a `seeds` table,
@@ -53,6 +53,11 @@ CONTENT: dict[str, tuple[tuple[str, str], ...]] = {
 with their types, by table. The planner keeps no statistics of them (see `pgstatistics`): nor of
 the streams' keys, whose digests would let a guess of a name be checked."""
 
+FORMAT_CHECK = "CONSTRAINT format_at_least_3 CHECK (key <> 'format' OR value >= '\\x00000003'::bytea)"
+"""What keeps `meta` from saying a format below 3 (the format is 4 big-endian bytes, which compare as
+numbers): a server of an earlier version that was running when the log was upgraded would mark it
+format 2 when it keeps its first seed, and earlier versions would open it again."""
+
 SEEDS_DDL = (
     "CREATE UNLOGGED TABLE IF NOT EXISTS {seeds} (tag text NOT NULL, position bigint NOT NULL, part integer NOT NULL, "
     "data bytea NOT NULL, PRIMARY KEY (tag, position, part))",
@@ -69,7 +74,7 @@ DDL = (
     "CREATE INDEX IF NOT EXISTS events_by_time ON {events} (recorded_at, position)",
     "CREATE TABLE IF NOT EXISTS {heads} (stream text NOT NULL, version bigint NOT NULL, stream_key bytea PRIMARY KEY)",
     "CREATE TABLE IF NOT EXISTS {idempotency} (key bytea PRIMARY KEY, record bytea NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS {meta} (key text PRIMARY KEY, value bytea NOT NULL)",
+    f"CREATE TABLE IF NOT EXISTS {{meta}} (key text PRIMARY KEY, value bytea NOT NULL, {FORMAT_CHECK})",
     *SEEDS_DDL,
     *(f"ALTER TABLE {{{table}}} " + ", ".join(f"ALTER COLUMN {column} SET STATISTICS 0" for column, _ in columns)
       for table, columns in CONTENT.items() if table != "seeds"),

@@ -141,7 +141,8 @@ def test_two_processes_opening_one_format_two_log_at_once_upgrade_it_once_and_bo
 def test_a_format_two_log_opened_read_only_is_refused_and_left_as_it_was() -> None:
     url = database().log_url()
     schema = old_log(url)
-    with pytest.raises(StoreOpenError, match=r"earlier Chronograph \(log format 2\).*open it once read-write"):
+    with pytest.raises(StoreOpenError, match=r"earlier Chronograph \(log format 2\).*First back it up.*pg_dump.*"
+                                             "stop every server.*open it once read-write"):
         pglog.PgLog(url, readonly=True)
     with admin(url) as connection:
         assert connection.execute("SELECT count(*) FROM information_schema.columns WHERE table_schema = %s "
@@ -181,7 +182,7 @@ def test_an_upgrade_that_fails_part_way_leaves_the_log_as_it_was_and_the_next_op
     url = database().log_url()
     schema = old_log(url)
     monkeypatch.setattr(upgrading, "UPGRADE", (*upgrading.UPGRADE[:3], "SELECT 1 / 0", *upgrading.UPGRADE[3:]))
-    with pytest.raises(EventStoreError, match="division by zero"):
+    with pytest.raises(EventStoreError, match="upgrading the log at .* to format 3 failed .*division by zero"):
         pglog.PgLog(url)
     with admin(url) as connection:
         assert connection.execute("SELECT count(*) FROM information_schema.columns WHERE table_schema = %s "
@@ -212,4 +213,88 @@ def test_a_role_that_does_not_own_an_old_log_s_tables_is_told_who_may_upgrade_it
         finally:
             connection.execute(f"DROP OWNED BY {role}")
             connection.execute(f"DROP ROLE {role}")
+    assert layout_before(url, schema)[0] == 2
+
+
+def test_a_reader_whose_snapshot_was_taken_before_the_upgrade_still_sees_every_row_after_it() -> None:
+    """As a server of an earlier version reads: its snapshot first, by a statement that touches no
+    table, then the tables (a table rewrite would show them empty to it)."""
+    url = database().log_url()
+    schema = old_log(url)
+    with psycopg.connect(url.split("?", 1)[0]) as reader:
+        reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        reader.execute("SELECT 1")
+        pglog.PgLog(url).close()
+        assert layout_before(url, schema)[0] == 3
+        assert reader.execute(f'SELECT count(*) FROM "{schema}".events').fetchone() == (8,)
+        assert reader.execute(f'SELECT count(*) FROM "{schema}".heads').fetchone() == (4,)
+        assert reader.execute(f'SELECT version FROM "{schema}".events WHERE stream = %s AND version >= 1 '
+                              "ORDER BY version", (STREAMS[3],)).fetchall() == [(1,), (2,)]
+        assert reader.execute(f'SELECT value FROM "{schema}".meta WHERE key = \'format\'').fetchone() == (
+            b"\x00\x00\x00\x02",)
+
+
+def test_an_upgrade_passes_a_statement_timeout_set_for_queries() -> None:
+    from chronograph.eventstore.postgres import upgrading
+
+    url = database().log_url()
+    schema = old_log(url)
+    slow = (*upgrading.UPGRADE[:3], "SELECT pg_sleep(0.3)", *upgrading.UPGRADE[3:])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(upgrading, "UPGRADE", slow)
+        pglog.PgLog(url + "&options=-c%20statement_timeout%3D150").close()
+    assert layout_before(url, schema)[0] == 3
+
+
+def test_an_upgrade_that_a_long_reader_keeps_from_the_tables_is_refused_in_time_and_changes_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronograph.eventstore import StoreBusyError
+    from chronograph.eventstore.postgres import upgrading
+
+    url = database().log_url()
+    schema = old_log(url)
+    monkeypatch.setattr(upgrading, "TABLE_WAIT", 0.2)
+    with admin(url) as reader:
+        reader.execute("SET idle_in_transaction_session_timeout = '3s'")  # (else a wait without end would hang)
+        reader.execute("BEGIN")
+        reader.execute(f'SELECT count(*) FROM "{schema}".heads')
+        with pytest.raises(StoreBusyError, match=r"upgrading the log at .* to format 3 takes its tables alone.*"
+                                                  r"past 0.2 s.*long reader.*nothing was changed: retry"):
+            pglog.PgLog(url)
+        reader.execute("COMMIT")
+    assert layout_before(url, schema)[0] == 2
+    pglog.PgLog(url).close()
+    assert layout_before(url, schema)[0] == 3
+
+
+def test_an_earlier_server_still_running_cannot_mark_an_upgraded_log_format_two() -> None:
+    """What a server of format 1 sends when it keeps its first seed (eventstore/postgres/seeds.py before format 3)."""
+    url = database().log_url()
+    schema = old_log(url)
+    pglog.PgLog(url).close()
+    with admin(url) as connection:
+        with pytest.raises(psycopg.errors.CheckViolation):
+            connection.execute(f'UPDATE "{schema}".meta SET value = %s WHERE key = \'format\'',
+                               ((2).to_bytes(4, "big"),))
+        assert layout_before(url, schema)[0] == 3
+
+
+def test_an_upgrade_that_a_writer_keeps_from_the_log_s_lock_is_refused_in_time_naming_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronograph.eventstore import StoreBusyError
+    from chronograph.eventstore.postgres import upgrading
+    from chronograph.eventstore.postgres.schema import Schema
+
+    url = database().log_url()
+    schema = old_log(url)
+    monkeypatch.setattr(upgrading, "LOCK_WAIT", 0.2)
+    with admin(url) as writer:
+        writer.execute("SET application_name = 'a long erasure'")
+        writer.execute("SET idle_in_transaction_session_timeout = '3s'")  # (else a wait without end would hang)
+        writer.execute("BEGIN")
+        writer.execute("SELECT pg_advisory_xact_lock(%s)", (Schema(schema).lock,))
+        with pytest.raises(StoreBusyError, match=r"upgrading the log at .* to format 3 waited 0.2 s for the log's "
+                                                  r"lock, held by .*'a long erasure'.*nothing was changed: retry"):
+            pglog.PgLog(url)
+        writer.execute("COMMIT")
     assert layout_before(url, schema)[0] == 2
