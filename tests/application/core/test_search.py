@@ -270,6 +270,26 @@ def test_a_turn_that_says_something_of_its_own_ranks_before_small_talk_near_the_
                 assert names(call(memory, "search_nodes", query=question, mode=mode, limit=3))[0] == "D8:12"
 
 
+def test_a_preference_saved_several_times_in_alike_words_still_comes_first(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    saved = ["The user prefers dark mode in the editor", "The user prefers dark mode", "User said they prefer dark mode",
+             "The user prefers dark mode in every app", "The user prefers dark mode at night"]
+    other = ["The user is a backend developer", "The user lives in Berlin", "The user prefers tea over coffee",
+             "The user uses Linux on the desktop", "The user has two children", "The user prefers short answers",
+             "The user is learning Spanish", "The user works remotely", "The user prefers email to phone calls",
+             "The user plays football on Tuesdays", "The user prefers metric units", "The user has a dog"]
+    notes = [{"name": f"F{i}", "entityType": "memory", "observations": [text]} for i, text in enumerate(saved)]
+    notes += [{"name": f"G{i}", "entityType": "memory", "observations": [text]} for i, text in enumerate(other)]
+    with Memory(tmp_path / "store", sync=False, embeddings="local") as memory:
+        memory.write("create_entities", {"entities": notes}, actor="t")
+        assert memory.semantic is not None
+        memory.semantic.catch_up()
+        for mode in ("semantic", "hybrid"):  # the copies crowd each other; they are no crowd the question is near
+            first = names(call(memory, "search_nodes", query="Which colour theme does the user like?", mode=mode,
+                               limit=5))
+            assert first[0].startswith("F"), (mode, first)
+
+
 def test_the_turn_that_answers_is_found_among_the_hundred_nearest_not_only_the_fifty(tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime")
     chatter = ["How was your week?", "Pretty hectic, work has been crazy lately.", "Haha, totally.",

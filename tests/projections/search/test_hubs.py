@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from chronograph.projections.search.hubs import NEIGHBOURS, WEIGHT, crowding, unhubbed
+from chronograph.projections.search.novelty import NEAR
 
 
 def unit(*values: float) -> np.ndarray:
@@ -14,8 +15,8 @@ def unit(*values: float) -> np.ndarray:
 
 
 def test_a_hit_that_says_something_of_its_own_ranks_before_small_talk_alike_each_other() -> None:
-    rows = {"hectic": unit(1, 0.1, 0), "totally": unit(1, 0, 0.1), "weather": unit(1, 0.05, 0.05),
-            "a novel": unit(0.3, 1, -1)}
+    rows = {"hectic": unit(1, 0.5, 0), "totally": unit(1, 0, 0.5), "weather": unit(1, -0.5, 0),
+            "a novel": unit(0.3, 1, -1)}  # small talk alike (cosines 0.6-0.8), none a near-duplicate
     hits = [("hectic", 0.6), ("totally", 0.59), ("weather", 0.58), ("a novel", 0.55)]
     ranked = unhubbed(hits, rows)
     assert ranked[0][0] == "a novel"
@@ -35,7 +36,8 @@ def test_what_the_hits_share_counts_once_so_evenly_spread_hits_keep_their_scores
 
 
 def test_scores_stay_between_0_and_1() -> None:
-    rows = {"alike 1": unit(1, 0), "alike 2": unit(1, 0), "alike 3": unit(1, 0.01), "apart": unit(-1, 0.2)}
+    rows = {"alike 1": unit(1, 0.5, 0), "alike 2": unit(1, 0, 0.5), "alike 3": unit(1, -0.5, 0),
+            "apart": unit(-1, 0.2, 0.2)}
     ranked = dict(unhubbed([("apart", 0.99), ("alike 1", 0.1), ("alike 2", 0.05), ("alike 3", 0.01)], rows))
     assert ranked["apart"] == 1.0 and ranked["alike 3"] == 0.0
     assert all(0.0 <= score <= 1.0 for score in ranked.values() if score is not None)
@@ -62,6 +64,22 @@ def test_ties_keep_the_order_they_had() -> None:
 
 def test_what_an_observation_loses_among_its_entitys_others_is_nothing_for_fewer_than_three() -> None:
     assert crowding(np.stack([unit(1, 0), unit(0.9, 0.1)])).tolist() == [0.0, 0.0]
-    rows = np.stack([unit(1, 0), unit(1, 0.01), unit(0, 1), np.array([np.nan, 1], dtype=np.float32)])
+    rows = np.stack([unit(1, 0.5, 0), unit(1, 0, 0.5), unit(0, -1, 0), np.array([np.nan, 1, 0], dtype=np.float32)])
     taken = crowding(rows)
     assert taken[3] == 0.0 and taken[2] < 0 < taken[0]  # the odd one out gains, the alike lose
+
+
+def test_a_fact_saved_several_times_alike_keeps_its_place_before_hits_that_merely_share_the_subject() -> None:
+    rng = np.random.default_rng(3)
+    subject, fact = np.eye(40, dtype=np.float32)[0], np.eye(40, dtype=np.float32)[1]
+    rows = {f"fact {k}": unit(*(0.6 * subject + fact + 0.04 * rng.standard_normal(40))) for k in range(5)}
+    rows |= {f"note {k}": unit(*(subject + 0.9 * np.eye(40, dtype=np.float32)[2 + k])) for k in range(8)}
+    copies = [float(rows["fact 0"] @ rows[f"fact {k}"]) for k in range(1, 5)]
+    notes = [float(rows["note 0"] @ rows[f"note {k}"]) for k in range(1, 8)]
+    assert min(copies) >= NEAR > max(notes)  # the copies are near-duplicates; the notes alike, not that near
+    hits = sorted([(f"fact {k}", 0.46 - 0.02 * k) for k in range(5)] + [(f"note {k}", 0.43 - 0.01 * k) for k in range(8)],
+                  key=lambda hit: -hit[1])
+    ranked = unhubbed(hits, rows)
+    assert ranked[0][0].startswith("fact")  # its copies are `novelty.spread`'s to lower, not a crowd it stands in
+    taken = dict(zip(rows, crowding(np.stack(list(rows.values())), copies=False).tolist(), strict=True))
+    assert taken["fact 0"] <= max(taken[f"note {k}"] for k in range(8))
