@@ -272,12 +272,14 @@ def test_a_turn_that_says_something_of_its_own_ranks_before_small_talk_near_the_
 
 def test_a_preference_saved_several_times_in_alike_words_still_comes_first(tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime")
-    saved = ["The user prefers dark mode in the editor", "The user prefers dark mode", "User said they prefer dark mode",
-             "The user prefers dark mode in every app", "The user prefers dark mode at night"]
+    saved = ["The user prefers dark mode in the editor", "The user prefers dark mode",
+             "User said they prefer dark mode", "The user prefers dark mode in every app",
+             "The user prefers dark mode at night"]
     other = ["The user is a backend developer", "The user lives in Berlin", "The user prefers tea over coffee",
              "The user uses Linux on the desktop", "The user has two children", "The user prefers short answers",
-             "The user is learning Spanish", "The user works remotely", "The user prefers email to phone calls",
-             "The user plays football on Tuesdays", "The user prefers metric units", "The user has a dog"]
+             "The user is learning Spanish", "The user works remotely",
+             "The user prefers email to phone calls", "The user plays football on Tuesdays",
+             "The user prefers metric units", "The user has a dog"]
     notes = [{"name": f"F{i}", "entityType": "memory", "observations": [text]} for i, text in enumerate(saved)]
     notes += [{"name": f"G{i}", "entityType": "memory", "observations": [text]} for i, text in enumerate(other)]
     with Memory(tmp_path / "store", sync=False, embeddings="local") as memory:

@@ -77,8 +77,8 @@ def test_a_fact_saved_several_times_alike_keeps_its_place_before_hits_that_merel
     copies = [float(rows["fact 0"] @ rows[f"fact {k}"]) for k in range(1, 5)]
     notes = [float(rows["note 0"] @ rows[f"note {k}"]) for k in range(1, 8)]
     assert min(copies) >= NEAR > max(notes)  # the copies are near-duplicates; the notes alike, not that near
-    hits = sorted([(f"fact {k}", 0.46 - 0.02 * k) for k in range(5)] + [(f"note {k}", 0.43 - 0.01 * k) for k in range(8)],
-                  key=lambda hit: -hit[1])
+    hits = [(f"fact {k}", 0.46 - 0.02 * k) for k in range(5)] + [(f"note {k}", 0.43 - 0.01 * k) for k in range(8)]
+    hits.sort(key=lambda hit: -hit[1])
     ranked = unhubbed(hits, rows)
     assert ranked[0][0].startswith("fact")  # its copies are `novelty.spread`'s to lower, not a crowd it stands in
     taken = dict(zip(rows, crowding(np.stack(list(rows.values())), copies=False).tolist(), strict=True))
