@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,16 @@ def call(memory: Memory, tool: str, **arguments: Any) -> dict[str, Any]:
 
 def names(reply: dict[str, Any]) -> list[str]:
     return [e["name"] for e in reply["entities"]]
+
+
+@contextmanager
+def embedded(tmp_path: Path, entities: list[dict[str, Any]]) -> Iterator[Memory]:
+    """A memory of `entities`, embedded by the bundled model."""
+    with Memory(tmp_path / "store", sync=False, embeddings="local") as memory:
+        memory.write("create_entities", {"entities": entities}, actor="t")
+        assert memory.semantic is not None
+        memory.semantic.catch_up()
+        yield memory
 
 
 @pytest.fixture
@@ -259,10 +270,7 @@ def test_a_turn_that_says_something_of_its_own_ranks_before_small_talk_near_the_
              for i, text in enumerate(chatter, start=1) for day in (3, 8, 17)]
     turns.append({"name": "D8:12", "entityType": "turn", "observations": [
         "Jonas on 8 October 2023: I'm halfway through The Remains of the Day and I can't put it down."]})
-    with Memory(tmp_path / "store", sync=False, embeddings="local") as memory:
-        memory.write("create_entities", {"entities": turns}, actor="t")
-        assert memory.semantic is not None
-        memory.semantic.catch_up()
+    with embedded(tmp_path, turns) as memory:
         for question in ("What book was Jonas reading?", "Which novel has Jonas been absorbed in?"):
             similar = call(memory, "semantic_search", query=question, limit=3, threshold=0.0)
             assert "D8:12" not in names(similar)  # by similarity alone, small talk is nearer
@@ -282,10 +290,7 @@ def test_a_preference_saved_several_times_in_alike_words_still_comes_first(tmp_p
              "The user prefers metric units", "The user has a dog"]
     notes = [{"name": f"F{i}", "entityType": "memory", "observations": [text]} for i, text in enumerate(saved)]
     notes += [{"name": f"G{i}", "entityType": "memory", "observations": [text]} for i, text in enumerate(other)]
-    with Memory(tmp_path / "store", sync=False, embeddings="local") as memory:
-        memory.write("create_entities", {"entities": notes}, actor="t")
-        assert memory.semantic is not None
-        memory.semantic.catch_up()
+    with embedded(tmp_path, notes) as memory:
         for mode in ("semantic", "hybrid"):  # the copies crowd each other; they are no crowd the question is near
             first = names(call(memory, "search_nodes", query="Which colour theme does the user like?", mode=mode,
                                limit=5))
@@ -315,10 +320,7 @@ def test_the_turn_that_answers_is_found_among_the_hundred_nearest_not_only_the_f
              for i, text in enumerate(chatter, start=1) for day in (3, 8)]
     turns.append({"name": "D8:50", "entityType": "turn", "observations": [
         "Jonas on 8 October 2023: I'm halfway through Middlemarch and I can't put it down."]})
-    with Memory(tmp_path / "store", sync=False, embeddings="local") as memory:
-        memory.write("create_entities", {"entities": turns}, actor="t")
-        assert memory.semantic is not None
-        memory.semantic.catch_up()
+    with embedded(tmp_path, turns) as memory:
         question = "What book was Jonas reading?"
         by_cosine = [e["name"] for e in call(memory, "semantic_search", query=question, limit=100,
                                              threshold=0.0)["entities"]]
@@ -337,10 +339,7 @@ def test_hybrid_lets_the_nearest_meaning_beat_matches_of_one_common_word(tmp_pat
     turns.append({"name": "D1:9", "entityType": "turn", "observations": [
         "Priya on 5 May 2023: Big news at home, we brought a little beagle puppy back from the shelter and "
         "named it Biscuit, it already chewed my slippers"]})
-    with Memory(tmp_path / "store", sync=False, embeddings="local") as memory:
-        memory.write("create_entities", {"entities": turns}, actor="t")
-        assert memory.semantic is not None
-        memory.semantic.catch_up()
+    with embedded(tmp_path, turns) as memory:
         meaning = call(memory, "search_nodes", query="What pet did Priya adopt?", mode="semantic")
         hybrid = call(memory, "search_nodes", query="What pet did Priya adopt?", mode="hybrid")
     assert names(meaning)[0] == "D1:9"

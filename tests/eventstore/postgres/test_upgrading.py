@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -50,6 +52,19 @@ STREAMS = (
 
 def admin(url: str) -> Any:
     return psycopg.connect(url.split("?", 1)[0], autocommit=True)
+
+
+@contextmanager
+def holding(url: str, statement: str, name: str = "") -> Iterator[None]:
+    """A transaction of another connection that ran `statement` and holds what it took until the block ends."""
+    with admin(url) as holder:
+        if name:
+            holder.execute(f"SET application_name = '{name}'")
+        holder.execute("SET idle_in_transaction_session_timeout = '3s'")  # (else a wait without end would hang)
+        holder.execute("BEGIN")
+        holder.execute(statement)
+        yield
+        holder.execute("COMMIT")
 
 
 def first(stream: str) -> list[StreamWrite]:
@@ -254,14 +269,10 @@ def test_an_upgrade_that_a_long_reader_keeps_from_the_tables_is_refused_in_time_
     url = database().log_url()
     schema = old_log(url)
     monkeypatch.setattr(upgrading, "TABLE_WAIT", 0.2)
-    with admin(url) as reader:
-        reader.execute("SET idle_in_transaction_session_timeout = '3s'")  # (else a wait without end would hang)
-        reader.execute("BEGIN")
-        reader.execute(f'SELECT count(*) FROM "{schema}".heads')
+    with holding(url, f'SELECT count(*) FROM "{schema}".heads'):
         with pytest.raises(StoreBusyError, match=r"upgrading the log at .* to format 3 takes its tables alone.*"
                                                   r"past 0.2 s.*long reader.*nothing was changed: retry"):
             pglog.PgLog(url)
-        reader.execute("COMMIT")
     assert layout_before(url, schema)[0] == 2
     pglog.PgLog(url).close()
     assert layout_before(url, schema)[0] == 3
@@ -288,13 +299,8 @@ def test_an_upgrade_that_a_writer_keeps_from_the_log_s_lock_is_refused_in_time_n
     url = database().log_url()
     schema = old_log(url)
     monkeypatch.setattr(upgrading, "LOCK_WAIT", 0.2)
-    with admin(url) as writer:
-        writer.execute("SET application_name = 'a long erasure'")
-        writer.execute("SET idle_in_transaction_session_timeout = '3s'")  # (else a wait without end would hang)
-        writer.execute("BEGIN")
-        writer.execute("SELECT pg_advisory_xact_lock(%s)", (Schema(schema).lock,))
+    with holding(url, f"SELECT pg_advisory_xact_lock({Schema(schema).lock})", name="a long erasure"):
         with pytest.raises(StoreBusyError, match=r"upgrading the log at .* to format 3 waited 0.2 s for the log's "
                                                   r"lock, held by .*'a long erasure'.*nothing was changed: retry"):
             pglog.PgLog(url)
-        writer.execute("COMMIT")
     assert layout_before(url, schema)[0] == 2
