@@ -35,6 +35,13 @@ def cut_back(url: str, keep: int) -> None:
                            f'stream_key FROM "{schema}".events GROUP BY stream, stream_key')
 
 
+def written_over(url: str, cache: Path, *names: str) -> None:
+    """The log cut back to its first event, then `names` written on it by another server (its cache at `cache`)."""
+    cut_back(url, 1)
+    with Memory(url, cache=cache) as other:
+        create(other, *names)
+
+
 def create(memory: Memory, *names: str) -> None:
     for name in names:
         memory.write("create_entities", {"entities": [{"name": name, "entityType": "p", "observations": []}]},
@@ -62,9 +69,7 @@ def test_a_cache_reopened_on_a_log_restored_and_written_past_its_checkpoint_answ
         tmp_path: Path, url: str) -> None:
     with Memory(url, cache=tmp_path / "a") as memory:
         create(memory, "Ada", "Bob", "Cy")
-    cut_back(url, 1)
-    with Memory(url, cache=tmp_path / "b") as other:  # another server writes on the restored log
-        create(other, "Xa", "Xb", "Xc")
+    written_over(url, tmp_path / "b", "Xa", "Xb", "Xc")  # another server writes on the restored log
     with Memory(url, cache=tmp_path / "a") as memory:
         assert names(memory) == ["Ada", "Xa", "Xb", "Xc"]  # before: Ada, Bob, Cy and Xc
         assert names(memory, asOf=3) == ["Ada", "Xa", "Xb"]
@@ -73,18 +78,14 @@ def test_a_cache_reopened_on_a_log_restored_and_written_past_its_checkpoint_answ
 def test_a_running_server_without_a_follower_notices_at_its_next_call(tmp_path: Path, url: str) -> None:
     with Memory(url, cache=tmp_path / "a") as memory:
         create(memory, "Ada", "Bob", "Cy")
-        cut_back(url, 1)
-        with Memory(url, cache=tmp_path / "b") as other:
-            create(other, "Xa", "Xb")
+        written_over(url, tmp_path / "b", "Xa", "Xb")
         assert names(memory) == ["Ada", "Xa", "Xb"]
 
 
 def test_a_write_notices_with_the_lock_where_the_follower_has_not_looked_yet(tmp_path: Path, url: str) -> None:
     with Memory(url, cache=tmp_path / "a") as memory:
         create(memory, "Ada", "Bob", "Cy")
-        cut_back(url, 1)
-        with Memory(url, cache=tmp_path / "b") as other:
-            create(other, "Xa", "Xb")
+        written_over(url, tmp_path / "b", "Xa", "Xb")
         memory.views.observed_erasures = 0  # as a follower that has not looked since leaves it: no look per call
         create(memory, "Dee")
         assert names(memory) == ["Ada", "Dee", "Xa", "Xb"]
@@ -128,9 +129,7 @@ def test_a_mark_survives_an_erasure_and_tells_another_call_apart_at_the_same_tim
 def test_views_of_a_log_that_went_back_are_not_kept_as_a_seed_for_new_caches(tmp_path: Path, url: str) -> None:
     with Memory(url, cache=tmp_path / "a") as memory:
         create(memory, "Ada", "Bob", "Cy")
-        cut_back(url, 1)
-        with Memory(url, cache=tmp_path / "b") as other:
-            create(other, "Xa", "Xb")
+        written_over(url, tmp_path / "b", "Xa", "Xb")
         assert not memory.keep_seed_now(spacing=0)  # the keeper runs outside the calls: no look came first
         names(memory)  # the call's look rebuilds the views
         assert memory.keep_seed_now(spacing=0)
