@@ -34,7 +34,7 @@ from chronograph.eventstore.postgres.listening import Listener
 from chronograph.eventstore.postgres.locking import Waits, bounded
 from chronograph.eventstore.postgres.opening import open_tables, same_tables
 from chronograph.eventstore.postgres.reader import PgReader
-from chronograph.eventstore.postgres.schema import Schema, stream_key
+from chronograph.eventstore.postgres.schema import Schema, stream_versions
 from chronograph.eventstore.postgres.scrubbing import scrub_tables
 from chronograph.eventstore.postgres.seeds import Seeds
 from chronograph.eventstore.postgres.writer import PgTransaction
@@ -424,8 +424,7 @@ class PgLog(EventLog):
     def _versions(self, streams: list[str]) -> dict[str, int]:
         """The versions of `streams`, read on a connection of their own."""
         with self._connection() as (connection, _):
-            rows = connection.execute(self.schema.sql("SELECT stream, version FROM {heads} WHERE stream_key = ANY(%s)"),
-                                      ([stream_key(stream) for stream in streams],)).fetchall()
+            rows = stream_versions(connection, self.schema, streams)
         return {stream: int(version) for stream, version in rows}
 
     def _state(self) -> tuple[int, int]:

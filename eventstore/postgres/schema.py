@@ -27,6 +27,7 @@ transaction is a few milliseconds.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from hashlib import sha256
 from typing import Any
 
@@ -34,7 +35,8 @@ from chronograph.eventstore.errors import StoreOpenError
 from chronograph.eventstore.keys import digest, entity_key
 from psycopg import sql
 
-__all__ = ["CONTENT", "DDL", "FORMAT_CHECK", "FORMAT_VERSION", "KEY_SQL", "SEEDS_DDL", "Schema", "stream_key"]
+__all__ = ["CONTENT", "DDL", "FORMAT_CHECK", "FORMAT_VERSION", "KEY_SQL", "SEEDS_DDL", "Schema", "stream_key",
+           "stream_versions"]
 
 FORMAT_VERSION = 3
 """The table layout this code writes; a log with a higher one is refused. (2: a `seeds` table,
@@ -92,6 +94,12 @@ def stream_key(stream: str) -> bytes:
     (`keys.entity_key`), any other's SHA-256 (32 bytes). `KEY_SQL` says the same in SQL."""
     key = entity_key(stream)
     return sha256(stream.encode()).digest() if key is None else key
+
+
+def stream_versions(connection: Any, schema: Schema, streams: Iterable[str]) -> list[tuple[str, int]]:
+    """(stream, version) of those of `streams` the log holds, read by their keys in one query on `connection`."""
+    return connection.execute(schema.sql("SELECT stream, version FROM {heads} WHERE stream_key = ANY(%s)"),
+                              ([stream_key(stream) for stream in streams],)).fetchall()
 
 
 class Schema:

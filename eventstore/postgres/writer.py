@@ -29,7 +29,7 @@ from chronograph.eventstore.events import Event
 from chronograph.eventstore.keys import text_key
 from chronograph.eventstore.log import EraseHook, InlineHook
 from chronograph.eventstore.postgres.reader import PgReader
-from chronograph.eventstore.postgres.schema import Schema, stream_key
+from chronograph.eventstore.postgres.schema import Schema, stream_key, stream_versions
 from chronograph.eventstore.postgres.seeds import drop_seeds
 from chronograph.eventstore.writes import NO_STREAM, Appender, Recorded, Row, StreamWrite, recorded_decoder
 
@@ -159,9 +159,7 @@ class PgTransaction(PgReader, Appender):
         unknown = [s for s in dict.fromkeys(streams) if s not in self._versions]
         if unknown:
             self._versions.update(dict.fromkeys(unknown, 0))
-            self._versions.update(self.connection.execute(self.schema.sql(
-                "SELECT stream, version FROM {heads} WHERE stream_key = ANY(%s)"), ([stream_key(s) for s in unknown],)
-            ).fetchall())
+            self._versions.update(stream_versions(self.connection, self.schema, unknown))
 
     def _prepare(self, writes: Sequence[StreamWrite]) -> None:
         # A new stream (NO_STREAM) is taken to be at 0 without asking: if it exists after all,
@@ -200,9 +198,8 @@ class PgTransaction(PgReader, Appender):
 
     def _versions_of(self, streams: set[str]) -> dict[str, int]:
         versions = dict.fromkeys(streams, 0)
-        versions.update(self.connection.execute(  # one query: nothing else may run on the connection during COPY
-            self.schema.sql("SELECT stream, version FROM {heads} WHERE stream_key = ANY(%s)"),
-            ([stream_key(stream) for stream in streams],)).fetchall())
+        versions.update(stream_versions(self.connection, self.schema, streams))  # one query: nothing else may
+        # run on the connection during COPY
         return versions
 
     def _store_copy(self, rows: list[Row], versions: dict[str, int]) -> None:
