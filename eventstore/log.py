@@ -296,6 +296,17 @@ class EventLog(Protocol):
         del seconds
         return nullcontext()
 
+    def answering(self, seconds: float) -> AbstractContextManager[None]:
+        """Within the block, give up on a database that leaves a request of this thread without
+        an answer for `seconds` (a local log always answers)."""
+        del seconds
+        return nullcontext()
+
+    def unanswered(self) -> float:
+        """Seconds the longest silence of a database in a request of this process still waiting
+        for its answer has lasted (0.0: none waits; a local log always answers)."""
+        return 0.0
+
     def waiting(self) -> float:
         """Seconds the longest wait of this process for the right to write has lasted so far (0.0:
         none is waiting; a local log's writers take turns among themselves)."""

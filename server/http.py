@@ -54,6 +54,11 @@ SESSION_HEADER = "mcp-session-id"
 READY_WAIT = 5.0
 """Seconds a write may wait for the log's lock (a database store's) before /ready says the server
 is not ready: its other calls wait behind it."""
+READY_SILENCE = 5.0
+"""Seconds the database may leave a request of this server's unanswered (a wait for the log's lock
+aside) before /ready says the server is unavailable: a working database answers in milliseconds,
+a loaded one within a second or two (the follower gives up on a look after as long:
+`background.LOOK_ANSWER`)."""
 _BEARER = "chronograph.bearer"
 """Where `_refusal` leaves a request's valid token for `__call__` (which takes it out of the scope)."""
 
@@ -374,6 +379,11 @@ def http_app(
             memory = runtime.memory
             if memory.reachable is not None:  # the follower found the database of the store gone
                 return JSONResponse({"status": "unavailable", "reason": memory.reachable}, status_code=503)
+            silent = memory.log.unanswered()
+            if silent > READY_SILENCE:  # a database that takes connections and answers nothing (hung, its disk stuck)
+                return JSONResponse({"status": "unavailable", "reason": (
+                    f"the database of {memory.log.location} has not answered a request of this server for "
+                    f"{silent:.0f} s: it hangs, or the network holds what it sends")}, status_code=503)
             rebuilding = memory.views.rebuilding
             if rebuilding is not None:  # a cache whose log went back: the calls wait for its new views
                 return JSONResponse({"status": "rebuilding", "reason": (

@@ -17,10 +17,18 @@ from chronograph.projections import ProjectionError
 if TYPE_CHECKING:
     from chronograph.application.engine.service import Memory
 
-__all__ = ["FOLLOW_PAUSE", "IMAGE_IDLE", "RECHECK", "following", "keeping"]
+__all__ = ["FOLLOW_PAUSE", "IMAGE_IDLE", "LOOK_ANSWER", "RECHECK", "following", "keeping"]
 
 FOLLOW_PAUSE = 0.01
 """Seconds a follower waits after folding other servers' writes before it looks again."""
+
+LOOK_ANSWER = 5.0
+"""Seconds a follower's look at the log (a snapshot's read of the head, a LISTEN) waits for the
+database's answer before it says the database does not answer: a working one answers those in
+milliseconds, a loaded one within a second or two; a load balancer probing /ready every few
+seconds learns of a hung one at its next probe or the one after. (The wait for a notification is
+bounded by the look's own timeout, and a catch-up's reads, which fetch up to 4 MB per round
+trip, by the log's usual bound.)"""
 
 RECHECK = 10
 """Every how many looks a follower compares the views with the log even though its head stayed
@@ -42,7 +50,8 @@ def following(memory: Memory) -> None:
         try:
             after = memory.checkpoint()
             looked = after if looked is None else looked
-            with memory.log.patience(1.0):  # a database out of reach is said at once, and a stop not held up
+            with memory.log.patience(1.0), memory.log.answering(LOOK_ANSWER):  # a database out of reach, or one
+                # that does not answer, is said at once, and a stop not held up
                 head, erasures = memory.log.watch(after, timeout=1.0)
             memory.views.observed_erasures = erasures
             memory.reachable = None

@@ -87,13 +87,13 @@ def options(url: str) -> dict[str, Any]:
     return {**CONNECTION, "options": f"{guards} {given}" if given else guards}
 
 
-def pool(url: str, kwargs: dict[str, Any], size: int, name: str,
-         attempts: Attempts | None = None) -> psycopg_pool.ConnectionPool[Any]:
-    """A pool of at most `size` connections to `url` (not open yet), whose failed attempts to
-    connect are told to `attempts`."""
+def pool(url: str, kwargs: dict[str, Any], size: int, name: str, attempts: Attempts | None = None,
+         base: type[psycopg.Connection[Any]] = psycopg.Connection) -> psycopg_pool.ConnectionPool[Any]:
+    """A pool of at most `size` connections (of class `base`) to `url` (not open yet), whose
+    failed attempts to connect are told to `attempts`."""
     kept = attempts or Attempts()
 
-    class Pooled(psycopg.Connection[Any]):
+    class Pooled(base):  # type: ignore[valid-type,misc]
         @classmethod
         def connect(cls, *args: Any, **kwargs: Any) -> Pooled:
             try:
@@ -107,16 +107,17 @@ def pool(url: str, kwargs: dict[str, Any], size: int, name: str,
                                        connection_class=Pooled)
 
 
-def connect(url: str, kwargs: dict[str, Any], seconds: float | None = None) -> psycopg.Connection[Any]:
-    """A connection of its own to `url`, waiting at most about `seconds` (default: the connect
-    timeout) for the database to answer.
+def connect(url: str, kwargs: dict[str, Any], seconds: float | None = None,
+            base: type[psycopg.Connection[Any]] = psycopg.Connection) -> psycopg.Connection[Any]:
+    """A connection (of class `base`) of its own to `url`, waiting at most about `seconds`
+    (default: the connect timeout) for the database to answer.
 
     Raises:
         psycopg.OperationalError: If it cannot be made (the database's own reason).
     """
     if seconds is not None:
         kwargs = {**kwargs, "connect_timeout": max(2, min(int(kwargs["connect_timeout"]), round(seconds)))}
-    return psycopg.connect(url, **kwargs)
+    return base.connect(url, **kwargs)
 
 
 def roll_back(connection: psycopg.Connection[Any]) -> None:

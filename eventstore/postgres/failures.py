@@ -21,6 +21,7 @@ from chronograph.eventstore.errors import (
     StoreRefusedError,
     StoreUnavailableError,
 )
+from chronograph.eventstore.postgres.answers import Unanswered
 from psycopg import errors
 from psycopg.pq import TransactionStatus
 
@@ -89,6 +90,9 @@ def failure(error: psycopg.Error, shown: str, unit: Unit, *, stopping: bool = Fa
         return StoreRefusedError(
             f"the database of {shown} refused this server's role the {unit} ({words}); {after}. Grant the role "
             "what the log's tables need (the role that made them has it), or connect as that role")
+    if isinstance(error, Unanswered):
+        return StoreUnavailableError(f"the database of {shown} stopped answering during a {unit} "
+                                     f"({first_line(error)}): it hangs, or the network holds what it sends; {after}")
     if not sqlstate or sqlstate.startswith(_GONE):
         return StoreUnavailableError(f"the database of {shown} went away during a {unit}: {said(error)}; {after}")
     return StoreRefusedError(f"the database of {shown} refused the {unit}: {words}; {after}")

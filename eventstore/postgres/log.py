@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from typing import Any, TypeVar
 
 import psycopg
@@ -27,11 +27,12 @@ from chronograph.eventstore.errors import EventStoreError, StoreOpenError, Store
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
 from chronograph.eventstore.postgres.address import shown, split_url, without_secrets
 from chronograph.eventstore.postgres.announcements import announcement
+from chronograph.eventstore.postgres.answers import Answers, Unanswered
 from chronograph.eventstore.postgres.connections import POOL_WAIT, SLICE, Attempts, connect, options, pool, roll_back
 from chronograph.eventstore.postgres.durability import DURABLE, EARLY, SEEN, wait_for_flush
 from chronograph.eventstore.postgres.failures import AFTER, Unit, commit_failure, failure, unreachable
 from chronograph.eventstore.postgres.listening import Listener
-from chronograph.eventstore.postgres.locking import Waits, bounded
+from chronograph.eventstore.postgres.locking import LOCK_WAIT, Waits, bounded
 from chronograph.eventstore.postgres.opening import open_tables, same_tables
 from chronograph.eventstore.postgres.reader import PgReader
 from chronograph.eventstore.postgres.schema import Schema, stream_versions
@@ -105,14 +106,17 @@ class PgLog(EventLog):
         pool's timeout)."""
         self._waits = Waits(self._shown)
         self._options = options(self._url)
-        self._listener = Listener(lambda: connect(self._url, self._options), self.schema.channel, self._state)
+        self._answers = Answers()  # how long the database has left each round trip unanswered
+        self._class = self._answers.connection_class(psycopg.Connection)
+        self._listener = Listener(lambda: connect(self._url, self._options, base=self._class), self.schema.channel,
+                                  self._state)
         self._attempts = Attempts()
         """The pool's last failed attempt to connect (see `_get`)."""
-        self.pool = pool(self._url, self._options, pool_size, f"chronograph-{name}", self._attempts)
+        self.pool = pool(self._url, self._options, pool_size, f"chronograph-{name}", self._attempts, self._class)
         try:
             connect(self._url, self._options).close()  # the server's own reason, at once
             self.pool.open(wait=True, timeout=10)
-            with self._connection() as (connection, _):
+            with self._connection() as (connection, _), self._answers.within(None):  # (an upgrade rewrites)
                 self.store_id, self._made = open_tables(connection, self.schema, self._shown, create=create,
                                                         readonly=self._readonly)
         except BaseException as error:
@@ -166,7 +170,8 @@ class PgLog(EventLog):
                 try:
                     cursor = self._first(connection, first, lock)
                 except BaseException as error:
-                    dropped = isinstance(error, psycopg.OperationalError) and connection.broken
+                    dropped = isinstance(error, psycopg.OperationalError) and connection.broken and not isinstance(
+                        error, Unanswered)  # (a database that answers nothing is not asked again)
                     self._put(connection, pooled)  # broken: the pool drops it
                     if dropped and attempt < RETRIES:
                         continue
@@ -200,7 +205,7 @@ class PgLog(EventLog):
                 if self._attempts.since(began) is not None or time.monotonic() >= deadline:
                     break
         try:
-            return connect(self._url, self._options, max(0.0, deadline - time.monotonic()) or None), False
+            return connect(self._url, self._options, max(0.0, deadline - time.monotonic()) or None, self._class), False
         except psycopg.OperationalError as error:
             raise unreachable(error, self._shown, unit) from None
 
@@ -217,7 +222,7 @@ class PgLog(EventLog):
             return connection.execute(first)
         began = time.monotonic()
         try:
-            with self._waits.waiting(connection):
+            with self._waits.waiting(connection), self._answers.longer(LOCK_WAIT):  # (lock_timeout: LOCK_WAIT)
                 return connection.execute(first)
         except psycopg.errors.LockNotAvailable:
             raise self._waits.refusal(connection, self.schema.lock, time.monotonic() - began) from None
@@ -377,6 +382,14 @@ class PgLog(EventLog):
         finally:
             self._patience.seconds = before
 
+    def answering(self, seconds: float) -> AbstractContextManager[None]:
+        """Within the block, this thread gives up a connection silent for `seconds` (see `answers`)."""
+        return self._answers.within(seconds)
+
+    def unanswered(self) -> float:
+        """Seconds the database has left a request unanswered (see `answers.Answers.silence`)."""
+        return self._answers.silence()
+
     def _flushed(self, connection: psycopg.Connection[Any], lsn: str) -> None:
         """Return once the write-ahead log is flushed to `lsn` (see `durability.wait_for_flush`)."""
 
@@ -439,6 +452,6 @@ class PgLog(EventLog):
         del needles  # every index is rebuilt whole: no stale key survives
         with self.read() as reader:
             erasures = reader.erasures()
-        with self._connection(unit="scrub") as (connection, _):
+        with self._connection(unit="scrub") as (connection, _), self._answers.within(None):  # (rewrites take long)
             return scrub_tables(connection, self.schema, self._shown, erasures, time.monotonic() + timeout)
 

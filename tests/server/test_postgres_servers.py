@@ -115,6 +115,33 @@ def test_ready_says_unavailable_while_the_database_is_cut_off_and_ready_once_it_
         proxy.close()
 
 
+def test_ready_says_unavailable_while_the_database_hangs_and_ready_once_it_answers_again(tmp_path: Path) -> None:
+    """A database that takes connections and answers nothing (hung, its disk stuck): the follower's
+    next look waited forever on a pooled connection, and /ready said ready all along."""
+    host, port = SERVER.rsplit("@", 1)[-1].rsplit(":", 1)
+    proxy = TcpProxy((host, int(port)))
+    via_proxy = database().log_url().replace(f"{host}:{port}", f"127.0.0.1:{proxy.port}")
+    started = start(tmp_path, None, "--cache", str(tmp_path / "cache"), store=via_proxy)
+    base = next(started)
+    try:
+        assert request(base + "/ready")[1]["status"] == "ready"
+        proxy.hang()
+        deadline = time.monotonic() + 60
+        while (answer := request(base + "/ready"))[0] != 503:
+            assert time.monotonic() < deadline, "/ready kept saying ready with the database hung"
+            time.sleep(0.2)
+        assert answer[1]["status"] == "unavailable" and f"127.0.0.1:{proxy.port}" in answer[1]["reason"]
+        assert "answer" in answer[1]["reason"], answer[1]
+        assert request(base + "/health")[0] == 200
+        proxy.mend()
+        while request(base + "/ready")[0] != 200:
+            assert time.monotonic() < deadline + 60, "the server did not find the database again"
+            time.sleep(0.2)
+    finally:
+        next(started, None)
+        proxy.close()
+
+
 async def test_a_server_whose_write_waits_for_the_log_s_lock_is_not_ready_and_stops_when_asked(
         tmp_path: Path, url: str) -> None:
     """/ready said ready while every call of the server queued behind the write, and SIGTERM left

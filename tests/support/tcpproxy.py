@@ -1,7 +1,10 @@
 """A TCP proxy between a server and PostgreSQL, to cut the network under it.
 
 `cut()` turns it into a black hole: connections stay open but nothing crosses, and new
-ones are accepted and never answered, as when a cable is pulled (no reset ever comes).
+ones are accepted and never answered, as when a cable is pulled (no reset ever comes); but a
+connection the database has sent nothing on for five seconds is dropped (the proxy's own read
+timeout: most connections of a cut client end so). `hang()` is a database that takes
+connections and never answers (hung, its disk stuck): the same, and nothing is ever dropped.
 `mend()` lets traffic through again for the connections made from then on. `refuse()` is a
 database that stopped: every connection dropped, new ones closed at once. `drop_after(marker)`
 passes the next client message holding `marker` (a COMMIT), and the rest of its pipeline, to the
@@ -30,11 +33,17 @@ class TcpProxy:
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
         self.refusing = False
+        self.hanging = False
         self._marker: bytes | None = None
         threading.Thread(target=self._accept, daemon=True).start()
 
     def cut(self) -> None:
         """Nothing crosses any more, and nothing says so."""
+        self.open.clear()
+
+    def hang(self) -> None:
+        """What is sent is taken and never answered, on every connection, old and new; none is dropped."""
+        self.hanging = True
         self.open.clear()
 
     def refuse(self) -> None:
@@ -50,7 +59,7 @@ class TcpProxy:
     def mend(self) -> None:
         """Traffic crosses again; the connections held through the cut are dropped (as a
         reset after the cable is back would drop them)."""
-        self.refusing = False
+        self.refusing = self.hanging = False
         self._drop()
         self.open.set()
 
@@ -96,7 +105,12 @@ class TcpProxy:
         answer = b""
         try:
             while True:
-                data = source.recv(65536)
+                try:
+                    data = source.recv(65536)
+                except TimeoutError:
+                    if self.hanging:
+                        continue
+                    raise
                 if not data:
                     break
                 self.open.wait()  # held while cut
