@@ -2,7 +2,8 @@
 a connection of its own for when the pool has none to give.
 
 Both ends of a connection are guarded. This side's TCP keepalives and user timeout turn a cut
-network into an error within seconds. The database's side (sent with the connection's options:
+network into an error within seconds (a peer that acknowledges and never answers, a hung
+database, is `answers`'s to give up on). The database's side (sent with the connection's options:
 settings any role may make) ends a session whose client is gone: its keepalives find
 a peer that no longer answers, and a transaction left idle is ended, so a server cut off from
 the database while it holds the log's lock lets it go within `IDLE_IN_TRANSACTION` seconds
