@@ -83,3 +83,18 @@ def test_a_fact_saved_several_times_alike_keeps_its_place_before_hits_that_merel
     assert ranked[0][0].startswith("fact")  # its copies are `novelty.spread`'s to lower, not a crowd it stands in
     taken = dict(zip(rows, crowding(np.stack(list(rows.values())), copies=False).tolist(), strict=True))
     assert taken["fact 0"] <= max(taken[f"note {k}"] for k in range(8))
+
+
+def test_small_talk_as_near_each_other_as_copies_still_crowds_when_other_hits_lie_close_around_it() -> None:
+    axes = np.eye(40, dtype=np.float32)
+    speaker = axes[0]  # who said it and when leads every turn: small talk is near-duplicates of small talk
+    rows = {f"chat {k}": unit(*(speaker + 0.35 * axes[2 + k])) for k in range(6)}
+    rows |= {f"note {k}": unit(*(speaker + 0.8 * axes[10 + k])) for k in range(4)}
+    rows["answer"] = unit(*(speaker + 0.9 * axes[1]))
+    chat = [float(rows["chat 0"] @ rows[f"chat {k}"]) for k in range(1, 6)]
+    around = float(rows["chat 0"] @ rows["note 0"])
+    assert min(chat) >= NEAR and 0.7 < around < 0.8  # copies, with more than copies close around them (the notes)
+    hits = [(f"chat {k}", 0.5 - 0.01 * k) for k in range(6)] + [("answer", 0.47)]
+    hits += [(f"note {k}", 0.4 - 0.01 * k) for k in range(4)]
+    hits.sort(key=lambda hit: -hit[1])
+    assert unhubbed(hits, rows)[0][0] == "answer"
