@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from chronograph.eventstore import CommitUnconfirmedError, EntityCreated, StoreUnavailableError, StreamWrite
-from support.postgres import SERVER, database
+from support.postgres import SERVER, Database, database
 from support.tcpproxy import TcpProxy
 
 psycopg = pytest.importorskip("psycopg")
@@ -21,11 +21,11 @@ pglog = pytest.importorskip("chronograph.eventstore.postgres.log")
 
 
 @contextmanager
-def proxied() -> Iterator[tuple[TcpProxy, Any]]:
-    """A log of this run's database reached through a proxy, and the proxy."""
+def proxied(db: Database | None = None) -> Iterator[tuple[TcpProxy, Any]]:
+    """A log of this run's database (or of `db`) reached through a proxy, and the proxy."""
     host, port = SERVER.rsplit("@", 1)[-1].rsplit(":", 1)
     proxy = TcpProxy((host, int(port)))
-    log = pglog.PgLog(database().log_url().replace(f"{host}:{port}", f"127.0.0.1:{proxy.port}"))
+    log = pglog.PgLog((db or database()).log_url().replace(f"{host}:{port}", f"127.0.0.1:{proxy.port}"))
     try:
         yield proxy, log
     finally:
@@ -97,9 +97,17 @@ def test_a_commit_whose_answer_never_comes_says_the_database_did_not_answer_rath
 
 
 def test_a_scrub_the_database_leaves_unanswered_while_it_waits_for_older_snapshots_fails_as_unavailable() -> None:
-    with proxied() as (proxy, log):
+    own = Database()  # (of its own: the old snapshot it holds would hold other tests' scrubs)
+    try:
+        scrub_while_hung(own)
+    finally:
+        own.drop()
+
+
+def scrub_while_hung(own: Database) -> None:
+    with proxied(own) as (proxy, log):
         log.append([write("Ada")], actor="test")
-        url = database().url  # (not through the proxy)
+        url = own.url  # (not through the proxy)
         outcome: list[BaseException | object] = []
         with psycopg.connect(url, autocommit=True) as reader, psycopg.connect(url, autocommit=True) as looker:
             reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
