@@ -182,7 +182,7 @@ class Answers:
                     self.pgconn.finish()  # (broken now: a pool drops it, and nothing more is sent on it)
                     raise
 
-        Answering.answers = answers  # type: ignore[attr-defined]
+        Answering.answers = answers
         return Answering
 
 

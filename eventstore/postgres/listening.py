@@ -50,7 +50,7 @@ class Listener:
             if state is None:
                 state = self._state()
                 if unheard is not None and state[0] > unheard[0]:  # written, and no announcement came
-                    state = furthest(self._deaf(), state)
+                    state = furthest(self._deaf(), state) or state
             self._known = state
             left = deadline - time.monotonic()
             if state[0] > after or left <= 0:
