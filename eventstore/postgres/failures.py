@@ -111,6 +111,10 @@ def commit_failure(error: psycopg.Error, shown: str, connection: Any) -> EventSt
         return CommitUnconfirmedError(
             f"the write was committed to {shown}, but its flush could not be confirmed ({first_line(error)}): it is "
             "stored unless the database crashed meanwhile")
+    if isinstance(error, Unanswered):  # (silent, not gone: it may be slow, or hung)
+        return CommitUnconfirmedError(
+            f"the database of {shown} did not answer the commit ({first_line(error)}): it hangs, is slow, or the "
+            "network holds what it sends; the write may or may not have been stored")
     return CommitUnconfirmedError(
         f"the database of {shown} went away at the commit: {said(error)}; the write may or may not have been stored")
 

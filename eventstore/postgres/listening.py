@@ -24,8 +24,12 @@ class Listener:
     read by `state` (a snapshot of the log)."""
 
     def __init__(self, connect: Callable[[], psycopg.Connection[Any]], channel: str,
-                 state: Callable[[], State]) -> None:
+                 state: Callable[[], State], given_up: Callable[[], int] = lambda: 0) -> None:
         self._connect = connect
+        self._given_up = given_up
+        """How many of the log's connections were given up as silent so far: when it grows, the
+        listener's own may be as silent (a LISTEN's wait cannot tell), and is made anew."""
+        self._epoch = 0
         self._channel = channel
         self._state = state
         self._listener: psycopg.Connection[Any] | None = None
@@ -41,15 +45,28 @@ class Listener:
         """
         deadline = time.monotonic() + timeout
         state = furthest(self._listen(0), self._known)  # listening before the first look: nothing is missed
+        unheard: State | None = None
         while True:
             if state is None:
                 state = self._state()
+                if unheard is not None and state[0] > unheard[0]:  # written, and no announcement came
+                    state = furthest(self._deaf(), state) or state
             self._known = state
             left = deadline - time.monotonic()
             if state[0] > after or left <= 0:
                 return state
             heard = self._listen(min(left, POLL_INTERVAL))
+            unheard = state if heard is None else None
             state = None if heard is None else furthest(heard, state)
+
+    def _deaf(self) -> State | None:
+        """What the listener's connection has heard now that a read found a write it did not
+        announce (None): if nothing, the connection is taken for deaf (one left open after the
+        database or the network held it) and made anew at the next listen."""
+        heard = self._listen(0)
+        if heard is None:
+            self.close()
+        return heard
 
     def close(self) -> None:
         with self._lock:
@@ -61,7 +78,11 @@ class Listener:
         """The (head, erasures) announced within `seconds`, or None (on a connection of its own)."""
         with self._lock:
             try:
+                epoch = self._given_up()
+                if self._listener is not None and epoch != self._epoch:  # the database went silent meanwhile
+                    self._listener.close()
                 if self._listener is None or self._listener.closed:
+                    self._epoch = epoch
                     self._known = None  # what was announced before this connection listened is unknown
                     self._listener = self._connect()
                     self._listener.execute(f"LISTEN {self._channel}")

@@ -27,7 +27,7 @@ from chronograph.eventstore.errors import EventStoreError, StoreOpenError, Store
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
 from chronograph.eventstore.postgres.address import shown, split_url, without_secrets
 from chronograph.eventstore.postgres.announcements import announcement
-from chronograph.eventstore.postgres.answers import Answers, Unanswered
+from chronograph.eventstore.postgres.answers import LOOK_WAIT, Answers, Unanswered
 from chronograph.eventstore.postgres.connections import POOL_WAIT, SLICE, Attempts, connect, options, pool, roll_back
 from chronograph.eventstore.postgres.durability import DURABLE, EARLY, SEEN, wait_for_flush
 from chronograph.eventstore.postgres.failures import AFTER, Unit, commit_failure, failure, unreachable
@@ -108,15 +108,16 @@ class PgLog(EventLog):
         self._options = options(self._url)
         self._answers = Answers()  # how long the database has left each round trip unanswered
         self._class = self._answers.connection_class(psycopg.Connection)
+        self._answers.side = lambda: connect(self._url, self._options, LOOK_WAIT, self._class)
         self._listener = Listener(lambda: connect(self._url, self._options, base=self._class), self.schema.channel,
-                                  self._state)
+                                  self._state, lambda: self._answers.given_up)
         self._attempts = Attempts()
         """The pool's last failed attempt to connect (see `_get`)."""
         self.pool = pool(self._url, self._options, pool_size, f"chronograph-{name}", self._attempts, self._class)
         try:
             connect(self._url, self._options).close()  # the server's own reason, at once
             self.pool.open(wait=True, timeout=10)
-            with self._connection() as (connection, _), self._answers.within(None):  # (an upgrade rewrites)
+            with self._connection() as (connection, _):  # (an upgrade's rewrite lifts its own bound: `rewriting`)
                 self.store_id, self._made = open_tables(connection, self.schema, self._shown, create=create,
                                                         readonly=self._readonly)
         except BaseException as error:
@@ -452,6 +453,6 @@ class PgLog(EventLog):
         del needles  # every index is rebuilt whole: no stale key survives
         with self.read() as reader:
             erasures = reader.erasures()
-        with self._connection(unit="scrub") as (connection, _), self._answers.within(None):  # (rewrites take long)
+        with self._connection(unit="scrub") as (connection, _):  # (the rewrites lift their own bound: `rewriting`)
             return scrub_tables(connection, self.schema, self._shown, erasures, time.monotonic() + timeout)
 

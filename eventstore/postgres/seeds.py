@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 import psycopg
-from chronograph.eventstore.errors import EventStoreError
+from chronograph.eventstore.errors import EventStoreError, StoreBusyError
+from chronograph.eventstore.postgres.answers import longer
+from chronograph.eventstore.postgres.locking import LOCK_WAIT, bounded
 from chronograph.eventstore.postgres.schema import FORMAT_VERSION, SEEDS_DDL, Schema
 
 if TYPE_CHECKING:
@@ -85,7 +87,8 @@ class Seeds:
             return None
         erasures = 0 if row[2] is None else int.from_bytes(row[2], "big")
         if erasures != seed.erasures:  # erased since by a version made before seeds: it holds what went
-            with suppress(psycopg.errors.InsufficientPrivilege), self._log._connection() as (connection, _):  # noqa: SLF001
+            with suppress(psycopg.errors.InsufficientPrivilege, psycopg.errors.LockNotAvailable, StoreBusyError), \
+                    self._log._connection() as (connection, _):  # noqa: SLF001 (busy: dropped another time)
                 drop_stale(connection, self._schema)
             return None
         if seed.tag != tag or row[1] is None or int(row[1]) != seed.checksum:
@@ -135,7 +138,9 @@ class Seeds:
                 copy.set_types(["text", "int8", "int4", "bytea"])
                 for count, part in enumerate(parts, 1):
                     copy.write_row((tag, position, count, part))
-            connection.execute("SELECT pg_advisory_xact_lock(%s)", (self._schema.lock,))  # no erasure now
+            if not connection.execute("SELECT pg_try_advisory_xact_lock(%s)",  # no erasure now; another writer
+                                      (self._schema.lock,)).fetchone()[0]:  # holds the lock: kept another time
+                raise _Stale
             row = connection.execute(self._schema.sql(
                 "SELECT (SELECT checksum FROM {events} WHERE position = %s), "
                 "(SELECT value FROM {meta} WHERE key = 'erasures')"), (position,)).fetchone()
@@ -155,7 +160,7 @@ class Seeds:
         log's lock; return False if this role may not."""
         try:
             with connection.transaction():
-                connection.execute("SELECT pg_advisory_xact_lock(%s)", (self._schema.lock,))
+                _lock(connection, self._schema)
                 for statement in SEEDS_DDL:
                     connection.execute(self._schema.sql(statement))
                 connection.execute(self._schema.sql("UPDATE {meta} SET value = %s WHERE key = 'format'"),
@@ -194,7 +199,7 @@ def drop_stale(connection: Any, schema: Schema) -> int:
     if not has_seeds(connection, schema):
         return 0
     with connection.transaction():
-        connection.execute("SELECT pg_advisory_xact_lock(%s)", (schema.lock,))  # no erasure, no seed kept now
+        _lock(connection, schema)  # no erasure, no seed kept now
         row = connection.execute(schema.sql("SELECT value FROM {meta} WHERE key = 'erasures'")).fetchone()
         now = 0 if row is None or row[0] is None else int.from_bytes(row[0], "big")
         stale = []
@@ -208,6 +213,17 @@ def drop_stale(connection: Any, schema: Schema) -> int:
         if stale:
             connection.cursor().executemany(schema.sql("DELETE FROM {seeds} WHERE tag = %s AND position = %s"), stale)
     return len(stale)
+
+
+def _lock(connection: Any, schema: Schema) -> None:
+    """Take the log's lock for the transaction, waiting as a write does (`LOCK_WAIT`, not counted
+    as the database's silence).
+
+    Raises:
+        psycopg.errors.LockNotAvailable: If another writer held it all that time.
+    """
+    with longer(connection, LOCK_WAIT):
+        connection.execute(bounded(f"SELECT pg_advisory_xact_lock({int(schema.lock)})"))
 
 
 class _Stale(Exception):

@@ -22,6 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from chronograph.eventstore.errors import advised
+from chronograph.eventstore.postgres.answers import longer, rewriting
+from chronograph.eventstore.postgres.locking import LOCK_WAIT as WRITE_WAIT
 from chronograph.eventstore.postgres.schema import CONTENT, Schema
 from chronograph.eventstore.postgres.vacuum import LOCK_WAIT, vacuum_full
 
@@ -46,13 +48,15 @@ def seal(connection: Any, schema: Schema) -> bool:
     if not open_ and not collected:
         return False
     with connection.transaction():
-        connection.execute("SELECT pg_advisory_xact_lock(%s)", (schema.lock,))
+        with longer(connection, WRITE_WAIT):  # (waits as long as a writer holds the lock: not a silence)
+            connection.execute("SELECT pg_advisory_xact_lock(%s)", (schema.lock,))
         for table, columns in CONTENT.items():
             changes = [f"ALTER COLUMN {column} TYPE {kind}" for column, kind in columns if (table, column) in collected]
             changes += [f"ALTER COLUMN {column} SET STATISTICS 0" for column, _ in columns
                         if (table, column) in open_ or (table, column) in collected]
             if changes:
-                connection.execute(schema.sql(f"ALTER TABLE {{{table}}} " + ", ".join(changes)))
+                with rewriting(connection):  # (a TYPE change rewrites the table)
+                    connection.execute(schema.sql(f"ALTER TABLE {{{table}}} " + ", ".join(changes)))
         connection.execute(schema.sql(
             "INSERT INTO {meta} (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"),
             (FLAG, DIRTY + _filenode(connection).to_bytes(8, "big")))

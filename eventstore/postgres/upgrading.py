@@ -33,6 +33,7 @@ from typing import Any
 
 import psycopg
 from chronograph.eventstore.errors import StoreBusyError, StoreOpenError
+from chronograph.eventstore.postgres.answers import longer, rewriting
 from chronograph.eventstore.postgres.failures import first_line
 from chronograph.eventstore.postgres.locking import LOCK_WAIT, holder
 from chronograph.eventstore.postgres.schema import FORMAT_CHECK, FORMAT_VERSION, KEY_SQL, SEEDS_DDL, Schema
@@ -82,7 +83,8 @@ def upgrade(connection: Any, schema: Schema, shown: str) -> None:
         with connection.transaction():
             connection.execute("SET LOCAL statement_timeout = 0")
             connection.execute(_ms(LOCK_WAIT))
-            connection.execute("SELECT pg_advisory_xact_lock(%s)", (schema.lock,))
+            with longer(connection, LOCK_WAIT):
+                connection.execute("SELECT pg_advisory_xact_lock(%s)", (schema.lock,))
             found = connection.execute(  # by this statement's snapshot: another server may have upgraded meanwhile
                 "SELECT EXISTS (SELECT 1 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n "
                 "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = 'heads' AND a.attname = 'stream_key' "
@@ -92,8 +94,9 @@ def upgrade(connection: Any, schema: Schema, shown: str) -> None:
                 step = "tables"
                 _tables(connection, schema)
                 step = "upgrade"
-                for statement in UPGRADE:
-                    connection.execute(schema.sql(statement))
+                with rewriting(connection):  # (an UPDATE of every row: as long as the log is large)
+                    for statement in UPGRADE:
+                        connection.execute(schema.sql(statement))
             connection.execute(schema.sql(
                 "UPDATE {meta} SET value = %s WHERE key = 'format' AND value < %s"),
                 (FORMAT_VERSION.to_bytes(4, "big"), FORMAT_VERSION.to_bytes(4, "big")))

@@ -16,6 +16,7 @@ import re
 import time
 from typing import Any
 
+from chronograph.eventstore.postgres.answers import rewriting
 from psycopg import sql
 from psycopg.errors import LockNotAvailable
 
@@ -76,7 +77,8 @@ def vacuum_full(connection: Any, relation: Any, lock_wait: float | None = None) 
         if lock_wait is not None:
             wait = sql.Literal(f"{max(1, round(lock_wait * 1000))}ms")
             connection.execute(sql.SQL("SET lock_timeout = {}").format(wait))
-        connection.execute(sql.SQL("VACUUM (FULL, VERBOSE) {}").format(target))
+        with rewriting(connection):  # (the rewrite alone: as long as the table is large)
+            connection.execute(sql.SQL("VACUUM (FULL, VERBOSE) {}").format(target))
     except LockNotAvailable:
         return max(kept, 1)
     finally:
