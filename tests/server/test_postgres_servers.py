@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -92,7 +92,9 @@ async def test_racing_writers_on_two_servers_with_one_expected_version_have_one_
             assert sorted(outcomes) == ["conflict", "won"]
 
 
-def test_ready_says_unavailable_while_the_database_is_cut_off_and_ready_once_it_is_back(tmp_path: Path) -> None:
+def ready_through_an_outage(tmp_path: Path, fault: Callable[[TcpProxy], None]) -> tuple[int, Any]:
+    """The first 503 answer of /ready once `fault` struck the server's database (through a proxy),
+    after checking that the process stays alive meanwhile and is ready again once it is mended."""
     host, port = SERVER.rsplit("@", 1)[-1].rsplit(":", 1)
     proxy = TcpProxy((host, int(port)))
     via_proxy = database().log_url().replace(f"{host}:{port}", f"127.0.0.1:{proxy.port}")
@@ -100,10 +102,10 @@ def test_ready_says_unavailable_while_the_database_is_cut_off_and_ready_once_it_
     base = next(started)
     try:
         assert request(base + "/ready")[1]["status"] == "ready"
-        proxy.cut()
+        fault(proxy)
         deadline = time.monotonic() + 60
-        while request(base + "/ready")[0] != 503:
-            assert time.monotonic() < deadline, "/ready kept saying ready with the database cut off"
+        while (answer := request(base + "/ready"))[0] != 503:
+            assert time.monotonic() < deadline, "/ready kept saying ready with the database out of reach"
             time.sleep(0.2)
         assert request(base + "/health")[0] == 200  # the process itself is alive
         proxy.mend()
@@ -113,33 +115,19 @@ def test_ready_says_unavailable_while_the_database_is_cut_off_and_ready_once_it_
     finally:
         next(started, None)
         proxy.close()
+    return proxy.port, answer[1]
+
+
+def test_ready_says_unavailable_while_the_database_is_cut_off_and_ready_once_it_is_back(tmp_path: Path) -> None:
+    ready_through_an_outage(tmp_path, TcpProxy.cut)
 
 
 def test_ready_says_unavailable_while_the_database_hangs_and_ready_once_it_answers_again(tmp_path: Path) -> None:
     """A database that takes connections and answers nothing (hung, its disk stuck): the follower's
     next look waited forever on a pooled connection, and /ready said ready all along."""
-    host, port = SERVER.rsplit("@", 1)[-1].rsplit(":", 1)
-    proxy = TcpProxy((host, int(port)))
-    via_proxy = database().log_url().replace(f"{host}:{port}", f"127.0.0.1:{proxy.port}")
-    started = start(tmp_path, None, "--cache", str(tmp_path / "cache"), store=via_proxy)
-    base = next(started)
-    try:
-        assert request(base + "/ready")[1]["status"] == "ready"
-        proxy.hang()
-        deadline = time.monotonic() + 60
-        while (answer := request(base + "/ready"))[0] != 503:
-            assert time.monotonic() < deadline, "/ready kept saying ready with the database hung"
-            time.sleep(0.2)
-        assert answer[1]["status"] == "unavailable" and f"127.0.0.1:{proxy.port}" in answer[1]["reason"]
-        assert "answer" in answer[1]["reason"], answer[1]
-        assert request(base + "/health")[0] == 200
-        proxy.mend()
-        while request(base + "/ready")[0] != 200:
-            assert time.monotonic() < deadline + 60, "the server did not find the database again"
-            time.sleep(0.2)
-    finally:
-        next(started, None)
-        proxy.close()
+    port, answer = ready_through_an_outage(tmp_path, TcpProxy.hang)
+    assert answer["status"] == "unavailable" and f"127.0.0.1:{port}" in answer["reason"]
+    assert "answer" in answer["reason"], answer
 
 
 async def test_a_server_whose_write_waits_for_the_log_s_lock_is_not_ready_and_stops_when_asked(
