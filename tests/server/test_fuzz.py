@@ -56,8 +56,10 @@ def attempt(memory: Memory, tool: str, arguments: dict[str, Any]) -> None:
         assert memory.log.head() == before
 
 
-def run(memory: Memory, examples: int) -> None:
-    @settings(max_examples=examples, deadline=None, database=None,
+def run(memory: Memory, examples: int, *, fixed: bool = False) -> None:
+    """`examples` calls drawn at random (`fixed`: the same calls every run, from Hypothesis's seed for the test)."""
+
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=fixed,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
     @given(call=calls)
     def fuzz(call: tuple[str, dict[str, Any]]) -> None:
@@ -67,8 +69,11 @@ def run(memory: Memory, examples: int) -> None:
 
 
 def test_a_thousand_hostile_calls_get_clear_errors(memory: Memory) -> None:
+    # The same thousand every run: drawn afresh, one CI run in many drew only 10 calls the tools took,
+    # and the check that the fuzzer reached both sides failed without a bug; the slow run draws afresh.
     outcomes.clear()
-    run(memory, 1000)
+    run(memory, 1000, fixed=True)
+    print(f"fuzz outcomes: {dict(outcomes)}")
     assert outcomes["invalid"] > 100 and outcomes["accepted"] > 10  # the fuzzer reached both sides
 
 
