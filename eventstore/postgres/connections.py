@@ -29,10 +29,12 @@ from typing import Any
 
 import psycopg
 import psycopg_pool
+from chronograph.eventstore.errors import StoreOpenError
+from chronograph.eventstore.postgres.address import shown, split_url, without_secrets
 from psycopg.conninfo import conninfo_to_dict
 
-__all__ = ["CONNECTION", "IDLE_IN_TRANSACTION", "KEEPALIVES", "POOL_WAIT", "RECONNECT", "SLICE", "Attempts", "connect",
-           "options", "pool", "roll_back"]
+__all__ = ["CONNECTION", "IDLE_IN_TRANSACTION", "KEEPALIVES", "POOL_WAIT", "RECONNECT", "SLICE", "Attempts", "address",
+           "connect", "options", "pool", "roll_back"]
 
 CONNECTION: dict[str, Any] = {
     "autocommit": True,  # transactions are begun and ended explicitly: a write commits when its views allow
@@ -129,3 +131,23 @@ def roll_back(connection: psycopg.Connection[Any]) -> None:
                                               psycopg.pq.TransactionStatus.INERROR):
         with suppress(psycopg.Error):
             connection.execute("ROLLBACK")
+
+
+def address(url: str) -> tuple[str, str, str]:
+    """(libpq's URL, the log's schema, the address as shown) of the log at `url`, its parameters
+    checked by libpq before any connection.
+
+    Raises:
+        StoreOpenError: If `url` is not a usable address.
+    """
+    try:
+        libpq, name, _ = split_url(url)
+    except ValueError as error:
+        raise StoreOpenError(f"{shown(url)}: {error}") from None
+    said = shown(url)  # (split_url's own shows what its parser made of a password pasted unencoded)
+    try:
+        conninfo_to_dict(libpq)
+    except psycopg.ProgrammingError as error:
+        raise StoreOpenError(f"{said}: {without_secrets(str(error), url)} (the URL takes libpq's parameters, "
+                             "and schema)") from None
+    return libpq, name, said

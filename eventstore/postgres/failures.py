@@ -21,11 +21,12 @@ from chronograph.eventstore.errors import (
     StoreRefusedError,
     StoreUnavailableError,
 )
+from chronograph.eventstore.postgres.address import without_secrets
 from chronograph.eventstore.postgres.answers import Unanswered
 from psycopg import errors
 from psycopg.pq import TransactionStatus
 
-__all__ = ["AFTER", "Unit", "commit_failure", "failure", "first_line", "said", "unreachable"]
+__all__ = ["AFTER", "Unit", "commit_failure", "failure", "first_line", "said", "unopened", "unreachable"]
 
 Unit = Literal["read", "write", "scrub", "open"]
 """What a unit of work does, for the words of its failure."""
@@ -132,3 +133,13 @@ def unreachable(error: psycopg.Error, shown: str, unit: Unit) -> StoreUnavailabl
         return StoreUnavailableError(
             f"the database of {shown} is shutting down or starting up ({words}): {after}; retry once it is up")
     return StoreUnavailableError(f"the database of {shown} cannot be reached: {words}; {after}")
+
+
+def unopened(error: psycopg.Error, url: str, shown: str) -> StoreUnavailableError:
+    """The store's error for a log at `url` (`shown`) that could not be opened for `error` (the
+    driver's, or its pool's timeout), without the URL's secrets."""
+    refused = str(unreachable(error, shown, "open"))
+    if not refused.endswith(AFTER["open"]):  # full, or shutting down: said with what to do
+        return StoreUnavailableError(without_secrets(refused, url))
+    reason = without_secrets(" ".join(str(error).split()), url) or type(error).__name__
+    return StoreUnavailableError(f"cannot reach the database of {shown}: {reason}")

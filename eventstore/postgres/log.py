@@ -23,14 +23,22 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg_pool
 from chronograph.eventstore.codec import Codec
-from chronograph.eventstore.errors import EventStoreError, StoreOpenError, StoreUnavailableError
+from chronograph.eventstore.errors import EventStoreError
 from chronograph.eventstore.log import EraseHook, EventLog, InlineHook, Scrubbed
-from chronograph.eventstore.postgres.address import shown, split_url, without_secrets
 from chronograph.eventstore.postgres.announcements import announcement
 from chronograph.eventstore.postgres.answers import LOOK_WAIT, Answers, Unanswered
-from chronograph.eventstore.postgres.connections import POOL_WAIT, SLICE, Attempts, connect, options, pool, roll_back
+from chronograph.eventstore.postgres.connections import (
+    POOL_WAIT,
+    SLICE,
+    Attempts,
+    address,
+    connect,
+    options,
+    pool,
+    roll_back,
+)
 from chronograph.eventstore.postgres.durability import DURABLE, EARLY, SEEN, wait_for_flush
-from chronograph.eventstore.postgres.failures import AFTER, Unit, commit_failure, failure, unreachable
+from chronograph.eventstore.postgres.failures import Unit, commit_failure, failure, unopened, unreachable
 from chronograph.eventstore.postgres.listening import Listener
 from chronograph.eventstore.postgres.locking import LOCK_WAIT, Waits, bounded
 from chronograph.eventstore.postgres.opening import open_tables, same_tables
@@ -39,7 +47,6 @@ from chronograph.eventstore.postgres.schema import Schema, stream_versions
 from chronograph.eventstore.postgres.scrubbing import scrub_tables
 from chronograph.eventstore.postgres.seeds import Seeds
 from chronograph.eventstore.postgres.writer import PgTransaction
-from psycopg.conninfo import conninfo_to_dict
 
 __all__ = ["PgLog"]
 
@@ -66,16 +73,7 @@ class PgLog(EventLog):
     def __init__(self, url: str, *, codec: Codec | None = None, create: bool = True, readonly: bool = False,
                  pool_size: int = 8) -> None:
         self.codec = codec or Codec(writes=1)  # codec 2 is the LMDB log's (see eventstore.compact)
-        try:
-            self._url, name, _ = split_url(url)
-        except ValueError as error:
-            raise StoreOpenError(f"{shown(url)}: {error}") from None
-        self._shown = shown(url)  # (split_url's own shows what its parser made of a password pasted unencoded)
-        try:
-            conninfo_to_dict(self._url)  # libpq's parameters, checked before any connection
-        except psycopg.ProgrammingError as error:
-            raise StoreOpenError(f"{self._shown}: {without_secrets(str(error), url)} (the URL takes libpq's "
-                                 "parameters, and schema)") from None
+        self._url, name, self._shown = address(url)
         self.schema = Schema(name)
         self._tables = f"'\"{name}\".meta'::regclass::oid"  # (a constant to the planner: no table is read)
         self.seeds = Seeds(self)
@@ -123,11 +121,7 @@ class PgLog(EventLog):
         except BaseException as error:
             self.pool.close()
             if isinstance(error, psycopg.OperationalError | psycopg_pool.PoolTimeout):
-                reason = without_secrets(" ".join(str(error).split()), url) or type(error).__name__
-                refused = str(unreachable(error, self._shown, "open"))
-                if not refused.endswith(AFTER["open"]):  # full, or shutting down: said with what to do
-                    raise StoreUnavailableError(without_secrets(refused, url)) from None
-                raise StoreUnavailableError(f"cannot reach the database of {self._shown}: {reason}") from None
+                raise unopened(error, url, self._shown) from None
             raise
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -413,10 +407,7 @@ class PgLog(EventLog):
     def stored_bytes(self) -> int:
         """What the log's tables take in the database, indexes included."""
         with self._connection() as (connection, _):
-            row = connection.execute(
-                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n "
-                "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'", (self.schema.name,)).fetchone()
-        return int(row[0]) if row else 0
+            return self.schema.stored_bytes(connection)
 
     def wait_for_append(self, after: int, timeout: float) -> int:
         """Wait until the head passes `after` or `timeout` seconds pass; return the head.

@@ -135,6 +135,13 @@ class Schema:
             "WHERE n.nspname = %s AND c.relname = 'meta')", (self.name,)).fetchone()
         return bool(found and found[0])
 
+    def stored_bytes(self, connection: Any) -> int:
+        """What the schema's tables take in the database, indexes included."""
+        row = connection.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'", (self.name,)).fetchone()
+        return int(row[0]) if row else 0
+
     def check_empty(self, connection: Any, shown: str) -> None:
         """Refuse to make a log in a schema that holds tables of its own (a user's `events` would
         meet ours, and theirs would sit among a memory's).
