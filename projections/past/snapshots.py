@@ -11,6 +11,7 @@ million-event log costs a fold of half a million events.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import overload
 
 import lmdb
 import msgspec
@@ -183,6 +184,12 @@ def _stops(after: int, last: int, spacing: int) -> list[int]:
     """The multiples of `spacing` in (after, last), then last."""
     first = (after // spacing + 1) * spacing
     return [*range(first, last, spacing), last] if last > after else []
+
+
+@overload
+def encode(state: DictState) -> bytes: ...
+@overload
+def encode(state: DictState, into: bytearray) -> bytearray: ...
 
 
 def encode(state: DictState, into: bytearray | None = None) -> bytes | bytearray:
