@@ -27,7 +27,8 @@ import msgspec
 from chronograph.eventstore.keys import Stored
 from chronograph.projections.errors import ViewsDamagedError
 
-__all__ = ["RESIDUE", "SEAL", "encode_sealed", "seal", "seal_array", "seal_into", "sealed_decoder", "sound", "unseal"]
+__all__ = ["RESIDUE", "SEAL", "encode_sealed", "encode_sealed_into", "seal", "seal_array", "seal_into",
+           "sealed_decoder", "sound", "unseal"]
 
 SEAL = 4
 """Bytes the CRC adds to a value."""
@@ -56,13 +57,17 @@ def seal_into(buffer: bytearray) -> bytes:
     """The msgpack array (of at most 14 elements) an encoder wrote into `buffer`, sealed there as
     `seal_array` seals it, and its bytes: one copy where `seal_array` makes four, which counts for
     snapshots and search images of tens of megabytes. `buffer` may be used again afterwards."""
+    return bytes(_sealed_in_place(buffer))
+
+
+def _sealed_in_place(buffer: bytearray) -> bytearray:
     header = buffer[0]
     if not 0x90 <= header < 0x9F:
         raise ValueError("seal_into takes a msgpack array of at most 14 elements")
     buffer[0] = header + 1
     buffer += _UINT32
     buffer += _crc(buffer).to_bytes(SEAL, "little")
-    return bytes(buffer)
+    return buffer
 
 
 def encode_sealed(encoder: msgspec.msgpack.Encoder, value: Any) -> bytes:
@@ -71,6 +76,15 @@ def encode_sealed(encoder: msgspec.msgpack.Encoder, value: Any) -> bytes:
     buffer = bytearray()
     encoder.encode_into(value, buffer)
     return seal_into(buffer)
+
+
+def encode_sealed_into(encoder: msgspec.msgpack.Encoder, value: Any, buffer: bytearray) -> bytearray:
+    """The bytes of `encode_sealed(encoder, value)`, written over `buffer` and sealed there; the
+    buffer itself is returned, not copied (a rebuild's snapshots of tens of megabytes each, one
+    after the other: the memory of the last is reused, and no copy is made of any). Valid until
+    `buffer` is written again."""
+    encoder.encode_into(value, buffer)  # over what it held: its memory is kept, its length set
+    return _sealed_in_place(buffer)
 
 
 def sound(value: Stored) -> bool:

@@ -180,6 +180,7 @@ def _rebuild(
     refused = None if forgiving else erasures  # the count an erasure must not move while it runs
     state = DictState()
     saved = 0
+    encoded = bytearray()  # every snapshot's bytes, one after the other (see `snapshots.encode`)
     with paused_gc():
         # Snapshots on round positions, no more than are kept (later as-of folds add others).
         spacing = snapshots.spacing * max(1, -(-head // (snapshots.spacing * snapshots.keep)))
@@ -202,10 +203,12 @@ def _rebuild(
             if folded < head:  # the rest is folded onto the views this state writes, a segment at a time
                 break
             if snapshots.writable and stop and stop % spacing == 0 and not snapshots.has(stop):
-                data = encode_snapshot(state)
+                data = encode_snapshot(state, encoded)
                 if snapshots.worth_keeping(data, stop):
                     snapshots.save_encoded(stop, data, erasures)
                     saved += 1
+                else:  # the next ones are larger still: their buffer is not held meanwhile
+                    encoded = bytearray()
                 del data
                 clock.lap("snapshots")
             if state.size >= FOLD_RECORDS and stop < head:
@@ -213,6 +216,7 @@ def _rebuild(
                 break
             start = stop + 1
 
+        del encoded
         generation = old + 1
         tables = tables_of(generation)
         retired = tables_of(old if old else generation + 1)  # the other slot

@@ -11,13 +11,14 @@ million-event log costs a fold of half a million events.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import overload
 
 import lmdb
 import msgspec
 from chronograph.eventstore import EventLog, EventStoreError, LmdbEnv
 from chronograph.eventstore.keys import Stored, pack_u64, unpack_u64
 from chronograph.projections.records import ContextRecord, EntityRecord, RelationRecord
-from chronograph.projections.sealed import encode_sealed, sound
+from chronograph.projections.sealed import encode_sealed, encode_sealed_into, sound
 from chronograph.projections.states.dictstate import DictState, paused_gc
 
 __all__ = ["KEEP", "SPACING", "Snapshots", "encode", "fold_to"]
@@ -109,7 +110,7 @@ class Snapshots:
             value = txn.get(pack_u64(position), db=self.db)
         return value is not None and sound(value) and _decoded_format(value) == SNAPSHOT_FORMAT
 
-    def worth_keeping(self, data: bytes, position: int) -> bool:
+    def worth_keeping(self, data: bytes | bytearray, position: int) -> bool:
         """Whether a snapshot of `len(data)` bytes at `position` saves more than it costs."""
         return len(data) <= max(SMALL, BYTES_PER_EVENT * position)
 
@@ -118,7 +119,7 @@ class Snapshots:
         if self.writable and state.position:
             self.save_encoded(state.position, encode(state))
 
-    def save_encoded(self, position: int, data: bytes, erasures: int | None = None) -> None:
+    def save_encoded(self, position: int, data: bytes | bytearray, erasures: int | None = None) -> None:
         """Keep an `encode`d state as the snapshot at `position`; call outside any transaction.
 
         A state folded while the log's erasure count was `erasures` is not kept once it has
@@ -185,13 +186,21 @@ def _stops(after: int, last: int, spacing: int) -> list[int]:
     return [*range(first, last, spacing), last] if last > after else []
 
 
-def encode(state: DictState) -> bytes:
-    """The snapshot bytes of `state` as it is now."""
+@overload
+def encode(state: DictState) -> bytes: ...
+@overload
+def encode(state: DictState, into: bytearray) -> bytearray: ...
+
+
+def encode(state: DictState, into: bytearray | None = None) -> bytes | bytearray:
+    """The snapshot bytes of `state` as it is now; with `into`, written over that buffer, which is
+    returned (see `sealed.encode_sealed_into`: a rebuild reuses one for all its snapshots)."""
     names = [(ws, name, known) for (ws, name), known in state._names.items()]  # noqa: SLF001
-    return encode_sealed(_encoder, _Snapshot(
+    snapshot = _Snapshot(
         SNAPSHOT_FORMAT, state.position, list(state.entities.values()), list(state.relations.values()),
         list(state.contexts.values()), names, list(state._seen),  # noqa: SLF001
-    ))
+    )
+    return encode_sealed(_encoder, snapshot) if into is None else encode_sealed_into(_encoder, snapshot, into)
 
 
 def _decoded(body: Stored) -> _Snapshot | None:

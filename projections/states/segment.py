@@ -79,6 +79,9 @@ class Segment(Overlay):
         self._present = PresentSets()
         self._absent: set[str] = set()
         """Streams the written views hold no record of: `changes` need not read them again"""
+        self._was: dict[str, tuple[str, str, int, str, str]] = {}
+        """stream -> what `changes` needs of the record the written views hold (workspace, type,
+        seq, and a relation's ends), noted when the fold first read it: not read and decoded again"""
 
     @property
     def size(self) -> int:
@@ -86,7 +89,12 @@ class Segment(Overlay):
         return len(self._entities) + len(self._relations)
 
     def get_entity(self, stream: str) -> EntityRecord | None:
-        return self._noted(stream, self._entities, super().get_entity)
+        held = self._entities
+        if stream in held:
+            return held[stream]
+        found = held[stream] = self.base.get_entity(stream)  # decoded for this segment alone: no copy
+        self._note(stream, found)
+        return found
 
     def add_entity(self, entity: EntityRecord) -> None:
         self._created(entity, self._entities)
@@ -94,20 +102,33 @@ class Segment(Overlay):
         self._seen[entity.workspace] = None  # its totals exist from now on, whatever comes after
 
     def get_relation(self, stream: str) -> RelationRecord | None:
-        return self._noted(stream, self._relations, super().get_relation)
+        held = self._relations
+        if stream in held:
+            return held[stream]
+        found = held[stream] = self.base.get_relation(stream)  # decoded for this segment alone: no copy
+        self._note(stream, found)
+        return found
 
     def add_relation(self, relation: RelationRecord) -> None:
         self._created(relation, self._relations)
         super().add_relation(relation)
         self._seen[relation.workspace] = None
 
-    def _noted(self, stream: str, held: Mapping[str, object], get: Callable[[str], R | None]) -> R | None:
-        """`get(stream)`, noting a stream the written views were asked for and do not hold."""
-        asked = stream in held
-        found = get(stream)
-        if found is None and not asked:
+    def _note(self, stream: str, found: EntityRecord | RelationRecord | None) -> None:
+        """Note what the written views hold of `stream`, first read by the fold (see `_was`)."""
+        if found is None:
             self._absent.add(stream)
-        return found
+        else:
+            self._was[stream] = _fields(found)  # type: ignore[assignment]
+
+    def _written(self, stream: str, read: Callable[[str], EntityRecord | RelationRecord | None],
+                 ) -> tuple[str, str, int, str, str] | None:
+        """What the written views hold of `stream` (see `_was`), read only if the fold never did
+        (a record reached by name, or by a relation's ends)."""
+        found = self._was.pop(stream, None)
+        if found is not None or stream in self._absent:
+            return found
+        return _fields(read(stream))
 
     def _created(self, record: EntityRecord | RelationRecord, held: Mapping[str, object]) -> None:
         """Note a record created by its stream's first event (the fold asked nothing, see `FIRST`)."""
@@ -163,34 +184,36 @@ class Segment(Overlay):
             counts[(workspace, kind, type_name)] = counts.get((workspace, kind, type_name), 0) + delta
             totals.setdefault(workspace, [0, 0])[kind == RELATION] += delta
 
-        entities, order, absent = rows["entities"], rows["order"], self._absent
+        entities, order = rows["entities"], rows["order"]
         for stream, new in _drained(self._entities, between):
-            old = None if stream in absent else base.get_entity(stream)
+            old = self._written(stream, base.get_entity)
             if old is None and new is None:
                 continue
             key = record_key(stream)
             entities.append((key, None if new is None else encode(stored_entity(new, key))))
             if old is not None:
-                count(old.workspace, ENTITY, old.entity_type, -1)
-                if new is None or new.seq != old.seq:
-                    order.append((order_key(ws(old.workspace), ENTITY, old.seq), None))
+                old_workspace, old_type, old_seq, _, _ = old
+                count(old_workspace, ENTITY, old_type, -1)
+                if new is None or new.seq != old_seq:
+                    order.append((order_key(ws(old_workspace), ENTITY, old_seq), None))
             if new is not None:
                 count(new.workspace, ENTITY, new.entity_type, +1)
-                if old is None or new.seq != old.seq:
+                if old is None or new.seq != old[2]:
                     order.append((order_key(ws(new.workspace), ENTITY, new.seq), key))
         relations, identities, adjacency = rows["relations"], rows["identities"], rows["adjacency"]
         for stream, relation in _drained(self._relations, between):
-            was = None if stream in absent else base.get_relation(stream)
+            was = self._written(stream, base.get_relation)
             if was is None and relation is None:
                 continue
-            moved = was is None or relation is None or was.seq != relation.seq  # its keys change
+            moved = was is None or relation is None or was[2] != relation.seq  # its keys change
             if was is not None:
-                count(was.workspace, RELATION, was.relation_type, -1)
+                was_workspace, was_type, was_seq, was_source, was_target = was
+                count(was_workspace, RELATION, was_type, -1)
                 if moved:
-                    space = ws(was.workspace)
-                    relations.append((relation_key(space, was.seq), None))
-                    adjacency.append((adjacency_key(space, was.source, OUTGOING, was.seq), None))
-                    adjacency.append((adjacency_key(space, was.target, INCOMING, was.seq), None))
+                    space = ws(was_workspace)
+                    relations.append((relation_key(space, was_seq), None))
+                    adjacency.append((adjacency_key(space, was_source, OUTGOING, was_seq), None))
+                    adjacency.append((adjacency_key(space, was_target, INCOMING, was_seq), None))
             if relation is None:
                 identities.append((record_key(stream), None))
                 continue
@@ -229,6 +252,15 @@ class Segment(Overlay):
         for table in rows.values():
             table.sort(key=_first)
         return rows, list(self._forgotten)
+
+
+def _fields(record: EntityRecord | RelationRecord | None) -> tuple[str, str, int, str, str] | None:
+    """What `Segment.changes` needs of a record the written views hold (see `Segment._was`)."""
+    if record is None:
+        return None
+    if isinstance(record, EntityRecord):
+        return record.workspace, record.entity_type, record.seq, "", ""
+    return record.workspace, record.relation_type, record.seq, record.source, record.target
 
 
 def _drained(records: dict[str, R], between: Callable[[], object]) -> Iterator[tuple[str, R]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from chronograph.projections.sealed import seal_array, seal_into, sound
+from chronograph.projections.sealed import encode_sealed, encode_sealed_into, seal_array, seal_into, sound
 
 ENCODER = msgspec.msgpack.Encoder()
 
@@ -29,6 +29,15 @@ def test_a_buffer_sealed_once_seals_the_next_array_from_scratch() -> None:
     seal_into(buffer)
     ENCODER.encode_into([1, 2], buffer, 0)
     assert seal_into(buffer) == seal_array(ENCODER.encode([1, 2]))
+
+
+def test_values_sealed_one_after_another_in_one_buffer_are_each_the_value_sealed_alone() -> None:
+    buffer = bytearray()
+    for value in ([7, ["text " * 40] * 5_000], [1, "two"], [7, ["more text " * 40] * 9_000]):
+        sealed = encode_sealed_into(ENCODER, value, buffer)
+        assert sealed is buffer  # not copied
+        assert sealed == encode_sealed(ENCODER, value) == seal_array(ENCODER.encode(value))
+        assert sound(sealed)
 
 
 @pytest.mark.parametrize("value", [{"a": 1}, list(range(15)), "text"], ids=["map", "fifteen", "string"])

@@ -422,3 +422,31 @@ def test_a_rebuild_gives_back_the_store_pages_it_read_once_past_its_limit(
     monkeypatch.setattr(rebuilding, "WRITE_CHUNK", 10)
     views.rebuild()
     assert len(asked) > 20 and set(asked) == {rebuilding.MAPPED}  # after every batch folded, every chunk written
+
+
+def test_a_segment_reads_each_record_the_written_views_hold_once(
+    store: LmdbLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rebuilding, "FOLD_BATCH", 1)
+    monkeypatch.setattr(rebuilding, "FOLD_RECORDS", 2)  # a and b in memory, then a segment over them
+    a, b = STREAMS[:2]
+    views = Views(store)
+    for stream, event in [
+        (a, EntityCreated(workspace="default", name="x", entity_type="t")),
+        (b, EntityCreated(workspace="default", name="y", entity_type="t")),
+        (a, ObservationsAdded(observations=("more",))),  # the segment reads a, then says what changed
+        (b, EntityDeleted()),
+    ]:
+        views.transact(lambda tx, state, s=stream, e=event: tx.append([StreamWrite(s, [e])], actor="test"))
+    inline = raw_tables(store, views.tables.generation)
+    state_class = importlib.import_module("chronograph.projections.states.lmdbstate").LmdbState
+    read, reads = state_class.get_entity, []
+
+    def counted(self: Any, stream: str) -> Any:
+        reads.append(stream)
+        return read(self, stream)
+
+    monkeypatch.setattr(state_class, "get_entity", counted)
+    assert views.rebuild().segments == 1
+    assert sorted(reads) == [a, b]  # not read again, and decoded again, to say what it changed
+    assert raw_tables(store, views.tables.generation) == inline
