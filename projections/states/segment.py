@@ -63,6 +63,9 @@ __all__ = ["Changes", "Segment"]
 Changes = dict[str, list[tuple[bytes, bytes | None]]]
 """table -> (key, new value or None to delete it), sorted by key, each key once."""
 R = TypeVar("R")
+Fields = tuple[str, str, int, str, str]
+"""What `Segment.changes` needs of a record the written views hold: workspace, type, seq, and a
+relation's ends ("" for an entity)."""
 TICK = 4096
 """Records between two calls of `changes`'s `between`."""
 
@@ -77,11 +80,13 @@ class Segment(Overlay):
         self._seen: dict[str, None] = {}
         self._forgotten: list[tuple[str, str]] = []
         self._present = PresentSets()
-        self._absent: set[str] = set()
-        """Streams the written views hold no record of: `changes` need not read them again"""
-        self._was: dict[str, tuple[str, str, int, str, str]] = {}
-        """stream -> what `changes` needs of the record the written views hold (workspace, type,
-        seq, and a relation's ends), noted when the fold first read it: not read and decoded again"""
+        self._absent: dict[bytes, set[str]] = {ENTITY: set(), RELATION: set()}
+        """Streams the written views hold no entity, and no relation, of: `changes` need not read
+        them again (a kind each: a log may put both on one stream, and the fold is total)"""
+        self._was: dict[bytes, dict[str, Fields]] = {ENTITY: {}, RELATION: {}}
+        """stream -> what `changes` needs of the entity, and of the relation, the written views
+        hold (workspace, type, seq, and a relation's ends), noted when the fold first read it: not
+        read and decoded again"""
 
     @property
     def size(self) -> int:
@@ -93,11 +98,11 @@ class Segment(Overlay):
         if stream in held:
             return held[stream]
         found = held[stream] = self.base.get_entity(stream)  # decoded for this segment alone: no copy
-        self._note(stream, found)
+        self._note(stream, found, ENTITY)
         return found
 
     def add_entity(self, entity: EntityRecord) -> None:
-        self._created(entity, self._entities)
+        self._created(entity, self._entities, ENTITY)
         super().add_entity(entity)
         self._seen[entity.workspace] = None  # its totals exist from now on, whatever comes after
 
@@ -106,34 +111,36 @@ class Segment(Overlay):
         if stream in held:
             return held[stream]
         found = held[stream] = self.base.get_relation(stream)  # decoded for this segment alone: no copy
-        self._note(stream, found)
+        self._note(stream, found, RELATION)
         return found
 
     def add_relation(self, relation: RelationRecord) -> None:
-        self._created(relation, self._relations)
+        self._created(relation, self._relations, RELATION)
         super().add_relation(relation)
         self._seen[relation.workspace] = None
 
-    def _note(self, stream: str, found: EntityRecord | RelationRecord | None) -> None:
-        """Note what the written views hold of `stream`, first read by the fold (see `_was`)."""
+    def _note(self, stream: str, found: EntityRecord | RelationRecord | None, kind: bytes) -> None:
+        """Note what the written views hold of `stream`'s record of `kind`, first read by the fold
+        (see `_was`)."""
         if found is None:
-            self._absent.add(stream)
+            self._absent[kind].add(stream)
         else:
-            self._was[stream] = _fields(found)  # type: ignore[assignment]
+            self._was[kind][stream] = _fields(found)
 
-    def _written(self, stream: str, read: Callable[[str], EntityRecord | RelationRecord | None],
-                 ) -> tuple[str, str, int, str, str] | None:
-        """What the written views hold of `stream` (see `_was`), read only if the fold never did
-        (a record reached by name, or by a relation's ends)."""
-        found = self._was.pop(stream, None)
-        if found is not None or stream in self._absent:
+    def _written(self, stream: str, kind: bytes, read: Callable[[str], EntityRecord | RelationRecord | None],
+                 ) -> Fields | None:
+        """What the written views hold of `stream`'s record of `kind` (see `_was`), read only if the
+        fold never did (a record reached by name, or by a relation's ends)."""
+        found = self._was[kind].pop(stream, None)
+        if found is not None or stream in self._absent[kind]:
             return found
-        return _fields(read(stream))
+        record = read(stream)
+        return None if record is None else _fields(record)
 
-    def _created(self, record: EntityRecord | RelationRecord, held: Mapping[str, object]) -> None:
+    def _created(self, record: EntityRecord | RelationRecord, held: Mapping[str, object], kind: bytes) -> None:
         """Note a record created by its stream's first event (the fold asked nothing, see `FIRST`)."""
         if record.version == FIRST and record.stream not in held:
-            self._absent.add(record.stream)
+            self._absent[kind].add(record.stream)
 
     def present(self, entity: EntityRecord) -> set[str]:
         return self._present(entity)  # kept between events, as in memory: a long history adds in steps
@@ -186,7 +193,7 @@ class Segment(Overlay):
 
         entities, order = rows["entities"], rows["order"]
         for stream, new in _drained(self._entities, between):
-            old = self._written(stream, base.get_entity)
+            old = self._written(stream, ENTITY, base.get_entity)
             if old is None and new is None:
                 continue
             key = record_key(stream)
@@ -202,7 +209,7 @@ class Segment(Overlay):
                     order.append((order_key(ws(new.workspace), ENTITY, new.seq), key))
         relations, identities, adjacency = rows["relations"], rows["identities"], rows["adjacency"]
         for stream, relation in _drained(self._relations, between):
-            was = self._written(stream, base.get_relation)
+            was = self._written(stream, RELATION, base.get_relation)
             if was is None and relation is None:
                 continue
             moved = was is None or relation is None or was[2] != relation.seq  # its keys change
@@ -254,10 +261,8 @@ class Segment(Overlay):
         return rows, list(self._forgotten)
 
 
-def _fields(record: EntityRecord | RelationRecord | None) -> tuple[str, str, int, str, str] | None:
+def _fields(record: EntityRecord | RelationRecord) -> Fields:
     """What `Segment.changes` needs of a record the written views hold (see `Segment._was`)."""
-    if record is None:
-        return None
     if isinstance(record, EntityRecord):
         return record.workspace, record.entity_type, record.seq, "", ""
     return record.workspace, record.relation_type, record.seq, record.source, record.target
