@@ -63,6 +63,7 @@ __all__ = ["Changes", "Segment"]
 Changes = dict[str, list[tuple[bytes, bytes | None]]]
 """table -> (key, new value or None to delete it), sorted by key, each key once."""
 R = TypeVar("R")
+Rec = TypeVar("Rec", EntityRecord, RelationRecord)
 Fields = tuple[str, str, int, str, str]
 """What `Segment.changes` needs of a record the written views hold: workspace, type, seq, and a
 relation's ends ("" for an entity)."""
@@ -95,11 +96,7 @@ class Segment(Overlay):
 
     def get_entity(self, stream: str) -> EntityRecord | None:
         held = self._entities
-        if stream in held:
-            return held[stream]
-        found = held[stream] = self.base.get_entity(stream)  # decoded for this segment alone: no copy
-        self._note(stream, found, ENTITY)
-        return found
+        return held[stream] if stream in held else self._first_read(stream, held, self.base.get_entity, ENTITY)
 
     def add_entity(self, entity: EntityRecord) -> None:
         self._created(entity, self._entities, ENTITY)
@@ -108,24 +105,23 @@ class Segment(Overlay):
 
     def get_relation(self, stream: str) -> RelationRecord | None:
         held = self._relations
-        if stream in held:
-            return held[stream]
-        found = held[stream] = self.base.get_relation(stream)  # decoded for this segment alone: no copy
-        self._note(stream, found, RELATION)
-        return found
+        return held[stream] if stream in held else self._first_read(stream, held, self.base.get_relation, RELATION)
 
     def add_relation(self, relation: RelationRecord) -> None:
         self._created(relation, self._relations, RELATION)
         super().add_relation(relation)
         self._seen[relation.workspace] = None
 
-    def _note(self, stream: str, found: EntityRecord | RelationRecord | None, kind: bytes) -> None:
-        """Note what the written views hold of `stream`'s record of `kind`, first read by the fold
-        (see `_was`)."""
+    def _first_read(self, stream: str, held: dict[str, Rec | None], read: Callable[[str], Rec | None],
+                    kind: bytes) -> Rec | None:
+        """`stream`'s record of `kind` the written views hold, read for the fold and kept in `held`
+        (decoded for this segment alone: not copied), and what `changes` needs of it noted (`_was`)."""
+        found = held[stream] = read(stream)
         if found is None:
             self._absent[kind].add(stream)
         else:
             self._was[kind][stream] = _fields(found)
+        return found
 
     def _written(self, stream: str, kind: bytes, read: Callable[[str], EntityRecord | RelationRecord | None],
                  ) -> Fields | None:
