@@ -102,11 +102,14 @@ NAMED = ["ada", "bob", "cy"]
 def raw_events(sim: st.DataObject, count: int) -> list[StreamWrite]:
     """`count` events of every kind the fold knows, on a few entities and the relations between
     their names, in any order: the fold is total, so any log is one a rebuild must replay (an
-    entity's events on a relation's stream too, which no command writes)."""
+    entity's events on a relation's stream and a relation's on an entity's too, which no command
+    writes)."""
     ws = st.sampled_from(["default", "lab"])
     relation = st.tuples(ws, st.sampled_from(NAMED), st.sampled_from(["knows", "uses"]), st.sampled_from(NAMED))
     name = st.sampled_from(NAMED)
     stream = st.one_of(st.sampled_from(STREAMS), relation.map(lambda r: relation_stream(*r)))
+    placed = st.tuples(st.sampled_from([*STREAMS[:2], None]), relation).map(  # a relation, mostly on its own stream
+        lambda p: (p[0] or relation_stream(*p[1]), p[1]))
     event = st.one_of(
         st.tuples(stream, st.builds(EntityCreated, workspace=ws, name=name, entity_type=st.sampled_from("xy"),
                                     observations=st.lists(st.sampled_from("abc"), max_size=2).map(tuple))),
@@ -116,10 +119,10 @@ def raw_events(sim: st.DataObject, count: int) -> list[StreamWrite]:
         st.tuples(stream, st.builds(EntityMerged, into=name)),
         st.tuples(stream, st.just(EntityDeleted())),
         st.tuples(stream, st.builds(EntityForgotten, workspace=ws, reason=st.just("asked"), events=st.just(1))),
-        relation.map(lambda r: (relation_stream(*r), RelationCreated(workspace=r[0], source=r[1],
-                                                                     relation_type=r[2], target=r[3]))),
-        relation.map(lambda r: (relation_stream(*r), RelationUpdated(confidence=0.5))),
-        relation.map(lambda r: (relation_stream(*r), RelationDeleted())),
+        placed.map(lambda p: (p[0], RelationCreated(workspace=p[1][0], source=p[1][1], relation_type=p[1][2],
+                                                    target=p[1][3]))),
+        placed.map(lambda p: (p[0], RelationUpdated(confidence=0.5))),
+        placed.map(lambda p: (p[0], RelationDeleted())),
         ws.map(lambda w: ("context-" + w, ContextUpdated(workspace=w, active_task="ship"))),
         st.sampled_from(["default", "gone"]).map(  # "gone": a workspace only an erasure names
             lambda w: ("erased-" + w, ContentErased(erased="entity_created", workspace=w))),
