@@ -9,26 +9,13 @@ from typing import Any
 
 from chronograph.eventstore import LmdbLog, clock
 from chronograph.projections import Views, graph_as_of
-from chronograph.projections.tables import table_names
 from freezegun import freeze_time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.histories import Simulator, draw_history, graph_view
+from support.views import raw_tables
 
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-
-
-def raw_tables(store: LmdbLog, generation: int) -> dict[str, list[tuple[bytes, bytes]]]:
-    """Every key and value of every view table of `generation`, byte for byte."""
-    tables = {}
-    with store.environment.env.begin() as txn:
-        for name in table_names(generation):
-            database = store.environment.env.open_db(name.encode(), create=False)
-            rows = list(txn.cursor(database))
-            if name.endswith(".meta"):
-                rows = [row for row in rows if row[0] != b"checkpoint"]
-            tables[name.rsplit(".", 1)[1]] = rows
-    return tables
 
 
 def play(views: Views, history: list[tuple[Any, ...]]) -> tuple[Simulator, list[tuple[int, int, dict]]]:
