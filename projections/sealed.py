@@ -73,9 +73,7 @@ def _sealed_in_place(buffer: bytearray) -> bytearray:
 def encode_sealed(encoder: msgspec.msgpack.Encoder, value: Any) -> bytes:
     """`seal_array(encoder.encode(value))`, encoded into a buffer of its own and sealed there (see
     `seal_into`): for a value too big to copy four times."""
-    buffer = bytearray()
-    encoder.encode_into(value, buffer)
-    return seal_into(buffer)
+    return bytes(encode_sealed_into(encoder, value, bytearray()))
 
 
 def encode_sealed_into(encoder: msgspec.msgpack.Encoder, value: Any, buffer: bytearray) -> bytearray:

@@ -201,7 +201,7 @@ class Segment(Overlay):
                     order.append((order_key(ws(old_workspace), ENTITY, old_seq), None))
             if new is not None:
                 count(new.workspace, ENTITY, new.entity_type, +1)
-                if old is None or new.seq != old[2]:
+                if old is None or new.seq != old_seq:
                     order.append((order_key(ws(new.workspace), ENTITY, new.seq), key))
         relations, identities, adjacency = rows["relations"], rows["identities"], rows["adjacency"]
         for stream, relation in _drained(self._relations, between):
